@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+# Compile options shared by every zkd target, as one INTERFACE target.
+option(ZKD_WERROR "Treat warnings as errors" OFF)
+set(ZKD_SANITIZE "" CACHE STRING "Sanitizers: empty, 'address' (ASan+UBSan) or 'thread' (TSan)")
+set_property(CACHE ZKD_SANITIZE PROPERTY STRINGS "" address thread)
+
+add_library(zkd_options INTERFACE)
+add_library(zkd::options ALIAS zkd_options)
+target_compile_options(zkd_options INTERFACE
+    -Wall -Wextra -Wpedantic -Wshadow -Wold-style-cast -Wcast-align
+    -Woverloaded-virtual -Wimplicit-fallthrough
+    # GCC 12 reports Asio's coroutine-frame operator delete as mismatched (a false positive).
+    $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>
+    $<$<BOOL:${ZKD_WERROR}>:-Werror>)
+target_compile_definitions(zkd_options INTERFACE
+    BOOST_ASIO_NO_DEPRECATED
+    BOOST_ASIO_DISABLE_BOOST_COROUTINE)
+
+if(ZKD_SANITIZE STREQUAL "address")
+    target_compile_options(zkd_options INTERFACE
+        -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    target_link_options(zkd_options INTERFACE -fsanitize=address,undefined)
+elseif(ZKD_SANITIZE STREQUAL "thread")
+    # GCC warns that TSan does not model the fences Asio uses (-Wtsan); TSan still sees the
+    # locks and atomics around them.
+    target_compile_options(zkd_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer
+        $<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>)
+    target_link_options(zkd_options INTERFACE -fsanitize=thread)
+elseif(NOT ZKD_SANITIZE STREQUAL "")
+    message(FATAL_ERROR "ZKD_SANITIZE must be empty, 'address' or 'thread', not '${ZKD_SANITIZE}'")
+endif()

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// Private to zkco: the session state behind a client. Everything here runs on the
+// client's executor, except push(), which the ZooKeeper client threads call.
+#pragma once
+
+#include "zkco/config.hpp"
+#include "zkco/error.hpp"
+#include "zkco/types.hpp"
+#include "zkco/watch.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+// The C client's handle, forward-declared so that only core.cpp includes zookeeper.h.
+struct _zhandle;  // NOLINT(bugprone-reserved-identifier): the C client's own name
+
+namespace zkd::zkco::detail {
+
+template <class... Args>
+using handler = boost::asio::any_completion_handler<void(error_code, Args...)>;
+
+/// What a ZooKeeper thread hands over: a reply, a watch firing or a session event. Data
+/// is copied out of the C client's buffers, which die when its callback returns.
+struct zk_event {
+    enum class kind : std::uint8_t { reply, watch, session };
+    kind k = kind::reply;
+    std::uint64_t id = 0;  ///< reply: op id; watch: watch id
+    int code = 0;          ///< reply: rc; watch: event type; session: state
+    std::string text;      ///< reply: data or created path; watch: path
+    std::optional<zkco::stat> st;
+    std::vector<std::string> names;
+    std::vector<op_result> multi;
+    std::chrono::milliseconds timeout{0};  ///< session: negotiated timeout
+    std::optional<session_handle> session;  ///< session: id and password when connected
+};
+
+struct pending_op;
+struct session_ctx;
+struct resolve_state;
+
+/// How an operation's handler is called: inline when we are already in a handler of the
+/// executor (a reply being drained), posted when we may be inside user code (a
+/// cancellation, the client's destructor, an immediate error).
+enum class completion_mode : std::uint8_t { dispatch, post };
+
+class core : public std::enable_shared_from_this<core> {
+public:
+    core(boost::asio::any_io_executor ex, zkco::config cfg);
+    ~core();
+    core(const core&) = delete;
+    core& operator=(const core&) = delete;
+
+    const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
+    const zkco::config& config() const noexcept { return cfg_; }
+    session_state state() const noexcept { return state_; }
+    std::uint64_t generation() const noexcept { return generation_; }
+    std::optional<session_handle> session() const { return session_; }
+    std::chrono::milliseconds negotiated_timeout() const noexcept { return negotiated_; }
+    const client_counters& counters() const noexcept { return counters_; }
+
+    void connect(handler<> h);
+    void wait_state(std::uint64_t seen, handler<state_change> h);
+    void create(std::string path, std::string data, create_options opts, handler<std::string> h);
+    void remove(std::string path, std::int32_t version, handler<> h);
+    void exists(std::string path, handler<std::optional<zkco::stat>> h);
+    void watch_exists(std::string path, handler<std::optional<zkco::stat>, watch> h);
+    void get(std::string path, handler<node> h);
+    void watch_get(std::string path, handler<node, watch> h);
+    void set(std::string path, std::string data, std::int32_t version, handler<zkco::stat> h);
+    void get_children(std::string path, handler<children> h);
+    void watch_children(std::string path, handler<children, watch> h);
+    void multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h);
+    void sync(std::string path, handler<> h);
+    void close(boost::asio::any_completion_handler<void()> h);
+
+    void watch_wait(std::uint64_t id, handler<watch_event> h);
+    void watch_release(std::uint64_t id) noexcept;
+
+    /// The client is going away: fail everything, stop posting, close in the background.
+    void detach() noexcept;
+
+    /// From any thread (the ZooKeeper client's): queue an event for the executor.
+    void push(zk_event&& ev);
+    /// From the background closer thread, once zookeeper_close has returned.
+    void closer_done(boost::asio::any_io_executor work);
+
+    /// Makes the watch object handed to the user for watch `id` (used by op conversions).
+    watch make_watch(std::uint64_t id) { return watch(shared_from_this(), id); }
+    void forget_watch(std::uint64_t id) noexcept { watches_.erase(id); }
+
+private:
+    struct watch_entry {
+        std::optional<std::pair<error_code, watch_event>> ready;
+        std::uint64_t waiter = 0;  // op id of a pending watch::async_wait
+    };
+
+    template <class... Args>
+    bool check_usable(handler<Args...>& h, std::string_view path, std::size_t request_bytes = 0);
+    template <class... Args, class Convert>
+    std::uint64_t add_op(handler<Args...> h, Convert convert, std::uint64_t watch_id);
+    void complete_op(std::uint64_t id, error_code ec, zk_event* ev,
+                     completion_mode mode = completion_mode::dispatch);
+    void fail_start(std::uint64_t id, int rc);
+    std::uint64_t new_watch();
+    error_code terminal_error() const noexcept;
+
+    void start_session();
+    void resolve_next(std::shared_ptr<resolve_state> st);
+    void init_handle(const std::string& hosts);
+    void drain();
+    void on_reply(zk_event&& ev);
+    void on_watch(zk_event&& ev);
+    void on_session(zk_event&& ev);
+    void set_state(session_state s);
+    void terminate(session_state s, error_code ec);
+    void abandon(std::uint64_t id);
+    void release_handle();
+    void on_closed();
+    void complete_connect_waiters(error_code ec);
+    void arm_expiry_timer();
+
+    boost::asio::any_io_executor ex_;
+    zkco::config cfg_;
+    acl_list default_acl_;
+
+    // The C handle and the context its callbacks reach us through; both are handed to the
+    // closer thread, which frees them after zookeeper_close returns.
+    _zhandle* zh_ = nullptr;
+    session_ctx* sctx_ = nullptr;
+
+    session_state state_ = session_state::connecting;
+    std::uint64_t generation_ = 0;
+    bool started_ = false;
+    bool closing_ = false;  // a closer thread is running
+    std::chrono::milliseconds negotiated_{0};
+    std::optional<session_handle> session_;
+    client_counters counters_;
+
+    std::uint64_t next_id_ = 0;
+    std::unordered_map<std::uint64_t, std::unique_ptr<pending_op>> ops_;
+    std::unordered_map<std::uint64_t, watch_entry> watches_;
+    std::vector<std::uint64_t> state_waiters_;    // op ids
+    std::vector<std::uint64_t> connect_waiters_;  // op ids
+    std::vector<boost::asio::any_completion_handler<void()>> close_waiters_;
+
+    // Reset on detach(), so that a core freed later on the closer thread touches no
+    // io_context that may be gone by then.
+    std::unique_ptr<boost::asio::steady_timer> expiry_timer_;
+    std::unique_ptr<boost::asio::ip::tcp::resolver> resolver_;
+
+    // Filled by ZooKeeper threads, drained on the executor in arrival order (which keeps
+    // ZooKeeper's promise that a watch event is seen before the data that triggered it).
+    std::mutex inbox_mu_;
+    std::vector<zk_event> inbox_;
+    std::vector<zk_event> draining_;
+    bool drain_posted_ = false;
+    bool detached_ = false;
+};
+
+}  // namespace zkd::zkco::detail

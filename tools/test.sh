@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The test command: installs what is missing, builds, and runs every test against a
+# ZooKeeper the tests start themselves. Three builds:
+#   build/test   RelWithDebInfo, warnings as errors: every test
+#   build/asan   ASan+UBSan: every test
+#   build/tsan   TSan: the code where callbacks cross threads (zkco, reactor)
+# Usage: tools/test.sh [--quick] [--no-install]
+#   --quick       only the first build (a fast local loop; CI runs all three)
+#   --no-install  skip tools/install-deps.sh
+# Under CI=true a missing Java or ZooKeeper fails the run instead of skipping tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+install=1
+for arg in "$@"; do
+    case "$arg" in
+        --quick) quick=1 ;;
+        --no-install) install=0 ;;
+        -h|--help) sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+[ "$install" = 1 ] && tools/install-deps.sh
+if [ "${CI:-}" = "true" ]; then
+    export ZKD_REQUIRE_ZK=1
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# build DIR [cmake args...]
+build() {
+    local dir=$1
+    shift
+    echo "== configure and build $dir"
+    cmake -S . -B "$dir" -G Ninja -DZKD_WERROR=ON "$@" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+}
+
+# check DIR [ctest args...]
+check() {
+    local dir=$1
+    shift
+    echo "== test $dir"
+    ctest --test-dir "$dir" -j "$jobs" --output-on-failure --no-tests=error "$@"
+}
+
+start=$(date +%s)
+build build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo
+check build/test
+
+if [ "$quick" = 0 ]; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    build build/asan -DCMAKE_BUILD_TYPE=Debug -DZKD_SANITIZE=address
+    check build/asan
+
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    build build/tsan -DCMAKE_BUILD_TYPE=Debug -DZKD_SANITIZE=thread
+    check build/tsan -R '^(zkco_|Zkco|Reactor)'
+fi
+echo "== all tests passed in $(( $(date +%s) - start )) s"
