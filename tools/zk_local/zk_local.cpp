@@ -756,6 +756,22 @@ struct cluster::impl {
     }
 
     enum class wait_result { ready, bind_clash };
+    enum class identity { unknown, ours, foreign };
+
+    // Who answers on the member's client port. Another process's server may hold a port we
+    // picked (free when we looked) and answer `srvr` before our JVM even tries to bind, so
+    // readiness is only believed from a server whose `conf` names our data directory.
+    [[nodiscard]] identity whose(const member& m) const {
+        const auto conf = four_letter_at(m.client_port, "conf", milliseconds{1000});
+        const auto pos = conf.find("dataDir=");
+        if (pos == std::string::npos) {
+            return identity::unknown;
+        }
+        const auto end = conf.find('\n', pos);
+        const auto value = conf.substr(pos + 8, end == std::string::npos ? end : end - pos - 8);
+        const auto ours = (member_dir(m) / "data").string();
+        return value.rfind(ours, 0) == 0 ? identity::ours : identity::foreign;
+    }
 
     // Polls until `targets` all serve. A bind failure is reported as such (the caller retries
     // with new ports); any other exit or the deadline throws with the log tail.
@@ -776,8 +792,14 @@ struct cluster::impl {
                         log_tail_block(*m)
                     );
                 }
-                if (all_ready && !serving(*m)) {
-                    all_ready = false;
+                if (all_ready) {
+                    const auto who = whose(*m);
+                    if (who == identity::foreign) {
+                        return wait_result::bind_clash;
+                    }
+                    if (who != identity::ours || !serving(*m)) {
+                        all_ready = false;
+                    }
                 }
             }
             if (all_ready) {
