@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// Every znode path of docs/protocol.md §2, relative to the cluster's chroot.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::roles {
+
+struct meta_info;
+
+/// The cluster's chroot for `ns`: "/zkd/<ns>" (§1). `ns` is not checked.
+std::string chroot_path(std::string_view ns);
+
+/// The suffix of a cancel marker's name: "<tid>.cancel".
+inline constexpr std::string_view cancel_marker_suffix = ".cancel";
+
+/// True for a child name of /assign/<member> that is a cancel marker ("<tid>.cancel", with a
+/// non-empty <tid>).
+bool is_cancel_marker(std::string_view name) noexcept;
+/// The task id of a cancel marker's name; empty when `name` is not a marker.
+std::string_view marker_task(std::string_view name) noexcept;
+
+/// The paths of a cluster with the given shard counts (from /meta). A shard count of 0 acts
+/// as 1 (never a division by zero).
+struct layout {
+    std::uint32_t pending_shards = 16;
+    std::uint32_t result_shards = 16;
+
+    /// The layout /meta declares.
+    static layout from(const meta_info& meta) noexcept;
+
+    static std::string meta() { return "/meta"; }
+    static std::string epoch() { return "/epoch"; }
+
+    static std::string election_dir() { return "/election"; }
+    /// "/election/c-<member>-": the path to create, ephemeral sequential.
+    static std::string election_prefix(std::string_view member);
+    static std::string master() { return "/master"; }
+
+    static std::string workers_dir() { return "/workers"; }
+    static std::string worker(std::string_view member);
+
+    /// "/assign"
+    static std::string assign_dir() { return "/assign"; }
+    /// "/assign/<member>": a worker's assignment directory.
+    static std::string assign_dir(std::string_view member);
+    static std::string assignment(std::string_view member, std::string_view tid);
+    /// "/assign/<member>/<tid>.cancel"
+    static std::string cancel_marker(std::string_view member, std::string_view tid);
+
+    static std::string pending_dir() { return "/pending"; }
+    /// "/pending/<shard_name(i)>"; `i` is not checked against pending_shards.
+    static std::string pending_shard(std::uint32_t i);
+    /// "/pending/<s>/<tid>", the shard computed from the id.
+    std::string pending_task(std::string_view tid) const;
+    /// Every pending shard, in shard order.
+    std::vector<std::string> pending_shard_paths() const;
+
+    static std::string results_dir() { return "/results"; }
+    /// "/results/<shard_name(i)>"; `i` is not checked against result_shards.
+    static std::string result_shard(std::uint32_t i);
+    /// "/results/<r>/<tid>", the shard computed from the id.
+    std::string result(std::string_view tid) const;
+    /// Every result shard, in shard order.
+    std::vector<std::string> result_shard_paths() const;
+
+    static std::string cancel_dir() { return "/cancel"; }
+    static std::string cancel_request(std::string_view tid);
+
+    /// Every persistent node the first process creates, parents first: /meta, /epoch, the
+    /// directories, and each shard. /meta comes first because it decides the rest; its data
+    /// (and /epoch's) is the caller's to supply.
+    std::vector<std::string> fixed_nodes() const;
+
+    friend bool operator==(const layout&, const layout&) = default;
+};
+
+}  // namespace zkd::roles

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <boost/assert/source_location.hpp>
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::roles {
+
+/// The error codes of docs/protocol.md §5 that a handler (or run_handler) produces.
+namespace codes {
+inline constexpr std::string_view handler_error = "handler_error";
+inline constexpr std::string_view bad_args = "bad_args";
+inline constexpr std::string_view timeout = "timeout";
+inline constexpr std::string_view cancelled = "cancelled";
+/// Only run_handler produces this one: no handler is registered for the type.
+inline constexpr std::string_view unknown_type = "unknown_type";
+}  // namespace codes
+
+/// Why a task failed: becomes the result's `error` object (`{"code":c,"message":m}`).
+/// A handler sets `code` to one of handler_error, bad_args, timeout or cancelled.
+struct handler_error {
+    std::string code;
+    std::string message;
+
+    friend bool operator==(const handler_error&, const handler_error&) = default;
+};
+
+/// What a handler yields: its JSON value (the result's `value`), or why it failed.
+using handler_result = boost::system::result<boost::json::value, handler_error>;
+
+/// What handler_result::value() throws when the result holds an error.
+class handler_exception : public std::runtime_error {
+public:
+    /// what() is "<code>: <message>".
+    explicit handler_exception(handler_error e);
+    [[nodiscard]] const handler_error& error() const noexcept { return error_; }
+
+private:
+    handler_error error_;
+};
+
+/// Found by ADL from boost::system::result::value(): throws handler_exception.
+[[noreturn]] void throw_exception_from_error(
+    const handler_error& e, const boost::source_location& loc
+);
+
+/// Runs one task: `args` is the task's `args` as is. Called on a compute-pool thread, never on
+/// the event loop; several calls may run at once, so a handler must be thread-safe. A
+/// long-running handler polls `stop` (or hooks it with std::stop_callback) and then returns
+/// a `cancelled` error; the worker requests stop on cancellation and on the task's timeout.
+/// Throwing is allowed: run_handler turns any exception into a `handler_error` result.
+using task_handler =
+    std::function<handler_result(const boost::json::value& args, std::stop_token stop)>;
+
+/// True if `type` can name a task type: 1 to 128 characters of [A-Za-z0-9_.:-].
+[[nodiscard]] bool is_valid_type_name(std::string_view type) noexcept;
+
+/// The task types a worker serves (the `types` of its /workers node) and their handlers.
+///
+/// Thread safety: fill it before the worker starts; afterwards, concurrent const calls are
+/// safe. add() must not run concurrently with anything else.
+class registry {
+public:
+    /// Registers `h` for `type`. Throws std::invalid_argument if `type` is not a valid type
+    /// name (is_valid_type_name), is already registered, or `h` is empty.
+    void add(std::string type, task_handler h);
+
+    /// The handler for `type`, or nullptr. The pointer stays valid as long as the registry
+    /// (later add() calls do not invalidate it).
+    [[nodiscard]] const task_handler* find(std::string_view type) const;
+
+    /// The registered types, sorted.
+    [[nodiscard]] std::vector<std::string> types() const;
+
+private:
+    std::map<std::string, task_handler, std::less<>> handlers_;
+};
+
+/// Runs the handler registered for `type` on the calling thread; never throws what the
+/// handler throws. Errors: `unknown_type` (nothing registered), `handler_error` (the handler
+/// threw, or returned a code outside the four above), or the handler's own error. If `stop`
+/// was requested by the time the handler returns, any error becomes `cancelled` (a value is
+/// kept: the work was done); the caller, which knows why it requested stop, may report
+/// `timeout` instead.
+[[nodiscard]] handler_result run_handler(
+    const registry& reg, std::string_view type, const boost::json::value& args, std::stop_token stop
+);
+
+/// For argument checks in handlers: `v` as an int64 if it is an integral JSON number (an
+/// int64, a uint64 up to INT64_MAX, or a double holding an integer of magnitude up to 2^53,
+/// since "5.0" and "5e3" parse as doubles); nullopt otherwise.
+[[nodiscard]] std::optional<std::int64_t> as_int64(const boost::json::value& v) noexcept;
+
+}  // namespace zkd::roles

@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: MIT
+#include "roles/task.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/throw_exception.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace zkd::roles {
+
+namespace json = boost::json;
+
+void throw_exception_from_error(const decode_error& e, const boost::source_location& loc) {
+    boost::throw_exception(std::invalid_argument(e.message), loc);
+}
+
+namespace {
+
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+
+// Doubles are accepted when they are whole and exact (|x| <= 2^53): a writer in a language
+// without integers (JavaScript) may send 3.0 or 1e3.
+std::optional<std::int64_t> as_int64(const json::value& v) noexcept {
+    if (v.is_int64()) return v.get_int64();
+    if (v.is_uint64()) {
+        if (v.get_uint64() > static_cast<std::uint64_t>(int64_max)) return std::nullopt;
+        return static_cast<std::int64_t>(v.get_uint64());
+    }
+    if (v.is_double()) {
+        const double d = v.get_double();
+        constexpr double exact = 9007199254740992.0;  // 2^53
+        if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) <= exact) {
+            return static_cast<std::int64_t>(d);
+        }
+    }
+    return std::nullopt;
+}
+
+// A value for an error message: serialized, and cut short so garbage can't flood a log.
+std::string brief(const json::value& v) {
+    constexpr std::size_t limit = 40;
+    std::string s = json::serialize(v);
+    if (s.size() > limit) {
+        s.resize(limit);
+        s += "...";
+    }
+    return s;
+}
+
+std::string quoted(std::string_view key) {
+    std::string s = "field \"";
+    s.append(key).append("\"");
+    return s;
+}
+
+// Reads fields of one object, keeping the first failure. A null field counts as absent.
+class reader {
+public:
+    explicit reader(json::object& obj) noexcept : obj_(obj) {}
+
+    bool ok() const noexcept { return !error_; }
+    decode_error error() const { return error_.value_or(decode_error{}); }
+
+    void fail(std::string message) {
+        if (!error_) error_ = decode_error{std::move(message)};
+    }
+
+    json::value* find(std::string_view key) noexcept {
+        auto* v = obj_.if_contains(key);
+        return v == nullptr || v->is_null() ? nullptr : v;
+    }
+
+    std::int64_t integer(std::string_view key, std::int64_t fallback, std::int64_t lo,
+                         std::int64_t hi, bool required = false) {
+        const auto* v = find(key);
+        if (v == nullptr) {
+            if (required) fail(quoted(key) + " is missing");
+            return fallback;
+        }
+        const auto n = as_int64(*v);
+        if (!n || *n < lo || *n > hi) {
+            std::string m = quoted(key) + " must be an integer";
+            if (lo != int64_min && hi != int64_max) {
+                m += " from " + std::to_string(lo) + " to " + std::to_string(hi);
+            } else if (lo != int64_min) {
+                m += " >= " + std::to_string(lo);
+            }
+            fail(m + ", not " + brief(*v));
+            return fallback;
+        }
+        return *n;
+    }
+
+    int small_integer(std::string_view key, int fallback, int lo, int hi, bool required = false) {
+        return static_cast<int>(integer(key, fallback, lo, hi, required));
+    }
+
+    std::string string(std::string_view key, bool required = false) {
+        const auto* v = find(key);
+        if (v == nullptr) {
+            if (required) fail(quoted(key) + " is missing");
+            return {};
+        }
+        if (!v->is_string()) {
+            fail(quoted(key) + " must be a string, not " + brief(*v));
+            return {};
+        }
+        return std::string(v->get_string());
+    }
+
+private:
+    json::object& obj_;
+    std::optional<decode_error> error_;
+};
+
+// Visits every value under `root`, itself included, with its depth (root: 0). Iterative: a
+// deep value must not overflow the stack here either.
+template <class Value, class Visit>
+void walk(Value& root, Visit visit) {
+    std::vector<std::pair<Value*, std::size_t>> todo{{&root, 0}};
+    while (!todo.empty()) {
+        const auto [v, depth] = todo.back();
+        todo.pop_back();
+        visit(*v, depth);
+        if (v->is_array()) {
+            for (auto& e : v->as_array()) todo.emplace_back(&e, depth + 1);
+        } else if (v->is_object()) {
+            for (auto& kv : v->as_object()) todo.emplace_back(&kv.value(), depth + 1);
+        }
+    }
+}
+
+bool is_non_finite(const json::value& v) noexcept {
+    return v.is_double() && !std::isfinite(v.get_double());
+}
+
+struct json_shape {
+    std::size_t depth = 0;  ///< levels of arrays and objects; 0 for a scalar
+    bool finite = true;     ///< no infinite number anywhere
+};
+
+json_shape shape_of(const json::value& root) {
+    json_shape shape;
+    walk(root, [&](const json::value& v, std::size_t depth) {
+        if (v.is_array() || v.is_object()) shape.depth = std::max(shape.depth, depth + 1);
+        if (is_non_finite(v)) shape.finite = false;
+    });
+    return shape;
+}
+
+// Boost.JSON parses 1e999 as infinity but writes it as `Infinity`, which is not JSON: encoders
+// write null instead, so whatever they produce parses.
+json::value finite(const json::value& v) {
+    if (shape_of(v).finite) return v;
+    json::value copy = v;
+    walk(copy, [](json::value& x, std::size_t) {
+        if (is_non_finite(x)) x = nullptr;
+    });
+    return copy;
+}
+
+// What validate() says of a JSON field (args, value) that sits one level down in its document.
+std::optional<decode_error> field_problem(std::string_view key, const json::value& v) {
+    const auto shape = shape_of(v);
+    if (shape.depth + 1 > max_json_depth) {
+        return decode_error{quoted(key) + " is nested more than " +
+                            std::to_string(max_json_depth - 1) + " levels deep"};
+    }
+    if (!shape.finite) return decode_error{quoted(key) + " holds an infinite number"};
+    return std::nullopt;
+}
+
+// Parses a document of the format: a JSON object whose "v" is format_version.
+codec_result<json::object> parse_document(std::string_view data) {
+    json::parse_options options;
+    options.max_depth = max_json_depth;
+    boost::system::error_code ec;
+    json::value doc = json::parse(json::string_view(data.data(), data.size()), ec, {}, options);
+    if (ec) return decode_error{"not JSON: " + ec.message()};
+    if (!shape_of(doc).finite) return decode_error{"not JSON: a number is out of range"};
+    if (!doc.is_object()) return decode_error{"not a JSON object"};
+    auto& obj = doc.get_object();
+    const auto* v = obj.if_contains("v");
+    if (v == nullptr) return decode_error{"no format version (\"v\")"};
+    if (!v->is_number()) return decode_error{"format version is not a number: " + brief(*v)};
+    if (const auto n = as_int64(*v)) {
+        if (*n == format_version) return std::move(obj);
+        if (*n > format_version) {
+            return decode_error{"unsupported format version " + std::to_string(*n)};
+        }
+        return decode_error{"invalid format version " + std::to_string(*n)};
+    }
+    // Not a whole number, or out of int64's range.
+    const bool newer = v->is_uint64() || (v->is_double() && v->get_double() > 1.0);
+    return decode_error{(newer ? "unsupported format version " : "invalid format version ") +
+                        brief(*v)};
+}
+
+json::object new_document() {
+    json::object o;
+    o["v"] = format_version;
+    return o;
+}
+
+// Reads "types": an array of valid task types, returned sorted and unique.
+std::vector<std::string> read_types(reader& r) {
+    std::vector<std::string> types;
+    const auto* v = r.find("types");
+    if (v == nullptr) return types;
+    if (!v->is_array()) {
+        r.fail("field \"types\" must be an array, not " + brief(*v));
+        return types;
+    }
+    for (const auto& e : v->get_array()) {
+        if (!e.is_string() || !is_valid_task_type(e.get_string())) {
+            r.fail("field \"types\" holds an invalid task type: " + brief(e));
+            return {};
+        }
+        types.emplace_back(e.get_string());
+    }
+    std::sort(types.begin(), types.end());
+    types.erase(std::unique(types.begin(), types.end()), types.end());
+    return types;
+}
+
+}  // namespace
+
+// --- states ----------------------------------------------------------------------------------
+
+namespace {
+constexpr std::array<std::pair<task_state, std::string_view>, 9> state_names{{
+    {task_state::pending, "pending"},
+    {task_state::assigned, "assigned"},
+    {task_state::running, "running"},
+    {task_state::succeeded, "succeeded"},
+    {task_state::failed, "failed"},
+    {task_state::timed_out, "timed_out"},
+    {task_state::cancelled, "cancelled"},
+    {task_state::lost, "lost"},
+    {task_state::unknown, "unknown"},
+}};
+}  // namespace
+
+std::string_view to_string(task_state s) noexcept {
+    for (const auto& [state, name] : state_names) {
+        if (state == s) return name;
+    }
+    return "unknown";
+}
+
+std::optional<task_state> parse_task_state(std::string_view s) noexcept {
+    for (const auto& [state, name] : state_names) {
+        if (name == s) return state;
+    }
+    return std::nullopt;
+}
+
+bool is_result_state(task_state s) noexcept {
+    switch (s) {
+    case task_state::succeeded:
+    case task_state::failed:
+    case task_state::timed_out:
+    case task_state::cancelled:
+    case task_state::lost:
+        return true;
+    case task_state::pending:
+    case task_state::assigned:
+    case task_state::running:
+    case task_state::unknown:
+        return false;
+    }
+    return false;
+}
+
+// --- task ------------------------------------------------------------------------------------
+
+bool is_valid_task_type(std::string_view type) noexcept {
+    if (type.empty() || type.size() > max_task_type_length) return false;
+    return std::all_of(type.begin(), type.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '.' || c == ':' || c == '-';
+    });
+}
+
+codec_result<void> validate(const task_spec& t) {
+    if (!is_valid_task_type(t.type)) {
+        return decode_error{"field \"type\" must be 1 to 128 characters of [A-Za-z0-9_.:-], not " +
+                            brief(json::value(json::string_view(t.type.data(), t.type.size())))};
+    }
+    if (t.priority < 0 || t.priority > 9) {
+        return decode_error{"field \"priority\" must be from 0 to 9, not " +
+                            std::to_string(t.priority)};
+    }
+    if (t.timeout.count() < 0) {
+        return decode_error{"field \"timeout_ms\" must be >= 0, not " +
+                            std::to_string(t.timeout.count())};
+    }
+    if (t.max_attempts < 1) {
+        return decode_error{"field \"max_attempts\" must be >= 1, not " +
+                            std::to_string(t.max_attempts)};
+    }
+    if (t.attempt < 1) {
+        return decode_error{"field \"attempt\" must be >= 1, not " + std::to_string(t.attempt)};
+    }
+    // The task object itself is one level: args may use the rest.
+    if (auto problem = field_problem("args", t.args)) return std::move(*problem);
+    return {};
+}
+
+std::string encode(const task_spec& t) {
+    json::object o = new_document();
+    o["type"] = json::string_view(t.type.data(), t.type.size());
+    o["args"] = finite(t.args);
+    o["priority"] = t.priority;
+    o["timeout_ms"] = static_cast<std::int64_t>(t.timeout.count());
+    o["max_attempts"] = t.max_attempts;
+    o["submitted_ms"] = t.submitted_ms;
+    if (!t.client.empty()) o["client"] = json::string_view(t.client.data(), t.client.size());
+    // A pending task carries its attempt only once requeued (§6 T6); an assignment always.
+    const bool assigned = t.epoch != 0 || t.assigned_ms != 0 || !t.worker.empty();
+    if (assigned || t.attempt != 1) o["attempt"] = t.attempt;
+    if (t.epoch != 0) o["epoch"] = t.epoch;
+    if (t.assigned_ms != 0) o["assigned_ms"] = t.assigned_ms;
+    if (!t.worker.empty()) o["worker"] = json::string_view(t.worker.data(), t.worker.size());
+    if (t.running_ms != 0) o["running_ms"] = t.running_ms;
+    return json::serialize(o);
+}
+
+codec_result<task_spec> decode_task(std::string_view data) {
+    auto doc = parse_document(data);
+    if (!doc) return doc.error();
+    reader r(*doc);
+    task_spec t;
+    t.type = r.string("type", true);
+    if (auto* args = r.find("args")) t.args = std::move(*args);
+    t.priority = r.small_integer("priority", 5, 0, 9);
+    t.timeout = std::chrono::milliseconds(r.integer("timeout_ms", 0, 0, int64_max));
+    t.max_attempts = r.small_integer("max_attempts", 3, 1, int_max);
+    t.submitted_ms = r.integer("submitted_ms", 0, int64_min, int64_max);
+    t.client = r.string("client");
+    t.attempt = r.small_integer("attempt", 1, 1, int_max);
+    t.epoch = r.integer("epoch", 0, 0, int64_max);
+    t.assigned_ms = r.integer("assigned_ms", 0, int64_min, int64_max);
+    t.worker = r.string("worker");
+    t.running_ms = r.integer("running_ms", 0, int64_min, int64_max);
+    if (!r.ok()) return r.error();
+    if (auto valid = validate(t); !valid) return valid.error();
+    return t;
+}
+
+bool task_size_ok(std::string_view encoded, std::size_t limit) noexcept {
+    return encoded.size() <= std::min(limit, max_task_bytes);
+}
+
+// --- result ----------------------------------------------------------------------------------
+
+bool is_known_error_code(std::string_view code) noexcept {
+    constexpr std::array known{task_error::handler_error,    task_error::unknown_type,
+                               task_error::bad_args,         task_error::malformed_task,
+                               task_error::result_too_large, task_error::timeout,
+                               task_error::cancelled,        task_error::attempts_exhausted};
+    return std::find(known.begin(), known.end(), code) != known.end();
+}
+
+codec_result<void> validate(const task_result& r) {
+    if (r.task.empty()) return decode_error{"field \"task\" is empty"};
+    if (!is_result_state(r.state)) {
+        return decode_error{"\"" + std::string(to_string(r.state)) + "\" is not a result state"};
+    }
+    if (r.state == task_state::succeeded) {
+        if (auto problem = field_problem("value", r.value)) return std::move(*problem);
+    } else if (!r.error) {
+        return decode_error{"a result in state " + std::string(to_string(r.state)) +
+                            " needs an error"};
+    }
+    if (r.error && r.error->code.empty()) return decode_error{"error: field \"code\" is empty"};
+    if (r.attempt < 0) return decode_error{"field \"attempt\" must be >= 0"};
+    return {};
+}
+
+std::string encode(const task_result& r) {
+    json::object o = new_document();
+    o["task"] = json::string_view(r.task.data(), r.task.size());
+    const auto state = to_string(r.state);
+    o["state"] = json::string_view(state.data(), state.size());
+    if (r.state == task_state::succeeded) o["value"] = finite(r.value);
+    if (r.error) {
+        json::object e;
+        e["code"] = json::string_view(r.error->code.data(), r.error->code.size());
+        e["message"] = json::string_view(r.error->message.data(), r.error->message.size());
+        o["error"] = std::move(e);
+    }
+    if (r.attempt != 0) o["attempt"] = r.attempt;
+    if (!r.worker.empty()) o["worker"] = json::string_view(r.worker.data(), r.worker.size());
+    if (r.started_ms != 0) o["started_ms"] = r.started_ms;
+    if (r.finished_ms != 0) o["finished_ms"] = r.finished_ms;
+    return json::serialize(o);
+}
+
+codec_result<task_result> decode_result(std::string_view data) {
+    auto doc = parse_document(data);
+    if (!doc) return doc.error();
+    reader r(*doc);
+    task_result res;
+    res.task = r.string("task", true);
+    const auto state_name = r.string("state", true);
+    res.attempt = r.small_integer("attempt", 0, 0, int_max);
+    res.worker = r.string("worker");
+    res.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
+    res.finished_ms = r.integer("finished_ms", 0, int64_min, int64_max);
+    if (!r.ok()) return r.error();
+    if (res.task.empty()) return decode_error{"field \"task\" is empty"};
+    const auto state = parse_task_state(state_name);
+    if (!state || !is_result_state(*state)) {
+        return decode_error{"field \"state\" is not a result state: " +
+                            brief(json::value(json::string_view(state_name)))};
+    }
+    res.state = *state;
+    if (res.state == task_state::succeeded) {
+        if (auto* value = r.find("value")) res.value = std::move(*value);
+    }
+    if (auto* e = r.find("error")) {
+        if (!e->is_object()) return decode_error{"field \"error\" must be an object"};
+        reader er(e->get_object());
+        task_error err;
+        err.code = er.string("code", true);
+        err.message = er.string("message");
+        if (!er.ok()) return decode_error{"error: " + er.error().message};
+        if (err.code.empty()) return decode_error{"error: field \"code\" is empty"};
+        res.error = std::move(err);
+    } else if (res.state != task_state::succeeded) {
+        return decode_error{"a result in state " + std::string(state_name) + " needs an error"};
+    }
+    return res;
+}
+
+bool result_size_ok(std::string_view encoded) noexcept {
+    return encoded.size() <= max_result_bytes;
+}
+
+// --- members ---------------------------------------------------------------------------------
+
+std::string encode(const member_info& m) {
+    json::object o = new_document();
+    o["id"] = json::string_view(m.id.data(), m.id.size());
+    if (m.epoch) o["epoch"] = *m.epoch;
+    o["host"] = json::string_view(m.host.data(), m.host.size());
+    o["pid"] = m.pid;
+    if (m.since_ms != 0) o["since_ms"] = m.since_ms;
+    if (m.capacity) o["capacity"] = *m.capacity;
+    if (m.capacity || !m.types.empty()) {
+        json::array types;
+        types.reserve(m.types.size());
+        for (const auto& t : m.types) types.emplace_back(json::string_view(t.data(), t.size()));
+        o["types"] = std::move(types);
+    }
+    if (m.started_ms != 0) o["started_ms"] = m.started_ms;
+    return json::serialize(o);
+}
+
+namespace {
+
+enum class member_kind { any, worker, master };
+
+codec_result<member_info> decode_member_as(std::string_view data, member_kind kind) {
+    auto doc = parse_document(data);
+    if (!doc) return doc.error();
+    reader r(*doc);
+    member_info m;
+    m.id = r.string("id", true);
+    m.host = r.string("host");
+    m.pid = r.integer("pid", 0, int64_min, int64_max);
+    const bool worker = kind == member_kind::worker;
+    if (r.find("capacity") != nullptr || worker) {
+        m.capacity = r.small_integer("capacity", 0, 0, int_max, worker);
+    }
+    // A worker must say what it serves, if only "nothing" ([]).
+    if (worker && r.find("types") == nullptr) r.fail("field \"types\" is missing");
+    m.types = read_types(r);
+    m.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
+    if (r.find("epoch") != nullptr || kind == member_kind::master) {
+        m.epoch = r.integer("epoch", 1, 1, int64_max, kind == member_kind::master);
+    }
+    m.since_ms = r.integer("since_ms", 0, int64_min, int64_max);
+    if (!r.ok()) return r.error();
+    if (m.id.empty()) return decode_error{"field \"id\" is empty"};
+    return m;
+}
+
+}  // namespace
+
+codec_result<member_info> decode_member(std::string_view data) {
+    return decode_member_as(data, member_kind::any);
+}
+
+codec_result<member_info> decode_worker(std::string_view data) {
+    return decode_member_as(data, member_kind::worker);
+}
+
+codec_result<member_info> decode_master(std::string_view data) {
+    return decode_member_as(data, member_kind::master);
+}
+
+// --- /meta, /epoch, /cancel ------------------------------------------------------------------
+
+std::string encode(const meta_info& m) {
+    json::object o = new_document();
+    o["pending_shards"] = m.pending_shards;
+    o["result_shards"] = m.result_shards;
+    o["created_ms"] = m.created_ms;
+    return json::serialize(o);
+}
+
+codec_result<meta_info> decode_meta(std::string_view data) {
+    auto doc = parse_document(data);
+    if (!doc) return doc.error();
+    reader r(*doc);
+    meta_info m;
+    const auto shards = [&](std::string_view key) {
+        return static_cast<std::uint32_t>(r.integer(key, 1, 1, max_shards, true));
+    };
+    m.pending_shards = shards("pending_shards");
+    m.result_shards = shards("result_shards");
+    m.created_ms = r.integer("created_ms", 0, int64_min, int64_max);
+    if (!r.ok()) return r.error();
+    return m;
+}
+
+std::string encode(const epoch_info& e) {
+    json::object o = new_document();
+    if (!e.master.empty()) o["master"] = json::string_view(e.master.data(), e.master.size());
+    if (e.since_ms != 0) o["since_ms"] = e.since_ms;
+    return json::serialize(o);
+}
+
+codec_result<epoch_info> decode_epoch(std::string_view data) {
+    auto doc = parse_document(data);
+    if (!doc) return doc.error();
+    reader r(*doc);
+    epoch_info e;
+    e.master = r.string("master");
+    e.since_ms = r.integer("since_ms", 0, int64_min, int64_max);
+    if (!r.ok()) return r.error();
+    return e;
+}
+
+std::string encode(const cancel_info& c) {
+    json::object o = new_document();
+    o["requested_ms"] = c.requested_ms;
+    return json::serialize(o);
+}
+
+codec_result<cancel_info> decode_cancel(std::string_view data) {
+    auto doc = parse_document(data);
+    if (!doc) return doc.error();
+    reader r(*doc);
+    cancel_info c;
+    c.requested_ms = r.integer("requested_ms", 0, int64_min, int64_max);
+    if (!r.ok()) return r.error();
+    return c;
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+// The data zkd keeps in znodes (docs/protocol.md §2, §4, §5) and its JSON codec. Pure: no I/O.
+//
+// Every encoder writes compact JSON with "v":1 first and leaves out absent optional fields.
+// Every decoder accepts any bytes: it never throws (short of bad_alloc) and explains a refusal
+// in decode_error::message. Unknown fields are ignored; a missing or non-numeric "v" or one
+// other than 1 is refused ("unsupported format version N" above 1).
+#pragma once
+
+#include <boost/assert/source_location.hpp>
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::roles {
+
+/// The format this code reads and writes (the "v" field).
+inline constexpr std::int64_t format_version = 1;
+/// Largest serialized task (§4); a client may lower the limit, never raise it.
+inline constexpr std::size_t max_task_bytes = std::size_t{512} * 1024;
+/// Largest serialized result (§5).
+inline constexpr std::size_t max_result_bytes = std::size_t{512} * 1024;
+/// Deepest JSON nesting a decoder accepts (the whole document, `args` and `value` included).
+inline constexpr std::size_t max_json_depth = 64;
+/// Longest task type (§4).
+inline constexpr std::size_t max_task_type_length = 128;
+/// Most shards /meta may declare; more is taken for garbage.
+inline constexpr std::int64_t max_shards = 4096;
+
+/// Why a decoder refused its input.
+struct decode_error {
+    std::string message;
+
+    friend bool operator==(const decode_error&, const decode_error&) = default;
+};
+
+/// Thrown by codec_result::value() on an error (found by ADL from boost::system::result).
+[[noreturn]] void throw_exception_from_error(const decode_error& e,
+                                             const boost::source_location& loc);
+
+template <class T>
+using codec_result = boost::system::result<T, decode_error>;
+
+// --- states ----------------------------------------------------------------------------------
+
+/// What a client sees of a task (§6): where it is, or the state of its result.
+enum class task_state {
+    pending,
+    assigned,
+    running,
+    succeeded,
+    failed,
+    timed_out,
+    cancelled,
+    lost,
+    unknown,
+};
+
+/// "pending", "timed_out", ...
+std::string_view to_string(task_state s) noexcept;
+std::optional<task_state> parse_task_state(std::string_view s) noexcept;
+/// True for the states a result can hold: succeeded, failed, timed_out, cancelled, lost.
+bool is_result_state(task_state s) noexcept;
+
+// --- task (§4) -------------------------------------------------------------------------------
+
+/// A task as submitted, plus the fields the master adds when it assigns it.
+struct task_spec {
+    std::string type;
+    boost::json::value args;  ///< any JSON; null when absent
+    int priority = 5;         ///< 0 (lowest) to 9 (highest)
+    /// 0: none. Not bounded above: clamp before adding it to a time point.
+    std::chrono::milliseconds timeout{0};
+    int max_attempts = 3;
+    std::int64_t submitted_ms = 0;
+    std::string client;  ///< the submitting client's id (8 hex digits); empty when absent
+
+    // Assignment (§4); 0 or empty when absent. A requeued pending task keeps its attempt.
+    int attempt = 1;
+    std::int64_t epoch = 0;
+    std::int64_t assigned_ms = 0;
+    std::string worker;
+    std::int64_t running_ms = 0;
+
+    friend bool operator==(const task_spec&, const task_spec&) = default;
+};
+
+/// True for a non-empty type of at most 128 characters from [A-Za-z0-9_.:-].
+bool is_valid_task_type(std::string_view type) noexcept;
+/// Checks the rules decode_task() enforces: type, priority, timeout, attempts, and `args` that
+/// will decode (finite numbers, nesting within max_json_depth - 1).
+codec_result<void> validate(const task_spec& t);
+
+/// Infinite numbers (which JSON cannot hold) in `args` are written as null.
+std::string encode(const task_spec& t);
+codec_result<task_spec> decode_task(std::string_view data);
+/// True when an encoded task is within `limit`, itself capped at max_task_bytes.
+bool task_size_ok(std::string_view encoded, std::size_t limit = max_task_bytes) noexcept;
+
+// --- result (§5) -----------------------------------------------------------------------------
+
+/// The `error` of a result. The codes of §5 are named below; decoding accepts any other
+/// non-empty code too (a newer writer may add some).
+struct task_error {
+    std::string code;
+    std::string message;
+
+    static constexpr std::string_view handler_error = "handler_error";
+    static constexpr std::string_view unknown_type = "unknown_type";
+    static constexpr std::string_view bad_args = "bad_args";
+    static constexpr std::string_view malformed_task = "malformed_task";
+    static constexpr std::string_view result_too_large = "result_too_large";
+    static constexpr std::string_view timeout = "timeout";
+    static constexpr std::string_view cancelled = "cancelled";
+    static constexpr std::string_view attempts_exhausted = "attempts_exhausted";
+
+    friend bool operator==(const task_error&, const task_error&) = default;
+};
+
+/// True for the eight codes of §5.
+bool is_known_error_code(std::string_view code) noexcept;
+
+struct task_result {
+    std::string task;  ///< the task id
+    task_state state = task_state::succeeded;  ///< one of is_result_state()
+    boost::json::value value;                  ///< succeeded: the handler's JSON
+    std::optional<task_error> error;           ///< required unless succeeded
+    int attempt = 0;                           ///< 0: absent
+    std::string worker;                        ///< empty: absent
+    std::int64_t started_ms = 0;               ///< 0: absent
+    std::int64_t finished_ms = 0;              ///< 0: absent
+
+    friend bool operator==(const task_result&, const task_result&) = default;
+};
+
+/// Checks what decode_result() requires, and that `value` will decode (finite numbers, nesting
+/// within max_json_depth - 1): a worker turns a failure here into a `failed` result.
+codec_result<void> validate(const task_result& r);
+/// `value` is written only for succeeded; `error` whenever present.
+std::string encode(const task_result& r);
+/// Requires `task`, a result state, and an `error` with a code unless succeeded.
+codec_result<task_result> decode_result(std::string_view data);
+/// True when an encoded result is within max_result_bytes.
+bool result_size_ok(std::string_view encoded) noexcept;
+
+// --- members (§2: /election, /master, /workers) ----------------------------------------------
+
+/// The data of a member's node. /election children use id, host, pid; /master adds epoch and
+/// since_ms; /workers adds capacity, types and started_ms.
+struct member_info {
+    std::string id;
+    std::string host;
+    std::int64_t pid = 0;
+    std::optional<int> capacity;     ///< workers
+    std::vector<std::string> types;  ///< workers; sorted and unique once decoded
+    std::int64_t started_ms = 0;     ///< workers; 0: absent
+    std::optional<std::int64_t> epoch;  ///< master
+    std::int64_t since_ms = 0;          ///< master; 0: absent
+
+    friend bool operator==(const member_info&, const member_info&) = default;
+};
+
+/// Writes id, host, pid, and whichever other fields are present (types with a capacity).
+std::string encode(const member_info& m);
+/// Any member node: requires a non-empty `id`.
+codec_result<member_info> decode_member(std::string_view data);
+/// A /workers node: also requires `capacity` >= 0 and `types`, an array of valid task types.
+codec_result<member_info> decode_worker(std::string_view data);
+/// The /master node: also requires `epoch` >= 1.
+codec_result<member_info> decode_master(std::string_view data);
+
+// --- /meta, /epoch, /cancel/<tid> ------------------------------------------------------------
+
+struct meta_info {
+    std::uint32_t pending_shards = 16;
+    std::uint32_t result_shards = 16;
+    std::int64_t created_ms = 0;
+
+    friend bool operator==(const meta_info&, const meta_info&) = default;
+};
+
+std::string encode(const meta_info& m);
+/// Requires both shard counts, each from 1 to max_shards.
+codec_result<meta_info> decode_meta(std::string_view data);
+
+/// The data of /epoch; the epoch itself is the node's data version.
+struct epoch_info {
+    std::string master;  ///< empty: absent (no master yet)
+    std::int64_t since_ms = 0;
+
+    friend bool operator==(const epoch_info&, const epoch_info&) = default;
+};
+
+std::string encode(const epoch_info& e);
+codec_result<epoch_info> decode_epoch(std::string_view data);
+
+/// The data of /cancel/<tid>.
+struct cancel_info {
+    std::int64_t requested_ms = 0;
+
+    friend bool operator==(const cancel_info&, const cancel_info&) = default;
+};
+
+std::string encode(const cancel_info& c);
+codec_result<cancel_info> decode_cancel(std::string_view data);
+
+}  // namespace zkd::roles

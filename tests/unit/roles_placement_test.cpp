@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// Placement policies (docs/protocol.md §7 "Master loop").
+#include "roles/placement.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace zkd::roles;
+
+namespace {
+
+constexpr placement_policy all_policies[] = {placement_policy::least_loaded,
+                                             placement_policy::round_robin,
+                                             placement_policy::random};
+
+worker_slot slot(std::string id, int capacity, int used, std::vector<std::string> types) {
+    return worker_slot{std::move(id), capacity, used, std::move(types)};
+}
+
+// Places `n` tasks of `type`, counting each pick as a used slot. Returns picks per worker id;
+// stops early when nothing is eligible.
+std::map<std::string, int> place(placer& p, std::vector<worker_slot>& workers,
+                                 std::string_view type, int n) {
+    std::map<std::string, int> picks;
+    for (int i = 0; i < n; ++i) {
+        const auto at = p.pick(workers, type);
+        if (!at) break;
+        EXPECT_LT(*at, workers.size());
+        auto& w = workers[*at];
+        EXPECT_TRUE(w.serves(type)) << w.id;
+        EXPECT_LT(w.used, w.capacity) << w.id;
+        ++w.used;
+        ++picks[w.id];
+    }
+    return picks;
+}
+
+TEST(RolesPlacement, PolicyNames) {
+    EXPECT_EQ(to_string(placement_policy::least_loaded), "least-loaded");
+    EXPECT_EQ(to_string(placement_policy::round_robin), "round-robin");
+    EXPECT_EQ(to_string(placement_policy::random), "random");
+    for (const auto p : all_policies) EXPECT_EQ(parse_placement_policy(to_string(p)), p);
+    for (const auto* bad : {"", "least_loaded", "Random", "round robin", "fastest"}) {
+        EXPECT_FALSE(parse_placement_policy(bad)) << bad;
+    }
+}
+
+TEST(RolesPlacement, WorkerSlot) {
+    const auto w = slot("a", 4, 1, {"md5", "sum"});
+    EXPECT_EQ(w.free_slots(), 3);
+    EXPECT_TRUE(w.serves("sum"));
+    EXPECT_TRUE(w.serves("md5"));
+    EXPECT_FALSE(w.serves("su"));
+    EXPECT_FALSE(w.serves(""));
+    EXPECT_EQ(slot("b", 2, 5, {}).free_slots(), 0);  // over capacity after a restart
+    EXPECT_EQ(slot("c", 0, 0, {}).free_slots(), 0);
+    std::vector<worker_slot> ws{slot("a", 0, 0, {"x"}), slot("b", 1, 1, {"y"})};
+    EXPECT_TRUE(anyone_serves(ws, "x"));  // busy or not
+    EXPECT_TRUE(anyone_serves(ws, "y"));
+    EXPECT_FALSE(anyone_serves(ws, "z"));
+    EXPECT_FALSE(anyone_serves({}, "x"));
+}
+
+TEST(RolesPlacement, NothingEligible) {
+    for (const auto policy : all_policies) {
+        placer p(policy, 1);
+        EXPECT_FALSE(p.pick({}, "sum")) << to_string(policy);
+        std::vector<worker_slot> ws{slot("a", 2, 2, {"sum"}), slot("b", 4, 0, {"md5"}),
+                                    slot("c", 0, 0, {"sum"}), slot("d", 1, 3, {"sum"})};
+        EXPECT_FALSE(p.pick(ws, "sum")) << to_string(policy);
+        EXPECT_FALSE(p.pick(ws, "other")) << to_string(policy);
+        EXPECT_EQ(p.pick(ws, "md5"), 1U) << to_string(policy);
+    }
+}
+
+TEST(RolesPlacement, NeverExceedsCapacityAndRespectsTypes) {
+    for (const auto policy : all_policies) {
+        placer p(policy, 42);
+        std::vector<worker_slot> ws{slot("w1", 3, 0, {"md5", "sum"}), slot("w2", 1, 0, {"sum"}),
+                                    slot("w3", 5, 2, {"md5"}), slot("w4", 2, 0, {"sort", "sum"})};
+        auto sums = place(p, ws, "sum", 100);
+        EXPECT_EQ(sums, (std::map<std::string, int>{{"w1", 3}, {"w2", 1}, {"w4", 2}}))
+            << to_string(policy);
+        auto md5s = place(p, ws, "md5", 100);
+        EXPECT_EQ(md5s, (std::map<std::string, int>{{"w3", 3}})) << to_string(policy);
+        for (const auto& w : ws) EXPECT_EQ(w.used, w.capacity) << w.id;
+    }
+}
+
+TEST(RolesPlacement, RoundRobinRotatesInIdOrder) {
+    placer p(placement_policy::round_robin, 7);
+    // Not in id order in the span: the rotation follows ids, not positions.
+    std::vector<worker_slot> ws{slot("c", 100, 0, {"t"}), slot("a", 100, 50, {"t"}),
+                                slot("b", 100, 0, {"u"}), slot("d", 100, 0, {"t"})};
+    std::string order;
+    for (int i = 0; i < 7; ++i) {
+        const auto at = p.pick(ws, "t");
+        ASSERT_TRUE(at);
+        order += ws[*at].id;
+        ++ws[*at].used;
+    }
+    EXPECT_EQ(order, "acdacda");  // load does not matter, b does not serve "t"
+
+    // A worker joining mid-rotation gets its turn in id order; a full one is skipped.
+    ws.push_back(slot("b2", 100, 0, {"t"}));
+    ws[0].used = ws[0].capacity;  // "c" is full
+    order.clear();
+    for (int i = 0; i < 4; ++i) {
+        const auto at = p.pick(ws, "t");
+        ASSERT_TRUE(at);
+        order += ws[*at].id + ",";
+    }
+    EXPECT_EQ(order, "b2,d,a,b2,");
+}
+
+TEST(RolesPlacement, RoundRobinIsFair) {
+    placer p(placement_policy::round_robin, 7);
+    std::vector<worker_slot> ws;
+    ws.reserve(5);
+    for (int i = 0; i < 5; ++i) ws.push_back(slot("w" + std::to_string(i), 1000, 0, {"t"}));
+    const auto picks = place(p, ws, "t", 1000);
+    for (const auto& [id, n] : picks) EXPECT_EQ(n, 200) << id;
+}
+
+TEST(RolesPlacement, LeastLoadedPicksMostFreeSlots) {
+    placer p(placement_policy::least_loaded, 7);
+    std::vector<worker_slot> ws{slot("a", 4, 3, {"t"}), slot("b", 8, 2, {"t"}),
+                                slot("c", 4, 0, {"t"}), slot("d", 10, 0, {"u"})};
+    EXPECT_EQ(p.pick(ws, "t"), 1U);  // b: 6 free
+    // As slots fill, the most-free worker changes; everyone ends full.
+    const auto picks = place(p, ws, "t", 100);
+    EXPECT_EQ(picks, (std::map<std::string, int>{{"a", 1}, {"b", 6}, {"c", 4}}));
+}
+
+TEST(RolesPlacement, LeastLoadedSpreadsOverEqualWorkers) {
+    placer p(placement_policy::least_loaded, 7);
+    std::vector<worker_slot> ws;
+    for (const auto* id : {"w3", "w1", "w2"}) ws.push_back(slot(id, 4, 0, {"t"}));
+    std::string order;
+    for (int i = 0; i < 6; ++i) {
+        const auto at = p.pick(ws, "t");
+        ASSERT_TRUE(at);
+        order += ws[*at].id;
+        ++ws[*at].used;
+    }
+    EXPECT_EQ(order, "w1w2w3w1w2w3");
+
+    // Tasks finishing (used going down) do not make one worker take everything: equal free
+    // slots still rotate.
+    placer q(placement_policy::least_loaded, 7);
+    std::vector<worker_slot> eq{slot("x", 2, 0, {"t"}), slot("y", 2, 0, {"t"})};
+    std::map<std::string, int> picks;
+    for (int i = 0; i < 100; ++i) {
+        const auto at = q.pick(eq, "t");
+        ASSERT_TRUE(at);
+        ++picks[eq[*at].id];  // the task finishes at once: used stays 0
+    }
+    EXPECT_EQ(picks, (std::map<std::string, int>{{"x", 50}, {"y", 50}}));
+}
+
+TEST(RolesPlacement, RandomCoversAllEligible) {
+    placer p(placement_policy::random, 12345);
+    std::vector<worker_slot> ws{slot("a", 1, 0, {"t"}), slot("b", 1, 1, {"t"}),
+                                slot("c", 1, 0, {"u"}), slot("d", 1, 0, {"t"}),
+                                slot("e", 1, 0, {"t"})};
+    std::map<std::string, int> picks;
+    for (int i = 0; i < 3000; ++i) {
+        const auto at = p.pick(ws, "t");  // used unchanged: every pick sees the same slots
+        ASSERT_TRUE(at);
+        ++picks[ws[*at].id];
+    }
+    ASSERT_EQ(picks.size(), 3U);
+    for (const auto* id : {"a", "d", "e"}) {
+        EXPECT_GT(picks[id], 850) << id;
+        EXPECT_LT(picks[id], 1150) << id;
+    }
+}
+
+TEST(RolesPlacement, DeterministicGivenTheSeed) {
+    std::vector<worker_slot> ws;
+    ws.reserve(10);
+    for (int i = 0; i < 10; ++i) ws.push_back(slot("w" + std::to_string(i), 50, i, {"t"}));
+    for (const auto policy : all_policies) {
+        placer a(policy, 99);
+        placer b(policy, 99);
+        auto wa = ws;
+        auto wb = ws;
+        EXPECT_EQ(place(a, wa, "t", 300), place(b, wb, "t", 300)) << to_string(policy);
+        EXPECT_EQ(a.policy(), policy);
+    }
+    // A different seed gives a different random sequence.
+    placer c(placement_policy::random, 1);
+    placer d(placement_policy::random, 2);
+    std::string sc;
+    std::string sd;
+    for (int i = 0; i < 50; ++i) {
+        sc += ws[*c.pick(ws, "t")].id;
+        sd += ws[*d.pick(ws, "t")].id;
+    }
+    EXPECT_NE(sc, sd);
+}
+
+}  // namespace

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: MIT
+// The JSON codec of docs/protocol.md §2, §4, §5: exact encodings, validation, and decoders that
+// survive any input.
+#include "roles/task.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace zkd::roles;
+using namespace std::chrono_literals;
+namespace json = boost::json;
+
+namespace {
+
+task_spec example_task() {
+    task_spec t;
+    t.type = "sum";
+    t.args = json::parse(R"({"values":[1,2,3]})");
+    t.submitted_ms = 1763733600123;
+    t.client = "3fa9c2d1";
+    return t;
+}
+
+task_spec assigned_task() {
+    auto t = example_task();
+    t.epoch = 7;
+    t.assigned_ms = 1763733600130;
+    t.worker = "host-1234-9f0c1a2b";
+    return t;
+}
+
+// Decodes `data` and expects the refusal to mention `needle`.
+template <class Decode>
+void expect_refused(Decode decode, std::string_view data, std::string_view needle) {
+    const auto r = decode(data);
+    ASSERT_FALSE(r) << data;
+    EXPECT_NE(r.error().message.find(needle), std::string::npos)
+        << data << " -> " << r.error().message;
+}
+
+// --- states ----------------------------------------------------------------------------------
+
+TEST(RolesTaskState, Names) {
+    const std::vector<std::pair<task_state, std::string_view>> all{
+        {task_state::pending, "pending"},     {task_state::assigned, "assigned"},
+        {task_state::running, "running"},     {task_state::succeeded, "succeeded"},
+        {task_state::failed, "failed"},       {task_state::timed_out, "timed_out"},
+        {task_state::cancelled, "cancelled"}, {task_state::lost, "lost"},
+        {task_state::unknown, "unknown"},
+    };
+    for (const auto& [state, name] : all) {
+        EXPECT_EQ(to_string(state), name);
+        EXPECT_EQ(parse_task_state(name), state);
+    }
+    for (const auto* bad : {"", "Pending", "timed-out", "done"}) {
+        EXPECT_FALSE(parse_task_state(bad)) << bad;
+    }
+    EXPECT_TRUE(is_result_state(task_state::succeeded));
+    EXPECT_TRUE(is_result_state(task_state::lost));
+    EXPECT_FALSE(is_result_state(task_state::running));
+    EXPECT_FALSE(is_result_state(task_state::unknown));
+}
+
+// --- tasks -----------------------------------------------------------------------------------
+
+TEST(RolesTaskCodec, EncodesTheProtocolExample) {
+    EXPECT_EQ(encode(example_task()),
+              R"({"v":1,"type":"sum","args":{"values":[1,2,3]},"priority":5,"timeout_ms":0,)"
+              R"("max_attempts":3,"submitted_ms":1763733600123,"client":"3fa9c2d1"})");
+    EXPECT_EQ(encode(assigned_task()),
+              R"({"v":1,"type":"sum","args":{"values":[1,2,3]},"priority":5,"timeout_ms":0,)"
+              R"("max_attempts":3,"submitted_ms":1763733600123,"client":"3fa9c2d1","attempt":1,)"
+              R"("epoch":7,"assigned_ms":1763733600130,"worker":"host-1234-9f0c1a2b"})");
+}
+
+TEST(RolesTaskCodec, RoundTrips) {
+    auto running = assigned_task();
+    running.running_ms = 1763733600200;
+    running.attempt = 2;
+    running.priority = 9;
+    running.timeout = 1500ms;
+    running.max_attempts = 1;
+    auto requeued = example_task();
+    requeued.attempt = 3;
+    task_spec bare;
+    bare.type = "a";
+    for (const auto& t : {example_task(), assigned_task(), running, requeued, bare}) {
+        const auto data = encode(t);
+        const auto back = decode_task(data);
+        ASSERT_TRUE(back) << data << ": " << back.error().message;
+        EXPECT_EQ(*back, t) << data;
+    }
+    EXPECT_NE(encode(requeued).find(R"("attempt":3)"), std::string::npos);
+    EXPECT_EQ(encode(bare).find("client"), std::string::npos);
+    EXPECT_EQ(encode(bare).find(R"("attempt")"), std::string::npos);
+}
+
+TEST(RolesTaskCodec, DefaultsAndUnknownFields) {
+    const auto t = decode_task(R"({"v":1,"type":"sum","future":{"x":[1]},"zz":null})");
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->type, "sum");
+    EXPECT_TRUE(t->args.is_null());
+    EXPECT_EQ(t->priority, 5);
+    EXPECT_EQ(t->timeout, 0ms);
+    EXPECT_EQ(t->max_attempts, 3);
+    EXPECT_EQ(t->attempt, 1);
+    EXPECT_EQ(t->epoch, 0);
+    EXPECT_EQ(t->worker, "");
+    // null counts as absent; whole doubles count as integers.
+    const auto u = decode_task(R"({"v":1.0,"type":"x","priority":null,"timeout_ms":2e3})");
+    ASSERT_TRUE(u) << u.error().message;
+    EXPECT_EQ(u->priority, 5);
+    EXPECT_EQ(u->timeout, 2000ms);
+}
+
+TEST(RolesTaskCodec, ArgsAreAnyJson) {
+    for (const auto* args : {"null", "0", "-1.5", "\"text\"", "[]", "[1,[2,[3]]]", "{}",
+                             R"({"a":{"b":[true,false,null]}})", "18446744073709551615"}) {
+        const auto data = std::string(R"({"v":1,"type":"t","args":)") + args + "}";
+        const auto t = decode_task(data);
+        ASSERT_TRUE(t) << data << ": " << t.error().message;
+        EXPECT_EQ(t->args, json::parse(args)) << data;
+        EXPECT_EQ(decode_task(encode(*t)).value(), *t);
+    }
+}
+
+TEST(RolesTaskCodec, Validation) {
+    const auto d = [](std::string_view s) { return decode_task(s); };
+    expect_refused(d, R"({"v":1})", R"("type" is missing)");
+    expect_refused(d, R"({"v":1,"type":""})", R"("type")");
+    expect_refused(d, R"({"v":1,"type":"a b"})", R"("type")");
+    expect_refused(d, R"({"v":1,"type":"a/b"})", R"("type")");
+    expect_refused(d, R"({"v":1,"type":"\u00e9"})", R"("type")");
+    expect_refused(d, R"({"v":1,"type":7})", R"("type" must be a string)");
+    expect_refused(d, R"({"v":1,"type":")" + std::string(129, 'x') + R"("})", R"("type")");
+    EXPECT_TRUE(decode_task("{\"v\":1,\"type\":\"" + std::string(128, 'x') + "\"}"));
+    EXPECT_TRUE(decode_task(R"({"v":1,"type":"Az09_.:-"})"));
+    expect_refused(d, R"({"v":1,"type":"t","priority":10})", R"("priority")");
+    expect_refused(d, R"({"v":1,"type":"t","priority":-1})", R"("priority")");
+    expect_refused(d, R"({"v":1,"type":"t","priority":"5"})", R"("priority")");
+    expect_refused(d, R"({"v":1,"type":"t","priority":4.5})", R"("priority")");
+    expect_refused(d, R"({"v":1,"type":"t","max_attempts":0})", R"("max_attempts")");
+    expect_refused(d, R"({"v":1,"type":"t","max_attempts":3000000000})", R"("max_attempts")");
+    expect_refused(d, R"({"v":1,"type":"t","timeout_ms":-1})", R"("timeout_ms")");
+    expect_refused(d, R"({"v":1,"type":"t","attempt":0})", R"("attempt")");
+    expect_refused(d, R"({"v":1,"type":"t","epoch":-2})", R"("epoch")");
+    expect_refused(d, R"({"v":1,"type":"t","worker":5})", R"("worker")");
+    expect_refused(d, R"({"v":1,"type":"t","client":[]})", R"("client")");
+    expect_refused(d, R"({"v":1,"type":"t","submitted_ms":1e300})", R"("submitted_ms")");
+    expect_refused(d, R"({"v":1,"type":"t","submitted_ms":18446744073709551615})",
+                   R"("submitted_ms")");
+
+    // validate() enforces the same on a task about to be encoded.
+    auto t = example_task();
+    EXPECT_TRUE(validate(t));
+    t.priority = 10;
+    EXPECT_FALSE(validate(t));
+    t = example_task();
+    t.type = "bad type";
+    EXPECT_FALSE(validate(t));
+    t = example_task();
+    t.timeout = -1ms;
+    EXPECT_FALSE(validate(t));
+    t = example_task();
+    t.max_attempts = 0;
+    EXPECT_FALSE(validate(t));
+    EXPECT_THROW(decode_task("nope").value(), std::invalid_argument);
+}
+
+TEST(RolesTaskCodec, NestingLimitAgreesWithValidate) {
+    const auto nested = [](std::size_t depth) {
+        json::value v = 1;
+        for (std::size_t i = 0; i < depth; ++i) {
+            json::array a;
+            a.push_back(std::move(v));
+            v = std::move(a);
+        }
+        return v;
+    };
+    auto t = example_task();
+    t.args = nested(max_json_depth - 1);
+    EXPECT_TRUE(validate(t));
+    const auto ok = decode_task(encode(t));
+    ASSERT_TRUE(ok) << ok.error().message;
+    EXPECT_EQ(*ok, t);
+    t.args = nested(max_json_depth);
+    EXPECT_FALSE(validate(t));
+    EXPECT_FALSE(decode_task(encode(t)));
+}
+
+TEST(RolesTaskCodec, InfinityIsNotJson) {
+    auto t = example_task();
+    const double inf = std::numeric_limits<double>::infinity();
+    t.args = json::array{1.0, inf, json::object{{"x", -inf}}};
+    const auto invalid = validate(t);
+    ASSERT_FALSE(invalid);
+    EXPECT_NE(invalid.error().message.find("infinite"), std::string::npos);
+    // Encoding still yields JSON, with null in place of each infinity.
+    const auto back = decode_task(encode(t));
+    ASSERT_TRUE(back) << encode(t) << ": " << back.error().message;
+    EXPECT_EQ(back->args, json::parse(R"([1.0,null,{"x":null}])"));
+}
+
+TEST(RolesTaskCodec, FormatVersion) {
+    const auto d = [](std::string_view s) { return decode_task(s); };
+    expect_refused(d, R"({"v":2,"type":"t"})", "unsupported format version 2");
+    expect_refused(d, R"({"v":99,"type":"t"})", "unsupported format version 99");
+    expect_refused(d, R"({"v":18446744073709551615,"type":"t"})", "unsupported format version");
+    expect_refused(d, R"({"v":1.5,"type":"t"})", "unsupported format version");
+    expect_refused(d, R"({"v":0,"type":"t"})", "invalid format version 0");
+    expect_refused(d, R"({"v":-1,"type":"t"})", "invalid format version -1");
+    expect_refused(d, R"({"v":"1","type":"t"})", "format version is not a number");
+    expect_refused(d, R"({"v":null,"type":"t"})", "format version is not a number");
+    expect_refused(d, R"({"type":"t"})", "no format version");
+    expect_refused(d, "", "not JSON");
+    expect_refused(d, "{", "not JSON");
+    expect_refused(d, R"({"v":1,"type":"t"} x)", "not JSON");
+    expect_refused(d, "[1]", "not a JSON object");
+    expect_refused(d, "\"v\"", "not a JSON object");
+    expect_refused(d, std::string_view("{\"v\":1,\"type\":\"t\0\"}", 18), "not JSON");
+    expect_refused(d, "{\"v\":1,\"type\":\"\xff\"}", "not JSON");  // not UTF-8
+    expect_refused(d, std::string(100000, '['), "not JSON");
+    expect_refused(d, R"({"v":1,"type":"t","args":[1e999]})", "out of range");
+    expect_refused(d, R"({"v":1,"type":"t","args":{"x":-1e999}})", "out of range");
+}
+
+TEST(RolesTaskCodec, SizeLimit) {
+    EXPECT_EQ(max_task_bytes, 512U * 1024U);
+    EXPECT_TRUE(task_size_ok(std::string(max_task_bytes, 'x')));
+    EXPECT_FALSE(task_size_ok(std::string(max_task_bytes + 1, 'x')));
+    EXPECT_TRUE(task_size_ok(std::string(1000, 'x'), 1000));
+    EXPECT_FALSE(task_size_ok(std::string(1001, 'x'), 1000));
+    // Configurable down, not up.
+    EXPECT_FALSE(task_size_ok(std::string(max_task_bytes + 1, 'x'), 4 * max_task_bytes));
+    auto t = example_task();
+    t.args = json::string(std::string(max_task_bytes, 'a'));
+    EXPECT_FALSE(task_size_ok(encode(t)));
+    EXPECT_TRUE(result_size_ok(std::string(max_result_bytes, 'x')));
+    EXPECT_FALSE(result_size_ok(std::string(max_result_bytes + 1, 'x')));
+}
+
+// --- results ---------------------------------------------------------------------------------
+
+TEST(RolesResultCodec, SucceededAndFailed) {
+    task_result ok;
+    ok.task = "t4-1763733600123-3fa9c2d100002a";
+    ok.value = json::parse(R"({"sum":6})");
+    ok.attempt = 1;
+    ok.worker = "host-1234-9f0c1a2b";
+    ok.started_ms = 1763733600131;
+    ok.finished_ms = 1763733600140;
+    EXPECT_EQ(encode(ok), R"({"v":1,"task":"t4-1763733600123-3fa9c2d100002a","state":"succeeded",)"
+                          R"("value":{"sum":6},"attempt":1,"worker":"host-1234-9f0c1a2b",)"
+                          R"("started_ms":1763733600131,"finished_ms":1763733600140})");
+
+    task_result lost;
+    lost.task = ok.task;
+    lost.state = task_state::lost;
+    lost.error = task_error{std::string(task_error::attempts_exhausted), "3 workers died"};
+    EXPECT_EQ(encode(lost), R"({"v":1,"task":"t4-1763733600123-3fa9c2d100002a","state":"lost",)"
+                            R"("error":{"code":"attempts_exhausted","message":"3 workers died"}})");
+
+    task_result null_value;
+    null_value.task = "x";
+    for (const auto& r : {ok, lost, null_value}) {
+        const auto back = decode_result(encode(r));
+        ASSERT_TRUE(back) << encode(r) << ": " << back.error().message;
+        EXPECT_EQ(*back, r);
+    }
+}
+
+TEST(RolesResultCodec, EveryStateAndCode) {
+    for (const auto state : {task_state::failed, task_state::timed_out, task_state::cancelled,
+                             task_state::lost}) {
+        for (const auto code :
+             {task_error::handler_error, task_error::unknown_type, task_error::bad_args,
+              task_error::malformed_task, task_error::result_too_large, task_error::timeout,
+              task_error::cancelled, task_error::attempts_exhausted}) {
+            EXPECT_TRUE(is_known_error_code(code));
+            task_result r;
+            r.task = "t";
+            r.state = state;
+            r.error = task_error{std::string(code), "why"};
+            r.value = 5;  // not written unless succeeded
+            const auto back = decode_result(encode(r));
+            ASSERT_TRUE(back) << back.error().message;
+            EXPECT_EQ(back->state, state);
+            EXPECT_EQ(back->error, r.error);
+            EXPECT_TRUE(back->value.is_null());
+        }
+    }
+    EXPECT_FALSE(is_known_error_code("new_code"));
+    // A code we don't know is still a result (from a newer writer).
+    const auto newer = decode_result(
+        R"({"v":1,"task":"t","state":"failed","error":{"code":"new_code"},"extra":1})");
+    ASSERT_TRUE(newer) << newer.error().message;
+    EXPECT_EQ(newer->error->code, "new_code");
+    EXPECT_EQ(newer->error->message, "");
+}
+
+TEST(RolesResultCodec, Validate) {
+    task_result r;
+    r.task = "t";
+    EXPECT_TRUE(validate(r));
+    r.value = std::numeric_limits<double>::infinity();
+    EXPECT_FALSE(validate(r));
+    EXPECT_EQ(encode(r), R"({"v":1,"task":"t","state":"succeeded","value":null})");
+    r.state = task_state::failed;
+    EXPECT_FALSE(validate(r));  // no error
+    r.error = task_error{"", "m"};
+    EXPECT_FALSE(validate(r));  // empty code
+    r.error->code = task_error::handler_error;
+    EXPECT_TRUE(validate(r));  // value is not written unless succeeded
+    r.state = task_state::running;
+    EXPECT_FALSE(validate(r));
+    r.state = task_state::cancelled;
+    r.task.clear();
+    EXPECT_FALSE(validate(r));
+}
+
+TEST(RolesResultCodec, Refusals) {
+    const auto d = [](std::string_view s) { return decode_result(s); };
+    expect_refused(d, R"({"v":1,"state":"succeeded"})", R"("task" is missing)");
+    expect_refused(d, R"({"v":1,"task":"","state":"succeeded"})", R"("task" is empty)");
+    expect_refused(d, R"({"v":1,"task":"t"})", R"("state" is missing)");
+    expect_refused(d, R"({"v":1,"task":"t","state":"running"})", "not a result state");
+    expect_refused(d, R"({"v":1,"task":"t","state":"bogus"})", "not a result state");
+    expect_refused(d, R"({"v":1,"task":"t","state":"failed"})", "needs an error");
+    expect_refused(d, R"({"v":1,"task":"t","state":"failed","error":"x"})", "must be an object");
+    expect_refused(d, R"({"v":1,"task":"t","state":"failed","error":{}})", R"("code" is missing)");
+    expect_refused(d, R"({"v":1,"task":"t","state":"failed","error":{"code":""}})", "empty");
+    expect_refused(d, R"({"v":1,"task":"t","state":"failed","error":{"code":1}})", "string");
+    expect_refused(d, R"({"v":1,"task":"t","state":"succeeded","attempt":-1})", R"("attempt")");
+    expect_refused(d, R"({"v":2,"task":"t","state":"succeeded"})", "unsupported format version 2");
+}
+
+// --- members, meta, epoch, cancel -----------------------------------------------------------
+
+TEST(RolesMemberCodec, WorkerCandidateMaster) {
+    member_info w;
+    w.id = "host-1234-9f0c1a2b";
+    w.host = "host";
+    w.pid = 1234;
+    w.capacity = 4;
+    w.types = {"md5", "sum"};
+    w.started_ms = 1763733600000;
+    EXPECT_EQ(encode(w), R"({"v":1,"id":"host-1234-9f0c1a2b","host":"host","pid":1234,)"
+                         R"("capacity":4,"types":["md5","sum"],"started_ms":1763733600000})");
+    EXPECT_EQ(decode_worker(encode(w)).value(), w);
+    EXPECT_EQ(decode_member(encode(w)).value(), w);
+    expect_refused([](std::string_view s) { return decode_master(s); }, encode(w),
+                   R"("epoch" is missing)");
+
+    member_info c;
+    c.id = w.id;
+    c.host = "host";
+    c.pid = 1234;
+    EXPECT_EQ(encode(c), R"({"v":1,"id":"host-1234-9f0c1a2b","host":"host","pid":1234})");
+    EXPECT_EQ(decode_member(encode(c)).value(), c);
+    expect_refused([](std::string_view s) { return decode_worker(s); }, encode(c),
+                   R"("capacity" is missing)");
+
+    member_info m = c;
+    m.epoch = 7;
+    m.since_ms = 1763733600500;
+    EXPECT_EQ(encode(m), R"({"v":1,"id":"host-1234-9f0c1a2b","epoch":7,"host":"host","pid":1234,)"
+                         R"("since_ms":1763733600500})");
+    EXPECT_EQ(decode_master(encode(m)).value(), m);
+}
+
+TEST(RolesMemberCodec, WorkerTypes) {
+    const auto d = [](std::string_view s) { return decode_worker(s); };
+    const auto sorted = decode_worker(R"({"v":1,"id":"a","capacity":2,"types":["z","a","z"]})");
+    ASSERT_TRUE(sorted) << sorted.error().message;
+    EXPECT_EQ(sorted->types, (std::vector<std::string>{"a", "z"}));
+    const auto none = decode_worker(R"({"v":1,"id":"a","capacity":0,"types":[]})");
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_TRUE(none->types.empty());
+    expect_refused(d, R"({"v":1,"id":"a","capacity":2})", R"("types" is missing)");
+    expect_refused(d, R"({"v":1,"id":"a","capacity":2,"types":"sum"})", "must be an array");
+    expect_refused(d, R"({"v":1,"id":"a","capacity":2,"types":["ok",3]})", "invalid task type");
+    expect_refused(d, R"({"v":1,"id":"a","capacity":2,"types":["a b"]})", "invalid task type");
+    expect_refused(d, R"({"v":1,"id":"a","capacity":-1,"types":[]})", R"("capacity")");
+    expect_refused(d, R"({"v":1,"capacity":1,"types":[]})", R"("id" is missing)");
+    expect_refused(d, R"({"v":1,"id":"","capacity":1,"types":[]})", R"("id" is empty)");
+    expect_refused([](std::string_view s) { return decode_master(s); },
+                   R"({"v":1,"id":"a","epoch":0})", R"("epoch")");
+}
+
+TEST(RolesMetaCodec, RoundTripAndLimits) {
+    const meta_info m{16, 32, 1763733600000};
+    EXPECT_EQ(encode(m),
+              R"({"v":1,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})");
+    EXPECT_EQ(decode_meta(encode(m)).value(), m);
+    const auto d = [](std::string_view s) { return decode_meta(s); };
+    expect_refused(d, R"({"v":1,"result_shards":16})", R"("pending_shards" is missing)");
+    expect_refused(d, R"({"v":1,"pending_shards":0,"result_shards":16})", R"("pending_shards")");
+    expect_refused(d, R"({"v":1,"pending_shards":16,"result_shards":5000})", R"("result_shards")");
+    expect_refused(d, R"({"v":1,"pending_shards":-16,"result_shards":1})", R"("pending_shards")");
+    EXPECT_TRUE(decode_meta(R"({"v":1,"pending_shards":1,"result_shards":4096})"));
+}
+
+TEST(RolesEpochCodec, RoundTrip) {
+    const epoch_info e{"host-1234-9f0c1a2b", 1763733600000};
+    EXPECT_EQ(encode(e), R"({"v":1,"master":"host-1234-9f0c1a2b","since_ms":1763733600000})");
+    EXPECT_EQ(decode_epoch(encode(e)).value(), e);
+    EXPECT_EQ(encode(epoch_info{}), R"({"v":1})");  // before any master
+    EXPECT_EQ(decode_epoch(R"({"v":1})").value(), epoch_info{});
+    EXPECT_FALSE(decode_epoch(""));
+    EXPECT_FALSE(decode_epoch(R"({"v":1,"master":1})"));
+}
+
+TEST(RolesCancelCodec, RoundTrip) {
+    const cancel_info c{1763733600000};
+    EXPECT_EQ(encode(c), R"({"v":1,"requested_ms":1763733600000})");
+    EXPECT_EQ(decode_cancel(encode(c)).value(), c);
+    EXPECT_FALSE(decode_cancel(R"({"v":3,"requested_ms":1})"));
+}
+
+// --- any input -------------------------------------------------------------------------------
+
+// Runs every decoder on `data`. None may throw or crash; whatever one accepts must survive a
+// re-encode unchanged (so nothing accepted is half-understood).
+void decode_everything(std::string_view data) {
+    EXPECT_NO_THROW({
+        if (auto t = decode_task(data)) {
+            EXPECT_TRUE(validate(*t));
+            EXPECT_EQ(decode_task(encode(*t)).value(), *t) << data;
+        }
+        if (auto r = decode_result(data)) {
+            EXPECT_TRUE(validate(*r));
+            EXPECT_EQ(decode_result(encode(*r)).value(), *r) << data;
+        }
+        if (auto m = decode_member(data)) {
+            EXPECT_EQ(decode_member(encode(*m)).value(), *m) << data;
+        }
+        if (auto w = decode_worker(data)) {
+            EXPECT_EQ(decode_worker(encode(*w)).value(), *w) << data;
+        }
+        if (auto m = decode_master(data)) {
+            EXPECT_EQ(decode_master(encode(*m)).value(), *m) << data;
+        }
+        if (auto m = decode_meta(data)) {
+            EXPECT_EQ(decode_meta(encode(*m)).value(), *m) << data;
+        }
+        if (auto e = decode_epoch(data)) {
+            EXPECT_EQ(decode_epoch(encode(*e)).value(), *e) << data;
+        }
+        if (auto c = decode_cancel(data)) {
+            EXPECT_EQ(decode_cancel(encode(*c)).value(), *c) << data;
+        }
+    }) << data;
+}
+
+TEST(RolesCodecFuzz, AdversarialInputs) {
+    const std::vector<std::string> inputs{
+        "", " ", "null", "true", "0", "-0", "1e999", "{}", "[]", "\"\"", "{\"v\":1}",
+        std::string(100000, '['), std::string(100000, '{'), std::string(50000, '[') + "1" +
+        std::string(50000, ']'),
+        R"({"v":1,"args":)" + std::string(63, '[') + std::string(63, ']') + "}",
+        R"({"v":1,"type":"t","args":123456789012345678901234567890})",
+        R"({"v":1,"type":"t","args":-123456789012345678901234567890})",
+        R"({"v":1,"type":"t","priority":9223372036854775808})",
+        R"({"v":1,"type":"t","priority":-9223372036854775809})",
+        R"({"v":1,"type":"t","timeout_ms":9223372036854775807})",
+        R"({"v":1,"type":"t","timeout_ms":-9223372036854775808})",
+        R"({"v":1,"type":"t","submitted_ms":9007199254740993.0})",
+        R"({"v":1e-400,"type":"t"})", R"({"v":-0.0,"type":"t"})", R"({"v":1,"v":2})",
+        R"({"v":1,"type":"t","type":"u"})", R"({"v":[1],"type":"t"})", R"({"v":{},"type":"t"})",
+        R"({"v":true})", R"({"v":1,"id":"a","capacity":2147483648,"types":[]})",
+        R"({"v":1,"id":"a","capacity":2,"types":[[],{}]})",
+        R"({"v":1,"task":"t","state":"failed","error":{"code":"x","message":[]}})",
+        R"({"v":1,"task":"t","state":"succeeded","value":)" + std::string(62, '[') +
+            std::string(62, ']') + "}",
+        R"({"v":1,"pending_shards":1.5,"result_shards":1})",
+        R"({"v":1,"pending_shards":4294967296,"result_shards":1})",
+        R"({"v":1,"type":"t","\u0000":1})", R"({"v":1,"type":"\ud800"})",
+        "\xef\xbb\xbf{\"v\":1}", std::string("{\"v\":1}\0", 8), "/* c */{\"v\":1}", "{\"v\":1,}",
+    };
+    for (const auto& in : inputs) decode_everything(in);
+}
+
+TEST(RolesCodecFuzz, RandomAndMutatedInputs) {
+    std::mt19937 rng(20240601);
+    auto pick = [&](std::size_t n) {
+        return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+    };
+
+    std::vector<std::string> seeds;
+    seeds.push_back(encode(example_task()));
+    auto running = assigned_task();
+    running.running_ms = 1;
+    seeds.push_back(encode(running));
+    task_result ok;
+    ok.task = "t4-1763733600123-3fa9c2d100002a";
+    ok.value = json::parse(R"({"sum":6,"list":[1.5,-2,"x",null,true]})");
+    ok.attempt = 2;
+    ok.worker = "w";
+    seeds.push_back(encode(ok));
+    task_result failed = ok;
+    failed.state = task_state::timed_out;
+    failed.error = task_error{std::string(task_error::timeout), "too slow"};
+    seeds.push_back(encode(failed));
+    member_info w{"h-1-00000000", "h", 1, 4, {"a", "b"}, 5, std::nullopt, 0};
+    seeds.push_back(encode(w));
+    member_info m{"h-1-00000000", "h", 1, std::nullopt, {}, 0, 3, 9};
+    seeds.push_back(encode(m));
+    seeds.push_back(encode(meta_info{16, 16, 1}));
+    seeds.push_back(encode(epoch_info{"m", 2}));
+    seeds.push_back(encode(cancel_info{3}));
+
+    static constexpr std::string_view tokens[] = {
+        "{", "}", "[", "]", ",", ":", "\"", "\\", "null", "true", "false", "0", "-1", "1e400",
+        "18446744073709551616", "-9223372036854775809", "1.5", "\"v\"", "\"type\"", "\"args\"",
+        "\"state\"", "\"error\"", "\"types\"", "\"capacity\"", "\"epoch\"", "\\u0000", "\xff",
+        "\xc3\xa9", "\"succeeded\"", "\"failed\"", "2", "{\"a\":[[[[1]]]]}"};
+
+    int accepted = 0;
+    constexpr int iterations = 6000;
+    for (int i = 0; i < iterations; ++i) {
+        std::string s;
+        if (i % 10 == 0) {
+            // Pure noise.
+            s.resize(pick(200));
+            for (auto& c : s) c = static_cast<char>(pick(256));
+        } else {
+            s = seeds[pick(seeds.size())];
+            const auto edits = 1 + pick(4);
+            for (std::size_t e = 0; e < edits; ++e) {
+                const auto at = s.empty() ? 0 : pick(s.size() + 1);
+                switch (pick(5)) {
+                case 0:  // flip a byte
+                    if (!s.empty()) s[std::min(at, s.size() - 1)] = static_cast<char>(pick(256));
+                    break;
+                case 1:  // insert a token
+                    s.insert(at, tokens[pick(std::size(tokens))]);
+                    break;
+                case 2:  // delete a range
+                    s.erase(at, pick(8));
+                    break;
+                case 3:  // duplicate a range
+                    s.insert(at, s.substr(pick(s.size() + 1), pick(16)));
+                    break;
+                default: {  // replace a token with another
+                    const auto tok = tokens[pick(std::size(tokens))];
+                    s.replace(at, tok.size(), tokens[pick(std::size(tokens))]);
+                    break;
+                }
+                }
+            }
+        }
+        decode_everything(s);
+        if (decode_task(s) || decode_result(s) || decode_member(s)) ++accepted;
+        if (HasFailure()) break;
+    }
+    // Mutations leave a fair share of inputs valid, so the accepting paths get exercised too.
+    EXPECT_GT(accepted, iterations / 20);
+}
+
+}  // namespace
