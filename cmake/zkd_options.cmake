@@ -9,8 +9,10 @@ add_library(zkd::options ALIAS zkd_options)
 target_compile_options(zkd_options INTERFACE
     -Wall -Wextra -Wpedantic -Wshadow -Wold-style-cast -Wcast-align
     -Woverloaded-virtual -Wimplicit-fallthrough
-    # GCC 12 reports Asio's coroutine-frame operator delete as mismatched (a false positive).
+    # GCC 12 false positives: Asio's coroutine-frame operator delete reported as mismatched,
+    # and -Wrestrict on `"literal" + std::string` at -O3 (GCC PR 105329).
     $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>
+    $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>
     $<$<BOOL:${ZKD_WERROR}>:-Werror>)
 target_compile_definitions(zkd_options INTERFACE
     BOOST_ASIO_NO_DEPRECATED

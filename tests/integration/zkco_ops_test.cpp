@@ -431,8 +431,14 @@ TEST_F(ZkcoOps, CancelAbandonsTheWaitAndDropsTheLateReply) {
                              got = ec;
                          }));
             sig.emit(type);
-            // The reply to a later request arrives after the abandoned one's.
+            // A later request's reply comes after the abandoned one's, which is dropped. The
+            // abort itself is posted: let it run before looking.
             EXPECT_TRUE(co_await zk.get("/c"s));
+            asio::steady_timer t(ioc_);
+            for (int i = 0; i < 1000 && calls == 0; ++i) {
+                t.expires_after(1ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
             EXPECT_EQ(calls, 1);
             EXPECT_EQ(got, asio::error::operation_aborted);
         }
@@ -446,6 +452,11 @@ TEST_F(ZkcoOps, CancelAbandonsTheWaitAndDropsTheLateReply) {
                          }));
             sig.emit(asio::cancellation_type::total);
             EXPECT_TRUE(co_await zk.get("/c"s));
+            asio::steady_timer t(ioc_);
+            for (int i = 0; i < 1000 && got == asio::error::would_block; ++i) {
+                t.expires_after(1ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
             EXPECT_FALSE(got);
         }
         co_await zk.close();
