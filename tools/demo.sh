@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The run command: installs what is missing, builds zkd (Release), starts a local ZooKeeper
-# by itself, runs the zkco tour against it, and stops everything it started.
+# by itself, runs the zkco tour against it, starts a cluster of three zkd instances, submits
+# a mix of tasks and shows their results, then stops everything it started.
 # Usage: tools/demo.sh [--no-install]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ install=1
 for arg in "$@"; do
     case "$arg" in
         --no-install) install=0 ;;
-        -h|--help) sed -n '3,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '3,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "demo.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -22,21 +23,47 @@ cmake --build build/release -j "$(nproc 2>/dev/null || echo 2)"
 bin=build/release/tools
 
 zkdir=$(mktemp -d "${TMPDIR:-/tmp}/zkd-demo-XXXXXX")
+nodes=()
 cleanup() {
-    "$bin/zkd-zk-local" stop --dir "$zkdir" >/dev/null 2>&1 || true
+    for pid in "${nodes[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${nodes[@]}"; do wait "$pid" 2>/dev/null || true; done
+    "$bin/zk_local/zkd-zk-local" stop --dir "$zkdir/zk" >/dev/null 2>&1 || true
     rm -rf "$zkdir"
 }
 trap cleanup EXIT INT TERM
 
+zkd=build/release/src/zkd
+
 echo "== start a local ZooKeeper"
-connect=$("$bin/zkd-zk-local" start --dir "$zkdir" 2>/dev/null)
-echo "ZooKeeper at $connect (data in $zkdir)"
+connect=$("$bin/zk_local/zkd-zk-local" start --dir "$zkdir/zk" 2>/dev/null)
+echo "ZooKeeper at $connect (data and logs in $zkdir)"
 
 echo "== zkco tour"
 "$bin/zkd-zkco-smoke" --zk "$connect"
 
-echo "== stop ZooKeeper"
-"$bin/zkd-zk-local" stop --dir "$zkdir"
+echo "== start three zkd instances (logs in $zkdir/node*.log)"
+for i in 1 2 3; do
+    "$zkd" run --zk "$connect" --namespace demo --capacity 2 --host "node$i" \
+        >"$zkdir/node$i.log" 2>&1 &
+    nodes+=($!)
+done
+
+echo "== submit tasks and wait for their results"
+submit() {
+    echo "\$ zkd submit $*"
+    "$zkd" submit "$@" --zk "$connect" --namespace demo --wait --timeout 30000 || echo "(exit $?)"
+}
+submit sum '[1, 2, 3, 4]'
+submit echo '{"hello": "zkd"}'
+submit sleep '{"ms": 200}'
+submit md5-crack '{"hash": "02926b8c2fe8e26a3bc6e810554a2120", "charset": "abcdefghijklmnopqrstuvwxyz", "min_len": 1, "max_len": 3, "start": 0, "count": 18278}'
+submit fail '{"message": "this task fails on purpose"}'
+submit no-such-type '{}'   # failed after the 10 s grace for unserved types
+
+echo "== who did what"
+grep -h "elected master\|took over\|joined\|rejected" "$zkdir"/node*.log | sed 's/^/  /'
+
+echo "== stop the cluster and ZooKeeper"
+cleanup
 trap - EXIT INT TERM
-rm -rf "$zkdir"
 echo "== done: nothing left running"

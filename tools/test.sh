@@ -4,7 +4,7 @@
 # ZooKeeper the tests start themselves. Three builds:
 #   build/test   RelWithDebInfo, warnings as errors: every test
 #   build/asan   ASan+UBSan: every test
-#   build/tsan   TSan: the code where callbacks cross threads (zkco, reactor)
+#   build/tsan   TSan: the code where callbacks cross threads (zkco, reactor, roles)
 # Usage: tools/test.sh [--quick] [--no-install]
 #   --quick       only the first build (a fast local loop; CI runs all three)
 #   --no-install  skip tools/install-deps.sh
@@ -58,6 +58,6 @@ if [ "$quick" = 0 ]; then
 
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
     build build/tsan -DCMAKE_BUILD_TYPE=Debug -DZKD_SANITIZE=thread
-    check build/tsan -R '^(zkco_|Zkco|Reactor)'
+    check build/tsan -R '^(zkco_|Zkco|Reactor|roles_|Roles)'
 fi
 echo "== all tests passed in $(( $(date +%s) - start )) s"

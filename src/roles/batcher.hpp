@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "zkco/client.hpp"
+#include "zkco/types.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace zkd::roles {
+
+/// Folds groups of ops into multi() transactions (docs/protocol.md §1 "Batching").
+///
+/// A group is ops that must commit together (one task's delete + create). Whatever is
+/// queued goes at once when fewer than `max_in_flight` transactions are out, so a lone group
+/// is never held back; under load groups pile up and share transactions. A transaction is
+/// bounded by `max_ops` and `max_bytes`. Identical check ops of different groups are sent
+/// once. Every transaction starts with the prefix (a master's `check(/epoch, E)`).
+///
+/// Failures stay with their group: when a transaction fails, the group owning the failed op
+/// completes with the error and its own op results, and the other groups, which did not
+/// apply, are sent again. A failed prefix op, or an outcome without per-op results
+/// (connection loss, expiry, close), completes every group of the transaction with the error.
+///
+/// Use on the client's executor only. Destroying the batcher completes queued groups with
+/// operation_aborted; groups in flight complete when their transaction does.
+class multi_batcher {
+public:
+    struct limits {
+        std::size_t max_ops = 1000;
+        std::size_t max_bytes = 900'000;
+        int max_in_flight = 4;
+    };
+
+    /// Counters for "ZooKeeper transactions per task" figures.
+    struct stats {
+        std::uint64_t transactions = 0;  ///< multis sent
+        std::uint64_t groups = 0;        ///< groups completed
+        std::uint64_t ops = 0;           ///< ops sent, prefix included
+        std::uint64_t resent = 0;        ///< groups sent again after another group failed
+    };
+
+    multi_batcher(zkco::client& zk, limits lim);
+    explicit multi_batcher(zkco::client& zk) : multi_batcher(zk, limits{}) {}
+    multi_batcher(const multi_batcher&) = delete;
+    multi_batcher& operator=(const multi_batcher&) = delete;
+    ~multi_batcher();
+
+    /// Ops put at the head of every transaction from now on (already queued groups too).
+    void set_prefix(std::vector<zkco::multi_op> prefix);
+
+    /// Queues a group. Signature: void(error_code, std::vector<zkco::op_result>): the group's
+    /// own op results (empty when the transaction had none), in the group's order.
+    template <class CompletionToken>
+    auto async_submit(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
+        return boost::asio::async_initiate<
+            CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
+            [this](auto h, std::vector<zkco::multi_op> g) { submit(std::move(g), std::move(h)); },
+            token, std::move(ops));
+    }
+
+    [[nodiscard]] const stats& counters() const noexcept;
+    /// Groups queued or in flight.
+    [[nodiscard]] std::size_t outstanding() const noexcept;
+
+private:
+    using handler =
+        boost::asio::any_completion_handler<void(zkco::error_code, std::vector<zkco::op_result>)>;
+    struct group;
+    struct state;
+
+    void submit(std::vector<zkco::multi_op> ops, handler h);
+
+    std::shared_ptr<state> state_;
+};
+
+}  // namespace zkd::roles

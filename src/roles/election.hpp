@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// Joining a cluster (docs/protocol.md §2, §7): the namespace and its fixed nodes, running for
+// master, taking over as master, registering as a worker.
+#pragma once
+
+#include "roles/layout.hpp"
+#include "roles/task.hpp"
+#include "zkco/client.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace zkd::roles {
+
+/// Waits until `zk` is connected. False once its session is gone for good.
+boost::asio::awaitable<bool> wait_connected(zkco::client& zk);
+
+/// After an error: true when it left the outcome unknown (condition::retryable) and the
+/// session is connected again, i.e. when retrying makes sense. Use it as the whole condition
+/// (GCC 12 miscompiles a co_await in the right operand of && or ||).
+boost::asio::awaitable<bool> reconnected_after(zkco::client& zk, zkco::error_code ec);
+
+/// With a client connected *without* a chroot: creates `chroot` ("/zkd/<ns>") and its
+/// ancestors if missing.
+boost::asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std::string chroot);
+
+/// With a client chrooted at the namespace: creates /meta (from `defaults`) unless it exists,
+/// then every fixed node of §2, and yields the layout /meta declares. Garbage in /meta gives
+/// errc::data_inconsistency (and a log line saying what is wrong): it decides every path, so
+/// guessing would be worse than stopping.
+boost::asio::awaitable<zkco::result<layout>> ensure_layout(zkco::client& zk, meta_info defaults);
+
+/// This member's node in /election.
+struct candidacy {
+    std::string path;
+    std::int64_t sequence = 0;
+};
+
+/// Runs for master (§7): creates this member's ephemeral sequential candidate node
+/// (after a connection loss, finds it before creating another) and waits, watching only its
+/// immediate predecessor, until it is the lowest. Yields the node when this member leads.
+/// Foreign children of /election are ignored. Errors: the session ended
+/// (condition::session_lost), or the node vanished (no_node). Cancellation: terminal
+/// abandons the wait; the node stays until the session ends.
+boost::asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info me);
+
+/// Takes over as master after winning the election (§7 "Takeover"): syncs, bumps /epoch with
+/// a version check and yields the new epoch, the fencing token every master transaction
+/// checks; then writes /master. `now_ms` stamps both.
+boost::asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, member_info me,
+                                                             std::int64_t now_ms);
+
+/// Registers a worker (§7 "Worker"): /workers/<id> (ephemeral, `me` with capacity and types)
+/// and /assign/<id>, in one multi. node_exists on /assign/<id> is fine (a retry).
+boost::asio::awaitable<zkco::result<void>> join_workers(zkco::client& zk, member_info me);
+
+}  // namespace zkd::roles

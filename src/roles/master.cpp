@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: MIT
+#include "roles/master.hpp"
+
+#include "reactor/task_group.hpp"
+#include "roles/batcher.hpp"
+#include "roles/election.hpp"
+#include "roles/ids.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <memory>
+#include <set>
+
+namespace asio = boost::asio;
+
+namespace zkd::roles {
+
+namespace {
+
+
+std::string failed_result(const std::string& tid, std::string_view code, std::string message,
+                          int attempt, task_state state = task_state::failed) {
+    task_result r;
+    r.task = tid;
+    r.state = state;
+    r.error = task_error{std::string(code), std::move(message)};
+    r.attempt = attempt;
+    r.finished_ms = now_ms();
+    return encode(r);
+}
+
+struct pending_entry {
+    std::string path;                 // /pending/<s>/<tid>
+    std::optional<task_spec> spec;    // nullopt: malformed
+    std::string malformed;            // why
+    bool in_flight = false;           // a transaction about it is out
+};
+
+struct worker_view {
+    member_info info;
+    bool alive = true;
+    std::set<std::string> assigned;  // from its directory, plus our commits
+    int in_flight = 0;               // assignments sent, not yet answered
+};
+
+class master_session {
+public:
+    master_session(zkco::client& zk, layout l, member_info me, std::int64_t epoch,
+                   master_options opts, master_stats* stats)
+        : zk_(zk), l_(std::move(l)), me_(std::move(me)), epoch_(epoch), opts_(opts),
+          stats_(stats != nullptr ? stats : &own_stats_), batcher_(zk), group_(zk.get_executor()),
+          wake_(zk.get_executor()), grace_(zk.get_executor()), placer_(opts.policy),
+          self_(std::make_shared<master_session*>(this)) {
+        // Every master transaction fails once a newer master has bumped the epoch.
+        batcher_.set_prefix({zkco::op::check{layout::epoch(), static_cast<std::int32_t>(epoch)}});
+    }
+    master_session(const master_session&) = delete;
+    master_session& operator=(const master_session&) = delete;
+    ~master_session() { *self_ = nullptr; }
+
+    asio::awaitable<void> run() {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        group_.spawn(
+            [this] {
+                return follow(layout::workers_dir(),
+                              [this](std::vector<std::string> n) { return workers_changed(std::move(n)); });
+            },
+            "workers");
+        group_.spawn(
+            [this] {
+                return follow(layout::assign_dir(), [this](std::vector<std::string> n) {
+                    return assign_dirs_changed(std::move(n));
+                });
+            },
+            "assign");
+        group_.spawn(
+            [this] {
+                return follow(layout::cancel_dir(),
+                              [this](std::vector<std::string> n) { return cancels_changed(std::move(n)); });
+            },
+            "cancel");
+        for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+            group_.spawn(
+                [this, shard] {
+                    return follow(layout::pending_shard(shard), [this, shard](std::vector<std::string> n) {
+                        return shard_changed(shard, std::move(n));
+                    });
+                },
+                "pending");
+        }
+        co_await schedule_loop();
+        stop_ = true;
+        grace_.cancel();
+        group_.emit(asio::cancellation_type::terminal);
+        co_await group_.async_wait(asio::as_tuple(asio::use_awaitable));
+        // Answers to what we sent touch this session: wait for them (they end with the session).
+        asio::steady_timer t(zk_.get_executor());
+        while (batcher_.outstanding() > 0 && !zkco::is_terminal(zk_.state())) {
+            t.expires_after(std::chrono::milliseconds(5));
+            co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        if (stats_->deposed) {
+            spdlog::warn("master {}: deposed (epoch {} is no longer current)", me_.id, epoch_);
+        }
+    }
+
+private:
+    using group_ops = std::vector<zkco::multi_op>;
+    using on_done = std::function<void(master_session&, zkco::error_code, std::vector<zkco::op_result>)>;
+
+    void wake() {
+        dirty_ = true;
+        wake_.cancel();
+    }
+
+    [[nodiscard]] bool stopping() const { return stop_ || zkco::is_terminal(zk_.state()); }
+
+    /// Sends a fenced group; `done` runs only while this session exists.
+    void send(group_ops ops, on_done done) {
+        batcher_.async_submit(std::move(ops), [self = self_, done = std::move(done)](
+                                                  zkco::error_code ec, std::vector<zkco::op_result> r) {
+            if (*self == nullptr) {
+                return;
+            }
+            auto& m = **self;
+            // Our own ops never check versions: a bad_version is the epoch check failing.
+            if (ec == zkco::errc::bad_version) {
+                m.stats_->deposed = true;
+                m.stop_ = true;
+            }
+            done(m, ec, std::move(r));
+            m.wake();
+        });
+    }
+
+    /// Stops the master on a lost session; true to go on after a retryable error.
+    asio::awaitable<bool> recover(zkco::error_code ec, std::string what) {
+        if (!stopping()) {
+            const bool back = co_await reconnected_after(zk_, ec);
+            if (back) {
+                co_return true;
+            }
+        }
+        if (!stop_) {
+            spdlog::warn("master {}: stops watching {}: {}", me_.id, what, ec.message());
+        }
+        stop_ = true;
+        wake();
+        co_return false;
+    }
+
+    /// Completions a coroutine waits for. Shared with the handlers, so that a coroutine
+    /// cancelled early leaves them something alive to write to.
+    struct countdown {
+        explicit countdown(const asio::any_io_executor& ex)
+            : timer(ex, asio::steady_timer::time_point::max()) {}
+        std::size_t left = 0;
+        asio::steady_timer timer;
+        void done() {
+            if (--left == 0) {
+                timer.cancel();
+            }
+        }
+        asio::awaitable<void> wait() {
+            if (left > 0) {
+                co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
+        }
+    };
+
+    /// Reads the data of many nodes at once (one round trip for all, not one each).
+    asio::awaitable<std::vector<zkco::result<zkco::node>>> get_all(std::vector<std::string> paths) {
+        struct state : countdown {
+            using countdown::countdown;
+            std::vector<zkco::result<zkco::node>> out;
+        };
+        auto st = std::make_shared<state>(zk_.get_executor());
+        st->out.assign(paths.size(), zkco::error_code(zkco::errc::no_node));
+        st->left = paths.size();
+        for (std::size_t i = 0; i < paths.size(); ++i) {
+            zk_.async_get(paths[i], [st, i](zkco::error_code ec, zkco::node n) {
+                if (ec) {
+                    st->out[i] = ec;
+                } else {
+                    st->out[i] = std::move(n);
+                }
+                st->done();
+            });
+        }
+        co_await st->wait();
+        co_return std::move(st->out);
+    }
+
+    // --- watchers: they keep the view, the schedule loop acts on it ----------------------
+
+    /// Lists `path`'s children and calls `on_change` with them, again after every change,
+    /// until stopping, until `on_change` says false, or until the node is gone.
+    template <class OnChange>
+    asio::awaitable<void> follow(std::string path, OnChange on_change) {
+        while (!stopping()) {
+            auto kids = co_await zk_.watch_children(path);
+            if (!kids) {
+                if (kids.error() == zkco::errc::no_node) {
+                    co_return;
+                }
+                const bool go_on = co_await recover(kids.error(), path);
+                if (!go_on) {
+                    co_return;
+                }
+                continue;
+            }
+            const bool more = co_await on_change(std::move(kids->value.names));
+            wake();
+            if (!more) {
+                co_return;
+            }
+            auto ev = co_await kids->watch.changed();
+            if (!ev) {
+                const bool go_on = co_await recover(ev.error(), path);
+                if (!go_on) {
+                    co_return;
+                }
+            }
+        }
+    }
+
+    asio::awaitable<bool> workers_changed(std::vector<std::string> names) {
+        const std::set<std::string> now(names.begin(), names.end());
+        for (auto& [id, w] : workers_) {
+            if (w.alive && !now.contains(id)) {
+                w.alive = false;
+                spdlog::info("master: worker {} left with {} task(s)", id, w.assigned.size());
+                group_.spawn([this, id = id] { return requeue_departed(id); }, "requeue");
+            }
+        }
+        std::vector<std::string> joined;
+        std::vector<std::string> paths;
+        for (const auto& id : now) {
+            if (!workers_.contains(id) && !ignored_.contains(id)) {
+                joined.push_back(id);
+                paths.push_back(layout::worker(id));
+            }
+        }
+        auto nodes = co_await get_all(paths);
+        for (std::size_t i = 0; i < joined.size(); ++i) {
+            if (!nodes[i]) {
+                continue;  // gone again
+            }
+            auto info = decode_worker(nodes[i]->data);
+            if (!info) {
+                spdlog::warn("master: ignoring worker node /workers/{}: {}", joined[i],
+                             info.error().message);
+                ignored_.insert(joined[i]);
+                continue;
+            }
+            spdlog::info("master: worker {} joined (capacity {}, {} type(s))", joined[i],
+                         info->capacity.value_or(0), info->types.size());
+            workers_[joined[i]] = worker_view{std::move(*info), true, {}, 0};
+            group_.spawn(
+                [this, id = joined[i]] {
+                    return follow(layout::assign_dir(id), [this, id](std::vector<std::string> n) {
+                        return worker_dir_changed(id, std::move(n));
+                    });
+                },
+                "assign");
+        }
+        co_return true;
+    }
+
+    asio::awaitable<bool> worker_dir_changed(std::string id, std::vector<std::string> names) {
+        const auto it = workers_.find(id);
+        if (it == workers_.end() || !it->second.alive) {
+            co_return false;  // departed: requeue_departed owns the directory now
+        }
+        it->second.assigned.clear();
+        for (const auto& name : names) {
+            if (!is_cancel_marker(name)) {
+                it->second.assigned.insert(name);
+            }
+        }
+        co_return true;
+    }
+
+    /// Directories of workers that are gone: at takeover (a dead master's leftovers), and
+    /// whenever a directory appears without its worker.
+    asio::awaitable<bool> assign_dirs_changed(std::vector<std::string> names) {
+        auto live = co_await zk_.get_children(layout::workers_dir());
+        if (!live) {
+            co_return true;  // the next change looks again
+        }
+        const std::set<std::string> alive(live->names.begin(), live->names.end());
+        for (const auto& id : names) {
+            if (!alive.contains(id) && !workers_.contains(id) && orphans_seen_.insert(id).second) {
+                spdlog::info("master: found the directory of departed worker {}", id);
+                group_.spawn([this, id] { return requeue_departed(id); }, "requeue");
+            }
+        }
+        co_return true;
+    }
+
+    asio::awaitable<bool> shard_changed(std::uint32_t shard, std::vector<std::string> names) {
+        const std::string dir = layout::pending_shard(shard);
+        const std::set<std::string> now(names.begin(), names.end());
+        // Gone without us (cancelled, or our own commit seen first): forget them.
+        auto& known = shard_tasks_[shard];
+        for (auto it = known.begin(); it != known.end();) {
+            auto p = pending_.find(*it);
+            if (!now.contains(*it) && (p == pending_.end() || !p->second.in_flight)) {
+                if (p != pending_.end()) {
+                    pending_.erase(p);
+                }
+                it = known.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        std::vector<std::string> fresh;
+        std::vector<std::string> paths;
+        for (const auto& name : now) {
+            if (!pending_.contains(name)) {
+                fresh.push_back(name);
+                paths.push_back(zkco::join_path(dir, name));
+            }
+        }
+        auto nodes = co_await get_all(paths);
+        for (std::size_t i = 0; i < fresh.size(); ++i) {
+            if (!nodes[i] || pending_.contains(fresh[i])) {
+                continue;
+            }
+            pending_entry e;
+            e.path = paths[i];
+            if (!is_valid_task_id(fresh[i])) {
+                e.malformed = "'" + fresh[i] + "' is not a task id";
+            } else if (auto spec = decode_task(nodes[i]->data)) {
+                e.spec = std::move(*spec);
+            } else {
+                e.malformed = spec.error().message;
+            }
+            pending_.emplace(fresh[i], std::move(e));
+            shard_tasks_[shard].insert(fresh[i]);
+        }
+        co_return true;
+    }
+
+    asio::awaitable<bool> cancels_changed(std::vector<std::string> names) {
+        cancels_ = std::set<std::string>(names.begin(), names.end());
+        co_return true;
+    }
+
+    // --- T6: a departed worker's tasks back to pending (or lost) -------------------------
+
+    asio::awaitable<void> requeue_departed(std::string id) {
+        const std::string dir = layout::assign_dir(id);
+        while (!stopping()) {
+            auto kids = co_await zk_.get_children(dir);
+            if (!kids) {
+                if (kids.error() == zkco::errc::no_node) {
+                    break;
+                }
+                const bool go_on = co_await recover(kids.error(), dir);
+                if (!go_on) {
+                    break;
+                }
+                continue;
+            }
+            std::set<std::string> markers;
+            std::vector<std::string> tids;
+            for (const auto& name : kids->names) {
+                if (is_cancel_marker(name)) {
+                    markers.emplace(marker_task(name));
+                } else {
+                    tids.push_back(name);
+                }
+            }
+            if (tids.empty()) {
+                for (const auto& tid : markers) {
+                    send({zkco::op::remove{layout::cancel_marker(id, tid), zkco::any_version}},
+                         [](master_session&, zkco::error_code, auto) {});
+                }
+                std::vector<zkco::multi_op> remove_dir{zkco::op::remove{dir, zkco::any_version}};
+                auto [ec, r] = co_await batcher_.async_submit(std::move(remove_dir),
+                                                              asio::as_tuple(asio::use_awaitable));
+                if (!ec || ec == zkco::errc::no_node || stopping()) {
+                    break;
+                }
+                continue;  // not empty yet (a marker, or an assignment racing in): look again
+            }
+            std::vector<std::string> paths;
+            for (const auto& tid : tids) {
+                paths.push_back(zkco::join_path(dir, tid));
+            }
+            auto nodes = co_await get_all(paths);
+            auto pending = std::make_shared<countdown>(zk_.get_executor());
+            for (std::size_t i = 0; i < tids.size(); ++i) {
+                if (!nodes[i]) {
+                    continue;
+                }
+                const auto& tid = tids[i];
+                group_ops ops{zkco::op::remove{paths[i], zkco::any_version}};
+                const bool cancelled = markers.contains(tid);
+                if (cancelled) {
+                    ops.emplace_back(zkco::op::remove{layout::cancel_marker(id, tid), zkco::any_version});
+                }
+                auto spec = decode_task(nodes[i]->data);
+                enum { requeue, lost, cancel, malformed } outcome = requeue;
+                if (!spec) {
+                    outcome = malformed;
+                    ops.emplace_back(zkco::op::create{l_.result(tid),
+                        failed_result(tid, task_error::malformed_task, spec.error().message, 0),
+                        zkco::create_mode::persistent, {}});
+                } else if (cancelled) {
+                    outcome = cancel;
+                    ops.emplace_back(zkco::op::create{l_.result(tid),
+                        failed_result(tid, task_error::cancelled, "cancelled", spec->attempt,
+                                      task_state::cancelled),
+                        zkco::create_mode::persistent, {}});
+                } else if (spec->attempt >= spec->max_attempts) {
+                    outcome = lost;
+                    ops.emplace_back(zkco::op::create{l_.result(tid),
+                        failed_result(tid, task_error::attempts_exhausted,
+                                      "its worker was lost on each of " +
+                                          std::to_string(spec->attempt) + " attempt(s)",
+                                      spec->attempt, task_state::lost),
+                        zkco::create_mode::persistent, {}});
+                } else {
+                    task_spec again = *spec;
+                    again.attempt = spec->attempt + 1;
+                    again.epoch = 0;
+                    again.assigned_ms = 0;
+                    again.worker.clear();
+                    again.running_ms = 0;
+                    ops.emplace_back(zkco::op::create{l_.pending_task(tid), encode(again),
+                                                      zkco::create_mode::persistent, {}});
+                }
+                ++pending->left;
+                send(std::move(ops), [pending, tid, outcome, attempt = spec ? spec->attempt : 0](
+                                         master_session& m, zkco::error_code ec, auto) {
+                    if (!ec) {
+                        if (outcome == lost) {
+                            ++m.stats_->lost;
+                            spdlog::warn("master: task {} quarantined as lost after {} attempt(s)",
+                                         tid, attempt);
+                        } else if (outcome == requeue) {
+                            ++m.stats_->requeued;
+                            spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
+                        } else if (outcome == cancel) {
+                            ++m.stats_->cancelled;
+                        } else {
+                            ++m.stats_->rejected;
+                        }
+                    }
+                    pending->done();
+                });
+            }
+            co_await pending->wait();
+        }
+        workers_.erase(id);
+        wake();
+    }
+
+    // --- the schedule loop ---------------------------------------------------------------
+
+    asio::awaitable<void> schedule_loop() {
+        for (;;) {
+            auto cs = co_await asio::this_coro::cancellation_state;
+            if (stopping() || cs.cancelled() != asio::cancellation_type::none) {
+                co_return;
+            }
+            if (!dirty_) {
+                wake_.expires_at(asio::steady_timer::time_point::max());
+                co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
+                continue;
+            }
+            dirty_ = false;
+            handle_cancels();
+            reject_unplaceable();
+            assign();
+        }
+    }
+
+    void handle_cancels() {
+        for (const auto& tid : cancels_) {
+            if (cancels_in_flight_.contains(tid)) {
+                continue;
+            }
+            group_ops ops;
+            auto p = pending_.find(tid);
+            const std::string* holder = nullptr;
+            for (const auto& [id, w] : workers_) {
+                if (w.alive && w.assigned.contains(tid)) {
+                    holder = &id;
+                }
+            }
+            const bool retry = cancel_failures_.contains(tid);
+            if (!retry && p != pending_.end() && !p->second.in_flight) {
+                p->second.in_flight = true;
+                ops = {zkco::op::remove{p->second.path, zkco::any_version},
+                       zkco::op::create{l_.result(tid),
+                                        failed_result(tid, task_error::cancelled, "cancelled",
+                                                      p->second.spec ? p->second.spec->attempt : 0,
+                                                      task_state::cancelled),
+                                        zkco::create_mode::persistent, {}}};
+            } else if (!retry && p != pending_.end()) {
+                continue;  // an assignment of it is in flight: decide when it lands
+            } else if (!retry && holder != nullptr) {
+                ops = {zkco::op::check{layout::assignment(*holder, tid), zkco::any_version},
+                       zkco::op::create{layout::cancel_marker(*holder, tid), "",
+                                        zkco::create_mode::persistent, {}}};
+            }
+            ops.emplace_back(zkco::op::remove{layout::cancel_request(tid), zkco::any_version});
+            cancels_in_flight_.insert(tid);
+            send(std::move(ops), [tid](master_session& m, zkco::error_code ec, auto) {
+                m.cancels_in_flight_.erase(tid);
+                if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
+                    entry->second.in_flight = false;
+                    if (!ec) {
+                        m.pending_.erase(entry);
+                    }
+                }
+                if (!ec) {
+                    ++m.stats_->cancelled;
+                    m.cancel_failures_.erase(tid);
+                    m.cancels_.erase(tid);
+                } else if (ec != zkco::condition::retryable) {
+                    m.cancel_failures_.insert(tid);  // next time: only drop the request
+                }
+            });
+        }
+    }
+
+    void reject(const std::string& tid, pending_entry& p, std::string_view code, std::string why) {
+        p.in_flight = true;
+        send({zkco::op::remove{p.path, zkco::any_version},
+              zkco::op::create{l_.result(tid),
+                               failed_result(tid, code, why, p.spec ? p.spec->attempt : 0),
+                               zkco::create_mode::persistent, {}}},
+             [tid, code = std::string(code), why](master_session& m, zkco::error_code ec,
+                                                   std::vector<zkco::op_result> r) {
+                 auto it = m.pending_.find(tid);
+                 if (it == m.pending_.end()) {
+                     return;
+                 }
+                 it->second.in_flight = false;
+                 if (!ec) {
+                     ++m.stats_->rejected;
+                     spdlog::warn("master: task {} rejected ({}): {}", tid, code, why);
+                 }
+                 // Done, or its pending node is gone (cancelled): either way, not ours any more.
+                 if (!ec || (!r.empty() && r[0].ec == zkco::errc::no_node)) {
+                     m.pending_.erase(it);
+                 }
+             });
+    }
+
+    std::vector<worker_slot> slots() const {
+        std::vector<worker_slot> out;
+        for (const auto& [id, w] : workers_) {
+            if (w.alive) {
+                out.push_back(worker_slot{id, w.info.capacity.value_or(0),
+                                          static_cast<int>(w.assigned.size()) + w.in_flight,
+                                          w.info.types});
+            }
+        }
+        return out;
+    }
+
+    void reject_unplaceable() {
+        const auto live = slots();
+        const auto now = std::chrono::steady_clock::now();
+        std::optional<std::chrono::steady_clock::time_point> next_check;
+        for (auto& [tid, p] : pending_) {
+            if (p.in_flight) {
+                continue;
+            }
+            if (!p.spec) {
+                reject(tid, p, task_error::malformed_task, p.malformed);
+                continue;
+            }
+            if (live.empty() || anyone_serves(live, p.spec->type)) {
+                unserved_since_.erase(p.spec->type);
+                continue;
+            }
+            const auto since = unserved_since_.try_emplace(p.spec->type, now).first->second;
+            if (now - since >= opts_.unknown_type_grace) {
+                reject(tid, p, task_error::unknown_type,
+                       "no worker serves task type '" + p.spec->type + "'");
+            } else if (!next_check || since + opts_.unknown_type_grace < *next_check) {
+                next_check = since + opts_.unknown_type_grace;
+            }
+        }
+        if (next_check) {
+            grace_.expires_at(*next_check);
+            grace_.async_wait([self = self_](zkco::error_code ec) {
+                if (!ec && *self != nullptr) {
+                    (*self)->wake();
+                }
+            });
+        }
+    }
+
+    void assign() {
+        auto live = slots();
+        int free = 0;
+        for (const auto& s : live) {
+            free += s.free_slots();
+        }
+        for (auto& [tid, p] : pending_) {
+            if (free <= 0) {
+                break;
+            }
+            if (p.in_flight || !p.spec || cancels_.contains(tid)) {
+                continue;
+            }
+            const auto pick = placer_.pick(live, p.spec->type);
+            if (!pick) {
+                continue;
+            }
+            auto& slot = live[*pick];
+            ++slot.used;
+            --free;
+            const std::string wid = slot.id;
+            ++workers_[wid].in_flight;
+            p.in_flight = true;
+            task_spec assigned = *p.spec;
+            assigned.epoch = epoch_;
+            assigned.assigned_ms = now_ms();
+            assigned.worker = wid;
+            send({zkco::op::check{layout::worker(wid), zkco::any_version},
+                  zkco::op::remove{p.path, zkco::any_version},
+                  zkco::op::create{layout::assignment(wid, tid), encode(assigned),
+                                   zkco::create_mode::persistent, {}}},
+                 [tid, wid](master_session& m, zkco::error_code ec, std::vector<zkco::op_result> r) {
+                     m.assigned(tid, wid, ec, r);
+                 });
+        }
+    }
+
+    void assigned(const std::string& tid, const std::string& wid, zkco::error_code ec,
+                  const std::vector<zkco::op_result>& r) {
+        if (auto w = workers_.find(wid); w != workers_.end()) {
+            --w->second.in_flight;
+            if (!ec) {
+                w->second.assigned.insert(tid);
+            }
+        }
+        auto p = pending_.find(tid);
+        if (p == pending_.end()) {
+            return;
+        }
+        p->second.in_flight = false;
+        if (!ec) {
+            ++stats_->assigned;
+            pending_.erase(p);
+        } else if (r.size() == 3 && (r[1].ec == zkco::errc::no_node || r[2].ec == zkco::errc::node_exists)) {
+            pending_.erase(p);  // gone meanwhile, or our own earlier commit: nothing to do
+        } else if (ec != zkco::condition::retryable && !stats_->deposed && (r.empty() || !r[0].ec)) {
+            spdlog::warn("master: assigning {} to {} failed: {}", tid, wid, ec.message());
+        }
+        // Otherwise (worker gone, outcome unknown) it is placed again on the next pass.
+    }
+
+    zkco::client& zk_;
+    layout l_;
+    member_info me_;
+    std::int64_t epoch_;
+    master_options opts_;
+    master_stats own_stats_;
+    master_stats* stats_;
+    multi_batcher batcher_;
+    reactor::task_group group_;
+    asio::steady_timer wake_;
+    asio::steady_timer grace_;
+    placer placer_;
+    std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
+
+    bool dirty_ = true;
+    bool stop_ = false;
+    std::map<std::string, worker_view> workers_;
+    std::set<std::string> ignored_;       // worker nodes with garbage data
+    std::set<std::string> orphans_seen_;  // directories of departed workers handed to T6
+    std::map<std::string, pending_entry> pending_;  // by task id: FIFO within priority
+    std::map<std::uint32_t, std::set<std::string>> shard_tasks_;
+    std::set<std::string> cancels_;
+    std::set<std::string> cancels_in_flight_;
+    std::set<std::string> cancel_failures_;
+    std::map<std::string, std::chrono::steady_clock::time_point> unserved_since_;
+};
+
+}  // namespace
+
+asio::awaitable<void> run_master(zkco::client& zk, layout l, member_info me, std::int64_t epoch,
+                                 master_options opts, master_stats* stats) {
+    spdlog::info("master {}: acting with epoch {}", me.id, epoch);
+    master_session session(zk, std::move(l), std::move(me), epoch, opts, stats);
+    co_await session.run();
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "reactor/compute_pool.hpp"
+#include "roles/master.hpp"
+#include "roles/registry.hpp"
+#include "roles/worker.hpp"
+#include "zkco/config.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace zkd::roles {
+
+enum class node_role {
+    automatic,    ///< run for master and work (capacity > 0)
+    worker_only,  ///< never run for master
+    standby,      ///< run for master, never work
+};
+
+/// One zkd instance's settings (`zkd run`).
+struct node_options {
+    std::string zk = "127.0.0.1:2181";  ///< hosts, without chroot
+    std::string ns = "default";         ///< the cluster lives in /zkd/<ns>
+    std::chrono::milliseconds session_timeout{10'000};
+    std::optional<zkco::credentials> auth;
+    int capacity = 0;                   ///< slots advertised when working
+    node_role role = node_role::automatic;
+    std::string host;                   ///< in member ids and nodes; empty: the hostname
+    master_options master;
+    worker_options worker;
+};
+
+/// Runs one zkd instance until cancelled (terminal): creates the namespace, then, session
+/// after session, joins as a new member: works (unless standby or capacity 0) and runs for
+/// master (unless worker-only), taking over when elected. A lost session (expiry, declared
+/// locally after the session timeout) ends everything of that member; the next session is a
+/// new member, so the cluster requeues what the old one held. An unreachable ZooKeeper is
+/// retried with backoff, logging each failure. `reg` and `pool` must outlive the call.
+boost::asio::awaitable<void> run_node(node_options opts, const registry& reg,
+                                      reactor::compute_pool& pool);
+
+}  // namespace zkd::roles

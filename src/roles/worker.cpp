@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+#include "roles/worker.hpp"
+
+#include "reactor/offload.hpp"
+#include "reactor/task_group.hpp"
+#include "roles/batcher.hpp"
+#include "roles/election.hpp"
+#include "roles/ids.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <stop_token>
+
+namespace asio = boost::asio;
+
+namespace zkd::roles {
+
+namespace {
+
+
+task_result failure(std::string_view code, std::string message) {
+    task_result r;
+    r.state = code == task_error::timeout     ? task_state::timed_out
+              : code == task_error::cancelled ? task_state::cancelled
+                                              : task_state::failed;
+    r.error = task_error{std::string(code), std::move(message)};
+    return r;
+}
+
+/// One task in this worker's hands.
+struct running_task {
+    explicit running_task(const asio::any_io_executor& ex) : deadline(ex), mark(ex) {}
+
+    std::stop_source stop;        // the handler's stop token: cancel marker, timeout, shutdown
+    bool cancel_marker = false;   // a <tid>.cancel marker exists
+    bool timed_out = false;
+    bool done = false;
+    asio::steady_timer deadline;  // the task's timeout
+    asio::steady_timer mark;      // when to write the running mark
+};
+
+class worker_session {
+public:
+    worker_session(zkco::client& zk, layout l, member_info me, const registry& reg,
+                   reactor::compute_pool& pool, worker_options opts, worker_stats* stats)
+        : zk_(zk), l_(std::move(l)), me_(std::move(me)), reg_(reg), pool_(pool),
+          opts_(opts), stats_(stats != nullptr ? stats : &own_stats_), results_(zk),
+          group_(zk.get_executor()) {}
+
+    asio::awaitable<void> run() {
+        if (me_.types.empty()) {
+            me_.types = reg_.types();
+        }
+        if (auto joined = co_await join_workers(zk_, me_); !joined) {
+            spdlog::error("worker {}: cannot join: {}", me_.id, joined.error().message());
+            co_return;
+        }
+        spdlog::info("worker {} joined (capacity {}, {} types)", me_.id, me_.capacity.value_or(0),
+                     me_.types.size());
+        co_await asio::this_coro::reset_cancellation_state(asio::enable_terminal_cancellation());
+        co_await asio::this_coro::throw_if_cancelled(false);
+        co_await watch_assignments();
+        // Session gone or asked to stop: stop the handlers, then wait for them; nothing of
+        // theirs is published (the master requeues what we held).
+        stopping_ = true;
+        for (auto& [tid, t] : tasks_) {
+            t->stop.request_stop();
+        }
+        co_await group_.async_wait(asio::use_awaitable);
+    }
+
+private:
+    asio::awaitable<void> watch_assignments() {
+        const std::string dir = layout::assign_dir(me_.id);
+        for (;;) {
+            auto cs = co_await asio::this_coro::cancellation_state;
+            if (cs.cancelled() != asio::cancellation_type::none) {
+                co_return;
+            }
+            auto kids = co_await zk_.watch_children(dir);
+            if (!kids) {
+                const bool retry = co_await reconnected_after(zk_, kids.error());
+                if (retry) {
+                    continue;
+                }
+                spdlog::warn("worker {}: stops: {}", me_.id, kids.error().message());
+                co_return;
+            }
+            std::set<std::string> markers;
+            std::set<std::string> assigned;
+            for (auto& name : kids->value.names) {
+                if (is_cancel_marker(name)) {
+                    markers.emplace(marker_task(name));
+                } else {
+                    assigned.insert(std::move(name));
+                }
+            }
+            for (const auto& tid : assigned) {
+                if (!tasks_.contains(tid)) {
+                    start(tid);
+                }
+            }
+            for (const auto& tid : markers) {
+                if (auto it = tasks_.find(tid); it != tasks_.end()) {
+                    if (!it->second->cancel_marker) {
+                        it->second->cancel_marker = true;
+                        it->second->stop.request_stop();
+                        ++stats_->cancelled;
+                    }
+                } else if (!assigned.contains(tid)) {
+                    // Its task is gone (it finished first): the marker is litter.
+                    zk_.async_remove(layout::cancel_marker(me_.id, tid), zkco::any_version,
+                                     [](zkco::error_code) {});
+                }
+            }
+            auto ev = co_await kids->watch.changed();
+            if (!ev && ev.error() == zkco::condition::session_lost) {
+                spdlog::warn("worker {}: session lost: {}", me_.id, ev.error().message());
+                co_return;
+            }
+        }
+    }
+
+    void start(const std::string& tid) {
+        auto t = std::make_shared<running_task>(zk_.get_executor());
+        tasks_.emplace(tid, t);
+        ++stats_->started;
+        group_.spawn([this, tid, t] { return run_task(tid, t); }, tid);
+    }
+
+    asio::awaitable<void> run_task(std::string tid, std::shared_ptr<running_task> t) {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        const std::string path = layout::assignment(me_.id, tid);
+        auto node = co_await zk_.get(path);
+        while (!node) {
+            const bool retry = co_await reconnected_after(zk_, node.error());
+            if (!retry) {
+                break;
+            }
+            node = co_await zk_.get(path);
+        }
+        if (!node) {
+            tasks_.erase(tid);  // requeued or cancelled before we looked
+            co_return;
+        }
+        task_result result = co_await execute(tid, path, *node, t);
+        result.task = tid;
+        result.worker = me_.id;
+        result.finished_ms = now_ms();
+        if (!stopping_) {
+            co_await publish(tid, path, std::move(result), t);
+        }
+        tasks_.erase(tid);
+    }
+
+    asio::awaitable<task_result> execute(const std::string& tid, const std::string& path,
+                                         const zkco::node& node,
+                                         const std::shared_ptr<running_task>& t) {
+        auto spec = decode_task(node.data);
+        const std::int64_t started = now_ms();
+        if (!spec) {
+            spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
+            auto r = failure(task_error::malformed_task, spec.error().message);
+            r.started_ms = started;
+            co_return r;
+        }
+        if (spec->timeout.count() > 0) {
+            t->deadline.expires_after(spec->timeout);
+            t->deadline.async_wait([t](zkco::error_code ec) {
+                if (!ec && !t->done) {
+                    t->timed_out = true;
+                    t->stop.request_stop();
+                }
+            });
+        }
+        // Tasks still running after a moment get their running mark (T3).
+        t->mark.expires_after(opts_.running_mark_after);
+        auto marked = *spec;
+        t->mark.async_wait([this, t, path, version = node.stat.version, marked](zkco::error_code ec) mutable {
+            if (ec || t->done || stopping_) {
+                return;
+            }
+            marked.running_ms = now_ms();
+            zk_.async_set(path, encode(marked), version, [](zkco::error_code, zkco::stat) {});
+        });
+
+        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+        auto job = [&reg = reg_, type = spec->type, args = spec->args,
+                    token = t->stop.get_token()]() {
+            return run_handler(reg, type, args, token);
+        };
+        auto outcome = co_await reactor::offload(pool_, std::move(job));
+        t->done = true;
+        t->deadline.cancel();
+        t->mark.cancel();
+
+        task_result r;
+        if (outcome) {
+            r.state = task_state::succeeded;
+            r.value = std::move(*outcome);
+            if (!result_size_ok(encode(r))) {
+                r = failure(task_error::result_too_large,
+                            "the handler's result is over " + std::to_string(max_result_bytes) +
+                                " bytes");
+            }
+        } else if (t->timed_out) {
+            r = failure(task_error::timeout, "timed out after " +
+                                                 std::to_string(spec->timeout.count()) + " ms");
+        } else if (t->cancel_marker && t->stop.stop_requested()) {
+            r = failure(task_error::cancelled, "cancelled");
+        } else {
+            r = failure(outcome.error().code, outcome.error().message);
+        }
+        r.attempt = spec->attempt;
+        r.started_ms = started;
+        co_return r;
+    }
+
+    asio::awaitable<void> publish(const std::string& tid, const std::string& path,
+                                  task_result result, const std::shared_ptr<running_task>& t) {
+        const std::string data = encode(result);
+        bool with_result = true;
+        for (int tries = 0; tries < 10; ++tries) {
+            std::vector<zkco::multi_op> ops{zkco::op::remove{path, zkco::any_version}};
+            if (t->cancel_marker) {
+                ops.emplace_back(zkco::op::remove{layout::cancel_marker(me_.id, tid), zkco::any_version});
+            }
+            if (with_result) {
+                ops.emplace_back(zkco::op::create{l_.result(tid), data, zkco::create_mode::persistent, {}});
+            }
+            const std::size_t n = ops.size();
+            auto [ec, per_op] = co_await results_.async_submit(std::move(ops),
+                                                               asio::as_tuple(asio::use_awaitable));
+            if (!ec) {
+                ++stats_->published;
+                co_return;
+            }
+            if (per_op.size() == n && per_op[0].ec == zkco::errc::no_node) {
+                // The fence: our assignment is gone (the master requeued it). Not ours to publish.
+                ++stats_->discarded;
+                spdlog::info("worker {}: task {} was taken back; result discarded", me_.id, tid);
+                co_return;
+            }
+            if (per_op.size() == n && with_result && per_op[n - 1].ec == zkco::errc::node_exists) {
+                with_result = false;  // a result exists already: only clear our assignment
+                continue;
+            }
+            if (per_op.size() == n && t->cancel_marker && per_op[1].ec == zkco::errc::no_node) {
+                t->cancel_marker = false;  // the marker went meanwhile
+                continue;
+            }
+            const bool retry = co_await reconnected_after(zk_, ec);
+            if (retry) {
+                continue;  // outcome unknown: a retry hits the fence if it applied
+            }
+            spdlog::warn("worker {}: cannot publish {}: {}", me_.id, tid, ec.message());
+            co_return;
+        }
+    }
+
+    zkco::client& zk_;
+    layout l_;
+    member_info me_;
+    const registry& reg_;
+    reactor::compute_pool& pool_;
+    worker_options opts_;
+    worker_stats own_stats_;
+    worker_stats* stats_;
+    multi_batcher results_;
+    std::map<std::string, std::shared_ptr<running_task>> tasks_;
+    reactor::task_group group_;
+    bool stopping_ = false;
+};
+
+}  // namespace
+
+asio::awaitable<void> run_worker(zkco::client& zk, layout l, member_info me, const registry& reg,
+                                 reactor::compute_pool& pool, worker_options opts,
+                                 worker_stats* stats) {
+    worker_session session(zk, std::move(l), std::move(me), reg, pool, opts, stats);
+    co_await session.run();
+}
+
+}  // namespace zkd::roles

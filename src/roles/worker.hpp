@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "reactor/compute_pool.hpp"
+#include "roles/layout.hpp"
+#include "roles/registry.hpp"
+#include "roles/task.hpp"
+#include "zkco/client.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+
+namespace zkd::roles {
+
+struct worker_options {
+    /// A task still running this long gets its running mark (T3); shorter ones never pay
+    /// that write.
+    std::chrono::milliseconds running_mark_after{50};
+};
+
+/// What a worker has done, for logs and tests.
+struct worker_stats {
+    std::uint64_t started = 0;
+    std::uint64_t published = 0;   ///< results written (T4 committed)
+    std::uint64_t discarded = 0;   ///< results dropped: the assignment was gone (requeued)
+    std::uint64_t cancelled = 0;   ///< handlers stopped by a cancel marker
+};
+
+/// Runs `me` as a worker for as long as the session lasts (docs/protocol.md §7 "Worker"):
+/// registers (/workers/<id> and /assign/<id>), watches only its assignment directory, runs
+/// each task's handler from `reg` on `pool` (never on the event loop) with the task's
+/// timeout and cancellation, and publishes results through T4 in batched multis.
+///
+/// Completes when the session is gone (its error is logged) or on cancellation (terminal:
+/// running handlers are asked to stop and awaited; their results are not published, so the
+/// master requeues those tasks once this session ends). `me.capacity` and `me.types` are
+/// advertised; `me.types` empty means every type in `reg`. `reg`, `pool` and `zk` must
+/// outlive the call; `stats`, if given, is updated as work happens.
+boost::asio::awaitable<void> run_worker(
+    zkco::client& zk,
+    layout l,
+    member_info me,
+    const registry& reg,
+    reactor::compute_pool& pool,
+    worker_options opts = {},
+    worker_stats* stats = nullptr
+);
+
+}  // namespace zkd::roles

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// multi_batcher against a real ZooKeeper: groups share transactions, a failing group does
+// not sink the others, a failed prefix fails all, identical checks are sent once.
+#include "roles/batcher.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <gtest/gtest.h>
+
+namespace asio = boost::asio;
+using namespace std::literals;
+using namespace zkd::zkco;
+using zkd::roles::multi_batcher;
+
+namespace {
+
+class RolesBatcher : public zkd::test::zk_test {
+protected:
+    static asio::awaitable<void> connect(client& zk) {
+        if (auto c = co_await with_timeout(zk.connect(), 30s); !c) {
+            throw std::runtime_error("connect: " + c.error().message());
+        }
+    }
+
+    struct outcome {
+        bool done = false;
+        error_code ec;
+        std::vector<op_result> results;
+    };
+
+    // Submits a group; the outcome fills in when it completes.
+    static std::shared_ptr<outcome> submit(multi_batcher& b, std::vector<multi_op> ops) {
+        auto out = std::make_shared<outcome>();
+        b.async_submit(std::move(ops), [out](error_code ec, std::vector<op_result> r) {
+            out->done = true;
+            out->ec = ec;
+            out->results = std::move(r);
+        });
+        return out;
+    }
+
+    asio::awaitable<void> drain(multi_batcher& b) {
+        asio::steady_timer t(ioc_);
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        while (b.outstanding() > 0 && std::chrono::steady_clock::now() < deadline) {
+            t.expires_after(1ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+    }
+
+    static multi_op create_op(std::string path) {
+        return op::create{std::move(path), "x", create_mode::persistent, {}};
+    }
+};
+
+TEST_F(RolesBatcher, ALoneGroupGoesAtOnceAndLoadIsBatched) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        multi_batcher b(zk, {100, 900'000, 1});
+        auto first = submit(b, {create_op("/a0")});
+        // Sent at once: it is in flight before anything else is queued.
+        EXPECT_EQ(b.counters().transactions, 1U);
+        std::vector<std::shared_ptr<outcome>> rest;
+        for (int i = 1; i <= 250; ++i) {
+            rest.push_back(submit(b, {create_op("/a" + std::to_string(i))}));
+        }
+        co_await drain(b);
+        EXPECT_TRUE(first->done);
+        EXPECT_FALSE(first->ec);
+        for (const auto& o : rest) {
+            EXPECT_TRUE(o->done);
+            EXPECT_FALSE(o->ec) << o->ec.message();
+            ASSERT_EQ(o->results.size(), 1U);
+        }
+        // 250 groups queued behind one in flight, at most 100 ops a transaction: 3 more.
+        EXPECT_EQ(b.counters().transactions, 4U);
+        EXPECT_EQ(b.counters().groups, 251U);
+        EXPECT_EQ((co_await zk.get_children("/"s))->names.size(), 251U);
+        co_await zk.close();
+    }());
+}
+
+TEST_F(RolesBatcher, AFailingGroupDoesNotSinkTheOthers) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        ASSERT_TRUE(co_await zk.create("/exists"s));
+        multi_batcher b(zk, {1000, 900'000, 1});
+        auto blocker = submit(b, {create_op("/blocker")});  // in flight: the rest queue up
+        auto ok1 = submit(b, {create_op("/ok1"), create_op("/ok1/child")});
+        auto bad = submit(b, {create_op("/bad"), create_op("/exists")});
+        auto ok2 = submit(b, {create_op("/ok2")});
+        co_await drain(b);
+        EXPECT_FALSE(blocker->ec);
+        EXPECT_FALSE(ok1->ec) << ok1->ec.message();
+        ASSERT_EQ(ok1->results.size(), 2U);
+        EXPECT_EQ(ok1->results[1].path, "/ok1/child");
+        EXPECT_EQ(bad->ec, errc::node_exists);
+        ASSERT_EQ(bad->results.size(), 2U);
+        EXPECT_EQ(bad->results[1].ec, errc::node_exists);
+        EXPECT_FALSE(ok2->ec);
+        EXPECT_GE(b.counters().resent, 2U);
+        EXPECT_TRUE((co_await zk.exists("/ok1/child"s)).value());
+        EXPECT_TRUE((co_await zk.exists("/ok2"s)).value());
+        EXPECT_FALSE((co_await zk.exists("/bad"s)).value());  // its group applied nothing
+        co_await zk.close();
+    }());
+}
+
+TEST_F(RolesBatcher, AFailedPrefixFailsEveryGroupAndChecksAreSentOnce) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        ASSERT_TRUE(co_await zk.create("/epoch"s));
+        ASSERT_TRUE(co_await zk.create("/w"s));
+        multi_batcher b(zk, {1000, 900'000, 1});
+        b.set_prefix({op::check{"/epoch", 0}});
+        auto blocker = submit(b, {create_op("/first")});
+        std::vector<std::shared_ptr<outcome>> groups;
+        for (int i = 0; i < 5; ++i) {
+            groups.push_back(submit(b, {op::check{"/w", any_version}, create_op("/t" + std::to_string(i))}));
+        }
+        co_await drain(b);
+        for (const auto& g : groups) {
+            EXPECT_FALSE(g->ec) << g->ec.message();
+        }
+        // prefix + 5 shared checks sent as 1 + 5 creates = 7 ops in the second transaction.
+        EXPECT_EQ(b.counters().transactions, 2U);
+        EXPECT_EQ(b.counters().ops, 2U + 7U);
+
+        // Someone else bumps the epoch: every group of the next transactions fails with it.
+        ASSERT_TRUE(co_await zk.set("/epoch"s, "new"s));
+        auto f1 = submit(b, {create_op("/late1")});
+        auto f2 = submit(b, {create_op("/late2")});
+        co_await drain(b);
+        EXPECT_EQ(f1->ec, errc::bad_version);
+        EXPECT_EQ(f2->ec, errc::bad_version);
+        EXPECT_FALSE((co_await zk.exists("/late1"s)).value());
+        co_await zk.close();
+    }());
+}
+
+TEST_F(RolesBatcher, ConnectionLevelFailuresReachEveryGroup) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        auto b = std::make_unique<multi_batcher>(zk, multi_batcher::limits{1000, 900'000, 1});
+        auto in_flight = submit(*b, {create_op("/x")});
+        auto queued = submit(*b, {create_op("/y")});
+        b.reset();  // the queued group is aborted; the one in flight completes normally
+        co_await zk.close();
+        asio::steady_timer t(ioc_, 1ms);
+        co_await t.async_wait(asio::use_awaitable);
+        EXPECT_TRUE(queued->done);
+        EXPECT_EQ(queued->ec, asio::error::operation_aborted);
+        EXPECT_TRUE(in_flight->done);
+    }());
+}
+
+}  // namespace

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+// The roles together against a real ZooKeeper, in one process: a master, workers and a
+// client, each with a session of its own. Tasks flow pending -> assigned -> result; bad
+// input ends in error results; a departed worker's tasks are requeued or end lost.
+#include "reactor/compute_pool.hpp"
+#include "reactor/task_group.hpp"
+#include "roles/builtin_handlers.hpp"
+#include "roles/election.hpp"
+#include "roles/ids.hpp"
+#include "roles/master.hpp"
+#include "roles/task_client.hpp"
+#include "roles/worker.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::literals;
+using namespace zkd::roles;
+using zkd::zkco::client;
+
+namespace {
+
+class RolesCluster : public zkd::test::zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        add_builtin_handlers(registry_);
+    }
+
+    static asio::awaitable<void> connect(client& zk) {
+        if (auto c = co_await zkd::zkco::with_timeout(zk.connect(), 30s); !c) {
+            throw std::runtime_error("connect: " + c.error().message());
+        }
+    }
+
+    static member_info member(const std::string& host, int capacity) {
+        member_info m;
+        m.id = new_member_id(host, 7);
+        m.host = host;
+        m.pid = 7;
+        m.capacity = capacity;
+        return m;
+    }
+
+    // A session of its own for a role, kept until the test ends (or closed by it).
+    asio::awaitable<client*> session() {
+        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), make_config()));
+        co_await connect(*sessions_.back());
+        co_return sessions_.back().get();
+    }
+
+    asio::awaitable<void> start_master(master_options opts = {}) {
+        auto* zk = co_await session();
+        auto me = member("master", 0);
+        auto won = co_await campaign(*zk, me);
+        if (!won) {
+            throw std::runtime_error("campaign: " + won.error().message());
+        }
+        auto epoch = co_await take_over(*zk, me, 1);
+        if (!epoch) {
+            throw std::runtime_error("take_over: " + epoch.error().message());
+        }
+        roles_.spawn(run_master(*zk, layout_, me, *epoch, opts, &master_stats_), "master");
+    }
+
+    asio::awaitable<client*> start_worker(const std::string& name, int capacity,
+                                          std::vector<std::string> types = {}) {
+        auto* zk = co_await session();
+        auto me = member(name, capacity);
+        me.types = std::move(types);
+        roles_.spawn(run_worker(*zk, layout_, me, registry_, pool_, {}, &worker_stats_[name]), name);
+        co_return zk;
+    }
+
+    asio::awaitable<void> settle(std::chrono::milliseconds d) {
+        asio::steady_timer t(ioc_, d);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+
+    void TearDown() override {
+        if (ready_) {
+            roles_.emit(asio::cancellation_type::terminal);
+            run([&]() -> asio::awaitable<void> {
+                for (auto& s : sessions_) {
+                    co_await s->close();
+                }
+                co_await roles_.async_wait(asio::use_awaitable);
+            }());
+            sessions_.clear();
+        }
+        zk_test::TearDown();
+    }
+
+    registry registry_;
+    zkd::reactor::compute_pool pool_{2};
+    zkd::reactor::task_group roles_{ioc_.get_executor()};
+    std::vector<std::unique_ptr<client>> sessions_;
+    layout layout_;
+    master_stats master_stats_;
+    std::map<std::string, worker_stats> worker_stats_;
+};
+
+TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        layout_ = *l;
+        co_await start_master();
+        co_await start_worker("w1", 3);
+        co_await start_worker("w2", 3);
+        task_client tc(*zk, layout_);
+
+        std::vector<task_request> batch;
+        for (int i = 0; i < 120; ++i) {
+            switch (i % 4) {
+            case 0:
+                batch.push_back({"echo", json::value{{"i", i}}});
+                break;
+            case 1:
+                batch.push_back({"sum", json::array{i, 1, 2}});
+                break;
+            case 2:
+                batch.push_back({"sleep", json::value{{"ms", 1}}});
+                break;
+            default:
+                batch.push_back({"fail", json::value{{"message", "no " + std::to_string(i)}}});
+                break;
+            }
+        }
+        auto ids = co_await tc.submit(std::move(batch));
+        ASSERT_TRUE(ids) << ids.error().message();
+        ASSERT_EQ(ids->size(), 120U);
+        for (int i = 0; i < 120; ++i) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[static_cast<std::size_t>(i)]), 60s);
+            ASSERT_TRUE(r) << "task " << i << ": " << r.error().message();
+            EXPECT_EQ(r->task, (*ids)[static_cast<std::size_t>(i)]);
+            switch (i % 4) {
+            case 0:
+                EXPECT_EQ(r->state, task_state::succeeded);
+                EXPECT_EQ(r->value, (json::value{{"i", i}}));
+                break;
+            case 1:
+                EXPECT_EQ(r->state, task_state::succeeded);
+                EXPECT_EQ(r->value.at("sum").to_number<std::int64_t>(), i + 3);
+                break;
+            case 2:
+                EXPECT_EQ(r->state, task_state::succeeded);
+                break;
+            default:
+                EXPECT_EQ(r->state, task_state::failed);
+                ASSERT_TRUE(r->error);
+                EXPECT_EQ(r->error->code, "handler_error");
+                break;
+            }
+        }
+        // ZooKeeper requests per task, all sessions together (client, master, workers).
+        zkd::zkco::client_counters sum;
+        for (const auto& s : sessions_) {
+            const auto c = s->counters();
+            sum.writes += c.writes;
+            sum.write_ops += c.write_ops;
+            sum.reads += c.reads;
+        }
+        RecordProperty("write_transactions_per_task_x100", static_cast<int>(sum.writes * 100 / 120));
+        RecordProperty("write_ops_per_task_x100", static_cast<int>(sum.write_ops * 100 / 120));
+        RecordProperty("reads_per_task_x100", static_cast<int>(sum.reads * 100 / 120));
+        EXPECT_EQ(master_stats_.assigned, 120U);
+        EXPECT_EQ(worker_stats_["w1"].published + worker_stats_["w2"].published, 120U);
+        EXPECT_GT(worker_stats_["w1"].published, 0U);  // least-loaded spreads the work
+        EXPECT_GT(worker_stats_["w2"].published, 0U);
+        // Consumed results are gone; nothing is left pending or assigned.
+        for (const auto& shard : layout_.result_shard_paths()) {
+            EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+        }
+        for (const auto& shard : layout_.pending_shard_paths()) {
+            EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+        }
+    }(), 120s);
+}
+
+TEST_F(RolesCluster, BadInputEndsInErrorResultsAndTheMasterCarriesOn) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        master_options opts;
+        opts.unknown_type_grace = 200ms;
+        co_await start_master(opts);
+        co_await start_worker("w1", 2);
+        task_client tc(*zk, layout_);
+
+        // Garbage written into a pending shard by another client.
+        task_id_generator gen;
+        const std::string garbage_id = gen.next(5, 1);
+        ASSERT_TRUE(co_await zk->create(layout_.pending_task(garbage_id), "\xff{not json"s));
+        ASSERT_TRUE(co_await zk->create("/pending/00/not-a-task-id"s, "{}"s));
+        auto garbage = co_await zkd::zkco::with_timeout(tc.wait(garbage_id), 30s);
+        ASSERT_TRUE(garbage) << garbage.error().message();
+        EXPECT_EQ(garbage->state, task_state::failed);
+        EXPECT_EQ(garbage->error->code, "malformed_task");
+
+        // A type no worker serves, and bad arguments for a known one.
+        std::vector<task_request> reqs{{"no-such-type", json::value{}}, {"sum", json::value("x")}};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        auto unknown = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
+        ASSERT_TRUE(unknown);
+        EXPECT_EQ(unknown->error->code, "unknown_type");
+        auto bad_args = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
+        ASSERT_TRUE(bad_args);
+        EXPECT_EQ(bad_args->error->code, "bad_args");
+
+        // Refused before sending: an invalid type name, a task over the size limit.
+        std::vector<task_request> invalid{{"bad type!", json::value{}}};
+        EXPECT_EQ((co_await tc.submit(std::move(invalid))).error(), client_errc::invalid_task);
+        std::vector<task_request> huge{{"echo", json::value(std::string(600'000, 'x'))}};
+        EXPECT_EQ((co_await tc.submit(std::move(huge))).error(), client_errc::task_too_large);
+
+        // And the cluster still works.
+        std::vector<task_request> fine{{"echo", json::value(1)}};
+        auto ok = co_await tc.submit(std::move(fine));
+        ASSERT_TRUE(ok);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ok->front()), 30s);
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_GE(master_stats_.rejected, 3U);
+    }(), 120s);
+}
+
+TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        co_await start_master();
+        co_await start_worker("w1", 1);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> reqs{{"sleep", json::value{{"ms", 60'000}}},
+                                       {"sleep", json::value{{"ms", 60'000}}}};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        // One slot: the first runs, the second waits.
+        task_status st;
+        for (int i = 0; i < 200 && st.state != task_state::running; ++i) {
+            co_await settle(20ms);
+            st = (co_await tc.status(ids->front())).value();
+        }
+        EXPECT_EQ(st.state, task_state::running);
+        EXPECT_EQ((co_await tc.status((*ids)[1])).value().state, task_state::pending);
+
+        ASSERT_TRUE(co_await tc.cancel((*ids)[1]));
+        ASSERT_TRUE(co_await tc.cancel((*ids)[0]));
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::cancelled);
+        }
+        EXPECT_EQ(worker_stats_["w1"].cancelled, 1U);
+        EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
+        EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
+    }(), 120s);
+}
+
+TEST_F(RolesCluster, ADepartedWorkersTasksAreRequeuedOrLost) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        co_await start_master();
+        auto* doomed = co_await start_worker("doomed", 2);
+        task_client tc(*zk, layout_);
+        task_request again{"sleep", json::value{{"ms", 300}}};
+        task_request once{"sleep", json::value{{"ms", 300}}};
+        once.max_attempts = 1;
+        std::vector<task_request> reqs{again, once};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        for (int i = 0; i < 200 && worker_stats_["doomed"].started < 2; ++i) {
+            co_await settle(10ms);
+        }
+        ASSERT_EQ(worker_stats_["doomed"].started, 2U);
+        // The worker's session ends while both tasks run; another worker joins.
+        co_await doomed->close();
+        co_await start_worker("heir", 2);
+
+        auto requeued = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
+        ASSERT_TRUE(requeued) << requeued.error().message();
+        EXPECT_EQ(requeued->state, task_state::succeeded);
+        EXPECT_EQ(requeued->attempt, 2);
+        auto lost = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
+        ASSERT_TRUE(lost);
+        EXPECT_EQ(lost->state, task_state::lost);
+        EXPECT_EQ(lost->error->code, "attempts_exhausted");
+        EXPECT_EQ(master_stats_.requeued, 1U);
+        EXPECT_EQ(master_stats_.lost, 1U);
+        // The departed worker's directory is cleaned up.
+        for (int i = 0; i < 100 && (co_await zk->get_children("/assign"s))->names.size() > 1; ++i) {
+            co_await settle(20ms);
+        }
+        EXPECT_EQ((co_await zk->get_children("/assign"s))->names.size(), 1U);
+    }(), 120s);
+}
+
+}  // namespace
