@@ -349,6 +349,7 @@ private:
 
     asio::awaitable<bool> cancels_changed(std::vector<std::string> names) {
         cancels_ = std::set<std::string>(names.begin(), names.end());
+        std::erase_if(unknown_cancels_, [&](const auto& e) { return !cancels_.contains(e.first); });
         co_return true;
     }
 
@@ -511,7 +512,16 @@ private:
                 ops = {zkco::op::check{layout::assignment(*holder, tid), zkco::any_version},
                        zkco::op::create{layout::cancel_marker(*holder, tid), "",
                                         zkco::create_mode::persistent, {}}};
+            } else if (!retry) {
+                // Unknown here: finished already, or submitted so recently that its shard has
+                // not been read yet. Only a request unknown for a while is dropped.
+                const auto now = std::chrono::steady_clock::now();
+                const auto since = unknown_cancels_.try_emplace(tid, now).first->second;
+                if (now - since < std::chrono::seconds(30)) {
+                    continue;
+                }
             }
+            unknown_cancels_.erase(tid);
             ops.emplace_back(zkco::op::remove{layout::cancel_request(tid), zkco::any_version});
             cancels_in_flight_.insert(tid);
             send(std::move(ops), [tid](master_session& m, zkco::error_code ec, auto) {
@@ -688,6 +698,7 @@ private:
     std::set<std::string> cancels_;
     std::set<std::string> cancels_in_flight_;
     std::set<std::string> cancel_failures_;
+    std::map<std::string, std::chrono::steady_clock::time_point> unknown_cancels_;
     std::map<std::string, std::chrono::steady_clock::time_point> unserved_since_;
 };
 

@@ -255,6 +255,14 @@ TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
         EXPECT_EQ(st.state, task_state::running);
         EXPECT_EQ((co_await tc.status((*ids)[1])).value().state, task_state::pending);
 
+        // Cancelled the moment it is submitted: the master may see the request before it
+        // has read the task from its shard, and must not drop the request then.
+        std::vector<task_request> late{{"sleep", json::value{{"ms", 60'000}}}};
+        auto late_id = co_await tc.submit(std::move(late));
+        ASSERT_TRUE(late_id);
+        ASSERT_TRUE(co_await tc.cancel(late_id->front()));
+        ids->push_back(late_id->front());
+
         ASSERT_TRUE(co_await tc.cancel((*ids)[1]));
         ASSERT_TRUE(co_await tc.cancel((*ids)[0]));
         for (const auto& id : *ids) {
