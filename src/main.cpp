@@ -166,7 +166,7 @@ std::vector<std::string> with_common(std::vector<std::string> v) {
 }
 
 std::string validated_connect(const args& a) {
-    const auto zk = a.get("--zk", "ZKD_ZK", "127.0.0.1:2181");
+    auto zk = a.get("--zk", "ZKD_ZK", "127.0.0.1:2181");
     if (!zkd::zkco::parse_connect_string(zk)) {
         throw usage_error("--zk wants host:port[,host:port...][/path], not '" + zk + "'");
     }
@@ -174,7 +174,7 @@ std::string validated_connect(const args& a) {
 }
 
 std::string validated_namespace(const args& a) {
-    const auto ns = a.get("--namespace", "ZKD_NAMESPACE", "default");
+    auto ns = a.get("--namespace", "ZKD_NAMESPACE", "default");
     if (ns.empty() || ns.find('/') != std::string::npos || ns == "." || ns == "..") {
         throw usage_error("--namespace wants a name without '/', not '" + ns + "'");
     }

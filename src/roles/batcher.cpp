@@ -126,6 +126,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             }
         }
         counters.resent += resend.size();
+        // NOLINTNEXTLINE(modernize-loop-convert): clang 14 cannot parse libstdc++ 12 ranges
         for (auto it = resend.rbegin(); it != resend.rend(); ++it) {
             queue.push_front(std::move(*it));
         }

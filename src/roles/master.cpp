@@ -52,7 +52,7 @@ class master_session {
 public:
     master_session(zkco::client& zk, layout l, member_info me, std::int64_t epoch,
                    master_options opts, master_stats* stats)
-        : zk_(zk), l_(std::move(l)), me_(std::move(me)), epoch_(epoch), opts_(opts),
+        : zk_(zk), l_(l), me_(std::move(me)), epoch_(epoch), opts_(opts),
           stats_(stats != nullptr ? stats : &own_stats_), batcher_(zk), group_(zk.get_executor()),
           wake_(zk.get_executor()), grace_(zk.get_executor()), placer_(opts.policy),
           self_(std::make_shared<master_session*>(this)) {
@@ -392,6 +392,7 @@ private:
                 continue;  // not empty yet (a marker, or an assignment racing in): look again
             }
             std::vector<std::string> paths;
+            paths.reserve(tids.size());
             for (const auto& tid : tids) {
                 paths.push_back(zkco::join_path(dir, tid));
             }
@@ -644,7 +645,8 @@ private:
                   zkco::op::remove{p.path, zkco::any_version},
                   zkco::op::create{layout::assignment(wid, tid), encode(assigned),
                                    zkco::create_mode::persistent, {}}},
-                 [tid, wid](master_session& m, zkco::error_code ec, std::vector<zkco::op_result> r) {
+                 [tid = std::string(tid), wid](master_session& m, zkco::error_code ec,
+                                               std::vector<zkco::op_result> r) {
                      m.assigned(tid, wid, ec, r);
                  });
         }
@@ -707,7 +709,7 @@ private:
 asio::awaitable<void> run_master(zkco::client& zk, layout l, member_info me, std::int64_t epoch,
                                  master_options opts, master_stats* stats) {
     spdlog::info("master {}: acting with epoch {}", me.id, epoch);
-    master_session session(zk, std::move(l), std::move(me), epoch, opts, stats);
+    master_session session(zk, l, std::move(me), epoch, opts, stats);
     co_await session.run();
 }
 

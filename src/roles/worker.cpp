@@ -51,7 +51,7 @@ class worker_session {
 public:
     worker_session(zkco::client& zk, layout l, member_info me, const registry& reg,
                    reactor::compute_pool& pool, worker_options opts, worker_stats* stats)
-        : zk_(zk), l_(std::move(l)), me_(std::move(me)), reg_(reg), pool_(pool),
+        : zk_(zk), l_(l), me_(std::move(me)), reg_(reg), pool_(pool),
           opts_(opts), stats_(stats != nullptr ? stats : &own_stats_), results_(zk),
           group_(zk.get_executor()) {}
 
@@ -285,7 +285,7 @@ private:
 asio::awaitable<void> run_worker(zkco::client& zk, layout l, member_info me, const registry& reg,
                                  reactor::compute_pool& pool, worker_options opts,
                                  worker_stats* stats) {
-    worker_session session(zk, std::move(l), std::move(me), reg, pool, opts, stats);
+    worker_session session(zk, l, std::move(me), reg, pool, opts, stats);
     co_await session.run();
 }
 

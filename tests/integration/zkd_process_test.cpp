@@ -73,6 +73,13 @@ private:
     pid_t pid_ = 0;
 };
 
+// Waits for `pred` (a plain condition) for up to `limit`, polling every 50 ms.
+#define ZKD_AWAIT_CONDITION(pred, limit)                                                  \
+    for (auto zkd_until_ = std::chrono::steady_clock::now() + (limit);                   \
+         !(pred) && std::chrono::steady_clock::now() < zkd_until_;) {                     \
+        co_await settle(50ms);                                                            \
+    }
+
 class ZkdProcess : public zkd::test::zk_test {
 protected:
     void SetUp() override {
@@ -99,8 +106,35 @@ protected:
         zk_test::TearDown();
     }
 
-    void start(const std::string& host) {
-        nodes_.emplace(host, std::make_unique<zkd_process>(base_ + chroot_, ns_, host, dir_ / (host + ".log")));
+    void start(const std::string& host, std::vector<std::string> extra = {}) {
+        nodes_.emplace(host, std::make_unique<zkd_process>(base_ + chroot_, ns_, host,
+                                                           dir_ / (host + ".log"), std::move(extra)));
+    }
+
+    std::string log_of(const std::string& host) const {
+        std::ifstream in(dir_ / (host + ".log"));
+        return std::string((std::istreambuf_iterator<char>(in)), {});
+    }
+
+    /// A client on the cluster's namespace, once a node has created it.
+    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client() {
+        zkd::zkco::config cfg = make_config();
+        cfg.connect_string = base_ + chroot_ + chroot_path(ns_);
+        for (int i = 0; i < 300; ++i) {
+            auto zk = std::make_unique<zkd::zkco::client>(ioc_.get_executor(), cfg);
+            auto c = co_await zkd::zkco::with_timeout(zk->connect(), 10s);
+            bool ready = false;
+            if (c) {
+                const auto meta = co_await zk->exists("/meta"s);
+                ready = meta && meta->has_value();
+            }
+            if (ready) {
+                co_return zk;
+            }
+            co_await zk->close();
+            co_await settle(50ms);
+        }
+        throw std::runtime_error("the cluster's namespace never appeared");
     }
 
     asio::awaitable<void> settle(std::chrono::milliseconds d) {
@@ -229,6 +263,107 @@ TEST_F(ZkdProcess, EveryTaskGetsExactlyOneResultWhileAWorkerAndTheMasterAreKille
         for (const auto& shard : l->pending_shard_paths()) {
             EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
         }
+        co_await zk->close();
+    }(), 300s);
+}
+
+TEST_F(ZkdProcess, AFrozenWorkersTasksMoveOnAndItsLateResultsAreDiscarded) {
+    start("n1");  // the master, and a worker
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        start("frozen", {"--role", "worker"});
+        // Fill both nodes' slots with 2 s sleeps (2 slots each).
+        std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 2000}}});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        bool frozen_has_one = false;
+        for (int i = 0; i < 200 && !frozen_has_one; ++i) {
+            for (const auto& id : *ids) {
+                auto st = co_await tc.status(id);
+                frozen_has_one = frozen_has_one || (st && st->worker.rfind("frozen-", 0) == 0);
+            }
+            co_await settle(50ms);
+        }
+        ASSERT_TRUE(frozen_has_one) << "the frozen node never got a task";
+        // Frozen well past its 2 s session timeout: the master requeues its tasks.
+        nodes_.at("frozen")->kill(SIGSTOP);
+        co_await settle(5000ms);
+        nodes_.at("frozen")->kill(SIGCONT);
+        int retried = 0;
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            retried += r->attempt > 1 ? 1 : 0;
+        }
+        EXPECT_GT(retried, 0);
+        // The thawed node saw its session gone, dropped its late results and came back as a
+        // new member that takes work again.
+        ZKD_AWAIT_CONDITION(log_of("frozen").find("rejoining as a new member") != std::string::npos, 20s)
+        EXPECT_NE(log_of("frozen").find("rejoining as a new member"), std::string::npos);
+        co_await settle(500ms);
+        std::vector<task_request> more(8, task_request{"sleep", json::value{{"ms", 300}}});
+        auto more_ids = co_await tc.submit(std::move(more));
+        ASSERT_TRUE(more_ids);
+        bool frozen_worked = false;
+        for (const auto& id : *more_ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+            ASSERT_TRUE(r);
+            frozen_worked = frozen_worked || r->worker.rfind("frozen-", 0) == 0;
+        }
+        EXPECT_TRUE(frozen_worked);
+        for (const auto& shard : l->result_shard_paths()) {
+            EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+        }
+        co_await zk->close();
+    }(), 300s);
+}
+
+TEST_F(ZkdProcess, AFrozenMasterIsDeposedAndWritesNothingAsMaster) {
+    start("old");
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        const std::string first = co_await master_host(*zk);
+        ASSERT_EQ(first, "old");
+        start("new");
+        co_await settle(500ms);
+        const auto epoch_before = (co_await zk->exists("/epoch"s)).value()->version;
+
+        nodes_.at("old")->kill(SIGSTOP);
+        std::string now_master = first;
+        for (int i = 0; i < 600 && now_master != "new"; ++i) {
+            co_await settle(50ms);
+            if (auto m = co_await zk->get("/master"s); m) {
+                if (auto info = decode_master(m->data)) {
+                    now_master = info->host;
+                }
+            }
+        }
+        ASSERT_EQ(now_master, "new");
+        const auto epoch_new = (co_await zk->exists("/epoch"s)).value()->version;
+        EXPECT_GT(epoch_new, epoch_before);
+
+        // The old master wakes up: it must not act as master again (its epoch is stale).
+        nodes_.at("old")->kill(SIGCONT);
+        std::vector<task_request> reqs(6, task_request{"echo", json::value("after")});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+        }
+        ZKD_AWAIT_CONDITION(log_of("old").find("rejoining as a new member") != std::string::npos, 20s)
+        EXPECT_NE(log_of("old").find("rejoining as a new member"), std::string::npos);
+        // Still the new master, same epoch: nothing the old one did took over.
+        EXPECT_EQ(decode_master((co_await zk->get("/master"s))->data)->host, "new");
+        EXPECT_EQ((co_await zk->exists("/epoch"s)).value()->version, epoch_new);
         co_await zk->close();
     }(), 300s);
 }
