@@ -104,9 +104,17 @@ TEST_F(RolesElection, OnlyTheLowestLeadsAndEachWatchesItsPredecessor) {
                            [&won, i](std::exception_ptr, result<candidacy> r) {
                                won[static_cast<std::size_t>(i)] = std::move(r);
                            });
-            co_await settle();  // candidates in order 0, 1, 2
+            // Candidates in order 0, 1, 2: wait until this one's node exists (2 foreign + i+1).
+            const std::size_t want = 3 + static_cast<std::size_t>(i);
+            for (int tries = 0; tries < 1000; ++tries) {
+                const auto kids = co_await sessions[0]->get_children("/election"s);
+                if (kids && kids->names.size() >= want) {
+                    break;
+                }
+                co_await settle(5ms);
+            }
         }
-        co_await settle(200ms);
+        co_await settle(200ms);  // give a wrong winner time to show up
         ASSERT_TRUE(won[0].has_value());
         ASSERT_TRUE(*won[0]) << won[0]->error().message();
         EXPECT_FALSE(won[1].has_value());
