@@ -4,17 +4,33 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 
 namespace zkd::test {
 
+/// Runs `ioc` on this thread until `done()` is true; throws if `timeout` passes first.
+inline void run_until(boost::asio::io_context& ioc, const std::function<bool()>& done,
+                      std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+        if (ioc.stopped()) {
+            ioc.restart();
+        }
+        if (ioc.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) {
+            throw std::runtime_error("test deadline passed");
+        }
+    }
+}
+
 /// Runs `aw` on `ioc` until it finishes (not until `ioc` runs out of work) and returns its
-/// value; rethrows what it threw; throws if it is not done within `timeout`.
+/// value; rethrows what it threw; throws if it is not done within `timeout`. The awaitable
+/// may come from an immediately invoked coroutine lambda: the closure lives until the end of
+/// the full expression, after run_co returns.
 template <class T>
 T run_co(boost::asio::io_context& ioc, boost::asio::awaitable<T> aw,
          std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)) {
@@ -28,17 +44,7 @@ T run_co(boost::asio::io_context& ioc, boost::asio::awaitable<T> aw,
         }
         done = true;
     });
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    ioc.restart();
-    while (!done && std::chrono::steady_clock::now() < deadline) {
-        ioc.run_one_until(deadline);
-        if (ioc.stopped()) {
-            ioc.restart();
-        }
-    }
-    if (!done) {
-        throw std::runtime_error("run_co: coroutine did not finish in time");
-    }
+    run_until(ioc, [&] { return done; }, timeout);
     if (error) {
         std::rethrow_exception(error);
     }
@@ -47,11 +53,16 @@ T run_co(boost::asio::io_context& ioc, boost::asio::awaitable<T> aw,
 
 inline void run_co(boost::asio::io_context& ioc, boost::asio::awaitable<void> aw,
                    std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)) {
-    auto wrapped = [](boost::asio::awaitable<void> inner) -> boost::asio::awaitable<bool> {
-        co_await std::move(inner);
-        co_return true;
-    };
-    (void)run_co(ioc, wrapped(std::move(aw)), timeout);
+    std::exception_ptr error;
+    bool done = false;
+    boost::asio::co_spawn(ioc, std::move(aw), [&](std::exception_ptr e) {
+        error = e;
+        done = true;
+    });
+    run_until(ioc, [&] { return done; }, timeout);
+    if (error) {
+        std::rethrow_exception(error);
+    }
 }
 
 }  // namespace zkd::test

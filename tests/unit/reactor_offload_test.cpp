@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/compute_pool.hpp"
+#include "support/run_co.hpp"
 #include "reactor/offload.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -27,6 +28,8 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::run_until;
+using zkd::test::run_co;
 using namespace std::chrono_literals;
 using zkd::reactor::compute_pool;
 using zkd::reactor::offload;
@@ -35,48 +38,8 @@ using zkd::reactor::stop_token;
 
 constexpr auto test_deadline = 30s;
 
-// Runs the io_context on this thread until `done` or the deadline; throws on the deadline.
-void run_until(asio::io_context& ioc, const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + test_deadline;
-    while (!done()) {
-        if (ioc.stopped())
-            ioc.restart();
-        if (ioc.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) {
-            throw std::runtime_error("test deadline passed");
-        }
-    }
-}
 
-// The awaitable may come from an immediately invoked coroutine lambda: the closure (and so
-// its captures) lives until the end of the full expression, after run_co returns.
-template <class T>
-T run_co(asio::io_context& ioc, asio::awaitable<T> aw) {
-    std::optional<T> value;
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(ioc, std::move(aw), [&](std::exception_ptr e, T v) {
-        error = e;
-        if (!e)
-            value.emplace(std::move(v));
-        done = true;
-    });
-    run_until(ioc, [&] { return done; });
-    if (error)
-        std::rethrow_exception(error);
-    return std::move(*value);
-}
 
-void run_co(asio::io_context& ioc, asio::awaitable<void> aw) {
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(ioc, std::move(aw), [&](std::exception_ptr e) {
-        error = e;
-        done = true;
-    });
-    run_until(ioc, [&] { return done; });
-    if (error)
-        std::rethrow_exception(error);
-}
 
 // Polls `cond` from the event loop (never blocking it) until true or the deadline.
 asio::awaitable<bool> wait_for(std::function<bool()> cond) {

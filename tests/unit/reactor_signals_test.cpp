@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/signals.hpp"
+#include "support/run_co.hpp"
 #include "reactor/task_group.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -23,21 +24,12 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::run_until;
 using namespace std::chrono_literals;
 using zkd::reactor::shutdown_controller;
 using zkd::reactor::shutdown_handlers;
 using zkd::reactor::shutdown_phase;
 
-void run_until(asio::io_context& ioc, const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!done()) {
-        if (ioc.stopped())
-            ioc.restart();
-        if (ioc.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) {
-            throw std::runtime_error("test deadline passed");
-        }
-    }
-}
 
 // Records the calls the controller makes.
 struct recorder {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/task_group.hpp"
+#include "support/run_co.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -22,19 +23,10 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::run_until;
 using namespace std::chrono_literals;
 using zkd::reactor::task_group;
 
-void run_until(asio::io_context& ioc, const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!done()) {
-        if (ioc.stopped())
-            ioc.restart();
-        if (ioc.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) {
-            throw std::runtime_error("test deadline passed");
-        }
-    }
-}
 
 struct outcome {
     std::exception_ptr error;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/compute_pool.hpp"
+#include "support/run_co.hpp"
 #include "reactor/offload.hpp"
 #include "reactor/timeout.hpp"
 
@@ -26,36 +27,12 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::run_until;
+using zkd::test::run_co;
 using namespace std::chrono_literals;
 using zkd::reactor::with_timeout;
 
-void run_until(asio::io_context& ioc, const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!done()) {
-        if (ioc.stopped())
-            ioc.restart();
-        if (ioc.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) {
-            throw std::runtime_error("test deadline passed");
-        }
-    }
-}
 
-template <class T>
-T run_co(asio::io_context& ioc, asio::awaitable<T> aw) {
-    std::optional<T> value;
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(ioc, std::move(aw), [&](std::exception_ptr e, T v) {
-        error = e;
-        if (!e)
-            value.emplace(std::move(v));
-        done = true;
-    });
-    run_until(ioc, [&] { return done; });
-    if (error)
-        std::rethrow_exception(error);
-    return std::move(*value);
-}
 
 asio::awaitable<int> value_after(std::chrono::milliseconds d, int v) {
     asio::steady_timer t{co_await asio::this_coro::executor, d};
