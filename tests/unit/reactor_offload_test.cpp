@@ -28,6 +28,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::wait_for;
 using zkd::test::run_until;
 using zkd::test::run_co;
 using namespace std::chrono_literals;
@@ -36,23 +37,9 @@ using zkd::reactor::offload;
 using zkd::reactor::on_cancel;
 using zkd::reactor::stop_token;
 
-constexpr auto test_deadline = 30s;
 
 
 
-
-// Polls `cond` from the event loop (never blocking it) until true or the deadline.
-asio::awaitable<bool> wait_for(std::function<bool()> cond) {
-    asio::steady_timer timer{co_await asio::this_coro::executor};
-    const auto deadline = std::chrono::steady_clock::now() + test_deadline;
-    while (!cond()) {
-        if (std::chrono::steady_clock::now() >= deadline)
-            co_return false;
-        timer.expires_after(1ms);
-        co_await timer.async_wait(asio::use_awaitable);
-    }
-    co_return true;
-}
 
 // Blocks a pool thread until a stop is requested.
 void block_until_stopped(const stop_token& token) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/reactor.hpp"
+#include "support/run_co.hpp"
 
 #include "reactor/offload.hpp"
 
@@ -21,23 +22,11 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::wait_for;
 using namespace std::chrono_literals;
 using zkd::reactor::offload;
 using zkd::reactor::reactor;
 using zkd::reactor::reactor_options;
-
-// Polls `cond` from the event loop until true or a generous deadline.
-asio::awaitable<bool> wait_for(std::function<bool()> cond) {
-    asio::steady_timer timer{co_await asio::this_coro::executor};
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!cond()) {
-        if (std::chrono::steady_clock::now() >= deadline)
-            co_return false;
-        timer.expires_after(1ms);
-        co_await timer.async_wait(asio::use_awaitable);
-    }
-    co_return true;
-}
 
 // Runs `aw` on an owning reactor, then stops it; fails instead of hanging forever.
 void run_on(reactor& r, asio::awaitable<void> aw) {

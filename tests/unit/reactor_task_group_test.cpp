@@ -23,6 +23,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::wait_for;
 using zkd::test::run_until;
 using namespace std::chrono_literals;
 using zkd::reactor::task_group;
@@ -85,19 +86,6 @@ asio::awaitable<void> throw_after(std::chrono::milliseconds d, std::string what)
     asio::steady_timer t{co_await asio::this_coro::executor, d};
     co_await t.async_wait(asio::use_awaitable);
     throw std::runtime_error(what);
-}
-
-// Polls `cond` from the event loop until true or a generous deadline.
-asio::awaitable<bool> wait_for(std::function<bool()> cond) {
-    asio::steady_timer timer{co_await asio::this_coro::executor};
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!cond()) {
-        if (std::chrono::steady_clock::now() >= deadline)
-            co_return false;
-        timer.expires_after(1ms);
-        co_await timer.async_wait(asio::use_awaitable);
-    }
-    co_return true;
 }
 
 asio::awaitable<void> all_waiting(int n) {
