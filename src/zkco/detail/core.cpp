@@ -1129,6 +1129,13 @@ void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
     if (!check_usable(h, bad_path.empty() ? "/" : bad_path, bytes)) {
         return;
     }
+    // zoo_amulti of 3.8.0 frees a stale path pointer (a double free) when the handle turned
+    // unrecoverable (expired, auth failed: state < 0) before our loop heard of it: each sub-op's
+    // *_init returns early but its path is freed anyway. Refuse such a handle first.
+    if (zoo_state(zh_) < 0) {
+        post_result(ex_, std::move(h), errc::session_expired);
+        return;
+    }
     if (ops.empty()) {
         post_result(ex_, std::move(h), {});
         return;
