@@ -12,7 +12,7 @@ packages=(
     libgtest-dev libgmock-dev
     zookeeper default-jre-headless
     clang-tidy clang-format
-    curl procps
+    curl procps python3 python3-prometheus-client
 )
 
 missing=()
