@@ -2,6 +2,7 @@
 // zkd: one binary. `zkd run` joins a cluster (worker, candidate master or both); `zkd submit`
 // submits a task and, with --wait, prints its result.
 #include "reactor/compute_pool.hpp"
+#include "reactor/event.hpp"
 #include "reactor/signals.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/election.hpp"
@@ -22,6 +23,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,15 +58,24 @@ Exit codes: 0 ok, 1 failed, 2 usage error, 3 ZooKeeper unreachable, 4 timed out.
 constexpr const char* run_help = R"(usage: zkd run [options]
 
 Joins the cluster in /zkd/<NS>: runs tasks on a compute pool and runs for master; the
-elected master assigns tasks. Stops cleanly on SIGINT/SIGTERM (a second signal exits at once).
+elected master assigns tasks. On SIGINT/SIGTERM it drains: takes no new tasks, lets the
+running ones finish (up to --grace; what is still running then goes back to the queue) and
+leaves the cluster. A second signal exits at once. Durations take a unit: 500ms, 30s, 5m,
+24h (a bare number is milliseconds).
 
   --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)
   --namespace NS          cluster namespace (env ZKD_NAMESPACE; default "default")
   --capacity N            task slots (default: number of cores; 0: never work)
   --threads N             compute pool threads (default: number of cores)
   --role ROLE             auto (default), worker (never master), standby (never work)
-  --session-timeout MS    ZooKeeper session timeout (default 10000)
+  --session-timeout DUR   ZooKeeper session timeout (default 10s)
+  --grace DUR             on SIGTERM, how long running tasks may take to finish (default 30s)
+  --user NAME             digest credentials (env ZKD_USER): everything zkd creates is then
+  --password SECRET         readable and writable only with the same credentials (env
+                            ZKD_PASSWORD; prefer it or --password-file: flags show in ps)
+  --password-file FILE    read the password from FILE (first line)
   --placement POLICY      when master: least-loaded (default), round-robin, random
+  --result-retention DUR  when master: delete results nobody consumed after DUR (default 24h)
   --host NAME             name in member ids (default: the hostname)
   --log-level LEVEL       trace, debug, info (default), warn, error
   --enable-crash-task     serve the `crash` task type, which aborts this process (for
@@ -85,6 +96,7 @@ result as JSON; exits 0 only if the task succeeded.
   --task-timeout MS       the handler's time limit (default none)
   --max-attempts N        runs allowed if workers die (default 3)
   --connect-timeout MS    give up reaching ZooKeeper after MS (exit 3; default 10000)
+  --user, --password, --password-file   digest credentials, as for 'zkd run'
 )";
 
 struct usage_error : std::runtime_error {
@@ -139,6 +151,42 @@ struct args {
         return def;
     }
 
+    /// A duration flag: a whole number with a unit (ms, s, m, h); a bare number is ms.
+    [[nodiscard]] std::chrono::milliseconds duration(const std::string& k, std::chrono::milliseconds def,
+                                                     std::chrono::milliseconds min,
+                                                     std::chrono::milliseconds max) const {
+        auto it = flags.find(k);
+        if (it == flags.end()) {
+            return def;
+        }
+        const std::string& text = it->second;
+        std::size_t used = 0;
+        long long n = -1;
+        try {
+            n = std::stoll(text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        const std::string unit = text.substr(used);
+        long long scale = 0;
+        if (unit.empty() || unit == "ms") {
+            scale = 1;
+        } else if (unit == "s") {
+            scale = 1000;
+        } else if (unit == "m") {
+            scale = 60'000;
+        } else if (unit == "h") {
+            scale = 3'600'000;
+        }
+        if (used == 0 || n < 0 || scale == 0 || n > max.count() / scale ||
+            n * scale < min.count() || n * scale > max.count()) {
+            throw usage_error(k + " wants a duration from " + std::to_string(min.count()) + "ms to " +
+                              std::to_string(max.count() / 1000) + "s (e.g. 500ms, 30s, 5m, 2h), not '" +
+                              text + "'");
+        }
+        return std::chrono::milliseconds(n * scale);
+    }
+
     [[nodiscard]] long number(const std::string& k, long def, long min, long max) const {
         auto it = flags.find(k);
         if (it == flags.end()) {
@@ -158,7 +206,8 @@ struct args {
     }
 };
 
-const std::vector<std::string> common_valued{"--zk", "--namespace"};
+const std::vector<std::string> common_valued{"--zk", "--namespace", "--user", "--password",
+                                             "--password-file"};
 
 std::vector<std::string> with_common(std::vector<std::string> v) {
     v.insert(v.end(), common_valued.begin(), common_valued.end());
@@ -173,6 +222,33 @@ std::string validated_connect(const args& a) {
     return zk;
 }
 
+/// Digest credentials from --user and --password / --password-file (or ZKD_USER and
+/// ZKD_PASSWORD); none when no user is given.
+std::optional<zkd::zkco::credentials> credentials(const args& a) {
+    const auto user = a.get("--user", "ZKD_USER", "");
+    std::string password = a.get("--password", "ZKD_PASSWORD", "");
+    if (a.has("--password-file")) {
+        std::ifstream in(a.flags.at("--password-file"));
+        if (!in) {
+            throw usage_error("cannot read --password-file '" + a.flags.at("--password-file") + "'");
+        }
+        std::getline(in, password);
+    }
+    if (user.empty()) {
+        if (a.has("--password") || a.has("--password-file")) {
+            throw usage_error("a password needs --user (or ZKD_USER)");
+        }
+        return std::nullopt;
+    }
+    if (user.find(':') != std::string::npos) {
+        throw usage_error("--user must not contain ':'");
+    }
+    if (password.empty()) {
+        throw usage_error("--user needs a password (--password, --password-file or ZKD_PASSWORD)");
+    }
+    return zkd::zkco::credentials{user, password};
+}
+
 std::string validated_namespace(const args& a) {
     auto ns = a.get("--namespace", "ZKD_NAMESPACE", "default");
     if (ns.empty() || ns.find('/') != std::string::npos || ns == "." || ns == "..") {
@@ -184,7 +260,8 @@ std::string validated_namespace(const args& a) {
 int cmd_run(int argc, char** argv) {
     const auto a = args::parse(argc, argv, 2, {"--help", "--enable-crash-task"},
                                with_common({"--capacity", "--threads", "--role", "--session-timeout",
-                                            "--placement", "--host", "--log-level"}));
+                                            "--placement", "--host", "--log-level", "--grace",
+                                            "--result-retention"}));
     if (a.has("--help")) {
         std::fputs(run_help, stdout);
         return exit_ok;
@@ -197,7 +274,10 @@ int cmd_run(int argc, char** argv) {
     o.zk = validated_connect(a);
     o.ns = validated_namespace(a);
     o.capacity = static_cast<int>(a.number("--capacity", cores, 0, 100'000));
-    o.session_timeout = std::chrono::milliseconds(a.number("--session-timeout", 10'000, 400, 3'600'000));
+    o.session_timeout = a.duration("--session-timeout", 10s, 400ms, 1h);
+    o.auth = credentials(a);
+    o.master.result_retention = a.duration("--result-retention", 24h, 1s, 24h * 365);
+    const auto grace = a.duration("--grace", 30s, 0ms, 24h);
     o.host = a.get("--host", nullptr, "");
     const auto role = a.get("--role", nullptr, "auto");
     if (role == "auto") {
@@ -225,15 +305,24 @@ int cmd_run(int argc, char** argv) {
     zkd::reactor::compute_pool pool(static_cast<std::size_t>(a.number("--threads", cores, 1, 1024)));
     asio::io_context ioc(1);
     asio::cancellation_signal stop;
+    zkd::reactor::event drain(ioc.get_executor());
+    zkd::roles::node_stats stats;
     int rc = exit_ok;
     zkd::reactor::shutdown_handlers handlers;
     handlers.on_graceful = [&](int signo) {
-        spdlog::info("zkd: signal {}: leaving the cluster (again to exit at once)", signo);
+        spdlog::info("zkd: signal {}: draining: no new tasks, {} s for the running ones to finish "
+                     "(signal again to exit at once)",
+                     signo, std::chrono::duration_cast<std::chrono::seconds>(grace).count());
+        drain.set();
+    };
+    handlers.on_grace_expired = [&] {
+        spdlog::warn("zkd: grace period over: stopping the tasks still running (they go back to "
+                     "the queue)");
         stop.emit(asio::cancellation_type::terminal);
     };
-    handlers.on_grace_expired = [] {};
-    zkd::reactor::shutdown_controller signals(ioc.get_executor(), 30s, std::move(handlers));
-    asio::co_spawn(ioc, zkd::roles::run_node(o, reg, pool),
+    zkd::reactor::shutdown_controller signals(ioc.get_executor(), grace, std::move(handlers));
+    zkd::roles::node_links links{&stats, &drain};
+    asio::co_spawn(ioc, zkd::roles::run_node(o, reg, pool, links),
                    asio::bind_cancellation_slot(stop.slot(), [&](const std::exception_ptr& e) {
                        if (e) {
                            try {
@@ -280,6 +369,7 @@ int cmd_submit(int argc, char** argv) {
     const auto connect_timeout = std::chrono::milliseconds(a.number("--connect-timeout", 10'000, 1, 3'600'000));
     const auto zk_hosts = validated_connect(a);
     const auto chroot = zkd::roles::chroot_path(validated_namespace(a));
+    const auto auth = credentials(a);
     spdlog::set_level(spdlog::level::warn);
 
     asio::io_context ioc(1);
@@ -288,6 +378,7 @@ int cmd_submit(int argc, char** argv) {
         zkd::zkco::config cfg;
         cfg.connect_string = zk_hosts + chroot;
         cfg.session_timeout = 10s;
+        cfg.auth = auth;
         zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
         auto c = co_await zkd::zkco::with_timeout(zk.connect(), connect_timeout);
         if (!c) {

@@ -68,7 +68,13 @@ asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std::strin
     while (pos != std::string::npos) {
         pos = chroot.find('/', pos + 1);
         const std::string path = chroot.substr(0, pos);
-        auto r = co_await retry_unknown(root, [&] { return root.create(path); });
+        // Ancestors stay open, so that clusters with other credentials can live beside ours;
+        // the namespace itself gets the session's default ACL (creator_all with credentials).
+        zkco::create_options opts;
+        if (pos != std::string::npos) {
+            opts.acl = zkco::open_acl();
+        }
+        auto r = co_await retry_unknown(root, [&] { return root.create(path, "", opts); });
         if (auto ok = ok_or_exists(r); !ok) {
             co_return ok;
         }

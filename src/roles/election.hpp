@@ -23,7 +23,7 @@ boost::asio::awaitable<bool> wait_connected(zkco::client& zk);
 boost::asio::awaitable<bool> reconnected_after(zkco::client& zk, zkco::error_code ec);
 
 /// With a client connected *without* a chroot: creates `chroot` ("/zkd/<ns>") and its
-/// ancestors if missing.
+/// ancestors if missing (ancestors with the open ACL, the namespace with the default one).
 boost::asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std::string chroot);
 
 /// With a client chrooted at the namespace: creates /meta (from `defaults`) unless it exists,

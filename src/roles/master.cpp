@@ -12,6 +12,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -65,6 +67,9 @@ public:
 
     asio::awaitable<void> run() {
         co_await asio::this_coro::throw_if_cancelled(false);
+        stats_->deposed = false;
+        group_.spawn([this] { return collect_garbage(); }, "gc");
+        group_.spawn([this] { return report(); }, "report");
         group_.spawn(
             [this] {
                 return follow(layout::workers_dir(),
@@ -173,27 +178,43 @@ private:
         }
     };
 
-    /// Reads the data of many nodes at once (one round trip for all, not one each).
-    asio::awaitable<std::vector<zkco::result<zkco::node>>> get_all(std::vector<std::string> paths) {
+    /// Runs one read per path at once (one round trip for all, not one each): `start(path,
+    /// handler)` starts it, the handler taking (error_code, T).
+    template <class T, class Start>
+    asio::awaitable<std::vector<zkco::result<T>>> read_all(std::vector<std::string> paths,
+                                                           Start start) {
         struct state : countdown {
             using countdown::countdown;
-            std::vector<zkco::result<zkco::node>> out;
+            std::vector<zkco::result<T>> out;
         };
         auto st = std::make_shared<state>(zk_.get_executor());
         st->out.assign(paths.size(), zkco::error_code(zkco::errc::no_node));
         st->left = paths.size();
         for (std::size_t i = 0; i < paths.size(); ++i) {
-            zk_.async_get(paths[i], [st, i](zkco::error_code ec, zkco::node n) {
+            start(std::move(paths[i]), [st, i](zkco::error_code ec, T v) {
                 if (ec) {
                     st->out[i] = ec;
                 } else {
-                    st->out[i] = std::move(n);
+                    st->out[i] = std::move(v);
                 }
                 st->done();
             });
         }
         co_await st->wait();
         co_return std::move(st->out);
+    }
+
+    /// The data of many nodes at once.
+    asio::awaitable<std::vector<zkco::result<zkco::node>>> get_all(std::vector<std::string> paths) {
+        auto start = [this](std::string p, auto h) { zk_.async_get(std::move(p), std::move(h)); };
+        return read_all<zkco::node>(std::move(paths), start);
+    }
+
+    /// The stats of many nodes at once (nullopt: no such node).
+    asio::awaitable<std::vector<zkco::result<std::optional<zkco::stat>>>> exists_all(
+        std::vector<std::string> paths) {
+        auto start = [this](std::string p, auto h) { zk_.async_exists(std::move(p), std::move(h)); };
+        return read_all<std::optional<zkco::stat>>(std::move(paths), start);
     }
 
     // --- watchers: they keep the view, the schedule loop acts on it ----------------------
@@ -260,7 +281,11 @@ private:
             }
             spdlog::info("master: worker {} joined (capacity {}, {} type(s))", joined[i],
                          info->capacity.value_or(0), info->types.size());
+            if (info->draining) {
+                spdlog::info("master: worker {} is draining", joined[i]);
+            }
             workers_[joined[i]] = worker_view{std::move(*info), true, {}, 0};
+            group_.spawn([this, id = joined[i]] { return watch_worker(id); }, "worker");
             group_.spawn(
                 [this, id = joined[i]] {
                     return follow(layout::assign_dir(id), [this, id](std::vector<std::string> n) {
@@ -272,17 +297,64 @@ private:
         co_return true;
     }
 
+    /// Follows a live worker's node: a worker says `draining` there when it shuts down.
+    asio::awaitable<void> watch_worker(std::string id) {
+        while (!stopping()) {
+            auto w = co_await zk_.watch_get(layout::worker(id));
+            if (!w) {
+                if (w.error() == zkco::errc::no_node) {
+                    co_return;  // gone: workers_changed handles it
+                }
+                const bool go_on = co_await recover(w.error(), layout::worker(id));
+                if (!go_on) {
+                    co_return;
+                }
+                continue;
+            }
+            const auto it = workers_.find(id);
+            if (it == workers_.end() || !it->second.alive) {
+                co_return;
+            }
+            if (auto info = decode_worker(w->value.data)) {
+                if (info->draining && !it->second.info.draining) {
+                    spdlog::info("master: worker {} is draining; it gets no new tasks", id);
+                }
+                it->second.info = std::move(*info);
+                wake();
+            }
+            auto ev = co_await w->watch.changed();
+            if (!ev) {
+                const bool go_on = co_await recover(ev.error(), layout::worker(id));
+                if (!go_on) {
+                    co_return;
+                }
+            }
+        }
+    }
+
     asio::awaitable<bool> worker_dir_changed(std::string id, std::vector<std::string> names) {
         const auto it = workers_.find(id);
         if (it == workers_.end() || !it->second.alive) {
             co_return false;  // departed: requeue_departed owns the directory now
         }
-        it->second.assigned.clear();
-        for (const auto& name : names) {
+        std::set<std::string> now;
+        for (auto& name : names) {
             if (!is_cancel_marker(name)) {
-                it->second.assigned.insert(name);
+                now.insert(std::move(name));
             }
         }
+        // What left a live worker's directory was completed (T4): for the throughput figure.
+        std::uint64_t done = 0;
+        for (const auto& tid : it->second.assigned) {
+            if (!now.contains(tid)) {
+                ++done;
+            }
+        }
+        if (done > 0) {
+            stats_->finished += done;
+            finishes_.emplace_back(std::chrono::steady_clock::now(), done);
+        }
+        it->second.assigned = std::move(now);
         co_return true;
     }
 
@@ -482,6 +554,105 @@ private:
             handle_cancels();
             reject_unplaceable();
             assign();
+            if (opts_.on_queue_depth) {
+                opts_.on_queue_depth(pending_.size());
+            }
+        }
+    }
+
+    // --- T8: results nobody consumed -----------------------------------------------------
+
+    asio::awaitable<void> collect_garbage() {
+        asio::steady_timer timer(zk_.get_executor());
+        std::map<std::string, std::int64_t> written;  // result → ctime (ms), read once each
+        for (;;) {
+            timer.expires_after(opts_.gc_interval);
+            auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (ec || stopping()) {
+                co_return;
+            }
+            const std::int64_t cutoff = now_ms() - opts_.result_retention.count();
+            std::set<std::string> seen;
+            for (const auto& dir : l_.result_shard_paths()) {
+                auto kids = co_await zk_.get_children(dir);
+                if (!kids) {
+                    continue;  // the next sweep looks again
+                }
+                std::vector<std::string> fresh;
+                for (auto& name : kids->names) {
+                    auto path = zkco::join_path(dir, name);
+                    if (!written.contains(path)) {
+                        fresh.push_back(path);
+                    }
+                    seen.insert(std::move(path));
+                }
+                auto stats = co_await exists_all(fresh);
+                for (std::size_t i = 0; i < fresh.size(); ++i) {
+                    if (stats[i] && *stats[i]) {
+                        written[fresh[i]] = (*stats[i])->ctime;
+                    }
+                }
+            }
+            std::erase_if(written, [&](const auto& e) { return !seen.contains(e.first); });
+            std::size_t expired = 0;
+            for (const auto& [path, ctime] : written) {
+                if (ctime < cutoff) {
+                    ++expired;
+                    send({zkco::op::remove{path, zkco::any_version}},
+                         [](master_session& m, zkco::error_code e, auto) {
+                             if (!e) {
+                                 ++m.stats_->collected;
+                             }
+                         });
+                }
+            }
+            if (expired > 0) {
+                spdlog::info("master: deleting {} result(s) older than {} s that nobody consumed",
+                             expired, opts_.result_retention.count() / 1000);
+            }
+        }
+    }
+
+    // --- the throughput figure in /master ------------------------------------------------
+
+    asio::awaitable<void> report() {
+        auto node = co_await zk_.get(layout::master());
+        if (!node) {
+            co_return;
+        }
+        auto me = decode_master(node->data);
+        if (!me) {
+            co_return;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        asio::steady_timer timer(zk_.get_executor());
+        double written = 0;
+        for (;;) {
+            timer.expires_after(opts_.report_interval);
+            auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (ec || stopping()) {
+                co_return;
+            }
+            const auto now = std::chrono::steady_clock::now();
+            const auto window = std::chrono::seconds(60);
+            while (!finishes_.empty() && now - finishes_.front().first > window) {
+                finishes_.pop_front();
+            }
+            std::uint64_t done = 0;
+            for (const auto& f : finishes_) {
+                done += f.second;
+            }
+            const double secs = std::chrono::duration<double>(std::min<std::chrono::steady_clock::duration>(
+                                                                  now - start, window))
+                                    .count();
+            const double rate = std::round(static_cast<double>(done) / std::max(secs, 1.0) * 100) / 100;
+            if (rate == written) {
+                continue;
+            }
+            written = rate;
+            me->throughput = rate;
+            send({zkco::op::set{layout::master(), encode(*me), zkco::any_version}},
+                 [](master_session&, zkco::error_code, auto) {});
         }
     }
 
@@ -571,7 +742,7 @@ private:
     std::vector<worker_slot> slots() const {
         std::vector<worker_slot> out;
         for (const auto& [id, w] : workers_) {
-            if (w.alive) {
+            if (w.alive && !w.info.draining) {
                 out.push_back(worker_slot{id, w.info.capacity.value_or(0),
                                           static_cast<int>(w.assigned.size()) + w.in_flight,
                                           w.info.types});
@@ -667,6 +838,9 @@ private:
         p->second.in_flight = false;
         if (!ec) {
             ++stats_->assigned;
+            if (opts_.on_assigned && p->second.spec) {
+                opts_.on_assigned(*p->second.spec);
+            }
             pending_.erase(p);
         } else if (r.size() == 3 && (r[1].ec == zkco::errc::no_node || r[2].ec == zkco::errc::node_exists)) {
             pending_.erase(p);  // gone meanwhile, or our own earlier commit: nothing to do
@@ -702,6 +876,7 @@ private:
     std::set<std::string> cancel_failures_;
     std::map<std::string, std::chrono::steady_clock::time_point> unknown_cancels_;
     std::map<std::string, std::chrono::steady_clock::time_point> unserved_since_;
+    std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };
 
 }  // namespace

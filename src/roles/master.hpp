@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 namespace zkd::roles {
 
@@ -18,6 +19,17 @@ struct master_options {
     /// Tasks of a type no live worker serves fail with unknown_type after this long, while
     /// workers exist (a rolling upgrade may leave a type unserved for a moment).
     std::chrono::milliseconds unknown_type_grace{10'000};
+    /// Results nobody consumed are deleted this long after they were written (T8).
+    std::chrono::milliseconds result_retention{24L * 3600 * 1000};
+    /// How often T8 looks for expired results.
+    std::chrono::milliseconds gc_interval{60'000};
+    /// How often the master refreshes the throughput figure in /master (only when it changed).
+    std::chrono::milliseconds report_interval{5'000};
+    /// Called on the executor for each task assigned (T2 committed), with its assigned data.
+    std::function<void(const task_spec&)> on_assigned;
+    /// Called on the executor with the number of pending tasks in the master's view, whenever
+    /// it may have changed.
+    std::function<void(std::size_t)> on_queue_depth;
 };
 
 /// What a master has done, for logs and tests.
@@ -27,14 +39,19 @@ struct master_stats {
     std::uint64_t lost = 0;         ///< T6 with attempts exhausted
     std::uint64_t cancelled = 0;    ///< T7 on pending tasks, or markers forwarded
     std::uint64_t rejected = 0;     ///< malformed or unknown-type tasks failed
-    bool deposed = false;           ///< stopped because a newer epoch exists
+    std::uint64_t finished = 0;     ///< assignments live workers completed
+    std::uint64_t collected = 0;    ///< expired results deleted (T8)
+    bool deposed = false;           ///< stopped because a newer epoch exists (reset per term)
 };
 
 /// Acts as master with fencing token `epoch` (from take_over) until deposed or the session
 /// ends (docs/protocol.md §7 "Master loop"): rebuilds its view from ZooKeeper, requeues the
 /// tasks of departed workers (T6, "lost" past the attempt limit), forwards cancellations
 /// (T7), and assigns pending tasks FIFO within priority to live workers serving their type
-/// with free slots (T2), every transaction batched and fenced by check(/epoch, epoch).
+/// with free slots (T2), deletes expired results (T8), and keeps the throughput figure in
+/// /master current, every transaction batched and fenced by check(/epoch, epoch). Workers
+/// whose node says `draining` get no new tasks. Counters in `stats` accumulate (a node may
+/// pass the same stats to each of its terms).
 /// Completes when deposed, when the session is gone, or on terminal cancellation.
 boost::asio::awaitable<void> run_master(
     zkco::client& zk,

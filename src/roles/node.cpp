@@ -52,7 +52,8 @@ asio::awaitable<bool> pause(std::chrono::milliseconds d) {
 }
 
 /// Connects, retrying with backoff until connected or cancelled; false when cancelled.
-asio::awaitable<bool> connect_with_backoff(zkco::client& zk, const std::string& what) {
+asio::awaitable<bool> connect_with_backoff(zkco::client& zk, const std::string& what,
+                                           const reactor::event* drain) {
     auto backoff = 200ms;
     for (;;) {
         auto c = co_await zkco::with_timeout(zk.connect(), std::max(zk.config().session_timeout, 2000ms));
@@ -63,7 +64,7 @@ asio::awaitable<bool> connect_with_backoff(zkco::client& zk, const std::string& 
         if (cs.cancelled() != asio::cancellation_type::none) {
             co_return false;
         }
-        if (zkco::is_terminal(zk.state())) {
+        if (zkco::is_terminal(zk.state()) || (drain != nullptr && drain->is_set())) {
             co_return false;
         }
         spdlog::warn("{}: cannot reach ZooKeeper at {}: {}; retrying in {} ms", what,
@@ -76,7 +77,8 @@ asio::awaitable<bool> connect_with_backoff(zkco::client& zk, const std::string& 
     }
 }
 
-asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout l, member_info me) {
+asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout l, member_info me,
+                                 node_stats& stats) {
     if (o.role == node_role::worker_only) {
         co_return;
     }
@@ -90,25 +92,98 @@ asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout
         spdlog::warn("node {}: could not take over: {}", me.id, epoch.error().message());
         co_return;
     }
-    master_stats stats;
-    co_await run_master(zk, l, me, *epoch, o.master, &stats);
+    ++stats.elected;
+    stats.master = true;
+    stats.epoch = *epoch;
+    co_await run_master(zk, l, me, *epoch, o.master, &stats.master_totals);
+    stats.master = false;
+    stats.queue_depth = -1;
+}
+
+/// Runs for master until the session ends or, once a drain was asked for, until the worker
+/// has finished what it held (`worker_done`): then the node leaves, and with it mastership.
+asio::awaitable<void> mastership_until_drained(zkco::client& zk, const node_options& o, layout l,
+                                               member_info me, node_stats& stats,
+                                               reactor::event* drain, reactor::event& worker_done) {
+    using namespace asio::experimental::awaitable_operators;
+    if (drain == nullptr) {
+        co_await mastership(zk, o, l, me, stats);
+        co_return;
+    }
+    auto drained = [](reactor::event* d, reactor::event& w) -> asio::awaitable<void> {
+        const bool asked = co_await d->wait();
+        if (asked) {
+            co_await w.wait();
+        }
+    };
+    co_await (mastership(zk, o, l, me, stats) || drained(drain, worker_done));
 }
 
 asio::awaitable<void> work(zkco::client& zk, const node_options& o, layout l, member_info me,
-                           const registry& reg, reactor::compute_pool& pool) {
-    if (o.role == node_role::standby || o.capacity <= 0) {
-        co_return;
+                           const registry& reg, reactor::compute_pool& pool, node_stats& stats,
+                           reactor::event& done) {
+    if (o.role != node_role::standby && o.capacity > 0) {
+        me.capacity = o.capacity;
+        co_await run_worker(zk, l, me, reg, pool, o.worker, &stats.worker);
     }
-    me.capacity = o.capacity;
-    co_await run_worker(zk, l, me, reg, pool, o.worker);
+    done.set();
+}
+
+/// Keeps stats.session current until the session ends.
+asio::awaitable<void> track_session(zkco::client& zk, node_stats& stats) {
+    std::uint64_t seen = zk.state_generation();
+    stats.session = zk.state();
+    while (!zkco::is_terminal(stats.session)) {
+        auto change = co_await zk.wait_state(seen);
+        if (!change) {
+            co_return;
+        }
+        seen = change->generation;
+        stats.session = change->state;
+    }
+}
+
+/// Feeds the node's counters from the roles' callbacks (keeping the caller's own).
+void observe(node_options& o, node_stats& stats) {
+    o.worker.on_published = [&stats, next = std::move(o.worker.on_published)](const task_result& r) {
+        switch (r.state) {
+            case task_state::succeeded: ++stats.succeeded; break;
+            case task_state::timed_out: ++stats.timed_out; break;
+            case task_state::cancelled: ++stats.cancelled; break;
+            default: ++stats.failed; break;
+        }
+        if (next) {
+            next(r);
+        }
+    };
+    o.master.on_assigned = [&stats, next = std::move(o.master.on_assigned)](const task_spec& t) {
+        if (t.submitted_ms > 0) {
+            stats.assign_latency.observe(static_cast<double>(std::max<std::int64_t>(0, now_ms() - t.submitted_ms)));
+        }
+        if (next) {
+            next(t);
+        }
+    };
+    o.master.on_queue_depth = [&stats, next = std::move(o.master.on_queue_depth)](std::size_t n) {
+        stats.queue_depth = static_cast<std::int64_t>(n);
+        if (next) {
+            next(n);
+        }
+    };
 }
 
 }  // namespace
 
-asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::compute_pool& pool) {
+asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::compute_pool& pool,
+                               node_links links) {
     using namespace asio::experimental::awaitable_operators;
     co_await asio::this_coro::throw_if_cancelled(false);
     const auto ex = co_await asio::this_coro::executor;
+    node_stats own_stats;
+    node_stats& stats = links.stats != nullptr ? *links.stats : own_stats;
+    observe(o, stats);
+    o.worker.drain = links.drain;
+    const auto drained = [&links] { return links.drain != nullptr && links.drain->is_set(); };
     const std::string chroot = chroot_path(o.ns);
     const std::string host = o.host.empty() ? hostname() : o.host;
 
@@ -123,7 +198,8 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
         const auto prefix = zkco::parse_connect_string(o.zk);
         const std::string full = (prefix ? prefix->chroot : std::string()) + chroot;
         zkco::client root(ex, session_config(bare, ""));
-        if (!co_await connect_with_backoff(root, "node")) {
+        const bool connected = co_await connect_with_backoff(root, "node", links.drain);
+        if (!connected) {
             co_await root.close();
             co_return;
         }
@@ -137,7 +213,8 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
 
     for (;;) {
         zkco::client zk(ex, session_config(o, chroot));
-        if (!co_await connect_with_backoff(zk, "node")) {
+        const bool connected = co_await connect_with_backoff(zk, "node", links.drain);
+        if (!connected || drained()) {
             co_await zk.close();
             co_return;
         }
@@ -152,6 +229,8 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
         }
         member_info me;
         me.id = new_member_id(host, static_cast<long>(::getpid()));
+        stats.member = me.id;
+        ++stats.sessions;
         me.host = host;
         me.pid = ::getpid();
         spdlog::info("node {}: joined {} as {} (session 0x{:x})", me.id, chroot,
@@ -159,11 +238,16 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
                      : o.role == node_role::standby   ? "standby master"
                                                        : "worker and candidate",
                      zk.session() ? zk.session()->id : 0);
-        co_await (work(zk, o, *l, me, reg, pool) && mastership(zk, o, *l, me));
+        reactor::event worker_done(ex);
+        co_await ((work(zk, o, *l, me, reg, pool, stats, worker_done) &&
+                   mastership_until_drained(zk, o, *l, me, stats, links.drain, worker_done)) ||
+                  track_session(zk, stats));
         const auto state = zk.state();
         co_await zk.close();
+        stats.session = zk.state();
+        stats.member.clear();
         auto cs = co_await asio::this_coro::cancellation_state;
-        if (cs.cancelled() != asio::cancellation_type::none) {
+        if (cs.cancelled() != asio::cancellation_type::none || drained()) {
             spdlog::info("node {}: left the cluster", me.id);
             co_return;
         }

@@ -2,8 +2,10 @@
 #pragma once
 
 #include "reactor/compute_pool.hpp"
+#include "reactor/event.hpp"
 #include "roles/master.hpp"
 #include "roles/registry.hpp"
+#include "roles/stats.hpp"
 #include "roles/worker.hpp"
 #include "zkco/config.hpp"
 
@@ -35,13 +37,26 @@ struct node_options {
     worker_options worker;
 };
 
-/// Runs one zkd instance until cancelled (terminal): creates the namespace, then, session
-/// after session, joins as a new member: works (unless standby or capacity 0) and runs for
-/// master (unless worker-only), taking over when elected. A lost session (expiry, declared
-/// locally after the session timeout) ends everything of that member; the next session is a
-/// new member, so the cluster requeues what the old one held. An unreachable ZooKeeper is
-/// retried with backoff, logging each failure. `reg` and `pool` must outlive the call.
+/// Optional links between a running node and its owner; each may be null. Both objects
+/// belong to the node's executor and must outlive run_node.
+struct node_links {
+    /// Kept current by the node (read it on the node's executor).
+    node_stats* stats = nullptr;
+    /// Set it to shut down gracefully: the worker takes no new tasks and finishes the ones it
+    /// holds (publishing their results), then the node leaves the cluster (a master hands
+    /// over by ending its session) and run_node completes. Terminal cancellation still
+    /// stops everything at once (what is unfinished is requeued by the next master).
+    reactor::event* drain = nullptr;
+};
+
+/// Runs one zkd instance until cancelled (terminal) or drained: creates the namespace, then,
+/// session after session, joins as a new member: works (unless standby or capacity 0) and
+/// runs for master (unless worker-only), taking over when elected. A lost session (expiry,
+/// declared locally after the session timeout) ends everything of that member; the next
+/// session is a new member, so the cluster requeues what the old one held. An unreachable
+/// ZooKeeper is retried with backoff, logging each failure. `reg` and `pool` must outlive
+/// the call.
 boost::asio::awaitable<void> run_node(node_options opts, const registry& reg,
-                                      reactor::compute_pool& pool);
+                                      reactor::compute_pool& pool, node_links links = {});
 
 }  // namespace zkd::roles

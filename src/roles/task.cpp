@@ -61,6 +61,8 @@ std::string quoted(std::string_view key) {
     return s;
 }
 
+bool is_non_finite(const json::value& v) noexcept;
+
 // Reads fields of one object, keeping the first failure. A null field counts as absent.
 class reader {
 public:
@@ -114,6 +116,27 @@ public:
             return {};
         }
         return std::string(v->get_string());
+    }
+
+    bool boolean(std::string_view key, bool fallback) {
+        const auto* v = find(key);
+        if (v == nullptr) return fallback;
+        if (!v->is_bool()) {
+            fail(quoted(key) + " must be true or false, not " + brief(*v));
+            return fallback;
+        }
+        return v->get_bool();
+    }
+
+    /// A finite number >= 0 (integers included).
+    double finite(std::string_view key, double fallback) {
+        const auto* v = find(key);
+        if (v == nullptr) return fallback;
+        if (!v->is_number() || is_non_finite(*v) || v->to_number<double>() < 0) {
+            fail(quoted(key) + " must be a number >= 0, not " + brief(*v));
+            return fallback;
+        }
+        return v->to_number<double>();
     }
 
 private:
@@ -463,6 +486,8 @@ std::string encode(const member_info& m) {
         o["types"] = std::move(types);
     }
     if (m.started_ms != 0) o["started_ms"] = m.started_ms;
+    if (m.draining) o["draining"] = true;
+    if (m.throughput) o["throughput"] = *m.throughput;
     return json::serialize(o);
 }
 
@@ -490,6 +515,8 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
         m.epoch = r.integer("epoch", 1, 1, int64_max, kind == member_kind::master);
     }
     m.since_ms = r.integer("since_ms", 0, int64_min, int64_max);
+    m.draining = r.boolean("draining", false);
+    if (r.find("throughput") != nullptr) m.throughput = r.finite("throughput", 0.0);
     if (!r.ok()) return r.error();
     if (m.id.empty()) return decode_error{"field \"id\" is empty"};
     return m;

@@ -163,6 +163,8 @@ struct member_info {
     std::int64_t started_ms = 0;     ///< workers; 0: absent
     std::optional<std::int64_t> epoch;  ///< master
     std::int64_t since_ms = 0;          ///< master; 0: absent
+    bool draining = false;              ///< workers: shutting down, takes no new tasks
+    std::optional<double> throughput;   ///< master: tasks finished per second, last minute
 
     friend bool operator==(const member_info&, const member_info&) = default;
 };

@@ -8,6 +8,7 @@
 #include "roles/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -52,13 +53,14 @@ public:
     worker_session(zkco::client& zk, layout l, member_info me, const registry& reg,
                    reactor::compute_pool& pool, worker_options opts, worker_stats* stats)
         : zk_(zk), l_(l), me_(std::move(me)), reg_(reg), pool_(pool),
-          opts_(opts), stats_(stats != nullptr ? stats : &own_stats_), results_(zk),
-          group_(zk.get_executor()) {}
+          opts_(std::move(opts)), stats_(stats != nullptr ? stats : &own_stats_), results_(zk),
+          group_(zk.get_executor()), idle_(zk.get_executor()) {}
 
     asio::awaitable<void> run() {
         if (me_.types.empty()) {
             me_.types = reg_.types();
         }
+        me_.started_ms = now_ms();
         if (auto joined = co_await join_workers(zk_, me_); !joined) {
             spdlog::error("worker {}: cannot join: {}", me_.id, joined.error().message());
             co_return;
@@ -67,7 +69,12 @@ public:
                      me_.types.size());
         co_await asio::this_coro::reset_cancellation_state(asio::enable_terminal_cancellation());
         co_await asio::this_coro::throw_if_cancelled(false);
-        co_await watch_assignments();
+        if (opts_.drain != nullptr) {
+            using namespace asio::experimental::awaitable_operators;
+            co_await (watch_assignments() || drain());
+        } else {
+            co_await watch_assignments();
+        }
         // Session gone or asked to stop: stop the handlers, then wait for them; nothing of
         // theirs is published (the master requeues what we held).
         stopping_ = true;
@@ -78,6 +85,31 @@ public:
     }
 
 private:
+    /// Waits for the drain request, says so in /workers/<me>, then waits until every task
+    /// in hand has ended (published) and completes.
+    asio::awaitable<void> drain() {
+        const bool requested = co_await opts_.drain->wait();
+        if (!requested) {
+            co_return;
+        }
+        spdlog::info("worker {}: draining: no new tasks; {} running", me_.id, tasks_.size());
+        auto marked = me_;
+        marked.draining = true;
+        auto set = co_await zk_.set(layout::worker(me_.id), encode(marked));
+        if (!set) {
+            spdlog::warn("worker {}: cannot mark itself draining: {}", me_.id, set.error().message());
+        }
+        while (!tasks_.empty()) {
+            idle_.expires_at(asio::steady_timer::time_point::max());
+            co_await idle_.async_wait(asio::as_tuple(asio::use_awaitable));
+            auto cs = co_await asio::this_coro::cancellation_state;
+            if (cs.cancelled() != asio::cancellation_type::none) {
+                co_return;
+            }
+        }
+        spdlog::info("worker {}: drained", me_.id);
+    }
+
     asio::awaitable<void> watch_assignments() {
         const std::string dir = layout::assign_dir(me_.id);
         for (;;) {
@@ -148,7 +180,7 @@ private:
             node = co_await zk_.get(path);
         }
         if (!node) {
-            tasks_.erase(tid);  // requeued or cancelled before we looked
+            finished(tid);  // requeued or cancelled before we looked
             co_return;
         }
         task_result result = co_await execute(tid, path, *node, t);
@@ -158,7 +190,12 @@ private:
         if (!stopping_) {
             co_await publish(tid, path, std::move(result), t);
         }
+        finished(tid);
+    }
+
+    void finished(const std::string& tid) {
         tasks_.erase(tid);
+        idle_.cancel();
     }
 
     asio::awaitable<task_result> execute(const std::string& tid, const std::string& path,
@@ -241,6 +278,9 @@ private:
                                                                asio::as_tuple(asio::use_awaitable));
             if (!ec) {
                 ++stats_->published;
+                if (opts_.on_published) {
+                    opts_.on_published(result);
+                }
                 co_return;
             }
             if (per_op.size() == n && per_op[0].ec == zkco::errc::no_node) {
@@ -277,6 +317,7 @@ private:
     multi_batcher results_;
     std::map<std::string, std::shared_ptr<running_task>> tasks_;
     reactor::task_group group_;
+    asio::steady_timer idle_;  // cancelled whenever a task ends (drain waits on it)
     bool stopping_ = false;
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "reactor/compute_pool.hpp"
+#include "reactor/event.hpp"
 #include "roles/layout.hpp"
 #include "roles/registry.hpp"
 #include "roles/task.hpp"
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 namespace zkd::roles {
 
@@ -18,6 +20,11 @@ struct worker_options {
     /// A task still running this long gets its running mark (T3); shorter ones never pay
     /// that write.
     std::chrono::milliseconds running_mark_after{50};
+    /// Once set, the worker drains: it marks its /workers node `draining` (the master sends
+    /// it nothing more), finishes and publishes what it holds, then completes. May be null.
+    reactor::event* drain = nullptr;
+    /// Called on the executor for each result this worker published (T4 committed).
+    std::function<void(const task_result&)> on_published;
 };
 
 /// What a worker has done, for logs and tests.
@@ -33,7 +40,8 @@ struct worker_stats {
 /// each task's handler from `reg` on `pool` (never on the event loop) with the task's
 /// timeout and cancellation, and publishes results through T4 in batched multis.
 ///
-/// Completes when the session is gone (its error is logged) or on cancellation (terminal:
+/// Completes when the session is gone (its error is logged), once drained (`opts.drain`), or
+/// on cancellation (terminal:
 /// running handlers are asked to stop and awaited; their results are not published, so the
 /// master requeues those tasks once this session ends). `me.capacity` and `me.types` are
 /// advertised; `me.types` empty means every type in `reg`. `reg`, `pool` and `zk` must

@@ -72,12 +72,25 @@ protected:
     }
 
     asio::awaitable<client*> start_worker(const std::string& name, int capacity,
-                                          std::vector<std::string> types = {}) {
+                                          std::vector<std::string> types = {},
+                                          worker_options opts = {}) {
         auto* zk = co_await session();
         auto me = member(name, capacity);
         me.types = std::move(types);
-        roles_.spawn(run_worker(*zk, layout_, me, registry_, pool_, {}, &worker_stats_[name]), name);
+        roles_.spawn(run_worker(*zk, layout_, me, registry_, pool_, std::move(opts),
+                                &worker_stats_[name]),
+                     name);
         co_return zk;
+    }
+
+    /// Total results not consumed yet.
+    asio::awaitable<std::size_t> results_left(client& zk) {
+        std::size_t n = 0;
+        for (const auto& shard : layout_.result_shard_paths()) {
+            auto kids = co_await zk.get_children(shard);
+            n += kids ? kids->names.size() : 0;
+        }
+        co_return n;
     }
 
     asio::awaitable<void> settle(std::chrono::milliseconds d) {
@@ -312,6 +325,120 @@ TEST_F(RolesCluster, ADepartedWorkersTasksAreRequeuedOrLost) {
             co_await settle(20ms);
         }
         EXPECT_EQ((co_await zk->get_children("/assign"s))->names.size(), 1U);
+    }(), 120s);
+}
+
+TEST_F(RolesCluster, ResultsNobodyConsumesAreCollectedAfterTheRetention) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        master_options opts;
+        opts.result_retention = 1500ms;
+        opts.gc_interval = 100ms;
+        co_await start_master(opts);
+        co_await start_worker("w1", 4);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> reqs(3, task_request{"echo", json::value("keep")});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        std::size_t left = 0;
+        for (int i = 0; i < 200 && left < 3; ++i) {
+            co_await settle(10ms);
+            left = co_await results_left(*zk);
+        }
+        ASSERT_EQ(left, 3U);
+        // Sweeps run every 100 ms, but nothing is young enough to go yet.
+        co_await settle(500ms);
+        EXPECT_EQ(co_await results_left(*zk), 3U);
+        EXPECT_EQ(master_stats_.collected, 0U);
+        for (int i = 0; i < 100 && left > 0; ++i) {
+            co_await settle(50ms);
+            left = co_await results_left(*zk);
+        }
+        EXPECT_EQ(left, 0U);
+        EXPECT_EQ(master_stats_.collected, 3U);
+        EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
+    }(), 120s);
+}
+
+TEST_F(RolesCluster, TasksWaitWhileNoWorkerExistsAndRunWhenOneJoins) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        master_options opts;
+        opts.unknown_type_grace = 100ms;  // would reject at once if "no worker" meant "unknown type"
+        co_await start_master(opts);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> reqs(3, task_request{"echo", json::value("patience")});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        co_await settle(800ms);
+        for (const auto& id : *ids) {
+            EXPECT_EQ((co_await tc.status(id)).value().state, task_state::pending) << id;
+        }
+        co_await start_worker("late", 2);
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+        }
+        EXPECT_EQ(master_stats_.rejected, 0U);
+    }(), 120s);
+}
+
+TEST_F(RolesCluster, ADrainingWorkerFinishesWhatItHoldsAndGetsNothingNew) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        co_await start_master();
+        zkd::reactor::event drain(ioc_.get_executor());
+        worker_options wo;
+        wo.drain = &drain;
+        co_await start_worker("leaver", 2, {}, wo);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> slow(2, task_request{"sleep", json::value{{"ms", 800}}});
+        auto slow_ids = co_await tc.submit(std::move(slow));
+        ASSERT_TRUE(slow_ids);
+        for (int i = 0; i < 200 && worker_stats_["leaver"].started < 2; ++i) {
+            co_await settle(10ms);
+        }
+        ASSERT_EQ(worker_stats_["leaver"].started, 2U);
+        drain.set();
+        // The master hears of it through the worker's node.
+        bool marked = false;
+        for (int i = 0; i < 200 && !marked; ++i) {
+            co_await settle(10ms);
+            auto kids = co_await zk->get_children("/workers"s);
+            for (const auto& name : kids ? kids->names : std::vector<std::string>{}) {
+                auto node = co_await zk->get("/workers/" + name);
+                marked = marked || (node && decode_worker(node->data).value().draining);
+            }
+        }
+        ASSERT_TRUE(marked);
+        co_await settle(100ms);
+        std::vector<task_request> fresh(3, task_request{"echo", json::value("new")});
+        auto fresh_ids = co_await tc.submit(std::move(fresh));
+        ASSERT_TRUE(fresh_ids);
+        co_await settle(300ms);
+        for (const auto& id : *fresh_ids) {
+            EXPECT_EQ((co_await tc.status(id)).value().state, task_state::pending) << id;
+        }
+        // What it held ends normally, on its first attempt, by its hand.
+        for (const auto& id : *slow_ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->attempt, 1);
+            EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
+        }
+        EXPECT_EQ(worker_stats_["leaver"].published, 2U);
+        co_await start_worker("heir", 2);
+        for (const auto& id : *fresh_ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->worker.rfind("heir-", 0), 0U) << r->worker;
+        }
+        EXPECT_EQ(worker_stats_["leaver"].started, 2U);
     }(), 120s);
 }
 

@@ -59,6 +59,25 @@ public:
     zkd_process& operator=(const zkd_process&) = delete;
     ~zkd_process() { kill(SIGKILL); }
 
+    /// Waits up to `limit` for the process to exit: its exit code, 128 + signal when killed
+    /// by one, or -1 if it still runs.
+    int wait_exit(std::chrono::milliseconds limit) {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (pid_ > 0) {
+            int status = 0;
+            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) {
+                pid_ = 0;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            }
+            if (std::chrono::steady_clock::now() >= until) {
+                return -1;
+            }
+            ::usleep(20'000);
+        }
+        return -1;
+    }
+
     void kill(int sig) {
         if (pid_ > 0) {
             ::kill(pid_, sig);
@@ -117,9 +136,13 @@ protected:
     }
 
     /// A client on the cluster's namespace, once a node has created it.
-    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client() {
+    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client(
+        std::optional<zkd::zkco::credentials> auth = std::nullopt,
+        std::chrono::milliseconds session_timeout = 10s) {
         zkd::zkco::config cfg = make_config();
         cfg.connect_string = base_ + chroot_ + chroot_path(ns_);
+        cfg.auth = std::move(auth);
+        cfg.session_timeout = session_timeout;
         for (int i = 0; i < 300; ++i) {
             auto zk = std::make_unique<zkd::zkco::client>(ioc_.get_executor(), cfg);
             auto c = co_await zkd::zkco::with_timeout(zk->connect(), 10s);
@@ -365,6 +388,183 @@ TEST_F(ZkdProcess, AFrozenMasterIsDeposedAndWritesNothingAsMaster) {
         EXPECT_EQ(decode_master((co_await zk->get("/master"s))->data)->host, "new");
         EXPECT_EQ((co_await zk->exists("/epoch"s)).value()->version, epoch_new);
         co_await zk->close();
+    }(), 300s);
+}
+
+TEST_F(ZkdProcess, SigtermDrainsAWorkerItsTasksFinishThereAndItLeaves) {
+    start("boss", {"--role", "standby"});
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        ASSERT_EQ(co_await master_host(*zk), "boss");
+        start("leaver", {"--role", "worker", "--grace", "20000"});
+        std::vector<task_request> slow(2, task_request{"sleep", json::value{{"ms", 1500}}});
+        auto slow_ids = co_await tc.submit(std::move(slow));
+        ASSERT_TRUE(slow_ids);
+        int running = 0;
+        for (int i = 0; i < 400 && running < 2; ++i) {
+            co_await settle(25ms);
+            running = 0;
+            for (const auto& id : *slow_ids) {
+                auto st = co_await tc.status(id);
+                running += st && st->state == task_state::running ? 1 : 0;
+            }
+        }
+        ASSERT_EQ(running, 2);
+        nodes_.at("leaver")->kill(SIGTERM);
+        co_await settle(300ms);
+        start("heir", {"--role", "worker"});
+        std::vector<task_request> fresh(4, task_request{"echo", json::value("after")});
+        auto fresh_ids = co_await tc.submit(std::move(fresh));
+        ASSERT_TRUE(fresh_ids);
+        for (const auto& id : *slow_ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->attempt, 1);
+            EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
+        }
+        for (const auto& id : *fresh_ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->worker.rfind("heir-", 0), 0U) << r->worker;
+        }
+        EXPECT_EQ(nodes_.at("leaver")->wait_exit(20s), 0);
+        EXPECT_NE(log_of("leaver").find("drained"), std::string::npos);
+        co_await zk->close();
+    }(), 300s);
+}
+
+TEST_F(ZkdProcess, AZooKeeperRestartWithinTheSessionTimeoutLosesNothing) {
+    ZKD_REQUIRE_SHARED_ZK_CLUSTER();
+    // Sessions outlive the restart (a JVM needs a few seconds to come back).
+    start("n1", {"--session-timeout", "30000"});
+    start("n2", {"--session-timeout", "30000"});
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client(std::nullopt, 30s);
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        ASSERT_FALSE((co_await master_host(*zk)).empty());
+        constexpr int total = 200;
+        std::vector<task_request> reqs;
+        for (int i = 0; i < total; ++i) {
+            reqs.push_back({"sum", json::array{i, 1}});
+            if (i % 2 == 0) {
+                reqs.back() = {"sleep", json::value{{"ms", 50}}};
+            }
+        }
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids) << ids.error().message();
+        co_await settle(300ms);
+        auto& server = zkd::test::shared_zk_cluster();
+        server.stop_member(0);
+        co_await settle(500ms);
+        server.start_member(0);
+        int done = 0;
+        for (int i = 0; i < total; ++i) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[static_cast<std::size_t>(i)]), 90s);
+            ASSERT_TRUE(r) << "task " << i << ": " << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            if (i % 2 == 1) {
+                EXPECT_EQ(r->value.at("sum").to_number<std::int64_t>(), i + 1);
+            }
+            EXPECT_EQ(r->attempt, 1) << "a session was lost: its tasks were requeued";
+            ++done;
+        }
+        EXPECT_EQ(done, total);
+        for (const auto* host : {"n1", "n2"}) {
+            EXPECT_EQ(log_of(host).find("rejoining as a new member"), std::string::npos) << host;
+        }
+        co_await zk->close();
+    }(), 300s);
+}
+
+TEST_F(ZkdProcess, ATaskThatCrashesItsWorkerEveryTimeEndsLost) {
+    // Three workers that serve `crash`; it may take two of them down (two attempts).
+    for (const auto* host : {"c1", "c2", "c3"}) {
+        start(host, {"--enable-crash-task", "--capacity", "1"});
+    }
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        ASSERT_FALSE((co_await master_host(*zk)).empty());
+        for (int i = 0; i < 200; ++i) {
+            auto kids = co_await zk->get_children("/workers"s);
+            if (kids && kids->names.size() == 3) {
+                break;
+            }
+            co_await settle(50ms);
+        }
+        task_request poison{"crash", json::value{}};
+        poison.max_attempts = 2;
+        std::vector<task_request> reqs{poison};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 90s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::lost);
+        ASSERT_TRUE(r->error);
+        EXPECT_EQ(r->error->code, "attempts_exhausted");
+        EXPECT_EQ(r->attempt, 2);
+        int dead = 0;
+        for (const auto* host : {"c1", "c2", "c3"}) {
+            dead += nodes_.at(host)->wait_exit(0ms) != -1 ? 1 : 0;
+        }
+        EXPECT_EQ(dead, 2);
+        // The cluster stays up: the survivor (master again if need be) still runs tasks.
+        std::vector<task_request> after{{"echo", json::value("still here")}};
+        auto after_ids = co_await tc.submit(std::move(after));
+        ASSERT_TRUE(after_ids);
+        auto ok = co_await zkd::zkco::with_timeout(tc.wait(after_ids->front()), 60s);
+        ASSERT_TRUE(ok) << ok.error().message();
+        EXPECT_EQ(ok->state, task_state::succeeded);
+        co_await zk->close();
+    }(), 300s);
+}
+
+TEST_F(ZkdProcess, WithCredentialsEverythingIsClosedToOthers) {
+    start("locked", {"--user", "zkd", "--password", "s3cret"});
+    run([&]() -> asio::awaitable<void> {
+        std::optional<zkd::zkco::credentials> creds = zkd::zkco::credentials{"zkd", "s3cret"};
+        auto zk = co_await cluster_client(creds);  // named: no braces inside a co_await
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        std::vector<task_request> reqs{{"sum", json::array{2, 3}}};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids) << ids.error().message();
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->value.at("sum").to_number<std::int64_t>(), 5);
+
+        // Without the credentials: nothing to read, nothing to write.
+        zkd::zkco::config cfg = make_config();
+        cfg.connect_string = base_ + chroot_ + chroot_path(ns_);
+        zkd::zkco::client stranger(ioc_.get_executor(), cfg);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(stranger.connect(), 10s));
+        auto peek = co_await stranger.get_children("/pending"s);
+        ASSERT_FALSE(peek);
+        EXPECT_EQ(peek.error(), zkd::zkco::errc::no_auth);
+        auto write = co_await stranger.create("/pending/00/t5-0000000000000-0000000000000a"s, "{}"s);
+        ASSERT_FALSE(write);
+        EXPECT_EQ(write.error(), zkd::zkco::errc::no_auth);
+        co_await stranger.close();
+        co_await zk->close();
+
+        // Only the credentials' holder can clean up (the fixture's session has none).
+        nodes_.clear();
+        zkd::zkco::config owner_cfg = make_config();
+        owner_cfg.auth = creds;
+        zkd::zkco::client owner(ioc_.get_executor(), owner_cfg);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(owner.connect(), 10s));
+        auto removed = co_await zkd::test::remove_recursive(owner, chroot_path(ns_));
+        EXPECT_TRUE(removed) << removed.error().message();
+        co_await owner.close();
     }(), 300s);
 }
 

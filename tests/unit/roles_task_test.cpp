@@ -374,6 +374,23 @@ TEST(RolesMemberCodec, WorkerCandidateMaster) {
     EXPECT_EQ(encode(m), R"({"v":1,"id":"host-1234-9f0c1a2b","epoch":7,"host":"host","pid":1234,)"
                          R"("since_ms":1763733600500})");
     EXPECT_EQ(decode_master(encode(m)).value(), m);
+    m.throughput = 12.25;
+    EXPECT_EQ(decode_master(encode(m)).value(), m);
+}
+
+TEST(RolesMemberCodec, DrainingAndThroughput) {
+    const auto w = decode_worker(R"({"v":1,"id":"a","capacity":2,"types":[],"draining":true})");
+    ASSERT_TRUE(w) << w.error().message;
+    EXPECT_TRUE(w->draining);
+    EXPECT_NE(encode(*w).find(R"("draining":true)"), std::string::npos);
+    const auto m = decode_master(R"({"v":1,"id":"a","epoch":2,"throughput":3})");
+    ASSERT_TRUE(m) << m.error().message;
+    EXPECT_EQ(m->throughput, 3.0);
+    const auto d = [](std::string_view s) { return decode_worker(s); };
+    expect_refused(d, R"({"v":1,"id":"a","capacity":2,"types":[],"draining":1})", "true or false");
+    const auto dm = [](std::string_view s) { return decode_master(s); };
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"throughput":-1})", R"("throughput")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"throughput":"fast"})", R"("throughput")");
 }
 
 TEST(RolesMemberCodec, WorkerTypes) {
@@ -509,9 +526,9 @@ TEST(RolesCodecFuzz, RandomAndMutatedInputs) {
     failed.state = task_state::timed_out;
     failed.error = task_error{std::string(task_error::timeout), "too slow"};
     seeds.push_back(encode(failed));
-    member_info w{"h-1-00000000", "h", 1, 4, {"a", "b"}, 5, std::nullopt, 0};
+    member_info w{"h-1-00000000", "h", 1, 4, {"a", "b"}, 5, std::nullopt, 0, true, std::nullopt};
     seeds.push_back(encode(w));
-    member_info m{"h-1-00000000", "h", 1, std::nullopt, {}, 0, 3, 9};
+    member_info m{"h-1-00000000", "h", 1, std::nullopt, {}, 0, 3, 9, false, 12.5};
     seeds.push_back(encode(m));
     seeds.push_back(encode(meta_info{16, 16, 1}));
     seeds.push_back(encode(epoch_info{"m", 2}));
