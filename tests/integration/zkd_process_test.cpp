@@ -568,4 +568,83 @@ TEST_F(ZkdProcess, WithCredentialsEverythingIsClosedToOthers) {
     }(), 300s);
 }
 
+// Not a speed assertion: measures (and prints, and records as test properties) how long a
+// cluster with 2 s sessions takes to run a killed worker's tasks again, and to assign again
+// after its master is killed. Run alone for the figures:
+//   build/test/tests/zkd_process_test --gtest_filter='*Failover*'
+TEST_F(ZkdProcess, FailoverTimesAreMeasured) {
+    for (const auto* host : {"f1", "f2", "f3"}) {
+        start(host);
+    }
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        const std::string master = co_await master_host(*zk);
+        ASSERT_FALSE(master.empty());
+        for (int i = 0; i < 200; ++i) {
+            auto kids = co_await zk->get_children("/workers"s);
+            if (kids && kids->names.size() == 3) {
+                break;
+            }
+            co_await settle(50ms);
+        }
+        // 6 slots, 4 long tasks: whatever the victim holds fits on the others at once.
+        std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 4000}}});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        std::string victim;
+        std::vector<std::string> victims_tasks;
+        for (int i = 0; i < 400 && victims_tasks.empty(); ++i) {
+            co_await settle(25ms);
+            for (const auto& id : *ids) {
+                auto st = co_await tc.status(id);
+                if (st && st->state == task_state::running && st->worker.rfind(master + "-", 0) != 0) {
+                    victim = st->worker.substr(0, st->worker.find('-'));
+                    victims_tasks.push_back(id);
+                    break;
+                }
+            }
+        }
+        ASSERT_FALSE(victims_tasks.empty());
+        const auto killed = std::chrono::steady_clock::now();
+        nodes_.at(victim)->kill(SIGKILL);
+        // Its task runs again once a live worker holds it.
+        bool moved = false;
+        while (!moved && std::chrono::steady_clock::now() - killed < 30s) {
+            co_await settle(10ms);
+            auto st = co_await tc.status(victims_tasks.front());
+            moved = st && (st->state == task_state::assigned || st->state == task_state::running) &&
+                    st->worker.rfind(victim + "-", 0) != 0;
+        }
+        ASSERT_TRUE(moved);
+        const auto worker_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+        }
+
+        // Kill the master and submit at once: the task is assigned when a new master is up.
+        const auto master_killed = std::chrono::steady_clock::now();
+        nodes_.at(master)->kill(SIGKILL);
+        std::vector<task_request> probe{{"echo", json::value("probe")}};
+        auto probe_ids = co_await tc.submit(std::move(probe));
+        ASSERT_TRUE(probe_ids);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(probe_ids->front()), 60s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        const auto master_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - master_killed);
+        std::printf("failover (session timeout 2000 ms): worker SIGKILL -> its task running "
+                    "elsewhere: %lld ms; master SIGKILL -> a new task's result: %lld ms\n",
+                    static_cast<long long>(worker_ms.count()), static_cast<long long>(master_ms.count()));
+        RecordProperty("worker_failover_ms", static_cast<int>(worker_ms.count()));
+        RecordProperty("master_failover_ms", static_cast<int>(master_ms.count()));
+        co_await zk->close();
+    }(), 300s);
+}
+
 }  // namespace
