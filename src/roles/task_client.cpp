@@ -152,23 +152,41 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
 }
 
 asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) {
-    if (auto r = co_await zk_.get(l_.result(tid)); r) {
-        auto decoded = decode_result(r->data);
-        co_return task_status{decoded ? decoded->state : task_state::unknown, decoded ? decoded->worker : ""};
-    }
-    auto workers = co_await zk_.get_children(layout::assign_dir());
-    if (!workers) {
-        co_return workers.error();
-    }
-    for (const auto& w : workers->names) {
-        if (auto a = co_await zk_.get(layout::assignment(w, tid)); a) {
-            auto spec = decode_task(a->data);
-            const bool running = spec && spec->running_ms != 0;
-            co_return task_status{running ? task_state::running : task_state::assigned, w};
+    // Forward order (pending, assigned, result): a task moving on while we look is caught by
+    // a later check. Only a requeue moves backwards; then we look once more.
+    for (int pass = 0; pass < 2; ++pass) {
+        auto p = co_await zk_.exists(l_.pending_task(tid));
+        if (!p) {
+            co_return p.error();
         }
-    }
-    if (auto p = co_await zk_.exists(l_.pending_task(tid)); p && *p) {
-        co_return task_status{task_state::pending, {}};
+        if (*p) {
+            co_return task_status{task_state::pending, {}, {}};
+        }
+        auto workers = co_await zk_.get_children(layout::assign_dir());
+        if (!workers) {
+            co_return workers.error();
+        }
+        for (const auto& w : workers->names) {
+            auto a = co_await zk_.get(layout::assignment(w, tid));
+            if (a) {
+                auto spec = decode_task(a->data);
+                const bool running = spec && spec->running_ms != 0;
+                co_return task_status{running ? task_state::running : task_state::assigned, w, {}};
+            }
+        }
+        auto r = co_await zk_.get(l_.result(tid));
+        if (r) {
+            auto decoded = decode_result(r->data);
+            if (!decoded) {
+                co_return zkco::error_code(client_errc::garbage_result);
+            }
+            task_status st{decoded->state, decoded->worker, {}};
+            st.result = std::move(*decoded);
+            co_return st;
+        }
+        if (r.error() != zkco::errc::no_node) {
+            co_return r.error();
+        }
     }
     co_return task_status{};
 }

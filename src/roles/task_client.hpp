@@ -11,6 +11,7 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,8 @@ struct task_request {
 /// A task's state as a client sees it (docs/protocol.md §6), with the worker holding it.
 struct task_status {
     task_state state = task_state::unknown;
-    std::string worker;  ///< assigned or running
+    std::string worker;  ///< assigned or running (or who published the result)
+    std::optional<task_result> result;  ///< once finished, until consumed
 };
 
 /// The client role (docs/protocol.md §7 "Client") over one session: submits tasks (T1, many
@@ -56,8 +58,10 @@ public:
     /// it: exactly one caller gets it. Errors: garbage_result, the session's errors.
     boost::asio::awaitable<zkco::result<task_result>> wait(std::string tid);
 
-    /// Where the task is now: pending, assigned or running (with the worker), its result's
-    /// state if not yet consumed, else unknown.
+    /// Where the task is now: pending, assigned or running (with the worker), or finished
+    /// with its result (read, not consumed); unknown when none of these exists (never
+    /// submitted, or the result was consumed or collected). Errors: garbage_result, the
+    /// session's errors.
     boost::asio::awaitable<zkco::result<task_status>> status(std::string tid);
 
     /// Asks the master to cancel the task (T7); the result says how it ended.

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: MIT
+#include "cli/options.hpp"
+
+#include "roles/layout.hpp"
+#include "zkco/types.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+namespace zkd::cli {
+
+namespace {
+
+/// Every settable option some command knows: a config file key outside this set is a typo.
+const std::set<std::string>& every_settable() {
+    static const std::set<std::string> all{
+        "--zk", "--namespace", "--user", "--password", "--password-file", "--connect-timeout",
+        "--capacity", "--threads", "--role", "--session-timeout", "--placement", "--host",
+        "--log-level", "--log-format", "--grace", "--result-retention", "--http",
+        "--enable-crash-task", "--priority", "--task-timeout", "--max-attempts", "--timeout",
+        "--limit", "--partitions", "--charset", "--min-length", "--max-length", "--wordlist"};
+    return all;
+}
+
+std::string env_name(const std::string& option) {
+    std::string e = "ZKD_";
+    for (const char c : option.substr(2)) {
+        e += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return e;
+}
+
+std::string trim(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos) {
+        return {};
+    }
+    const auto e = s.find_last_not_of(" \t\r");
+    return s.substr(b, e - b + 1);
+}
+
+/// `key = value` lines; `#` starts a comment; quotes around a value are dropped.
+std::map<std::string, std::string> read_config(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) {
+        throw usage_error("cannot read the config file '" + path + "'");
+    }
+    std::map<std::string, std::string> out;
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+        ++number;
+        const std::string where = path + ":" + std::to_string(number);
+        line = trim(line);
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        const auto eq = line.find('=');
+        if (eq == std::string::npos) {
+            throw usage_error(where + ": expected 'key = value'");
+        }
+        const std::string key = "--" + trim(line.substr(0, eq));
+        std::string value = trim(line.substr(eq + 1));
+        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+            value.back() == value.front()) {
+            value = value.substr(1, value.size() - 2);
+        }
+        if (!every_settable().contains(key)) {
+            throw usage_error(where + ": unknown key '" + key.substr(2) + "'");
+        }
+        out[key] = value;
+    }
+    return out;
+}
+
+bool truthy(const std::string& v) {
+    return v.empty() || v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+}  // namespace
+
+std::vector<option> cluster_options() {
+    return {{"--zk"}, {"--namespace"}, {"--user"}, {"--password"}, {"--password-file"},
+            {"--connect-timeout"}};
+}
+
+args args::parse(int argc, char** argv, int first, const std::vector<option>& known) {
+    args a;
+    std::map<std::string, const option*> by_name;
+    for (const auto& o : known) {
+        by_name[o.name] = &o;
+        a.switch_[o.name] = !o.takes_value;
+    }
+    bool options_done = false;
+    std::optional<std::string> config = std::nullopt;
+    for (int i = first; i < argc; ++i) {
+        std::string s = argv[i];
+        if (options_done || s.rfind("--", 0) != 0) {
+            a.positional.push_back(std::move(s));
+            continue;
+        }
+        if (s == "--") {
+            options_done = true;
+            continue;
+        }
+        std::optional<std::string> inline_value;
+        if (const auto eq = s.find('='); eq != std::string::npos) {
+            inline_value = s.substr(eq + 1);
+            s.resize(eq);
+        }
+        if (s == "--help") {
+            a.given_["--help"] = "";
+            continue;
+        }
+        if (s == "--config") {
+            if (!inline_value && i + 1 >= argc) {
+                throw usage_error("--config needs a file");
+            }
+            config = inline_value ? *inline_value : argv[++i];
+            continue;
+        }
+        const auto it = by_name.find(s);
+        if (it == by_name.end()) {
+            throw usage_error("unknown option " + s);
+        }
+        if (!it->second->takes_value) {
+            if (inline_value) {
+                throw usage_error(s + " takes no value");
+            }
+            a.given_[s] = "";
+            continue;
+        }
+        if (inline_value) {
+            a.given_[s] = *inline_value;
+        } else if (i + 1 < argc) {
+            a.given_[s] = argv[++i];
+        } else {
+            throw usage_error(s + " needs a value");
+        }
+    }
+    if (a.given_.contains("--help")) {
+        return a;  // nothing else matters
+    }
+    if (!config) {
+        if (const char* env = std::getenv("ZKD_CONFIG")) {  // NOLINT(concurrency-mt-unsafe)
+            config = env;
+        }
+    }
+    std::map<std::string, std::string> from_file;
+    if (config && !config->empty()) {
+        from_file = read_config(*config);
+    }
+    for (const auto& o : known) {
+        if (!o.settable) {
+            continue;
+        }
+        if (const char* env = std::getenv(env_name(o.name).c_str())) {  // NOLINT(concurrency-mt-unsafe)
+            a.settable_[o.name] = env;
+        } else if (auto f = from_file.find(o.name); f != from_file.end()) {
+            a.settable_[o.name] = f->second;
+        }
+    }
+    return a;
+}
+
+bool args::has(const std::string& name) const {
+    if (given_.contains(name)) {
+        return true;
+    }
+    const auto it = settable_.find(name);
+    if (it == settable_.end()) {
+        return false;
+    }
+    const auto sw = switch_.find(name);
+    return sw == switch_.end() || !sw->second || truthy(it->second);
+}
+
+std::optional<std::string> args::value(const std::string& name) const {
+    if (auto it = given_.find(name); it != given_.end()) {
+        return it->second;
+    }
+    if (auto it = settable_.find(name); it != settable_.end()) {
+        return it->second;
+    }
+    return std::nullopt;
+}
+
+std::string args::get(const std::string& name, std::string fallback) const {
+    auto v = value(name);
+    return v ? *v : std::move(fallback);
+}
+
+long args::number(const std::string& name, long fallback, long min, long max) const {
+    const auto v = value(name);
+    if (!v) {
+        return fallback;
+    }
+    try {
+        std::size_t used = 0;
+        const long n = std::stol(*v, &used);
+        if (used == v->size() && n >= min && n <= max) {
+            return n;
+        }
+    } catch (const std::exception&) {
+    }
+    throw usage_error(name + " wants a whole number from " + std::to_string(min) + " to " +
+                      std::to_string(max) + ", not '" + *v + "'");
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
+    std::size_t digits = 0;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
+        ++digits;
+    }
+    if (digits == 0 || digits > 15) {
+        return std::nullopt;
+    }
+    const long long n = std::stoll(text.substr(0, digits));
+    const std::string unit = text.substr(digits);
+    long long scale = 0;
+    if (unit.empty() || unit == "ms") {
+        scale = 1;
+    } else if (unit == "s") {
+        scale = 1000;
+    } else if (unit == "m") {
+        scale = 60'000;
+    } else if (unit == "h") {
+        scale = 3'600'000;
+    } else {
+        return std::nullopt;
+    }
+    return std::chrono::milliseconds(n * scale);
+}
+
+std::chrono::milliseconds args::duration(const std::string& name, std::chrono::milliseconds fallback,
+                                         std::chrono::milliseconds min,
+                                         std::chrono::milliseconds max) const {
+    const auto v = value(name);
+    if (!v) {
+        return fallback;
+    }
+    const auto d = parse_duration(*v);
+    if (!d || *d < min || *d > max) {
+        throw usage_error(name + " wants a duration from " + std::to_string(min.count()) +
+                          "ms to " + std::to_string(max.count() / 1000) +
+                          "s (e.g. 500ms, 30s, 5m, 2h), not '" + *v + "'");
+    }
+    return *d;
+}
+
+zkco::config cluster_target::session_config(std::chrono::milliseconds session_timeout) const {
+    zkco::config cfg;
+    cfg.connect_string = hosts + chroot;
+    cfg.session_timeout = session_timeout;
+    cfg.auth = auth;
+    return cfg;
+}
+
+cluster_target target_of(const args& a) {
+    cluster_target t;
+    t.hosts = a.get("--zk", "127.0.0.1:2181");
+    if (!zkco::parse_connect_string(t.hosts)) {
+        throw usage_error("--zk wants host:port[,host:port...][/path], not '" + t.hosts + "'");
+    }
+    t.ns = a.get("--namespace", "default");
+    if (t.ns.empty() || t.ns.find('/') != std::string::npos || t.ns == "." || t.ns == "..") {
+        throw usage_error("--namespace wants a name without '/', not '" + t.ns + "'");
+    }
+    t.chroot = roles::chroot_path(t.ns);
+    t.connect_timeout = a.duration("--connect-timeout", std::chrono::seconds(10),
+                                   std::chrono::milliseconds(1), std::chrono::hours(1));
+
+    const auto user = a.get("--user", "");
+    std::string password = a.get("--password", "");
+    if (const auto file = a.value("--password-file")) {
+        std::ifstream in(*file);
+        if (!in) {
+            throw usage_error("cannot read --password-file '" + *file + "'");
+        }
+        std::getline(in, password);
+    }
+    if (user.empty()) {
+        if (!password.empty()) {
+            throw usage_error("a password needs --user (or ZKD_USER)");
+        }
+        return t;
+    }
+    if (user.find(':') != std::string::npos) {
+        throw usage_error("--user must not contain ':'");
+    }
+    if (password.empty()) {
+        throw usage_error("--user needs a password (--password, --password-file or ZKD_PASSWORD)");
+    }
+    t.auth = zkco::credentials{user, password};
+    return t;
+}
+
+}  // namespace zkd::cli

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// The zkd command line: flags, their environment variables and the config file.
+#pragma once
+
+#include "zkco/config.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace zkd::cli {
+
+// Exit codes, for scripts (README.md lists them).
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failed = 1;       ///< the task did not succeed / the command failed
+inline constexpr int exit_usage = 2;        ///< bad command line, config file or environment
+inline constexpr int exit_unreachable = 3;  ///< ZooKeeper could not be reached in time
+inline constexpr int exit_timeout = 4;      ///< gave up waiting (--timeout)
+inline constexpr int exit_not_found = 5;    ///< no such task (or job)
+
+/// A mistake in what the user gave us: printed with a pointer to --help, exit_usage.
+struct usage_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// One option of a command. Settable ones can also come from the environment
+/// (`--session-timeout` → `ZKD_SESSION_TIMEOUT`) and from the config file
+/// (`session-timeout = 5s`); the command line wins over the environment, which wins over
+/// the file.
+struct option {
+    std::string name;          ///< with the dashes: "--capacity"
+    bool takes_value = true;   ///< false: a switch
+    bool settable = true;      ///< also from the environment and the config file
+};
+
+/// The options every command that talks to a cluster takes.
+std::vector<option> cluster_options();
+
+/// A command's parsed arguments.
+class args {
+public:
+    /// Parses argv[first..] against `known` (plus --help and --config, always). A switch
+    /// given as `--flag=value` is refused; `--` ends the options. The config file is
+    /// `--config FILE` or env ZKD_CONFIG; its keys that belong to other commands are ignored,
+    /// keys no command knows are an error. Throws usage_error.
+    static args parse(int argc, char** argv, int first, const std::vector<option>& known);
+
+    /// True when the option was given anywhere (switches: set to a true value).
+    [[nodiscard]] bool has(const std::string& name) const;
+    /// Its value from the command line, the environment or the config file.
+    [[nodiscard]] std::optional<std::string> value(const std::string& name) const;
+    [[nodiscard]] std::string get(const std::string& name, std::string fallback) const;
+    /// A whole number within [min, max]. Throws usage_error.
+    [[nodiscard]] long number(const std::string& name, long fallback, long min, long max) const;
+    /// A duration with a unit (500ms, 30s, 5m, 2h; a bare number is milliseconds) within
+    /// [min, max]. Throws usage_error.
+    [[nodiscard]] std::chrono::milliseconds duration(const std::string& name,
+                                                     std::chrono::milliseconds fallback,
+                                                     std::chrono::milliseconds min,
+                                                     std::chrono::milliseconds max) const;
+
+    std::vector<std::string> positional;
+
+private:
+    std::map<std::string, std::string> given_;     // command line
+    std::map<std::string, std::string> settable_;  // environment, then config file
+    std::map<std::string, bool> switch_;           // which names are switches
+};
+
+/// Parses a duration ("500ms", "30s", "5m", "2h", "250"): nullopt if it is not one.
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);
+
+/// The cluster a command talks to, from --zk, --namespace and the credentials.
+struct cluster_target {
+    std::string hosts;      ///< the ZooKeeper connect string as given (may carry a /path)
+    std::string ns;         ///< the namespace
+    std::string chroot;     ///< "/zkd/<ns>"
+    std::optional<zkco::credentials> auth;
+    std::chrono::milliseconds connect_timeout{10'000};
+
+    /// A session config on the cluster's namespace.
+    [[nodiscard]] zkco::config session_config(std::chrono::milliseconds session_timeout) const;
+};
+
+/// Validates --zk, --namespace, --user/--password/--password-file and --connect-timeout.
+/// Throws usage_error.
+cluster_target target_of(const args& a);
+
+}  // namespace zkd::cli

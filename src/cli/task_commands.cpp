@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+// zkd submit, wait, status, cancel: one task at a time, through roles::task_client.
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/session.hpp"
+#include "roles/ids.hpp"
+#include "roles/task_client.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace zkd::cli {
+
+namespace {
+
+constexpr const char* cluster_flags_help = R"(
+  --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)
+  --namespace NS          cluster namespace (env ZKD_NAMESPACE; default "default")
+  --connect-timeout DUR   give up reaching ZooKeeper after DUR (exit 3; default 10s)
+  --user NAME, --password SECRET, --password-file FILE
+                          digest credentials of a cluster started with them
+  --config FILE           read options from FILE (env ZKD_CONFIG; see 'zkd --help')
+)";
+
+constexpr const char* submit_help = R"(usage: zkd submit TYPE [ARGS-JSON] [options]
+
+Submits one task of a registered TYPE (built in: echo, sum, sleep, spin, fail, md5-crack;
+crash where workers run with --enable-crash-task) with JSON arguments (default null). Prints
+the task id, or with --wait the result as JSON; with --wait, exits 0 only if the task
+succeeded (1 if it failed, timed out, was cancelled or lost; 4 if --timeout ran out).
+
+  --wait                  wait for the result and print it
+  --timeout DUR           with --wait: give up after DUR (exit 4; the task goes on)
+  --priority P            0 (lowest) to 9 (highest), default 5
+  --task-timeout DUR      the handler's time limit (default none)
+  --max-attempts N        runs allowed if workers die (default 3))";
+
+constexpr const char* wait_help = R"(usage: zkd wait ID [options]
+
+Waits for task ID's result (by a ZooKeeper watch, never polling), prints it as JSON and
+consumes it (a result is delivered once). Exits 0 if the task succeeded, 1 if it ended
+otherwise, 4 if --timeout ran out, 5 if there is no such task (never submitted, or its
+result was already consumed).
+
+  --timeout DUR           give up after DUR (exit 4))";
+
+constexpr const char* status_help = R"(usage: zkd status ID [options]
+
+Shows where task ID is: pending, assigned or running (with its worker), or finished with its
+result (shown, not consumed). Exits 0 if the task is known, 5 if not.
+
+  --json                  print {"id","state","worker","result"} as JSON)";
+
+constexpr const char* cancel_help = R"(usage: zkd cancel ID [options]
+
+Asks the master to cancel task ID: a pending task ends at once, a running one is told to
+stop. Exits 0 when the request is placed, 1 if the task has already finished, 5 if there is
+no such task.
+
+  --wait                  wait for the task's outcome and print it
+  --timeout DUR           with --wait: give up after DUR (exit 4))";
+
+bool wants_help(const args& a, const char* text) {
+    if (!a.has("--help")) {
+        return false;
+    }
+    std::printf("%s\n%s", text, cluster_flags_help);
+    return true;
+}
+
+std::vector<option> with_cluster_options(std::vector<option> own) {
+    auto all = cluster_options();
+    all.insert(all.end(), own.begin(), own.end());
+    return all;
+}
+
+std::string one_id(const args& a, const char* command) {
+    if (a.positional.size() != 1) {
+        throw usage_error(std::string(command) + " wants exactly one task ID");
+    }
+    if (!roles::is_valid_task_id(a.positional[0])) {
+        throw usage_error("'" + a.positional[0] + "' is not a task id (t<P>-<ms>-<hex>)");
+    }
+    return a.positional[0];
+}
+
+/// Waits for and prints the result; the exit code says how the task ended.
+asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
+                                  std::chrono::milliseconds timeout) {
+    zkco::result<roles::task_result> result = zkco::error_code(zkco::errc::operation_timeout);
+    if (timeout.count() > 0) {
+        result = co_await zkco::with_timeout(tc.wait(id), timeout);
+    } else {
+        result = co_await tc.wait(id);
+    }
+    if (!result) {
+        if (result.error() == zkco::errc::operation_timeout) {
+            complain("task " + id + ": no result within " + std::to_string(timeout.count()) +
+                     " ms (it goes on; 'zkd wait " + id + "' later)");
+            co_return exit_timeout;
+        }
+        complain("task " + id + ": " + result.error().message());
+        co_return exit_failed;
+    }
+    std::printf("%s\n", roles::encode(*result).c_str());
+    co_return result->state == roles::task_state::succeeded ? exit_ok : exit_failed;
+}
+
+/// The task's status, or an exit code after saying what went wrong.
+asio::awaitable<std::variant<roles::task_status, int>> known_status(roles::task_client& tc,
+                                                                     std::string id) {
+    auto st = co_await tc.status(id);
+    if (!st) {
+        complain("task " + id + ": " + st.error().message());
+        co_return exit_failed;
+    }
+    if (st->state == roles::task_state::unknown) {
+        complain("no task " + id + " (never submitted, or its result was consumed or collected)");
+        co_return exit_not_found;
+    }
+    co_return std::move(*st);
+}
+
+}  // namespace
+
+int cmd_submit(int argc, char** argv) {
+    const auto a = args::parse(argc, argv, 2,
+                               with_cluster_options({{"--wait", false, false},
+                                                     {"--timeout", true, false},
+                                                     {"--priority"},
+                                                     {"--task-timeout"},
+                                                     {"--max-attempts"}}));
+    if (wants_help(a, submit_help)) {
+        return exit_ok;
+    }
+    if (a.positional.empty() || a.positional.size() > 2) {
+        throw usage_error("submit wants TYPE [ARGS-JSON]");
+    }
+    roles::task_request req;
+    req.type = a.positional[0];
+    if (!roles::is_valid_task_type(req.type)) {
+        throw usage_error("'" + req.type + "' is not a valid task type name (1-128 of A-Z a-z 0-9 _ . : -)");
+    }
+    if (a.positional.size() == 2) {
+        boost::system::error_code ec;
+        req.args = json::parse(a.positional[1], ec);
+        if (ec) {
+            throw usage_error("ARGS-JSON is not JSON: " + ec.message());
+        }
+    }
+    req.priority = static_cast<int>(a.number("--priority", 5, 0, 9));
+    req.timeout = a.duration("--task-timeout", 0ms, 0ms, 24h);
+    req.max_attempts = static_cast<int>(a.number("--max-attempts", 3, 1, 1000));
+    const bool wait = a.has("--wait");
+    const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
+    const auto target = target_of(a);
+    spdlog::set_level(spdlog::level::err);
+    return with_cluster(target, true, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        roles::task_client tc(zk, l);
+        std::vector<roles::task_request> one{req};
+        auto ids = co_await tc.submit(std::move(one));
+        if (!ids) {
+            complain("submit failed: " + ids.error().message());
+            co_return exit_failed;
+        }
+        if (!wait) {
+            std::printf("%s\n", ids->front().c_str());
+            co_return exit_ok;
+        }
+        co_return co_await print_result(tc, ids->front(), timeout);
+    });
+}
+
+int cmd_wait(int argc, char** argv) {
+    const auto a = args::parse(argc, argv, 2, with_cluster_options({{"--timeout", true, false}}));
+    if (wants_help(a, wait_help)) {
+        return exit_ok;
+    }
+    const auto id = one_id(a, "wait");
+    const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
+    const auto target = target_of(a);
+    spdlog::set_level(spdlog::level::err);
+    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        roles::task_client tc(zk, l);
+        auto st = co_await known_status(tc, id);
+        if (std::holds_alternative<int>(st)) {
+            co_return std::get<int>(st);
+        }
+        co_return co_await print_result(tc, id, timeout);
+    });
+}
+
+int cmd_status(int argc, char** argv) {
+    const auto a = args::parse(argc, argv, 2, with_cluster_options({{"--json", false, false}}));
+    if (wants_help(a, status_help)) {
+        return exit_ok;
+    }
+    const auto id = one_id(a, "status");
+    const bool as_json = a.has("--json");
+    const auto target = target_of(a);
+    spdlog::set_level(spdlog::level::err);
+    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        roles::task_client tc(zk, l);
+        auto known = co_await known_status(tc, id);
+        if (std::holds_alternative<int>(known)) {
+            co_return std::get<int>(known);
+        }
+        const auto& st = std::get<roles::task_status>(known);
+        const std::string state(roles::to_string(st.state));
+        if (as_json) {
+            json::object o;
+            o["id"] = id;
+            o["state"] = state;
+            if (!st.worker.empty()) {
+                o["worker"] = st.worker;
+            }
+            if (st.result) {
+                o["result"] = json::parse(roles::encode(*st.result));
+            }
+            std::printf("%s\n", json::serialize(o).c_str());
+        } else if (st.result) {
+            std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), roles::encode(*st.result).c_str());
+        } else if (!st.worker.empty()) {
+            std::printf("%s %s on %s\n", id.c_str(), state.c_str(), st.worker.c_str());
+        } else {
+            std::printf("%s %s\n", id.c_str(), state.c_str());
+        }
+        co_return exit_ok;
+    });
+}
+
+int cmd_cancel(int argc, char** argv) {
+    const auto a = args::parse(argc, argv, 2,
+                               with_cluster_options({{"--wait", false, false}, {"--timeout", true, false}}));
+    if (wants_help(a, cancel_help)) {
+        return exit_ok;
+    }
+    const auto id = one_id(a, "cancel");
+    const bool wait = a.has("--wait");
+    const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
+    const auto target = target_of(a);
+    spdlog::set_level(spdlog::level::err);
+    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        roles::task_client tc(zk, l);
+        auto known = co_await known_status(tc, id);
+        if (std::holds_alternative<int>(known)) {
+            co_return std::get<int>(known);
+        }
+        const auto& st = std::get<roles::task_status>(known);
+        if (st.result) {
+            complain("task " + id + " has already finished (" + std::string(roles::to_string(st.state)) + ")");
+            co_return exit_failed;
+        }
+        auto c = co_await tc.cancel(id);
+        if (!c) {
+            complain("cannot cancel " + id + ": " + c.error().message());
+            co_return exit_failed;
+        }
+        if (!wait) {
+            std::printf("cancel requested for %s (%s)\n", id.c_str(), std::string(roles::to_string(st.state)).c_str());
+            co_return exit_ok;
+        }
+        const int rc = co_await print_result(tc, id, timeout);
+        co_return rc == exit_failed ? exit_ok : rc;  // cancelled is what was asked for
+    });
+}
+
+}  // namespace zkd::cli
