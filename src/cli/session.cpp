@@ -22,6 +22,30 @@ void complain(const std::string& message) {
 
 namespace {
 
+/// Creates /zkd/<ns> (below the connect string's own path, if any).
+asio::awaitable<zkco::result<void>> make_namespace(cluster_target t) {
+    using namespace std::chrono_literals;
+    auto parts = zkco::parse_connect_string(t.hosts);
+    if (!parts) {
+        co_return parts.error();
+    }
+    const std::string full = parts->chroot + t.chroot;
+    parts->chroot.clear();
+    auto bare = t;
+    bare.hosts = zkco::format_connect_string(*parts);
+    bare.chroot.clear();
+    zkco::client root(co_await asio::this_coro::executor, bare.session_config(10s));
+    auto c = co_await zkco::with_timeout(root.connect(), t.connect_timeout);
+    zkco::result<void> made = zkco::result<void>();
+    if (c) {
+        made = co_await roles::ensure_chroot(root, full);
+    } else {
+        made = c.error();
+    }
+    co_await root.close();
+    co_return made;
+}
+
 asio::awaitable<int> connected(cluster_target t, bool create, cluster_body body) {
     using namespace std::chrono_literals;
     zkco::client zk(co_await asio::this_coro::executor, t.session_config(10s));
@@ -35,6 +59,15 @@ asio::awaitable<int> connected(cluster_target t, bool create, cluster_body body)
     zkco::result<roles::layout> l = zkco::error_code(zkco::errc::no_node);
     if (create) {
         l = co_await roles::ensure_layout(zk, roles::meta_info{});
+        if (!l && l.error() == zkco::errc::no_node) {
+            // No namespace yet (no `zkd run` so far): create it from the ensemble's root.
+            const auto made = co_await make_namespace(t);
+            if (made) {
+                l = co_await roles::ensure_layout(zk, roles::meta_info{});
+            } else {
+                l = made.error();
+            }
+        }
     } else {
         auto meta = co_await zk.get(roles::layout::meta());
         if (meta) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "zkco/config.hpp"
 
+#include <cctype>
 #include <charconv>
 
 namespace zkd::zkco {
@@ -43,6 +44,16 @@ result<server_address> parse_server(std::string_view s) {
     }
     if (out.host.empty()) {
         return bad;
+    }
+    // Host names and addresses only: letters, digits, '.', '-', '_' (and ':' and a '%zone'
+    // inside brackets). Anything else is a typo the resolver would only report much later.
+    const bool bracketed = s.front() == '[';
+    for (const char c : out.host) {
+        const bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' ||
+                        c == '_' || (bracketed && (c == ':' || c == '%'));
+        if (!ok) {
+            return bad;
+        }
     }
     if (!port_text.empty()) {
         unsigned value = 0;

@@ -4,6 +4,7 @@
 // ends with exactly its one result.
 #include "roles/election.hpp"
 #include "roles/task_client.hpp"
+#include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -30,67 +31,6 @@ using namespace std::literals;
 using namespace zkd::roles;
 
 namespace {
-
-/// A `zkd run` child process; killed (SIGKILL) when the test is done with it.
-class zkd_process {
-public:
-    zkd_process(const std::string& connect, const std::string& ns, const std::string& host,
-                const std::filesystem::path& log, std::vector<std::string> extra = {}) {
-        std::vector<std::string> argv{ZKD_BINARY, "run", "--zk", connect, "--namespace", ns,
-                                      "--host", host, "--session-timeout", "2000",
-                                      "--capacity", "2", "--threads", "2"};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-            std::vector<char*> raw;
-            for (auto& a : argv) {
-                raw.push_back(a.data());
-            }
-            raw.push_back(nullptr);
-            ::execv(raw[0], raw.data());
-            ::_exit(127);
-        }
-    }
-    zkd_process(const zkd_process&) = delete;
-    zkd_process& operator=(const zkd_process&) = delete;
-    ~zkd_process() { kill(SIGKILL); }
-
-    /// Waits up to `limit` for the process to exit: its exit code, 128 + signal when killed
-    /// by one, or -1 if it still runs.
-    int wait_exit(std::chrono::milliseconds limit) {
-        const auto until = std::chrono::steady_clock::now() + limit;
-        while (pid_ > 0) {
-            int status = 0;
-            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-            if (r == pid_) {
-                pid_ = 0;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            }
-            if (std::chrono::steady_clock::now() >= until) {
-                return -1;
-            }
-            ::usleep(20'000);
-        }
-        return -1;
-    }
-
-    void kill(int sig) {
-        if (pid_ > 0) {
-            ::kill(pid_, sig);
-            if (sig == SIGKILL) {
-                ::waitpid(pid_, nullptr, 0);
-                pid_ = 0;
-            }
-        }
-    }
-
-private:
-    pid_t pid_ = 0;
-};
 
 // Waits for `pred` (a plain condition) for up to `limit`, polling every 50 ms.
 #define ZKD_AWAIT_CONDITION(pred, limit)                                                  \
@@ -126,7 +66,7 @@ protected:
     }
 
     void start(const std::string& host, std::vector<std::string> extra = {}) {
-        nodes_.emplace(host, std::make_unique<zkd_process>(base_ + chroot_, ns_, host,
+        nodes_.emplace(host, std::make_unique<zkd::test::zkd_process>(ZKD_BINARY, base_ + chroot_, ns_, host,
                                                            dir_ / (host + ".log"), std::move(extra)));
     }
 
@@ -180,7 +120,7 @@ protected:
 
     std::filesystem::path dir_;
     std::string ns_;
-    std::map<std::string, std::unique_ptr<zkd_process>> nodes_;
+    std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
 };
 
 TEST_F(ZkdProcess, EveryTaskGetsExactlyOneResultWhileAWorkerAndTheMasterAreKilled) {

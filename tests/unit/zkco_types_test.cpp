@@ -98,7 +98,8 @@ TEST(ZkcoConfig, ParsesConnectStrings) {
     EXPECT_EQ(root->chroot, "");
 
     for (const auto* bad : {"", "/chroot", ":1", "h:", "h:0", "h:65536", "h:12x", "::1:2181",
-                            "[::1", "[::1]x", "[::1]:", "h:1,", ",h:1", "h:1/bad/", "h:1//"}) {
+                            "[::1", "[::1]x", "[::1]:", "h:1,", ",h:1", "h:1/bad/", "h:1//",
+                            "no port here!", "h st:1", "h@x:1", "[::1;]:1"}) {
         EXPECT_EQ(parse_connect_string(bad).error(), errc::bad_arguments) << bad;
     }
 }

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// Child processes for tests: a long-running `zkd run` (zkd_process) and a command run to
+// completion with its output captured (run_command).
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zkd::test {
+
+/// A `zkd run` child process; killed (SIGKILL) when the test is done with it.
+class zkd_process {
+public:
+    zkd_process(const std::string& binary, const std::string& connect, const std::string& ns,
+                const std::string& host, const std::filesystem::path& log,
+                std::vector<std::string> extra = {}) {
+        std::vector<std::string> argv{binary, "run", "--zk", connect, "--namespace", ns,
+                                      "--host", host, "--session-timeout", "2000",
+                                      "--capacity", "2", "--threads", "2"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+            std::vector<char*> raw;
+            for (auto& a : argv) {
+                raw.push_back(a.data());
+            }
+            raw.push_back(nullptr);
+            ::execv(raw[0], raw.data());
+            ::_exit(127);
+        }
+    }
+    zkd_process(const zkd_process&) = delete;
+    zkd_process& operator=(const zkd_process&) = delete;
+    ~zkd_process() { kill(SIGKILL); }
+
+    /// Waits up to `limit` for the process to exit: its exit code, 128 + signal when killed
+    /// by one, or -1 if it still runs.
+    int wait_exit(std::chrono::milliseconds limit) {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (pid_ > 0) {
+            int status = 0;
+            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) {
+                pid_ = 0;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            }
+            if (std::chrono::steady_clock::now() >= until) {
+                return -1;
+            }
+            ::usleep(20'000);
+        }
+        return -1;
+    }
+
+    void kill(int sig) {
+        if (pid_ > 0) {
+            ::kill(pid_, sig);
+            if (sig == SIGKILL) {
+                ::waitpid(pid_, nullptr, 0);
+                pid_ = 0;
+            }
+        }
+    }
+
+private:
+    pid_t pid_ = 0;
+};
+
+/// What a finished command printed and how it ended.
+struct command_result {
+    int exit_code = -1;  ///< 128 + signal if killed; -1 if it had to be killed for the timeout
+    std::string out;
+    std::string err;
+    std::chrono::milliseconds took{0};
+};
+
+/// Runs argv[0] with `argv` and extra environment variables (empty value: unset), capturing
+/// stdout and stderr; kills it after `limit`.
+inline command_result run_command(const std::vector<std::string>& argv,
+                                  const std::map<std::string, std::string>& env = {},
+                                  std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+    int out_pipe[2];
+    int err_pipe[2];
+    if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
+        return {};
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::dup2(out_pipe[1], 1);
+        ::dup2(err_pipe[1], 2);
+        ::close(out_pipe[0]);
+        ::close(err_pipe[0]);
+        for (const auto& [k, v] : env) {
+            if (v.empty()) {
+                ::unsetenv(k.c_str());
+            } else {
+                ::setenv(k.c_str(), v.c_str(), 1);
+            }
+        }
+        std::vector<char*> raw;
+        for (const auto& a : argv) {
+            raw.push_back(const_cast<char*>(a.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+        }
+        raw.push_back(nullptr);
+        ::execv(raw[0], raw.data());
+        ::_exit(127);
+    }
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    command_result r;
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int open_fds = 2;
+    bool killed = false;
+    while (open_fds > 0) {
+        const auto left = limit - (std::chrono::steady_clock::now() - start);
+        if (left <= std::chrono::milliseconds(0) && !killed) {
+            ::kill(pid, SIGKILL);
+            killed = true;
+        }
+        if (::poll(fds, 2, 100) < 0) {
+            break;
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP)) == 0) {
+                continue;
+            }
+            char buf[4096];
+            const auto n = ::read(fds[i].fd, buf, sizeof buf);
+            if (n <= 0) {
+                ::close(fds[i].fd);
+                fds[i].fd = -1;
+                --open_fds;
+            } else {
+                (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+            }
+        }
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    r.exit_code = killed ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+}  // namespace zkd::test
