@@ -1,0 +1,769 @@
+// SPDX-License-Identifier: MIT
+// The distributed MD5 crack job (roles/crack_job.hpp, docs/crack.md) on an in-process cluster
+// against a real ZooKeeper: a master, workers with the built-in handlers, and clients
+// running run_crack, each with a session of its own.
+#include "reactor/compute_pool.hpp"
+#include "reactor/task_group.hpp"
+#include "roles/builtin_handlers.hpp"
+#include "roles/crack_job.hpp"
+#include "roles/election.hpp"
+#include "roles/ids.hpp"
+#include "roles/master.hpp"
+#include "roles/md5_crack.hpp"
+#include "roles/worker.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::literals;
+using namespace zkd::roles;
+using zkd::zkco::client;
+
+namespace {
+
+// --- pure parts: no server -----------------------------------------------------------------
+
+crack_spec brute(std::string_view word, std::string charset, int max_len, int partitions) {
+    crack_spec s;
+    s.hash = md5_hex(word);
+    s.charset = std::move(charset);
+    s.max_len = max_len;
+    s.partitions = partitions;
+    s.cleanup_grace = 60s;  // the tests check that cancelled partitions report, not a timer
+    return s;
+}
+
+constexpr std::string_view lower = "abcdefghijklmnopqrstuvwxyz";
+
+TEST(CrackSpec, TheJobIdNamesTheHashAndTheSearch) {
+    auto a = crack_job_id(brute("abc", "abc", 3, 0));
+    ASSERT_TRUE(a) << a.error().message();
+    EXPECT_EQ(a->rfind("crack-" + md5_hex("abc") + "-", 0), 0U) << *a;
+    EXPECT_EQ(a->size(), 6 + 32 + 1 + 8);
+    // Case of the hash, partitions and task options do not change the job; the space does.
+    auto upper = brute("abc", "abc", 3, 7);
+    std::transform(upper.hash.begin(), upper.hash.end(), upper.hash.begin(), [](char c) {
+        return static_cast<char>(std::toupper(c));
+    });
+    upper.priority = 2;
+    EXPECT_EQ(crack_job_id(upper).value(), *a);
+    EXPECT_NE(crack_job_id(brute("abc", "abc", 4, 0)).value(), *a);
+    EXPECT_NE(crack_job_id(brute("abc", "cba", 3, 0)).value(), *a);
+    crack_spec words;
+    words.hash = md5_hex("abc");
+    words.words = std::vector<std::string>{"ab", "c"};
+    auto w1 = crack_job_id(words).value();
+    words.words = std::vector<std::string>{"a", "bc"};  // same bytes, other words
+    EXPECT_NE(crack_job_id(words).value(), w1);
+}
+
+TEST(CrackSpec, BadSpecsAreRefusedWithTheirReason) {
+    auto check = [](crack_spec s, crack_errc want) {
+        auto id = crack_job_id(s);
+        ASSERT_FALSE(id) << *id;
+        EXPECT_EQ(id.error(), want) << id.error().message();
+        EXPECT_FALSE(id.error().message().empty());
+    };
+    auto ok = brute("abc", "abc", 3, 0);
+    ASSERT_TRUE(crack_job_id(ok));
+    auto s = ok;
+    s.hash = "xyz";
+    check(s, crack_errc::bad_hash);
+    s.hash = ok.hash.substr(1);
+    check(s, crack_errc::bad_hash);
+    s.hash = "g" + ok.hash.substr(1);
+    check(s, crack_errc::bad_hash);
+    s = ok;
+    s.words = std::vector<std::string>{"a"};
+    check(s, crack_errc::bad_search);
+    s = ok;
+    s.charset.reset();
+    check(s, crack_errc::bad_search);
+    s = ok;
+    s.charset = "";
+    check(s, crack_errc::bad_charset);
+    s.charset = "abca";
+    check(s, crack_errc::bad_charset);
+    s.charset = "ab\xff";
+    check(s, crack_errc::bad_charset);
+    s = ok;
+    s.max_len = 0;
+    check(s, crack_errc::bad_lengths);
+    s.max_len = 17;
+    check(s, crack_errc::bad_lengths);
+    s.min_len = 4;
+    s.max_len = 3;
+    check(s, crack_errc::bad_lengths);
+    s = ok;
+    s.partitions = max_crack_partitions + 1;
+    check(s, crack_errc::bad_partitions);
+    s.partitions = -1;
+    check(s, crack_errc::bad_partitions);
+    s = ok;
+    s.priority = 10;
+    check(s, crack_errc::bad_task_options);
+    s = ok;
+    s.max_attempts = 0;
+    check(s, crack_errc::bad_task_options);
+    s = ok;
+    s.charset = named_charset("printable").value();
+    s.max_len = 16;
+    check(s, crack_errc::keyspace_too_large);
+    s.max_len = 9;  // 95^9 is 6.3e17: over 900 x 2^40 (9.9e14)
+    check(s, crack_errc::keyspace_too_large);
+    s.max_len = 7;  // 7.0e13: fits
+    EXPECT_TRUE(crack_job_id(s));
+    crack_spec w;
+    w.hash = ok.hash;
+    w.words = std::vector<std::string>{};
+    check(w, crack_errc::empty_word_list);
+    w.words = std::vector<std::string>{"fine", "not\xc0\xafutf8"};
+    check(w, crack_errc::bad_word);
+}
+
+TEST(CrackSpec, NamedCharsetsAndWordLists) {
+    EXPECT_EQ(named_charset("lower").value(), lower);
+    EXPECT_EQ(named_charset("digits").value(), "0123456789");
+    EXPECT_EQ(named_charset("hex+digits").value(), "0123456789abcdef");
+    EXPECT_EQ(named_charset("alnum").value().size(), 62U);
+    EXPECT_EQ(named_charset("printable").value().size(), 95U);
+    EXPECT_EQ(named_charset("lower+upper").value(), named_charset("alpha").value());
+    EXPECT_FALSE(named_charset("abc"));
+    EXPECT_FALSE(named_charset("lower+"));
+    EXPECT_FALSE(named_charset(""));
+    std::size_t skipped = 99;
+    const auto words = parse_word_list("one\r\ntwo\n\n\xff\xfe\nthree words\nlast", &skipped);
+    EXPECT_EQ(words, (std::vector<std::string>{"one", "two", "three words", "last"}));
+    EXPECT_EQ(skipped, 1U);
+}
+
+TEST(CrackJobCodec, RoundTripsAndRefusesGarbage) {
+    crack_job j;
+    j.hash = md5_hex("x");
+    j.spec = json::object{{"charset", "ab"}, {"min_len", 1}, {"max_len", 2}};
+    j.size = 6;
+    task_id_generator gen;
+    j.tasks = {gen.next(5, 1), gen.next(5, 1), gen.next(5, 1)};
+    j.partitions = "fxc";
+    j.state = crack_state::found;
+    j.tried = 4;
+    j.preimage = "x";
+    j.found_partition = 0;
+    j.failed = {crack_failed_partition{1, j.tasks[1], task_state::lost, "attempts_exhausted", "m"}};
+    j.created_ms = 5;
+    j.finished_ms = 9;
+    j.client = "0badf00d";
+    j.retries = 2;
+    const auto text = encode(j);
+    EXPECT_EQ(text.rfind("{\"v\":1,", 0), 0U) << text;
+    auto back = decode_crack_job(text);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, j);
+    EXPECT_EQ(back->done(), 3);
+    json::value v = json::parse(text);
+    EXPECT_EQ(v.at("done").as_int64(), 3);
+    EXPECT_EQ(v.at("state").as_string(), "found");
+
+    auto broken = [&](auto change) {
+        json::value copy = v;
+        change(copy.as_object());
+        return decode_crack_job(json::serialize(copy));
+    };
+    EXPECT_FALSE(decode_crack_job("\xff{"));
+    EXPECT_FALSE(decode_crack_job("[]"));
+    EXPECT_FALSE(broken([](json::object& o) { o["v"] = 2; }));
+    EXPECT_FALSE(broken([](json::object& o) { o["partitions"] = "fx"; }));
+    EXPECT_FALSE(broken([](json::object& o) { o["partitions"] = "fx?"; }));
+    EXPECT_FALSE(broken([](json::object& o) { o["state"] = "done"; }));
+    EXPECT_FALSE(broken([](json::object& o) { o["tasks"].as_array()[0] = "t1"; }));
+    EXPECT_FALSE(broken([](json::object& o) { o.erase("preimage"); }));  // found needs it
+    EXPECT_FALSE(broken([](json::object& o) { o["hash"] = "ABC"; }));
+    EXPECT_TRUE(broken([](json::object& o) { o["unknown"] = 1; }));
+}
+
+// --- against ZooKeeper -----------------------------------------------------------------------
+
+// NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
+class RolesCrack : public zkd::test::zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        add_builtin_handlers(registry_);
+    }
+
+    static asio::awaitable<void> connect(client& zk) {
+        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 30s);
+        if (!c) {
+            throw std::runtime_error("connect: " + c.error().message());
+        }
+    }
+
+    static member_info member(const std::string& host, int capacity) {
+        member_info m;
+        m.id = new_member_id(host, 7);
+        m.host = host;
+        m.pid = 7;
+        m.capacity = capacity;
+        return m;
+    }
+
+    asio::awaitable<client*> session() {
+        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), make_config()));
+        co_await connect(*sessions_.back());
+        co_return sessions_.back().get();
+    }
+
+    /// A client session with the cluster's layout made.
+    asio::awaitable<client*> cluster_session() {
+        auto* zk = co_await session();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        if (!l) {
+            throw std::runtime_error("layout: " + l.error().message());
+        }
+        layout_ = *l;
+        co_return zk;
+    }
+
+    asio::awaitable<void> start_master() {
+        auto* zk = co_await session();
+        auto me = member("master", 0);
+        auto won = co_await campaign(*zk, me);
+        if (!won) {
+            throw std::runtime_error("campaign: " + won.error().message());
+        }
+        auto epoch = co_await take_over(*zk, me, 1);
+        if (!epoch) {
+            throw std::runtime_error("take_over: " + epoch.error().message());
+        }
+        roles_.spawn(run_master(*zk, layout_, me, *epoch, {}, &master_stats_), "master");
+    }
+
+    asio::awaitable<client*> start_worker(const std::string& name, int capacity) {
+        auto* zk = co_await session();
+        roles_.spawn(
+            run_worker(
+                *zk, layout_, member(name, capacity), registry_, pool_, {}, &worker_stats_[name]
+            ),
+            name
+        );
+        co_return zk;
+    }
+
+    /// A run_crack running concurrently with the test body.
+    struct crack_call {
+        bool done = false;
+        std::optional<zkd::zkco::result<crack_outcome>> result;
+        asio::cancellation_signal cancel;
+        std::vector<crack_progress> progress;
+    };
+
+    std::shared_ptr<crack_call> start_crack(client& zk, crack_spec spec) {
+        auto call = std::make_shared<crack_call>();
+        calls_.push_back(call);
+        auto on_progress = [call](const crack_progress& p) { call->progress.push_back(p); };
+        asio::co_spawn(
+            ioc_, run_crack(zk, layout_, std::move(spec), on_progress),
+            asio::bind_cancellation_slot(
+                call->cancel.slot(),
+                [call](std::exception_ptr e, zkd::zkco::result<crack_outcome> r) {
+                    if (!e) {
+                        call->result = std::move(r);
+                    }
+                    call->done = true;
+                }
+            )
+        );
+        return call;
+    }
+
+    /// Waits for a call to end; its result.
+    static asio::awaitable<zkd::zkco::result<crack_outcome>> finish(
+        std::shared_ptr<crack_call> call, std::chrono::seconds timeout = 120s
+    ) {
+        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+        std::function<bool()> is_done = [call] { return call->done; };
+        const bool ended = co_await zkd::test::wait_for(std::move(is_done), timeout);
+        if (!ended) {
+            throw std::runtime_error("run_crack did not end in time");
+        }
+        if (!call->result) {
+            throw std::runtime_error("run_crack threw");
+        }
+        co_return *call->result;
+    }
+
+    asio::awaitable<zkd::zkco::result<crack_outcome>> crack(client& zk, crack_spec spec) {
+        auto call = start_crack(zk, std::move(spec));
+        auto r = co_await finish(call);
+        co_return r;
+    }
+
+    /// The job node of `spec`, decoded.
+    asio::awaitable<crack_job> job_of(client& zk, const crack_spec& spec) {
+        auto node = co_await zk.get(std::string(crack_jobs_dir) + "/" + crack_job_id(spec).value());
+        if (!node) {
+            throw std::runtime_error("job node: " + node.error().message());
+        }
+        co_return decode_crack_job(node->data).value();
+    }
+
+    /// Children of every pending (or result) shard.
+    asio::awaitable<std::size_t> queued(client& zk, bool results) {
+        std::size_t n = 0;
+        for (const auto& shard :
+             results ? layout_.result_shard_paths() : layout_.pending_shard_paths()) {
+            auto kids = co_await zk.get_children(shard);
+            n += kids ? kids->names.size() : 0;
+        }
+        co_return n;
+    }
+
+    /// Waits until no task of the test is left pending, assigned or unconsumed. (Cancel
+    /// requests may stay a while: one for a partition that finished just as the preimage was
+    /// found is deleted by the master 30 s later, docs/protocol.md T8.)
+    asio::awaitable<bool> cluster_is_empty(client& zk) {
+        for (int i = 0; i < 300; ++i) {
+            const std::size_t pending = co_await queued(zk, false);
+            const std::size_t results = co_await queued(zk, true);
+            std::size_t assigned = 0;
+            auto workers = co_await zk.get_children("/assign"s);
+            for (const auto& w : workers ? workers->names : std::vector<std::string>{}) {
+                auto kids = co_await zk.get_children("/assign/" + w);
+                assigned += kids ? kids->names.size() : 0;
+            }
+            if (pending + results + assigned == 0) {
+                co_return true;
+            }
+            co_await settle(50ms);
+        }
+        co_return false;
+    }
+
+    asio::awaitable<void> settle(std::chrono::milliseconds d) {
+        asio::steady_timer t(ioc_, d);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+
+    std::uint64_t started() {
+        std::uint64_t n = 0;
+        for (const auto& [name, s] : worker_stats_) {
+            n += s.started;
+        }
+        return n;
+    }
+
+    void TearDown() override {
+        if (ready_) {
+            for (auto& c : calls_) {
+                if (!c->done) {
+                    c->cancel.emit(asio::cancellation_type::terminal);
+                }
+            }
+            roles_.emit(asio::cancellation_type::terminal);
+            run([&]() -> asio::awaitable<void> {
+                std::function<bool()> all_done = [this] {
+                    return std::all_of(calls_.begin(), calls_.end(), [](auto& c) {
+                        return c->done;
+                    });
+                };
+                co_await zkd::test::wait_for(std::move(all_done));
+                for (auto& s : sessions_) {
+                    co_await s->close();
+                }
+                co_await roles_.async_wait(asio::use_awaitable);
+            }());
+            sessions_.clear();
+        }
+        zk_test::TearDown();
+    }
+
+    registry registry_;
+    zkd::reactor::compute_pool pool_{2};
+    zkd::reactor::task_group roles_{ioc_.get_executor()};
+    std::vector<std::unique_ptr<client>> sessions_;
+    std::vector<std::shared_ptr<crack_call>> calls_;
+    layout layout_;
+    master_stats master_stats_;
+    std::map<std::string, worker_stats> worker_stats_;
+};
+
+TEST_F(RolesCrack, FindsThePreimageOfABruteForceSpace) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            co_await start_worker("w2", 2);
+            const auto spec = brute("zkd", std::string(lower), 4, 8);
+            auto call = start_crack(*zk, spec);
+            auto r = co_await finish(call);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, crack_state::found);
+            EXPECT_EQ(r->preimage, "zkd");
+            EXPECT_FALSE(r->joined);
+            EXPECT_EQ(r->job, crack_job_id(spec).value());
+            EXPECT_EQ(r->total, 8);
+            EXPECT_EQ(r->done, 8);  // the others searched in full or were cancelled, and reported
+            EXPECT_EQ(r->size, 26U + 676U + 17'576U + 456'976U);
+            EXPECT_TRUE(r->failed.empty());
+            // The progress reports end with the find, and carry the preimage from then on.
+            ASSERT_FALSE(call->progress.empty());
+            EXPECT_EQ(call->progress.front().state, crack_state::running);
+            EXPECT_EQ(call->progress.front().total, 8);
+            EXPECT_EQ(call->progress.back().state, crack_state::found);
+            EXPECT_EQ(call->progress.back().preimage, "zkd");
+
+            const auto job = co_await job_of(*zk, spec);
+            EXPECT_EQ(job.state, crack_state::found);
+            EXPECT_EQ(job.preimage, "zkd");
+            EXPECT_EQ(job.partitions[static_cast<std::size_t>(job.found_partition)], 'f');
+            EXPECT_EQ(job.partitions.find('-'), std::string::npos) << job.partitions;
+            EXPECT_EQ(job.partitions.find('x'), std::string::npos) << job.partitions;
+            const bool empty = co_await cluster_is_empty(*zk);
+            EXPECT_TRUE(empty);  // every result consumed, nothing left
+
+            auto status = co_await crack_status(*zk, spec.hash);
+            ASSERT_TRUE(status);
+            ASSERT_EQ(status->size(), 1U);
+            EXPECT_EQ(status->front().id, r->job);
+            ASSERT_TRUE(status->front().job);
+            EXPECT_EQ(status->front().job->state, crack_state::found);
+
+            // Cracking it again reports the job's answer at once, without new tasks.
+            const auto before = master_stats_.assigned;
+            auto again = co_await crack(*zk, spec);
+            ASSERT_TRUE(again);
+            EXPECT_TRUE(again->joined);
+            EXPECT_EQ(again->preimage, "zkd");
+            EXPECT_EQ(master_stats_.assigned, before);
+        }(),
+        180s
+    );
+}
+
+TEST_F(RolesCrack, ReportsNotFoundWhenThePreimageIsOutsideTheSpace) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            auto spec = brute("abcd!", "abcd", 5, 5);
+            auto r = co_await crack(*zk, spec);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, crack_state::not_found);
+            EXPECT_FALSE(r->preimage);
+            EXPECT_EQ(r->total, 5);
+            EXPECT_EQ(r->done, 5);
+            // Every candidate hashed exactly once: 4 + 16 + 64 + 256 + 1024.
+            EXPECT_EQ(r->tried, 1364U);
+            EXPECT_EQ(r->size, 1364U);
+            const auto job = co_await job_of(*zk, spec);
+            EXPECT_EQ(job.partitions, "nnnnn");
+            const bool empty = co_await cluster_is_empty(*zk);
+            EXPECT_TRUE(empty);
+            EXPECT_EQ(master_stats_.assigned, 5U);
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesCrack, AFindCancelsTheRemainingPartitions) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            co_await start_worker("w2", 2);
+            // 321 million candidates in 64 partitions of about 5 million; "hello" is number
+            // 3,752,126, in the first one. The rest could only finish in time if cancelled.
+            const auto spec = brute("hello", std::string(lower), 6, 64);
+            auto r = co_await crack(*zk, spec);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, crack_state::found);
+            EXPECT_EQ(r->preimage, "hello");
+            EXPECT_EQ(r->total, 64);
+            // Every partition reported (found, searched or cancelled) within the cleanup grace.
+            EXPECT_EQ(r->done, 64);
+            const auto job = co_await job_of(*zk, spec);
+            EXPECT_EQ(job.found_partition, 0);
+            const auto cancelled = std::count(job.partitions.begin(), job.partitions.end(), 'c');
+            EXPECT_GE(cancelled, 56) << job.partitions;
+            EXPECT_EQ(job.partitions.find('-'), std::string::npos) << job.partitions;
+            // Pending partitions were cancelled by the master, running ones stopped by their
+            // worker mid-way; far fewer than all partitions ever ran, and the candidates hashed
+            // by completed partitions are a small part of the space.
+            EXPECT_GE(master_stats_.cancelled, 56U);
+            EXPECT_GE(worker_stats_["w1"].cancelled + worker_stats_["w2"].cancelled, 1U);
+            EXPECT_LE(started(), 12U);
+            EXPECT_LT(job.tried, job.size / 8) << job.tried;
+            RecordProperty("partitions_started", static_cast<int>(started()));
+            RecordProperty("candidates_tried", std::to_string(job.tried));
+            const bool empty = co_await cluster_is_empty(*zk);
+            EXPECT_TRUE(empty);
+        }(),
+        300s
+    );
+}
+
+TEST_F(RolesCrack, TwoClientsCrackingTheSameHashShareOneJob) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            auto* other = co_await session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            co_await start_worker("w2", 2);
+            // "zzzz" is the last candidate: its partition is the last one to run, so every
+            // partition is assigned exactly once before the find.
+            const auto spec = brute("zzzz", std::string(lower), 4, 12);
+            auto a = start_crack(*zk, spec);
+            auto b = start_crack(*other, spec);
+            auto ra = co_await finish(a);
+            auto rb = co_await finish(b);
+            ASSERT_TRUE(ra) << ra.error().message();
+            ASSERT_TRUE(rb) << rb.error().message();
+            EXPECT_EQ(ra->preimage, "zzzz");
+            EXPECT_EQ(rb->preimage, "zzzz");
+            EXPECT_EQ(ra->job, rb->job);
+            EXPECT_NE(ra->joined, rb->joined);  // one created it, the other joined
+            auto jobs = co_await zk->get_children(std::string(crack_jobs_dir));
+            ASSERT_TRUE(jobs);
+            EXPECT_EQ(jobs->names.size(), 1U);
+            EXPECT_EQ(master_stats_.assigned, 12U);  // the partitions were submitted once
+            EXPECT_EQ(started(), 12U);
+            const auto job = co_await job_of(*zk, spec);
+            EXPECT_EQ(job.found_partition, 11);
+            const bool empty = co_await cluster_is_empty(*zk);
+            EXPECT_TRUE(empty);
+        }(),
+        180s
+    );
+}
+
+TEST_F(RolesCrack, AWorkersPartitionsAreRedoneWhenItLeaves) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            auto* doomed = co_await start_worker("doomed", 2);
+            // 12.4 million candidates, none of them the preimage, in 8 partitions.
+            auto spec = brute("not in the space", std::string(lower), 5, 8);
+            auto call = start_crack(*zk, spec);
+            std::function<bool()> doomed_busy = [this] {
+                return worker_stats_["doomed"].started >= 2;
+            };
+            const bool running = co_await zkd::test::wait_for(std::move(doomed_busy));
+            ASSERT_TRUE(running);
+            co_await doomed->close();  // its session ends while both of its partitions run
+            co_await start_worker("heir", 2);
+            auto r = co_await finish(call, 240s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, crack_state::not_found);
+            EXPECT_EQ(r->done, 8);
+            EXPECT_EQ(r->tried, r->size);  // each candidate counted once: no partition twice
+            EXPECT_EQ(r->size, 12'356'630U);
+            EXPECT_GE(master_stats_.requeued, 1U);
+            EXPECT_EQ(worker_stats_["doomed"].published, 0U);
+            EXPECT_EQ(worker_stats_["heir"].published, 8U);
+            const bool empty = co_await cluster_is_empty(*zk);
+            EXPECT_TRUE(empty);
+        }(),
+        300s
+    );
+}
+
+TEST_F(RolesCrack, AWordListJob) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            co_await start_worker("w2", 2);
+            std::vector<std::string> words;
+            words.reserve(5001);
+            for (int i = 0; i < 5000; ++i) {
+                words.push_back("word" + std::to_string(i));
+            }
+            words.insert(words.begin() + 3210, "correct horse battery staple");
+            crack_spec spec;
+            spec.hash = md5_hex("correct horse battery staple");
+            spec.words = words;
+            spec.partitions = 7;
+            spec.cleanup_grace = 60s;
+            auto r = co_await crack(*zk, spec);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, crack_state::found);
+            EXPECT_EQ(r->preimage, "correct horse battery staple");
+            EXPECT_EQ(r->total, 7);
+            EXPECT_EQ(r->size, 5001U);
+            const auto job = co_await job_of(*zk, spec);
+            EXPECT_EQ(job.found_partition, 4);  // word 3210; 715 words a partition
+
+            spec.hash = md5_hex("not a word of the list");
+            spec.partitions = 0;  // automatic: one partition per 1,000 words
+            auto none = co_await crack(*zk, spec);
+            ASSERT_TRUE(none) << none.error().message();
+            EXPECT_EQ(none->state, crack_state::not_found);
+            EXPECT_EQ(none->total, 6);
+            EXPECT_EQ(none->tried, 5001U);
+            const bool empty = co_await cluster_is_empty(*zk);
+            EXPECT_TRUE(empty);
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesCrack, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            const auto spec = brute("cab", "abc", 3, 3);
+            auto none = co_await crack_status(*zk, spec.hash);
+            ASSERT_TRUE(none) << none.error().message();
+            EXPECT_TRUE(none->empty());
+            auto bad = co_await crack_status(*zk, "nothex"s);
+            EXPECT_EQ(bad.error(), crack_errc::bad_hash);
+
+            // No worker yet: the job runs (waits) until the client stops following it.
+            auto call = start_crack(*zk, spec);
+            std::vector<crack_job_info> infos;
+            for (int i = 0; i < 200 && infos.empty(); ++i) {
+                co_await settle(20ms);
+                infos = (co_await crack_status(*zk, spec.hash)).value();
+            }
+            ASSERT_EQ(infos.size(), 1U);
+            ASSERT_TRUE(infos[0].job);
+            EXPECT_EQ(infos[0].job->state, crack_state::running);
+            EXPECT_EQ(infos[0].job->total(), 3);
+            call->cancel.emit(asio::cancellation_type::terminal);
+            auto stopped = co_await finish(call);
+            ASSERT_FALSE(stopped);
+            EXPECT_EQ(stopped.error(), asio::error::operation_aborted);
+            auto still = co_await crack_status(*zk, spec.hash);
+            EXPECT_EQ(
+                still.value().front().job->state, crack_state::running
+            );  // outlives its client
+
+            // A worker joins; a new client joins the job and sees it through.
+            co_await start_worker("w1", 2);
+            auto r = co_await crack(*zk, spec);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_TRUE(r->joined);
+            EXPECT_EQ(r->preimage, "cab");
+            auto found = co_await crack_status(*zk, spec.hash);
+            ASSERT_TRUE(found);
+            ASSERT_EQ(found->size(), 1U);
+            EXPECT_EQ(found->front().job->state, crack_state::found);
+            EXPECT_EQ(found->front().job->preimage, "cab");
+            EXPECT_EQ(master_stats_.assigned, 3U);
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesCrack, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            auto spec = brute("no such word", "abcd", 5, 4);
+            spec.reconcile_interval = 300ms;
+            // Created with no worker around, then left behind by its client.
+            auto call = start_crack(*zk, spec);
+            bool created = false;
+            for (int i = 0; i < 200 && !created; ++i) {
+                co_await settle(20ms);
+                created = !(co_await crack_status(*zk, spec.hash)).value().empty();
+            }
+            ASSERT_TRUE(created);
+            call->cancel.emit(asio::cancellation_type::terminal);
+            auto stopped = co_await finish(call);
+            ASSERT_FALSE(stopped);
+            // Partition 1's task disappears (as if someone else had consumed its result).
+            const auto before = co_await job_of(*zk, spec);
+            auto removed = co_await zk->remove(layout_.pending_task(before.tasks[1]));
+            ASSERT_TRUE(removed);
+
+            co_await start_worker("w1", 2);
+            auto failed = co_await crack(*zk, spec);
+            ASSERT_TRUE(failed) << failed.error().message();
+            EXPECT_TRUE(failed->joined);
+            EXPECT_EQ(failed->state, crack_state::failed);
+            ASSERT_EQ(failed->failed.size(), 1U);
+            EXPECT_EQ(failed->failed[0].partition, 1);
+            EXPECT_EQ(failed->failed[0].code, "vanished");
+            EXPECT_EQ(failed->failed[0].task, before.tasks[1]);
+            EXPECT_LT(failed->tried, failed->size);
+            auto status = co_await crack_status(*zk, spec.hash);
+            EXPECT_EQ(status.value().front().job->state, crack_state::failed);
+
+            // Running it again submits the failed partition anew and completes the search.
+            auto redone = co_await crack(*zk, spec);
+            ASSERT_TRUE(redone) << redone.error().message();
+            EXPECT_EQ(redone->resubmitted, 1);
+            EXPECT_EQ(redone->state, crack_state::not_found);
+            EXPECT_EQ(redone->tried, redone->size);
+            EXPECT_TRUE(redone->failed.empty());
+            const auto after = co_await job_of(*zk, spec);
+            EXPECT_EQ(after.retries, 1);
+            EXPECT_NE(after.tasks[1], before.tasks[1]);
+            EXPECT_EQ(after.tasks[0], before.tasks[0]);
+            const bool empty = co_await cluster_is_empty(*zk);
+            EXPECT_TRUE(empty);
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesCrack, BadInputIsRefusedBeforeAnythingIsWritten) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            auto bad = brute("abc", "", 3, 0);
+            auto r = co_await crack(*zk, bad);
+            ASSERT_FALSE(r);
+            EXPECT_EQ(r.error(), crack_errc::bad_charset);
+            bad = brute("abc", "abc", 3, 0);
+            bad.hash = "0123";
+            auto bad_hash = co_await crack(*zk, bad);
+            EXPECT_EQ(bad_hash.error(), crack_errc::bad_hash);
+
+            // About 1.4 MB of words: more than one transaction can carry.
+            crack_spec huge;
+            huge.hash = md5_hex("x");
+            huge.words = std::vector<std::string>();
+            for (int i = 0; i < 100'000; ++i) {
+                huge.words->push_back("password" + std::to_string(i));
+            }
+            auto too_large = co_await crack(*zk, huge);
+            ASSERT_FALSE(too_large);
+            EXPECT_EQ(too_large.error(), crack_errc::job_too_large);
+            EXPECT_NE(too_large.error().message().find("split"), std::string::npos);
+
+            // Nothing was written: no job node, no task.
+            auto jobs = co_await zk->get_children(std::string(crack_jobs_dir));
+            EXPECT_TRUE(!jobs || jobs->names.empty());
+            const std::size_t pending = co_await queued(*zk, false);
+            EXPECT_EQ(pending, 0U);
+        }(),
+        120s
+    );
+}
+
+}  // namespace
