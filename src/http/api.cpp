@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+#include "http/api.hpp"
+
+#include "roles/task.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/throw_exception.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace json = boost::json;
+namespace ip = boost::asio::ip;
+
+namespace zkd::http {
+
+namespace {
+
+api_error bad(std::string code, std::string message) {
+    return api_error{400, std::move(code), std::move(message)};
+}
+
+std::optional<std::int64_t> whole_number(const json::value& v) {
+    if (v.is_int64()) {
+        return v.get_int64();
+    }
+    if (v.is_uint64()) {
+        if (v.get_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            return std::nullopt;
+        }
+        return static_cast<std::int64_t>(v.get_uint64());
+    }
+    if (v.is_double()) {
+        const double d = v.get_double();
+        constexpr double exact = 9007199254740992.0;  // 2^53
+        if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) <= exact) {
+            return static_cast<std::int64_t>(d);
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view s) {
+    std::int64_t v = 0;
+    const auto* end = s.data() + s.size();
+    const auto [p, ec] = std::from_chars(s.data(), end, v);
+    if (s.empty() || ec != std::errc{} || p != end) {
+        return std::nullopt;
+    }
+    return v;
+}
+
+/// One task object of the body; `where` names it in messages ("task 3: ").
+api_result<roles::task_request> parse_task(const json::value& v, const std::string& where) {
+    if (!v.is_object()) {
+        return bad("invalid_task", where + "a task is a JSON object");
+    }
+    const auto& o = v.get_object();
+    roles::task_request t;
+    bool has_type = false;
+    for (const auto& [key, value] : o) {
+        const auto number = whole_number(value);
+        if (key == "type") {
+            if (!value.is_string()) {
+                return bad("invalid_task", where + "\"type\" must be a string");
+            }
+            t.type = std::string(value.get_string());
+            has_type = true;
+        } else if (key == "args") {
+            t.args = value;
+        } else if (key == "priority") {
+            if (!number || *number < 0 || *number > 9) {
+                return bad(
+                    "invalid_task", where + "\"priority\" must be a whole number from 0 to 9"
+                );
+            }
+            t.priority = static_cast<int>(*number);
+        } else if (key == "timeout_ms") {
+            if (!number || *number < 0) {
+                return bad("invalid_task", where + "\"timeout_ms\" must be a whole number >= 0");
+            }
+            t.timeout = std::chrono::milliseconds(*number);
+        } else if (key == "max_attempts") {
+            if (!number || *number < 1 || *number > std::numeric_limits<int>::max()) {
+                return bad("invalid_task", where + "\"max_attempts\" must be a whole number >= 1");
+            }
+            t.max_attempts = static_cast<int>(*number);
+        } else {
+            return bad(
+                "invalid_task", where + "unknown field \"" + std::string(key) +
+                                    "\" (known: type, args, priority, timeout_ms, max_attempts)"
+            );
+        }
+    }
+    if (!has_type) {
+        return bad("invalid_task", where + "\"type\" is required");
+    }
+    if (!roles::is_valid_task_type(t.type)) {
+        return bad(
+            "invalid_task", where +
+                                R"("type" must be 1 to 128 characters of [A-Za-z0-9_.:-], not ")" +
+                                t.type.substr(0, 140) + "\""
+        );
+    }
+    // The rest of what a worker will check (args nesting, numbers JSON can hold).
+    roles::task_spec spec;
+    spec.type = t.type;
+    spec.args = t.args;
+    spec.priority = t.priority;
+    spec.timeout = t.timeout;
+    spec.max_attempts = t.max_attempts;
+    if (auto ok = roles::validate(spec); !ok) {
+        return bad("invalid_task", where + ok.error().message);
+    }
+    return t;
+}
+
+}  // namespace
+
+boost::system::result<ip::tcp::endpoint> parse_listen_address(std::string_view s) {
+    const auto invalid = std::make_error_code(std::errc::invalid_argument);
+    const auto colon = s.rfind(':');
+    if (colon == std::string_view::npos) {
+        return invalid;
+    }
+    const auto port = parse_int(s.substr(colon + 1));
+    if (!port || *port < 0 || *port > 65535) {
+        return invalid;
+    }
+    std::string_view host = s.substr(0, colon);
+    ip::address address = ip::address_v4::loopback();
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        boost::system::error_code ec;
+        const auto v6 = ip::make_address_v6(host.substr(1, host.size() - 2), ec);
+        if (ec) {
+            return invalid;
+        }
+        address = v6;
+    } else if (!host.empty() && host != "localhost") {
+        boost::system::error_code ec;
+        const auto v4 = ip::make_address_v4(host, ec);
+        if (ec) {
+            return invalid;
+        }
+        address = v4;
+    }
+    return ip::tcp::endpoint(address, static_cast<std::uint16_t>(*port));
+}
+
+void throw_exception_from_error(const api_error& e, const boost::source_location& loc) {
+    boost::throw_exception(std::invalid_argument(e.message), loc);
+}
+
+json::value error_json(std::string_view code, std::string_view message) {
+    return json::object{{"error", json::object{{"code", code}, {"message", message}}}};
+}
+
+api_result<target> parse_target(std::string_view t) {
+    target out;
+    const auto q = t.find('?');
+    out.path = std::string(t.substr(0, q));
+    if (out.path.empty() || out.path.front() != '/') {
+        return bad("bad_target", "the request target must be a path starting with '/'");
+    }
+    if (q == std::string_view::npos) {
+        return out;
+    }
+    std::string_view rest = t.substr(q + 1);
+    while (!rest.empty()) {
+        const auto amp = rest.find('&');
+        const auto part = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+        if (part.empty()) {
+            continue;
+        }
+        const auto eq = part.find('=');
+        auto key = std::string(part.substr(0, eq));
+        auto value =
+            eq == std::string_view::npos ? std::string() : std::string(part.substr(eq + 1));
+        out.query.insert_or_assign(std::move(key), std::move(value));
+    }
+    return out;
+}
+
+api_result<std::optional<std::int64_t>> query_int(
+    const target& t, std::string_view key, std::int64_t min, std::int64_t max
+) {
+    const auto it = t.query.find(key);
+    if (it == t.query.end()) {
+        return std::optional<std::int64_t>();
+    }
+    const auto v = parse_int(it->second);
+    if (!v || *v < min || *v > max) {
+        return bad(
+            "bad_query", "query parameter " + std::string(key) + " wants a whole number from " +
+                             std::to_string(min) + " to " + std::to_string(max) + ", not '" +
+                             it->second.substr(0, 40) + "'"
+        );
+    }
+    return std::optional<std::int64_t>(*v);
+}
+
+route match_route(std::string_view path) {
+    if (path == "/v1/tasks") {
+        return {resource::tasks, {}};
+    }
+    if (path == "/v1/cluster") {
+        return {resource::cluster, {}};
+    }
+    if (path == "/metrics") {
+        return {resource::metrics, {}};
+    }
+    constexpr std::string_view prefix = "/v1/tasks/";
+    if (path.starts_with(prefix)) {
+        const auto id = path.substr(prefix.size());
+        if (id.find('/') == std::string_view::npos) {
+            return {resource::task, std::string(id)};
+        }
+    }
+    return {};
+}
+
+std::string_view allowed_methods(resource r) {
+    switch (r) {
+    case resource::tasks:
+        return "GET, POST";
+    case resource::task:
+        return "GET, DELETE";
+    case resource::cluster:
+    case resource::metrics:
+        return "GET";
+    case resource::none:
+        break;
+    }
+    return "";
+}
+
+api_result<submit_request> parse_submit(std::string_view body) {
+    json::parse_options opts;
+    opts.max_depth = roles::max_json_depth + 1;  // + the array around several tasks
+    boost::system::error_code ec;
+    const auto doc = json::parse(body, ec, {}, opts);
+    if (ec) {
+        return bad("bad_json", "the body is not JSON: " + ec.message());
+    }
+    submit_request out;
+    if (doc.is_array()) {
+        const auto& items = doc.get_array();
+        if (items.empty()) {
+            return bad("invalid_task", "an empty array submits nothing");
+        }
+        out.many = true;
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            auto t = parse_task(items[i], "task " + std::to_string(i) + ": ");
+            if (!t) {
+                return t.error();
+            }
+            out.tasks.push_back(std::move(*t));
+        }
+        return out;
+    }
+    auto t = parse_task(doc, {});
+    if (!t) {
+        return t.error();
+    }
+    out.tasks.push_back(std::move(*t));
+    return out;
+}
+
+}  // namespace zkd::http

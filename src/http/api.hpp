@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// The HTTP API's pure parts (no I/O): the listen address, request targets and routes, the
+// body of POST /v1/tasks, and the JSON of an error. server.cpp puts them on the wire.
+#pragma once
+
+#include "roles/task_client.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::http {
+
+/// Parses a listen address: "host:port" (an IPv4 literal, or "localhost" for 127.0.0.1),
+/// "[v6]:port" (an IPv6 literal), or ":port" (loopback, 127.0.0.1). The port is 0 to 65535
+/// (0: any free port). Host names other than localhost are refused (nothing is resolved).
+/// Error: std::errc::invalid_argument.
+boost::system::result<boost::asio::ip::tcp::endpoint> parse_listen_address(std::string_view s);
+
+/// Why a request cannot be served: the HTTP status and the error's code and message.
+struct api_error {
+    unsigned status = 400;
+    std::string code;     ///< machine-readable: "bad_json", "invalid_task", ...
+    std::string message;  ///< for people
+};
+
+template <class T>
+using api_result = boost::system::result<T, api_error>;
+
+/// Found by ADL from api_result::value(): throws std::invalid_argument(message).
+[[noreturn]] void throw_exception_from_error(const api_error& e, const boost::source_location& loc);
+
+/// The body of every error response: `{"error":{"code":"...","message":"..."}}`.
+boost::json::value error_json(std::string_view code, std::string_view message);
+
+/// A request target, split: the path and its query parameters (`a=1&b=2`; a key without
+/// `=` has an empty value; a repeated key keeps its last value; nothing is percent-decoded).
+struct target {
+    std::string path;
+    std::map<std::string, std::string, std::less<>> query;
+};
+
+/// Splits "/path?query". Error 400 `bad_target` unless the path starts with '/'.
+api_result<target> parse_target(std::string_view t);
+
+/// An integer query parameter within [min, max]; nullopt when absent. Error 400 `bad_query`
+/// for anything else (empty, not a number, out of range).
+api_result<std::optional<std::int64_t>> query_int(
+    const target& t, std::string_view key, std::int64_t min, std::int64_t max
+);
+
+/// The API's resources.
+enum class resource {
+    tasks,    ///< /v1/tasks: GET (list), POST (submit)
+    task,     ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
+    cluster,  ///< /v1/cluster: GET
+    metrics,  ///< /metrics: GET
+    none,     ///< anything else: 404
+};
+
+/// A path matched to a resource.
+struct route {
+    resource what = resource::none;
+    std::string task_id;  ///< resource::task: the {id} segment as is (may be malformed)
+};
+
+/// Matches a path (without query) to a resource. "/v1/tasks/{id}" takes any single segment,
+/// an empty one included ("/v1/tasks/"); more segments are resource::none.
+route match_route(std::string_view path);
+
+/// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET" ("" for none).
+std::string_view allowed_methods(resource r);
+
+/// What POST /v1/tasks asks for.
+struct submit_request {
+    std::vector<roles::task_request> tasks;
+    bool many = false;  ///< the body was an array: the answer lists ids
+};
+
+/// Parses POST /v1/tasks's body: one task object or a non-empty array of them. A task object
+/// has a `type` (string, required) and optionally `args` (any JSON), `priority` (0-9,
+/// default 5), `timeout_ms` (>= 0, default 0: none) and `max_attempts` (>= 1, default 3);
+/// other fields are refused. Numbers must be whole (3.0 is fine). Errors, all 400:
+/// `bad_json` (not JSON, or nested deeper than roles::max_json_depth), `invalid_task` (the
+/// rules above, or a type that is not a valid task type name).
+api_result<submit_request> parse_submit(std::string_view body);
+
+}  // namespace zkd::http

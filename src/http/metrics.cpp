@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+#include "http/metrics.hpp"
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+
+namespace zkd::http {
+
+namespace {
+
+/// Appends families to a text exposition.
+class writer {
+public:
+    /// The HELP and TYPE lines of a family.
+    void family(std::string_view name, std::string_view type, std::string_view help) {
+        out_.append("# HELP ").append(name).append(" ").append(help).append("\n");
+        out_.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+    }
+
+    /// One sample; `labels` is the inside of the braces ("" for none), already escaped.
+    void sample(std::string_view name, std::string_view labels, std::string_view value) {
+        out_.append(name);
+        if (!labels.empty()) {
+            out_.append("{").append(labels).append("}");
+        }
+        out_.append(" ").append(value).append("\n");
+    }
+
+    void sample(std::string_view name, std::string_view labels, std::uint64_t value) {
+        sample(name, labels, std::to_string(value));
+    }
+
+    void sample(std::string_view name, std::string_view labels, std::int64_t value) {
+        sample(name, labels, std::to_string(value));
+    }
+
+    void sample(std::string_view name, std::string_view labels, double value) {
+        sample(name, labels, format_sample(value));
+    }
+
+    /// A family with a single unlabelled sample.
+    template <class T>
+    void single(std::string_view name, std::string_view type, std::string_view help, T value) {
+        family(name, type, help);
+        sample(name, "", value);
+    }
+
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string out_;
+};
+
+std::string label(std::string_view key, std::string_view value) {
+    std::string s(key);
+    s.append("=\"");
+    for (const char c : value) {
+        switch (c) {
+        case '\\':
+            s.append("\\\\");
+            break;
+        case '"':
+            s.append("\\\"");
+            break;
+        case '\n':
+            s.append("\\n");
+            break;
+        default:
+            s.push_back(c);
+        }
+    }
+    s.append("\"");
+    return s;
+}
+
+double seconds(std::chrono::nanoseconds d) {
+    return std::chrono::duration<double>(d).count();
+}
+
+void render_node(writer& w, const roles::node_stats& n) {
+    w.family(
+        "zkd_tasks_completed_total", "counter", "Results this node's worker published, by state."
+    );
+    w.sample("zkd_tasks_completed_total", label("state", "succeeded"), n.succeeded);
+    w.sample("zkd_tasks_completed_total", label("state", "failed"), n.failed);
+    w.sample("zkd_tasks_completed_total", label("state", "timed_out"), n.timed_out);
+    w.sample("zkd_tasks_completed_total", label("state", "cancelled"), n.cancelled);
+
+    const auto& m = n.master_totals;
+    w.single(
+        "zkd_tasks_assigned_total", "counter",
+        "Tasks this node assigned to workers as master (T2 committed).", m.assigned
+    );
+    w.single(
+        "zkd_tasks_requeued_total", "counter",
+        "Tasks of departed workers this node put back to pending as master.", m.requeued
+    );
+    w.single(
+        "zkd_tasks_lost_total", "counter",
+        "Tasks this node ended as lost (attempts exhausted) as master.", m.lost
+    );
+    w.single(
+        "zkd_tasks_rejected_total", "counter",
+        "Malformed or unknown-type tasks this node failed as master.", m.rejected
+    );
+    if (n.queue_depth >= 0) {
+        w.single(
+            "zkd_queue_depth", "gauge", "Pending tasks in the master's view (master only).",
+            n.queue_depth
+        );
+    }
+
+    constexpr std::string_view hist = "zkd_assign_latency_seconds";
+    w.family(hist, "histogram", "Time from submission to assignment, as master.");
+    const auto& h = n.assign_latency;
+    for (std::size_t i = 0; i < roles::latency_histogram::bounds_ms.size(); ++i) {
+        w.sample(
+            "zkd_assign_latency_seconds_bucket",
+            label("le", format_sample(roles::latency_histogram::bounds_ms[i] / 1000.0)), h.counts[i]
+        );
+    }
+    w.sample("zkd_assign_latency_seconds_bucket", label("le", "+Inf"), h.counts.back());
+    w.sample("zkd_assign_latency_seconds_sum", "", h.sum_ms / 1000.0);
+    w.sample("zkd_assign_latency_seconds_count", "", h.count());
+
+    w.single(
+        "zkd_master", "gauge", "1 while this node is the acting master, else 0.",
+        std::uint64_t{n.master ? 1U : 0U}
+    );
+    w.single("zkd_master_epoch", "gauge", "The epoch while master (0 otherwise).", n.epoch);
+
+    w.family("zkd_zk_session_state", "gauge", "The node's ZooKeeper session state (1: current).");
+    constexpr std::array states{zkco::session_state::connecting,   zkco::session_state::connected,
+                                zkco::session_state::disconnected, zkco::session_state::expired,
+                                zkco::session_state::auth_failed,  zkco::session_state::closed};
+    for (const auto s : states) {
+        w.sample(
+            "zkd_zk_session_state", label("state", zkco::to_string(s)),
+            std::uint64_t{s == n.session ? 1U : 0U}
+        );
+    }
+    w.single(
+        "zkd_zk_sessions_total", "counter", "ZooKeeper sessions the node established.", n.sessions
+    );
+    w.single(
+        "zkd_worker_tasks_started_total", "counter", "Tasks this node's worker started.",
+        n.worker.started
+    );
+    w.single(
+        "zkd_worker_results_discarded_total", "counter",
+        "Results this node's worker dropped because the task had been requeued.", n.worker.discarded
+    );
+}
+
+void render_lag(writer& w, const reactor::lag_stats& lag) {
+    w.family(
+        "zkd_event_loop_lag_seconds", "gauge",
+        "Event-loop lag over the probe's window: quantile 0.99 and 1 (max)."
+    );
+    w.sample("zkd_event_loop_lag_seconds", label("quantile", "0.99"), seconds(lag.p99));
+    w.sample("zkd_event_loop_lag_seconds", label("quantile", "1"), seconds(lag.max));
+    w.single(
+        "zkd_event_loop_lag_last_seconds", "gauge", "The latest event-loop lag sample.",
+        seconds(lag.last)
+    );
+}
+
+}  // namespace
+
+std::string format_sample(double v) {
+    if (std::isnan(v)) {
+        return "NaN";
+    }
+    if (std::isinf(v)) {
+        return v > 0 ? "+Inf" : "-Inf";
+    }
+    // Shortest round-trip digits; plain decimals ("0.0005", not "5e-04") for the magnitudes
+    // latencies and counts have, exponents beyond.
+    const double mag = std::fabs(v);
+    const bool plain = mag == 0 || (mag >= 1e-6 && mag < 1e15);
+    std::array<char, 64> buf{};
+    const auto [end, ec] =
+        plain ? std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::fixed)
+              : std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    if (ec != std::errc{}) {
+        return "NaN";  // cannot happen: 64 characters hold any double
+    }
+    return {buf.data(), end};
+}
+
+std::string render_metrics(
+    const std::optional<roles::node_stats>& node,
+    const std::optional<reactor::lag_stats>& lag,
+    const facade_counters& facade
+) {
+    writer w;
+    w.single(
+        "zkd_tasks_submitted_total", "counter", "Tasks submitted through the HTTP facade.",
+        facade.tasks_submitted
+    );
+    w.family("zkd_http_requests_total", "counter", "HTTP responses sent, by status code.");
+    for (const auto& [code, count] : facade.responses) {
+        w.sample("zkd_http_requests_total", label("code", std::to_string(code)), count);
+    }
+    if (node) {
+        render_node(w, *node);
+    }
+    if (lag) {
+        render_lag(w, *lag);
+    }
+    return w.take();
+}
+
+}  // namespace zkd::http

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// The Prometheus text exposition (format 0.0.4) of a zkd instance: a pure function of what the
+// node, its event loop and the HTTP facade have counted. No I/O.
+#pragma once
+
+#include "reactor/lag_probe.hpp"
+#include "roles/stats.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace zkd::http {
+
+/// The Content-Type of render_metrics()'s output.
+inline constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
+
+/// What the HTTP facade itself has counted.
+struct facade_counters {
+    std::uint64_t tasks_submitted = 0;            ///< tasks submitted through the facade
+    std::map<unsigned, std::uint64_t> responses;  ///< responses sent, by HTTP status code
+};
+
+/// Renders every metric (each family with its HELP and TYPE lines):
+///
+/// Always (from `facade`):
+///   zkd_tasks_submitted_total                      counter
+///   zkd_http_requests_total{code="200"}            counter, one sample per status code sent
+/// With `node`:
+///   zkd_tasks_completed_total{state="succeeded|failed|timed_out|cancelled"}  counter
+///   zkd_tasks_assigned_total, zkd_tasks_requeued_total, zkd_tasks_lost_total,
+///   zkd_tasks_rejected_total                       counters (master_totals)
+///   zkd_queue_depth                                gauge, only while master (queue_depth >= 0)
+///   zkd_assign_latency_seconds                     histogram (buckets in seconds)
+///   zkd_master                                     gauge, 0 or 1
+///   zkd_master_epoch                               gauge
+///   zkd_zk_session_state{state="connecting|connected|disconnected|expired|auth_failed|closed"}
+///                                                  gauge, 1 for the current state, else 0
+///   zkd_zk_sessions_total                          counter
+///   zkd_worker_tasks_started_total, zkd_worker_results_discarded_total   counters
+/// With `lag`:
+///   zkd_event_loop_lag_seconds{quantile="0.99"|"1"} gauge (p99 and max of the window)
+///   zkd_event_loop_lag_last_seconds                gauge
+///
+/// Never throws short of bad_alloc.
+std::string render_metrics(
+    const std::optional<roles::node_stats>& node,
+    const std::optional<reactor::lag_stats>& lag,
+    const facade_counters& facade
+);
+
+/// A sample value as Prometheus writes it: shortest round-trip decimal, "+Inf", "-Inf", "NaN".
+std::string format_sample(double v);
+
+}  // namespace zkd::http

@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: MIT
+#include "http/server.hpp"
+
+#include "http/api.hpp"
+#include "http/metrics.hpp"
+#include "reactor/task_group.hpp"
+#include "roles/election.hpp"
+#include "roles/ids.hpp"
+#include "roles/inspect.hpp"
+#include "roles/task_client.hpp"
+#include "zkco/client.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <fcntl.h>
+#include <limits>
+#include <tuple>
+#include <utility>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+
+namespace zkd::http {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+using request = bhttp::request<bhttp::string_body>;
+using response = bhttp::response<bhttp::string_body>;
+
+/// The facade's ZooKeeper session and what is built on it once the cluster's layout is read.
+struct facade_session {
+    facade_session(const asio::any_io_executor& ex, zkco::config cfg) : zk(ex, std::move(cfg)) {}
+    zkco::client zk;
+    std::optional<roles::layout> l;          ///< read from /meta on first use
+    std::unique_ptr<roles::task_client> tc;  ///< made with the layout
+};
+
+response json_response(unsigned status, const json::value& body) {
+    response res{static_cast<bhttp::status>(status), 11};
+    res.set(bhttp::field::server, "zkd");
+    res.set(bhttp::field::content_type, "application/json");
+    res.set(bhttp::field::cache_control, "no-store");
+    res.body() = json::serialize(body);
+    res.body().push_back('\n');
+    res.prepare_payload();
+    return res;
+}
+
+response error_response(const api_error& e) {
+    return json_response(e.status, error_json(e.code, e.message));
+}
+
+std::string describe(const tcp::endpoint& ep) {
+    const auto a = ep.address();
+    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" +
+           std::to_string(ep.port());
+}
+
+/// Keeps a descriptor from leaking into programs the embedding process starts.
+void no_inherit(int fd) {
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0) {
+        ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);  // NOLINT(cppcoreguidelines-pro-type-vararg)
+    }
+}
+
+/// True for errors that end a connection without an answer (the peer left, a timeout, a
+/// cancellation); false for a request we should answer (malformed, over a limit).
+bool silent_end(const boost::system::error_code& ec) {
+    return ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+           ec == beast::error::timeout || ec == asio::error::operation_aborted ||
+           ec.category() != bhttp::make_error_code(bhttp::error::bad_method).category();
+}
+
+}  // namespace
+
+struct server::impl {
+    impl(executor_type e, server_options o)
+        : ex(std::move(e)), opts(std::move(o)), acceptor(ex), group(ex) {}
+
+    executor_type ex;
+    server_options opts;
+    tcp::acceptor acceptor;
+    reactor::task_group group;
+    std::shared_ptr<facade_session> current;  ///< connected session, or null
+    facade_counters counters;
+    std::uint64_t sessions = 0;
+    bool stopping = false;
+
+    boost::system::error_code bind() {
+        if (acceptor.is_open()) {
+            return {};
+        }
+        auto ep = parse_listen_address(opts.listen);
+        if (!ep) {
+            return ep.error();
+        }
+        boost::system::error_code ec;
+        acceptor.open(ep->protocol(), ec);
+        if (!ec) {
+            no_inherit(acceptor.native_handle());
+            acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+        }
+        if (!ec) {
+            acceptor.bind(*ep, ec);
+        }
+        if (!ec) {
+            acceptor.listen(asio::socket_base::max_listen_connections, ec);
+        }
+        if (ec) {
+            boost::system::error_code ignored;
+            acceptor.close(ignored);
+        }
+        return ec;
+    }
+
+    // --- the ZooKeeper session --------------------------------------------------------
+
+    /// Keeps a connected session in `current`, making a new one after expiry, until
+    /// cancelled; then closes it.
+    asio::awaitable<void> keep_session() {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        const auto connect_timeout = std::max(opts.zk_timeout, opts.zk.session_timeout);
+        auto backoff = 200ms;
+        bool warned = false;
+        asio::steady_timer pause(ex);
+        while (!stopping) {
+            auto s = std::make_shared<facade_session>(ex, opts.zk);
+            // Wait for the connection, retrying; the client keeps trying in between.
+            bool connected = false;
+            while (!stopping && !zkco::is_terminal(s->zk.state())) {
+                auto c = co_await zkco::with_timeout(s->zk.connect(), connect_timeout);
+                if (c) {
+                    connected = true;
+                    break;
+                }
+                const auto cs = co_await asio::this_coro::cancellation_state;
+                if (cs.cancelled() != asio::cancellation_type::none) {
+                    stopping = true;
+                    break;
+                }
+                if (!warned) {
+                    spdlog::warn(
+                        "http: cannot reach ZooKeeper at {}: {}; answering 503 until it can",
+                        opts.zk.connect_string, c.error().message()
+                    );
+                    warned = true;
+                }
+                if (c.error() != zkco::errc::operation_timeout) {
+                    // Failed at once (a bad host name, say): do not spin.
+                    pause.expires_after(backoff);
+                    auto [ec] = co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+                    if (ec) {
+                        stopping = true;
+                        break;
+                    }
+                    backoff = std::min(backoff * 2, std::chrono::milliseconds(5'000));
+                }
+            }
+            if (connected) {
+                ++sessions;
+                backoff = 200ms;
+                warned = false;
+                current = s;
+                spdlog::info(
+                    "http: ZooKeeper session 0x{:x} established",
+                    s->zk.session() ? s->zk.session()->id : 0
+                );
+                while (!zkco::is_terminal(s->zk.state())) {
+                    auto change = co_await s->zk.wait_state(s->zk.state_generation());
+                    const auto cs = co_await asio::this_coro::cancellation_state;
+                    if (!change || cs.cancelled() != asio::cancellation_type::none) {
+                        break;
+                    }
+                }
+                if (current == s) {
+                    current.reset();
+                }
+            }
+            const auto state = s->zk.state();
+            co_await s->zk.close();
+            const auto cs = co_await asio::this_coro::cancellation_state;
+            if (stopping || cs.cancelled() != asio::cancellation_type::none) {
+                break;
+            }
+            spdlog::warn("http: ZooKeeper session {}; making a new one", zkco::to_string(state));
+            pause.expires_after(backoff);
+            auto [ec] = co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (ec) {
+                break;
+            }
+            backoff = std::min(backoff * 2, std::chrono::milliseconds(5'000));
+        }
+        current.reset();
+    }
+
+    api_error zk_error(const zkco::error_code& ec, std::string_view doing) const {
+        const std::string what(doing);
+        if (ec == roles::client_errc::garbage_result) {
+            return {502, "garbage_result", what + ": the result node does not hold a zkd result"};
+        }
+        if (ec == zkco::errc::operation_timeout) {
+            return {
+                503, "zookeeper_timeout",
+                what + ": ZooKeeper did not answer within " +
+                    std::to_string(opts.zk_timeout.count()) + " ms"};
+        }
+        if (ec == zkco::condition::retryable || ec == zkco::condition::session_lost) {
+            return {503, "zookeeper_unavailable", what + ": " + ec.message()};
+        }
+        return {500, "zookeeper_error", what + ": " + ec.message()};
+    }
+
+    /// The connected session with its layout, or why not (503).
+    asio::awaitable<api_result<std::shared_ptr<facade_session>>> session() {
+        auto s = current;
+        if (!s || s->zk.state() != zkco::session_state::connected) {
+            co_return api_error{503, "zookeeper_unavailable", "not connected to ZooKeeper"};
+        }
+        if (!s->l) {
+            auto l = co_await zkco::with_timeout(roles::read_layout(s->zk), opts.zk_timeout);
+            if (!l) {
+                if (l.error() == zkco::errc::no_node) {
+                    co_return api_error{
+                        503, "no_cluster", "no zkd cluster at " + opts.zk.connect_string + " yet"};
+                }
+                if (l.error() == zkco::errc::data_inconsistency) {
+                    co_return api_error{
+                        500, "bad_cluster", "/meta is not a zkd format 1 meta node"};
+                }
+                co_return zk_error(l.error(), "reading /meta");
+            }
+            if (!s->l) {  // another request may have read it meanwhile
+                s->l = *l;
+                s->tc = std::make_unique<roles::task_client>(s->zk, *l);
+            }
+        }
+        co_return s;
+    }
+
+    // --- handlers ----------------------------------------------------------------------
+
+    asio::awaitable<response> submit(std::string text, target t) {
+        auto parsed = parse_submit(text);
+        if (!parsed) {
+            co_return error_response(parsed.error());
+        }
+        auto wait = query_int(t, "wait", 0, opts.max_wait.count());
+        if (!wait) {
+            co_return error_response(wait.error());
+        }
+        if (*wait && parsed->many) {
+            co_return error_response(
+                {400, "bad_query", "wait is for a single task; submit an array without it"}
+            );
+        }
+        auto s = co_await session();
+        if (!s) {
+            co_return error_response(s.error());
+        }
+        auto& zs = **s;
+        const auto n = parsed->tasks.size();
+        auto ids =
+            co_await zkco::with_timeout(zs.tc->submit(std::move(parsed->tasks)), opts.zk_timeout);
+        if (!ids) {
+            if (ids.error() == roles::client_errc::invalid_task) {
+                co_return error_response({400, "invalid_task", ids.error().message()});
+            }
+            if (ids.error() == roles::client_errc::task_too_large) {
+                co_return error_response({413, "task_too_large", ids.error().message()});
+            }
+            co_return error_response(
+                zk_error(ids.error(), "submitting (some tasks may be submitted)")
+            );
+        }
+        counters.tasks_submitted += n;
+        if (parsed->many) {
+            json::array list;
+            for (const auto& id : *ids) {
+                list.emplace_back(id);
+            }
+            co_return json_response(201, json::object{{"ids", std::move(list)}});
+        }
+        const auto& id = ids->front();
+        if (!*wait) {
+            co_return json_response(201, json::object{{"id", id}});
+        }
+        auto result =
+            co_await zkco::with_timeout(zs.tc->wait(id), std::chrono::milliseconds(**wait));
+        if (result) {
+            co_return json_response(200, roles::to_json(*result));
+        }
+        if (result.error() == zkco::errc::no_node) {
+            co_return error_response(
+                {404, "unknown_task",
+                 "the result of task " + id + " was consumed by another client"}
+            );
+        }
+        if (result.error() != zkco::errc::operation_timeout) {
+            co_return error_response(zk_error(result.error(), "waiting for task " + id));
+        }
+        json::object body{{"id", id}};
+        auto info =
+            co_await zkco::with_timeout(roles::read_task(zs.zk, *zs.l, id), opts.zk_timeout);
+        if (info) {
+            body["state"] = roles::to_string(info->state);
+        }
+        co_return json_response(202, body);
+    }
+
+    asio::awaitable<response> list(target t) {
+        const auto max = static_cast<std::int64_t>(opts.max_list_limit);
+        auto limit = query_int(t, "limit", 1, max);
+        if (!limit) {
+            co_return error_response(limit.error());
+        }
+        auto s = co_await session();
+        if (!s) {
+            co_return error_response(s.error());
+        }
+        const auto n = static_cast<std::size_t>(
+            limit->value_or(static_cast<std::int64_t>(roles::default_task_list_limit))
+        );
+        auto tasks =
+            co_await zkco::with_timeout(roles::list_tasks((*s)->zk, *(*s)->l, n), opts.zk_timeout);
+        if (!tasks) {
+            co_return error_response(zk_error(tasks.error(), "listing tasks"));
+        }
+        co_return json_response(200, roles::to_json(*tasks));
+    }
+
+    asio::awaitable<response> cluster() {
+        auto s = co_await session();
+        if (!s) {
+            co_return error_response(s.error());
+        }
+        auto view =
+            co_await zkco::with_timeout(roles::read_cluster((*s)->zk, *(*s)->l), opts.zk_timeout);
+        if (!view) {
+            co_return error_response(zk_error(view.error(), "reading the cluster"));
+        }
+        co_return json_response(200, roles::to_json(*view));
+    }
+
+    asio::awaitable<response> task(bhttp::verb method, std::string id) {
+        if (!roles::is_valid_task_id(id)) {
+            co_return error_response(
+                {400, "bad_task_id",
+                 "'" + id.substr(0, 64) + "' is not a task id (t<P>-<13 digits>-<14 hex digits>)"}
+            );
+        }
+        auto s = co_await session();
+        if (!s) {
+            co_return error_response(s.error());
+        }
+        auto& zs = **s;
+        auto info =
+            co_await zkco::with_timeout(roles::read_task(zs.zk, *zs.l, id), opts.zk_timeout);
+        if (!info) {
+            co_return error_response(zk_error(info.error(), "reading task " + id));
+        }
+        const bool unknown = info->state == roles::task_state::unknown;
+        if (method == bhttp::verb::get) {
+            if (unknown && info->garbage.empty()) {
+                co_return error_response(
+                    {404, "unknown_task",
+                     "no task " + id + " (never submitted, or its result was consumed)"}
+                );
+            }
+            co_return json_response(200, roles::to_json(*info));
+        }
+        if (unknown && info->garbage.empty()) {
+            co_return error_response(
+                {404, "unknown_task",
+                 "no task " + id + " (never submitted, or its result was consumed)"}
+            );
+        }
+        if (unknown || roles::is_result_state(info->state)) {
+            co_return error_response(
+                {404, "finished",
+                 "task " + id + " has finished (" + std::string(roles::to_string(info->state)) +
+                     ")"}
+            );
+        }
+        auto cancelled = co_await zkco::with_timeout(zs.tc->cancel(id), opts.zk_timeout);
+        if (!cancelled) {
+            co_return error_response(zk_error(cancelled.error(), "cancelling task " + id));
+        }
+        co_return json_response(
+            202,
+            json::object{
+                {"id", id}, {"state", roles::to_string(info->state)}, {"cancel", "requested"}}
+        );
+    }
+
+    response metrics() const {
+        std::optional<roles::node_stats> node;
+        if (opts.stats) {
+            node = opts.stats();
+        }
+        std::optional<reactor::lag_stats> lag;
+        if (opts.lag != nullptr) {
+            lag = opts.lag->stats();
+        }
+        response res{bhttp::status::ok, 11};
+        res.set(bhttp::field::server, "zkd");
+        res.set(bhttp::field::content_type, metrics_content_type);
+        res.set(bhttp::field::cache_control, "no-store");
+        res.body() = render_metrics(node, lag, counters);
+        res.prepare_payload();
+        return res;
+    }
+
+    /// Answers one request. Never throws but for cancellation (the server stopping).
+    asio::awaitable<response> handle(request req) {
+        auto t = parse_target(req.target());
+        if (!t) {
+            co_return error_response(t.error());
+        }
+        auto r = match_route(t->path);
+        const auto method = req.method();
+        switch (r.what) {
+        case resource::tasks:
+            if (method == bhttp::verb::post) {
+                co_return co_await submit(std::move(req.body()), std::move(*t));
+            }
+            if (method == bhttp::verb::get) {
+                co_return co_await list(std::move(*t));
+            }
+            break;
+        case resource::task:
+            if (method == bhttp::verb::get || method == bhttp::verb::delete_) {
+                co_return co_await task(method, std::move(r.task_id));
+            }
+            break;
+        case resource::cluster:
+            if (method == bhttp::verb::get) {
+                co_return co_await cluster();
+            }
+            break;
+        case resource::metrics:
+            if (method == bhttp::verb::get) {
+                co_return metrics();
+            }
+            break;
+        case resource::none:
+            co_return error_response({404, "not_found", "no such path: " + t->path.substr(0, 200)});
+        }
+        auto res = error_response(
+            {405, "method_not_allowed",
+             std::string(req.method_string()) + " is not allowed on " + t->path.substr(0, 200)}
+        );
+        res.set(bhttp::field::allow, allowed_methods(r.what));
+        co_return res;
+    }
+
+    // --- connections ---------------------------------------------------------------------
+
+    void count(const response& res) { ++counters.responses[res.result_int()]; }
+
+    /// Answers a request that could not be read (over a limit, malformed) and closes the
+    /// connection, reading what the client still sends for a moment first, so that it sees
+    /// the answer rather than a reset.
+    asio::awaitable<void> refuse(beast::tcp_stream& stream, boost::system::error_code ec) {
+        api_error e{400, "bad_request", "malformed HTTP request: " + ec.message()};
+        if (ec == bhttp::error::body_limit) {
+            e = {
+                413, "body_too_large",
+                "the body is over " + std::to_string(opts.max_body_bytes) + " bytes"};
+        } else if (ec == bhttp::error::header_limit) {
+            e = {
+                431, "headers_too_large",
+                "the headers are over " + std::to_string(opts.max_header_bytes) + " bytes"};
+        }
+        auto res = error_response(e);
+        res.keep_alive(false);
+        count(res);
+        stream.expires_after(opts.request_timeout);
+        auto [wec, wn] =
+            co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        if (wec) {
+            co_return;
+        }
+        boost::system::error_code ignored;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        stream.expires_after(1s);
+        std::array<char, std::size_t{16} * 1024> sink{};
+        std::size_t drained = 0;
+        while (drained < 8 * opts.max_body_bytes) {
+            auto [rec, n] = co_await stream.async_read_some(
+                asio::buffer(sink), asio::as_tuple(asio::use_awaitable)
+            );
+            if (rec) {
+                break;
+            }
+            drained += n;
+        }
+    }
+
+    asio::awaitable<void> connection(tcp::socket socket) {
+        beast::tcp_stream stream(std::move(socket));
+        beast::flat_buffer buffer;
+        for (;;) {
+            bhttp::request_parser<bhttp::string_body> parser;
+            parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(
+                opts.max_header_bytes, std::numeric_limits<std::uint32_t>::max()
+            )));
+            parser.body_limit(opts.max_body_bytes);
+            stream.expires_after(opts.request_timeout);
+            auto [hec, hn] = co_await bhttp::async_read_header(
+                stream, buffer, parser, asio::as_tuple(asio::use_awaitable)
+            );
+            if (hec) {
+                if (!silent_end(hec)) {
+                    co_await refuse(stream, hec);
+                }
+                break;
+            }
+            if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+                bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
+                auto [cec, cn] =
+                    co_await bhttp::async_write(stream, go_on, asio::as_tuple(asio::use_awaitable));
+                if (cec) {
+                    break;
+                }
+            }
+            auto [bec, bn] = co_await bhttp::async_read(
+                stream, buffer, parser, asio::as_tuple(asio::use_awaitable)
+            );
+            if (bec) {
+                if (!silent_end(bec)) {
+                    co_await refuse(stream, bec);
+                }
+                break;
+            }
+            stream.expires_never();
+            request req = parser.release();
+            const bool keep_alive = req.keep_alive();
+            const bool head = req.method() == bhttp::verb::head;
+            const std::string what =
+                std::string(req.method_string()) + " " + std::string(req.target());
+            response res;
+            std::exception_ptr failure;
+            try {
+                res = co_await handle(std::move(req));
+            } catch (const boost::system::system_error& e) {
+                if (e.code() == asio::error::operation_aborted) {
+                    throw;  // cancelled: the server is stopping
+                }
+                failure = std::current_exception();
+            } catch (const std::exception&) {
+                failure = std::current_exception();
+            }
+            if (failure) {
+                std::string why = "unknown error";
+                try {
+                    std::rethrow_exception(failure);
+                } catch (const std::exception& e) {
+                    why = e.what();
+                }
+                spdlog::error("http: {}: {}", what, why);
+                res = error_response({500, "internal", why});
+            }
+            const bool keep = keep_alive && !stopping;
+            res.keep_alive(keep);
+            count(res);
+            spdlog::debug("http: {} -> {}", what, res.result_int());
+            stream.expires_after(opts.request_timeout);
+            boost::system::error_code wec;
+            if (head) {  // the header alone, with the length the body would have
+                bhttp::response_serializer<bhttp::string_body> sr{res};
+                std::tie(wec, std::ignore) = co_await bhttp::async_write_header(
+                    stream, sr, asio::as_tuple(asio::use_awaitable)
+                );
+            } else {
+                std::tie(wec, std::ignore) =
+                    co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+            }
+            if (wec || !keep) {
+                break;
+            }
+        }
+        boost::system::error_code ignored;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
+
+    asio::awaitable<void> run() {
+        if (auto ec = bind()) {
+            throw boost::system::system_error(ec, "http: cannot listen on " + opts.listen);
+        }
+        co_await asio::this_coro::throw_if_cancelled(false);
+        spdlog::info("http: listening on {}", describe(acceptor.local_endpoint()));
+        group.spawn(keep_session(), "http-zk-session");
+        for (;;) {
+            auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+            const auto cs = co_await asio::this_coro::cancellation_state;
+            if (cs.cancelled() != asio::cancellation_type::none ||
+                ec == asio::error::operation_aborted) {
+                break;
+            }
+            if (ec) {
+                // Out of descriptors and the like: wait a little rather than spin.
+                spdlog::warn("http: accept: {}", ec.message());
+                asio::steady_timer t(ex, 100ms);
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+                continue;
+            }
+            if (group.size() > opts.max_connections) {  // the session keeper is one child
+                boost::system::error_code ignored;
+                socket.close(ignored);
+                continue;
+            }
+            no_inherit(socket.native_handle());
+            socket.set_option(tcp::no_delay(true), ec);  // small answers: do not wait for more
+            group.spawn(connection(std::move(socket)), "http-connection");
+        }
+        stopping = true;
+        boost::system::error_code ignored;
+        acceptor.close(ignored);
+        group.emit(asio::cancellation_type::terminal);
+        co_await group.async_wait(asio::as_tuple(asio::use_awaitable));
+        spdlog::info("http: stopped");
+    }
+};
+
+server::server(executor_type ex, server_options opts)
+    : impl_(std::make_shared<impl>(std::move(ex), std::move(opts))) {}
+
+server::~server() = default;
+
+boost::system::error_code server::bind() {
+    return impl_->bind();
+}
+
+tcp::endpoint server::local_endpoint() const {
+    boost::system::error_code ec;
+    auto ep = impl_->acceptor.local_endpoint(ec);
+    return ec ? tcp::endpoint{} : ep;
+}
+
+asio::awaitable<void> server::run() {
+    return impl_->run();
+}
+
+std::optional<zkco::session_handle> server::zk_session() const {
+    if (!impl_->current) {
+        return std::nullopt;
+    }
+    return impl_->current->zk.session();
+}
+
+std::uint64_t server::zk_sessions() const noexcept {
+    return impl_->sessions;
+}
+
+}  // namespace zkd::http

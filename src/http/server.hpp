@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+// zkd's HTTP facade: a JSON API over a cluster (submit, inspect, cancel tasks; the cluster's
+// state) and Prometheus metrics, served with Boost.Beast next to a node (`zkd run --http`).
+//
+// Endpoints (every answer is JSON, `application/json`, except /metrics):
+//   POST   /v1/tasks[?wait=MS]  body: one task `{"type":..,"args":..,"priority":5,
+//          "timeout_ms":0,"max_attempts":3}` (only type required) or an array of them.
+//          201 `{"id":".."}` (array: `{"ids":[..]}`). With ?wait (one task only): 200 and the
+//          result as stored (docs/protocol.md §5) if it came within MS (it is then consumed,
+//          like `zkd submit --wait`), else 202 `{"id":..,"state":..}`.
+//   GET    /v1/tasks[?limit=N] 200 roles::task_list JSON (see roles/inspect.hpp).
+//   GET    /v1/tasks/{id}      200 `{"id":..,"state":..,"worker":..,"result":{..}}` (worker and
+//          result when known; the result is peeked, never consumed); 404 for an id that
+//          exists nowhere; 400 for a malformed id.
+//   DELETE /v1/tasks/{id}      202 `{"id":..,"state":..,"cancel":"requested"}` (T7) for a
+//          pending, assigned or running task; 404 if unknown or finished.
+//   GET    /v1/cluster         200 roles::cluster_view JSON (see roles/inspect.hpp).
+//   GET    /metrics            Prometheus text 0.0.4 (see http/metrics.hpp).
+// Errors: `{"error":{"code":"..","message":".."}}` with 400 (bad JSON, invalid task, bad id,
+// bad query), 404 (unknown path, unknown task), 405 (wrong method; with Allow), 413 (body
+// over max_body_bytes, or a task over 512 KiB), 431 (headers over max_header_bytes), 502
+// (a result node holding garbage), 503 (ZooKeeper unreachable, no cluster yet, timed out),
+// 500 (anything else).
+#pragma once
+
+#include "reactor/lag_probe.hpp"
+#include "roles/stats.hpp"
+#include "zkco/config.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace zkd::http {
+
+/// What a server listens on, talks to and allows.
+struct server_options {
+    /// "host:port", "[v6]:port" or ":port" (loopback); see parse_listen_address. Port 0
+    /// picks a free port (local_endpoint() tells which).
+    std::string listen = "127.0.0.1:8080";
+    /// The facade's own ZooKeeper session. Its connect string must end with the cluster's
+    /// chroot: hosts + roles::chroot_path(ns), e.g. "zk1:2181,zk2:2181/zkd/default". Set
+    /// session_timeout and auth (digest credentials, as the cluster's nodes use) here too.
+    zkco::config zk;
+    std::size_t max_body_bytes = std::size_t{1} << 20;      ///< larger bodies get 413
+    std::size_t max_header_bytes = std::size_t{16} * 1024;  ///< larger headers get 431
+    std::size_t max_connections = 256;                      ///< more are closed at once
+    /// Deadline for reading one request (including the wait for it on a kept-alive
+    /// connection) and for writing one response.
+    std::chrono::milliseconds request_timeout{30'000};
+    /// Deadline for each step of a request that talks to ZooKeeper (and for connecting):
+    /// past it, 503.
+    std::chrono::milliseconds zk_timeout{5'000};
+    std::chrono::milliseconds max_wait{300'000};  ///< the largest ?wait=MS accepted
+    std::size_t max_list_limit = 10'000;          ///< the largest ?limit=N of GET /v1/tasks
+    /// The node's figures for /metrics; empty: the node's metrics are left out. Called on
+    /// the server's executor, which must be the node's (node_stats is not thread-safe).
+    std::function<roles::node_stats()> stats;
+    /// The event loop's lag probe for /metrics; null: the lag metrics are left out. Must
+    /// outlive the server.
+    const reactor::lag_probe* lag = nullptr;
+};
+
+/// The HTTP facade. Construct it, bind() (optional: run() binds too), then co_spawn run() on
+/// the same executor as the node whose stats it reports:
+///
+///     zkd::http::server_options ho;
+///     ho.listen = "127.0.0.1:8080";
+///     ho.zk.connect_string = zk_hosts + zkd::roles::chroot_path(ns);
+///     ho.stats = [&stats] { return stats; };
+///     zkd::http::server http(ioc.get_executor(), std::move(ho));
+///     if (auto ec = http.bind()) { ... usage or startup error ... }
+///     asio::co_spawn(ioc, http.run(), asio::bind_cancellation_slot(stop.slot(), handler));
+///
+/// Threads: every member must be called on the executor, which must not run handlers
+/// concurrently (an io_context run by one thread, or a strand); the stats source is called
+/// there too. Lifetime: the server must outlive run().
+class server {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    /// Does no I/O (no socket, no session until run()).
+    server(executor_type ex, server_options opts);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    /// Opens, binds and listens on options' listen address. Idempotent once it succeeded.
+    /// Errors: std::errc::invalid_argument (the address does not parse), the socket's
+    /// (address_in_use, access_denied, ...).
+    boost::system::error_code bind();
+
+    /// The bound address (with the port chosen for port 0); a default endpoint before bind().
+    [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+    /// Serves until cancelled: binds if not bound (throwing system_error if that fails),
+    /// keeps a ZooKeeper session (re-creating it after expiry; while there is none, requests
+    /// needing ZooKeeper get 503), accepts connections (each a coroutine; HTTP/1.1
+    /// keep-alive) and answers them. Terminal cancellation stops accepting, cancels every
+    /// connection (a request in progress is abandoned), closes the session, and completes
+    /// once all of that is done. Call once.
+    boost::asio::awaitable<void> run();
+
+    /// The current ZooKeeper session, if connected (for tests: expire it from outside).
+    [[nodiscard]] std::optional<zkco::session_handle> zk_session() const;
+    /// ZooKeeper sessions established so far.
+    [[nodiscard]] std::uint64_t zk_sessions() const noexcept;
+
+private:
+    struct impl;
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace zkd::http

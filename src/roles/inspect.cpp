@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: MIT
+#include "roles/inspect.hpp"
+
+#include "roles/ids.hpp"
+#include "roles/task_client.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace zkd::roles {
+
+namespace {
+
+/// Reads issued together and awaited together: each read gets a slot that its completion
+/// fills; wait() completes once every slot issued so far is filled. The slots and the counter
+/// are shared with the completions, so a caller cancelled early leaves them something alive
+/// to write to. Use from the client's executor.
+class read_batch {
+public:
+    template <class T>
+    using slot = std::shared_ptr<zkco::result<T>>;
+
+private:
+    struct state {
+        explicit state(const asio::any_io_executor& ex)
+            : timer(ex, asio::steady_timer::time_point::max()) {}
+        std::size_t left = 0;
+        asio::steady_timer timer;
+    };
+
+    template <class T>
+    slot<T> new_slot() {
+        ++st_->left;
+        return std::make_shared<zkco::result<T>>(zkco::error_code(asio::error::operation_aborted));
+    }
+
+    template <class T>
+    auto completion(slot<T> s) {
+        return [s, st = st_](zkco::error_code ec, T value) {
+            if (ec) {
+                *s = ec;
+            } else {
+                *s = std::move(value);
+            }
+            if (--st->left == 0) {
+                st->timer.cancel();
+            }
+        };
+    }
+
+    zkco::client& zk_;
+    std::shared_ptr<state> st_;
+
+public:
+    explicit read_batch(zkco::client& zk)
+        : zk_(zk), st_(std::make_shared<state>(zk.get_executor())) {}
+
+    slot<zkco::node> get(std::string path) {
+        auto s = new_slot<zkco::node>();
+        zk_.async_get(std::move(path), completion(s));
+        return s;
+    }
+
+    slot<std::optional<zkco::stat>> exists(std::string path) {
+        auto s = new_slot<std::optional<zkco::stat>>();
+        zk_.async_exists(std::move(path), completion(s));
+        return s;
+    }
+
+    slot<zkco::children> children(std::string path) {
+        auto s = new_slot<zkco::children>();
+        zk_.async_get_children(std::move(path), completion(s));
+        return s;
+    }
+
+    /// Waits for every read issued so far. operation_aborted when cancelled first.
+    asio::awaitable<zkco::result<void>> wait() {
+        if (st_->left > 0) {
+            co_await st_->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        if (st_->left > 0) {
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
+        co_return zkco::result<void>();
+    }
+};
+
+/// no_node means "gone meanwhile", never a failure of the view; anything else is.
+template <class T>
+bool failed(const zkco::result<T>& r) {
+    return !r && r.error() != zkco::errc::no_node;
+}
+
+std::int64_t age_since(std::int64_t now, std::int64_t then) {
+    return then > 0 ? std::max<std::int64_t>(0, now - then) : 0;
+}
+
+master_view master_from(const std::string& data) {
+    master_view m;
+    auto decoded = decode_master(data);
+    if (!decoded) {
+        m.garbage = decoded.error().message;
+        return m;
+    }
+    m.id = std::move(decoded->id);
+    m.epoch = decoded->epoch.value_or(0);
+    m.host = std::move(decoded->host);
+    m.pid = decoded->pid;
+    m.since_ms = decoded->since_ms;
+    m.throughput = decoded->throughput;
+    return m;
+}
+
+task_entry entry_from(
+    std::string id, task_state state, std::string worker, const std::string& data, std::int64_t now
+) {
+    task_entry e;
+    e.id = std::move(id);
+    e.state = state;
+    e.worker = std::move(worker);
+    auto spec = decode_task(data);
+    if (!spec) {
+        e.garbage = spec.error().message;
+        return e;
+    }
+    if (state != task_state::pending && spec->running_ms != 0) {
+        e.state = task_state::running;
+    }
+    e.type = std::move(spec->type);
+    e.priority = spec->priority;
+    e.attempt = spec->attempt;
+    e.submitted_ms = spec->submitted_ms;
+    e.age_ms = age_since(now, spec->submitted_ms);
+    e.assigned_ms = spec->assigned_ms;
+    e.running_ms = spec->running_ms;
+    return e;
+}
+
+/// The sum of the nodes' child counts (missing nodes count 0).
+zkco::result<std::uint64_t> child_count(
+    const std::vector<read_batch::slot<std::optional<zkco::stat>>>& nodes
+) {
+    std::uint64_t n = 0;
+    for (const auto& s : nodes) {
+        if (failed(*s)) {
+            return s->error();
+        }
+        if (*s && **s) {
+            n += static_cast<std::uint64_t>(std::max(0, (**s)->num_children));
+        }
+    }
+    return n;
+}
+
+}  // namespace
+
+asio::awaitable<zkco::result<layout>> read_layout(zkco::client& zk) {
+    auto node = co_await zk.get(layout::meta());
+    if (!node) {
+        co_return node.error();
+    }
+    auto meta = decode_meta(node->data);
+    if (!meta) {
+        co_return zkco::error_code(zkco::errc::data_inconsistency);
+    }
+    co_return layout::from(*meta);
+}
+
+asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layout l) {
+    cluster_view view;
+
+    // Round 1: the fixed nodes and the directories' stats.
+    read_batch first(zk);
+    auto epoch = first.exists(layout::epoch());
+    auto master = first.get(layout::master());
+    auto workers = first.children(layout::workers_dir());
+    auto cancels = first.exists(layout::cancel_dir());
+    std::vector<read_batch::slot<std::optional<zkco::stat>>> pending;
+    for (auto& p : l.pending_shard_paths()) {
+        pending.push_back(first.exists(std::move(p)));
+    }
+    std::vector<read_batch::slot<std::optional<zkco::stat>>> results;
+    for (auto& p : l.result_shard_paths()) {
+        results.push_back(first.exists(std::move(p)));
+    }
+    const auto first_done = co_await first.wait();
+    if (!first_done) {
+        co_return first_done.error();
+    }
+    if (failed(*epoch)) {
+        co_return epoch->error();
+    }
+    if (*epoch && **epoch) {
+        view.epoch = (**epoch)->version;
+    }
+    if (failed(*master)) {
+        co_return master->error();
+    }
+    if (*master) {
+        view.master = master_from((*master)->data);
+    }
+    if (failed(*cancels)) {
+        co_return cancels->error();
+    }
+    if (*cancels && **cancels) {
+        view.cancel_requests = static_cast<std::uint64_t>(std::max(0, (**cancels)->num_children));
+    }
+    auto pending_count = child_count(pending);
+    if (!pending_count) {
+        co_return pending_count.error();
+    }
+    view.pending = *pending_count;
+    auto result_count = child_count(results);
+    if (!result_count) {
+        co_return result_count.error();
+    }
+    view.results = *result_count;
+    if (failed(*workers)) {
+        co_return workers->error();
+    }
+    std::vector<std::string> ids = *workers ? (*workers)->names : std::vector<std::string>{};
+    std::sort(ids.begin(), ids.end());
+
+    // Round 2: each worker's node and assignment directory.
+    read_batch second(zk);
+    std::vector<read_batch::slot<zkco::node>> infos;
+    std::vector<read_batch::slot<zkco::children>> dirs;
+    for (const auto& id : ids) {
+        infos.push_back(second.get(layout::worker(id)));
+        dirs.push_back(second.children(layout::assign_dir(id)));
+    }
+    const auto second_done = co_await second.wait();
+    if (!second_done) {
+        co_return second_done.error();
+    }
+
+    // Round 3: each assignment's data, for its running mark.
+    read_batch third(zk);
+    std::vector<std::vector<read_batch::slot<zkco::node>>> assignments(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (failed(*infos[i])) {
+            co_return infos[i]->error();
+        }
+        if (failed(*dirs[i])) {
+            co_return dirs[i]->error();
+        }
+        if (!*infos[i]) {
+            continue;  // left meanwhile
+        }
+        worker_view w;
+        w.id = ids[i];
+        auto decoded = decode_worker((*infos[i])->data);
+        if (decoded) {
+            w.host = std::move(decoded->host);
+            w.pid = decoded->pid;
+            w.capacity = decoded->capacity.value_or(0);
+            w.types = std::move(decoded->types);
+            w.started_ms = decoded->started_ms;
+            w.draining = decoded->draining;
+        } else {
+            w.garbage = decoded.error().message;
+        }
+        if (*dirs[i]) {
+            for (const auto& name : (*dirs[i])->names) {
+                if (!is_cancel_marker(name)) {
+                    assignments[i].push_back(third.get(layout::assignment(ids[i], name)));
+                }
+            }
+        }
+        view.workers.push_back(std::move(w));
+    }
+    const auto third_done = co_await third.wait();
+    if (!third_done) {
+        co_return third_done.error();
+    }
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (!*infos[i]) {
+            continue;
+        }
+        auto& w = view.workers[next++];
+        for (const auto& a : assignments[i]) {
+            if (failed(*a)) {
+                co_return a->error();
+            }
+            if (!*a) {
+                continue;  // finished meanwhile
+            }
+            ++w.assigned;
+            auto spec = decode_task((*a)->data);
+            if (spec && spec->running_ms != 0) {
+                ++w.running;
+            }
+        }
+    }
+    co_return view;
+}
+
+asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, std::size_t limit) {
+    task_list out;
+    out.limit = limit;
+
+    // Round 1: every pending shard and the assignment directories.
+    read_batch first(zk);
+    std::vector<read_batch::slot<zkco::children>> shards;
+    for (auto& p : l.pending_shard_paths()) {
+        shards.push_back(first.children(std::move(p)));
+    }
+    auto dirs = first.children(layout::assign_dir());
+    const auto first_done = co_await first.wait();
+    if (!first_done) {
+        co_return first_done.error();
+    }
+    std::vector<std::pair<std::string, std::string>> pending;  // id, path
+    for (std::uint32_t i = 0; i < shards.size(); ++i) {
+        if (failed(*shards[i])) {
+            co_return shards[i]->error();
+        }
+        if (*shards[i]) {
+            for (auto& name : (*shards[i])->names) {
+                auto path = zkco::join_path(layout::pending_shard(i), name);
+                pending.emplace_back(std::move(name), std::move(path));
+            }
+        }
+    }
+    if (failed(*dirs)) {
+        co_return dirs->error();
+    }
+    std::vector<std::string> owners = *dirs ? (*dirs)->names : std::vector<std::string>{};
+    std::sort(owners.begin(), owners.end());
+
+    // Round 2: each assignment directory.
+    read_batch second(zk);
+    std::vector<read_batch::slot<zkco::children>> listed;
+    listed.reserve(owners.size());
+    for (const auto& w : owners) {
+        listed.push_back(second.children(layout::assign_dir(w)));
+    }
+    const auto second_done = co_await second.wait();
+    if (!second_done) {
+        co_return second_done.error();
+    }
+    std::vector<std::pair<std::string, std::string>> assigned;  // worker, id
+    for (std::size_t i = 0; i < owners.size(); ++i) {
+        if (failed(*listed[i])) {
+            co_return listed[i]->error();
+        }
+        if (*listed[i]) {
+            for (auto& name : (*listed[i])->names) {
+                if (!is_cancel_marker(name)) {
+                    assigned.emplace_back(owners[i], std::move(name));
+                }
+            }
+        }
+    }
+
+    // Round 3: the data of the first `limit` of each.
+    std::sort(pending.begin(), pending.end());
+    std::sort(assigned.begin(), assigned.end());
+    out.pending_total = pending.size();
+    out.assigned_total = assigned.size();
+    out.truncated = pending.size() > limit || assigned.size() > limit;
+    pending.resize(std::min(pending.size(), limit));
+    assigned.resize(std::min(assigned.size(), limit));
+    read_batch third(zk);
+    std::vector<read_batch::slot<zkco::node>> pending_data;
+    pending_data.reserve(pending.size());
+    for (const auto& [id, path] : pending) {
+        pending_data.push_back(third.get(path));
+    }
+    std::vector<read_batch::slot<zkco::node>> assigned_data;
+    assigned_data.reserve(assigned.size());
+    for (const auto& [w, id] : assigned) {
+        assigned_data.push_back(third.get(layout::assignment(w, id)));
+    }
+    const auto third_done = co_await third.wait();
+    if (!third_done) {
+        co_return third_done.error();
+    }
+    const auto now = now_ms();
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+        const auto& node = *pending_data[i];
+        if (failed(node)) {
+            co_return node.error();
+        }
+        if (!node) {
+            continue;  // assigned or cancelled meanwhile
+        }
+        if (!is_valid_task_id(pending[i].first)) {
+            task_entry e;
+            e.id = pending[i].first;
+            e.garbage = "not a task id";
+            out.pending.push_back(std::move(e));
+            continue;
+        }
+        out.pending.push_back(entry_from(pending[i].first, task_state::pending, {}, node->data, now)
+        );
+    }
+    for (std::size_t i = 0; i < assigned.size(); ++i) {
+        const auto& node = *assigned_data[i];
+        if (failed(node)) {
+            co_return node.error();
+        }
+        if (!node) {
+            continue;  // finished meanwhile
+        }
+        out.assigned.push_back(
+            entry_from(assigned[i].second, task_state::assigned, assigned[i].first, node->data, now)
+        );
+    }
+    co_return out;
+}
+
+asio::awaitable<zkco::result<std::optional<task_result>>> peek_result(
+    zkco::client& zk, layout l, std::string tid
+) {
+    if (!is_valid_task_id(tid)) {
+        co_return std::optional<task_result>();
+    }
+    auto node = co_await zk.get(l.result(tid));
+    if (!node) {
+        if (node.error() == zkco::errc::no_node) {
+            co_return std::optional<task_result>();
+        }
+        co_return node.error();
+    }
+    auto decoded = decode_result(node->data);
+    if (!decoded) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::optional<task_result>(std::move(*decoded));
+}
+
+asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, std::string tid) {
+    task_info info;
+    info.id = tid;
+    if (!is_valid_task_id(tid)) {
+        co_return info;
+    }
+    // The server answers one session's requests in order: reading earlier states first means
+    // a task moving on between the reads is caught in its later state.
+    read_batch first(zk);
+    auto pending = first.exists(l.pending_task(tid));
+    auto dirs = first.children(layout::assign_dir());
+    const auto first_done = co_await first.wait();
+    if (!first_done) {
+        co_return first_done.error();
+    }
+    if (failed(*pending)) {
+        co_return pending->error();
+    }
+    if (failed(*dirs)) {
+        co_return dirs->error();
+    }
+    read_batch second(zk);
+    std::vector<std::pair<std::string, read_batch::slot<zkco::node>>> assignments;
+    if (*dirs) {
+        for (const auto& w : (*dirs)->names) {
+            assignments.emplace_back(w, second.get(layout::assignment(w, tid)));
+        }
+    }
+    auto result = second.get(l.result(tid));
+    const auto second_done = co_await second.wait();
+    if (!second_done) {
+        co_return second_done.error();
+    }
+    if (failed(*result)) {
+        co_return result->error();
+    }
+    if (*result) {
+        auto decoded = decode_result((*result)->data);
+        if (!decoded) {
+            info.garbage = decoded.error().message;
+            co_return info;
+        }
+        info.state = decoded->state;
+        info.worker = decoded->worker;
+        info.result = std::move(*decoded);
+        co_return info;
+    }
+    for (const auto& [w, node] : assignments) {
+        if (failed(*node)) {
+            co_return node->error();
+        }
+        if (!*node) {
+            continue;
+        }
+        info.worker = w;
+        auto spec = decode_task((*node)->data);
+        if (!spec) {
+            info.state = task_state::assigned;
+            info.garbage = spec.error().message;
+        } else {
+            info.state = spec->running_ms != 0 ? task_state::running : task_state::assigned;
+        }
+        co_return info;
+    }
+    if (*pending && **pending) {
+        info.state = task_state::pending;
+    }
+    co_return info;
+}
+
+// --- JSON ----------------------------------------------------------------------------------
+
+json::value to_json(const master_view& m) {
+    if (!m.garbage.empty()) {
+        return json::object{{"garbage", m.garbage}};
+    }
+    json::object o;
+    o["id"] = m.id;
+    o["epoch"] = m.epoch;
+    o["host"] = m.host;
+    o["pid"] = m.pid;
+    o["since_ms"] = m.since_ms;
+    o["throughput"] = m.throughput ? json::value(*m.throughput) : json::value(nullptr);
+    return o;
+}
+
+json::value to_json(const worker_view& w) {
+    json::object o;
+    o["id"] = w.id;
+    if (!w.garbage.empty()) {
+        o["garbage"] = w.garbage;
+    } else {
+        o["host"] = w.host;
+        o["pid"] = w.pid;
+        o["capacity"] = w.capacity;
+        json::array types;
+        for (const auto& t : w.types) {
+            types.emplace_back(t);
+        }
+        o["types"] = std::move(types);
+        o["started_ms"] = w.started_ms;
+        o["draining"] = w.draining;
+    }
+    o["assigned"] = w.assigned;
+    o["running"] = w.running;
+    return o;
+}
+
+json::value to_json(const cluster_view& c) {
+    json::object o;
+    o["epoch"] = c.epoch;
+    o["master"] = c.master ? to_json(*c.master) : json::value(nullptr);
+    json::array workers;
+    for (const auto& w : c.workers) {
+        workers.push_back(to_json(w));
+    }
+    o["workers"] = std::move(workers);
+    o["pending"] = c.pending;
+    o["results"] = c.results;
+    o["cancel_requests"] = c.cancel_requests;
+    return o;
+}
+
+json::value to_json(const task_entry& t) {
+    json::object o;
+    o["id"] = t.id;
+    o["state"] = to_string(t.state);
+    if (t.state != task_state::pending) {
+        o["worker"] = t.worker;
+    }
+    if (!t.garbage.empty()) {
+        o["garbage"] = t.garbage;
+        return o;
+    }
+    o["type"] = t.type;
+    o["priority"] = t.priority;
+    o["attempt"] = t.attempt;
+    o["age_ms"] = t.age_ms;
+    o["submitted_ms"] = t.submitted_ms;
+    if (t.state != task_state::pending) {
+        o["assigned_ms"] = t.assigned_ms;
+    }
+    if (t.running_ms != 0) {
+        o["running_ms"] = t.running_ms;
+    }
+    return o;
+}
+
+json::value to_json(const task_list& t) {
+    json::object o;
+    json::array pending;
+    for (const auto& e : t.pending) {
+        pending.push_back(to_json(e));
+    }
+    json::array assigned;
+    for (const auto& e : t.assigned) {
+        assigned.push_back(to_json(e));
+    }
+    o["pending"] = std::move(pending);
+    o["assigned"] = std::move(assigned);
+    o["pending_total"] = t.pending_total;
+    o["assigned_total"] = t.assigned_total;
+    o["limit"] = t.limit;
+    o["truncated"] = t.truncated;
+    return o;
+}
+
+json::value to_json(const task_result& r) {
+    boost::system::error_code ec;
+    auto v = json::parse(encode(r), ec);
+    return ec ? json::value(nullptr) : v;
+}
+
+json::value to_json(const task_info& t) {
+    json::object o;
+    o["id"] = t.id;
+    o["state"] = to_string(t.state);
+    if (!t.worker.empty()) {
+        o["worker"] = t.worker;
+    }
+    if (t.result) {
+        o["result"] = to_json(*t.result);
+    }
+    if (!t.garbage.empty()) {
+        o["garbage"] = t.garbage;
+    }
+    return o;
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+// Read-only views of a cluster (docs/protocol.md §2): who is master, the workers and their
+// load, what is pending, assigned and running, and one task's state and result. Used by the
+// HTTP facade and the CLI (`zkd cluster --json`, `zkd tasks --json`), which print the same
+// JSON shapes (documented at each to_json below).
+//
+// Every function here only reads: it creates, changes and deletes nothing (a result is peeked,
+// never consumed). Reads are issued together and awaited together (one round trip per step,
+// not one per node). Garbage in a node never fails a view: the node is reported as garbage,
+// with the reason. A node that vanishes between listing and reading (a task moving on) is
+// skipped. Errors are the session's (condition::retryable, condition::session_lost) and
+// operation_aborted when the caller is cancelled; bound the calls with zkco::with_timeout.
+//
+// Threads: use from the client's executor, like the client itself. Cancellation: terminal
+// and partial abandon the reads (the late replies are dropped) and yield operation_aborted.
+#pragma once
+
+#include "roles/layout.hpp"
+#include "roles/task.hpp"
+#include "zkco/client.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zkd::roles {
+
+/// Reads the layout /meta declares, creating nothing (unlike ensure_layout). Errors: no_node
+/// (no cluster in this namespace yet), data_inconsistency (/meta is garbage), the session's.
+boost::asio::awaitable<zkco::result<layout>> read_layout(zkco::client& zk);
+
+// --- the cluster ---------------------------------------------------------------------------
+
+/// The acting master, from /master.
+struct master_view {
+    std::string id;
+    std::int64_t epoch = 0;
+    std::string host;
+    std::int64_t pid = 0;
+    std::int64_t since_ms = 0;
+    /// Tasks finished per second over the last minute: /master's "throughput", if written.
+    std::optional<double> throughput;
+    /// Non-empty: /master does not hold a zkd master node (why); the fields above are empty.
+    std::string garbage;
+};
+
+/// One /workers/<id> node and its assignment directory.
+struct worker_view {
+    std::string id;  ///< the node's name
+    std::string host;
+    std::int64_t pid = 0;
+    int capacity = 0;
+    std::vector<std::string> types;
+    std::int64_t started_ms = 0;
+    bool draining = false;     ///< shutting down (T9): gets no new tasks
+    std::size_t assigned = 0;  ///< /assign/<id> children, cancel markers not counted
+    std::size_t running = 0;   ///< of those, assignments with running_ms
+    /// Non-empty: the node's data is not a zkd worker (why); host..started_ms are empty, and
+    /// its assignments are still counted.
+    std::string garbage;
+};
+
+/// A snapshot of a cluster (each figure read at a slightly different moment).
+struct cluster_view {
+    std::int64_t epoch = 0;             ///< /epoch's data version: 0 until a first master
+    std::optional<master_view> master;  ///< nullopt: no acting master
+    std::vector<worker_view> workers;   ///< sorted by id
+    std::uint64_t pending = 0;          ///< pending tasks, from each shard's child count
+    std::uint64_t results = 0;          ///< results not yet consumed, likewise
+    std::uint64_t cancel_requests = 0;  ///< open /cancel/<tid> requests
+};
+
+/// Reads the cluster: /epoch, /master, every worker and its assignments (counts from child
+/// lists; running from the assignments' data), and the counts of pending tasks, results and
+/// cancel requests (from the directories' stats, without listing them). Errors: see the top
+/// of this file.
+boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layout l);
+
+// --- tasks ---------------------------------------------------------------------------------
+
+/// A pending, assigned or running task, from its node.
+struct task_entry {
+    std::string id;
+    task_state state = task_state::pending;  ///< pending, assigned or running
+    std::string worker;                      ///< assigned and running: the directory's owner
+    std::string type;
+    int priority = 5;
+    int attempt = 1;
+    std::int64_t submitted_ms = 0;
+    std::int64_t age_ms = 0;  ///< now - submitted_ms (0 when submitted_ms is absent)
+    std::int64_t assigned_ms = 0;
+    std::int64_t running_ms = 0;
+    /// Non-empty: the node is not a zkd task (why); only id, state and worker are set.
+    std::string garbage;
+};
+
+/// Pending tasks (in the order the master takes them: by id) and assigned/running tasks
+/// (by worker, then id), each list cut at the limit.
+struct task_list {
+    std::vector<task_entry> pending;
+    std::vector<task_entry> assigned;  ///< assigned and running
+    std::uint64_t pending_total = 0;   ///< all pending tasks, listed or not
+    std::uint64_t assigned_total = 0;  ///< all assigned and running tasks, listed or not
+    std::size_t limit = 0;             ///< the limit each list was cut at
+    bool truncated = false;            ///< a list was cut
+};
+
+/// The default limit of list_tasks.
+inline constexpr std::size_t default_task_list_limit = 1000;
+
+/// Lists every pending shard and assignment directory, then reads at most `limit` pending
+/// and at most `limit` assigned tasks (all reads of a step at once). Errors: see the top.
+boost::asio::awaitable<zkco::result<task_list>> list_tasks(
+    zkco::client& zk, layout l, std::size_t limit = default_task_list_limit
+);
+
+/// Reads a task's result without consuming it: nullopt when none exists (or `tid` is not a
+/// valid task id). Errors:
+/// client_errc::garbage_result (the node holds no zkd result), the session's.
+boost::asio::awaitable<zkco::result<std::optional<task_result>>> peek_result(
+    zkco::client& zk, layout l, std::string tid
+);
+
+/// One task as a client sees it (docs/protocol.md §6).
+struct task_info {
+    std::string id;
+    task_state state = task_state::unknown;
+    std::string worker;                 ///< assigned or running; else the result's worker
+    std::optional<task_result> result;  ///< when finished and not yet consumed
+    /// Non-empty: the node found is garbage (why); a garbage result leaves state unknown.
+    std::string garbage;
+};
+
+/// Where a task is now, with its result if finished (peeked, never consumed). Reads, in two
+/// round trips and in lifecycle order, its pending node and the assignment directories, then
+/// its assignments and its result: a task moving on while it is read is seen in its later
+/// state, never lost. `unknown` when none exists (never submitted, or consumed), and for an
+/// id that is not a valid task id (nothing is read then). Errors: see the top of this file.
+boost::asio::awaitable<zkco::result<task_info>> read_task(
+    zkco::client& zk, layout l, std::string tid
+);
+
+// --- JSON ----------------------------------------------------------------------------------
+
+/// `{"id":..,"epoch":E,"host":..,"pid":P,"since_ms":T,"throughput":F|null}`, or
+/// `{"garbage":"why"}`.
+boost::json::value to_json(const master_view& m);
+
+/// `{"id":..,"host":..,"pid":P,"capacity":N,"types":[..],"started_ms":T,"draining":B,
+/// "assigned":A,"running":R}`, or `{"id":..,"garbage":"why","assigned":A,"running":R}`.
+boost::json::value to_json(const worker_view& w);
+
+/// `{"epoch":E,"master":<master_view>|null,"workers":[<worker_view>...],"pending":N,
+/// "results":N,"cancel_requests":N}`.
+boost::json::value to_json(const cluster_view& c);
+
+/// Pending: `{"id":..,"state":"pending","type":..,"priority":P,"attempt":A,"age_ms":M,
+/// "submitted_ms":T}`. Assigned or running: `{"id":..,"state":"assigned"|"running",
+/// "worker":..,"type":..,"priority":P,"attempt":A,"age_ms":M,"submitted_ms":T,
+/// "assigned_ms":T}` plus `"running_ms":T` when running. Garbage: `{"id":..,"state":..,
+/// ["worker":..,]"garbage":"why"}`.
+boost::json::value to_json(const task_entry& t);
+
+/// `{"pending":[<task_entry>...],"assigned":[<task_entry>...],"pending_total":N,
+/// "assigned_total":N,"limit":L,"truncated":B}`.
+boost::json::value to_json(const task_list& t);
+
+/// The result as stored (docs/protocol.md §5): `{"v":1,"task":..,"state":..,"value":..|
+/// "error":{"code":..,"message":..},"attempt":..,"worker":..,"started_ms":..,
+/// "finished_ms":..}`, absent fields left out.
+boost::json::value to_json(const task_result& r);
+
+/// `{"id":..,"state":..}` plus `"worker":..` when known, `"result":<task_result>` when
+/// finished, `"garbage":"why"` when the node found is garbage.
+boost::json::value to_json(const task_info& t);
+
+}  // namespace zkd::roles

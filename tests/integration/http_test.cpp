@@ -1,0 +1,683 @@
+// SPDX-License-Identifier: MIT
+// The HTTP facade (src/http) against a real ZooKeeper and a real in-process node, driven by
+// the real `curl` binary; /metrics is checked with the Python Prometheus parser. The
+// io_context runs on a thread of its own while curl (blocking) runs on the test's thread.
+#include "http/server.hpp"
+#include "reactor/compute_pool.hpp"
+#include "reactor/lag_probe.hpp"
+#include "roles/builtin_handlers.hpp"
+#include "roles/layout.hpp"
+#include "roles/node.hpp"
+#include "roles/stats.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <spawn.h>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using namespace std::literals;
+
+namespace {
+
+/// Runs a program (searched in PATH) with stdin from `in` (or /dev/null) and stdout to
+/// `out`, stderr to `err`; yields its exit status (-1 if it could not run or was killed).
+int spawn(
+    const std::vector<std::string>& argv,
+    const fs::path& in,
+    const fs::path& out,
+    const fs::path& err
+) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string in_path = in.empty() ? "/dev/null" : in.string();
+    posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> args;
+    args.reserve(argv.size() + 1);
+    for (const auto& a : argv) {
+        args.push_back(const_cast<char*>(a.c_str())
+        );  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+    }
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        return -1;
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            return -1;
+        }
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+/// One HTTP exchange as curl saw it.
+struct reply {
+    int status = 0;
+    std::string headers;  ///< the raw header block(s)
+    std::string body;
+    std::string error;  ///< curl's stderr
+
+    /// The value of the last header `name` (case-insensitive), or "".
+    [[nodiscard]] std::string header(std::string_view name) const {
+        std::string found;
+        std::istringstream in(headers);
+        std::string line;
+        while (std::getline(in, line)) {
+            const auto colon = line.find(':');
+            if (colon == std::string::npos || colon != name.size()) {
+                continue;
+            }
+            if (std::equal(name.begin(), name.end(), line.begin(), [](char a, char b) {
+                    return std::tolower(static_cast<unsigned char>(a)) ==
+                           std::tolower(static_cast<unsigned char>(b));
+                })) {
+                found = line.substr(colon + 1);
+                found.erase(0, found.find_first_not_of(' '));
+                while (!found.empty() && (found.back() == '\r' || found.back() == ' ')) {
+                    found.pop_back();
+                }
+            }
+        }
+        return found;
+    }
+
+    [[nodiscard]] json::value json() const {
+        boost::system::error_code ec;
+        auto v = json::parse(body, ec);
+        return ec ? json::value("<not json: " + body + ">") : v;
+    }
+
+    /// The code of an error body, or "".
+    [[nodiscard]] std::string error_code() const {
+        const auto v = json();
+        if (!v.is_object() || !v.as_object().contains("error")) {
+            return {};
+        }
+        return json::value_to<std::string>(v.at("error").at("code"));
+    }
+};
+
+std::ostream& operator<<(std::ostream& os, const reply& r) {
+    return os << "HTTP " << r.status << " body=" << r.body << " curl=" << r.error;
+}
+
+class Http : public zkd::test::zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        if (!ready_) {
+            return;
+        }
+        dir_ = fs::temp_directory_path() / ("zkd-http-test-" + std::to_string(::getpid()));
+        fs::create_directories(dir_);
+        std::string missing;
+        if (spawn({"curl", "--version"}, {}, dir_ / "probe.out", dir_ / "probe.err") != 0) {
+            missing = "curl (Debian package curl)";
+        } else if (spawn({"/usr/bin/python3", "-c", "import prometheus_client.parser"}, {}, dir_ / "probe.out", dir_ / "probe.err") != 0) {
+            missing = "/usr/bin/python3 with prometheus_client (package python3-prometheus-client)";
+        }
+        if (!missing.empty()) {
+            if (zkd::test::zk_required()) {
+                FAIL() << "needed for this test (CI=true or ZKD_REQUIRE_ZK=1): " << missing;
+            }
+            GTEST_SKIP() << "needs " << missing;
+        }
+        zkd::roles::add_builtin_handlers(registry_);
+    }
+
+    void TearDown() override {
+        stop();
+        std::error_code ignored;
+        if (!dir_.empty()) {
+            fs::remove_all(dir_, ignored);
+        }
+        zk_test::TearDown();
+    }
+
+    /// The cluster's connect string, as `zkd run --zk X --namespace ns` would make it.
+    [[nodiscard]] std::string cluster_connect() const {
+        return base_ + chroot_ + zkd::roles::chroot_path(ns_);
+    }
+
+    /// Starts the node (unless `with_node` is false), the facade on a free port, and the
+    /// io thread.
+    void start(bool with_node = true, std::string zk_connect = {}) {
+        if (with_node) {
+            zkd::roles::node_options o;
+            o.zk = base_ + chroot_;
+            o.ns = ns_;
+            o.capacity = 2;
+            o.session_timeout = 4s;
+            o.host = "httptest";
+            zkd::roles::node_links links;
+            links.stats = &stats_;
+            asio::co_spawn(
+                ioc_, zkd::roles::run_node(o, registry_, pool_, links),
+                asio::bind_cancellation_slot(
+                    node_stop_.slot(),
+                    [](const std::exception_ptr& e) {
+                        if (e) {
+                            ADD_FAILURE() << "run_node threw";
+                        }
+                    }
+                )
+            );
+        }
+        zkd::http::server_options ho;
+        ho.listen = "127.0.0.1:0";
+        ho.zk.connect_string = zk_connect.empty() ? cluster_connect() : zk_connect;
+        ho.zk.session_timeout = 4s;
+        ho.zk_timeout = 2s;
+        ho.request_timeout = 10s;
+        if (with_node) {
+            ho.stats = [this] { return stats_; };
+        }
+        ho.lag = &lag_;
+        server_ = std::make_unique<zkd::http::server>(ioc_.get_executor(), std::move(ho));
+        const auto ec = server_->bind();
+        ASSERT_FALSE(ec) << ec.message();
+        base_url_ = "http://127.0.0.1:" + std::to_string(server_->local_endpoint().port());
+        asio::co_spawn(
+            ioc_, server_->run(),
+            asio::bind_cancellation_slot(
+                http_stop_.slot(),
+                [](const std::exception_ptr& e) {
+                    if (e) {
+                        ADD_FAILURE() << "server::run threw";
+                    }
+                }
+            )
+        );
+        lag_.start();
+        io_done_ = std::promise<void>();
+        io_finished_ = io_done_.get_future();
+        ioc_.restart();  // a run() before may have left it stopped
+        io_ = std::thread([this] {
+            ioc_.run();
+            io_done_.set_value();
+        });
+        started_ = true;
+    }
+
+    void stop() {
+        if (!started_) {
+            return;
+        }
+        started_ = false;
+        asio::post(ioc_, [this] {
+            lag_.stop();
+            http_stop_.emit(asio::cancellation_type::terminal);
+            node_stop_.emit(asio::cancellation_type::terminal);
+        });
+        if (io_finished_.wait_for(60s) != std::future_status::ready) {
+            ADD_FAILURE() << "the node and the facade did not stop within 60 s";
+            ioc_.stop();
+        }
+        io_.join();
+    }
+
+    /// Runs `f` on the io thread and returns its value.
+    template <class F>
+    auto on_io(F f) -> decltype(f()) {
+        std::packaged_task<decltype(f())()> task(std::move(f));
+        auto fut = task.get_future();
+        asio::post(ioc_, [&task] { task(); });
+        return fut.get();
+    }
+
+    /// curl with `args` (before the URL) on `path`.
+    reply curl(const std::string& path, std::vector<std::string> args = {}) {
+        ++calls_;
+        const auto stem = dir_ / ("c" + std::to_string(calls_));
+        std::vector<std::string> argv{"curl",       "-sS",
+                                      "--max-time", "60",
+                                      "-o",         stem.string() + ".body",
+                                      "-D",         stem.string() + ".headers",
+                                      "-w",         "%{http_code}"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        argv.push_back(base_url_ + path);
+        spawn(argv, {}, stem.string() + ".code", stem.string() + ".err");
+        reply r;
+        r.status = std::atoi(slurp(stem.string() + ".code").c_str());
+        r.headers = slurp(stem.string() + ".headers");
+        r.body = slurp(stem.string() + ".body");
+        r.error = slurp(stem.string() + ".err");
+        return r;
+    }
+
+    reply post(
+        const std::string& path, const std::string& body, std::vector<std::string> extra = {}
+    ) {
+        const auto file = dir_ / ("post" + std::to_string(calls_ + 1));
+        std::ofstream(file, std::ios::binary) << body;
+        std::vector<std::string> args{"-X",
+                                      "POST",
+                                      "-H",
+                                      "Content-Type: application/json",
+                                      "--data-binary",
+                                      "@" + file.string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return curl(path, std::move(args));
+    }
+
+    /// Polls GET `path` until `done(reply)` or `timeout`; yields the last reply.
+    template <class Done>
+    reply poll(const std::string& path, Done done, std::chrono::seconds timeout = 30s) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        reply r = curl(path);
+        while (!done(r) && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(50ms);
+            r = curl(path);
+        }
+        return r;
+    }
+
+    /// Waits until the cluster has a master and a worker, as the facade sees it.
+    void wait_ready() {
+        const auto r = poll("/v1/cluster", [](const reply& x) {
+            if (x.status != 200) {
+                return false;
+            }
+            const auto v = x.json();
+            return !v.at("master").is_null() && !v.at("workers").as_array().empty();
+        });
+        ASSERT_EQ(r.status, 200) << r;
+    }
+
+    /// The metrics as the Python Prometheus parser read them: "name{labels-json}" -> value,
+    /// and "family" -> type. Fails the test when the parser refuses the text.
+    std::map<std::string, std::string> parse_metrics(const std::string& text) {
+        const auto in = dir_ / "metrics.txt";
+        std::ofstream(in, std::ios::binary) << text;
+        const std::string script =
+            "import sys, json, prometheus_client.parser as p\n"
+            "for f in p.text_string_to_metric_families(sys.stdin.read()):\n"
+            "    print('family', f.name, f.type)\n"
+            "    for s in f.samples:\n"
+            "        print('sample', s.name + json.dumps(s.labels, sort_keys=True, "
+            "separators=(',', ':')), repr(s.value))\n";
+        const int rc =
+            spawn({"/usr/bin/python3", "-c", script}, in, dir_ / "parsed.txt", dir_ / "parsed.err");
+        EXPECT_EQ(rc, 0) << "the Prometheus parser refused /metrics: " << slurp(dir_ / "parsed.err")
+                         << "\n"
+                         << text;
+        std::map<std::string, std::string> out;
+        std::istringstream lines(slurp(dir_ / "parsed.txt"));
+        std::string kind;
+        std::string key;
+        std::string value;
+        while (lines >> kind >> key >> value) {
+            out[(kind == "family" ? "family:" : "") + key] = value;
+        }
+        return out;
+    }
+
+    std::string ns_ = "h";
+    zkd::roles::registry registry_;
+    zkd::reactor::compute_pool pool_{2};
+    zkd::roles::node_stats stats_;
+    zkd::reactor::lag_probe lag_{ioc_.get_executor(), 20ms};
+    std::unique_ptr<zkd::http::server> server_;
+    asio::cancellation_signal node_stop_;
+    asio::cancellation_signal http_stop_;
+    std::thread io_;
+    std::promise<void> io_done_;
+    std::future<void> io_finished_;
+    bool started_ = false;
+    std::string base_url_;
+    fs::path dir_;
+    int calls_ = 0;
+};
+
+TEST_F(Http, SubmitWaitInspectAndMetrics) {
+    start();
+    wait_ready();
+
+    // Submit and wait: the result as stored.
+    auto echo = post("/v1/tasks?wait=30000", R"({"type":"echo","args":{"x":1}})");
+    ASSERT_EQ(echo.status, 200) << echo;
+    EXPECT_EQ(echo.header("Content-Type"), "application/json");
+    auto ej = echo.json();
+    EXPECT_EQ(ej.at("state"), "succeeded") << echo;
+    EXPECT_EQ(ej.at("value"), json::parse(R"({"x":1})"));
+    EXPECT_TRUE(ej.at("task").is_string());
+    auto sum = post("/v1/tasks?wait=30000", R"({"type":"sum","args":[1,2,3],"priority":9})");
+    ASSERT_EQ(sum.status, 200) << sum;
+    EXPECT_EQ(sum.json().at("value").at("sum"), 6);
+    // Waited-for results are consumed, like `zkd submit --wait`.
+    const auto waited = json::value_to<std::string>(ej.at("task"));
+    auto consumed = poll("/v1/tasks/" + waited, [](const reply& r) { return r.status == 404; });
+    EXPECT_EQ(consumed.status, 404) << consumed;
+    EXPECT_EQ(consumed.error_code(), "unknown_task");
+
+    // Submit, then look: a finished task shows its result, and looking consumes nothing.
+    auto later = post("/v1/tasks", R"({"type":"echo","args":"later"})");
+    ASSERT_EQ(later.status, 201) << later;
+    const auto id = json::value_to<std::string>(later.json().at("id"));
+    auto seen = poll("/v1/tasks/" + id, [](const reply& r) {
+        return r.status == 200 && r.json().at("state") == "succeeded";
+    });
+    ASSERT_EQ(seen.status, 200) << seen;
+    auto sj = seen.json();
+    EXPECT_EQ(sj.at("id"), json::value(id));
+    EXPECT_EQ(sj.at("result").at("value"), "later");
+    EXPECT_TRUE(sj.at("worker").is_string());
+    auto again = curl("/v1/tasks/" + id);
+    EXPECT_EQ(again.status, 200) << again;
+    EXPECT_EQ(again.json().at("result").at("state"), "succeeded");
+
+    // Many at once.
+    auto many = post(
+        "/v1/tasks",
+        R"([{"type":"echo","args":1},{"type":"echo","args":2},{"type":"sleep","args":{"ms":1}}])"
+    );
+    ASSERT_EQ(many.status, 201) << many;
+    ASSERT_EQ(many.json().at("ids").as_array().size(), 3U);
+
+    // The task list and the cluster.
+    auto tasks = curl("/v1/tasks?limit=50");
+    ASSERT_EQ(tasks.status, 200) << tasks;
+    auto tj = tasks.json();
+    EXPECT_TRUE(tj.at("pending").is_array());
+    EXPECT_TRUE(tj.at("assigned").is_array());
+    EXPECT_EQ(tj.at("limit"), 50);
+    EXPECT_EQ(tj.at("truncated"), false);
+    auto cluster = curl("/v1/cluster");
+    ASSERT_EQ(cluster.status, 200) << cluster;
+    auto cj = cluster.json();
+    EXPECT_GE(cj.at("epoch").as_int64(), 1);
+    EXPECT_EQ(cj.at("workers").as_array().size(), 1U);
+    EXPECT_EQ(cj.at("workers").at(0).at("capacity"), 2);
+    EXPECT_EQ(cj.at("workers").at(0).at("host"), "httptest");
+    EXPECT_EQ(cj.at("master").at("host"), "httptest");
+
+    // Metrics, through the Prometheus parser.
+    const auto many_ids = many.json();
+    for (const auto& ids : many_ids.at("ids").as_array()) {
+        auto r = poll("/v1/tasks/" + json::value_to<std::string>(ids), [](const reply& x) {
+            return x.status == 200 && x.json().at("state") == "succeeded";
+        });
+        EXPECT_EQ(r.status, 200) << r;
+    }
+    auto metrics = curl("/metrics");
+    ASSERT_EQ(metrics.status, 200) << metrics;
+    EXPECT_EQ(metrics.header("Content-Type").rfind("text/plain; version=0.0.4", 0), 0U)
+        << metrics.header("Content-Type");
+    auto m = parse_metrics(metrics.body);
+    EXPECT_EQ(m["family:zkd_tasks_submitted"], "counter");
+    EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "6.0");
+    EXPECT_EQ(m["family:zkd_assign_latency_seconds"], "histogram");
+    EXPECT_EQ(m["family:zkd_event_loop_lag_seconds"], "gauge");
+    EXPECT_EQ(m["zkd_master{}"], "1.0");
+    EXPECT_EQ(m["zkd_zk_session_state{\"state\":\"connected\"}"], "1.0");
+    EXPECT_GE(std::stod(m["zkd_tasks_completed_total{\"state\":\"succeeded\"}"]), 6.0);
+    EXPECT_GE(std::stod(m["zkd_tasks_assigned_total{}"]), 6.0);
+    EXPECT_GE(std::stod(m["zkd_assign_latency_seconds_count{}"]), 6.0);
+    EXPECT_GE(std::stod(m["zkd_http_requests_total{\"code\":\"201\"}"]), 2.0);
+    EXPECT_GE(std::stod(m["zkd_http_requests_total{\"code\":\"200\"}"]), 5.0);
+    EXPECT_TRUE(m.contains("zkd_event_loop_lag_seconds{\"quantile\":\"0.99\"}"));
+    EXPECT_TRUE(m.contains("zkd_event_loop_lag_last_seconds{}"));
+    EXPECT_EQ(m["zkd_zk_sessions_total{}"], "1.0");
+
+    // Keep-alive: curl sends two requests over one connection.
+    const auto stem = dir_ / "keepalive";
+    spawn(
+        {"curl", "-sS", "-o", "/dev/null", "-o", "/dev/null", "-w",
+         "%{http_code} %{num_connects}\n", base_url_ + "/metrics", base_url_ + "/v1/cluster"},
+        {}, stem.string() + ".out", stem.string() + ".err"
+    );
+    EXPECT_EQ(slurp(stem.string() + ".out"), "200 1\n200 0\n") << slurp(stem.string() + ".err");
+}
+
+TEST_F(Http, CancelARunningTaskAndWaitThatTimesOut) {
+    start();
+    wait_ready();
+    // Not done in time: 202 with where it is.
+    auto slow = post("/v1/tasks?wait=200", R"({"type":"sleep","args":{"ms":60000}})");
+    ASSERT_EQ(slow.status, 202) << slow;
+    const auto id = json::value_to<std::string>(slow.json().at("id"));
+    const auto state = json::value_to<std::string>(slow.json().at("state"));
+    EXPECT_TRUE(state == "pending" || state == "assigned" || state == "running") << state;
+
+    auto running = poll("/v1/tasks/" + id, [](const reply& r) {
+        return r.status == 200 && r.json().at("state") == "running";
+    });
+    ASSERT_EQ(running.json().at("state"), "running") << running;
+    EXPECT_TRUE(running.json().at("worker").is_string());
+    EXPECT_FALSE(running.json().as_object().contains("result"));
+
+    auto cancel = curl("/v1/tasks/" + id, {"-X", "DELETE"});
+    ASSERT_EQ(cancel.status, 202) << cancel;
+    EXPECT_EQ(cancel.json().at("cancel"), "requested");
+    EXPECT_EQ(cancel.json().at("state"), "running");
+    auto cancelled = poll("/v1/tasks/" + id, [](const reply& r) {
+        return r.status == 200 && r.json().at("state") == "cancelled";
+    });
+    ASSERT_EQ(cancelled.status, 200) << cancelled;
+    EXPECT_EQ(cancelled.json().at("state"), "cancelled") << cancelled;
+    EXPECT_EQ(cancelled.json().at("result").at("error").at("code"), "cancelled");
+    // A finished task cannot be cancelled.
+    auto late = curl("/v1/tasks/" + id, {"-X", "DELETE"});
+    EXPECT_EQ(late.status, 404) << late;
+    EXPECT_EQ(late.error_code(), "finished");
+}
+
+TEST_F(Http, ErrorsAreJsonWithTheRightStatus) {
+    start();
+    wait_ready();
+    auto bad_json = post("/v1/tasks", R"({"type":"echo",)");
+    EXPECT_EQ(bad_json.status, 400) << bad_json;
+    EXPECT_EQ(bad_json.error_code(), "bad_json");
+    EXPECT_EQ(bad_json.header("Content-Type"), "application/json");
+    EXPECT_TRUE(bad_json.json().at("error").at("message").is_string());
+
+    auto bad_type = post("/v1/tasks", R"({"type":"no such type!"})");
+    EXPECT_EQ(bad_type.status, 400) << bad_type;
+    EXPECT_EQ(bad_type.error_code(), "invalid_task");
+    auto bad_field = post("/v1/tasks", R"({"type":"echo","prio":3})");
+    EXPECT_EQ(bad_field.status, 400) << bad_field;
+    EXPECT_EQ(bad_field.error_code(), "invalid_task");
+    auto bad_wait = post("/v1/tasks?wait=soon", R"({"type":"echo"})");
+    EXPECT_EQ(bad_wait.status, 400) << bad_wait;
+    EXPECT_EQ(bad_wait.error_code(), "bad_query");
+
+    const std::string unknown_id = "t4-1763733600123-3fa9c2d100002a";
+    auto unknown = curl("/v1/tasks/" + unknown_id);
+    EXPECT_EQ(unknown.status, 404) << unknown;
+    EXPECT_EQ(unknown.error_code(), "unknown_task");
+    auto cancel_unknown = curl("/v1/tasks/" + unknown_id, {"-X", "DELETE"});
+    EXPECT_EQ(cancel_unknown.status, 404) << cancel_unknown;
+    auto malformed = curl("/v1/tasks/not-a-task-id");
+    EXPECT_EQ(malformed.status, 400) << malformed;
+    EXPECT_EQ(malformed.error_code(), "bad_task_id");
+
+    // 2 MiB: refused from its Content-Length (curl waits for 100-continue and stops).
+    const std::string big = R"({"type":"echo","args":")" + std::string(2U << 20U, 'x') + R"("})";
+    auto too_big = post("/v1/tasks", big);
+    EXPECT_EQ(too_big.status, 413) << too_big;
+    EXPECT_EQ(too_big.error_code(), "body_too_large");
+    // Without 100-continue the client sends it all anyway: still a clean 413, not a reset.
+    auto pushed = post("/v1/tasks", big, {"-H", "Expect:"});
+    EXPECT_EQ(pushed.status, 413) << pushed;
+    EXPECT_EQ(pushed.error_code(), "body_too_large");
+    // The same body chunked (no length up front): refused once the limit is crossed.
+    auto chunked = post("/v1/tasks", big, {"-H", "Transfer-Encoding: chunked"});
+    EXPECT_EQ(chunked.status, 413) << chunked;
+    EXPECT_EQ(chunked.error_code(), "body_too_large");
+    // A task over 512 KiB inside an acceptable body.
+    const std::string large_task =
+        R"({"type":"echo","args":")" + std::string(600'000, 'y') + R"("})";
+    auto too_large = post("/v1/tasks", large_task);
+    EXPECT_EQ(too_large.status, 413) << too_large;
+    EXPECT_EQ(too_large.error_code(), "task_too_large");
+    // Headers over the limit.
+    auto fat = curl("/v1/cluster", {"-H", "X-Fat: " + std::string(20'000, 'h')});
+    EXPECT_EQ(fat.status, 431) << fat;
+    EXPECT_EQ(fat.error_code(), "headers_too_large");
+
+    auto put = curl("/v1/tasks", {"-X", "PUT"});
+    EXPECT_EQ(put.status, 405) << put;
+    EXPECT_EQ(put.header("Allow"), "GET, POST");
+    EXPECT_EQ(put.error_code(), "method_not_allowed");
+    auto delete_cluster = curl("/v1/cluster", {"-X", "DELETE"});
+    EXPECT_EQ(delete_cluster.status, 405) << delete_cluster;
+    EXPECT_EQ(delete_cluster.header("Allow"), "GET");
+    auto post_task = curl("/v1/tasks/" + unknown_id, {"-X", "POST", "--data", "{}"});
+    EXPECT_EQ(post_task.status, 405) << post_task;
+    EXPECT_EQ(post_task.header("Allow"), "GET, DELETE");
+
+    // HEAD gets the header alone (curl would report bytes it did not expect otherwise).
+    auto head = curl("/v1/cluster", {"-I"});
+    EXPECT_EQ(head.status, 405) << head;
+    EXPECT_EQ(head.header("Allow"), "GET");
+    EXPECT_NE(head.header("Content-Length"), "0");
+    EXPECT_EQ(head.body, head.headers);  // -I writes the header block to both
+    EXPECT_EQ(head.error, "");
+
+    auto nowhere = curl("/v2/nothing");
+    EXPECT_EQ(nowhere.status, 404) << nowhere;
+    EXPECT_EQ(nowhere.error_code(), "not_found");
+    EXPECT_EQ(nowhere.header("Content-Type"), "application/json");
+
+    // Still serving after all that, and it counted every refusal.
+    auto m = parse_metrics(curl("/metrics").body);
+    EXPECT_GE(std::stod(m["zkd_http_requests_total{\"code\":\"400\"}"]), 5.0);
+    EXPECT_EQ(m["zkd_http_requests_total{\"code\":\"413\"}"], "4.0");
+    EXPECT_EQ(m["zkd_http_requests_total{\"code\":\"431\"}"], "1.0");
+    EXPECT_EQ(m["zkd_http_requests_total{\"code\":\"405\"}"], "4.0");
+    EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "0.0");
+}
+
+TEST_F(Http, UnreachableZooKeeperIs503InBoundedTime) {
+    // A port nobody listens on.
+    std::uint16_t dead_port = 0;
+    {
+        asio::io_context probe;
+        asio::ip::tcp::acceptor a(probe, {asio::ip::address_v4::loopback(), 0});
+        dead_port = a.local_endpoint().port();
+    }
+    start(false, "127.0.0.1:" + std::to_string(dead_port) + "/zkd/h");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto cluster = curl("/v1/cluster");
+    auto submit = post("/v1/tasks", R"({"type":"echo"})");
+    auto task = curl("/v1/tasks/t4-1763733600123-3fa9c2d100002a");
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(cluster.status, 503) << cluster;
+    EXPECT_EQ(cluster.error_code(), "zookeeper_unavailable");
+    EXPECT_EQ(submit.status, 503) << submit;
+    EXPECT_EQ(task.status, 503) << task;
+    EXPECT_LT(took, 30s);  // bounded by the facade's zk_timeout, not a hang
+    // What needs no ZooKeeper still works; the node's metrics are left out (no stats source).
+    auto metrics = curl("/metrics");
+    EXPECT_EQ(metrics.status, 200);
+    auto m = parse_metrics(metrics.body);
+    EXPECT_EQ(m["zkd_http_requests_total{\"code\":\"503\"}"], "3.0");
+    EXPECT_FALSE(m.contains("family:zkd_master"));
+    EXPECT_TRUE(m.contains("family:zkd_event_loop_lag_seconds"));
+}
+
+TEST_F(Http, NoClusterYetIs503) {
+    // The namespace exists but holds no cluster (no /meta): nothing is created by reading.
+    run([&]() -> asio::awaitable<void> {
+        zkd::zkco::config cfg = make_config();
+        zkd::zkco::client zk(ioc_.get_executor(), cfg);
+        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 30s);
+        EXPECT_TRUE(c);
+        auto made = co_await zkd::test::create_all(zk, zkd::roles::chroot_path(ns_));
+        EXPECT_TRUE(made);
+        co_await zk.close();
+    }());
+    start(false);
+    auto r = poll("/v1/cluster", [](const reply& x) { return x.error_code() == "no_cluster"; });
+    EXPECT_EQ(r.status, 503) << r;
+    EXPECT_EQ(r.error_code(), "no_cluster");
+}
+
+TEST_F(Http, ANewSessionAfterExpiry) {
+    start();
+    wait_ready();
+    const auto first = on_io([this] { return server_->zk_session(); });
+    ASSERT_TRUE(first);
+    EXPECT_EQ(on_io([this] { return server_->zk_sessions(); }), 1U);
+    // Expire the facade's session from outside: attach a twin to it and close the twin. The
+    // facade's client may win the session back before the twin's close goes out (the twin is
+    // then disconnected and its close sends nothing): try again until the session is gone.
+    auto expired = asio::co_spawn(
+        ioc_,
+        [this, handle = *first]() -> asio::awaitable<bool> {
+            for (int attempt = 0; attempt < 20; ++attempt) {
+                zkd::zkco::config cfg;
+                cfg.connect_string = cluster_connect();
+                cfg.session_timeout = 4s;
+                cfg.resume = handle;
+                zkd::zkco::client twin(co_await asio::this_coro::executor, cfg);
+                co_await zkd::zkco::with_timeout(twin.connect(), 10s);
+                co_await twin.close();
+                const bool renewed = co_await zkd::test::wait_for(
+                    [this] { return server_->zk_sessions() >= 2; }, 6s
+                );
+                if (renewed) {
+                    co_return true;
+                }
+            }
+            co_return false;
+        },
+        asio::use_future
+    );
+    ASSERT_TRUE(expired.get());
+    // The facade notices, makes a new session, and serves again.
+    auto back = poll(
+        "/v1/cluster",
+        [this](const reply& r) {
+            return r.status == 200 && on_io([this] { return server_->zk_sessions(); }) >= 2;
+        },
+        60s
+    );
+    EXPECT_EQ(back.status, 200) << back;
+    EXPECT_EQ(on_io([this] { return server_->zk_sessions(); }), 2U);
+    const auto second = on_io([this] { return server_->zk_session(); });
+    ASSERT_TRUE(second);
+    EXPECT_NE(second->id, first->id);
+    auto submit = post("/v1/tasks?wait=30000", R"({"type":"echo","args":"after"})");
+    EXPECT_EQ(submit.status, 200) << submit;
+}
+
+}  // namespace

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// The pure parts of the HTTP API (src/http/api): listen addresses, targets, routes, the body
+// of POST /v1/tasks and error JSON.
+#include "http/api.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace json = boost::json;
+using namespace zkd::http;
+
+TEST(HttpApi, ListenAddresses) {
+    auto a = parse_listen_address("127.0.0.1:8080");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->address().to_string(), "127.0.0.1");
+    EXPECT_EQ(a->port(), 8080);
+
+    auto any = parse_listen_address("0.0.0.0:0");
+    ASSERT_TRUE(any);
+    EXPECT_TRUE(any->address().is_unspecified());
+    EXPECT_EQ(any->port(), 0);
+
+    auto loop = parse_listen_address(":9100");
+    ASSERT_TRUE(loop);
+    EXPECT_TRUE(loop->address().is_loopback());
+    EXPECT_EQ(loop->port(), 9100);
+
+    auto local = parse_listen_address("localhost:1");
+    ASSERT_TRUE(local);
+    EXPECT_EQ(local->address().to_string(), "127.0.0.1");
+
+    auto v6 = parse_listen_address("[::1]:8080");
+    ASSERT_TRUE(v6);
+    EXPECT_TRUE(v6->address().is_v6());
+    EXPECT_TRUE(v6->address().is_loopback());
+
+    for (const char* bad :
+         {"", "8080", ":", "host:80", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1",
+          "127.0.0.1:80x", "[::1:80", "::1:80", "[zz]:80", "1.2.3:80"}) {
+        EXPECT_FALSE(parse_listen_address(bad)) << bad;
+    }
+}
+
+TEST(HttpApi, Targets) {
+    auto t = parse_target("/v1/tasks?wait=100&limit=5&flag&&wait=200");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->path, "/v1/tasks");
+    EXPECT_EQ(t->query.at("wait"), "200");  // the last one wins
+    EXPECT_EQ(t->query.at("limit"), "5");
+    EXPECT_EQ(t->query.at("flag"), "");
+    EXPECT_EQ(t->query.size(), 3U);
+
+    auto plain = parse_target("/metrics");
+    ASSERT_TRUE(plain);
+    EXPECT_TRUE(plain->query.empty());
+
+    EXPECT_FALSE(parse_target("http://host/v1/tasks"));
+    EXPECT_FALSE(parse_target("*"));
+    EXPECT_FALSE(parse_target(""));
+    EXPECT_EQ(parse_target("x").error().status, 400U);
+}
+
+TEST(HttpApi, IntegerQueryParameters) {
+    auto t = parse_target("/x?wait=250&neg=-1&big=99999999999999999999&word=abc&empty=").value();
+    EXPECT_EQ(query_int(t, "wait", 0, 1000).value(), 250);
+    EXPECT_EQ(query_int(t, "absent", 0, 1000).value(), std::nullopt);
+    for (const char* key : {"neg", "big", "word", "empty"}) {
+        auto r = query_int(t, key, 0, 1000);
+        ASSERT_FALSE(r) << key;
+        EXPECT_EQ(r.error().status, 400U);
+        EXPECT_EQ(r.error().code, "bad_query");
+    }
+    EXPECT_FALSE(query_int(t, "wait", 0, 100));  // over the maximum
+}
+
+TEST(HttpApi, Routes) {
+    EXPECT_EQ(match_route("/v1/tasks").what, resource::tasks);
+    EXPECT_EQ(match_route("/v1/cluster").what, resource::cluster);
+    EXPECT_EQ(match_route("/metrics").what, resource::metrics);
+    auto task = match_route("/v1/tasks/t4-1763733600123-3fa9c2d100002a");
+    EXPECT_EQ(task.what, resource::task);
+    EXPECT_EQ(task.task_id, "t4-1763733600123-3fa9c2d100002a");
+    auto empty = match_route("/v1/tasks/");
+    EXPECT_EQ(empty.what, resource::task);
+    EXPECT_EQ(empty.task_id, "");
+    for (const char* none :
+         {"/", "/v1", "/v1/tasks/a/b", "/v1/cluster/", "/metrics/x", "/v2/tasks", "/V1/tasks"}) {
+        EXPECT_EQ(match_route(none).what, resource::none) << none;
+    }
+    EXPECT_EQ(allowed_methods(resource::tasks), "GET, POST");
+    EXPECT_EQ(allowed_methods(resource::task), "GET, DELETE");
+    EXPECT_EQ(allowed_methods(resource::cluster), "GET");
+    EXPECT_EQ(allowed_methods(resource::metrics), "GET");
+}
+
+TEST(HttpApi, SubmitOneTask) {
+    auto r = parse_submit(
+        R"({"type":"sum","args":{"values":[1,2]},"priority":7,"timeout_ms":1500,"max_attempts":2})"
+    );
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_FALSE(r->many);
+    ASSERT_EQ(r->tasks.size(), 1U);
+    const auto& t = r->tasks.front();
+    EXPECT_EQ(t.type, "sum");
+    EXPECT_EQ(t.args, json::parse(R"({"values":[1,2]})"));
+    EXPECT_EQ(t.priority, 7);
+    EXPECT_EQ(t.timeout.count(), 1500);
+    EXPECT_EQ(t.max_attempts, 2);
+
+    auto minimal = parse_submit(R"({"type":"echo"})");
+    ASSERT_TRUE(minimal);
+    EXPECT_EQ(minimal->tasks.front().priority, 5);
+    EXPECT_EQ(minimal->tasks.front().max_attempts, 3);
+    EXPECT_EQ(minimal->tasks.front().timeout.count(), 0);
+    EXPECT_TRUE(minimal->tasks.front().args.is_null());
+
+    auto whole = parse_submit(R"({"type":"echo","priority":3.0,"timeout_ms":1e3})");
+    ASSERT_TRUE(whole) << whole.error().message;
+    EXPECT_EQ(whole->tasks.front().priority, 3);
+    EXPECT_EQ(whole->tasks.front().timeout.count(), 1000);
+}
+
+TEST(HttpApi, SubmitManyTasks) {
+    auto r = parse_submit(R"([{"type":"echo","args":1},{"type":"sleep","args":{"ms":5}}])");
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(r->many);
+    ASSERT_EQ(r->tasks.size(), 2U);
+    EXPECT_EQ(r->tasks[1].type, "sleep");
+
+    auto bad = parse_submit(R"([{"type":"echo"},{"type":"no spaces"}])");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code, "invalid_task");
+    EXPECT_NE(bad.error().message.find("task 1"), std::string::npos) << bad.error().message;
+
+    EXPECT_EQ(parse_submit("[]").error().code, "invalid_task");
+}
+
+TEST(HttpApi, SubmitRefusals) {
+    for (const char* not_json : {"", "{", R"({"type":"echo")", "nope", R"({"type":'echo'})"}) {
+        auto r = parse_submit(not_json);
+        ASSERT_FALSE(r) << not_json;
+        EXPECT_EQ(r.error().status, 400U);
+        EXPECT_EQ(r.error().code, "bad_json") << not_json;
+    }
+    for (const char* invalid :
+         {R"("echo")", R"(42)", R"({})", R"({"type":7})", R"({"type":""})", R"({"type":"a b"})",
+          R"({"type":"echo","priority":10})", R"({"type":"echo","priority":-1})",
+          R"({"type":"echo","priority":1.5})", R"({"type":"echo","priority":"5"})",
+          R"({"type":"echo","timeout_ms":-1})", R"({"type":"echo","max_attempts":0})",
+          R"({"type":"echo","colour":"red"})", R"([1])"}) {
+        auto r = parse_submit(invalid);
+        ASSERT_FALSE(r) << invalid;
+        EXPECT_EQ(r.error().status, 400U);
+        EXPECT_EQ(r.error().code, "invalid_task") << invalid;
+    }
+    // Nested deeper than a task may be.
+    std::string deep = R"({"type":"echo","args":)";
+    for (int i = 0; i < 100; ++i) {
+        deep += "[";
+    }
+    for (int i = 0; i < 100; ++i) {
+        deep += "]";
+    }
+    deep += "}";
+    auto r = parse_submit(deep);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().status, 400U);
+}
+
+TEST(HttpApi, ErrorJson) {
+    const auto v = error_json("bad_json", "the body is not \"JSON\"");
+    EXPECT_EQ(
+        json::serialize(v), R"({"error":{"code":"bad_json","message":"the body is not \"JSON\""}})"
+    );
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+// The Prometheus rendering of src/http/metrics: names, values, omissions, and the structure
+// of the text format (each family declared once, before its samples, samples contiguous).
+#include "http/metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using zkd::http::facade_counters;
+using zkd::http::format_sample;
+using zkd::http::render_metrics;
+
+namespace {
+
+/// Every sample line, "name{labels}" -> value.
+std::map<std::string, std::string> samples(const std::string& text) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line.front() == '#') {
+            continue;
+        }
+        const auto space = line.rfind(' ');
+        out[line.substr(0, space)] = line.substr(space + 1);
+    }
+    return out;
+}
+
+/// Checks the exposition's structure; returns what is wrong, or "".
+std::string structure_problems(const std::string& text) {
+    std::map<std::string, std::string> types;  // family -> type
+    std::set<std::string> finished;            // families whose samples are over
+    std::string current;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("# HELP ", 0) == 0) {
+            continue;
+        }
+        if (line.rfind("# TYPE ", 0) == 0) {
+            std::istringstream words(line.substr(7));
+            std::string name;
+            std::string type;
+            words >> name >> type;
+            if (types.contains(name)) {
+                return "family declared twice: " + name;
+            }
+            types[name] = type;
+            if (!current.empty()) {
+                finished.insert(current);
+            }
+            current = name;
+            continue;
+        }
+        if (line.empty() || line.front() == '#') {
+            return "unexpected line: " + line;
+        }
+        std::string name = line.substr(0, line.find_first_of("{ "));
+        if (types[current] == "histogram") {
+            for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
+                if (name.ends_with(suffix)) {
+                    name.resize(name.size() - suffix.size());
+                    break;
+                }
+            }
+        }
+        if (name != current) {
+            return "sample outside its family: " + line;
+        }
+        if (finished.contains(name)) {
+            return "family samples not contiguous: " + name;
+        }
+    }
+    return {};
+}
+
+zkd::roles::node_stats some_node() {
+    zkd::roles::node_stats n;
+    n.member = "h-1-00000000";
+    n.session = zkd::zkco::session_state::connected;
+    n.sessions = 2;
+    n.master = true;
+    n.epoch = 7;
+    n.queue_depth = 42;
+    n.worker.started = 11;
+    n.worker.discarded = 1;
+    n.succeeded = 5;
+    n.failed = 3;
+    n.timed_out = 2;
+    n.cancelled = 1;
+    n.master_totals.assigned = 13;
+    n.master_totals.requeued = 4;
+    n.master_totals.lost = 1;
+    n.master_totals.rejected = 6;
+    n.assign_latency.observe(0.3);    // <= 0.5 ms
+    n.assign_latency.observe(7);      // <= 10 ms
+    n.assign_latency.observe(20000);  // only +Inf
+    return n;
+}
+
+}  // namespace
+
+TEST(HttpMetrics, FacadeCountersAlone) {
+    facade_counters f;
+    f.tasks_submitted = 9;
+    f.responses[200] = 4;
+    f.responses[404] = 1;
+    const auto text = render_metrics(std::nullopt, std::nullopt, f);
+    EXPECT_EQ(structure_problems(text), "");
+    const auto s = samples(text);
+    EXPECT_EQ(s.at("zkd_tasks_submitted_total"), "9");
+    EXPECT_EQ(s.at("zkd_http_requests_total{code=\"200\"}"), "4");
+    EXPECT_EQ(s.at("zkd_http_requests_total{code=\"404\"}"), "1");
+    // Without a node or a probe their families are left out entirely.
+    EXPECT_EQ(text.find("zkd_master"), std::string::npos);
+    EXPECT_EQ(text.find("zkd_event_loop_lag"), std::string::npos);
+    EXPECT_EQ(text.find("zkd_queue_depth"), std::string::npos);
+}
+
+TEST(HttpMetrics, NodeFigures) {
+    const auto text = render_metrics(some_node(), std::nullopt, facade_counters{});
+    EXPECT_EQ(structure_problems(text), "") << text;
+    const auto s = samples(text);
+    EXPECT_EQ(s.at("zkd_tasks_completed_total{state=\"succeeded\"}"), "5");
+    EXPECT_EQ(s.at("zkd_tasks_completed_total{state=\"failed\"}"), "3");
+    EXPECT_EQ(s.at("zkd_tasks_completed_total{state=\"timed_out\"}"), "2");
+    EXPECT_EQ(s.at("zkd_tasks_completed_total{state=\"cancelled\"}"), "1");
+    EXPECT_EQ(s.at("zkd_tasks_assigned_total"), "13");
+    EXPECT_EQ(s.at("zkd_tasks_requeued_total"), "4");
+    EXPECT_EQ(s.at("zkd_tasks_lost_total"), "1");
+    EXPECT_EQ(s.at("zkd_tasks_rejected_total"), "6");
+    EXPECT_EQ(s.at("zkd_queue_depth"), "42");
+    EXPECT_EQ(s.at("zkd_master"), "1");
+    EXPECT_EQ(s.at("zkd_master_epoch"), "7");
+    EXPECT_EQ(s.at("zkd_zk_session_state{state=\"connected\"}"), "1");
+    EXPECT_EQ(s.at("zkd_zk_session_state{state=\"disconnected\"}"), "0");
+    EXPECT_EQ(s.at("zkd_zk_session_state{state=\"expired\"}"), "0");
+    EXPECT_EQ(s.at("zkd_zk_sessions_total"), "2");
+    EXPECT_EQ(s.at("zkd_worker_tasks_started_total"), "11");
+    EXPECT_EQ(s.at("zkd_worker_results_discarded_total"), "1");
+    EXPECT_NE(text.find("# TYPE zkd_assign_latency_seconds histogram"), std::string::npos);
+    EXPECT_NE(text.find("# TYPE zkd_tasks_completed_total counter"), std::string::npos);
+    EXPECT_NE(text.find("# TYPE zkd_queue_depth gauge"), std::string::npos);
+}
+
+TEST(HttpMetrics, AssignLatencyIsACumulativeHistogramInSeconds) {
+    const auto s = samples(render_metrics(some_node(), std::nullopt, facade_counters{}));
+    EXPECT_EQ(s.at("zkd_assign_latency_seconds_bucket{le=\"0.0005\"}"), "1");
+    EXPECT_EQ(s.at("zkd_assign_latency_seconds_bucket{le=\"0.005\"}"), "1");
+    EXPECT_EQ(s.at("zkd_assign_latency_seconds_bucket{le=\"0.01\"}"), "2");
+    EXPECT_EQ(s.at("zkd_assign_latency_seconds_bucket{le=\"10\"}"), "2");
+    EXPECT_EQ(s.at("zkd_assign_latency_seconds_bucket{le=\"+Inf\"}"), "3");
+    EXPECT_EQ(s.at("zkd_assign_latency_seconds_count"), "3");
+    EXPECT_NEAR(std::stod(s.at("zkd_assign_latency_seconds_sum")), 20.0073, 1e-9);
+    // Every bound of the node's histogram is a bucket, in order, and counts never decrease.
+    std::uint64_t last = 0;
+    for (const double ms : zkd::roles::latency_histogram::bounds_ms) {
+        const auto key =
+            "zkd_assign_latency_seconds_bucket{le=\"" + format_sample(ms / 1000) + "\"}";
+        ASSERT_TRUE(s.contains(key)) << key;
+        const auto n = std::stoull(s.at(key));
+        EXPECT_GE(n, last);
+        last = n;
+    }
+}
+
+TEST(HttpMetrics, QueueDepthOnlyWhileMaster) {
+    auto n = some_node();
+    n.master = false;
+    n.queue_depth = -1;
+    n.session = zkd::zkco::session_state::disconnected;
+    const auto text = render_metrics(n, std::nullopt, facade_counters{});
+    EXPECT_EQ(text.find("zkd_queue_depth"), std::string::npos);
+    const auto s = samples(text);
+    EXPECT_EQ(s.at("zkd_master"), "0");
+    EXPECT_EQ(s.at("zkd_zk_session_state{state=\"connected\"}"), "0");
+    EXPECT_EQ(s.at("zkd_zk_session_state{state=\"disconnected\"}"), "1");
+}
+
+TEST(HttpMetrics, EventLoopLag) {
+    zkd::reactor::lag_stats lag;
+    lag.last = 1500us;
+    lag.max = 250ms;
+    lag.p99 = 12ms;
+    const auto text = render_metrics(std::nullopt, lag, facade_counters{});
+    EXPECT_EQ(structure_problems(text), "") << text;
+    const auto s = samples(text);
+    EXPECT_EQ(s.at("zkd_event_loop_lag_seconds{quantile=\"0.99\"}"), "0.012");
+    EXPECT_EQ(s.at("zkd_event_loop_lag_seconds{quantile=\"1\"}"), "0.25");
+    EXPECT_EQ(s.at("zkd_event_loop_lag_last_seconds"), "0.0015");
+    EXPECT_NE(text.find("# TYPE zkd_event_loop_lag_seconds gauge"), std::string::npos);
+}
+
+TEST(HttpMetrics, SampleFormatting) {
+    EXPECT_EQ(format_sample(0), "0");
+    EXPECT_EQ(format_sample(0.1), "0.1");
+    EXPECT_EQ(format_sample(2.5), "2.5");
+    EXPECT_EQ(format_sample(1e21), "1e+21");
+    EXPECT_EQ(format_sample(0.0005), "0.0005");
+    EXPECT_EQ(format_sample(1234567), "1234567");
+    EXPECT_EQ(format_sample(-2.25), "-2.25");
+    EXPECT_EQ(format_sample(std::numeric_limits<double>::infinity()), "+Inf");
+    EXPECT_EQ(format_sample(-std::numeric_limits<double>::infinity()), "-Inf");
+    EXPECT_EQ(format_sample(std::numeric_limits<double>::quiet_NaN()), "NaN");
+}
