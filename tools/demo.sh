@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The run command: installs what is missing, builds zkd (Release), starts a local ZooKeeper
 # by itself, runs the zkco tour against it, starts a cluster of three zkd instances, submits
-# a mix of tasks and shows their results, then stops everything it started.
+# a mix of tasks and a crack job, shows their results and the cluster view, then stops
+# everything it started.
 # Usage: tools/demo.sh [--no-install]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ install=1
 for arg in "$@"; do
     case "$arg" in
         --no-install) install=0 ;;
-        -h|--help) sed -n '3,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "demo.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -43,7 +44,7 @@ echo "== zkco tour"
 
 echo "== start three zkd instances (logs in $zkdir/node*.log)"
 for i in 1 2 3; do
-    "$zkd" run --zk "$connect" --namespace demo --capacity 2 --host "node$i" \
+    "$zkd" run --zk "$connect" --namespace demo --capacity 2 --host "node$i" --grace 5s \
         >"$zkdir/node$i.log" 2>&1 &
     nodes+=($!)
 done
@@ -59,6 +60,22 @@ submit sleep '{"ms": 200}'
 submit md5-crack '{"hash": "02926b8c2fe8e26a3bc6e810554a2120", "charset": "abcdefghijklmnopqrstuvwxyz", "min_len": 1, "max_len": 3, "start": 0, "count": 18278}'
 submit fail '{"message": "this task fails on purpose"}'
 submit no-such-type '{}'   # failed after the 10 s grace for unserved types
+
+echo "== a task in flight: status, the task list, cancel"
+z() { echo "\$ zkd $*"; "$zkd" "$@" --zk "$connect" --namespace demo || echo "(exit $?)"; }
+id=$("$zkd" submit sleep '{"ms": 60000}' --zk "$connect" --namespace demo)
+sleep 0.5
+z status "$id"
+z tasks
+z cancel "$id" --wait
+
+echo "== a distributed MD5 crack: which 5-letter lowercase word has this hash?"
+hash=$(printf 'quark' | md5sum | cut -d' ' -f1)
+z crack "$hash" --charset lower --max-length 5 --timeout 5m
+z crack --status "$hash"
+
+echo "== the cluster"
+z cluster
 
 echo "== who did what"
 grep -h "elected master\|took over\|joined\|rejected" "$zkdir"/node*.log | sed 's/^/  /'

@@ -3,8 +3,11 @@
 #include "cli/commands.hpp"
 #include "cli/logging.hpp"
 #include "cli/options.hpp"
+#include "cli/session.hpp"
+#include "http/server.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
+#include "reactor/lag_probe.hpp"
 #include "reactor/signals.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/node.hpp"
@@ -55,6 +58,8 @@ bare number is milliseconds).
   --host NAME             name in member ids (default: the hostname)
   --log-level LEVEL       trace, debug, info (default), warn, error, off
   --log-format FORMAT     text (default) or json (one object per line)
+  --http ADDR             serve the HTTP API and /metrics on ADDR (host:port, [v6]:port, or
+                          :port for loopback; off by default; see README "HTTP API")
   --enable-crash-task     serve the `crash` task type, which aborts this process (for
                           testing poison-task handling; off by default)
   --config FILE           read options from FILE
@@ -66,7 +71,7 @@ int cmd_run(int argc, char** argv) {
     auto known = cluster_options();
     known.insert(known.end(), {{"--capacity"}, {"--threads"}, {"--role"}, {"--session-timeout"},
                                {"--placement"}, {"--host"}, {"--log-level"}, {"--log-format"},
-                               {"--grace"}, {"--result-retention"},
+                               {"--grace"}, {"--result-retention"}, {"--http"},
                                {"--enable-crash-task", false, true}});
     const auto a = args::parse(argc, argv, 2, known);
     if (a.has("--help")) {
@@ -125,20 +130,56 @@ int cmd_run(int argc, char** argv) {
                      "the queue)");
         stop.emit(asio::cancellation_type::terminal);
     };
+    // The HTTP facade, when asked for: bound before joining, so a taken port fails fast.
+    std::optional<http::server> web;
+    reactor::lag_probe lag(ioc.get_executor());
+    asio::cancellation_signal web_stop;
+    if (const auto listen = a.value("--http")) {
+        http::server_options ho;
+        ho.listen = *listen;
+        ho.zk = target.session_config(o.session_timeout);
+        ho.stats = [&stats] { return stats; };
+        ho.lag = &lag;
+        web.emplace(ioc.get_executor(), std::move(ho));
+        if (const auto ec = web->bind()) {
+            complain("cannot serve HTTP on '" + *listen + "': " + ec.message());
+            return ec == std::errc::invalid_argument ? exit_usage : exit_failed;
+        }
+        const auto ep = web->local_endpoint();
+        spdlog::info("zkd: HTTP API on http://{}:{}/ (metrics at /metrics)",
+                     ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string(),
+                     ep.port());
+        lag.start();
+    }
     reactor::shutdown_controller signals(ioc.get_executor(), grace, std::move(handlers));
+    int running = web ? 2 : 1;
+    const auto finished = [&](const std::exception_ptr& e, const char* what) {
+        if (e) {
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                spdlog::error("zkd: {} stopped on an error: {}", what, ex.what());
+            }
+            rc = exit_failed;
+        }
+        if (--running == 1) {
+            web_stop.emit(asio::cancellation_type::terminal);  // the node is gone: so is its API
+        }
+        if (running == 0 || !web) {
+            lag.stop();
+            signals.stop();
+        }
+    };
     const roles::node_links links{&stats, &drain};
     asio::co_spawn(ioc, roles::run_node(o, reg, pool, links),
                    asio::bind_cancellation_slot(stop.slot(), [&](const std::exception_ptr& e) {
-                       if (e) {
-                           try {
-                               std::rethrow_exception(e);
-                           } catch (const std::exception& ex) {
-                               spdlog::error("zkd: stopped on an error: {}", ex.what());
-                           }
-                           rc = exit_failed;
-                       }
-                       signals.stop();
+                       finished(e, "the node");
                    }));
+    if (web) {
+        asio::co_spawn(ioc, web->run(), asio::bind_cancellation_slot(web_stop.slot(), [&](const std::exception_ptr& e) {
+                           finished(e, "the HTTP API");
+                       }));
+    }
     ioc.run();
     return rc;
 }

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+// zkd tasks and zkd cluster: read-only views (roles/inspect.hpp), as tables or JSON.
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/session.hpp"
+#include "roles/ids.hpp"
+#include "roles/inspect.hpp"
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <ctime>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace zkd::cli {
+
+namespace {
+
+constexpr const char* tasks_help = R"(usage: zkd tasks [options]
+
+Lists the tasks waiting (pending, in priority then submit order) and those held by workers
+(assigned or running), with type, worker, age and attempt.
+
+  --limit N               list at most N of each (default 1000); totals are always shown
+  --json                  print the list as JSON
+  --zk, --namespace, --connect-timeout, --user, --password, --password-file, --config
+                          as for every command (see 'zkd submit --help')
+)";
+
+constexpr const char* cluster_help = R"(usage: zkd cluster [options]
+
+Shows the cluster: the acting master (epoch, since when, tasks finished per second over the
+last minute), each worker with its load (tasks held / capacity), running tasks and types,
+and the queue (pending tasks, results not yet consumed, open cancel requests).
+
+  --json                  print the view as JSON
+  --zk, --namespace, --connect-timeout, --user, --password, --password-file, --config
+                          as for every command (see 'zkd submit --help')
+)";
+
+/// 850ms, 12.3s, 3m10s, 2h05m.
+std::string brief_age(std::int64_t ms) {
+    char buf[32];
+    if (ms < 1000) {
+        std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
+    } else if (ms < 60'000) {
+        std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000.0);
+    } else if (ms < 3'600'000) {
+        std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60'000),
+                      static_cast<long long>(ms / 1000 % 60));
+    } else {
+        std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000),
+                      static_cast<long long>(ms / 60'000 % 60));
+    }
+    return buf;
+}
+
+std::string local_time(std::int64_t ms) {
+    const std::time_t t = ms / 1000;
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) {
+        out += (out.empty() ? "" : ",") + s;
+    }
+    return out.empty() ? "-" : out;
+}
+
+void print_tasks(const roles::task_list& list) {
+    std::printf("%-32s %-9s %-12s %-28s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "AGE", "ATTEMPT");
+    const auto row = [](const roles::task_entry& t) {
+        if (!t.garbage.empty()) {
+            std::printf("%-32s %-9s (garbage: %s)\n", t.id.c_str(), "?", t.garbage.c_str());
+            return;
+        }
+        std::printf("%-32s %-9s %-12s %-28s %8s %d\n", t.id.c_str(),
+                    std::string(roles::to_string(t.state)).c_str(), t.type.c_str(),
+                    t.worker.empty() ? "-" : t.worker.c_str(), brief_age(t.age_ms).c_str(), t.attempt);
+    };
+    for (const auto& t : list.assigned) {
+        row(t);
+    }
+    for (const auto& t : list.pending) {
+        row(t);
+    }
+    std::printf("%llu held by workers, %llu pending",
+                static_cast<unsigned long long>(list.assigned_total),
+                static_cast<unsigned long long>(list.pending_total));
+    if (list.truncated) {
+        std::printf(" (lists cut at %zu each: --limit)", list.limit);
+    }
+    std::printf("\n");
+}
+
+void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
+    std::printf("cluster   %s%s, epoch %lld\n", t.hosts.c_str(), t.chroot.c_str(),
+                static_cast<long long>(c.epoch));
+    if (!c.master) {
+        std::printf("master    none (an election is under way, or no zkd runs)\n");
+    } else if (!c.master->garbage.empty()) {
+        std::printf("master    unreadable: %s\n", c.master->garbage.c_str());
+    } else {
+        const auto& m = *c.master;
+        std::printf("master    %s (pid %lld on %s), epoch %lld, since %s", m.id.c_str(),
+                    static_cast<long long>(m.pid), m.host.c_str(), static_cast<long long>(m.epoch),
+                    m.since_ms > 0 ? local_time(m.since_ms).c_str() : "?");
+        if (m.throughput) {
+            std::printf(", %.2f tasks/s over the last minute", *m.throughput);
+        }
+        std::printf("\n");
+    }
+    std::printf("queue     %llu pending, %llu results not consumed, %llu cancel requests\n",
+                static_cast<unsigned long long>(c.pending), static_cast<unsigned long long>(c.results),
+                static_cast<unsigned long long>(c.cancel_requests));
+    std::size_t slots = 0;
+    std::size_t held = 0;
+    for (const auto& w : c.workers) {
+        slots += static_cast<std::size_t>(w.capacity);
+        held += w.assigned;
+    }
+    std::printf("workers   %zu, %zu of %zu slots in use\n", c.workers.size(), held, slots);
+    if (c.workers.empty()) {
+        return;
+    }
+    std::printf("  %-28s %-16s %7s %7s  %s\n", "ID", "HOST", "LOAD", "RUNNING", "TYPES");
+    for (const auto& w : c.workers) {
+        if (!w.garbage.empty()) {
+            std::printf("  %-28s (garbage: %s)\n", w.id.c_str(), w.garbage.c_str());
+            continue;
+        }
+        const std::string load = std::to_string(w.assigned) + "/" + std::to_string(w.capacity);
+        std::printf("  %-28s %-16s %7s %7zu  %s%s\n", w.id.c_str(), w.host.c_str(), load.c_str(),
+                    w.running, joined(w.types).c_str(), w.draining ? "  (draining)" : "");
+    }
+}
+
+std::vector<option> view_options(std::vector<option> own) {
+    auto all = cluster_options();
+    all.insert(all.end(), own.begin(), own.end());
+    return all;
+}
+
+}  // namespace
+
+int cmd_tasks(int argc, char** argv) {
+    const auto a = args::parse(argc, argv, 2, view_options({{"--json", false, false}, {"--limit"}}));
+    if (a.has("--help")) {
+        std::fputs(tasks_help, stdout);
+        return exit_ok;
+    }
+    if (!a.positional.empty()) {
+        throw usage_error("unexpected argument '" + a.positional.front() + "'");
+    }
+    const auto limit = static_cast<std::size_t>(a.number("--limit", 1000, 1, 1'000'000));
+    const bool as_json = a.has("--json");
+    const auto target = target_of(a);
+    spdlog::set_level(spdlog::level::err);
+    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        auto list = co_await roles::list_tasks(zk, l, limit);
+        if (!list) {
+            complain("cannot list tasks: " + list.error().message());
+            co_return exit_failed;
+        }
+        if (as_json) {
+            std::printf("%s\n", json::serialize(roles::to_json(*list)).c_str());
+        } else {
+            print_tasks(*list);
+        }
+        co_return exit_ok;
+    });
+}
+
+int cmd_cluster(int argc, char** argv) {
+    const auto a = args::parse(argc, argv, 2, view_options({{"--json", false, false}}));
+    if (a.has("--help")) {
+        std::fputs(cluster_help, stdout);
+        return exit_ok;
+    }
+    if (!a.positional.empty()) {
+        throw usage_error("unexpected argument '" + a.positional.front() + "'");
+    }
+    const bool as_json = a.has("--json");
+    const auto target = target_of(a);
+    spdlog::set_level(spdlog::level::err);
+    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        auto view = co_await roles::read_cluster(zk, l);
+        if (!view) {
+            complain("cannot read the cluster: " + view.error().message());
+            co_return exit_failed;
+        }
+        if (as_json) {
+            std::printf("%s\n", json::serialize(roles::to_json(*view)).c_str());
+        } else {
+            print_cluster(target, *view);
+        }
+        co_return exit_ok;
+    });
+}
+
+}  // namespace zkd::cli
