@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# Turns one bench/run.sh results directory into results.md (tables, targets) and the data
+# files bench/plots.gp draws. Usage: bench/report.py RESULTS_DIR
+import json
+import os
+import sys
+
+MODES = [("fsync", "fsync (forceSync=yes)"), ("nosync", "forceSync=no")]
+WORKERS = [1, 2, 4]
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def text(path, default="n/a"):
+    try:
+        with open(path) as f:
+            return f.read().strip() or default
+    except OSError:
+        return default
+
+
+def get(d, *keys, default=None):
+    for k in keys:
+        if not isinstance(d, dict) or k not in d or d[k] is None:
+            return default
+        d = d[k]
+    return d
+
+
+def num(v, fmt="{:,.0f}"):
+    return "n/a" if v is None else fmt.format(v)
+
+
+def cpu(path):
+    """(zk cores, zkd cores, wall s) used during a run, from its .cpu file."""
+    try:
+        zk, zkd, wall = (float(x) for x in text(path, "").split())
+        return zk / wall, zkd / wall, wall
+    except ValueError:
+        return None, None, None
+
+
+def main(out):
+    rows = []
+    lines = []
+    add = lines.append
+    add("# zkd benchmark results\n")
+    add("Machine and settings (`machine.txt`):\n")
+    add("```\n" + text(os.path.join(out, "machine.txt")) + "\n```\n")
+
+    raw = {m: load(os.path.join(out, m, "raw.json")) for m, _ in MODES}
+    add("## Raw ceiling (the same server through zkco, pipelined)\n")
+    add("| ZooKeeper | creates/s | multi/s (20 creates) | creates/s inside multis |")
+    add("|---|---:|---:|---:|")
+    for m, label in MODES:
+        r = raw[m]
+        add(f"| {label} | {num(get(r, 'raw', 'creates_per_s'))} | "
+            f"{num(get(r, 'raw', 'multis_per_s'))} | "
+            f"{num(get(r, 'raw', 'creates_in_multis_per_s'))} |")
+    add("")
+
+    add("## Tasks (echo, 16-byte payload unless noted)\n")
+    add("burst: every task submitted at once (100 per submit call) and drained; closed: "
+        "a fixed number of tasks in flight; open: scheduled arrivals at half the larger of "
+        "the two (latency counted from each task's scheduled time); spin:1: tasks burning "
+        "1 ms of CPU each. Latency is submit to result consumed, in ms. CPU is in cores "
+        "(CPU seconds / wall seconds) during the burst: ZooKeeper's JVM, all zkd processes, "
+        "and zkd-loadgen.\n")
+    add("ZK writes/reads per task are the servers' `mntr` counters over the closed loop (all "
+        "clients, pings included); requests/task splits them into zkd-loadgen's own session "
+        "(its zkco counters) and the rest, i.e. the zkd processes (master and workers).\n")
+    add("| ZooKeeper | workers | burst tasks/s | closed tasks/s | best ÷ raw creates/s | closed p50 / p99 "
+        "| open rate | open p50 / p99 / p99.9 | spin:1 tasks/s | ZK writes/task | ZK reads/task "
+        "| requests/task loadgen / zkd | CPU ZK / zkd / loadgen | errors |")
+    add("|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|---|---:|")
+    tput = {}
+    for m, label in MODES:
+        rc = get(raw[m], "raw", "creates_per_s")
+        for w in WORKERS:
+            d = os.path.join(out, m, f"w{w}")
+            burst = load(os.path.join(d, "burst.json"))
+            closed = load(os.path.join(d, "closed.json"))
+            opn = load(os.path.join(d, "open.json"))
+            spin = load(os.path.join(d, "spin.json"))
+            bt = get(burst, "load", "tasks_per_s")
+            ct = get(closed, "load", "tasks_per_s")
+            tput[(m, w)] = (bt, ct, rc)
+            best = max(bt or 0, ct or 0)
+            ratio = f"{best / rc:.2f}" if best and rc else "n/a"
+            zc, dc, wall = cpu(os.path.join(d, "burst.json.cpu"))
+            lg = None
+            if burst and wall:
+                lg = (get(burst, "process", "cpu_user_s", default=0) +
+                      get(burst, "process", "cpu_sys_s", default=0)) / wall
+            cpus = "n/a" if zc is None else f"{zc:.2f} / {dc:.2f} / {lg:.2f}"
+            errors = sum(get(x, "load", "errors", "total", default=0) or 0
+                         for x in (burst, closed, opn, spin))
+            missing = [n for n, x in (("burst", burst), ("closed", closed), ("open", opn),
+                                      ("spin", spin)) if not get(x, "load")]
+            err = str(errors) + (f" (no result: {', '.join(missing)})" if missing else "")
+            lat = lambda x, k: num(get(x, "load", "latency_ms", k), "{:.1f}")
+            split = "n/a"
+            zk = get(closed, "load", "zookeeper")
+            cl = get(closed, "load", "client")
+            n = get(closed, "load", "results")
+            if zk and cl and n:
+                mine = cl["reads"] + cl["writes"]
+                total = zk["reads"] + zk["writes"]
+                split = f"{mine / n:.2f} / {(total - mine) / n:.2f}"
+            add(f"| {label} | {w} | {num(bt)} | {num(ct)} | {ratio} | "
+                f"{lat(closed, 'p50')} / {lat(closed, 'p99')} | "
+                f"{num(get(opn, 'config', 'rate'))} | "
+                f"{lat(opn, 'p50')} / {lat(opn, 'p99')} / {lat(opn, 'p999')} | "
+                f"{num(get(spin, 'load', 'tasks_per_s'))} | "
+                f"{num(get(closed, 'load', 'zookeeper', 'writes_per_task'), '{:.2f}')} | "
+                f"{num(get(closed, 'load', 'zookeeper', 'reads_per_task'), '{:.2f}')} | "
+                f"{split} | {cpus} | {err} |")
+            rows.append((m, w, burst, closed, opn, spin))
+    add("")
+
+    add("## Latency floor (2 workers, open loop at 100 tasks/s)\n")
+    add("| ZooKeeper | p50 | p90 | p99 | p99.9 | max |")
+    add("|---|---:|---:|---:|---:|---:|")
+    for m, label in MODES:
+        j = load(os.path.join(out, m, "w2", "light.json"))
+        add(f"| {label} | " + " | ".join(
+            num(get(j, "load", "latency_ms", k), "{:.1f}")
+            for k in ("p50", "p90", "p99", "p999", "max")) + " |")
+    add("")
+
+    add("## Batch size (forceSync=no, 2 workers, closed loop, 512 in flight)\n")
+    add("`--batch N` is the number of tasks per `task_client::submit()` call; the client's "
+        "batcher folds whatever is queued into multis either way.\n")
+    add("| batch | tasks/s | ZK writes/task | ZK reads/task | loadgen write transactions/task "
+        "| loadgen multis | p99 ms |")
+    add("|---:|---:|---:|---:|---:|---:|---:|")
+    for b in (1, 10, 100):
+        j = load(os.path.join(out, "nosync", f"batch{b}.json"))
+        add(f"| {b} | {num(get(j, 'load', 'tasks_per_s'))} | "
+            f"{num(get(j, 'load', 'zookeeper', 'writes_per_task'), '{:.2f}')} | "
+            f"{num(get(j, 'load', 'zookeeper', 'reads_per_task'), '{:.2f}')} | "
+            f"{num(get(j, 'load', 'client', 'writes_per_task'), '{:.3f}')} | "
+            f"{num(get(j, 'load', 'client', 'multis'))} | "
+            f"{num(get(j, 'load', 'latency_ms', 'p99'), '{:.1f}')} |")
+    add("")
+
+    idle_kb = text(os.path.join(out, "idle_rss_kb"))
+    mem = text(os.path.join(out, "master_mem.txt"), "").split()
+    per_task = None
+    if len(mem) == 3:
+        before, after, n = (int(x) for x in mem)
+        per_task = (after - before) * 1024 / n
+    lag = text(os.path.join(out, "lag_p99_s"))
+    lag_ms = None
+    try:
+        lag_ms = float(lag) * 1000
+    except ValueError:
+        pass
+    add("## Memory and event-loop lag\n")
+    add(f"- idle `zkd run` (worker + candidate, no tasks): {idle_kb} kB RSS")
+    if len(mem) == 3:
+        add(f"- master with {int(mem[2]):,} pending tasks and no workers: RSS {int(mem[0]):,} kB "
+            f"→ {int(mem[1]):,} kB, {per_task:,.0f} bytes per pending task")
+    else:
+        add("- master memory per pending task: n/a")
+    add(f"- event-loop lag p99 of a worker with a saturated pool: "
+        f"{'n/a (no --http /metrics)' if lag_ms is None else f'{lag_ms:.2f} ms'}")
+    add("")
+
+    # Targets (reported, not asserted).
+    add("## Targets\n")
+    add("| target | measured | met |")
+    add("|---|---|---|")
+    best = {m: max((max(tput[(m, w)][0] or 0, tput[(m, w)][1] or 0) for w in WORKERS), default=0)
+            for m, _ in MODES}
+    for m, label in MODES:
+        rc = get(raw[m], "raw", "creates_per_s")
+        ok = rc and best[m] >= rc
+        add(f"| no-op tasks/s ≥ raw creates/s ({label}) | best {num(best[m])} vs {num(rc)} | "
+            f"{'yes' if ok else 'no'} |")
+    p99s = [get(o, "load", "latency_ms", "p99") for (_, _, _, _, o, _) in rows]
+    p99s = [p for p in p99s if p is not None]
+    if p99s:
+        worst = max(p99s)
+        add(f"| p99 submit→result at 50% of max ≤ 10 ms | {min(p99s):.1f} to {worst:.1f} ms "
+            f"over the {len(p99s)} configurations | {'yes' if worst <= 10 else 'no'} |")
+    add(f"| event-loop lag p99 ≤ 2 ms, saturated pool | "
+        f"{'n/a' if lag_ms is None else f'{lag_ms:.2f} ms'} | "
+        f"{'n/a' if lag_ms is None else ('yes' if lag_ms <= 2 else 'no')} |")
+    try:
+        idle_mb = int(idle_kb) / 1024
+        add(f"| idle zkd < 30 MB RSS | {idle_mb:.1f} MB | {'yes' if idle_mb < 30 else 'no'} |")
+    except ValueError:
+        add("| idle zkd < 30 MB RSS | n/a | n/a |")
+    add(f"| master memory per pending task ≤ 200 bytes | "
+        f"{'n/a' if per_task is None else f'{per_task:,.0f} bytes'} | "
+        f"{'n/a' if per_task is None else ('yes' if per_task <= 200 else 'no')} |")
+    wpt = [get(c, "load", "zookeeper", "writes_per_task") for (m, _, _, c, _, _) in rows]
+    wpt = [x for x in wpt if x is not None]
+    if wpt:
+        add(f"| ZooKeeper writes per task, steady state (closed loop) | {min(wpt):.2f} to "
+            f"{max(wpt):.2f} | (reported) |")
+    add("")
+
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(lines))
+
+    # Plot data: workers, then for each mode burst, closed, raw creates/s.
+    with open(os.path.join(out, "throughput.dat"), "w") as f:
+        f.write("# workers fsync_burst fsync_closed fsync_raw nosync_burst nosync_closed "
+                "nosync_raw\n")
+        for w in WORKERS:
+            vals = []
+            for m, _ in MODES:
+                b, c, r = tput.get((m, w), (None, None, None))
+                vals += [b, c, r]
+            f.write(" ".join([str(w)] + ["NaN" if v is None else f"{v:.1f}" for v in vals]) + "\n")
+    print(f"report: {os.path.join(out, 'results.md')}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: bench/report.py RESULTS_DIR", file=sys.stderr)
+        sys.exit(2)
+    main(sys.argv[1])

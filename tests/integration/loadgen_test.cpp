@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+// zkd-loadgen as a real program against real `zkd run` processes and a real ZooKeeper: every
+// task accounted for, the namespace left clean, the raw ceiling, and each way a run is
+// refused (bad flags, no cluster, no workers, unreachable ZooKeeper, a stalled cluster).
+// Speed is never asserted.
+#include "roles/layout.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <poll.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::literals;
+
+namespace {
+
+/// What a finished child process left.
+struct outcome {
+    int exit = -1;  ///< exit status; -1 if killed (timeout) or not exited normally
+    std::string out;
+    std::string err;
+    std::chrono::milliseconds took{0};
+    bool timed_out = false;
+};
+
+std::vector<char*> raw_argv(std::vector<std::string>& argv) {
+    std::vector<char*> raw;
+    raw.reserve(argv.size() + 1);
+    for (auto& a : argv) {
+        raw.push_back(a.data());
+    }
+    raw.push_back(nullptr);
+    return raw;
+}
+
+/// Runs `argv` to completion, capturing stdout and stderr; SIGKILLs it after `limit`.
+outcome run_program(std::vector<std::string> argv, std::chrono::milliseconds limit) {
+    std::array<int, 2> out_pipe{};
+    std::array<int, 2> err_pipe{};
+    if (::pipe2(out_pipe.data(), O_CLOEXEC) != 0 || ::pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
+        throw std::runtime_error("pipe2 failed");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::dup2(out_pipe[1], 1);
+        ::dup2(err_pipe[1], 2);
+        auto raw = raw_argv(argv);
+        ::execv(raw[0], raw.data());
+        ::_exit(127);
+    }
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    outcome o;
+    std::array<pollfd, 2> fds{pollfd{out_pipe[0], POLLIN, 0}, pollfd{err_pipe[0], POLLIN, 0}};
+    int open_fds = 2;
+    const auto deadline = start + limit;
+    while (open_fds > 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now()
+        );
+        if (left <= 0ms) {
+            o.timed_out = true;
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        const int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+            if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+                continue;
+            }
+            std::array<char, 4096> buf{};
+            const ssize_t got = ::read(fds[i].fd, buf.data(), buf.size());
+            if (got <= 0) {
+                ::close(fds[i].fd);
+                fds[i].fd = -1;
+                --open_fds;
+                continue;
+            }
+            (i == 0 ? o.out : o.err).append(buf.data(), static_cast<std::size_t>(got));
+        }
+    }
+    for (auto& f : fds) {
+        if (f.fd >= 0) {
+            ::close(f.fd);
+        }
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    o.took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start
+    );
+    if (!o.timed_out && WIFEXITED(status)) {
+        o.exit = WEXITSTATUS(status);
+    }
+    return o;
+}
+
+/// A `zkd run` child process; killed (SIGKILL) with the object.
+class zkd_process {
+public:
+    zkd_process(std::vector<std::string> argv, const std::filesystem::path& log) {
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+            auto raw = raw_argv(argv);
+            ::execv(raw[0], raw.data());
+            ::_exit(127);
+        }
+    }
+    zkd_process(const zkd_process&) = delete;
+    zkd_process& operator=(const zkd_process&) = delete;
+    ~zkd_process() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+
+private:
+    pid_t pid_ = 0;
+};
+
+class Loadgen : public zkd::test::zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        dir_ = std::filesystem::temp_directory_path() /
+               ("zkd-loadgen-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::create_directories(dir_);
+    }
+
+    void TearDown() override {
+        nodes_.clear();
+        if (HasFailure()) {
+            for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+                std::ifstream in(entry.path());
+                std::string all((std::istreambuf_iterator<char>(in)), {});
+                std::cerr << "===== " << entry.path() << " (last 3000 bytes) =====\n"
+                          << all.substr(all.size() > 3000 ? all.size() - 3000 : 0) << "\n";
+            }
+        }
+        std::filesystem::remove_all(dir_);
+        zk_test::TearDown();
+    }
+
+    /// The connect string processes get: the shared server inside this test's chroot.
+    std::string connect() const { return base_ + chroot_; }
+
+    /// Starts `zkd run` in namespace `ns` (2 slots, 2 threads unless `extra` says otherwise).
+    void start_node(
+        const std::string& ns, const std::string& host, std::vector<std::string> extra = {}
+    ) {
+        std::vector<std::string> argv{ZKD_BINARY,          "run",  "--zk",      connect(),
+                                      "--namespace",       ns,     "--host",    host,
+                                      "--session-timeout", "4000", "--threads", "2"};
+        if (std::find(extra.begin(), extra.end(), "--capacity") == extra.end()) {
+            argv.insert(argv.end(), {"--capacity", "4"});
+        }
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        nodes_.push_back(std::make_unique<zkd_process>(argv, dir_ / (host + ".log")));
+    }
+
+    /// Runs zkd-loadgen with `args` (after --zk), never for longer than `limit`.
+    outcome loadgen(std::vector<std::string> args, std::chrono::milliseconds limit = 120s) {
+        std::vector<std::string> argv{ZKD_LOADGEN_BINARY, "--zk", connect(), "--no-progress"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        auto o = run_program(argv, limit);
+        std::ofstream(dir_ / "loadgen.log", std::ios::app)
+            << "$ zkd-loadgen ... (exit " << o.exit << ")\n--- stdout\n"
+            << o.out << "\n--- stderr\n"
+            << o.err << "\n";
+        return o;
+    }
+
+    /// Children under `dir` in the cluster `ns`, summed over its shards (via stat).
+    asio::awaitable<std::uint64_t> count_under_shards(std::string ns, std::string dir) {
+        zkd::zkco::config cfg = make_config();
+        cfg.connect_string = base_ + chroot_ + zkd::roles::chroot_path(ns);
+        zkd::zkco::client zk(ioc_.get_executor(), cfg);
+        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 10s);
+        EXPECT_TRUE(c);
+        std::uint64_t n = 0;
+        auto shards = co_await zk.get_children(dir);
+        EXPECT_TRUE(shards) << dir;
+        if (shards) {
+            for (const auto& s : shards->names) {
+                auto st = co_await zk.exists(zkd::zkco::join_path(dir, s));
+                if (st && st->has_value()) {
+                    n += static_cast<std::uint64_t>((*st)->num_children);
+                }
+            }
+        }
+        co_await zk.close();
+        co_return n;
+    }
+
+    /// Children of `path` (relative to the test's chroot).
+    asio::awaitable<std::vector<std::string>> children_of(std::string path) {
+        zkd::zkco::config cfg = make_config();
+        zkd::zkco::client zk(ioc_.get_executor(), cfg);
+        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 10s);
+        EXPECT_TRUE(c);
+        auto kids = co_await zk.get_children(path);
+        co_await zk.close();
+        co_return kids ? kids->names : std::vector<std::string>{};
+    }
+
+    std::filesystem::path dir_;
+    std::vector<std::unique_ptr<zkd_process>> nodes_;
+};
+
+json::object parse_report(const outcome& o) {
+    boost::system::error_code ec;
+    auto v = json::parse(o.out, ec);
+    if (ec || !v.is_object()) {
+        ADD_FAILURE() << "stdout is not one JSON object: " << o.out << "\nstderr: " << o.err;
+        return {};
+    }
+    return v.as_object();
+}
+
+/// The load part's latency and error figures are consistent.
+void expect_sound_load(const json::object& load, std::uint64_t tasks) {
+    EXPECT_EQ(load.at("submitted").to_number<std::uint64_t>(), tasks);
+    EXPECT_EQ(load.at("results").to_number<std::uint64_t>(), tasks);
+    EXPECT_EQ(load.at("succeeded").to_number<std::uint64_t>(), tasks);
+    const auto& errors = load.at("errors").as_object();
+    EXPECT_EQ(errors.at("total").to_number<std::uint64_t>(), 0U) << json::serialize(errors);
+    EXPECT_EQ(errors.at("unfinished").to_number<std::uint64_t>(), 0U);
+    const auto& lat = load.at("latency_ms").as_object();
+    EXPECT_EQ(lat.at("count").to_number<std::uint64_t>(), tasks);
+    const double min = lat.at("min").to_number<double>();
+    const double p50 = lat.at("p50").to_number<double>();
+    const double p90 = lat.at("p90").to_number<double>();
+    const double p99 = lat.at("p99").to_number<double>();
+    const double p999 = lat.at("p999").to_number<double>();
+    const double max = lat.at("max").to_number<double>();
+    EXPECT_GT(min, 0.0);
+    EXPECT_LE(min, p50);
+    EXPECT_LE(p50, p90);
+    EXPECT_LE(p90, p99);
+    EXPECT_LE(p99, p999);
+    EXPECT_LE(p999, max);
+    EXPECT_GT(load.at("tasks_per_s").to_number<double>(), 0.0);
+    EXPECT_FALSE(load.at("stalled").as_bool());
+    EXPECT_FALSE(load.at("session_lost").as_bool());
+    const auto& client = load.at("client").as_object();
+    // One create (T1) and one delete (T5) per task; at least the result's get.
+    EXPECT_EQ(client.at("write_ops").to_number<std::uint64_t>(), 2 * tasks);
+    EXPECT_GE(client.at("reads").to_number<std::uint64_t>(), tasks);
+    // A server the tests start allows every four-letter word: mntr must have worked. One
+    // named by ZKD_TEST_ZK may refuse `mntr`; then the reason must be reported.
+    if (zkd::test::zk_server_is_external() && load.at("zookeeper").is_null()) {
+        EXPECT_FALSE(load.at("mntr_error").as_string().empty());
+        return;
+    }
+    ASSERT_TRUE(load.at("zookeeper").is_object()) << json::serialize(load);
+    const auto& zk = load.at("zookeeper").as_object();
+    // This client alone writes for every task and reads for every task.
+    EXPECT_GT(zk.at("writes").to_number<std::uint64_t>(), 0U);
+    EXPECT_GE(zk.at("reads").to_number<std::uint64_t>(), tasks);
+}
+
+}  // namespace
+
+TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
+    ZKD_REQUIRE_ZK_SERVER();
+    start_node("lg", "n1");
+    start_node("lg", "n2");
+
+    const auto closed = loadgen(
+        {"--namespace", "lg", "--tasks", "300", "--concurrency", "16", "--wait-workers", "30000",
+         "--workers", "2", "--json"}
+    );
+    ASSERT_FALSE(closed.timed_out);
+    EXPECT_EQ(closed.exit, 0) << closed.err;
+    const auto c = parse_report(closed);
+    ASSERT_TRUE(c.contains("load")) << closed.out;
+    EXPECT_EQ(c.at("config").at("mode").as_string(), "closed");
+    EXPECT_FALSE(c.contains("raw"));
+    const auto& cload = c.at("load").as_object();
+    expect_sound_load(cload, 300);
+    EXPECT_EQ(cload.at("workers").to_number<std::uint64_t>(), 2U);
+    EXPECT_EQ(cload.at("capacity").to_number<std::uint64_t>(), 8U);
+
+    // Open loop, 200 tasks/s for one second, four per submit call: exactly 200 scheduled.
+    const auto open = loadgen(
+        {"--namespace", "lg", "--rate", "200", "--duration", "1", "--batch", "4", "--payload",
+         "100", "--json"}
+    );
+    ASSERT_FALSE(open.timed_out);
+    EXPECT_EQ(open.exit, 0) << open.err;
+    const auto o = parse_report(open);
+    ASSERT_TRUE(o.contains("load")) << open.out;
+    EXPECT_EQ(o.at("config").at("mode").as_string(), "open");
+    expect_sound_load(o.at("load").as_object(), 200);
+
+    // Text mode prints the same kind of figures.
+    const auto text = loadgen({"--namespace", "lg", "--tasks", "20", "--task", "spin:1"});
+    EXPECT_EQ(text.exit, 0) << text.err;
+    EXPECT_NE(text.out.find("tasks/s"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("p99.9"), std::string::npos) << text.out;
+
+    // Every result was consumed, nothing is left pending or assigned.
+    const auto results = run(count_under_shards("lg", "/results"));
+    const auto pending = run(count_under_shards("lg", "/pending"));
+    const auto assigned = run(count_under_shards("lg", "/assign"));
+    EXPECT_EQ(results, 0U);
+    EXPECT_EQ(pending, 0U);
+    EXPECT_EQ(assigned, 0U);
+}
+
+TEST_F(Loadgen, RawCeilingAloneAndWithTasks) {
+    ZKD_REQUIRE_ZK_SERVER();
+    const auto raw = loadgen(
+        {"--raw", "--raw-ops", "400", "--raw-rounds", "1", "--raw-warmup", "0", "--raw-batch", "10",
+         "--json"}
+    );
+    ASSERT_FALSE(raw.timed_out);
+    EXPECT_EQ(raw.exit, 0) << raw.err;
+    const auto r = parse_report(raw);
+    ASSERT_TRUE(r.contains("raw")) << raw.out;
+    EXPECT_FALSE(r.contains("load"));
+    EXPECT_GT(r.at("raw").at("creates_per_s").to_number<double>(), 0.0);
+    EXPECT_GT(r.at("raw").at("multis_per_s").to_number<double>(), 0.0);
+    EXPECT_EQ(r.at("raw").at("batch").to_number<std::uint64_t>(), 10U);
+    EXPECT_EQ(r.at("raw").at("rounds").as_array().size(), 1U);
+    // Its scratch nodes are gone: the test's chroot holds nothing of it.
+    for (const auto& name : run(children_of("/"))) {
+        EXPECT_EQ(name.rfind("zkd-loadgen-raw-", 0), std::string::npos) << name;
+    }
+
+    start_node("both", "n1");
+    const auto both = loadgen(
+        {"--namespace", "both", "--with-raw", "--raw-ops", "400", "--raw-rounds", "1", "--tasks",
+         "50", "--wait-workers", "30000", "--json"}
+    );
+    EXPECT_EQ(both.exit, 0) << both.err;
+    const auto b = parse_report(both);
+    ASSERT_TRUE(b.contains("raw") && b.contains("load")) << both.out;
+    expect_sound_load(b.at("load").as_object(), 50);
+    EXPECT_GT(b.at("tasks_per_raw_create").to_number<double>(), 0.0);
+    for (const auto& name : run(children_of("/"))) {
+        EXPECT_EQ(name.rfind("zkd-loadgen-raw-", 0), std::string::npos) << name;
+    }
+}
+
+TEST_F(Loadgen, BadFlagsExitTwoWithAMessage) {
+    // No server needed: the command line is checked first.
+    const std::vector<std::vector<std::string>> bad{
+        {"--frobnicate"},
+        {"--tasks", "0"},
+        {"--tasks"},
+        {"--rate", "10", "--concurrency", "4"},
+        {"--task", "bogus"},
+        {"--raw", "--with-raw"},
+        {"--zk", "host:99999"},
+        {"--namespace", "a/b"},
+    };
+    for (const auto& args : bad) {
+        std::vector<std::string> argv{ZKD_LOADGEN_BINARY};
+        argv.insert(argv.end(), args.begin(), args.end());
+        const auto o = run_program(argv, 30s);
+        EXPECT_EQ(o.exit, 2) << args.front() << ": " << o.err;
+        EXPECT_NE(o.err.find("zkd-loadgen: "), std::string::npos) << o.err;
+        EXPECT_TRUE(o.out.empty()) << o.out;
+    }
+    const auto help = run_program({ZKD_LOADGEN_BINARY, "--help"}, 30s);
+    EXPECT_EQ(help.exit, 0);
+    EXPECT_NE(help.out.find("--concurrency"), std::string::npos);
+    EXPECT_NE(help.out.find("--with-raw"), std::string::npos);
+}
+
+TEST_F(Loadgen, UnreachableZooKeeperExitsThreeWithinTheTimeout) {
+    // A port nobody listens on (the server's port + nothing: pick a closed loopback port).
+    const auto o = run_program(
+        {ZKD_LOADGEN_BINARY, "--zk", "127.0.0.1:1", "--connect-timeout", "800", "--tasks", "5",
+         "--no-progress"},
+        60s
+    );
+    ASSERT_FALSE(o.timed_out);
+    EXPECT_EQ(o.exit, 3) << o.err;
+    EXPECT_NE(o.err.find("cannot reach ZooKeeper"), std::string::npos) << o.err;
+    EXPECT_LT(o.took, 30s);
+}
+
+TEST_F(Loadgen, NoClusterOrNoWorkersIsReportedNotWaitedOn) {
+    ZKD_REQUIRE_ZK_SERVER();
+    // No cluster at all in the namespace.
+    const auto none =
+        loadgen({"--namespace", "nothing-here", "--tasks", "5", "--wait-workers", "500"}, 60s);
+    ASSERT_FALSE(none.timed_out);
+    EXPECT_EQ(none.exit, 5) << none.err;
+    EXPECT_NE(none.err.find("no zkd cluster"), std::string::npos) << none.err;
+
+    // A cluster with a standby master only: no children under /workers.
+    start_node("standby-only", "s1", {"--capacity", "0"});
+    const auto empty = loadgen(
+        {"--namespace", "standby-only", "--tasks", "5", "--wait-workers", "1000", "--json"}, 60s
+    );
+    ASSERT_FALSE(empty.timed_out);
+    EXPECT_EQ(empty.exit, 5) << empty.err;
+    EXPECT_NE(empty.err.find("no workers"), std::string::npos) << empty.err;
+    EXPECT_LT(empty.took, 45s);
+    const auto j = parse_report(empty);
+    EXPECT_EQ(j.at("exit").as_int64(), 5);
+    EXPECT_FALSE(j.contains("load"));
+
+    // Fewer workers than asked for with --workers.
+    start_node("one-worker", "w1");
+    const auto few = loadgen(
+        {"--namespace", "one-worker", "--tasks", "5", "--workers", "3", "--wait-workers", "3000"},
+        60s
+    );
+    ASSERT_FALSE(few.timed_out);
+    EXPECT_EQ(few.exit, 5) << few.err;
+    EXPECT_NE(few.err.find("only 1 of the 3 workers"), std::string::npos) << few.err;
+}
+
+TEST_F(Loadgen, NoResultForTheStallTimeStopsTheRun) {
+    ZKD_REQUIRE_ZK_SERVER();
+    start_node("stall", "n1", {"--capacity", "2"});
+    // Two tasks that sleep far longer than the stall timeout.
+    const auto o = loadgen(
+        {"--namespace", "stall", "--tasks", "2", "--task", "sleep:60000", "--stall-timeout", "1500",
+         "--wait-workers", "30000", "--json"},
+        60s
+    );
+    ASSERT_FALSE(o.timed_out);
+    EXPECT_EQ(o.exit, 4) << o.err;
+    const auto j = parse_report(o);
+    ASSERT_TRUE(j.contains("load")) << o.out;
+    const auto& load = j.at("load").as_object();
+    EXPECT_TRUE(load.at("stalled").as_bool());
+    EXPECT_EQ(load.at("submitted").to_number<std::uint64_t>(), 2U);
+    EXPECT_EQ(load.at("results").to_number<std::uint64_t>(), 0U);
+    EXPECT_EQ(load.at("errors").at("unfinished").to_number<std::uint64_t>(), 2U);
+    EXPECT_NE(o.err.find("no result for 1500 ms"), std::string::npos) << o.err;
+}

@@ -1,0 +1,16 @@
+# SPDX-License-Identifier: MIT
+# zkd-loadgen (tools/loadgen). Included at the end of tests/CMakeLists.txt.
+if(NOT TARGET zkd_loadgen_core)
+    return()
+endif()
+
+# Its pure parts (histogram, options, mntr parsing, JSON report) are unit-tested in
+# zkd_unit_tests (tests/unit/loadgen_*_test.cpp), which needs the library.
+target_link_libraries(zkd_unit_tests PRIVATE zkd::loadgen_core)
+
+# The real binaries against the fixture's ZooKeeper: `zkd run` processes and zkd-loadgen.
+zkd_integration_test(loadgen integration/loadgen_test.cpp)
+target_compile_definitions(loadgen_test PRIVATE
+    ZKD_BINARY="$<TARGET_FILE:zkd>"
+    ZKD_LOADGEN_BINARY="$<TARGET_FILE:zkd_loadgen>")
+add_dependencies(loadgen_test zkd zkd_loadgen)

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+// zkd-loadgen's command line, `mntr` parsing and the JSON report's shape.
+#include "loadgen/mntr.hpp"
+#include "loadgen/options.hpp"
+#include "loadgen/report.hpp"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace zkd::loadgen;
+
+namespace {
+
+std::map<std::string, std::string> no_env;
+
+env_lookup env_of(const std::map<std::string, std::string>& vars) {
+    return [vars](const char* name) -> std::optional<std::string> {
+        if (auto it = vars.find(name); it != vars.end()) {
+            return it->second;
+        }
+        return std::nullopt;
+    };
+}
+
+settings parse(
+    const std::vector<std::string>& args, const std::map<std::string, std::string>& env = no_env
+) {
+    return parse_args(args, env_of(env)).s;
+}
+
+}  // namespace
+
+TEST(LoadgenOptions, Defaults) {
+    const auto s = parse({});
+    EXPECT_EQ(s.zk, "127.0.0.1:2181");
+    EXPECT_EQ(s.ns, "default");
+    ASSERT_TRUE(s.tasks);
+    EXPECT_EQ(*s.tasks, 1000U);
+    EXPECT_FALSE(s.duration);
+    EXPECT_FALSE(s.rate);
+    EXPECT_EQ(s.concurrency, 64U);
+    EXPECT_EQ(s.kind, (task_kind{"echo", 0}));
+    EXPECT_EQ(s.batch, 1U);
+    EXPECT_TRUE(s.load);
+    EXPECT_FALSE(s.raw);
+    EXPECT_TRUE(s.require_workers);
+    EXPECT_TRUE(s.mntr);
+    EXPECT_EQ(s.min_workers, 1U);
+    EXPECT_FALSE(s.json);
+    EXPECT_FALSE(s.progress);
+}
+
+TEST(LoadgenOptions, EnvironmentAndFlags) {
+    auto s = parse({}, {{"ZKD_ZK", "h1:1,h2:2/base"}, {"ZKD_NAMESPACE", "prod"}});
+    EXPECT_EQ(s.zk, "h1:1,h2:2/base");
+    EXPECT_EQ(s.ns, "prod");
+    s = parse({"--zk", "a:3", "--namespace=ns2"}, {{"ZKD_ZK", "h1:1"}, {"ZKD_NAMESPACE", "x"}});
+    EXPECT_EQ(s.zk, "a:3");
+    EXPECT_EQ(s.ns, "ns2");
+
+    s = parse(
+        {"--rate",
+         "250.5",
+         "--duration",
+         "1.5",
+         "--task",
+         "spin:3",
+         "--payload",
+         "0",
+         "--batch",
+         "8",
+         "--json",
+         "--progress",
+         "--no-mntr",
+         "--with-raw",
+         "--raw-batch",
+         "50",
+         "--cdf",
+         "/tmp/x",
+         "--connect-timeout",
+         "700",
+         "--stall-timeout",
+         "2000",
+         "--allow-no-workers",
+         "--workers",
+         "3"}
+    );
+    ASSERT_TRUE(s.rate);
+    EXPECT_DOUBLE_EQ(*s.rate, 250.5);
+    ASSERT_TRUE(s.duration);
+    EXPECT_EQ(s.duration->count(), 1500);
+    EXPECT_FALSE(s.tasks);  // a duration alone: no task limit
+    EXPECT_EQ(s.kind, (task_kind{"spin", 3}));
+    EXPECT_EQ(s.payload, 0U);
+    EXPECT_EQ(s.batch, 8U);
+    EXPECT_TRUE(s.json);
+    EXPECT_EQ(s.progress, true);
+    EXPECT_FALSE(s.mntr);
+    EXPECT_TRUE(s.raw);
+    EXPECT_TRUE(s.load);
+    EXPECT_EQ(s.raw_batch, 50U);
+    EXPECT_EQ(s.cdf_file, "/tmp/x");
+    EXPECT_EQ(s.connect_timeout.count(), 700);
+    EXPECT_EQ(s.stall_timeout.count(), 2000);
+    EXPECT_FALSE(s.require_workers);
+    EXPECT_EQ(s.min_workers, 3U);
+    EXPECT_FALSE(s.submit_only);
+    EXPECT_TRUE(parse({"--submit-only", "--allow-no-workers"}).submit_only);
+
+    s = parse({"--raw"});
+    EXPECT_TRUE(s.raw);
+    EXPECT_FALSE(s.load);
+}
+
+TEST(LoadgenOptions, Help) {
+    EXPECT_TRUE(parse_args({"--help"}, env_of(no_env)).help);
+    const std::string help = help_text();
+    for (const auto* opt :
+         {"--zk",
+          "--namespace",
+          "--connect-timeout",
+          "--session-timeout",
+          "--wait-workers",
+          "--workers ",
+          "--allow-no-workers",
+          "--tasks",
+          "--duration",
+          "--concurrency",
+          "--rate",
+          "--max-in-flight",
+          "--task ",
+          "--payload",
+          "--batch",
+          "--priority",
+          "--task-timeout",
+          "--max-attempts",
+          "--stall-timeout",
+          "--submit-only",
+          "--raw ",
+          "--with-raw",
+          "--raw-ops",
+          "--raw-window",
+          "--raw-batch",
+          "--raw-rounds",
+          "--raw-warmup",
+          "--raw-payload",
+          "--json",
+          "--progress",
+          "--no-progress",
+          "--no-mntr",
+          "--cdf",
+          "--help"}) {
+        EXPECT_NE(help.find(opt), std::string::npos) << opt;
+    }
+}
+
+TEST(LoadgenOptions, BadArgumentsAreUsageErrors) {
+    const std::vector<std::vector<std::string>> bad{
+        {"--frobnicate"},
+        {"positional"},
+        {"--tasks"},
+        {"--tasks", "0"},
+        {"--tasks", "-5"},
+        {"--tasks", "12x"},
+        {"--tasks", "1", "--tasks", "2"},
+        {"--rate", "0"},
+        {"--rate", "nan"},
+        {"--rate", "10", "--concurrency", "4"},
+        {"--duration", "-1"},
+        {"--task", "bogus"},
+        {"--task", "spin"},
+        {"--task", "spin:"},
+        {"--task", "sleep:-1"},
+        {"--task", "echo:5"},
+        {"--priority", "10"},
+        {"--zk", "host:99999"},
+        {"--zk", ""},
+        {"--namespace", "a/b"},
+        {"--namespace", ""},
+        {"--raw", "--with-raw"},
+        {"--raw", "--tasks", "5"},
+        {"--raw-ops", "100"},
+        {"--json=yes"},
+        {"--progress", "--no-progress"},
+        {"--submit-only", "--cdf", "f"},
+        {"--session-timeout", "10"},
+        {"--workers", "0"},
+    };
+    for (const auto& args : bad) {
+        std::string joined;
+        for (const auto& a : args) {
+            joined += a + " ";
+        }
+        EXPECT_THROW(parse_args(args, env_of(no_env)), usage_error) << joined;
+    }
+    try {
+        parse_args({"--tasks", "abc"}, env_of(no_env));
+        FAIL() << "no usage_error";
+    } catch (const usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("--tasks"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("abc"), std::string::npos) << e.what();
+    }
+}
+
+TEST(LoadgenOptions, TaskKindsAndArgs) {
+    EXPECT_EQ(parse_task_kind("sleep:0"), (task_kind{"sleep", 0}));
+    EXPECT_EQ(parse_task_kind("spin:86400000"), (task_kind{"spin", 86'400'000}));
+    EXPECT_FALSE(parse_task_kind("spin:86400001"));
+    EXPECT_FALSE(parse_task_kind("sum"));
+    EXPECT_EQ(task_args({"echo", 0}, 5), boost::json::value("xxxxx"));
+    EXPECT_EQ(task_args({"spin", 2}, 0), boost::json::parse(R"({"ms":2})"));
+    EXPECT_EQ(task_args({"sleep", 4}, 3), boost::json::parse(R"({"ms":4,"pad":"xxx"})"));
+}
+
+TEST(LoadgenMntr, ParsesCountersAndDifferences) {
+    const std::string text =
+        "zk_version\t3.8.0-x, built on 2024\n"
+        "zk_packets_received\t151\n"
+        "zk_cnt_updatelatency\t96\r\n"
+        "garbage line\n"
+        "zk_cnt_readlatency\t45\n";
+    const auto m = parse_mntr(text);
+    EXPECT_EQ(m.at("zk_version"), "3.8.0-x, built on 2024");
+    EXPECT_FALSE(m.contains("garbage line"));
+    const auto c = counts_from(m);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(*c, (zk_counts{96, 45, 151}));
+    EXPECT_EQ(zk_counts({100, 50, 200}) - *c, (zk_counts{4, 5, 49}));
+    EXPECT_EQ(zk_counts({1, 1, 1}) - *c, (zk_counts{0, 0, 0}));  // a restarted server
+
+    EXPECT_FALSE(counts_from(parse_mntr("zk_cnt_updatelatency\t1\nzk_cnt_readlatency\t2\n")));
+    EXPECT_FALSE(counts_from(
+        parse_mntr("zk_cnt_updatelatency\tx\nzk_cnt_readlatency\t2\nzk_packets_received\t3\n")
+    ));
+    EXPECT_FALSE(counts_from(parse_mntr("mntr is not executed because it is not in the whitelist."))
+    );
+}
+
+TEST(LoadgenReport, JsonShape) {
+    run_report r;
+    r.s = parse({"--tasks", "10", "--with-raw"});
+    raw_report raw;
+    raw.settings.batch = 20;
+    raw.creates_per_s = 1000;
+    raw.multis_per_s = 100;
+    raw.create_rounds = {1000};
+    raw.multi_rounds = {100};
+    r.raw = raw;
+    load_report l;
+    l.submitted = 10;
+    l.results = 10;
+    l.succeeded = 9;
+    l.errors.failed = 1;
+    l.elapsed_s = 2;
+    for (std::uint64_t v = 1000; v <= 10000; v += 1000) {
+        l.latency_us.record(v);
+    }
+    l.zk = zk_counts{40, 60, 100};
+    l.client.reads = 30;
+    r.load = l;
+    r.exit = exit_errors;
+
+    const auto j = to_json(r);
+    EXPECT_EQ(j.at("v").as_int64(), 1);
+    EXPECT_EQ(j.at("exit").as_int64(), exit_errors);
+    EXPECT_EQ(j.at("config").at("mode").as_string(), "closed");
+    EXPECT_EQ(j.at("raw").at("creates_per_s").to_number<double>(), 1000.0);
+    EXPECT_EQ(j.at("raw").at("creates_in_multis_per_s").to_number<double>(), 2000.0);
+    const auto& load = j.at("load").as_object();
+    EXPECT_EQ(load.at("results").as_uint64(), 10U);
+    EXPECT_EQ(load.at("tasks_per_s").as_double(), 5.0);
+    EXPECT_EQ(load.at("errors").at("total").as_uint64(), 1U);
+    EXPECT_EQ(load.at("errors").at("failed").as_uint64(), 1U);
+    const auto& lat = load.at("latency_ms").as_object();
+    EXPECT_EQ(lat.at("count").as_uint64(), 10U);
+    EXPECT_EQ(lat.at("min").as_double(), 1.0);
+    EXPECT_EQ(lat.at("max").as_double(), 10.0);
+    EXPECT_LE(lat.at("p50").as_double(), lat.at("p90").as_double());
+    EXPECT_LE(lat.at("p90").as_double(), lat.at("p99").as_double());
+    EXPECT_LE(lat.at("p99").as_double(), lat.at("p999").as_double());
+    EXPECT_LE(lat.at("p999").as_double(), lat.at("max").as_double());
+    EXPECT_EQ(load.at("zookeeper").at("writes_per_task").as_double(), 4.0);
+    EXPECT_EQ(load.at("zookeeper").at("reads_per_task").as_double(), 6.0);
+    EXPECT_EQ(load.at("client").at("reads_per_task").as_double(), 3.0);
+    EXPECT_EQ(j.at("tasks_per_raw_create").as_double(), 0.005);
+    // The text report carries the same figures.
+    const auto text = to_text(r);
+    EXPECT_NE(text.find("tasks/s"), std::string::npos);
+    EXPECT_NE(text.find("4.00 writes/task"), std::string::npos) << text;
+}

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: MIT
+// zkd-loadgen: drives a running zkd cluster through the client library and reports
+// throughput, latency, errors and ZooKeeper requests per task; optionally the server's raw
+// ceiling (pipelined creates/s, multi/s) in the same run. See --help.
+#include "loadgen/driver.hpp"
+#include "loadgen/mntr.hpp"
+#include "loadgen/options.hpp"
+#include "loadgen/raw.hpp"
+#include "loadgen/report.hpp"
+#include "roles/election.hpp"
+#include "roles/ids.hpp"
+#include "roles/layout.hpp"
+#include "roles/task.hpp"
+#include "zkco/client.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <spdlog/cfg/env.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+using zkd::loadgen::settings;
+
+namespace {
+
+/// Where the run is, for the signal handler: a first signal finishes the load (or the run
+/// between phases), a second one aborts it.
+struct run_state {
+    zkd::loadgen::load_runner* runner = nullptr;
+    int signals = 0;
+};
+
+/// Workers (under /workers) that serve `type` with at least one slot: count and slots.
+struct worker_census {
+    std::uint64_t workers = 0;   ///< all workers
+    std::uint64_t serving = 0;   ///< those serving the type with capacity > 0
+    std::uint64_t capacity = 0;  ///< their slots
+};
+
+asio::awaitable<zkd::zkco::result<worker_census>> census(zkd::zkco::client& zk, std::string type) {
+    auto kids = co_await zk.get_children(zkd::roles::layout::workers_dir());
+    if (!kids) {
+        co_return kids.error();
+    }
+    worker_census c;
+    for (const auto& name : kids->names) {
+        ++c.workers;
+        auto node = co_await zk.get(zkd::roles::layout::worker(name));
+        if (!node) {
+            continue;  // gone meanwhile
+        }
+        auto info = zkd::roles::decode_worker(node->data);
+        if (!info || info->capacity.value_or(0) <= 0) {
+            continue;
+        }
+        if (std::find(info->types.begin(), info->types.end(), type) != info->types.end()) {
+            ++c.serving;
+            c.capacity += static_cast<std::uint64_t>(*info->capacity);
+        }
+    }
+    co_return c;
+}
+
+/// Waits (by watch) up to `limit` for `min_workers` workers serving `type`.
+asio::awaitable<zkd::zkco::result<worker_census>> wait_for_workers(
+    zkd::zkco::client& zk,
+    std::string type,
+    std::uint64_t min_workers,
+    std::chrono::milliseconds limit
+) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        auto w = co_await zk.watch_children(zkd::roles::layout::workers_dir());
+        if (!w) {
+            co_return w.error();
+        }
+        auto c = co_await census(zk, type);
+        if (!c || c->serving >= min_workers) {
+            co_return c;
+        }
+        const auto left = until - std::chrono::steady_clock::now();
+        if (left <= 0s) {
+            co_return c;
+        }
+        // A worker's node may change without a child event; look again every second.
+        auto ev = co_await zkd::zkco::with_timeout(
+            w->watch.changed(), std::min<std::chrono::steady_clock::duration>(left, 1s)
+        );
+        if (!ev && ev.error() == zkd::zkco::condition::session_lost) {
+            co_return ev.error();
+        }
+    }
+}
+
+enum class presence { absent, present };
+
+/// Waits (by watch) up to `limit` for the cluster's /meta.
+asio::awaitable<zkd::zkco::result<presence>> wait_for_cluster(
+    zkd::zkco::client& zk, std::chrono::milliseconds limit
+) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        auto w = co_await zk.watch_exists(zkd::roles::layout::meta());
+        if (!w) {
+            co_return w.error();
+        }
+        if (w->value) {
+            co_return presence::present;
+        }
+        const auto left = until - std::chrono::steady_clock::now();
+        if (left <= 0s) {
+            co_return presence::absent;
+        }
+        auto ev = co_await zkd::zkco::with_timeout(w->watch.changed(), left);
+        if (!ev && ev.error() == zkd::zkco::condition::session_lost) {
+            co_return ev.error();
+        }
+    }
+}
+
+std::string scratch_name() {
+    std::random_device rd;
+    char buf[64];
+    std::snprintf(
+        buf, sizeof buf, "/zkd-loadgen-raw-%ld-%08x", static_cast<long>(::getpid()),
+        static_cast<unsigned>(rd())
+    );
+    return buf;
+}
+
+/// The size of one task as submitted, for the raw ceiling's default node size.
+std::size_t encoded_task_size(const settings& s) {
+    zkd::roles::task_spec spec;
+    spec.type = s.kind.type;
+    spec.args = zkd::loadgen::task_args(s.kind, s.payload);
+    spec.priority = s.priority;
+    spec.timeout = s.task_timeout;
+    spec.max_attempts = s.max_attempts;
+    spec.submitted_ms = zkd::roles::now_ms();
+    spec.client = "00000000";
+    return zkd::roles::encode(spec).size();
+}
+
+void write_cdf(const std::string& file, const zkd::loadgen::log_histogram& h) {
+    std::ofstream out(file);
+    out << "# latency_ms cumulative_fraction\n";
+    for (const auto& [us, fraction] : h.cdf()) {
+        out << static_cast<double>(us) / 1000.0 << ' ' << fraction << '\n';
+    }
+    if (!out) {
+        std::fprintf(stderr, "zkd-loadgen: cannot write %s\n", file.c_str());
+    }
+}
+
+asio::awaitable<void> measure_ceiling(settings s, zkd::loadgen::run_report& rep) {
+    zkd::zkco::config cfg;
+    cfg.connect_string = s.zk;
+    cfg.session_timeout = s.session_timeout;
+    zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+    auto c = co_await zkd::zkco::with_timeout(zk.connect(), s.connect_timeout);
+    if (!c) {
+        rep.raw_error = "connect: " + c.error().message();
+        co_await zk.close();
+        co_return;
+    }
+    zkd::loadgen::raw_settings rs;
+    rs.ops = s.raw_ops;
+    rs.window = s.raw_window;
+    rs.batch = s.raw_batch;
+    rs.rounds = s.raw_rounds;
+    rs.warmup = s.raw_warmup;
+    rs.payload = s.raw_payload.value_or(encoded_task_size(s));
+    auto m = co_await zkd::loadgen::measure_raw(zk, rs, scratch_name());
+    if (m.value) {
+        rep.raw = *m.value;
+    } else {
+        rep.raw_error = m.error;
+    }
+    co_await zk.close();
+}
+
+asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& state) {
+    using zkd::loadgen::exit_errors;
+    using zkd::loadgen::exit_no_workers;
+    using zkd::loadgen::exit_stalled;
+    using zkd::loadgen::exit_unreachable;
+    const auto chroot = zkd::roles::chroot_path(s.ns);
+    zkd::zkco::config cfg;
+    cfg.connect_string = s.zk + chroot;
+    cfg.session_timeout = s.session_timeout;
+    zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+    auto c = co_await zkd::zkco::with_timeout(zk.connect(), s.connect_timeout);
+    if (!c) {
+        rep.exit = exit_unreachable;
+        rep.message = "cannot reach ZooKeeper at " + s.zk + " within " +
+                      std::to_string(s.connect_timeout.count()) + " ms: " + c.error().message();
+        co_await zk.close();
+        co_return;
+    }
+
+    std::optional<zkd::roles::layout> layout;
+    worker_census workers;
+    if (s.load) {
+        auto meta = co_await wait_for_cluster(zk, s.wait_workers);
+        if (!meta || *meta == presence::absent) {
+            rep.exit = meta ? exit_no_workers : exit_errors;
+            rep.message = meta ? "no zkd cluster in " + chroot + " (no " + chroot +
+                                     "/meta after waiting " +
+                                     std::to_string(s.wait_workers.count()) +
+                                     " ms: start `zkd run --namespace " + s.ns + "` first)"
+                               : "read " + chroot + "/meta: " + meta.error().message();
+            co_await zk.close();
+            co_return;
+        }
+        auto l = co_await zkd::roles::ensure_layout(zk, zkd::roles::meta_info{});
+        if (!l) {
+            rep.exit = exit_errors;
+            rep.message = "no usable cluster in " + chroot + ": " + l.error().message();
+            co_await zk.close();
+            co_return;
+        }
+        layout = *l;
+        if (s.require_workers) {
+            auto found = co_await wait_for_workers(zk, s.kind.type, s.min_workers, s.wait_workers);
+            if (!found) {
+                rep.exit = exit_errors;
+                rep.message = "reading /workers: " + found.error().message();
+                co_await zk.close();
+                co_return;
+            }
+            if (found->serving > 0 && found->serving < s.min_workers) {
+                rep.exit = exit_no_workers;
+                rep.message = "only " + std::to_string(found->serving) + " of the " +
+                              std::to_string(s.min_workers) +
+                              " workers asked for (--workers) serve '" + s.kind.type + "' in " +
+                              chroot + " after waiting " + std::to_string(s.wait_workers.count()) +
+                              " ms";
+                co_await zk.close();
+                co_return;
+            }
+            if (found->serving == 0) {
+                rep.exit = exit_no_workers;
+                rep.message = found->workers == 0
+                                  ? "no workers in " + chroot + " (nothing under " + chroot +
+                                        "/workers) after waiting " +
+                                        std::to_string(s.wait_workers.count()) + " ms"
+                                  : "none of the " + std::to_string(found->workers) +
+                                        " workers in " + chroot + " serves task type '" +
+                                        s.kind.type + "' with a free slot after waiting " +
+                                        std::to_string(s.wait_workers.count()) + " ms";
+                co_await zk.close();
+                co_return;
+            }
+            workers = *found;
+        } else {
+            auto found = co_await census(zk, s.kind.type);
+            if (found) {
+                workers = *found;
+            }
+        }
+    }
+
+    if (s.raw && state.signals == 0) {
+        co_await measure_ceiling(s, rep);
+        if (!rep.raw) {
+            rep.exit = exit_errors;
+        }
+    }
+
+    if (s.load && state.signals == 0) {
+        const auto parts = zkd::zkco::parse_connect_string(s.zk);
+        std::optional<zkd::loadgen::zk_counts> before;
+        std::string mntr_error;
+        if (s.mntr) {
+            auto snap = co_await zkd::loadgen::snapshot(parts->servers, 5s);
+            before = snap.value;
+            mntr_error = snap.error;
+        }
+        const auto counters_before = zk.counters();
+        zkd::loadgen::load_runner runner(zk, *layout, s);
+        state.runner = &runner;
+        auto load = co_await runner.run();
+        state.runner = nullptr;
+        const auto counters_after = zk.counters();
+        load.client.reads = counters_after.reads - counters_before.reads;
+        load.client.writes = counters_after.writes - counters_before.writes;
+        load.client.write_ops = counters_after.write_ops - counters_before.write_ops;
+        load.client.multis = counters_after.multis - counters_before.multis;
+        load.client.watches = counters_after.watches - counters_before.watches;
+        if (s.mntr && before) {
+            auto snap = co_await zkd::loadgen::snapshot(parts->servers, 5s);
+            if (snap.value) {
+                load.zk = *snap.value - *before;
+            } else {
+                mntr_error = snap.error;
+            }
+        }
+        load.mntr_error = mntr_error;
+        load.workers = workers.serving;
+        load.capacity = workers.capacity;
+        load.interrupted = state.signals > 0;
+        if (load.stalled) {
+            rep.exit = exit_stalled;
+            rep.message = "no result for " + std::to_string(s.stall_timeout.count()) +
+                          " ms while " + std::to_string(load.errors.unfinished) +
+                          " tasks were in flight";
+        } else if (load.errors.total() > 0 || load.session_lost || load.interrupted) {
+            rep.exit = exit_errors;
+        }
+        if (!s.cdf_file.empty()) {
+            write_cdf(s.cdf_file, load.latency_us);
+        }
+        rep.load = std::move(load);
+    } else if (state.signals > 0) {
+        rep.exit = exit_errors;
+        rep.message = "interrupted";
+    }
+    co_await zk.close();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    spdlog::set_level(spdlog::level::warn);
+    spdlog::cfg::load_env_levels();
+    std::vector<std::string> args(argv + 1, argv + argc);
+    zkd::loadgen::parsed_args parsed;
+    try {
+        parsed = zkd::loadgen::parse_args(args, [](const char* name) -> std::optional<std::string> {
+            if (const char* v = std::getenv(name)) {  // NOLINT(concurrency-mt-unsafe)
+                return std::string(v);
+            }
+            return std::nullopt;
+        });
+    } catch (const zkd::loadgen::usage_error& e) {
+        std::fprintf(stderr, "zkd-loadgen: %s\n(see 'zkd-loadgen --help')\n", e.what());
+        return zkd::loadgen::exit_usage;
+    }
+    if (parsed.help) {
+        std::fputs(zkd::loadgen::help_text(), stdout);
+        return zkd::loadgen::exit_ok;
+    }
+    const settings s = parsed.s;
+
+    asio::io_context ioc(1);
+    zkd::loadgen::run_report rep;
+    rep.s = s;
+    run_state state;
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    std::function<void()> arm = [&] {
+        signals.async_wait([&](const boost::system::error_code& ec, int) {
+            if (ec) {
+                return;
+            }
+            ++state.signals;
+            if (state.runner != nullptr) {
+                if (state.signals == 1) {
+                    std::fprintf(
+                        stderr,
+                        "\nzkd-loadgen: stopping: waiting for the %llu tasks in "
+                        "flight (again to stop at once)\n",
+                        static_cast<unsigned long long>(state.runner->in_flight())
+                    );
+                    state.runner->finish();
+                } else {
+                    state.runner->abort();
+                }
+            } else if (state.signals > 1) {
+                std::_Exit(zkd::loadgen::exit_errors);
+            }
+            arm();
+        });
+    };
+    arm();
+    bool done = false;
+    asio::co_spawn(ioc, run(s, rep, state), [&](const std::exception_ptr& e) {
+        if (e) {
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                rep.exit = zkd::loadgen::exit_errors;
+                rep.message = std::string("unexpected: ") + ex.what();
+            }
+        }
+        done = true;
+        signals.cancel();
+    });
+    ioc.run();
+    if (!done) {
+        rep.exit = zkd::loadgen::exit_errors;
+        rep.message = "the run did not finish";
+    }
+    rusage ru{};
+    if (::getrusage(RUSAGE_SELF, &ru) == 0) {
+        const auto secs = [](const timeval& tv) {
+            return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+        };
+        rep.usage.user_s = secs(ru.ru_utime);
+        rep.usage.sys_s = secs(ru.ru_stime);
+        rep.usage.max_rss_kb = ru.ru_maxrss;
+    }
+    if (s.json) {
+        std::printf("%s\n", json::serialize(zkd::loadgen::to_json(rep)).c_str());
+    } else {
+        if (rep.raw || rep.load || !rep.raw_error.empty()) {
+            std::fputs(zkd::loadgen::to_text(rep).c_str(), stdout);
+        }
+    }
+    if (!rep.message.empty()) {
+        std::fprintf(stderr, "zkd-loadgen: %s\n", rep.message.c_str());
+    }
+    return rep.exit;
+}
