@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_set>
 
 namespace asio = boost::asio;
 
@@ -36,9 +37,14 @@ std::string failed_result(const std::string& tid, std::string_view code, std::st
     return encode(r);
 }
 
+/// A pending task in the master's view. Its data is read only when it may be placed soon
+/// (near the head of the queue while slots are free): a backlog costs an id each, not a
+/// copy of every task, and a task cancelled while waiting is never read.
 struct pending_entry {
-    std::string path;                 // /pending/<s>/<tid>
-    std::optional<task_spec> spec;    // nullopt: malformed
+    std::uint32_t shard = 0;
+    bool loaded = false;              // spec or malformed is known
+    bool loading = false;             // its read is out
+    std::optional<task_spec> spec;    // once loaded; nullopt: malformed
     std::string malformed;            // why
     bool in_flight = false;           // a transaction about it is out
 };
@@ -376,47 +382,115 @@ private:
     }
 
     asio::awaitable<bool> shard_changed(std::uint32_t shard, std::vector<std::string> names) {
-        const std::string dir = layout::pending_shard(shard);
-        const std::set<std::string> now(names.begin(), names.end());
+        const std::unordered_set<std::string> now(std::make_move_iterator(names.begin()),
+                                                  std::make_move_iterator(names.end()));
         // Gone without us (cancelled, or our own commit seen first): forget them.
         auto& known = shard_tasks_[shard];
         for (auto it = known.begin(); it != known.end();) {
             auto p = pending_.find(*it);
             if (!now.contains(*it) && (p == pending_.end() || !p->second.in_flight)) {
                 if (p != pending_.end()) {
-                    pending_.erase(p);
+                    forget(p);
                 }
                 it = known.erase(it);
             } else {
                 ++it;
             }
         }
-        std::vector<std::string> fresh;
-        std::vector<std::string> paths;
         for (const auto& name : now) {
-            if (!pending_.contains(name)) {
-                fresh.push_back(name);
-                paths.push_back(zkco::join_path(dir, name));
-            }
-        }
-        auto nodes = co_await get_all(paths);
-        for (std::size_t i = 0; i < fresh.size(); ++i) {
-            if (!nodes[i] || pending_.contains(fresh[i])) {
+            if (known.contains(name)) {
                 continue;
             }
-            pending_entry e;
-            e.path = paths[i];
-            if (!is_valid_task_id(fresh[i])) {
-                e.malformed = "'" + fresh[i] + "' is not a task id";
-            } else if (auto spec = decode_task(nodes[i]->data)) {
-                e.spec = std::move(*spec);
-            } else {
-                e.malformed = spec.error().message;
+            auto [it, fresh] = pending_.try_emplace(name);
+            if (!fresh) {
+                continue;
             }
-            pending_.emplace(fresh[i], std::move(e));
-            shard_tasks_[shard].insert(fresh[i]);
+            it->second.shard = shard;
+            known.insert(name);
+            if (!is_valid_task_id(name)) {
+                it->second.loaded = true;
+                it->second.malformed = "'" + name + "' is not a task id";
+                loaded_.insert(name);
+            }
         }
         co_return true;
+    }
+
+    [[nodiscard]] std::string pending_path(const std::string& tid, const pending_entry& p) const {
+        return zkco::join_path(layout::pending_shard(p.shard), tid);
+    }
+
+    void forget(std::map<std::string, pending_entry>::iterator p) {
+        loaded_.erase(p->first);
+        pending_.erase(p);
+    }
+
+    /// Reads the data of the next pending tasks in queue order while fewer are loaded and
+    /// placeable than there are free slots (plus a margin), one batch of reads at a time.
+    void load_more() {
+        if (loading_) {
+            return;
+        }
+        const auto live = slots();
+        if (live.empty()) {
+            return;  // nothing can be placed: tasks wait unread
+        }
+        long want = 32;
+        for (const auto& s : live) {
+            want += s.free_slots();
+        }
+        for (const auto& tid : loaded_) {
+            const auto& p = pending_.at(tid);
+            if (!p.in_flight && p.spec && anyone_serves(live, p.spec->type)) {
+                --want;
+            }
+        }
+        std::vector<std::string> batch;
+        for (auto it = pending_.begin(); it != pending_.end() && want > 0 && batch.size() < 1000; ++it) {
+            auto& p = it->second;
+            if (p.loaded || p.loading || p.in_flight) {
+                continue;
+            }
+            p.loading = true;
+            batch.push_back(it->first);
+            --want;
+        }
+        if (batch.empty()) {
+            return;
+        }
+        std::vector<std::string> paths;
+        paths.reserve(batch.size());
+        for (const auto& tid : batch) {
+            paths.push_back(pending_path(tid, pending_.at(tid)));
+        }
+        loading_ = true;
+        group_.spawn([this, batch = std::move(batch), paths = std::move(paths)]() mutable {
+            return load(std::move(batch), std::move(paths));
+        }, "load");
+    }
+
+    asio::awaitable<void> load(std::vector<std::string> tids, std::vector<std::string> paths) {
+        auto nodes = co_await get_all(std::move(paths));
+        for (std::size_t i = 0; i < tids.size(); ++i) {
+            auto it = pending_.find(tids[i]);
+            if (it == pending_.end()) {
+                continue;  // cancelled or gone meanwhile
+            }
+            auto& p = it->second;
+            p.loading = false;
+            if (!nodes[i]) {
+                continue;  // gone (the shard's watch will say so) or an error: try again later
+            }
+            if (auto spec = decode_task(nodes[i]->data)) {
+                p.spec = std::move(*spec);
+            } else {
+                p.malformed = spec.error().message;
+            }
+            p.loaded = true;
+            loaded_.insert(it->first);
+        }
+        loading_ = false;
+        wake();
     }
 
     asio::awaitable<bool> cancels_changed(std::vector<std::string> names) {
@@ -554,6 +628,7 @@ private:
             handle_cancels();
             reject_unplaceable();
             assign();
+            load_more();
             if (opts_.on_queue_depth) {
                 opts_.on_queue_depth(pending_.size());
             }
@@ -672,7 +747,7 @@ private:
             const bool retry = cancel_failures_.contains(tid);
             if (!retry && p != pending_.end() && !p->second.in_flight) {
                 p->second.in_flight = true;
-                ops = {zkco::op::remove{p->second.path, zkco::any_version},
+                ops = {zkco::op::remove{pending_path(tid, p->second), zkco::any_version},
                        zkco::op::create{l_.result(tid),
                                         failed_result(tid, task_error::cancelled, "cancelled",
                                                       p->second.spec ? p->second.spec->attempt : 0,
@@ -701,7 +776,7 @@ private:
                 if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
                     entry->second.in_flight = false;
                     if (!ec) {
-                        m.pending_.erase(entry);
+                        m.forget(entry);
                     }
                 }
                 if (!ec) {
@@ -717,7 +792,7 @@ private:
 
     void reject(const std::string& tid, pending_entry& p, std::string_view code, std::string why) {
         p.in_flight = true;
-        send({zkco::op::remove{p.path, zkco::any_version},
+        send({zkco::op::remove{pending_path(tid, p), zkco::any_version},
               zkco::op::create{l_.result(tid),
                                failed_result(tid, code, why, p.spec ? p.spec->attempt : 0),
                                zkco::create_mode::persistent, {}}},
@@ -734,7 +809,7 @@ private:
                  }
                  // Done, or its pending node is gone (cancelled): either way, not ours any more.
                  if (!ec || (!r.empty() && r[0].ec == zkco::errc::no_node)) {
-                     m.pending_.erase(it);
+                     m.forget(it);
                  }
              });
     }
@@ -755,7 +830,8 @@ private:
         const auto live = slots();
         const auto now = std::chrono::steady_clock::now();
         std::optional<std::chrono::steady_clock::time_point> next_check;
-        for (auto& [tid, p] : pending_) {
+        for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
+            auto& p = pending_.at(tid);
             if (p.in_flight) {
                 continue;
             }
@@ -791,10 +867,11 @@ private:
         for (const auto& s : live) {
             free += s.free_slots();
         }
-        for (auto& [tid, p] : pending_) {
+        for (const auto& tid : loaded_) {
             if (free <= 0) {
                 break;
             }
+            auto& p = pending_.at(tid);
             if (p.in_flight || !p.spec || cancels_.contains(tid)) {
                 continue;
             }
@@ -813,7 +890,7 @@ private:
             assigned.assigned_ms = now_ms();
             assigned.worker = wid;
             send({zkco::op::check{layout::worker(wid), zkco::any_version},
-                  zkco::op::remove{p.path, zkco::any_version},
+                  zkco::op::remove{pending_path(tid, p), zkco::any_version},
                   zkco::op::create{layout::assignment(wid, tid), encode(assigned),
                                    zkco::create_mode::persistent, {}}},
                  [tid = std::string(tid), wid](master_session& m, zkco::error_code ec,
@@ -841,9 +918,9 @@ private:
             if (opts_.on_assigned && p->second.spec) {
                 opts_.on_assigned(*p->second.spec);
             }
-            pending_.erase(p);
+            forget(p);
         } else if (r.size() == 3 && (r[1].ec == zkco::errc::no_node || r[2].ec == zkco::errc::node_exists)) {
-            pending_.erase(p);  // gone meanwhile, or our own earlier commit: nothing to do
+            forget(p);  // gone meanwhile, or our own earlier commit: nothing to do
         } else if (ec != zkco::condition::retryable && !stats_->deposed && (r.empty() || !r[0].ec)) {
             spdlog::warn("master: assigning {} to {} failed: {}", tid, wid, ec.message());
         }
@@ -870,7 +947,9 @@ private:
     std::set<std::string> ignored_;       // worker nodes with garbage data
     std::set<std::string> orphans_seen_;  // directories of departed workers handed to T6
     std::map<std::string, pending_entry> pending_;  // by task id: FIFO within priority
-    std::map<std::uint32_t, std::set<std::string>> shard_tasks_;
+    std::set<std::string> loaded_;  // pending tasks whose data is read, in the same order
+    bool loading_ = false;          // a batch of reads is out
+    std::map<std::uint32_t, std::unordered_set<std::string>> shard_tasks_;
     std::set<std::string> cancels_;
     std::set<std::string> cancels_in_flight_;
     std::set<std::string> cancel_failures_;

@@ -119,35 +119,45 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
 
 asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
     const std::string path = l_.result(tid);
+    bool there = false;  // known to exist (the watch said "created"): read it at once
     for (;;) {
-        auto w = co_await zk_.watch_exists(path);
-        if (!w) {
-            const bool retry = co_await reconnected_after(zk_, w.error());
+        if (!there) {
+            auto w = co_await zk_.watch_exists(path);
+            if (!w) {
+                const bool retry = co_await reconnected_after(zk_, w.error());
+                if (retry) {
+                    continue;
+                }
+                co_return w.error();
+            }
+            if (!w->value) {
+                auto ev = co_await w->watch.changed();
+                if (!ev && ev.error() == zkco::condition::session_lost) {
+                    co_return ev.error();
+                }
+                there = ev && ev->type == zkco::event_type::created;
+                continue;
+            }
+        }
+        there = false;
+        auto node = co_await zk_.get(path);
+        if (!node) {
+            if (node.error() == zkco::errc::no_node) {
+                co_return zkco::error_code(zkco::errc::no_node);  // someone else consumed it
+            }
+            const bool retry = co_await reconnected_after(zk_, node.error());
             if (retry) {
                 continue;
             }
-            co_return w.error();
+            co_return node.error();
         }
-        if (w->value) {
-            auto node = co_await zk_.get(path);
-            if (!node) {
-                if (node.error() == zkco::errc::no_node) {
-                    co_return zkco::error_code(zkco::errc::no_node);  // someone else consumed it
-                }
-                continue;
-            }
-            std::vector<zkco::multi_op> consume{zkco::op::remove{path, zkco::any_version}};
-            batcher_.async_submit(std::move(consume), [](zkco::error_code, auto) {});
-            auto decoded = decode_result(node->data);
-            if (!decoded) {
-                co_return zkco::error_code(client_errc::garbage_result);
-            }
-            co_return std::move(*decoded);
+        std::vector<zkco::multi_op> consume{zkco::op::remove{path, zkco::any_version}};
+        batcher_.async_submit(std::move(consume), [](zkco::error_code, auto) {});
+        auto decoded = decode_result(node->data);
+        if (!decoded) {
+            co_return zkco::error_code(client_errc::garbage_result);
         }
-        auto ev = co_await w->watch.changed();
-        if (!ev && ev.error() == zkco::condition::session_lost) {
-            co_return ev.error();
-        }
+        co_return std::move(*decoded);
     }
 }
 

@@ -442,4 +442,30 @@ TEST_F(RolesCluster, ADrainingWorkerFinishesWhatItHoldsAndGetsNothingNew) {
     }(), 120s);
 }
 
+TEST_F(RolesCluster, TheMasterReadsABacklogOnlyAsSlotsFree) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        co_await start_master();
+        client* master_zk = sessions_.back().get();
+        task_client tc(*zk, layout_);
+        std::vector<task_request> reqs(300, task_request{"echo", json::value("backlog")});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        co_await settle(500ms);
+        // No worker: the master lists its shards but reads none of the 300 tasks.
+        const auto idle_reads = master_zk->counters().reads;
+        EXPECT_LT(idle_reads, 150U);
+        co_await start_worker("w1", 2);
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+        }
+        EXPECT_EQ(master_stats_.assigned, 300U);
+        RecordProperty("master_reads_idle", static_cast<int>(idle_reads));
+        RecordProperty("master_reads_total", static_cast<int>(master_zk->counters().reads));
+    }(), 120s);
+}
+
 }  // namespace
