@@ -222,7 +222,8 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
         if (!l) {
             spdlog::error("node: cannot set up the cluster layout: {}", l.error().message());
             co_await zk.close();
-            if (!co_await pause(2000ms)) {
+            const bool waited = co_await pause(2000ms);  // named: GCC 12 and co_await in if
+            if (!waited) {
                 co_return;
             }
             continue;
@@ -253,7 +254,8 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
         }
         spdlog::warn("node {}: session {}; rejoining as a new member", me.id,
                      zkco::to_string(state));
-        if (!co_await pause(100ms)) {
+        const bool waited = co_await pause(100ms);
+        if (!waited) {
             co_return;
         }
     }
