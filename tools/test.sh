@@ -52,6 +52,7 @@ check build/test
 
 if [ "$quick" = 0 ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     build build/asan -DCMAKE_BUILD_TYPE=Debug -DZKD_SANITIZE=address
     check build/asan

@@ -110,6 +110,8 @@ asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
         co_return exit_failed;
     }
     std::printf("%s\n", roles::encode(*result).c_str());
+    std::fflush(stdout);
+    co_await tc.flush();  // the result's delete must reach the server before we close
     co_return result->state == roles::task_state::succeeded ? exit_ok : exit_failed;
 }
 

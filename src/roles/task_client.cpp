@@ -201,6 +201,14 @@ asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) 
     co_return task_status{};
 }
 
+asio::awaitable<void> task_client::flush() {
+    asio::steady_timer t(zk_.get_executor());
+    while (batcher_.outstanding() > 0 && !zkco::is_terminal(zk_.state())) {
+        t.expires_after(std::chrono::milliseconds(2));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
 asio::awaitable<zkco::result<void>> task_client::cancel(std::string tid) {
     auto r = co_await zk_.create(layout::cancel_request(tid), encode(cancel_info{now_ms()}));
     if (!r && r.error() != zkco::errc::node_exists) {

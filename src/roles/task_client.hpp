@@ -64,6 +64,11 @@ public:
     /// session's errors.
     boost::asio::awaitable<zkco::result<task_status>> status(std::string tid);
 
+    /// Completes once every write this client queued has been answered (the deletes that
+    /// consume results are sent without waiting): call it before closing the session, or
+    /// they may never reach the server. Completes at once when the session is gone.
+    boost::asio::awaitable<void> flush();
+
     /// Asks the master to cancel the task (T7); the result says how it ended.
     boost::asio::awaitable<zkco::result<void>> cancel(std::string tid);
 
