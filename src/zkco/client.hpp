@@ -204,9 +204,11 @@ public:
             token, std::move(path));
     }
 
-    /// Closes the session: pending operations and watches complete with `closing` at once;
-    /// the C client's blocking close runs on a background thread and this completes when it
-    /// is done. Never fails. Signature: void().
+    /// Closes the session. While connected, requests already sent are first given up to
+    /// min(session timeout, 2 s) to be answered (so a write sent without waiting still
+    /// lands); then pending operations and watches complete with `closing`, the C client's
+    /// blocking close runs on a background thread, and this completes when it is done.
+    /// Never fails. Signature: void().
     template <class CompletionToken>
     auto async_close(CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void()>(

@@ -811,6 +811,22 @@ void core::on_closed() {
 }
 
 void core::close(asio::any_completion_handler<void()> h) {
+    if (state_ == session_state::connected && requests_in_flight_ > 0 && !force_close_) {
+        // Let what is in flight be answered first (bounded): a write sent without waiting
+        // (a consumed result's delete) would otherwise be lost, and the C client leaks the
+        // requests zookeeper_close finds pending.
+        settle_waiters_.push_back(std::move(h));
+        if (!settle_timer_) {
+            settle_timer_ = std::make_unique<asio::steady_timer>(
+                ex_, std::min<std::chrono::milliseconds>(cfg_.session_timeout, std::chrono::seconds(2)));
+            settle_timer_->async_wait([w = weak_from_this()](error_code ec) {
+                if (auto c = w.lock(); c && !ec) {
+                    c->settled();
+                }
+            });
+        }
+        return;
+    }
     if (!is_terminal(state_)) {
         spdlog::debug("zk: closing session 0x{:x}", session_ ? session_->id : 0);
         terminate(session_state::closed, errc::closing);
@@ -822,6 +838,17 @@ void core::close(asio::any_completion_handler<void()> h) {
     post_void(ex_, std::move(h));
 }
 
+void core::settled() {
+    if (settle_timer_) {
+        settle_timer_->cancel();
+        settle_timer_.reset();
+    }
+    force_close_ = true;
+    for (auto& h : std::exchange(settle_waiters_, {})) {
+        close(std::move(h));
+    }
+}
+
 void core::detach() noexcept {
     {
         const std::lock_guard lock(inbox_mu_);
@@ -829,6 +856,10 @@ void core::detach() noexcept {
         inbox_.clear();
     }
     terminate(session_state::closed, errc::closing);
+    settle_timer_.reset();
+    for (auto& h : std::exchange(settle_waiters_, {})) {
+        post_void(ex_, std::move(h));
+    }
     for (auto& h : std::exchange(close_waiters_, {})) {
         post_void(ex_, std::move(h));
     }
@@ -865,7 +896,13 @@ void core::drain() {
     for (auto& ev : draining_) {
         switch (ev.k) {
         case zk_event::kind::reply:
+            if (requests_in_flight_ > 0) {
+                --requests_in_flight_;
+            }
             on_reply(std::move(ev));
+            if (requests_in_flight_ == 0 && !settle_waiters_.empty()) {
+                settled();
+            }
             break;
         case zk_event::kind::watch:
             on_watch(std::move(ev));
@@ -971,6 +1008,7 @@ void core::create(std::string path, std::string data, create_options opts,
         return;
     }
     (void)ctx.release();  // owned by the C client until on_string
+    ++requests_in_flight_;
 }
 
 void core::remove(std::string path, std::int32_t version, handler<> h) {
@@ -986,6 +1024,7 @@ void core::remove(std::string path, std::int32_t version, handler<> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::exists(std::string path, handler<std::optional<zkco::stat>> h) {
@@ -1000,6 +1039,7 @@ void core::exists(std::string path, handler<std::optional<zkco::stat>> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::watch_exists(std::string path, handler<std::optional<zkco::stat>, watch> h) {
@@ -1017,6 +1057,7 @@ void core::watch_exists(std::string path, handler<std::optional<zkco::stat>, wat
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::get(std::string path, handler<node> h) {
@@ -1031,6 +1072,7 @@ void core::get(std::string path, handler<node> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::watch_get(std::string path, handler<node, watch> h) {
@@ -1048,6 +1090,7 @@ void core::watch_get(std::string path, handler<node, watch> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::set(std::string path, std::string data, std::int32_t version, handler<zkco::stat> h) {
@@ -1065,6 +1108,7 @@ void core::set(std::string path, std::string data, std::int32_t version, handler
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::get_children(std::string path, handler<children> h) {
@@ -1080,6 +1124,7 @@ void core::get_children(std::string path, handler<children> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::watch_children(std::string path, handler<children, watch> h) {
@@ -1097,6 +1142,7 @@ void core::watch_children(std::string path, handler<children, watch> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::sync(std::string path, handler<> h) {
@@ -1111,6 +1157,7 @@ void core::sync(std::string path, handler<> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
@@ -1191,6 +1238,7 @@ void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
         return;
     }
     (void)ctx.release();
+    ++requests_in_flight_;
 }
 
 }  // namespace zkd::zkco::detail

@@ -128,6 +128,7 @@ private:
     void abandon(std::uint64_t id);
     void release_handle();
     void on_closed();
+    void settled();  // the wait for requests in flight is over: close now
     void complete_connect_waiters(error_code ec);
     void arm_expiry_timer();
 
@@ -144,6 +145,12 @@ private:
     std::uint64_t generation_ = 0;
     bool started_ = false;
     bool closing_ = false;  // a closer thread is running
+    // Requests handed to the C client and not yet answered; close() waits (bounded) for
+    // them to be answered before closing.
+    std::size_t requests_in_flight_ = 0;
+    bool force_close_ = false;  // the wait is over
+    std::vector<boost::asio::any_completion_handler<void()>> settle_waiters_;
+    std::unique_ptr<boost::asio::steady_timer> settle_timer_;
     std::chrono::milliseconds negotiated_{0};
     std::optional<session_handle> session_;
     client_counters counters_;
