@@ -471,6 +471,7 @@ private:
 
     asio::awaitable<void> load(std::vector<std::string> tids, std::vector<std::string> paths) {
         auto nodes = co_await get_all(std::move(paths));
+        bool failed = false;
         for (std::size_t i = 0; i < tids.size(); ++i) {
             auto it = pending_.find(tids[i]);
             if (it == pending_.end()) {
@@ -479,7 +480,9 @@ private:
             auto& p = it->second;
             p.loading = false;
             if (!nodes[i]) {
-                continue;  // gone (the shard's watch will say so) or an error: try again later
+                // Gone (the shard's watch will say so), or an error: try again later.
+                failed = failed || nodes[i].error() != zkco::errc::no_node;
+                continue;
             }
             if (auto spec = decode_task(nodes[i]->data)) {
                 p.spec = std::move(*spec);
@@ -488,6 +491,11 @@ private:
             }
             p.loaded = true;
             loaded_.insert(it->first);
+        }
+        if (failed) {
+            // Not while disconnected in a tight loop: the next batch waits a moment.
+            asio::steady_timer pause(zk_.get_executor(), std::chrono::milliseconds(100));
+            co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
         }
         loading_ = false;
         wake();
