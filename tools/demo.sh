@@ -69,7 +69,7 @@ z status "$id"
 z tasks
 z cancel "$id" --wait
 
-echo "== a distributed MD5 crack: which 5-letter lowercase word has this hash?"
+echo "== a distributed MD5 crack: which word of up to 5 lowercase letters has this hash?"
 hash=$(printf 'quark' | md5sum | cut -d' ' -f1)
 z crack "$hash" --charset lower --max-length 5 --timeout 5m
 z crack --status "$hash"
