@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "http/api.hpp"
 
+#include "roles/registry.hpp"
 #include "roles/task.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -24,26 +25,6 @@ api_error bad(std::string code, std::string message) {
     return api_error{400, std::move(code), std::move(message)};
 }
 
-std::optional<std::int64_t> whole_number(const json::value& v) {
-    if (v.is_int64()) {
-        return v.get_int64();
-    }
-    if (v.is_uint64()) {
-        if (v.get_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-            return std::nullopt;
-        }
-        return static_cast<std::int64_t>(v.get_uint64());
-    }
-    if (v.is_double()) {
-        const double d = v.get_double();
-        constexpr double exact = 9007199254740992.0;  // 2^53
-        if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) <= exact) {
-            return static_cast<std::int64_t>(d);
-        }
-    }
-    return std::nullopt;
-}
-
 std::optional<std::int64_t> parse_int(std::string_view s) {
     std::int64_t v = 0;
     const auto* end = s.data() + s.size();
@@ -63,7 +44,7 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
     roles::task_request t;
     bool has_type = false;
     for (const auto& [key, value] : o) {
-        const auto number = whole_number(value);
+        const auto number = roles::as_int64(value);
         if (key == "type") {
             if (!value.is_string()) {
                 return bad("invalid_task", where + "\"type\" must be a string");

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "roles/task.hpp"
 
+#include "roles/registry.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/throw_exception.hpp>
@@ -25,24 +27,6 @@ namespace {
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-
-// Doubles are accepted when they are whole and exact (|x| <= 2^53): a writer in a language
-// without integers (JavaScript) may send 3.0 or 1e3.
-std::optional<std::int64_t> as_int64(const json::value& v) noexcept {
-    if (v.is_int64()) return v.get_int64();
-    if (v.is_uint64()) {
-        if (v.get_uint64() > static_cast<std::uint64_t>(int64_max)) return std::nullopt;
-        return static_cast<std::int64_t>(v.get_uint64());
-    }
-    if (v.is_double()) {
-        const double d = v.get_double();
-        constexpr double exact = 9007199254740992.0;  // 2^53
-        if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) <= exact) {
-            return static_cast<std::int64_t>(d);
-        }
-    }
-    return std::nullopt;
-}
 
 // A value for an error message: serialized, and cut short so garbage can't flood a log.
 std::string brief(const json::value& v) {

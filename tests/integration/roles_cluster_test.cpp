@@ -2,19 +2,9 @@
 // The roles together against a real ZooKeeper, in one process: a master, workers and a
 // client, each with a session of its own. Tasks flow pending -> assigned -> result; bad
 // input ends in error results; a departed worker's tasks are requeued or end lost.
-#include "reactor/compute_pool.hpp"
-#include "reactor/task_group.hpp"
-#include "roles/builtin_handlers.hpp"
-#include "roles/election.hpp"
-#include "roles/ids.hpp"
-#include "roles/master.hpp"
 #include "roles/task_client.hpp"
-#include "roles/worker.hpp"
-#include "support/zk_fixture.hpp"
-#include "zkco/deadline.hpp"
+#include "support/roles_cluster.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -28,97 +18,10 @@ using zkd::zkco::client;
 
 namespace {
 
-class RolesCluster : public zkd::test::zk_test {
+class RolesCluster : public zkd::test::roles_cluster {
 protected:
-    void SetUp() override {
-        zk_test::SetUp();
-        add_builtin_handlers(registry_);
-    }
-
-    static asio::awaitable<void> connect(client& zk) {
-        if (auto c = co_await zkd::zkco::with_timeout(zk.connect(), 30s); !c) {
-            throw std::runtime_error("connect: " + c.error().message());
-        }
-    }
-
-    static member_info member(const std::string& host, int capacity) {
-        member_info m;
-        m.id = new_member_id(host, 7);
-        m.host = host;
-        m.pid = 7;
-        m.capacity = capacity;
-        return m;
-    }
-
-    // A session of its own for a role, kept until the test ends (or closed by it).
-    asio::awaitable<client*> session() {
-        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), make_config()));
-        co_await connect(*sessions_.back());
-        co_return sessions_.back().get();
-    }
-
-    asio::awaitable<void> start_master(master_options opts = {}) {
-        auto* zk = co_await session();
-        auto me = member("master", 0);
-        auto won = co_await campaign(*zk, me);
-        if (!won) {
-            throw std::runtime_error("campaign: " + won.error().message());
-        }
-        auto epoch = co_await take_over(*zk, me, 1);
-        if (!epoch) {
-            throw std::runtime_error("take_over: " + epoch.error().message());
-        }
-        roles_.spawn(run_master(*zk, layout_, me, *epoch, opts, &master_stats_), "master");
-    }
-
-    asio::awaitable<client*> start_worker(const std::string& name, int capacity,
-                                          std::vector<std::string> types = {},
-                                          worker_options opts = {}) {
-        auto* zk = co_await session();
-        auto me = member(name, capacity);
-        me.types = std::move(types);
-        roles_.spawn(run_worker(*zk, layout_, me, registry_, pool_, std::move(opts),
-                                &worker_stats_[name]),
-                     name);
-        co_return zk;
-    }
-
     /// Total results not consumed yet.
-    asio::awaitable<std::size_t> results_left(client& zk) {
-        std::size_t n = 0;
-        for (const auto& shard : layout_.result_shard_paths()) {
-            auto kids = co_await zk.get_children(shard);
-            n += kids ? kids->names.size() : 0;
-        }
-        co_return n;
-    }
-
-    asio::awaitable<void> settle(std::chrono::milliseconds d) {
-        asio::steady_timer t(ioc_, d);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-
-    void TearDown() override {
-        if (ready_) {
-            roles_.emit(asio::cancellation_type::terminal);
-            run([&]() -> asio::awaitable<void> {
-                for (auto& s : sessions_) {
-                    co_await s->close();
-                }
-                co_await roles_.async_wait(asio::use_awaitable);
-            }());
-            sessions_.clear();
-        }
-        zk_test::TearDown();
-    }
-
-    registry registry_;
-    zkd::reactor::compute_pool pool_{2};
-    zkd::reactor::task_group roles_{ioc_.get_executor()};
-    std::vector<std::unique_ptr<client>> sessions_;
-    layout layout_;
-    master_stats master_stats_;
-    std::map<std::string, worker_stats> worker_stats_;
+    asio::awaitable<std::size_t> results_left(client& zk) { return queued(zk, true); }
 };
 
 TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
@@ -294,7 +197,7 @@ TEST_F(RolesCluster, ADepartedWorkersTasksAreRequeuedOrLost) {
         auto* zk = co_await session();
         layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
         co_await start_master();
-        auto* doomed = co_await start_worker("doomed", 2);
+        auto doomed = co_await start_worker("doomed", 2);
         task_client tc(*zk, layout_);
         task_request again{"sleep", json::value{{"ms", 300}}};
         task_request once{"sleep", json::value{{"ms", 300}}};
@@ -307,7 +210,7 @@ TEST_F(RolesCluster, ADepartedWorkersTasksAreRequeuedOrLost) {
         }
         ASSERT_EQ(worker_stats_["doomed"].started, 2U);
         // The worker's session ends while both tasks run; another worker joins.
-        co_await doomed->close();
+        co_await doomed.zk->close();
         co_await start_worker("heir", 2);
 
         auto requeued = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);

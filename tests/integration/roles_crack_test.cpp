@@ -11,7 +11,7 @@
 #include "roles/master.hpp"
 #include "roles/md5_crack.hpp"
 #include "roles/worker.hpp"
-#include "support/zk_fixture.hpp"
+#include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -199,71 +199,8 @@ TEST(CrackJobCodec, RoundTripsAndRefusesGarbage) {
 // --- against ZooKeeper -----------------------------------------------------------------------
 
 // NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
-class RolesCrack : public zkd::test::zk_test {
+class RolesCrack : public zkd::test::roles_cluster {
 protected:
-    void SetUp() override {
-        zk_test::SetUp();
-        add_builtin_handlers(registry_);
-    }
-
-    static asio::awaitable<void> connect(client& zk) {
-        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 30s);
-        if (!c) {
-            throw std::runtime_error("connect: " + c.error().message());
-        }
-    }
-
-    static member_info member(const std::string& host, int capacity) {
-        member_info m;
-        m.id = new_member_id(host, 7);
-        m.host = host;
-        m.pid = 7;
-        m.capacity = capacity;
-        return m;
-    }
-
-    asio::awaitable<client*> session() {
-        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), make_config()));
-        co_await connect(*sessions_.back());
-        co_return sessions_.back().get();
-    }
-
-    /// A client session with the cluster's layout made.
-    asio::awaitable<client*> cluster_session() {
-        auto* zk = co_await session();
-        auto l = co_await ensure_layout(*zk, meta_info{});
-        if (!l) {
-            throw std::runtime_error("layout: " + l.error().message());
-        }
-        layout_ = *l;
-        co_return zk;
-    }
-
-    asio::awaitable<void> start_master() {
-        auto* zk = co_await session();
-        auto me = member("master", 0);
-        auto won = co_await campaign(*zk, me);
-        if (!won) {
-            throw std::runtime_error("campaign: " + won.error().message());
-        }
-        auto epoch = co_await take_over(*zk, me, 1);
-        if (!epoch) {
-            throw std::runtime_error("take_over: " + epoch.error().message());
-        }
-        roles_.spawn(run_master(*zk, layout_, me, *epoch, {}, &master_stats_), "master");
-    }
-
-    asio::awaitable<client*> start_worker(const std::string& name, int capacity) {
-        auto* zk = co_await session();
-        roles_.spawn(
-            run_worker(
-                *zk, layout_, member(name, capacity), registry_, pool_, {}, &worker_stats_[name]
-            ),
-            name
-        );
-        co_return zk;
-    }
-
     /// A run_crack running concurrently with the test body.
     struct crack_call {
         bool done = false;
@@ -322,17 +259,6 @@ protected:
         co_return decode_crack_job(node->data).value();
     }
 
-    /// Children of every pending (or result) shard.
-    asio::awaitable<std::size_t> queued(client& zk, bool results) {
-        std::size_t n = 0;
-        for (const auto& shard :
-             results ? layout_.result_shard_paths() : layout_.pending_shard_paths()) {
-            auto kids = co_await zk.get_children(shard);
-            n += kids ? kids->names.size() : 0;
-        }
-        co_return n;
-    }
-
     /// Waits until no task of the test is left pending, assigned or unconsumed. (Cancel
     /// requests may stay a while: one for a partition that finished just as the preimage was
     /// found is deleted by the master 30 s later, docs/protocol.md T8.)
@@ -354,11 +280,6 @@ protected:
         co_return false;
     }
 
-    asio::awaitable<void> settle(std::chrono::milliseconds d) {
-        asio::steady_timer t(ioc_, d);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-
     std::uint64_t started() {
         std::uint64_t n = 0;
         for (const auto& [name, s] : worker_stats_) {
@@ -367,39 +288,21 @@ protected:
         return n;
     }
 
-    void TearDown() override {
-        if (ready_) {
-            for (auto& c : calls_) {
-                if (!c->done) {
-                    c->cancel.emit(asio::cancellation_type::terminal);
-                }
+    void before_teardown() override {
+        for (auto& c : calls_) {
+            if (!c->done) {
+                c->cancel.emit(asio::cancellation_type::terminal);
             }
-            roles_.emit(asio::cancellation_type::terminal);
-            run([&]() -> asio::awaitable<void> {
-                std::function<bool()> all_done = [this] {
-                    return std::all_of(calls_.begin(), calls_.end(), [](auto& c) {
-                        return c->done;
-                    });
-                };
-                co_await zkd::test::wait_for(std::move(all_done));
-                for (auto& s : sessions_) {
-                    co_await s->close();
-                }
-                co_await roles_.async_wait(asio::use_awaitable);
-            }());
-            sessions_.clear();
         }
-        zk_test::TearDown();
+        run([&]() -> asio::awaitable<void> {
+            std::function<bool()> all_done = [this] {
+                return std::all_of(calls_.begin(), calls_.end(), [](auto& c) { return c->done; });
+            };
+            co_await zkd::test::wait_for(std::move(all_done));
+        }());
     }
 
-    registry registry_;
-    zkd::reactor::compute_pool pool_{2};
-    zkd::reactor::task_group roles_{ioc_.get_executor()};
-    std::vector<std::unique_ptr<client>> sessions_;
     std::vector<std::shared_ptr<crack_call>> calls_;
-    layout layout_;
-    master_stats master_stats_;
-    std::map<std::string, worker_stats> worker_stats_;
 };
 
 TEST_F(RolesCrack, FindsThePreimageOfABruteForceSpace) {
@@ -560,7 +463,7 @@ TEST_F(RolesCrack, AWorkersPartitionsAreRedoneWhenItLeaves) {
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
             co_await start_master();
-            auto* doomed = co_await start_worker("doomed", 2);
+            auto doomed = co_await start_worker("doomed", 2);
             // 12.4 million candidates, none of them the preimage, in 8 partitions.
             auto spec = brute("not in the space", std::string(lower), 5, 8);
             auto call = start_crack(*zk, spec);
@@ -569,7 +472,7 @@ TEST_F(RolesCrack, AWorkersPartitionsAreRedoneWhenItLeaves) {
             };
             const bool running = co_await zkd::test::wait_for(std::move(doomed_busy));
             ASSERT_TRUE(running);
-            co_await doomed->close();  // its session ends while both of its partitions run
+            co_await doomed.zk->close();  // its session ends while both of its partitions run
             co_await start_worker("heir", 2);
             auto r = co_await finish(call, 240s);
             ASSERT_TRUE(r) << r.error().message();

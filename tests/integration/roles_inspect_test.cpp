@@ -2,16 +2,10 @@
 // Read-only views of a cluster (roles/inspect) against a real ZooKeeper: a master, a worker
 // and a client in one process, each with its own session; the views before, during and after
 // tasks; garbage in every kind of node; limits; nothing written by reading.
-#include "reactor/compute_pool.hpp"
-#include "reactor/task_group.hpp"
-#include "roles/builtin_handlers.hpp"
-#include "roles/election.hpp"
 #include "roles/ids.hpp"
 #include "roles/inspect.hpp"
-#include "roles/master.hpp"
 #include "roles/task_client.hpp"
-#include "roles/worker.hpp"
-#include "support/zk_fixture.hpp"
+#include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -28,58 +22,8 @@ using zkd::zkco::client;
 
 namespace {
 
-class RolesInspect : public zkd::test::zk_test {
+class RolesInspect : public zkd::test::roles_cluster {
 protected:
-    void SetUp() override {
-        zk_test::SetUp();
-        add_builtin_handlers(registry_);
-    }
-
-    static member_info member(const std::string& host, int capacity) {
-        member_info m;
-        m.id = new_member_id(host, 7);
-        m.host = host;
-        m.pid = 7;
-        m.capacity = capacity;
-        return m;
-    }
-
-    asio::awaitable<client*> session() {
-        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), make_config()));
-        auto c = co_await zkd::zkco::with_timeout(sessions_.back()->connect(), 30s);
-        if (!c) {
-            throw std::runtime_error("connect: " + c.error().message());
-        }
-        co_return sessions_.back().get();
-    }
-
-    asio::awaitable<member_info> start_master() {
-        auto* zk = co_await session();
-        auto me = member("master", 0);
-        auto won = co_await campaign(*zk, me);
-        if (!won) {
-            throw std::runtime_error("campaign: " + won.error().message());
-        }
-        auto epoch = co_await take_over(*zk, me, now_ms());
-        if (!epoch) {
-            throw std::runtime_error("take_over: " + epoch.error().message());
-        }
-        roles_.spawn(run_master(*zk, layout_, me, *epoch, {}, &master_stats_), "master");
-        co_return me;
-    }
-
-    asio::awaitable<member_info> start_worker(const std::string& name, int capacity) {
-        auto* zk = co_await session();
-        auto me = member(name, capacity);
-        roles_.spawn(run_worker(*zk, layout_, me, registry_, pool_, {}, &worker_stats_), name);
-        co_return me;
-    }
-
-    asio::awaitable<void> settle(std::chrono::milliseconds d) {
-        asio::steady_timer t(ioc_, d);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-
     /// Creates a node (persistent); throws if that fails.
     static asio::awaitable<void> put(client& zk, std::string path, std::string data = {}) {
         auto made = co_await zk.create(path, std::move(data));
@@ -102,28 +46,6 @@ protected:
         co_await zk.remove(made.value());
         co_return st.value()->czxid;
     }
-
-    void TearDown() override {
-        if (ready_) {
-            roles_.emit(asio::cancellation_type::terminal);
-            run([&]() -> asio::awaitable<void> {
-                for (auto& s : sessions_) {
-                    co_await s->close();
-                }
-                co_await roles_.async_wait(asio::use_awaitable);
-            }());
-            sessions_.clear();
-        }
-        zk_test::TearDown();
-    }
-
-    registry registry_;
-    zkd::reactor::compute_pool pool_{2};
-    zkd::reactor::task_group roles_{ioc_.get_executor()};
-    std::vector<std::unique_ptr<client>> sessions_;
-    layout layout_;
-    master_stats master_stats_;
-    worker_stats worker_stats_;
 };
 
 TEST_F(RolesInspect, NoClusterIsNoNodeAndReadingCreatesNothing) {
@@ -189,7 +111,7 @@ TEST_F(RolesInspect, ViewsFollowTasksThroughTheirLives) {
             auto* zk = co_await session();
             layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
             const auto boss = co_await start_master();
-            const auto w1 = co_await start_worker("w1", 1);
+            const auto w1 = (co_await start_worker("w1", 1)).me;
             task_client tc(*zk, layout_);
 
             // One slot: the first sleeps, the second waits behind it.

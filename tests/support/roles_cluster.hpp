@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// A zkd cluster in one process for integration tests: a master and workers on sessions of
+// their own (run_master / run_worker), against the fixture's real ZooKeeper.
+#pragma once
+
+#include "reactor/compute_pool.hpp"
+#include "reactor/task_group.hpp"
+#include "roles/builtin_handlers.hpp"
+#include "roles/election.hpp"
+#include "roles/ids.hpp"
+#include "roles/master.hpp"
+#include "roles/worker.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace zkd::test {
+
+/// A worker started by roles_cluster: its session (close it to make the worker depart) and
+/// its member info.
+struct started_worker {
+    zkco::client* zk = nullptr;
+    roles::member_info me;
+};
+
+/// The fixture: builtin handlers in `registry_`, a 2-thread pool, the roles in `roles_`
+/// (stopped, with every session closed, at TearDown).
+class roles_cluster : public zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        roles::add_builtin_handlers(registry_);
+    }
+
+    void TearDown() override {
+        if (ready_) {
+            before_teardown();
+            roles_.emit(boost::asio::cancellation_type::terminal);
+            run([&]() -> boost::asio::awaitable<void> {
+                for (auto& s : sessions_) {
+                    co_await s->close();
+                }
+                co_await roles_.async_wait(boost::asio::use_awaitable);
+            }());
+            sessions_.clear();
+        }
+        zk_test::TearDown();
+    }
+
+    /// Runs at TearDown before the roles stop (for what the test started besides them).
+    virtual void before_teardown() {}
+
+    static roles::member_info member(const std::string& host, int capacity) {
+        roles::member_info m;
+        m.id = roles::new_member_id(host, 7);
+        m.host = host;
+        m.pid = 7;
+        m.capacity = capacity;
+        return m;
+    }
+
+    /// A connected session of its own, kept until TearDown (or closed by the test).
+    boost::asio::awaitable<zkco::client*> session() {
+        sessions_.push_back(std::make_unique<zkco::client>(ioc_.get_executor(), make_config()));
+        auto c = co_await zkco::with_timeout(sessions_.back()->connect(), std::chrono::seconds(30));
+        if (!c) {
+            throw std::runtime_error("connect: " + c.error().message());
+        }
+        co_return sessions_.back().get();
+    }
+
+    /// A session with the cluster's layout made (and kept in layout_).
+    boost::asio::awaitable<zkco::client*> cluster_session() {
+        auto* zk = co_await session();
+        auto l = co_await roles::ensure_layout(*zk, roles::meta_info{});
+        if (!l) {
+            throw std::runtime_error("layout: " + l.error().message());
+        }
+        layout_ = *l;
+        co_return zk;
+    }
+
+    /// Elects a master on a session of its own and runs it; its member info.
+    boost::asio::awaitable<roles::member_info> start_master(roles::master_options opts = {}) {
+        auto* zk = co_await session();
+        auto me = member("master", 0);
+        auto won = co_await roles::campaign(*zk, me);
+        if (!won) {
+            throw std::runtime_error("campaign: " + won.error().message());
+        }
+        auto epoch = co_await roles::take_over(*zk, me, roles::now_ms());
+        if (!epoch) {
+            throw std::runtime_error("take_over: " + epoch.error().message());
+        }
+        roles_.spawn(roles::run_master(*zk, layout_, me, *epoch, std::move(opts), &master_stats_),
+                     "master");
+        co_return me;
+    }
+
+    /// Runs a worker `name` (its stats in worker_stats_[name]) on a session of its own.
+    boost::asio::awaitable<started_worker> start_worker(const std::string& name, int capacity,
+                                                       std::vector<std::string> types = {},
+                                                       roles::worker_options opts = {}) {
+        auto* zk = co_await session();
+        auto me = member(name, capacity);
+        me.types = std::move(types);
+        roles_.spawn(roles::run_worker(*zk, layout_, me, registry_, pool_, std::move(opts),
+                                       &worker_stats_[name]),
+                     name);
+        co_return started_worker{zk, me};
+    }
+
+    /// Children of every pending shard (or result shard).
+    boost::asio::awaitable<std::size_t> queued(zkco::client& zk, bool results) {
+        std::size_t n = 0;
+        for (const auto& shard : results ? layout_.result_shard_paths() : layout_.pending_shard_paths()) {
+            auto kids = co_await zk.get_children(shard);
+            n += kids ? kids->names.size() : 0;
+        }
+        co_return n;
+    }
+
+    boost::asio::awaitable<void> settle(std::chrono::milliseconds d) {
+        boost::asio::steady_timer t(ioc_, d);
+        co_await t.async_wait(boost::asio::use_awaitable);
+    }
+
+    roles::registry registry_;
+    reactor::compute_pool pool_{2};
+    reactor::task_group roles_{ioc_.get_executor()};
+    std::vector<std::unique_ptr<zkco::client>> sessions_;
+    roles::layout layout_;
+    roles::master_stats master_stats_;
+    std::map<std::string, roles::worker_stats> worker_stats_;
+};
+
+}  // namespace zkd::test
