@@ -4,6 +4,7 @@
 // refused (bad flags, no cluster, no workers, unreachable ZooKeeper, a stalled cluster).
 // Speed is never asserted.
 #include "roles/layout.hpp"
+#include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -11,18 +12,12 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
 #include <chrono>
-#include <csignal>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <poll.h>
 #include <string>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -32,122 +27,8 @@ using namespace std::literals;
 
 namespace {
 
-/// What a finished child process left.
-struct outcome {
-    int exit = -1;  ///< exit status; -1 if killed (timeout) or not exited normally
-    std::string out;
-    std::string err;
-    std::chrono::milliseconds took{0};
-    bool timed_out = false;
-};
-
-std::vector<char*> raw_argv(std::vector<std::string>& argv) {
-    std::vector<char*> raw;
-    raw.reserve(argv.size() + 1);
-    for (auto& a : argv) {
-        raw.push_back(a.data());
-    }
-    raw.push_back(nullptr);
-    return raw;
-}
-
-/// Runs `argv` to completion, capturing stdout and stderr; SIGKILLs it after `limit`.
-outcome run_program(std::vector<std::string> argv, std::chrono::milliseconds limit) {
-    std::array<int, 2> out_pipe{};
-    std::array<int, 2> err_pipe{};
-    if (::pipe2(out_pipe.data(), O_CLOEXEC) != 0 || ::pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
-        throw std::runtime_error("pipe2 failed");
-    }
-    const auto start = std::chrono::steady_clock::now();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        ::dup2(out_pipe[1], 1);
-        ::dup2(err_pipe[1], 2);
-        auto raw = raw_argv(argv);
-        ::execv(raw[0], raw.data());
-        ::_exit(127);
-    }
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
-    outcome o;
-    std::array<pollfd, 2> fds{pollfd{out_pipe[0], POLLIN, 0}, pollfd{err_pipe[0], POLLIN, 0}};
-    int open_fds = 2;
-    const auto deadline = start + limit;
-    while (open_fds > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now()
-        );
-        if (left <= 0ms) {
-            o.timed_out = true;
-            ::kill(pid, SIGKILL);
-            break;
-        }
-        const int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            break;
-        }
-        for (std::size_t i = 0; i < fds.size(); ++i) {
-            if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
-                continue;
-            }
-            std::array<char, 4096> buf{};
-            const ssize_t got = ::read(fds[i].fd, buf.data(), buf.size());
-            if (got <= 0) {
-                ::close(fds[i].fd);
-                fds[i].fd = -1;
-                --open_fds;
-                continue;
-            }
-            (i == 0 ? o.out : o.err).append(buf.data(), static_cast<std::size_t>(got));
-        }
-    }
-    for (auto& f : fds) {
-        if (f.fd >= 0) {
-            ::close(f.fd);
-        }
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    o.took = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - start
-    );
-    if (!o.timed_out && WIFEXITED(status)) {
-        o.exit = WEXITSTATUS(status);
-    }
-    return o;
-}
-
-/// A `zkd run` child process; killed (SIGKILL) with the object.
-class zkd_process {
-public:
-    zkd_process(std::vector<std::string> argv, const std::filesystem::path& log) {
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-            auto raw = raw_argv(argv);
-            ::execv(raw[0], raw.data());
-            ::_exit(127);
-        }
-    }
-    zkd_process(const zkd_process&) = delete;
-    zkd_process& operator=(const zkd_process&) = delete;
-    ~zkd_process() {
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            ::waitpid(pid_, nullptr, 0);
-        }
-    }
-
-private:
-    pid_t pid_ = 0;
-};
+/// What a finished child process left (exit_code -1: killed at its time limit).
+using outcome = zkd::test::command_result;
 
 class Loadgen : public zkd::test::zk_test {
 protected:
@@ -180,23 +61,20 @@ protected:
     void start_node(
         const std::string& ns, const std::string& host, std::vector<std::string> extra = {}
     ) {
-        std::vector<std::string> argv{ZKD_BINARY,          "run",  "--zk",      connect(),
-                                      "--namespace",       ns,     "--host",    host,
-                                      "--session-timeout", "4000", "--threads", "2"};
-        if (std::find(extra.begin(), extra.end(), "--capacity") == extra.end()) {
-            argv.insert(argv.end(), {"--capacity", "4"});
-        }
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        nodes_.push_back(std::make_unique<zkd_process>(argv, dir_ / (host + ".log")));
+        std::vector<std::string> args{"--session-timeout", "4000", "--capacity", "4"};
+        args.insert(args.end(), extra.begin(), extra.end());  // later flags win
+        nodes_.push_back(std::make_unique<zkd::test::zkd_process>(
+            ZKD_BINARY, connect(), ns, host, dir_ / (host + ".log"), std::move(args)
+        ));
     }
 
     /// Runs zkd-loadgen with `args` (after --zk), never for longer than `limit`.
     outcome loadgen(std::vector<std::string> args, std::chrono::milliseconds limit = 120s) {
         std::vector<std::string> argv{ZKD_LOADGEN_BINARY, "--zk", connect(), "--no-progress"};
         argv.insert(argv.end(), args.begin(), args.end());
-        auto o = run_program(argv, limit);
+        auto o = zkd::test::run_command(argv, {}, limit);
         std::ofstream(dir_ / "loadgen.log", std::ios::app)
-            << "$ zkd-loadgen ... (exit " << o.exit << ")\n--- stdout\n"
+            << "$ zkd-loadgen ... (exit " << o.exit_code << ")\n--- stdout\n"
             << o.out << "\n--- stderr\n"
             << o.err << "\n";
         return o;
@@ -236,7 +114,7 @@ protected:
     }
 
     std::filesystem::path dir_;
-    std::vector<std::unique_ptr<zkd_process>> nodes_;
+    std::vector<std::unique_ptr<zkd::test::zkd_process>> nodes_;
 };
 
 json::object parse_report(const outcome& o) {
@@ -302,8 +180,8 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
         {"--namespace", "lg", "--tasks", "300", "--concurrency", "16", "--wait-workers", "30000",
          "--workers", "2", "--json"}
     );
-    ASSERT_FALSE(closed.timed_out);
-    EXPECT_EQ(closed.exit, 0) << closed.err;
+    ASSERT_NE(closed.exit_code, -1) << "timed out";
+    EXPECT_EQ(closed.exit_code, 0) << closed.err;
     const auto c = parse_report(closed);
     ASSERT_TRUE(c.contains("load")) << closed.out;
     EXPECT_EQ(c.at("config").at("mode").as_string(), "closed");
@@ -318,8 +196,8 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
         {"--namespace", "lg", "--rate", "200", "--duration", "1", "--batch", "4", "--payload",
          "100", "--json"}
     );
-    ASSERT_FALSE(open.timed_out);
-    EXPECT_EQ(open.exit, 0) << open.err;
+    ASSERT_NE(open.exit_code, -1) << "timed out";
+    EXPECT_EQ(open.exit_code, 0) << open.err;
     const auto o = parse_report(open);
     ASSERT_TRUE(o.contains("load")) << open.out;
     EXPECT_EQ(o.at("config").at("mode").as_string(), "open");
@@ -327,7 +205,7 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
 
     // Text mode prints the same kind of figures.
     const auto text = loadgen({"--namespace", "lg", "--tasks", "20", "--task", "spin:1"});
-    EXPECT_EQ(text.exit, 0) << text.err;
+    EXPECT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("tasks/s"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("p99.9"), std::string::npos) << text.out;
 
@@ -346,8 +224,8 @@ TEST_F(Loadgen, RawCeilingAloneAndWithTasks) {
         {"--raw", "--raw-ops", "400", "--raw-rounds", "1", "--raw-warmup", "0", "--raw-batch", "10",
          "--json"}
     );
-    ASSERT_FALSE(raw.timed_out);
-    EXPECT_EQ(raw.exit, 0) << raw.err;
+    ASSERT_NE(raw.exit_code, -1) << "timed out";
+    EXPECT_EQ(raw.exit_code, 0) << raw.err;
     const auto r = parse_report(raw);
     ASSERT_TRUE(r.contains("raw")) << raw.out;
     EXPECT_FALSE(r.contains("load"));
@@ -365,7 +243,7 @@ TEST_F(Loadgen, RawCeilingAloneAndWithTasks) {
         {"--namespace", "both", "--with-raw", "--raw-ops", "400", "--raw-rounds", "1", "--tasks",
          "50", "--wait-workers", "30000", "--json"}
     );
-    EXPECT_EQ(both.exit, 0) << both.err;
+    EXPECT_EQ(both.exit_code, 0) << both.err;
     const auto b = parse_report(both);
     ASSERT_TRUE(b.contains("raw") && b.contains("load")) << both.out;
     expect_sound_load(b.at("load").as_object(), 50);
@@ -390,26 +268,26 @@ TEST_F(Loadgen, BadFlagsExitTwoWithAMessage) {
     for (const auto& args : bad) {
         std::vector<std::string> argv{ZKD_LOADGEN_BINARY};
         argv.insert(argv.end(), args.begin(), args.end());
-        const auto o = run_program(argv, 30s);
-        EXPECT_EQ(o.exit, 2) << args.front() << ": " << o.err;
+        const auto o = zkd::test::run_command(argv, {}, 30s);
+        EXPECT_EQ(o.exit_code, 2) << args.front() << ": " << o.err;
         EXPECT_NE(o.err.find("zkd-loadgen: "), std::string::npos) << o.err;
         EXPECT_TRUE(o.out.empty()) << o.out;
     }
-    const auto help = run_program({ZKD_LOADGEN_BINARY, "--help"}, 30s);
-    EXPECT_EQ(help.exit, 0);
+    const auto help = zkd::test::run_command({ZKD_LOADGEN_BINARY, "--help"}, {}, 30s);
+    EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find("--concurrency"), std::string::npos);
     EXPECT_NE(help.out.find("--with-raw"), std::string::npos);
 }
 
 TEST_F(Loadgen, UnreachableZooKeeperExitsThreeWithinTheTimeout) {
     // A port nobody listens on (the server's port + nothing: pick a closed loopback port).
-    const auto o = run_program(
+    const auto o = zkd::test::run_command(
         {ZKD_LOADGEN_BINARY, "--zk", "127.0.0.1:1", "--connect-timeout", "800", "--tasks", "5",
          "--no-progress"},
-        60s
+        {}, 60s
     );
-    ASSERT_FALSE(o.timed_out);
-    EXPECT_EQ(o.exit, 3) << o.err;
+    ASSERT_NE(o.exit_code, -1) << "timed out";
+    EXPECT_EQ(o.exit_code, 3) << o.err;
     EXPECT_NE(o.err.find("cannot reach ZooKeeper"), std::string::npos) << o.err;
     EXPECT_LT(o.took, 30s);
 }
@@ -419,8 +297,8 @@ TEST_F(Loadgen, NoClusterOrNoWorkersIsReportedNotWaitedOn) {
     // No cluster at all in the namespace.
     const auto none =
         loadgen({"--namespace", "nothing-here", "--tasks", "5", "--wait-workers", "500"}, 60s);
-    ASSERT_FALSE(none.timed_out);
-    EXPECT_EQ(none.exit, 5) << none.err;
+    ASSERT_NE(none.exit_code, -1) << "timed out";
+    EXPECT_EQ(none.exit_code, 5) << none.err;
     EXPECT_NE(none.err.find("no zkd cluster"), std::string::npos) << none.err;
 
     // A cluster with a standby master only: no children under /workers.
@@ -428,8 +306,8 @@ TEST_F(Loadgen, NoClusterOrNoWorkersIsReportedNotWaitedOn) {
     const auto empty = loadgen(
         {"--namespace", "standby-only", "--tasks", "5", "--wait-workers", "1000", "--json"}, 60s
     );
-    ASSERT_FALSE(empty.timed_out);
-    EXPECT_EQ(empty.exit, 5) << empty.err;
+    ASSERT_NE(empty.exit_code, -1) << "timed out";
+    EXPECT_EQ(empty.exit_code, 5) << empty.err;
     EXPECT_NE(empty.err.find("no workers"), std::string::npos) << empty.err;
     EXPECT_LT(empty.took, 45s);
     const auto j = parse_report(empty);
@@ -442,8 +320,8 @@ TEST_F(Loadgen, NoClusterOrNoWorkersIsReportedNotWaitedOn) {
         {"--namespace", "one-worker", "--tasks", "5", "--workers", "3", "--wait-workers", "3000"},
         60s
     );
-    ASSERT_FALSE(few.timed_out);
-    EXPECT_EQ(few.exit, 5) << few.err;
+    ASSERT_NE(few.exit_code, -1) << "timed out";
+    EXPECT_EQ(few.exit_code, 5) << few.err;
     EXPECT_NE(few.err.find("only 1 of the 3 workers"), std::string::npos) << few.err;
 }
 
@@ -456,8 +334,8 @@ TEST_F(Loadgen, NoResultForTheStallTimeStopsTheRun) {
          "--wait-workers", "30000", "--json"},
         60s
     );
-    ASSERT_FALSE(o.timed_out);
-    EXPECT_EQ(o.exit, 4) << o.err;
+    ASSERT_NE(o.exit_code, -1) << "timed out";
+    EXPECT_EQ(o.exit_code, 4) << o.err;
     const auto j = parse_report(o);
     ASSERT_TRUE(j.contains("load")) << o.out;
     const auto& load = j.at("load").as_object();
