@@ -6,8 +6,6 @@
 #include "roles/crack_job.hpp"
 #include "zkco/deadline.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -112,13 +110,12 @@ int print_status(const std::vector<roles::crack_job_info>& jobs, const std::stri
 }  // namespace
 
 int cmd_crack(int argc, char** argv) {
-    auto known = cluster_options();
-    known.insert(known.end(), {{"--wordlist", true, false}, {"--charset", true, false},
-                               {"--max-length", true, false}, {"--min-length", true, false},
-                               {"--partitions"}, {"--priority"}, {"--partition-timeout"},
-                               {"--timeout", true, false}, {"--status", false, false},
-                               {"--no-progress", false, false}});
-    const auto a = args::parse(argc, argv, 2, known);
+    const auto a = args::parse(argc, argv, 2,
+                               cluster_options({{"--wordlist", true, false}, {"--charset", true, false},
+                                                {"--max-length", true, false}, {"--min-length", true, false},
+                                                {"--partitions"}, {"--priority"}, {"--partition-timeout"},
+                                                {"--timeout", true, false}, {"--status", false, false},
+                                                {"--no-progress", false, false}}));
     if (a.has("--help")) {
         std::fputs(crack_help, stdout);
         return exit_ok;
@@ -168,7 +165,6 @@ int cmd_crack(int argc, char** argv) {
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool progress = !a.has("--no-progress") && ::isatty(2) == 1;
     const auto target = target_of(a);
-    spdlog::set_level(spdlog::level::err);
     return with_cluster(target, !status_only, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         if (status_only) {
             auto jobs = co_await roles::crack_status(zk, spec.hash);

@@ -82,9 +82,11 @@ bool truthy(const std::string& v) {
 
 }  // namespace
 
-std::vector<option> cluster_options() {
-    return {{"--zk"}, {"--namespace"}, {"--user"}, {"--password"}, {"--password-file"},
-            {"--connect-timeout"}};
+std::vector<option> cluster_options(std::vector<option> own) {
+    std::vector<option> all{{"--zk"},       {"--namespace"},     {"--user"},
+                            {"--password"}, {"--password-file"}, {"--connect-timeout"}};
+    all.insert(all.end(), own.begin(), own.end());
+    return all;
 }
 
 args args::parse(int argc, char** argv, int first, const std::vector<option>& known) {

@@ -36,8 +36,8 @@ struct option {
     bool settable = true;      ///< also from the environment and the config file
 };
 
-/// The options every command that talks to a cluster takes.
-std::vector<option> cluster_options();
+/// The options every command that talks to a cluster takes, followed by `own`.
+std::vector<option> cluster_options(std::vector<option> own = {});
 
 /// A command's parsed arguments.
 class args {

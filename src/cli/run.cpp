@@ -68,12 +68,12 @@ bare number is milliseconds).
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-    auto known = cluster_options();
-    known.insert(known.end(), {{"--capacity"}, {"--threads"}, {"--role"}, {"--session-timeout"},
-                               {"--placement"}, {"--host"}, {"--log-level"}, {"--log-format"},
-                               {"--grace"}, {"--result-retention"}, {"--http"},
-                               {"--enable-crash-task", false, true}});
-    const auto a = args::parse(argc, argv, 2, known);
+    const auto a = args::parse(argc, argv, 2,
+                               cluster_options({{"--capacity"}, {"--threads"}, {"--role"},
+                                                {"--session-timeout"}, {"--placement"}, {"--host"},
+                                                {"--log-level"}, {"--log-format"}, {"--grace"},
+                                                {"--result-retention"}, {"--http"},
+                                                {"--enable-crash-task", false, true}}));
     if (a.has("--help")) {
         std::fputs(run_help, stdout);
         return exit_ok;

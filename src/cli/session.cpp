@@ -100,6 +100,7 @@ asio::awaitable<int> connected(cluster_target t, bool create, cluster_body body)
 }  // namespace
 
 int with_cluster(const cluster_target& t, bool create, cluster_body body) {
+    spdlog::set_level(spdlog::level::err);  // a client command says what it has to say itself
     asio::io_context ioc(1);
     int rc = exit_failed;
     asio::co_spawn(ioc, connected(t, create, std::move(body)), [&](const std::exception_ptr& e, int r) {

@@ -4,11 +4,11 @@
 #include "cli/options.hpp"
 #include "cli/session.hpp"
 #include "roles/ids.hpp"
+#include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <cstdio>
 
@@ -75,12 +75,6 @@ bool wants_help(const args& a, const char* text) {
     return true;
 }
 
-std::vector<option> with_cluster_options(std::vector<option> own) {
-    auto all = cluster_options();
-    all.insert(all.end(), own.begin(), own.end());
-    return all;
-}
-
 std::string one_id(const args& a, const char* command) {
     if (a.positional.size() != 1) {
         throw usage_error(std::string(command) + " wants exactly one task ID");
@@ -89,6 +83,10 @@ std::string one_id(const args& a, const char* command) {
         throw usage_error("'" + a.positional[0] + "' is not a task id (t<P>-<ms>-<hex>)");
     }
     return a.positional[0];
+}
+
+std::string no_such_task(const std::string& id) {
+    return "no task " + id + " (never submitted, or its result was consumed or collected)";
 }
 
 /// Waits for and prints the result; the exit code says how the task ended.
@@ -124,7 +122,7 @@ asio::awaitable<std::variant<roles::task_status, int>> known_status(roles::task_
         co_return exit_failed;
     }
     if (st->state == roles::task_state::unknown) {
-        complain("no task " + id + " (never submitted, or its result was consumed or collected)");
+        complain(no_such_task(id));
         co_return exit_not_found;
     }
     co_return std::move(*st);
@@ -134,7 +132,7 @@ asio::awaitable<std::variant<roles::task_status, int>> known_status(roles::task_
 
 int cmd_submit(int argc, char** argv) {
     const auto a = args::parse(argc, argv, 2,
-                               with_cluster_options({{"--wait", false, false},
+                               cluster_options({{"--wait", false, false},
                                                      {"--timeout", true, false},
                                                      {"--priority"},
                                                      {"--task-timeout"},
@@ -163,7 +161,6 @@ int cmd_submit(int argc, char** argv) {
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    spdlog::set_level(spdlog::level::err);
     return with_cluster(target, true, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         std::vector<roles::task_request> one{req};
@@ -181,14 +178,13 @@ int cmd_submit(int argc, char** argv) {
 }
 
 int cmd_wait(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2, with_cluster_options({{"--timeout", true, false}}));
+    const auto a = args::parse(argc, argv, 2, cluster_options({{"--timeout", true, false}}));
     if (wants_help(a, wait_help)) {
         return exit_ok;
     }
     const auto id = one_id(a, "wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    spdlog::set_level(spdlog::level::err);
     return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto st = co_await known_status(tc, id);
@@ -200,37 +196,30 @@ int cmd_wait(int argc, char** argv) {
 }
 
 int cmd_status(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2, with_cluster_options({{"--json", false, false}}));
+    const auto a = args::parse(argc, argv, 2, cluster_options({{"--json", false, false}}));
     if (wants_help(a, status_help)) {
         return exit_ok;
     }
     const auto id = one_id(a, "status");
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    spdlog::set_level(spdlog::level::err);
     return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
-        roles::task_client tc(zk, l);
-        auto known = co_await known_status(tc, id);
-        if (std::holds_alternative<int>(known)) {
-            co_return std::get<int>(known);
+        auto info = co_await roles::read_task(zk, l, id);
+        if (!info) {
+            complain("task " + id + ": " + info.error().message());
+            co_return exit_failed;
         }
-        const auto& st = std::get<roles::task_status>(known);
-        const std::string state(roles::to_string(st.state));
+        if (info->state == roles::task_state::unknown) {
+            complain(info->garbage.empty() ? no_such_task(id) : "task " + id + ": " + info->garbage);
+            co_return info->garbage.empty() ? exit_not_found : exit_failed;
+        }
+        const std::string state(roles::to_string(info->state));
         if (as_json) {
-            json::object o;
-            o["id"] = id;
-            o["state"] = state;
-            if (!st.worker.empty()) {
-                o["worker"] = st.worker;
-            }
-            if (st.result) {
-                o["result"] = json::parse(roles::encode(*st.result));
-            }
-            std::printf("%s\n", json::serialize(o).c_str());
-        } else if (st.result) {
-            std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), roles::encode(*st.result).c_str());
-        } else if (!st.worker.empty()) {
-            std::printf("%s %s on %s\n", id.c_str(), state.c_str(), st.worker.c_str());
+            std::printf("%s\n", json::serialize(roles::to_json(*info)).c_str());  // as GET /v1/tasks/{id}
+        } else if (info->result) {
+            std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), roles::encode(*info->result).c_str());
+        } else if (!info->worker.empty()) {
+            std::printf("%s %s on %s\n", id.c_str(), state.c_str(), info->worker.c_str());
         } else {
             std::printf("%s %s\n", id.c_str(), state.c_str());
         }
@@ -240,7 +229,7 @@ int cmd_status(int argc, char** argv) {
 
 int cmd_cancel(int argc, char** argv) {
     const auto a = args::parse(argc, argv, 2,
-                               with_cluster_options({{"--wait", false, false}, {"--timeout", true, false}}));
+                               cluster_options({{"--wait", false, false}, {"--timeout", true, false}}));
     if (wants_help(a, cancel_help)) {
         return exit_ok;
     }
@@ -248,7 +237,6 @@ int cmd_cancel(int argc, char** argv) {
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    spdlog::set_level(spdlog::level::err);
     return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto known = co_await known_status(tc, id);

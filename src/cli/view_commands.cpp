@@ -143,16 +143,10 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
     }
 }
 
-std::vector<option> view_options(std::vector<option> own) {
-    auto all = cluster_options();
-    all.insert(all.end(), own.begin(), own.end());
-    return all;
-}
-
 }  // namespace
 
 int cmd_tasks(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2, view_options({{"--json", false, false}, {"--limit"}}));
+    const auto a = args::parse(argc, argv, 2, cluster_options({{"--json", false, false}, {"--limit"}}));
     if (a.has("--help")) {
         std::fputs(tasks_help, stdout);
         return exit_ok;
@@ -163,7 +157,6 @@ int cmd_tasks(int argc, char** argv) {
     const auto limit = static_cast<std::size_t>(a.number("--limit", 1000, 1, 1'000'000));
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    spdlog::set_level(spdlog::level::err);
     return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto list = co_await roles::list_tasks(zk, l, limit);
         if (!list) {
@@ -180,7 +173,7 @@ int cmd_tasks(int argc, char** argv) {
 }
 
 int cmd_cluster(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2, view_options({{"--json", false, false}}));
+    const auto a = args::parse(argc, argv, 2, cluster_options({{"--json", false, false}}));
     if (a.has("--help")) {
         std::fputs(cluster_help, stdout);
         return exit_ok;
@@ -190,7 +183,6 @@ int cmd_cluster(int argc, char** argv) {
     }
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    spdlog::set_level(spdlog::level::err);
     return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto view = co_await roles::read_cluster(zk, l);
         if (!view) {

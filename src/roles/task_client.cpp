@@ -3,6 +3,7 @@
 
 #include "roles/election.hpp"
 #include "roles/ids.hpp"
+#include "roles/inspect.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -162,43 +163,14 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
 }
 
 asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) {
-    // Forward order (pending, assigned, result): a task moving on while we look is caught by
-    // a later check. Only a requeue moves backwards; then we look once more.
-    for (int pass = 0; pass < 2; ++pass) {
-        auto p = co_await zk_.exists(l_.pending_task(tid));
-        if (!p) {
-            co_return p.error();
-        }
-        if (*p) {
-            co_return task_status{task_state::pending, {}, {}};
-        }
-        auto workers = co_await zk_.get_children(layout::assign_dir());
-        if (!workers) {
-            co_return workers.error();
-        }
-        for (const auto& w : workers->names) {
-            auto a = co_await zk_.get(layout::assignment(w, tid));
-            if (a) {
-                auto spec = decode_task(a->data);
-                const bool running = spec && spec->running_ms != 0;
-                co_return task_status{running ? task_state::running : task_state::assigned, w, {}};
-            }
-        }
-        auto r = co_await zk_.get(l_.result(tid));
-        if (r) {
-            auto decoded = decode_result(r->data);
-            if (!decoded) {
-                co_return zkco::error_code(client_errc::garbage_result);
-            }
-            task_status st{decoded->state, decoded->worker, {}};
-            st.result = std::move(*decoded);
-            co_return st;
-        }
-        if (r.error() != zkco::errc::no_node) {
-            co_return r.error();
-        }
+    auto info = co_await read_task(zk_, l_, std::move(tid));
+    if (!info) {
+        co_return info.error();
     }
-    co_return task_status{};
+    if (info->state == task_state::unknown && !info->garbage.empty()) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return task_status{info->state, std::move(info->worker), std::move(info->result)};
 }
 
 asio::awaitable<void> task_client::flush() {
