@@ -42,9 +42,8 @@ std::string failed_result(const std::string& tid, std::string_view code, std::st
 /// copy of every task, and a task cancelled while waiting is never read.
 struct pending_entry {
     std::uint32_t shard = 0;
-    bool loaded = false;              // spec or malformed is known
     bool loading = false;             // its read is out
-    std::optional<task_spec> spec;    // once loaded; nullopt: malformed
+    std::optional<task_spec> spec;    // once loaded (see master_session::loaded_); else nullopt
     std::string malformed;            // why
     bool in_flight = false;           // a transaction about it is out
 };
@@ -408,7 +407,6 @@ private:
             it->second.shard = shard;
             known.insert(name);
             if (!is_valid_task_id(name)) {
-                it->second.loaded = true;
                 it->second.malformed = "'" + name + "' is not a task id";
                 loaded_.insert(name);
             }
@@ -448,7 +446,7 @@ private:
         std::vector<std::string> batch;
         for (auto it = pending_.begin(); it != pending_.end() && want > 0 && batch.size() < 1000; ++it) {
             auto& p = it->second;
-            if (p.loaded || p.loading || p.in_flight) {
+            if (p.loading || p.in_flight || loaded_.contains(it->first)) {
                 continue;
             }
             p.loading = true;
@@ -489,7 +487,6 @@ private:
             } else {
                 p.malformed = spec.error().message;
             }
-            p.loaded = true;
             loaded_.insert(it->first);
         }
         if (failed) {
