@@ -22,17 +22,14 @@ class Cli : public zkd::test::zk_test {
 protected:
     void SetUp() override {
         zk_test::SetUp();
-        dir_ = std::filesystem::temp_directory_path() /
-               ("zkd-cli-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
+        dir_ = zkd::test::make_test_dir(
+            "cli", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     }
 
     void TearDown() override {
         node_.reset();
-        if (HasFailure() && std::filesystem::exists(dir_ / "node.log")) {
-            std::ifstream in(dir_ / "node.log");
-            std::cerr << "===== node.log =====\n" << std::string(std::istreambuf_iterator<char>(in), {});
+        if (HasFailure()) {
+            zkd::test::print_logs(dir_, 8000);
         }
         std::filesystem::remove_all(dir_);
         zk_test::TearDown();

@@ -34,21 +34,14 @@ class Loadgen : public zkd::test::zk_test {
 protected:
     void SetUp() override {
         zk_test::SetUp();
-        dir_ = std::filesystem::temp_directory_path() /
-               ("zkd-loadgen-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
+        dir_ = zkd::test::make_test_dir(
+            "loadgen", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     }
 
     void TearDown() override {
         nodes_.clear();
         if (HasFailure()) {
-            for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
-                std::ifstream in(entry.path());
-                std::string all((std::istreambuf_iterator<char>(in)), {});
-                std::cerr << "===== " << entry.path() << " (last 3000 bytes) =====\n"
-                          << all.substr(all.size() > 3000 ? all.size() - 3000 : 0) << "\n";
-            }
+            zkd::test::print_logs(dir_, 3000);
         }
         std::filesystem::remove_all(dir_);
         zk_test::TearDown();

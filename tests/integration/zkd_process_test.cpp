@@ -43,10 +43,8 @@ class ZkdProcess : public zkd::test::zk_test {
 protected:
     void SetUp() override {
         zk_test::SetUp();
-        dir_ = std::filesystem::temp_directory_path() /
-               ("zkd-proc-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
+        dir_ = zkd::test::make_test_dir(
+            "proc", ::testing::UnitTest::GetInstance()->current_test_info()->name());
         // The cluster's namespace lives inside this test's chroot.
         ns_ = "proc";
     }
@@ -54,12 +52,7 @@ protected:
     void TearDown() override {
         nodes_.clear();
         if (HasFailure()) {
-            for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
-                std::ifstream in(entry.path());
-                std::string all((std::istreambuf_iterator<char>(in)), {});
-                std::cerr << "===== " << entry.path() << " (last 4000 bytes) =====\n"
-                          << all.substr(all.size() > 4000 ? all.size() - 4000 : 0) << "\n";
-            }
+            zkd::test::print_logs(dir_, 4000);
         }
         std::filesystem::remove_all(dir_);
         zk_test::TearDown();

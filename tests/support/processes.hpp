@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -156,6 +158,26 @@ inline command_result run_command(const std::vector<std::string>& argv,
     r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     r.exit_code = killed ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
+}
+
+/// A directory of its own for the current test's child-process logs:
+/// <tmp>/zkd-<what>-<pid>-<test name>, created empty.
+inline std::filesystem::path make_test_dir(const std::string& what, const std::string& test_name) {
+    auto dir = std::filesystem::temp_directory_path() /
+               ("zkd-" + what + "-" + std::to_string(::getpid()) + "-" + test_name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+/// Prints the last `tail` bytes of every file in `dir` to stderr (after a failure).
+inline void print_logs(const std::filesystem::path& dir, std::size_t tail) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        std::ifstream in(entry.path());
+        const std::string all((std::istreambuf_iterator<char>(in)), {});
+        std::cerr << "===== " << entry.path() << " (last " << tail << " bytes) =====\n"
+                  << all.substr(all.size() > tail ? all.size() - tail : 0) << "\n";
+    }
 }
 
 }  // namespace zkd::test
