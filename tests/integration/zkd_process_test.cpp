@@ -47,6 +47,7 @@ protected:
             "proc", ::testing::UnitTest::GetInstance()->current_test_info()->name());
         // The cluster's namespace lives inside this test's chroot.
         ns_ = "proc";
+        zk_ = base_ + chroot_;
     }
 
     void TearDown() override {
@@ -59,7 +60,7 @@ protected:
     }
 
     void start(const std::string& host, std::vector<std::string> extra = {}) {
-        nodes_.emplace(host, std::make_unique<zkd::test::zkd_process>(ZKD_BINARY, base_ + chroot_, ns_, host,
+        nodes_.emplace(host, std::make_unique<zkd::test::zkd_process>(ZKD_BINARY, zk_, ns_, host,
                                                            dir_ / (host + ".log"), std::move(extra)));
     }
 
@@ -73,7 +74,7 @@ protected:
         std::optional<zkd::zkco::credentials> auth = std::nullopt,
         std::chrono::milliseconds session_timeout = 10s) {
         zkd::zkco::config cfg = make_config();
-        cfg.connect_string = base_ + chroot_ + chroot_path(ns_);
+        cfg.connect_string = zk_ + chroot_path(ns_);
         cfg.auth = std::move(auth);
         cfg.session_timeout = session_timeout;
         for (int i = 0; i < 300; ++i) {
@@ -113,6 +114,7 @@ protected:
 
     std::filesystem::path dir_;
     std::string ns_;
+    std::string zk_;  ///< what the nodes and clients connect to: hosts and chroot
     std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
 };
 
@@ -122,7 +124,7 @@ TEST_F(ZkdProcess, EveryTaskGetsExactlyOneResultWhileAWorkerAndTheMasterAreKille
     }
     run([&]() -> asio::awaitable<void> {
         zkd::zkco::config cfg = make_config();
-        cfg.connect_string = base_ + chroot_ + chroot_path(ns_);
+        cfg.connect_string = zk_ + chroot_path(ns_);
         // The nodes create the namespace; wait for it.
         std::optional<zkd::zkco::client> zk;
         for (int i = 0; i < 300; ++i) {
@@ -371,8 +373,11 @@ TEST_F(ZkdProcess, SigtermDrainsAWorkerItsTasksFinishThereAndItLeaves) {
 }
 
 TEST_F(ZkdProcess, AZooKeeperRestartWithinTheSessionTimeoutLosesNothing) {
-    ZKD_REQUIRE_SHARED_ZK_CLUSTER();
-    // Sessions outlive the restart (a JVM needs a few seconds to come back).
+    ZKD_REQUIRE_LOCAL_ZK_SERVER();
+    // A server of its own that grants 30 s sessions (the shared one caps them at 20 ticks,
+    // 4 s, less than a JVM restart may take on a busy machine): sessions outlive the restart.
+    auto server = zkd::test::start_private_cluster(1, {"maxSessionTimeout=60000"});
+    zk_ = server->connect_string();
     start("n1", {"--session-timeout", "30000"});
     start("n2", {"--session-timeout", "30000"});
     run([&]() -> asio::awaitable<void> {
@@ -392,10 +397,9 @@ TEST_F(ZkdProcess, AZooKeeperRestartWithinTheSessionTimeoutLosesNothing) {
         auto ids = co_await tc.submit(std::move(reqs));
         ASSERT_TRUE(ids) << ids.error().message();
         co_await settle(300ms);
-        auto& server = zkd::test::shared_zk_cluster();
-        server.stop_member(0);
+        server->stop_member(0);
         co_await settle(500ms);
-        server.start_member(0);
+        server->start_member(0);
         int done = 0;
         for (int i = 0; i < total; ++i) {
             auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[static_cast<std::size_t>(i)]), 90s);
@@ -477,7 +481,7 @@ TEST_F(ZkdProcess, WithCredentialsEverythingIsClosedToOthers) {
 
         // Without the credentials: nothing to read, nothing to write.
         zkd::zkco::config cfg = make_config();
-        cfg.connect_string = base_ + chroot_ + chroot_path(ns_);
+        cfg.connect_string = zk_ + chroot_path(ns_);
         zkd::zkco::client stranger(ioc_.get_executor(), cfg);
         ASSERT_TRUE(co_await zkd::zkco::with_timeout(stranger.connect(), 10s));
         auto peek = co_await stranger.get_children("/pending"s);

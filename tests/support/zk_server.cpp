@@ -169,10 +169,11 @@ zk_local::cluster& shared_zk_cluster() {
     return shared_cluster_locked(server);
 }
 
-std::unique_ptr<zk_local::cluster> start_private_cluster(int servers) {
-    auto cluster = std::make_unique<zk_local::cluster>(
-        zk_local::cluster::start(test_options(servers))
-    );
+std::unique_ptr<zk_local::cluster> start_private_cluster(int servers,
+                                                         std::vector<std::string> extra_config) {
+    auto opts = test_options(servers);
+    opts.extra_config.insert(opts.extra_config.end(), extra_config.begin(), extra_config.end());
+    auto cluster = std::make_unique<zk_local::cluster>(zk_local::cluster::start(std::move(opts)));
     auto entry = std::make_shared<private_entry>(private_entry{cluster.get()});
     {
         auto& reg = registry();

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 // ZooKeeper servers for integration tests.
 //
@@ -52,7 +53,9 @@ zk_local::cluster& shared_zk_cluster();
 // Starts a cluster of its own for one test or suite (an ensemble when servers > 1), with the
 // same settings as the shared one. Its log is printed when it stops during a failed test.
 // Keep it in the unique_ptr (don't move the cluster out): the log printer tracks its address.
-[[nodiscard]] std::unique_ptr<zk_local::cluster> start_private_cluster(int servers = 1);
+// `extra_config`: zoo.cfg lines of its own (e.g. "maxSessionTimeout=60000").
+[[nodiscard]] std::unique_ptr<zk_local::cluster> start_private_cluster(
+    int servers = 1, std::vector<std::string> extra_config = {});
 
 // Prints the last `lines` lines of each member's log to stderr.
 void print_zk_logs(const zk_local::cluster& cluster, std::size_t lines = 60);
