@@ -79,8 +79,9 @@ std::string one_id(const args& a, const char* command) {
     if (a.positional.size() != 1) {
         throw usage_error(std::string(command) + " wants exactly one task ID");
     }
-    if (!roles::is_valid_task_id(a.positional[0])) {
-        throw usage_error("'" + a.positional[0] + "' is not a task id (t<P>-<ms>-<hex>)");
+    if (!roles::parse_task_ref(a.positional[0])) {
+        throw usage_error("'" + a.positional[0] +
+                          "' is not a task id (t<P>-<ms>-<hex>, or <bundle>.<index>)");
     }
     return a.positional[0];
 }

@@ -76,13 +76,13 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 void print_tasks(const roles::task_list& list) {
-    std::printf("%-32s %-9s %-12s %-28s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "AGE", "ATTEMPT");
+    std::printf("%-36s %-9s %-12s %-28s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "AGE", "ATTEMPT");
     const auto row = [](const roles::task_entry& t) {
         if (!t.garbage.empty()) {
-            std::printf("%-32s %-9s (garbage: %s)\n", t.id.c_str(), "?", t.garbage.c_str());
+            std::printf("%-36s %-9s (garbage: %s)\n", t.id.c_str(), "?", t.garbage.c_str());
             return;
         }
-        std::printf("%-32s %-9s %-12s %-28s %8s %d\n", t.id.c_str(),
+        std::printf("%-36s %-9s %-12s %-28s %8s %d\n", t.id.c_str(),
                     std::string(roles::to_string(t.state)).c_str(), t.type.c_str(),
                     t.worker.empty() ? "-" : t.worker.c_str(), brief_age(t.age_ms).c_str(), t.attempt);
     };

@@ -283,14 +283,21 @@ struct server::impl {
                 {400, "bad_query", "wait is for a single task; submit an array without it"}
             );
         }
+        auto bundle = query_int(t, "bundle", 1, static_cast<std::int64_t>(roles::max_bundle_tasks));
+        if (!bundle) {
+            co_return error_response(bundle.error());
+        }
         auto s = co_await session();
         if (!s) {
             co_return error_response(s.error());
         }
         auto& zs = **s;
         const auto n = parsed->tasks.size();
-        auto ids =
-            co_await zkco::with_timeout(zs.tc->submit(std::move(parsed->tasks)), opts.zk_timeout);
+        roles::submit_options how;
+        how.bundle = static_cast<std::size_t>(bundle->value_or(1));
+        auto ids = co_await zkco::with_timeout(
+            zs.tc->submit(std::move(parsed->tasks), how), opts.zk_timeout
+        );
         if (!ids) {
             if (ids.error() == roles::client_errc::invalid_task) {
                 co_return error_response({400, "invalid_task", ids.error().message()});
@@ -372,10 +379,11 @@ struct server::impl {
     }
 
     asio::awaitable<response> task(bhttp::verb method, std::string id) {
-        if (!roles::is_valid_task_id(id)) {
+        if (!roles::parse_task_ref(id)) {
             co_return error_response(
                 {400, "bad_task_id",
-                 "'" + id.substr(0, 64) + "' is not a task id (t<P>-<13 digits>-<14 hex digits>)"}
+                 "'" + id.substr(0, 64) +
+                     "' is not a task id (t<P>-<13 digits>-<14 hex digits>, or <bundle>.<index>)"}
             );
         }
         auto s = co_await session();

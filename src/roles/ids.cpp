@@ -89,10 +89,64 @@ std::string task_id_generator::client_hex() const {
     return out;
 }
 
-bool is_valid_task_id(std::string_view tid) noexcept {
+namespace {
+
+bool is_plain_task_id(std::string_view tid) noexcept {
     return tid.size() == task_id_length && tid[0] == 't' && is_digit(tid[1]) && tid[2] == '-' &&
            all_of(tid.substr(3, 13), is_digit) && tid[16] == '-' &&
            all_of(tid.substr(17, 14), is_lower_hex);
+}
+
+// A decimal number without a leading zero, at most `max`; nullopt otherwise.
+std::optional<std::size_t> parse_count(std::string_view s, std::size_t max) noexcept {
+    if (s.empty() || s.size() > 4 || !all_of(s, is_digit) || (s.size() > 1 && s[0] == '0')) {
+        return std::nullopt;
+    }
+    std::size_t n = 0;
+    std::from_chars(s.data(), s.data() + s.size(), n);
+    if (n > max) return std::nullopt;
+    return n;
+}
+
+}  // namespace
+
+bool is_valid_task_id(std::string_view tid) noexcept {
+    return is_plain_task_id(tid) || bundle_size(tid) > 0;
+}
+
+std::size_t bundle_size(std::string_view tid) noexcept {
+    if (tid.size() < task_id_length + 2 || tid[task_id_length] != '_' ||
+        !is_plain_task_id(tid.substr(0, task_id_length))) {
+        return 0;
+    }
+    const auto n = parse_count(tid.substr(task_id_length + 1), max_bundle_tasks);
+    return n.value_or(0);
+}
+
+std::string bundle_id(std::string_view tid, std::size_t n) {
+    std::string id(tid);
+    id.push_back('_');
+    append_padded(id, n, 1);
+    return id;
+}
+
+std::string bundled_task_id(std::string_view bundle, std::size_t index) {
+    std::string id(bundle);
+    id.push_back('.');
+    append_padded(id, index, 1);
+    return id;
+}
+
+std::optional<task_ref> parse_task_ref(std::string_view id) noexcept {
+    if (is_valid_task_id(id)) return task_ref{id, std::nullopt};
+    const auto dot = id.rfind('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    const auto node = id.substr(0, dot);
+    const auto n = bundle_size(node);
+    if (n == 0) return std::nullopt;
+    const auto index = parse_count(id.substr(dot + 1), n - 1);
+    if (!index) return std::nullopt;
+    return task_ref{node, index};
 }
 
 std::optional<int> task_id_priority(std::string_view tid) noexcept {

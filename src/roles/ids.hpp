@@ -45,10 +45,31 @@ private:
     std::atomic<std::uint32_t> counter_;
 };
 
-/// True when `tid` has exactly the §3 form (lowercase hex digits).
+/// Most tasks one bundle holds (§3.1).
+inline constexpr std::size_t max_bundle_tasks = 1000;
+
+/// True when `tid` names a task node: exactly the §3 form (lowercase hex digits), or a
+/// bundle's id, that form followed by `_<n>` (n = 1..max_bundle_tasks, no leading zero).
 bool is_valid_task_id(std::string_view tid) noexcept;
 /// The priority (0..9) encoded in a valid task id; nullopt for an invalid id.
 std::optional<int> task_id_priority(std::string_view tid) noexcept;
+
+/// How many tasks the bundle `tid` holds; 0 for a plain task id (or an invalid one).
+std::size_t bundle_size(std::string_view tid) noexcept;
+/// The id of a bundle of `n` tasks whose node id would otherwise be `tid` (a plain id).
+std::string bundle_id(std::string_view tid, std::size_t n);
+/// The id of the `index`-th task of the bundle `bundle`: `<bundle>.<index>`.
+std::string bundled_task_id(std::string_view bundle, std::size_t index);
+
+/// What a task id a client holds refers to: a task node (a plain task or a whole bundle),
+/// or one task of a bundle.
+struct task_ref {
+    std::string_view node;              ///< the id naming the node (pending, assigned, result)
+    std::optional<std::size_t> index;   ///< set for one task of a bundle
+};
+/// Parses a plain task id, a bundle id, or `<bundle id>.<index>` with index < the bundle's
+/// size (decimal, no leading zero); nullopt for anything else.
+std::optional<task_ref> parse_task_ref(std::string_view id) noexcept;
 
 // --- shards (§3) -----------------------------------------------------------------------------
 

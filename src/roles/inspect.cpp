@@ -424,13 +424,32 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
     co_return out;
 }
 
+namespace {
+
+// One task of a bundle, from what was found of the bundle: nullopt once its result was
+// consumed.
+codec_result<std::optional<task_result>> bundled(const task_result& whole, std::size_t index,
+                                                 const std::string& tid) {
+    if (std::binary_search(whole.consumed.begin(), whole.consumed.end(), index)) {
+        return std::optional<task_result>();
+    }
+    auto r = bundled_result(whole, index, tid);
+    if (!r) {
+        return r.error();
+    }
+    return std::optional<task_result>(std::move(*r));
+}
+
+}  // namespace
+
 asio::awaitable<zkco::result<std::optional<task_result>>> peek_result(
     zkco::client& zk, layout l, std::string tid
 ) {
-    if (!is_valid_task_id(tid)) {
+    const auto ref = parse_task_ref(tid);
+    if (!ref) {
         co_return std::optional<task_result>();
     }
-    auto node = co_await zk.get(l.result(tid));
+    auto node = co_await zk.get(l.result(ref->node));
     if (!node) {
         if (node.error() == zkco::errc::no_node) {
             co_return std::optional<task_result>();
@@ -441,13 +460,45 @@ asio::awaitable<zkco::result<std::optional<task_result>>> peek_result(
     if (!decoded) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
+    if (ref->index) {
+        auto one = bundled(*decoded, *ref->index, tid);
+        if (!one) {
+            co_return zkco::error_code(client_errc::garbage_result);
+        }
+        co_return std::move(*one);
+    }
     co_return std::optional<task_result>(std::move(*decoded));
 }
 
 asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, std::string tid) {
     task_info info;
     info.id = tid;
-    if (!is_valid_task_id(tid)) {
+    const auto ref = parse_task_ref(tid);
+    if (!ref) {
+        co_return info;
+    }
+    if (ref->index) {
+        // One task of a bundle: where the bundle is, and its entry of the bundle's result.
+        auto whole = co_await read_task(zk, l, std::string(ref->node));
+        if (!whole) {
+            co_return whole.error();
+        }
+        info = std::move(*whole);
+        info.id = tid;
+        if (info.result) {
+            auto one = bundled(*info.result, *ref->index, tid);
+            if (!one) {
+                info.state = task_state::unknown;
+                info.garbage = one.error().message;
+                info.result.reset();
+            } else if (!*one) {
+                info.state = task_state::unknown;  // consumed
+                info.result.reset();
+            } else {
+                info.state = (*one)->state;
+                info.result = std::move(**one);
+            }
+        }
         co_return info;
     }
     // The server answers one session's requests in order: reading earlier states first means

@@ -352,7 +352,7 @@ private:
         std::uint64_t done = 0;
         for (const auto& tid : it->second.assigned) {
             if (!now.contains(tid)) {
-                ++done;
+                done += std::max<std::size_t>(1, bundle_size(tid));  // a bundle: its tasks
             }
         }
         if (done > 0) {

@@ -146,11 +146,19 @@ asio::awaitable<void> track_session(zkco::client& zk, node_stats& stats) {
 /// Feeds the node's counters from the roles' callbacks (keeping the caller's own).
 void observe(node_options& o, node_stats& stats) {
     o.worker.on_published = [&stats, next = std::move(o.worker.on_published)](const task_result& r) {
-        switch (r.state) {
-            case task_state::succeeded: ++stats.succeeded; break;
-            case task_state::timed_out: ++stats.timed_out; break;
-            case task_state::cancelled: ++stats.cancelled; break;
-            default: ++stats.failed; break;
+        auto count = [&stats](task_state s) {
+            switch (s) {
+                case task_state::succeeded: ++stats.succeeded; break;
+                case task_state::timed_out: ++stats.timed_out; break;
+                case task_state::cancelled: ++stats.cancelled; break;
+                default: ++stats.failed; break;
+            }
+        };
+        if (r.bundle.empty()) {
+            count(r.state);
+        }
+        for (const auto& entry : r.bundle) {
+            count(entry.state);  // a bundle's tasks count one by one
         }
         if (next) {
             next(r);

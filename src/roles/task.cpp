@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "roles/task.hpp"
 
+#include "roles/ids.hpp"
 #include "roles/registry.hpp"
 
 #include <boost/json/parse.hpp>
@@ -174,12 +175,13 @@ json::value finite(const json::value& v) {
     return copy;
 }
 
-// What validate() says of a JSON field (args, value) that sits one level down in its document.
-std::optional<decode_error> field_problem(std::string_view key, const json::value& v) {
+// What validate() says of a JSON field (args, value) that sits `levels` down in its document.
+std::optional<decode_error> field_problem(std::string_view key, const json::value& v,
+                                          std::size_t levels = 1) {
     const auto shape = shape_of(v);
-    if (shape.depth + 1 > max_json_depth) {
+    if (shape.depth + levels > max_json_depth) {
         return decode_error{quoted(key) + " is nested more than " +
-                            std::to_string(max_json_depth - 1) + " levels deep"};
+                            std::to_string(max_json_depth - levels) + " levels deep"};
     }
     if (!shape.finite) return decode_error{quoted(key) + " holds an infinite number"};
     return std::nullopt;
@@ -319,13 +321,31 @@ codec_result<void> validate(const task_spec& t) {
     }
     // The task object itself is one level: args may use the rest.
     if (auto problem = field_problem("args", t.args)) return std::move(*problem);
+    if (t.bundle.size() > max_bundle_tasks) {
+        return decode_error{"field \"bundle\" holds more than " + std::to_string(max_bundle_tasks) +
+                            " tasks"};
+    }
+    if (!t.bundle.empty() && !t.args.is_null()) {
+        return decode_error{R"(a bundle has no field "args" (its tasks' are in "bundle"))"};
+    }
+    for (const auto& args : t.bundle) {
+        // The task object and the bundle array: two levels.
+        if (auto problem = field_problem("bundle", args, 2)) return std::move(*problem);
+    }
     return {};
 }
 
 std::string encode(const task_spec& t) {
     json::object o = new_document();
     o["type"] = json::string_view(t.type.data(), t.type.size());
-    o["args"] = finite(t.args);
+    if (t.bundle.empty()) {
+        o["args"] = finite(t.args);
+    } else {
+        json::array bundle;
+        bundle.reserve(t.bundle.size());
+        for (const auto& args : t.bundle) bundle.push_back(finite(args));
+        o["bundle"] = std::move(bundle);
+    }
     o["priority"] = t.priority;
     o["timeout_ms"] = static_cast<std::int64_t>(t.timeout.count());
     o["max_attempts"] = t.max_attempts;
@@ -348,6 +368,13 @@ codec_result<task_spec> decode_task(std::string_view data) {
     task_spec t;
     t.type = r.string("type", true);
     if (auto* args = r.find("args")) t.args = std::move(*args);
+    if (auto* bundle = r.find("bundle")) {
+        if (!bundle->is_array() || bundle->get_array().empty()) {
+            return decode_error{"field \"bundle\" must be a non-empty array, not " + brief(*bundle)};
+        }
+        auto& tasks = bundle->get_array();
+        t.bundle.assign(std::make_move_iterator(tasks.begin()), std::make_move_iterator(tasks.end()));
+    }
     t.priority = r.small_integer("priority", 5, 0, 9);
     t.timeout = std::chrono::milliseconds(r.integer("timeout_ms", 0, 0, int64_max));
     t.max_attempts = r.small_integer("max_attempts", 3, 1, int_max);
@@ -377,25 +404,24 @@ bool is_known_error_code(std::string_view code) noexcept {
     return std::find(known.begin(), known.end(), code) != known.end();
 }
 
-codec_result<void> validate(const task_result& r) {
-    if (r.task.empty()) return decode_error{"field \"task\" is empty"};
+namespace {
+
+// State, value and error: what a result and each entry of a bundle's result hold.
+codec_result<void> validate_outcome(const task_result& r, std::size_t levels) {
     if (!is_result_state(r.state)) {
         return decode_error{"\"" + std::string(to_string(r.state)) + "\" is not a result state"};
     }
     if (r.state == task_state::succeeded) {
-        if (auto problem = field_problem("value", r.value)) return std::move(*problem);
+        if (auto problem = field_problem("value", r.value, levels)) return std::move(*problem);
     } else if (!r.error) {
         return decode_error{"a result in state " + std::string(to_string(r.state)) +
                             " needs an error"};
     }
     if (r.error && r.error->code.empty()) return decode_error{"error: field \"code\" is empty"};
-    if (r.attempt < 0) return decode_error{"field \"attempt\" must be >= 0"};
     return {};
 }
 
-std::string encode(const task_result& r) {
-    json::object o = new_document();
-    o["task"] = json::string_view(r.task.data(), r.task.size());
+void encode_outcome(const task_result& r, json::object& o) {
     const auto state = to_string(r.state);
     o["state"] = json::string_view(state.data(), state.size());
     if (r.state == task_state::succeeded) o["value"] = finite(r.value);
@@ -405,26 +431,11 @@ std::string encode(const task_result& r) {
         e["message"] = json::string_view(r.error->message.data(), r.error->message.size());
         o["error"] = std::move(e);
     }
-    if (r.attempt != 0) o["attempt"] = r.attempt;
-    if (!r.worker.empty()) o["worker"] = json::string_view(r.worker.data(), r.worker.size());
-    if (r.started_ms != 0) o["started_ms"] = r.started_ms;
-    if (r.finished_ms != 0) o["finished_ms"] = r.finished_ms;
-    return json::serialize(o);
 }
 
-codec_result<task_result> decode_result(std::string_view data) {
-    auto doc = parse_document(data);
-    if (!doc) return doc.error();
-    reader r(*doc);
-    task_result res;
-    res.task = r.string("task", true);
+codec_result<void> decode_outcome(reader& r, task_result& res) {
     const auto state_name = r.string("state", true);
-    res.attempt = r.small_integer("attempt", 0, 0, int_max);
-    res.worker = r.string("worker");
-    res.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
-    res.finished_ms = r.integer("finished_ms", 0, int64_min, int64_max);
     if (!r.ok()) return r.error();
-    if (res.task.empty()) return decode_error{"field \"task\" is empty"};
     const auto state = parse_task_state(state_name);
     if (!state || !is_result_state(*state)) {
         return decode_error{"field \"state\" is not a result state: " +
@@ -446,7 +457,115 @@ codec_result<task_result> decode_result(std::string_view data) {
     } else if (res.state != task_state::succeeded) {
         return decode_error{"a result in state " + std::string(state_name) + " needs an error"};
     }
+    return {};
+}
+
+}  // namespace
+
+codec_result<void> validate(const task_result& r) {
+    if (r.task.empty()) return decode_error{"field \"task\" is empty"};
+    if (auto ok = validate_outcome(r, 1); !ok) return ok;
+    if (r.attempt < 0) return decode_error{"field \"attempt\" must be >= 0"};
+    if (r.bundle.size() > max_bundle_tasks) {
+        return decode_error{"field \"bundle\" holds more than " + std::to_string(max_bundle_tasks) +
+                            " results"};
+    }
+    for (const auto& entry : r.bundle) {
+        // The result object, the bundle array, the entry: value sits three levels down.
+        if (auto ok = validate_outcome(entry, 3); !ok) return ok;
+    }
+    return {};
+}
+
+std::string encode(const task_result& r) {
+    json::object o = new_document();
+    o["task"] = json::string_view(r.task.data(), r.task.size());
+    encode_outcome(r, o);
+    if (r.attempt != 0) o["attempt"] = r.attempt;
+    if (!r.worker.empty()) o["worker"] = json::string_view(r.worker.data(), r.worker.size());
+    if (r.started_ms != 0) o["started_ms"] = r.started_ms;
+    if (r.finished_ms != 0) o["finished_ms"] = r.finished_ms;
+    if (!r.bundle.empty()) {
+        json::array entries;
+        entries.reserve(r.bundle.size());
+        for (const auto& entry : r.bundle) {
+            json::object e;
+            encode_outcome(entry, e);
+            entries.emplace_back(std::move(e));
+        }
+        o["bundle"] = std::move(entries);
+    }
+    if (!r.consumed.empty()) {
+        json::array consumed;
+        for (const auto i : r.consumed) consumed.emplace_back(static_cast<std::uint64_t>(i));
+        o["consumed"] = std::move(consumed);
+    }
+    return json::serialize(o);
+}
+
+codec_result<task_result> decode_result(std::string_view data) {
+    auto doc = parse_document(data);
+    if (!doc) return doc.error();
+    reader r(*doc);
+    task_result res;
+    res.task = r.string("task", true);
+    res.attempt = r.small_integer("attempt", 0, 0, int_max);
+    res.worker = r.string("worker");
+    res.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
+    res.finished_ms = r.integer("finished_ms", 0, int64_min, int64_max);
+    if (!r.ok()) return r.error();
+    if (res.task.empty()) return decode_error{"field \"task\" is empty"};
+    if (auto ok = decode_outcome(r, res); !ok) return ok.error();
+    if (auto* bundle = r.find("bundle")) {
+        if (!bundle->is_array() || bundle->get_array().size() > max_bundle_tasks) {
+            return decode_error{"field \"bundle\" must be an array of at most " +
+                                std::to_string(max_bundle_tasks) + " results"};
+        }
+        for (auto& e : bundle->get_array()) {
+            if (!e.is_object()) return decode_error{"field \"bundle\" holds a non-object"};
+            reader er(e.get_object());
+            task_result entry;
+            entry.state = task_state::failed;
+            if (auto ok = decode_outcome(er, entry); !ok) {
+                return decode_error{"bundle: " + ok.error().message};
+            }
+            res.bundle.push_back(std::move(entry));
+        }
+    }
+    if (auto* consumed = r.find("consumed")) {
+        if (!consumed->is_array()) return decode_error{"field \"consumed\" must be an array"};
+        for (const auto& e : consumed->get_array()) {
+            const auto n = as_int64(e);
+            if (!n || *n < 0 || *n >= static_cast<std::int64_t>(max_bundle_tasks)) {
+                return decode_error{"field \"consumed\" holds " + brief(e)};
+            }
+            res.consumed.push_back(static_cast<std::size_t>(*n));
+        }
+        std::sort(res.consumed.begin(), res.consumed.end());
+        res.consumed.erase(std::unique(res.consumed.begin(), res.consumed.end()),
+                           res.consumed.end());
+    }
     return res;
+}
+
+codec_result<task_result> bundled_result(const task_result& whole, std::size_t index,
+                                         std::string id) {
+    task_result r;
+    if (whole.bundle.empty()) {
+        r = whole;
+        r.consumed.clear();
+    } else if (index < whole.bundle.size()) {
+        r = whole.bundle[index];
+        r.attempt = whole.attempt;
+        r.worker = whole.worker;
+        r.started_ms = whole.started_ms;
+        r.finished_ms = whole.finished_ms;
+    } else {
+        return decode_error{"the bundle's result holds " + std::to_string(whole.bundle.size()) +
+                            " results, none for task " + std::to_string(index)};
+    }
+    r.task = std::move(id);
+    return r;
 }
 
 bool result_size_ok(std::string_view encoded) noexcept {

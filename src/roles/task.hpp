@@ -71,10 +71,12 @@ bool is_result_state(task_state s) noexcept;
 
 // --- task (§4) -------------------------------------------------------------------------------
 
-/// A task as submitted, plus the fields the master adds when it assigns it.
+/// A task as submitted, plus the fields the master adds when it assigns it. A bundle (§4.1)
+/// is one task node holding several tasks of one type: `bundle` holds each one's `args`.
 struct task_spec {
     std::string type;
-    boost::json::value args;  ///< any JSON; null when absent
+    boost::json::value args;  ///< any JSON; null when absent (and in a bundle)
+    std::vector<boost::json::value> bundle;  ///< a bundle's tasks' args; empty: not a bundle
     int priority = 5;         ///< 0 (lowest) to 9 (highest)
     /// 0: none. Not bounded above: clamp before adding it to a time point.
     std::chrono::milliseconds timeout{0};
@@ -94,8 +96,9 @@ struct task_spec {
 
 /// True for a non-empty type of at most 128 characters from [A-Za-z0-9_.:-].
 bool is_valid_task_type(std::string_view type) noexcept;
-/// Checks the rules decode_task() enforces: type, priority, timeout, attempts, and `args` that
-/// will decode (finite numbers, nesting within max_json_depth - 1).
+/// Checks the rules decode_task() enforces: type, priority, timeout, attempts, and `args` (each
+/// bundled task's too, at most max_bundle_tasks of them) that will decode (finite numbers,
+/// nesting within max_json_depth - 1).
 codec_result<void> validate(const task_spec& t);
 
 /// Infinite numbers (which JSON cannot hold) in `args` are written as null.
@@ -128,7 +131,7 @@ struct task_error {
 bool is_known_error_code(std::string_view code) noexcept;
 
 struct task_result {
-    std::string task;  ///< the task id
+    std::string task;  ///< the task id (a bundle's: the bundle id)
     task_state state = task_state::succeeded;  ///< one of is_result_state()
     boost::json::value value;                  ///< succeeded: the handler's JSON
     std::optional<task_error> error;           ///< required unless succeeded
@@ -136,9 +139,20 @@ struct task_result {
     std::string worker;                        ///< empty: absent
     std::int64_t started_ms = 0;               ///< 0: absent
     std::int64_t finished_ms = 0;              ///< 0: absent
+    /// A bundle's result as its worker writes it (§5.1): one per bundled task, in order, each
+    /// with only state, value and error. Empty: the result applies to every task of it.
+    std::vector<task_result> bundle;
+    /// The bundled tasks whose results clients have consumed (§6 T5), ascending.
+    std::vector<std::size_t> consumed;
 
     friend bool operator==(const task_result&, const task_result&) = default;
 };
+
+/// The result of the `index`-th task of a bundle, from the bundle's result, with `task` set
+/// to `id`: its entry of `bundle`, or (no entries) the whole result. An error when `bundle`
+/// has entries but not that one.
+codec_result<task_result> bundled_result(const task_result& whole, std::size_t index,
+                                         std::string id);
 
 /// Checks what decode_result() requires, and that `value` will decode (finite numbers, nesting
 /// within max_json_depth - 1): a worker turns a failure here into a `failed` result.

@@ -9,6 +9,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
 #include <chrono>
 
 namespace asio = boost::asio;
@@ -47,11 +50,27 @@ zkco::error_code make_error_code(client_errc e) noexcept {
 
 task_client::task_client(zkco::client& zk, layout l) : zk_(zk), l_(l), batcher_(zk) {}
 
+namespace {
+
+// What a bundle's node holds beyond its tasks' args (type, priority, ...), generously.
+constexpr std::size_t bundle_overhead = 1024;
+
+bool same_bundle(const task_request& t, const task_spec& bundle) {
+    return t.type == bundle.type && t.priority == bundle.priority &&
+           t.timeout == bundle.timeout && t.max_attempts == bundle.max_attempts;
+}
+
+}  // namespace
+
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
-    std::vector<task_request> tasks) {
-    std::vector<std::string> ids;
+    std::vector<task_request> tasks, submit_options opts) {
+    const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, max_bundle_tasks);
+    std::vector<std::string> ids;   // what the caller gets: one per task
+    std::vector<std::string> nodes; // one per node: a task's id or a bundle's
     std::vector<std::string> data;
-    for (auto& t : tasks) {
+    ids.reserve(tasks.size());
+    for (std::size_t i = 0; i < tasks.size();) {
+        auto& t = tasks[i];
         task_spec spec;
         spec.type = std::move(t.type);
         spec.args = std::move(t.args);
@@ -67,8 +86,43 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         if (!task_size_ok(encoded)) {
             co_return zkco::error_code(client_errc::task_too_large);
         }
-        ids.push_back(ids_.next(spec.priority, spec.submitted_ms));
-        data.push_back(std::move(encoded));
+        // Then the tasks after it that may share its node, while they fit.
+        std::size_t end = i + 1;
+        std::size_t bytes = encoded.size() + bundle_overhead;
+        task_spec next = spec;  // each task after the first, checked alone
+        while (end < tasks.size() && end - i < most && same_bundle(tasks[end], spec)) {
+            next.args = std::move(tasks[end].args);
+            if (!validate(next)) {
+                co_return zkco::error_code(client_errc::invalid_task);
+            }
+            auto size = boost::json::serialize(next.args).size() + 1;
+            if (bytes + size > max_task_bytes) {
+                tasks[end].args = std::move(next.args);  // it starts the next node
+                break;
+            }
+            bytes += size;
+            spec.bundle.push_back(std::move(next.args));
+            ++end;
+        }
+        const auto tid = ids_.next(spec.priority, spec.submitted_ms);
+        if (spec.bundle.empty()) {
+            ids.push_back(tid);
+            nodes.push_back(tid);
+            data.push_back(std::move(encoded));
+        } else {
+            spec.bundle.insert(spec.bundle.begin(), std::move(spec.args));
+            spec.args = nullptr;
+            const auto bid = bundle_id(tid, spec.bundle.size());
+            for (std::size_t k = 0; k < spec.bundle.size(); ++k) {
+                ids.push_back(bundled_task_id(bid, k));
+            }
+            nodes.push_back(bid);
+            data.push_back(encode(spec));
+            if (!task_size_ok(data.back())) {
+                co_return zkco::error_code(client_errc::task_too_large);
+            }
+        }
+        i = end;
     }
     // One group per task: a task that fails does not take the others down with it. The
     // state is shared with the handlers, which may outlive a cancelled caller.
@@ -82,7 +136,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         asio::steady_timer all_done;
     };
     auto st = std::make_shared<state>(zk_.get_executor());
-    st->ids = std::move(ids);
+    st->ids = std::move(nodes);
     st->data = std::move(data);
     st->left = st->ids.size();
     auto send = std::make_shared<std::function<void(std::size_t)>>();
@@ -115,11 +169,174 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     if (st->first_error) {
         co_return st->first_error;
     }
-    co_return st->ids;
+    co_return ids;
 }
 
+/// The waits of one client on tasks of one bundle: the first reads and consumes for all.
+struct task_client::bundle_wait {
+    explicit bundle_wait(const asio::any_io_executor& ex)
+        : done(ex, asio::steady_timer::time_point::max()) {}
+
+    /// waiting for the node; consuming it (the indices are taken); done; abandoned: the
+    /// reader failed, the others read for themselves.
+    enum class state { waiting, consuming, done, abandoned };
+    std::vector<std::size_t> indices;  ///< the tasks waited for
+    state st = state::waiting;
+    zkco::result<task_result> whole = zkco::error_code(zkco::errc::no_node);
+    std::vector<std::size_t> taken;    ///< of `indices`, consumed by someone else first
+    asio::steady_timer done;
+};
+
 asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
-    const std::string path = l_.result(tid);
+    if (auto ref = parse_task_ref(tid); ref && ref->index) {
+        co_return co_await wait_bundled(std::string(ref->node), *ref->index, tid);
+    }
+    auto node = co_await await_node(l_.result(tid));
+    if (!node) {
+        co_return node.error();
+    }
+    std::vector<zkco::multi_op> consume{zkco::op::remove{l_.result(tid), zkco::any_version}};
+    batcher_.async_submit(std::move(consume), [](zkco::error_code, auto) {});
+    auto decoded = decode_result(node->data);
+    if (!decoded) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::move(*decoded);
+}
+
+asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string bundle,
+                                                                     std::size_t index,
+                                                                     std::string tid) {
+    for (;;) {
+        if (auto it = bundle_waits_.find(bundle); it != bundle_waits_.end()) {
+            // Another wait of ours reads this bundle: join it.
+            auto w = it->second;
+            w->indices.push_back(index);
+            co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (w->st == bundle_wait::state::abandoned) {
+                continue;
+            }
+            if (w->st == bundle_wait::state::waiting) {  // this wait was cancelled
+                std::erase(w->indices, index);
+                co_return zkco::error_code(asio::error::operation_aborted);
+            }
+            if (w->st == bundle_wait::state::consuming) {
+                // Cancelled, but our result is being consumed: take it rather than lose it.
+                co_await asio::this_coro::throw_if_cancelled(false);
+                while (w->st == bundle_wait::state::consuming) {
+                    co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
+                }
+            }
+            if (!w->whole) {
+                co_return w->whole.error();
+            }
+            if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
+                co_return zkco::error_code(zkco::errc::no_node);
+            }
+            auto r = bundled_result(*w->whole, index, tid);
+            if (!r) {
+                co_return zkco::error_code(client_errc::garbage_result);
+            }
+            co_return std::move(*r);
+        }
+        auto w = std::make_shared<bundle_wait>(zk_.get_executor());
+        w->indices.push_back(index);
+        bundle_waits_.emplace(bundle, w);
+        auto node = co_await await_node(l_.result(bundle));
+        bundle_waits_.erase(bundle);  // later waits read again
+        if (!node) {
+            w->st = bundle_wait::state::abandoned;  // the others try themselves
+            w->done.cancel();
+            co_return node.error();
+        }
+        w->st = bundle_wait::state::consuming;
+        co_await asio::this_coro::throw_if_cancelled(false);  // the others depend on this
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), w->indices);
+        w->st = bundle_wait::state::done;
+        if (consumed) {
+            w->whole = std::move(consumed->first);
+            w->taken = std::move(consumed->second);
+        } else {
+            w->whole = consumed.error();
+        }
+        w->done.cancel();
+        if (!w->whole) {
+            co_return w->whole.error();
+        }
+        if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
+            co_return zkco::error_code(zkco::errc::no_node);
+        }
+        auto r = bundled_result(*w->whole, index, tid);
+        if (!r) {
+            co_return zkco::error_code(client_errc::garbage_result);
+        }
+        co_return std::move(*r);
+    }
+}
+
+asio::awaitable<zkco::result<std::pair<task_result, std::vector<std::size_t>>>>
+task_client::consume_bundled(std::string bundle, zkco::node node,
+                             std::vector<std::size_t> indices) {
+    const std::string path = l_.result(bundle);
+    const std::size_t size = bundle_size(bundle);
+    bool ours = false;  // a write of ours may have applied: what it consumed is ours
+    for (;;) {
+        auto decoded = decode_result(node.data);
+        if (!decoded) {
+            std::vector<zkco::multi_op> drop{zkco::op::remove{path, zkco::any_version}};
+            batcher_.async_submit(std::move(drop), [](zkco::error_code, auto) {});
+            co_return zkco::error_code(client_errc::garbage_result);
+        }
+        std::vector<std::size_t> taken;
+        auto consumed = decoded->consumed;
+        for (const auto i : indices) {
+            if (!ours &&
+                std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), i)) {
+                taken.push_back(i);
+            } else {
+                consumed.push_back(i);
+            }
+        }
+        std::sort(consumed.begin(), consumed.end());
+        consumed.erase(std::unique(consumed.begin(), consumed.end()), consumed.end());
+        std::vector<zkco::multi_op> ops;
+        if (consumed.size() >= size) {
+            ops.emplace_back(zkco::op::remove{path, node.stat.version});
+        } else {
+            auto marked = *decoded;
+            marked.consumed = std::move(consumed);
+            ops.emplace_back(zkco::op::set{path, encode(marked), node.stat.version});
+        }
+        auto [ec, per_op] =
+            co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
+        if (!ec) {
+            co_return std::pair(std::move(*decoded), std::move(taken));
+        }
+        if (ec == zkco::condition::retryable && ec != asio::error::operation_aborted) {
+            const bool retry = co_await reconnected_after(zk_, ec);
+            if (!retry) {
+                co_return ec;
+            }
+            ours = true;
+        } else if (ec == asio::error::operation_aborted) {
+            co_return ec;
+        }
+        // Someone else consumed some meanwhile (bad version), or all (no node): read again.
+        auto again = co_await zk_.get(path);
+        if (!again) {
+            if (again.error() == zkco::errc::no_node) {
+                if (!ours) {
+                    taken = std::move(indices);
+                }
+                co_return std::pair(std::move(*decoded), std::move(taken));
+            }
+            co_return again.error();
+        }
+        node = std::move(*again);
+    }
+}
+
+asio::awaitable<zkco::result<zkco::node>> task_client::await_node(std::string path) {
     bool there = false;  // known to exist (the watch said "created"): read it at once
     for (;;) {
         if (!there) {
@@ -152,13 +369,7 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
             }
             co_return node.error();
         }
-        std::vector<zkco::multi_op> consume{zkco::op::remove{path, zkco::any_version}};
-        batcher_.async_submit(std::move(consume), [](zkco::error_code, auto) {});
-        auto decoded = decode_result(node->data);
-        if (!decoded) {
-            co_return zkco::error_code(client_errc::garbage_result);
-        }
-        co_return std::move(*decoded);
+        co_return std::move(*node);
     }
 }
 
@@ -182,6 +393,9 @@ asio::awaitable<void> task_client::flush() {
 }
 
 asio::awaitable<zkco::result<void>> task_client::cancel(std::string tid) {
+    if (auto ref = parse_task_ref(tid); ref && ref->index) {
+        tid = std::string(ref->node);  // a bundle is cancelled as a whole
+    }
     auto r = co_await zk_.create(layout::cancel_request(tid), encode(cancel_info{now_ms()}));
     if (!r && r.error() != zkco::errc::node_exists) {
         co_return r.error();

@@ -11,6 +11,8 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +37,17 @@ struct task_request {
     int max_attempts = 3;
 };
 
+/// How submit() stores tasks.
+struct submit_options {
+    /// Most tasks per bundle (docs/protocol.md §4.1): consecutive tasks of one call with the
+    /// same type, priority, timeout and max_attempts share one node, up to this many (at most
+    /// max_bundle_tasks) and 500 KiB. A bundle moves as a unit: one worker runs its tasks,
+    /// their results come back together, a cancel of one task cancels the bundle, a retry
+    /// retries it. Fewer ZooKeeper requests per task, so far more tasks per second. 1 (the
+    /// default): every task its own node.
+    std::size_t bundle = 1;
+};
+
 /// A task's state as a client sees it (docs/protocol.md §6), with the worker holding it.
 struct task_status {
     task_state state = task_state::unknown;
@@ -49,13 +62,17 @@ class task_client {
 public:
     task_client(zkco::client& zk, layout l);
 
-    /// Submits the tasks and yields their ids, in order. Validated first: nothing is sent if
-    /// one is invalid (client_errc). A retry after a lost connection is idempotent.
+    /// Submits the tasks and yields their ids, in order (a bundled task's id is
+    /// `<bundle id>.<index>`). Validated first: nothing is sent if one is invalid
+    /// (client_errc). A retry after a lost connection is idempotent.
     boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit(
-        std::vector<task_request> tasks);
+        std::vector<task_request> tasks, submit_options opts = {});
 
-    /// Waits (by watch, never polling) until the task's result exists, reads it and deletes
-    /// it: exactly one caller gets it. Errors: garbage_result, the session's errors.
+    /// Waits (by watch, never polling) until the task's result exists, reads it and consumes
+    /// it: exactly one caller gets it. For a bundled task, the waits of one client on tasks of
+    /// one bundle share one read, and the bundle's node goes once every task's result was
+    /// consumed (by whichever clients). Errors: garbage_result, no_node (someone else consumed
+    /// it), the session's errors.
     boost::asio::awaitable<zkco::result<task_result>> wait(std::string tid);
 
     /// Where the task is now: pending, assigned or running (with the worker), or finished
@@ -75,10 +92,23 @@ public:
     [[nodiscard]] const task_id_generator& ids() const noexcept { return ids_; }
 
 private:
+    struct bundle_wait;
+
+    /// Waits until `path` exists and reads it.
+    boost::asio::awaitable<zkco::result<zkco::node>> await_node(std::string path);
+    boost::asio::awaitable<zkco::result<task_result>> wait_bundled(std::string bundle,
+                                                                   std::size_t index,
+                                                                   std::string tid);
+    /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
+    /// yields the result as read, and which of `indices` someone else had consumed first.
+    boost::asio::awaitable<zkco::result<std::pair<task_result, std::vector<std::size_t>>>>
+    consume_bundled(std::string bundle, zkco::node node, std::vector<std::size_t> indices);
+
     zkco::client& zk_;
     layout l_;
     task_id_generator ids_;
     multi_batcher batcher_;
+    std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
 };
 
 }  // namespace zkd::roles

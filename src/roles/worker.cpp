@@ -36,17 +36,30 @@ task_result failure(std::string_view code, std::string message) {
     return r;
 }
 
-/// One task in this worker's hands.
+/// One assignment in this worker's hands: a task, or a bundle of tasks (§4.1).
 struct running_task {
-    explicit running_task(const asio::any_io_executor& ex) : deadline(ex), mark(ex) {}
+    explicit running_task(const asio::any_io_executor& ex) : mark(ex) {}
 
-    std::stop_source stop;        // the handler's stop token: cancel marker, timeout, shutdown
+    std::stop_source stop;        // stops every handler of it: cancel marker, shutdown
     bool cancel_marker = false;   // a <tid>.cancel marker exists
+    bool done = false;
+    asio::steady_timer mark;      // when to write the running mark
+};
+
+/// One handler call: a task, or one task of a bundle.
+struct handler_call {
+    explicit handler_call(const asio::any_io_executor& ex) : deadline(ex) {}
+
+    std::stop_source stop;        // the handler's stop token: its assignment's, or its timeout
     bool timed_out = false;
     bool done = false;
     asio::steady_timer deadline;  // the task's timeout
-    asio::steady_timer mark;      // when to write the running mark
 };
+
+/// The largest encoded value a bundle's task may keep so that the bundle's result fits.
+std::size_t bundled_value_budget(std::size_t tasks) {
+    return (max_result_bytes - 4096) / std::max<std::size_t>(tasks, 1);
+}
 
 class worker_session {
 public:
@@ -203,20 +216,15 @@ private:
                                          const std::shared_ptr<running_task>& t) {
         auto spec = decode_task(node.data);
         const std::int64_t started = now_ms();
+        if (spec && !spec->bundle.empty() && spec->bundle.size() != bundle_size(tid)) {
+            spec = decode_error{"the bundle holds " + std::to_string(spec->bundle.size()) +
+                                " tasks where its id says " + std::to_string(bundle_size(tid))};
+        }
         if (!spec) {
             spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
             auto r = failure(task_error::malformed_task, spec.error().message);
             r.started_ms = started;
             co_return r;
-        }
-        if (spec->timeout.count() > 0) {
-            t->deadline.expires_after(spec->timeout);
-            t->deadline.async_wait([t](zkco::error_code ec) {
-                if (!ec && !t->done) {
-                    t->timed_out = true;
-                    t->stop.request_stop();
-                }
-            });
         }
         // Tasks still running after a moment get their running mark (T3).
         t->mark.expires_after(opts_.running_mark_after);
@@ -229,35 +237,98 @@ private:
             zk_.async_set(path, encode(marked), version, [](zkco::error_code, zkco::stat) {});
         });
 
+        task_result r;
+        if (spec->bundle.empty()) {
+            r = co_await call(*spec, spec->args, t, max_result_bytes);
+        } else {
+            r = co_await call_bundle(*spec, t);
+        }
+        t->done = true;
+        t->mark.cancel();
+        r.attempt = spec->attempt;
+        r.started_ms = started;
+        co_return r;
+    }
+
+    /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
+    /// holds one entry per task and sums them up: their common state, or failed.
+    asio::awaitable<task_result> call_bundle(const task_spec& spec,
+                                             const std::shared_ptr<running_task>& t) {
+        std::vector<task_result> entries(spec.bundle.size());
+        const std::size_t budget = bundled_value_budget(entries.size());
+        reactor::task_group calls(zk_.get_executor());
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+            calls.spawn([this, &spec, &entries, &t, i, budget]() -> asio::awaitable<void> {
+                entries[i] = co_await call(spec, spec.bundle[i], t, budget);
+            });
+        }
+        co_await calls.async_wait(asio::use_awaitable);
+        if (auto e = calls.first_exception()) {
+            std::rethrow_exception(e);
+        }
+        task_result r;
+        std::size_t failed = 0;
+        for (const auto& e : entries) {
+            failed += e.state == task_state::succeeded ? 0 : 1;
+        }
+        const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {
+            return e.state == entries.front().state;
+        });
+        if (failed == 0) {
+            r.state = task_state::succeeded;
+        } else if (uniform) {
+            r = failure(entries.front().error->code, entries.front().error->message);
+            r.state = entries.front().state;
+        } else {
+            r = failure(task_error::handler_error, std::to_string(failed) + " of " +
+                                                       std::to_string(entries.size()) +
+                                                       " tasks of the bundle did not succeed");
+        }
+        r.bundle = std::move(entries);
+        co_return r;
+    }
+
+    /// One handler call on the pool, stopped by its assignment's stop source or its timeout.
+    /// A value whose encoding is over `value_limit` becomes a result_too_large failure.
+    asio::awaitable<task_result> call(const task_spec& spec, const boost::json::value& args,
+                                      const std::shared_ptr<running_task>& t,
+                                      std::size_t value_limit) {
+        auto c = std::make_shared<handler_call>(zk_.get_executor());
+        const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
+        if (spec.timeout.count() > 0) {
+            c->deadline.expires_after(spec.timeout);
+            c->deadline.async_wait([c](zkco::error_code ec) {
+                if (!ec && !c->done) {
+                    c->timed_out = true;
+                    c->stop.request_stop();
+                }
+            });
+        }
         // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
-        auto job = [&reg = reg_, type = spec->type, args = spec->args,
-                    token = t->stop.get_token()]() {
+        auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token()]() {
             return run_handler(reg, type, args, token);
         };
         auto outcome = co_await reactor::offload(pool_, std::move(job));
-        t->done = true;
-        t->deadline.cancel();
-        t->mark.cancel();
+        c->done = true;
+        c->deadline.cancel();
 
         task_result r;
         if (outcome) {
             r.state = task_state::succeeded;
             r.value = std::move(*outcome);
-            if (!result_size_ok(encode(r))) {
+            if (encode(r).size() > value_limit) {
                 r = failure(task_error::result_too_large,
-                            "the handler's result is over " + std::to_string(max_result_bytes) +
+                            "the handler's result is over " + std::to_string(value_limit) +
                                 " bytes");
             }
-        } else if (t->timed_out) {
+        } else if (c->timed_out) {
             r = failure(task_error::timeout, "timed out after " +
-                                                 std::to_string(spec->timeout.count()) + " ms");
+                                                 std::to_string(spec.timeout.count()) + " ms");
         } else if (t->cancel_marker && t->stop.stop_requested()) {
             r = failure(task_error::cancelled, "cancelled");
         } else {
             r = failure(outcome.error().code, outcome.error().message);
         }
-        r.attempt = spec->attempt;
-        r.started_ms = started;
         co_return r;
     }
 

@@ -61,6 +61,42 @@ TEST(RolesIds, TaskIdsSortByPriorityThenTimeThenCounter) {
     EXPECT_EQ(ids, expected);
 }
 
+TEST(RolesIds, BundleIdsAndTheirTasks) {
+    const std::string tid = "t4-1763733600123-3fa9c2d100002a";
+    const auto bid = bundle_id(tid, 64);
+    EXPECT_EQ(bid, tid + "_64");
+    EXPECT_TRUE(is_valid_task_id(bid));
+    EXPECT_EQ(bundle_size(bid), 64U);
+    EXPECT_EQ(bundle_size(tid), 0U);
+    EXPECT_EQ(task_id_priority(bid), 5);
+    EXPECT_EQ(bundled_task_id(bid, 7), bid + ".7");
+
+    const auto plain = parse_task_ref(tid);
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->node, tid);
+    EXPECT_FALSE(plain->index);
+    const auto whole = parse_task_ref(bid);
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(whole->node, bid);
+    EXPECT_FALSE(whole->index);
+    const std::string last = bid + ".63";  // parse_task_ref's views point into its argument
+    const auto one = parse_task_ref(last);
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->node, bid);
+    EXPECT_EQ(one->index, 63U);
+
+    // The size bounds the index; numbers are plain decimals; a plain task has no tasks.
+    for (const auto& bad : {bid + ".64", bid + ".07", bid + ".", bid + ".-1", bid + ".x", tid + ".0",
+                            tid + "_0", tid + "_01", tid + "_1001", tid + "_", tid + "_64.1.2",
+                            tid + "_64_2", std::string("t4-1763733600123-3fa9c2d100002A_2")}) {
+        EXPECT_FALSE(parse_task_ref(bad)) << bad;
+    }
+    EXPECT_FALSE(is_valid_task_id(bid + ".1"));  // a bundled task names no node
+    EXPECT_TRUE(is_valid_task_id(tid + "_1000"));
+    EXPECT_TRUE(is_valid_task_id(tid + "_1"));
+    EXPECT_EQ(shard_of(bid, 16), fnv1a32(bid) % 16);
+}
+
 TEST(RolesIds, TaskIdGeneratorIsThreadSafe) {
     task_id_generator gen;
     std::vector<std::string> a;

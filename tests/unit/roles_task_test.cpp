@@ -342,6 +342,107 @@ TEST(RolesResultCodec, Refusals) {
     expect_refused(d, R"({"v":2,"task":"t","state":"succeeded"})", "unsupported format version 2");
 }
 
+// --- bundles (§4.1, §5.1) ---------------------------------------------------------------------
+
+TEST(RolesBundleCodec, ATaskBundleRoundTrips) {
+    task_spec t;
+    t.type = "sum";
+    t.bundle = {json::array{1, 2}, json::array{3}, nullptr};
+    t.submitted_ms = 7;
+    EXPECT_TRUE(validate(t));
+    const auto text = encode(t);
+    EXPECT_EQ(text, R"({"v":1,"type":"sum","bundle":[[1,2],[3],null],"priority":5,)"
+                    R"("timeout_ms":0,"max_attempts":3,"submitted_ms":7})");
+    const auto back = decode_task(text);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, t);
+}
+
+TEST(RolesBundleCodec, ATaskBundleIsChecked) {
+    const auto d = [](std::string_view s) { return decode_task(s); };
+    expect_refused(d, R"({"v":1,"type":"sum","bundle":[]})", "non-empty array");
+    expect_refused(d, R"({"v":1,"type":"sum","bundle":{"a":1}})", "non-empty array");
+    expect_refused(d, R"({"v":1,"type":"sum","bundle":[1],"args":2})", "has no field");
+    task_spec t;
+    t.type = "echo";
+    t.bundle.assign(1001, json::value(1));
+    EXPECT_FALSE(validate(t));
+    t.bundle.resize(1000);
+    EXPECT_TRUE(validate(t));
+    // A bundled task's args sit one level deeper than a task's.
+    json::value deep = 0;
+    for (std::size_t i = 0; i + 2 < max_json_depth; ++i) deep = json::array{deep};
+    t.bundle = {deep};
+    EXPECT_TRUE(validate(t));
+    EXPECT_TRUE(decode_task(encode(t)));
+    t.bundle = {json::array{deep}};
+    EXPECT_FALSE(validate(t));
+}
+
+TEST(RolesBundleCodec, ABundlesResultRoundTripsAndSplits) {
+    task_result whole;
+    whole.task = "t4-1763733600123-3fa9c2d100002a_3";
+    whole.state = task_state::failed;
+    whole.error = task_error{"handler_error", "1 of 3 tasks of the bundle did not succeed"};
+    whole.attempt = 2;
+    whole.worker = "host-1-9f0c1a2b";
+    whole.finished_ms = 9;
+    task_result ok;
+    ok.value = 6;
+    task_result bad;
+    bad.state = task_state::failed;
+    bad.error = task_error{"bad_args", "no"};
+    whole.bundle = {ok, bad, ok};
+    whole.consumed = {0, 2};
+    EXPECT_TRUE(validate(whole));
+    const auto text = encode(whole);
+    EXPECT_NE(text.find(R"("bundle":[{"state":"succeeded","value":6},{"state":"failed",)"
+                        R"("error":{"code":"bad_args","message":"no"}},{"state":"succeeded",)"
+                        R"("value":6}],"consumed":[0,2])"),
+              std::string::npos)
+        << text;
+    auto back = decode_result(text);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, whole);
+
+    const auto second = bundled_result(*back, 1, whole.task + ".1");
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->task, whole.task + ".1");
+    EXPECT_EQ(second->state, task_state::failed);
+    EXPECT_EQ(second->error->code, "bad_args");
+    EXPECT_EQ(second->attempt, 2);
+    EXPECT_EQ(second->worker, whole.worker);
+    EXPECT_TRUE(second->bundle.empty());
+    EXPECT_FALSE(bundled_result(*back, 3, "x"));
+
+    // A result without entries (the master's: lost, cancelled) stands for every task.
+    task_result cancelled;
+    cancelled.task = whole.task;
+    cancelled.state = task_state::cancelled;
+    cancelled.error = task_error{"cancelled", "cancelled"};
+    cancelled.consumed = {1};
+    const auto any = bundled_result(cancelled, 2, whole.task + ".2");
+    ASSERT_TRUE(any);
+    EXPECT_EQ(any->state, task_state::cancelled);
+    EXPECT_EQ(any->task, whole.task + ".2");
+    EXPECT_TRUE(any->consumed.empty());
+}
+
+TEST(RolesBundleCodec, ABundlesResultIsChecked) {
+    const auto d = [](std::string_view s) { return decode_result(s); };
+    const std::string head = R"({"v":1,"task":"t","state":"succeeded",)";
+    expect_refused(d, head + R"("bundle":3})", "must be an array");
+    expect_refused(d, head + R"("bundle":[1]})", "non-object");
+    expect_refused(d, head + R"("bundle":[{"state":"failed"}]})", "bundle: a result in state");
+    expect_refused(d, head + R"("bundle":[{"state":"running"}]})", "bundle: field");
+    expect_refused(d, head + R"("consumed":[-1]})", "consumed");
+    expect_refused(d, head + R"("consumed":[1000]})", "consumed");
+    expect_refused(d, head + R"("consumed":"x"})", "consumed");
+    const auto dup = decode_result(head + R"("consumed":[2,0,2]})");
+    ASSERT_TRUE(dup);
+    EXPECT_EQ(dup->consumed, (std::vector<std::size_t>{0, 2}));
+}
+
 // --- members, meta, epoch, cancel -----------------------------------------------------------
 
 TEST(RolesMemberCodec, WorkerCandidateMaster) {

@@ -195,7 +195,9 @@ asio::awaitable<void> load_runner::submit_batch(std::vector<clock_type::time_poi
         reqs.push_back(std::move(r));
     }
     const auto t0 = clock_type::now();
-    auto ids = co_await client_.submit(std::move(reqs));
+    roles::submit_options how;
+    how.bundle = static_cast<std::size_t>(s_.bundle);
+    auto ids = co_await client_.submit(std::move(reqs), how);
     const auto t1 = clock_type::now();
     rep_.submit_us.record(micros(t1 - t0));
     last_submit_ = std::max(last_submit_, t1);

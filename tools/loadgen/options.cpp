@@ -45,6 +45,8 @@ Load (without --tasks and --duration: --tasks 1000):
                           beside "ms" when BYTES > 0 (default 16)
   --batch N               tasks per task_client::submit() call (default 1); the client's
                           batcher folds what is queued into T1 multis
+  --bundle N              tasks per bundle (one node for up to N tasks of one submit call,
+                          docs/protocol.md 4.1); at most --batch count; default 1 (none)
   --priority P            0 (lowest) to 9 (highest), default 5
   --task-timeout MS       the handler's time limit (default none)
   --max-attempts N        runs allowed if workers die (default 3)
@@ -90,7 +92,8 @@ const std::vector<std::string>& valued() {
         "--zk",           "--namespace",     "--connect-timeout", "--session-timeout",
         "--wait-workers", "--workers",       "--tasks",           "--duration",
         "--concurrency",  "--rate",          "--max-in-flight",   "--task",
-        "--payload",      "--batch",         "--priority",        "--task-timeout",
+        "--payload",      "--batch",         "--bundle",          "--priority",
+        "--task-timeout",
         "--max-attempts", "--stall-timeout", "--raw-ops",         "--raw-window",
         "--raw-batch",    "--raw-rounds",    "--raw-warmup",      "--raw-payload",
         "--cdf",
@@ -310,6 +313,9 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
     if (auto v = get("--batch")) {
         s.batch = whole("--batch", *v, 1, 10'000);
     }
+    if (auto v = get("--bundle")) {
+        s.bundle = whole("--bundle", *v, 1, 1'000);
+    }
     if (auto v = get("--priority")) {
         s.priority = static_cast<int>(whole("--priority", *v, 0, 9));
     }
@@ -358,7 +364,7 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
     if (!s.load) {
         for (const auto* k :
              {"--tasks", "--duration", "--rate", "--concurrency", "--task", "--payload", "--batch",
-              "--submit-only", "--cdf"}) {
+              "--bundle", "--submit-only", "--cdf"}) {
             if (has(k)) {
                 throw usage_error(std::string(k) + " drives tasks: use --with-raw, not --raw");
             }

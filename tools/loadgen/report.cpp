@@ -84,6 +84,7 @@ json::object to_json(const run_report& r) {
     cfg["task"] = task_spec_text(s);
     cfg["payload"] = s.payload;
     cfg["batch"] = s.batch;
+    cfg["bundle"] = s.bundle;
     cfg["submit_only"] = s.submit_only;
     o["config"] = std::move(cfg);
 
@@ -203,7 +204,8 @@ std::string to_text(const run_report& r) {
         std::string mode = s.rate ? "open loop, " + fmt("%.1f", *s.rate) + " tasks/s"
                                   : "closed loop, concurrency " + std::to_string(s.concurrency);
         t += "load: " + task_spec_text(s) + ", payload " + std::to_string(s.payload) +
-             " B, batch " + std::to_string(s.batch) + ", " + mode + "; " +
+             " B, batch " + std::to_string(s.batch) +
+             (s.bundle > 1 ? ", bundle " + std::to_string(s.bundle) : std::string()) + ", " + mode + "; " +
              std::to_string(l.workers) + " workers, " + std::to_string(l.capacity) + " slots\n";
         t += "  submitted " + grouped(static_cast<double>(l.submitted)) + ", results " +
              grouped(static_cast<double>(l.results)) + ", succeeded " +
