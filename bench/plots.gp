@@ -2,24 +2,28 @@
 # Plots of one bench/run.sh results directory. Usage: gnuplot -e "dir='RESULTS_DIR'" bench/plots.gp
 if (!exists("dir")) dir = "."
 
-set terminal pngcairo size 900,560 font ",11" noenhanced
+set terminal pngcairo size 1100,600 font ",11" noenhanced
 set grid
 
 # Throughput against the number of workers, with the raw ceiling of the same server.
 set output dir."/throughput.png"
 set title "zkd no-op (echo) tasks/s against workers; dashed: raw creates/s, same server"
+set logscale y
 set xlabel "zkd run worker processes"
 set ylabel "tasks/s"
 set xtics (1, 2, 4)
 set xrange [0.8:4.2]
-set yrange [0:*]
-set key right center inside opaque box
+set yrange [1000:*]
+set key outside right center box
 plot dir."/throughput.dat" using 1:2 with linespoints lw 2 pt 7 lc rgb "#1f5fbf" title "burst, fsync", \
      ""                   using 1:3 with linespoints lw 2 pt 5 lc rgb "#6fa0e8" title "closed loop, fsync", \
      ""                   using 1:4 with lines dt 2 lw 2 lc rgb "#1f5fbf" title "raw creates/s, fsync", \
      ""                   using 1:5 with linespoints lw 2 pt 7 lc rgb "#d0601a" title "burst, forceSync=no", \
      ""                   using 1:6 with linespoints lw 2 pt 5 lc rgb "#f0a060" title "closed loop, forceSync=no", \
-     ""                   using 1:7 with lines dt 2 lw 2 lc rgb "#d0601a" title "raw creates/s, forceSync=no"
+     ""                   using 1:7 with lines dt 2 lw 2 lc rgb "#d0601a" title "raw creates/s, forceSync=no", \
+     ""                   using 1:8 with linespoints lw 3 pt 9 lc rgb "#0a3a80" title "bundles of 64, fsync", \
+     ""                   using 1:9 with linespoints lw 3 pt 9 lc rgb "#a04000" title "bundles of 64, forceSync=no"
+unset logscale y
 
 # Latency CDF of the open loop at half the measured maximum, each configuration.
 set output dir."/latency_cdf.png"

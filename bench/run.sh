@@ -32,10 +32,10 @@ done
 
 # --- sizes -----------------------------------------------------------------------------------
 if [ "$quick" = 1 ]; then
-    burst=5000; closed_s=4; open_s=4; spin_tasks=500; mem_tasks=20000
+    burst=5000; closed_s=4; open_s=4; spin_tasks=500; mem_tasks=20000; bundled=20000
     raw_ops=10000; raw_rounds=1; batch_s=3; lag_s=6
 else
-    burst=20000; closed_s=10; open_s=10; spin_tasks=2000; mem_tasks=50000
+    burst=20000; closed_s=10; open_s=10; spin_tasks=2000; mem_tasks=50000; bundled=100000
     raw_ops=20000; raw_rounds=3; batch_s=8; lag_s=8
 fi
 worker_counts=(1 2 4)
@@ -175,7 +175,7 @@ tps() { local v; v=$(jget "$1" load.tasks_per_s); [ "$v" = n/a ] && v=0; echo "$
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
     echo "mode: $([ "$quick" = 1 ] && echo quick || echo full)"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
-    echo "sizes: burst $burst, closed ${closed_s}s at concurrency $concurrency, open ${open_s}s, spin:1 x $spin_tasks, memory $mem_tasks tasks"
+    echo "sizes: burst $burst, bundled $bundled, closed ${closed_s}s at concurrency $concurrency, open ${open_s}s, spin:1 x $spin_tasks, memory $mem_tasks tasks"
     echo "cluster: per worker --capacity $capacity --threads $threads"
 } >"$out/machine.txt"
 cat "$out/machine.txt"
@@ -200,6 +200,10 @@ for mode in fsync nosync; do
         run_load "$d/burst.json" --namespace "$ns" --workers "$w" --tasks "$burst" \
             --concurrency "$burst" --batch 100
         echo "   burst       $(tps "$d/burst.json") tasks/s"
+        # Bundled: 256 per submit call, in bundles of 64 (protocol §4.1).
+        run_load "$d/bundled.json" --namespace "$ns" --tasks "$bundled" --concurrency 4096 \
+            --batch 256 --bundle 64
+        echo "   bundled     $(tps "$d/bundled.json") tasks/s (bundles of 64)"
         run_load "$d/closed.json" --namespace "$ns" --duration "$closed_s" \
             --concurrency "$concurrency"
         echo "   closed loop $(tps "$d/closed.json") tasks/s"
@@ -230,6 +234,15 @@ for mode in fsync nosync; do
                 --duration "$batch_s" --concurrency 512 --batch "$b"
             echo "   batch $b: $(tps "$out/$mode/batch$b.json") tasks/s," \
                  "$(jget "$out/$mode/batch$b.json" load.zookeeper.writes_per_task) writes/task"
+        done
+        echo "-- bundle size (2 workers, $bundled tasks, 256 per submit call, 4096 in flight)"
+        for b in 1 16 64 256; do
+            n=$bundled
+            [ "$b" = 1 ] && n=$((bundled / 5))   # unbundled is slow: fewer tasks
+            run_load "$out/$mode/bundle$b.json" --namespace nosync-batch --workers 2 \
+                --tasks "$n" --concurrency 4096 --batch 256 --bundle "$b"
+            echo "   bundle $b: $(tps "$out/$mode/bundle$b.json") tasks/s," \
+                 "$(jget "$out/$mode/bundle$b.json" load.zookeeper.reads_per_task) reads/task"
         done
         stop_nodes
 
