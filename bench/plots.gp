@@ -10,7 +10,7 @@ set output dir."/throughput.png"
 set title "zkd no-op (echo) tasks/s against workers; dashed: raw creates/s, same server"
 set logscale y
 set xlabel "zkd run worker processes"
-set ylabel "tasks/s"
+set ylabel "tasks/s (log scale)"
 set xtics (1, 2, 4)
 set xrange [0.8:4.2]
 set yrange [1000:*]

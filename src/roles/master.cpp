@@ -43,7 +43,9 @@ std::string failed_result(const std::string& tid, std::string_view code, std::st
 struct pending_entry {
     std::uint32_t shard = 0;
     bool loading = false;             // its read is out
-    std::optional<task_spec> spec;    // once loaded (see master_session::loaded_); else nullopt
+    // Once loaded (see master_session::loaded_). A pointer: a pending task not yet read costs
+    // no room for a task_spec (a backlog is mostly such).
+    std::unique_ptr<task_spec> spec;
     std::string malformed;            // why
     bool in_flight = false;           // a transaction about it is out
 };
@@ -483,7 +485,7 @@ private:
                 continue;
             }
             if (auto spec = decode_task(nodes[i]->data)) {
-                p.spec = std::move(*spec);
+                p.spec = std::make_unique<task_spec>(std::move(*spec));
             } else {
                 p.malformed = spec.error().message;
             }

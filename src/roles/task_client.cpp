@@ -207,10 +207,11 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
 asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string bundle,
                                                                      std::size_t index,
                                                                      std::string tid) {
+    std::shared_ptr<bundle_wait> w;
     for (;;) {
         if (auto it = bundle_waits_.find(bundle); it != bundle_waits_.end()) {
             // Another wait of ours reads this bundle: join it.
-            auto w = it->second;
+            w = it->second;
             w->indices.push_back(index);
             co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
             if (w->st == bundle_wait::state::abandoned) {
@@ -227,25 +228,18 @@ asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string
                     co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
                 }
             }
-            if (!w->whole) {
-                co_return w->whole.error();
-            }
-            if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
-                co_return zkco::error_code(zkco::errc::no_node);
-            }
-            auto r = bundled_result(*w->whole, index, tid);
-            if (!r) {
-                co_return zkco::error_code(client_errc::garbage_result);
-            }
-            co_return std::move(*r);
+            break;
         }
-        auto w = std::make_shared<bundle_wait>(zk_.get_executor());
+        w = std::make_shared<bundle_wait>(zk_.get_executor());
         w->indices.push_back(index);
         bundle_waits_.emplace(bundle, w);
         auto node = co_await await_node(l_.result(bundle));
         bundle_waits_.erase(bundle);  // later waits read again
         if (!node) {
-            w->st = bundle_wait::state::abandoned;  // the others try themselves
+            // Gone before we read it: gone for the others too. Else they try themselves.
+            const bool gone = node.error() == zkco::errc::no_node;
+            w->st = gone ? bundle_wait::state::done : bundle_wait::state::abandoned;
+            w->whole = node.error();
             w->done.cancel();
             co_return node.error();
         }
@@ -260,18 +254,19 @@ asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string
             w->whole = consumed.error();
         }
         w->done.cancel();
-        if (!w->whole) {
-            co_return w->whole.error();
-        }
-        if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
-            co_return zkco::error_code(zkco::errc::no_node);
-        }
-        auto r = bundled_result(*w->whole, index, tid);
-        if (!r) {
-            co_return zkco::error_code(client_errc::garbage_result);
-        }
-        co_return std::move(*r);
+        break;
     }
+    if (!w->whole) {
+        co_return w->whole.error();
+    }
+    if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
+        co_return zkco::error_code(zkco::errc::no_node);
+    }
+    auto r = bundled_result(*w->whole, index, tid);
+    if (!r) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::move(*r);
 }
 
 asio::awaitable<zkco::result<std::pair<task_result, std::vector<std::size_t>>>>

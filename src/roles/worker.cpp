@@ -216,8 +216,8 @@ private:
                                          const std::shared_ptr<running_task>& t) {
         auto spec = decode_task(node.data);
         const std::int64_t started = now_ms();
-        if (spec && !spec->bundle.empty() && spec->bundle.size() != bundle_size(tid)) {
-            spec = decode_error{"the bundle holds " + std::to_string(spec->bundle.size()) +
+        if (spec && spec->bundle.size() != bundle_size(tid)) {  // §4.1: the id gives the size
+            spec = decode_error{"the node holds a bundle of " + std::to_string(spec->bundle.size()) +
                                 " tasks where its id says " + std::to_string(bundle_size(tid))};
         }
         if (!spec) {

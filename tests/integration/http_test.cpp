@@ -411,6 +411,18 @@ TEST_F(Http, SubmitWaitInspectAndMetrics) {
     );
     ASSERT_EQ(many.status, 201) << many;
     ASSERT_EQ(many.json().at("ids").as_array().size(), 3U);
+    // Many in one bundle: the ids name the bundle's tasks, each readable on its own.
+    auto bundled = post("/v1/tasks?bundle=10", R"([{"type":"echo","args":"a"},{"type":"echo","args":"b"}])");
+    ASSERT_EQ(bundled.status, 201) << bundled;
+    const auto bundled_ids = bundled.json().at("ids").as_array();
+    ASSERT_EQ(bundled_ids.size(), 2U);
+    const auto second = json::value_to<std::string>(bundled_ids.at(1));
+    EXPECT_EQ(second.substr(second.size() - 4), "_2.1") << second;
+    auto second_result = poll("/v1/tasks/" + second, [](const reply& x) {
+        return x.status == 200 && x.json().at("state") == "succeeded";
+    });
+    EXPECT_EQ(second_result.json().at("result").at("value"), "b") << second_result;
+    EXPECT_EQ(second_result.json().at("id"), json::value(second));
 
     // The task list and the cluster.
     auto tasks = curl("/v1/tasks?limit=50");
@@ -443,7 +455,7 @@ TEST_F(Http, SubmitWaitInspectAndMetrics) {
         << metrics.header("Content-Type");
     auto m = parse_metrics(metrics.body);
     EXPECT_EQ(m["family:zkd_tasks_submitted"], "counter");
-    EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "6.0");
+    EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "8.0");  // bundled tasks count one by one
     EXPECT_EQ(m["family:zkd_assign_latency_seconds"], "histogram");
     EXPECT_EQ(m["family:zkd_event_loop_lag_seconds"], "gauge");
     EXPECT_EQ(m["zkd_master{}"], "1.0");
@@ -518,6 +530,9 @@ TEST_F(Http, ErrorsAreJsonWithTheRightStatus) {
     auto bad_wait = post("/v1/tasks?wait=soon", R"({"type":"echo"})");
     EXPECT_EQ(bad_wait.status, 400) << bad_wait;
     EXPECT_EQ(bad_wait.error_code(), "bad_query");
+    auto bad_bundle = post("/v1/tasks?bundle=0", R"([{"type":"echo"}])");
+    EXPECT_EQ(bad_bundle.status, 400) << bad_bundle;
+    EXPECT_EQ(bad_bundle.error_code(), "bad_query");
 
     const std::string unknown_id = "t4-1763733600123-3fa9c2d100002a";
     auto unknown = curl("/v1/tasks/" + unknown_id);

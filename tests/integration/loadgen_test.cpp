@@ -202,6 +202,24 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
     EXPECT_NE(text.out.find("tasks/s"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("p99.9"), std::string::npos) << text.out;
 
+    // Bundled: 400 tasks, 100 per submit call, bundles of 20: every task its own result,
+    // one create per bundle and one write consuming each bundle's result.
+    const auto bundled = loadgen(
+        {"--namespace", "lg", "--tasks", "400", "--concurrency", "200", "--batch", "100",
+         "--bundle", "20", "--json"}
+    );
+    ASSERT_NE(bundled.exit_code, -1) << "timed out";
+    EXPECT_EQ(bundled.exit_code, 0) << bundled.err;
+    const auto b = parse_report(bundled);
+    ASSERT_TRUE(b.contains("load")) << bundled.out;
+    EXPECT_EQ(b.at("config").at("bundle").to_number<std::uint64_t>(), 20U);
+    const auto& bload = b.at("load").as_object();
+    EXPECT_EQ(bload.at("results").to_number<std::uint64_t>(), 400U);
+    EXPECT_EQ(bload.at("succeeded").to_number<std::uint64_t>(), 400U);
+    EXPECT_EQ(bload.at("errors").at("total").to_number<std::uint64_t>(), 0U);
+    EXPECT_LE(bload.at("client").at("write_ops").to_number<std::uint64_t>(), 100U)
+        << json::serialize(bload.at("client"));
+
     // Every result was consumed, nothing is left pending or assigned.
     const auto results = run(count_under_shards("lg", "/results"));
     const auto pending = run(count_under_shards("lg", "/pending"));

@@ -234,9 +234,14 @@ TEST_F(RolesBundle, ABundleThatLiesAboutItsSizeEndsMalformed) {
         // And a bundle with garbage for data.
         const auto junk = bundle_id(gen.next(5, now_ms()), 2);
         ASSERT_TRUE(co_await zk->create(layout_.pending_task(junk), "{\"v\":1,\"type\":\"echo\",\"bundle\":7}"s));
+        // And a plain task under a bundle's name.
+        const auto plain = bundle_id(gen.next(5, now_ms()), 2);
+        task_spec alone;
+        alone.type = "echo";
+        ASSERT_TRUE(co_await zk->create(layout_.pending_task(plain), encode(alone)));
 
         std::vector<std::string> lied{bundled_task_id(bid, 0), bundled_task_id(bid, 2),
-                                      bundled_task_id(junk, 1)};
+                                      bundled_task_id(junk, 1), bundled_task_id(plain, 1)};
         auto got = co_await wait_all(tc, lied);
         for (const auto& r : got) {
             ASSERT_TRUE(r) << r.error().message();
