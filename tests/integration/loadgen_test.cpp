@@ -336,6 +336,38 @@ TEST_F(Loadgen, NoClusterOrNoWorkersIsReportedNotWaitedOn) {
     EXPECT_NE(few.err.find("only 1 of the 3 workers"), std::string::npos) << few.err;
 }
 
+TEST_F(Loadgen, ACredentialedClusterTakesTheCredentials) {
+    ZKD_REQUIRE_ZK_SERVER();
+    start_node("secured", "n1", {"--user", "ops", "--password", "s3cret"});
+    const auto with = loadgen(
+        {"--namespace", "secured", "--user", "ops", "--password", "s3cret", "--tasks", "40",
+         "--bundle", "8", "--batch", "20", "--wait-workers", "30000", "--json"}
+    );
+    ASSERT_NE(with.exit_code, -1) << "timed out";
+    EXPECT_EQ(with.exit_code, 0) << with.err;
+    const auto j = parse_report(with);
+    ASSERT_TRUE(j.contains("load")) << with.out;
+    EXPECT_EQ(j.at("load").at("succeeded").to_number<std::uint64_t>(), 40U);
+
+    const auto without =
+        loadgen({"--namespace", "secured", "--tasks", "5", "--wait-workers", "2000"}, 60s);
+    ASSERT_NE(without.exit_code, -1) << "timed out";
+    EXPECT_NE(without.exit_code, 0) << without.out;
+    EXPECT_NE(without.err.find("auth"), std::string::npos) << without.err;
+
+    // Only the credentials' holder can clean up (the fixture's session has none).
+    nodes_.clear();
+    run([&]() -> asio::awaitable<void> {
+        zkd::zkco::config cfg = make_config();
+        cfg.auth = zkd::zkco::credentials{"ops", "s3cret"};
+        zkd::zkco::client owner(ioc_.get_executor(), cfg);
+        EXPECT_TRUE(co_await zkd::zkco::with_timeout(owner.connect(), 10s));
+        auto removed = co_await zkd::test::remove_recursive(owner, zkd::roles::chroot_path("secured"));
+        EXPECT_TRUE(removed) << removed.error().message();
+        co_await owner.close();
+    }());
+}
+
 TEST_F(Loadgen, NoResultForTheStallTimeStopsTheRun) {
     ZKD_REQUIRE_ZK_SERVER();
     start_node("stall", "n1", {"--capacity", "2"});

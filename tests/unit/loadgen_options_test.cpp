@@ -117,6 +117,30 @@ TEST(LoadgenOptions, EnvironmentAndFlags) {
     EXPECT_FALSE(s.load);
 }
 
+TEST(LoadgenOptions, CredentialsAndBundles) {
+    EXPECT_FALSE(parse({}).auth);
+    auto s = parse({"--user", "ops", "--password", "pw", "--bundle", "64"});
+    ASSERT_TRUE(s.auth);
+    EXPECT_EQ(s.auth->user, "ops");
+    EXPECT_EQ(s.auth->password, "pw");
+    EXPECT_EQ(s.bundle, 64U);
+    s = parse({}, {{"ZKD_USER", "env-user"}, {"ZKD_PASSWORD", "env-pw"}});
+    ASSERT_TRUE(s.auth);
+    EXPECT_EQ(s.auth->user, "env-user");
+    EXPECT_EQ(s.auth->password, "env-pw");
+    for (const auto& bad : std::vector<std::vector<std::string>>{
+             {"--user", "ops"},
+             {"--password", "pw"},
+             {"--user", "a:b", "--password", "pw"},
+             {"--user", "ops", "--password-file", "/nonexistent/zkd-password"},
+             {"--bundle", "0"},
+             {"--bundle", "1001"},
+             {"--raw", "--bundle", "4"},
+         }) {
+        EXPECT_THROW(parse(bad), usage_error) << bad.front();
+    }
+}
+
 TEST(LoadgenOptions, Help) {
     EXPECT_TRUE(parse_args({"--help"}, env_of(no_env)).help);
     const std::string help = help_text();

@@ -174,6 +174,7 @@ asio::awaitable<void> measure_ceiling(settings s, zkd::loadgen::run_report& rep)
     zkd::zkco::config cfg;
     cfg.connect_string = s.zk;
     cfg.session_timeout = s.session_timeout;
+    cfg.auth = s.auth;
     zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
     auto c = co_await zkd::zkco::with_timeout(zk.connect(), s.connect_timeout);
     if (!c) {
@@ -206,6 +207,7 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
     zkd::zkco::config cfg;
     cfg.connect_string = s.zk + chroot;
     cfg.session_timeout = s.session_timeout;
+    cfg.auth = s.auth;
     zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
     auto c = co_await zkd::zkco::with_timeout(zk.connect(), s.connect_timeout);
     if (!c) {

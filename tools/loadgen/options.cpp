@@ -7,6 +7,7 @@
 #include <boost/json/string.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <cmath>
 #include <map>
 
@@ -24,6 +25,9 @@ Cluster:
   --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)
   --namespace NS          cluster namespace (env ZKD_NAMESPACE; default "default"); the
                           cluster lives in <path>/zkd/<NS>
+  --user NAME             digest credentials of a cluster run with --user (env ZKD_USER)
+  --password P            its password (env ZKD_PASSWORD), or
+  --password-file FILE    the password from the file's first line
   --connect-timeout MS    give up reaching ZooKeeper after MS (exit 3; default 10000)
   --session-timeout MS    the loadgen's session timeout (default 10000)
   --wait-workers MS       wait up to MS for the cluster and for --workers workers serving
@@ -90,6 +94,7 @@ error, 3 ZooKeeper unreachable, 4 stalled, 5 no cluster or no worker for the tas
 const std::vector<std::string>& valued() {
     static const std::vector<std::string> v{
         "--zk",           "--namespace",     "--connect-timeout", "--session-timeout",
+        "--user",         "--password",      "--password-file",
         "--wait-workers", "--workers",       "--tasks",           "--duration",
         "--concurrency",  "--rate",          "--max-in-flight",   "--task",
         "--payload",      "--batch",         "--bundle",          "--priority",
@@ -261,6 +266,27 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
     }
     if (s.ns.empty() || s.ns.find('/') != std::string::npos || s.ns == "." || s.ns == "..") {
         throw usage_error("--namespace wants a name without '/', not '" + s.ns + "'");
+    }
+    std::string user = get("--user").value_or(env("ZKD_USER").value_or(""));
+    std::string password = get("--password").value_or(env("ZKD_PASSWORD").value_or(""));
+    if (auto file = get("--password-file")) {
+        std::ifstream in(*file);
+        if (!in) {
+            throw usage_error("cannot read --password-file '" + *file + "'");
+        }
+        std::getline(in, password);
+    }
+    if (user.empty() && !password.empty()) {
+        throw usage_error("a password needs --user (or ZKD_USER)");
+    }
+    if (!user.empty()) {
+        if (user.find(':') != std::string::npos) {
+            throw usage_error("--user must not contain ':'");
+        }
+        if (password.empty()) {
+            throw usage_error("--user needs a password (--password, --password-file or ZKD_PASSWORD)");
+        }
+        s.auth = zkco::credentials{user, password};
     }
     constexpr std::uint64_t hour_ms = 3'600'000;
     constexpr std::uint64_t day_ms = 86'400'000;

@@ -2,6 +2,8 @@
 // zkd-loadgen's command line: the settings of one run and their parser. Pure: no I/O.
 #pragma once
 
+#include "zkco/config.hpp"
+
 #include <boost/json/value.hpp>
 
 #include <chrono>
@@ -44,6 +46,7 @@ boost::json::value task_args(const task_kind& kind, std::size_t payload);
 struct settings {
     std::string zk = "127.0.0.1:2181";  ///< hosts[/path], validated
     std::string ns = "default";         ///< the cluster is <path>/zkd/<ns>
+    std::optional<zkco::credentials> auth;  ///< --user and its password
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds session_timeout{10'000};
 
