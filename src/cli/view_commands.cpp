@@ -82,8 +82,10 @@ void print_tasks(const roles::task_list& list) {
             std::printf("%-36s %-9s (garbage: %s)\n", t.id.c_str(), "?", t.garbage.c_str());
             return;
         }
+        // A bundle: its type and how many tasks it holds.
+        const auto type = t.tasks > 1 ? t.type + " x" + std::to_string(t.tasks) : t.type;
         std::printf("%-36s %-9s %-12s %-28s %8s %d\n", t.id.c_str(),
-                    std::string(roles::to_string(t.state)).c_str(), t.type.c_str(),
+                    std::string(roles::to_string(t.state)).c_str(), type.c_str(),
                     t.worker.empty() ? "-" : t.worker.c_str(), brief_age(t.age_ms).c_str(), t.attempt);
     };
     for (const auto& t : list.assigned) {

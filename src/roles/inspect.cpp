@@ -140,6 +140,7 @@ task_entry entry_from(
         e.state = task_state::running;
     }
     e.type = std::move(spec->type);
+    e.tasks = std::max<std::size_t>(1, spec->bundle.size());
     e.priority = spec->priority;
     e.attempt = spec->attempt;
     e.submitted_ms = spec->submitted_ms;
@@ -630,6 +631,9 @@ json::value to_json(const task_entry& t) {
         return o;
     }
     o["type"] = t.type;
+    if (t.tasks > 1) {
+        o["tasks"] = t.tasks;
+    }
     o["priority"] = t.priority;
     o["attempt"] = t.attempt;
     o["age_ms"] = t.age_ms;

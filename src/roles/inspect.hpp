@@ -89,6 +89,7 @@ struct task_entry {
     task_state state = task_state::pending;  ///< pending, assigned or running
     std::string worker;                      ///< assigned and running: the directory's owner
     std::string type;
+    std::size_t tasks = 1;    ///< a bundle's size (docs/protocol.md §4.1); 1 for a task
     int priority = 5;
     int attempt = 1;
     std::int64_t submitted_ms = 0;
@@ -160,7 +161,7 @@ boost::json::value to_json(const worker_view& w);
 boost::json::value to_json(const cluster_view& c);
 
 /// Pending: `{"id":..,"state":"pending","type":..,"priority":P,"attempt":A,"age_ms":M,
-/// "submitted_ms":T}`. Assigned or running: `{"id":..,"state":"assigned"|"running",
+/// "submitted_ms":T}`, plus `"tasks":N` for a bundle. Assigned or running: `{"id":..,"state":"assigned"|"running",
 /// "worker":..,"type":..,"priority":P,"attempt":A,"age_ms":M,"submitted_ms":T,
 /// "assigned_ms":T}` plus `"running_ms":T` when running. Garbage: `{"id":..,"state":..,
 /// ["worker":..,]"garbage":"why"}`.

@@ -3,6 +3,7 @@
 // the roles in one process. Each bundled task gets exactly its own result, whichever clients
 // wait for them and in whatever order; a bundle is cancelled and requeued as a whole; a
 // bundle whose node lies about its size ends in error results, and the cluster carries on.
+#include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "support/roles_cluster.hpp"
 
@@ -176,6 +177,15 @@ TEST_F(RolesBundle, ABundleIsCancelledAsAWhole) {
         }
         ASSERT_EQ(st.state, task_state::running);
         EXPECT_EQ((co_await tc.status((*ids)[4])).value().state, task_state::pending);
+        // The task list shows each bundle once, with its size.
+        auto list = co_await list_tasks(*zk, layout_);
+        ASSERT_TRUE(list);
+        ASSERT_EQ(list->pending.size(), 1U);
+        EXPECT_EQ(list->pending.front().tasks, 3U);
+        EXPECT_EQ(list->pending.front().id, std::string(parse_task_ref((*ids)[4])->node));
+        ASSERT_EQ(list->assigned.size(), 1U);
+        EXPECT_EQ(list->assigned.front().tasks, 3U);
+        EXPECT_EQ(to_json(list->pending.front()).at("tasks"), 3);
 
         ASSERT_TRUE(co_await tc.cancel((*ids)[2]));  // one task of each bundle
         ASSERT_TRUE(co_await tc.cancel((*ids)[3]));
