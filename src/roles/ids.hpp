@@ -45,7 +45,7 @@ private:
     std::atomic<std::uint32_t> counter_;
 };
 
-/// Most tasks one bundle holds (§3.1).
+/// Most tasks one bundle holds (docs/protocol.md §4.1).
 inline constexpr std::size_t max_bundle_tasks = 1000;
 
 /// True when `tid` names a task node: exactly the §3 form (lowercase hex digits), or a

@@ -462,6 +462,10 @@ codec_result<void> decode_outcome(reader& r, task_result& res) {
 
 }  // namespace
 
+codec_result<void> validate_bundled(const task_result& entry) {
+    return validate_outcome(entry, 3);
+}
+
 codec_result<void> validate(const task_result& r) {
     if (r.task.empty()) return decode_error{"field \"task\" is empty"};
     if (auto ok = validate_outcome(r, 1); !ok) return ok;

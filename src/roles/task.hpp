@@ -157,6 +157,9 @@ codec_result<task_result> bundled_result(const task_result& whole, std::size_t i
 /// Checks what decode_result() requires, and that `value` will decode (finite numbers, nesting
 /// within max_json_depth - 1): a worker turns a failure here into a `failed` result.
 codec_result<void> validate(const task_result& r);
+/// Checks one entry of a bundle's result (state, value, error) as validate() does, its value
+/// sitting three levels down (the result, its `bundle` array, the entry).
+codec_result<void> validate_bundled(const task_result& entry);
 /// `value` is written only for succeeded; `error` whenever present.
 std::string encode(const task_result& r);
 /// Requires `task`, a result state, and an `error` with a code unless succeeded.

@@ -112,6 +112,21 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         } else {
             spec.bundle.insert(spec.bundle.begin(), std::move(spec.args));
             spec.args = nullptr;
+            if (!validate(spec)) {
+                // Args nested too deep for a bundle (its tasks' args sit a level deeper than
+                // a task's): each task goes alone, the first under the id already taken.
+                auto members = std::move(spec.bundle);
+                spec.bundle.clear();
+                for (std::size_t k = 0; k < members.size(); ++k) {
+                    spec.args = std::move(members[k]);
+                    const auto one = k == 0 ? tid : ids_.next(spec.priority, spec.submitted_ms);
+                    ids.push_back(one);
+                    nodes.push_back(one);
+                    data.push_back(encode(spec));
+                }
+                i = end;
+                continue;
+            }
             const auto bid = bundle_id(tid, spec.bundle.size());
             for (std::size_t k = 0; k < spec.bundle.size(); ++k) {
                 ids.push_back(bundled_task_id(bid, k));
@@ -218,7 +233,11 @@ asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string
                 continue;
             }
             if (w->st == bundle_wait::state::waiting) {  // this wait was cancelled
-                std::erase(w->indices, index);
+                // One occurrence: another wait of ours may wait for the same task.
+                if (auto pos = std::find(w->indices.begin(), w->indices.end(), index);
+                    pos != w->indices.end()) {
+                    w->indices.erase(pos);
+                }
                 co_return zkco::error_code(asio::error::operation_aborted);
             }
             if (w->st == bundle_wait::state::consuming) {
@@ -233,15 +252,44 @@ asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string
         w = std::make_shared<bundle_wait>(zk_.get_executor());
         w->indices.push_back(index);
         bundle_waits_.emplace(bundle, w);
+        // However this reader ends (an error, or a cancellation thrown out of a co_await),
+        // its entry goes and the waits that joined it wake up: they read for themselves.
+        struct release {
+            release(task_client& c, const std::string& b, std::shared_ptr<bundle_wait> s)
+                : client(c), bundle(b), w(std::move(s)) {}
+            release(const release&) = delete;
+            release& operator=(const release&) = delete;
+            release(release&&) = delete;
+            release& operator=(release&&) = delete;
+            ~release() {
+                if (auto it = client.bundle_waits_.find(bundle);
+                    it != client.bundle_waits_.end() && it->second == w) {
+                    client.bundle_waits_.erase(it);
+                }
+                if (w->st == bundle_wait::state::waiting || w->st == bundle_wait::state::consuming) {
+                    w->st = bundle_wait::state::abandoned;
+                    w->done.cancel();
+                }
+            }
+            task_client& client;
+            const std::string& bundle;
+            std::shared_ptr<bundle_wait> w;
+        };
+        const release guard(*this, bundle, w);
         auto node = co_await await_node(l_.result(bundle));
         bundle_waits_.erase(bundle);  // later waits read again
         if (!node) {
-            // Gone before we read it: gone for the others too. Else they try themselves.
-            const bool gone = node.error() == zkco::errc::no_node;
-            w->st = gone ? bundle_wait::state::done : bundle_wait::state::abandoned;
-            w->whole = node.error();
-            w->done.cancel();
+            if (node.error() == zkco::errc::no_node) {
+                w->st = bundle_wait::state::done;  // gone before we read it: for all of us
+                w->whole = node.error();
+                w->done.cancel();
+            }
             co_return node.error();
+        }
+        // Cancelled meanwhile: consume nothing (our caller would not see its result).
+        const auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
         }
         w->st = bundle_wait::state::consuming;
         co_await asio::this_coro::throw_if_cancelled(false);  // the others depend on this
@@ -274,7 +322,6 @@ task_client::consume_bundled(std::string bundle, zkco::node node,
                              std::vector<std::size_t> indices) {
     const std::string path = l_.result(bundle);
     const std::size_t size = bundle_size(bundle);
-    bool ours = false;  // a write of ours may have applied: what it consumed is ours
     for (;;) {
         auto decoded = decode_result(node.data);
         if (!decoded) {
@@ -285,8 +332,7 @@ task_client::consume_bundled(std::string bundle, zkco::node node,
         std::vector<std::size_t> taken;
         auto consumed = decoded->consumed;
         for (const auto i : indices) {
-            if (!ours &&
-                std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), i)) {
+            if (std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), i)) {
                 taken.push_back(i);
             } else {
                 consumed.push_back(i);
@@ -294,12 +340,13 @@ task_client::consume_bundled(std::string bundle, zkco::node node,
         }
         std::sort(consumed.begin(), consumed.end());
         consumed.erase(std::unique(consumed.begin(), consumed.end()), consumed.end());
+        const bool all = consumed.size() >= size;
         std::vector<zkco::multi_op> ops;
-        if (consumed.size() >= size) {
+        if (all) {
             ops.emplace_back(zkco::op::remove{path, node.stat.version});
         } else {
             auto marked = *decoded;
-            marked.consumed = std::move(consumed);
+            marked.consumed = consumed;
             ops.emplace_back(zkco::op::set{path, encode(marked), node.stat.version});
         }
         auto [ec, per_op] =
@@ -307,27 +354,51 @@ task_client::consume_bundled(std::string bundle, zkco::node node,
         if (!ec) {
             co_return std::pair(std::move(*decoded), std::move(taken));
         }
-        if (ec == zkco::condition::retryable && ec != asio::error::operation_aborted) {
+        const bool conflict = ec == zkco::errc::bad_version || ec == zkco::errc::no_node;
+        bool unknown = false;  // whether our write applied
+        if (!conflict) {
+            if (ec != zkco::condition::retryable || ec == asio::error::operation_aborted) {
+                co_return ec;  // no_auth, the client going away, ...
+            }
+            unknown = true;
             const bool retry = co_await reconnected_after(zk_, ec);
             if (!retry) {
-                co_return ec;
-            }
-            ours = true;
-        } else if (ec == asio::error::operation_aborted) {
-            co_return ec;
-        }
-        // Someone else consumed some meanwhile (bad version), or all (no node): read again.
-        auto again = co_await zk_.get(path);
-        if (!again) {
-            if (again.error() == zkco::errc::no_node) {
-                if (!ours) {
-                    taken = std::move(indices);
-                }
+                // The session is gone: deliver what we read (at least once, as a plain wait).
                 co_return std::pair(std::move(*decoded), std::move(taken));
             }
-            co_return again.error();
+        }
+        auto again = co_await read_node(path);
+        if (!again) {
+            if (again.error() != zkco::errc::no_node) {
+                co_return again.error();
+            }
+            // Gone: others consumed all the rest (ours too, unless our write applied: when
+            // that is unknown, deliver, at least once).
+            if (!unknown) {
+                taken = std::move(indices);
+            }
+            co_return std::pair(std::move(*decoded), std::move(taken));
+        }
+        if (unknown && !all && again->stat.version == node.stat.version + 1) {
+            auto now = decode_result(again->data);
+            if (now && now->consumed == consumed) {
+                co_return std::pair(std::move(*decoded), std::move(taken));  // ours applied
+            }
         }
         node = std::move(*again);
+    }
+}
+
+asio::awaitable<zkco::result<zkco::node>> task_client::read_node(std::string path) {
+    for (;;) {
+        auto node = co_await zk_.get(path);
+        if (node || node.error() == zkco::errc::no_node) {
+            co_return node;
+        }
+        const bool retry = co_await reconnected_after(zk_, node.error());
+        if (!retry) {
+            co_return node.error();
+        }
     }
 }
 

@@ -71,8 +71,9 @@ public:
     /// Waits (by watch, never polling) until the task's result exists, reads it and consumes
     /// it: exactly one caller gets it. For a bundled task, the waits of one client on tasks of
     /// one bundle share one read, and the bundle's node goes once every task's result was
-    /// consumed (by whichever clients). Errors: garbage_result, no_node (someone else consumed
-    /// it), the session's errors.
+    /// consumed (by whichever clients); a wait on a bundle's own id consumes the whole bundle.
+    /// A wait cancelled before its result was read consumes nothing. Errors: garbage_result,
+    /// no_node (someone else consumed it), the session's errors.
     boost::asio::awaitable<zkco::result<task_result>> wait(std::string tid);
 
     /// Where the task is now: pending, assigned or running (with the worker), or finished
@@ -96,6 +97,8 @@ private:
 
     /// Waits until `path` exists and reads it.
     boost::asio::awaitable<zkco::result<zkco::node>> await_node(std::string path);
+    /// Reads `path`, again after a connection loss the session survives.
+    boost::asio::awaitable<zkco::result<zkco::node>> read_node(std::string path);
     boost::asio::awaitable<zkco::result<task_result>> wait_bundled(std::string bundle,
                                                                    std::size_t index,
                                                                    std::string tid);

@@ -8,6 +8,7 @@
 #include "roles/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -254,7 +256,9 @@ private:
     /// holds one entry per task and sums them up: their common state, or failed.
     asio::awaitable<task_result> call_bundle(const task_spec& spec,
                                              const std::shared_ptr<running_task>& t) {
-        std::vector<task_result> entries(spec.bundle.size());
+        // Failed until its call says otherwise (a call that never ran reports nothing).
+        std::vector<task_result> entries(spec.bundle.size(),
+                                         failure(task_error::handler_error, "not run"));
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -265,6 +269,16 @@ private:
         co_await calls.async_wait(asio::use_awaitable);
         if (auto e = calls.first_exception()) {
             std::rethrow_exception(e);
+        }
+        for (auto& e : entries) {
+            // Each entry within its share of the result, and decodable where it sits.
+            if (auto ok = validate_bundled(e); !ok) {
+                e = failure(task_error::handler_error,
+                            "the handler's result cannot be stored: " + ok.error().message);
+            }
+            if (e.error && e.error->message.size() > budget / 2) {
+                e.error->message.resize(budget / 2);
+            }
         }
         task_result r;
         std::size_t failed = 0;
@@ -295,17 +309,31 @@ private:
                                       std::size_t value_limit) {
         auto c = std::make_shared<handler_call>(zk_.get_executor());
         const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
+        // The timeout counts from when a pool thread starts the handler, not while it queues
+        // (behind a bundle's other tasks, say): the job tells the loop when it starts.
+        std::function<void()> started;
         if (spec.timeout.count() > 0) {
-            c->deadline.expires_after(spec.timeout);
-            c->deadline.async_wait([c](zkco::error_code ec) {
-                if (!ec && !c->done) {
-                    c->timed_out = true;
-                    c->stop.request_stop();
-                }
-            });
+            started = [c, timeout = spec.timeout, ex = zk_.get_executor()] {
+                asio::post(ex, [c, timeout] {
+                    if (c->done) {
+                        return;
+                    }
+                    c->deadline.expires_after(timeout);
+                    c->deadline.async_wait([c](zkco::error_code ec) {
+                        if (!ec && !c->done) {
+                            c->timed_out = true;
+                            c->stop.request_stop();
+                        }
+                    });
+                });
+            };
         }
         // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
-        auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token()]() {
+        auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
+                    started = std::move(started)]() {
+            if (started) {
+                started();
+            }
             return run_handler(reg, type, args, token);
         };
         auto outcome = co_await reactor::offload(pool_, std::move(job));

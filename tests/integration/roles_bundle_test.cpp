@@ -158,6 +158,41 @@ TEST_F(RolesBundle, WaitsShareOneReadAndClientsShareABundle) {
     }(), 120s);
 }
 
+TEST_F(RolesBundle, AWaitThatTimesOutLeavesNothingBehind) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        task_client tc(*zk, layout_);
+        submit_options how;
+        how.bundle = 3;
+        std::vector<task_request> reqs(3, task_request{"echo", "x"});
+        auto ids = co_await tc.submit(reqs, how);
+        ASSERT_TRUE(ids);
+        // No worker yet: the first wait reads for two, and both give up.
+        std::vector<std::string> two{(*ids)[0], (*ids)[1]};
+        std::vector<zkd::zkco::result<task_result>> early(2, zkd::zkco::error_code{});
+        zkd::reactor::task_group waits(ioc_.get_executor());
+        for (std::size_t i = 0; i < 2; ++i) {
+            waits.spawn([&, i]() -> asio::awaitable<void> {
+                early[i] = co_await zkd::zkco::with_timeout(tc.wait(two[i]), 300ms);
+            });
+        }
+        co_await waits.async_wait(asio::use_awaitable);
+        for (const auto& r : early) {
+            ASSERT_FALSE(r);
+            EXPECT_EQ(r.error(), zkd::zkco::errc::operation_timeout) << r.error().message();
+        }
+        // Later waits are not stuck behind the abandoned ones, and nothing was consumed.
+        co_await start_worker("w1", 1);
+        auto got = co_await wait_all(tc, *ids);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+            EXPECT_EQ(got[i]->value, json::value("x"));
+        }
+        EXPECT_EQ(co_await queued(*zk, true), 0U);
+    }(), 120s);
+}
+
 TEST_F(RolesBundle, ABundleIsCancelledAsAWhole) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_session();
