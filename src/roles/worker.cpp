@@ -58,6 +58,29 @@ struct handler_call {
     asio::steady_timer deadline;  // the task's timeout
 };
 
+/// Cuts `s` to at most `n` bytes without splitting a UTF-8 character (JSON must stay valid).
+void cut_utf8(std::string& s, std::size_t n) {
+    if (s.size() <= n) {
+        return;
+    }
+    s.resize(n);
+    std::size_t keep = s.size();
+    // Drop a trailing lead byte and its continuation bytes if the character was cut short.
+    std::size_t back = 0;
+    while (back < 4 && back < keep &&
+           (static_cast<unsigned char>(s[keep - 1 - back]) & 0xC0U) == 0x80U) {
+        ++back;
+    }
+    if (back < keep) {
+        const auto lead = static_cast<unsigned char>(s[keep - 1 - back]);
+        const std::size_t need = lead >= 0xF0U ? 4 : lead >= 0xE0U ? 3 : lead >= 0xC0U ? 2 : 1;
+        if (need != back + 1) {
+            keep -= back + 1;
+        }
+    }
+    s.resize(keep);
+}
+
 /// The largest encoded value a bundle's task may keep so that the bundle's result fits.
 std::size_t bundled_value_budget(std::size_t tasks) {
     return (max_result_bytes - 4096) / std::max<std::size_t>(tasks, 1);
@@ -276,8 +299,8 @@ private:
                 e = failure(task_error::handler_error,
                             "the handler's result cannot be stored: " + ok.error().message);
             }
-            if (e.error && e.error->message.size() > budget / 2) {
-                e.error->message.resize(budget / 2);
+            if (e.error) {
+                cut_utf8(e.error->message, budget / 2);
             }
         }
         task_result r;

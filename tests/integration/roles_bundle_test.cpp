@@ -263,6 +263,39 @@ TEST_F(RolesBundle, ADepartedWorkersBundleIsRequeuedWhole) {
     }(), 120s);
 }
 
+TEST_F(RolesBundle, ABigBundlesLongErrorsAreCutToFitItsResult) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        co_await start_worker("w1", 2);
+        task_client tc(*zk, layout_);
+        // 1,000 failing tasks in one bundle, each with a 479-byte message ("x" and two-byte
+        // characters): more than each one's share of a result. Each is cut to its share,
+        // between characters (else the result would not be JSON).
+        std::string message = "x";
+        for (int i = 0; i < 239; ++i) {
+            message += "\xc3\xa9";  // é
+        }
+        std::vector<task_request> reqs(1000, task_request{"fail", json::value{{"message", message}}});
+        submit_options how;
+        how.bundle = 1000;
+        auto ids = co_await tc.submit(reqs, how);
+        ASSERT_TRUE(ids) << ids.error().message();
+        ASSERT_EQ(ids->size(), 1000U);
+        EXPECT_EQ(bundle_size(parse_task_ref(ids->front())->node), 1000U);
+        auto got = co_await wait_all(tc, *ids);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+            EXPECT_EQ(got[i]->state, task_state::failed);
+            ASSERT_TRUE(got[i]->error);
+            const auto& m = got[i]->error->message;
+            EXPECT_LT(m.size(), message.size()) << i;
+            EXPECT_GT(m.size(), 100U) << i;
+            EXPECT_EQ(m.size() % 2, 1U) << i;  // "x" and whole characters
+        }
+    }(), 120s);
+}
+
 TEST_F(RolesBundle, ABundleThatLiesAboutItsSizeEndsMalformed) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_session();
