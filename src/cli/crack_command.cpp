@@ -21,6 +21,7 @@ namespace {
 
 constexpr const char* crack_help = R"(usage: zkd crack HASH (--wordlist FILE | --charset SET --max-length N) [options]
        zkd crack --status HASH
+       zkd crack --forget HASH
 
 Finds a string whose MD5 is HASH (32 hex digits) with the whole cluster: the search is split
 into partitions (md5-crack tasks) spread over the workers. As soon as one partition finds
@@ -44,6 +45,8 @@ unreachable, 4 --timeout ran out (the job keeps running).
   --partition-timeout DUR time limit of each partition (default none)
   --timeout DUR           stop following after DUR (exit 4; the job goes on)
   --status                only say whether a job for HASH is running, found or failed
+  --forget                delete the finished jobs of HASH (found, not found, failed; a
+                          running one is kept): job nodes stay until forgotten
   --no-progress           no progress line (it is shown only when stderr is a terminal)
   --zk, --namespace, --connect-timeout, --user, --password, --password-file, --config
                           as for every command (see 'zkd submit --help')
@@ -115,6 +118,7 @@ int cmd_crack(int argc, char** argv) {
                                                 {"--max-length", true, false}, {"--min-length", true, false},
                                                 {"--partitions"}, {"--priority"}, {"--partition-timeout"},
                                                 {"--timeout", true, false}, {"--status", false, false},
+                                                {"--forget", false, false},
                                                 {"--no-progress", false, false}}));
     if (a.has("--help")) {
         std::fputs(crack_help, stdout);
@@ -125,7 +129,15 @@ int cmd_crack(int argc, char** argv) {
     }
     roles::crack_spec spec;
     spec.hash = a.positional[0];
-    const bool status_only = a.has("--status");
+    const bool forget = a.has("--forget");
+    if (forget && a.has("--status")) {
+        throw usage_error("--status and --forget exclude each other");
+    }
+    const bool status_only = a.has("--status") || forget;
+    if (status_only && (a.has("--wordlist") || a.has("--charset") || a.has("--max-length"))) {
+        throw usage_error(std::string(forget ? "--forget" : "--status") +
+                          " takes only HASH, no search options");
+    }
     if (!status_only) {
         const bool words = a.has("--wordlist");
         const bool brute = a.has("--charset") || a.has("--max-length");
@@ -166,6 +178,30 @@ int cmd_crack(int argc, char** argv) {
     const bool progress = !a.has("--no-progress") && ::isatty(2) == 1;
     const auto target = target_of(a);
     return with_cluster(target, !status_only, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        if (forget) {
+            auto done = co_await roles::crack_forget(zk, spec.hash);
+            if (!done) {
+                if (done.error().category() == roles::crack_category()) {
+                    complain(done.error().message());
+                    co_return exit_usage;
+                }
+                complain("cannot forget the jobs: " + done.error().message());
+                co_return exit_failed;
+            }
+            for (const auto& info : done->removed) {
+                std::printf("forgot %s (%s)\n", info.id.c_str(),
+                            info.job ? std::string(roles::to_string(info.job->state)).c_str()
+                                     : "unreadable");
+            }
+            for (const auto& info : done->kept) {
+                std::printf("kept %s: still running\n", info.id.c_str());
+            }
+            if (done->removed.empty() && done->kept.empty()) {
+                std::printf("no job for %s\n", spec.hash.c_str());
+                co_return exit_not_found;
+            }
+            co_return exit_ok;
+        }
         if (status_only) {
             auto jobs = co_await roles::crack_status(zk, spec.hash);
             if (!jobs) {

@@ -1518,6 +1518,7 @@ asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
         }
         crack_job_info info;
         info.id = name;
+        info.version = node->stat.version;
         auto doc = decode_crack_job(node->data);
         if (doc) {
             info.job = std::move(*doc);
@@ -1531,6 +1532,30 @@ asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
         const std::int64_t tb = b.job ? b.job->created_ms : 0;
         return ta != tb ? ta < tb : a.id < b.id;
     });
+    co_return out;
+}
+
+asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk,
+                                                              std::string hash) {
+    auto jobs = co_await crack_status(zk, std::move(hash));
+    if (!jobs) {
+        co_return jobs.error();
+    }
+    crack_forgotten out;
+    for (auto& info : *jobs) {
+        if (info.job && info.job->state == crack_state::running) {
+            out.kept.push_back(std::move(info));
+            continue;
+        }
+        auto removed = co_await zk.remove(std::string(crack_jobs_dir) + "/" + info.id, info.version);
+        if (removed) {
+            out.removed.push_back(std::move(info));
+        } else if (removed.error() == zkco::errc::bad_version) {
+            out.kept.push_back(std::move(info));  // changed meanwhile (a retry started)
+        } else if (removed.error() != zkco::errc::no_node) {
+            co_return removed.error();
+        }
+    }
     co_return out;
 }
 

@@ -227,6 +227,7 @@ struct crack_job_info {
     std::string id;
     std::optional<crack_job> job;  ///< nullopt: the node is garbage (see `problem`)
     std::string problem;
+    std::int32_t version = -1;     ///< the node's data version when read
 };
 
 /// The crack jobs of `hash` (any case): every /jobs child named crack-<hash>-*, oldest
@@ -235,6 +236,19 @@ struct crack_job_info {
 boost::asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
     zkco::client& zk, std::string hash
 );
+
+/// What crack_forget did with each job of a hash.
+struct crack_forgotten {
+    std::vector<crack_job_info> removed;  ///< finished (or garbage) jobs, now deleted
+    std::vector<crack_job_info> kept;     ///< running, or changed while we looked
+};
+
+/// Deletes the finished jobs of `hash` (found, not_found, failed) and its garbage job nodes,
+/// each only if unchanged since it was read (a failed job being retried is kept); running
+/// jobs stay. Their partitions' unconsumed results, if any, go with the results' retention
+/// (docs/protocol.md T8). Errors: bad_hash, the session's errors.
+boost::asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk,
+                                                                   std::string hash);
 
 }  // namespace zkd::roles
 

@@ -323,6 +323,20 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
     EXPECT_EQ(r.exit_code, 2);
     r = zkd({"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "40"});
     EXPECT_EQ(r.exit_code, 2);
+    r = zkd({"crack", "--forget", "--status", hash});
+    EXPECT_EQ(r.exit_code, 2);
+    r = zkd({"crack", "--forget", hash, "--charset", "lower"});
+    EXPECT_EQ(r.exit_code, 2);
+
+    // Forgetting: the finished job goes, then there is nothing to forget or report.
+    r = zkd({"crack", "--forget", hash});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("forgot crack-" + hash + "-"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(found)"), std::string::npos) << r.out;
+    r = zkd({"crack", "--forget", hash});
+    EXPECT_EQ(r.exit_code, 5) << r.out;
+    status = zkd({"crack", "--status", hash});
+    EXPECT_EQ(status.exit_code, 5) << status.out;
 }
 
 }  // namespace

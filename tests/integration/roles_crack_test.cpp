@@ -562,6 +562,11 @@ TEST_F(RolesCrack, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
             EXPECT_EQ(
                 still.value().front().job->state, crack_state::running
             );  // outlives its client
+            // Forgetting keeps a running job.
+            auto keep = co_await crack_forget(*zk, spec.hash);
+            ASSERT_TRUE(keep) << keep.error().message();
+            EXPECT_TRUE(keep->removed.empty());
+            EXPECT_EQ(keep->kept.size(), 1U);
 
             // A worker joins; a new client joins the job and sees it through.
             co_await start_worker("w1", 2);
@@ -575,6 +580,16 @@ TEST_F(RolesCrack, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
             EXPECT_EQ(found->front().job->state, crack_state::found);
             EXPECT_EQ(found->front().job->preimage, "cab");
             EXPECT_EQ(master_stats_.assigned, 3U);
+
+            // Forgetting deletes the finished job, and garbage under the hash's name.
+            const std::string junk = "/jobs/crack-" + spec.hash + "-junk";
+            ASSERT_TRUE(co_await zk->create(junk, "not a job"s));
+            auto forgot = co_await crack_forget(*zk, spec.hash);
+            ASSERT_TRUE(forgot) << forgot.error().message();
+            EXPECT_EQ(forgot->removed.size(), 2U);
+            EXPECT_TRUE(forgot->kept.empty());
+            EXPECT_TRUE((co_await crack_status(*zk, spec.hash)).value().empty());
+            EXPECT_EQ((co_await crack_forget(*zk, "nothex"s)).error(), crack_errc::bad_hash);
         }(),
         120s
     );
