@@ -86,6 +86,16 @@ void print_failed(const std::vector<roles::crack_failed_partition>& failed) {
     }
 }
 
+/// Says why reading (or deleting) the jobs failed; the exit code for it.
+int jobs_failed(const zkco::error_code& ec, const std::string& what) {
+    if (ec.category() == roles::crack_category()) {
+        complain(ec.message());  // a bad hash
+        return exit_usage;
+    }
+    complain(what + ": " + ec.message());
+    return exit_failed;
+}
+
 int print_status(const std::vector<roles::crack_job_info>& jobs, const std::string& hash) {
     if (jobs.empty()) {
         std::printf("no job for %s\n", hash.c_str());
@@ -181,12 +191,7 @@ int cmd_crack(int argc, char** argv) {
         if (forget) {
             auto done = co_await roles::crack_forget(zk, spec.hash);
             if (!done) {
-                if (done.error().category() == roles::crack_category()) {
-                    complain(done.error().message());
-                    co_return exit_usage;
-                }
-                complain("cannot forget the jobs: " + done.error().message());
-                co_return exit_failed;
+                co_return jobs_failed(done.error(), "cannot forget the jobs");
             }
             for (const auto& info : done->removed) {
                 std::printf("forgot %s (%s)\n", info.id.c_str(),
@@ -194,7 +199,9 @@ int cmd_crack(int argc, char** argv) {
                                      : "unreadable");
             }
             for (const auto& info : done->kept) {
-                std::printf("kept %s: still running\n", info.id.c_str());
+                std::printf("kept %s (%s)\n", info.id.c_str(),
+                            info.job ? std::string(roles::to_string(info.job->state)).c_str()
+                                     : "changed meanwhile");
             }
             if (done->removed.empty() && done->kept.empty()) {
                 std::printf("no job for %s\n", spec.hash.c_str());
@@ -205,12 +212,7 @@ int cmd_crack(int argc, char** argv) {
         if (status_only) {
             auto jobs = co_await roles::crack_status(zk, spec.hash);
             if (!jobs) {
-                if (jobs.error().category() == roles::crack_category()) {
-                    complain(jobs.error().message());
-                    co_return exit_usage;
-                }
-                complain("cannot read the jobs: " + jobs.error().message());
-                co_return exit_failed;
+                co_return jobs_failed(jobs.error(), "cannot read the jobs");
             }
             co_return print_status(*jobs, spec.hash);
         }
