@@ -31,7 +31,8 @@ work is done once); a client that stops leaves the job running, and running the 
 again follows it. Partitions of a worker that dies are redone elsewhere.
 
 Exit codes: 0 found, 1 not found (or partitions failed: listed), 2 bad input, 3 ZooKeeper
-unreachable, 4 --timeout ran out (the job keeps running).
+unreachable, 4 --timeout ran out (the job keeps running), 5 no job for HASH (--status,
+--forget).
 
   --wordlist FILE         try each line of FILE (UTF-8; invalid lines are skipped, with a
                           warning); the list travels in the tasks: at most about 800 KB

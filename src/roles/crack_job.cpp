@@ -410,8 +410,8 @@ asio::awaitable<bool> cancelled() {
 /// After an error: true when retrying makes sense (the outcome was unknown, the session is
 /// back) and the calling coroutine was not cancelled.
 asio::awaitable<bool> retry_after(zkco::client& zk, zkco::error_code ec) {
-    const auto cs = co_await asio::this_coro::cancellation_state;
-    if (cs.cancelled() != asio::cancellation_type::none) {
+    const bool stopped = co_await cancelled();
+    if (stopped) {
         co_return false;
     }
     const bool again = co_await reconnected_after(zk, ec);
@@ -810,8 +810,8 @@ private:
             }
             wake_.expires_at(job_.state == crack_state::found ? cleanup_until : next_scan_);
             co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
-            const auto cs = co_await asio::this_coro::cancellation_state;
-            if (cs.cancelled() != asio::cancellation_type::none) {
+            const bool stopped = co_await cancelled();
+            if (stopped) {
                 failure = asio::error::operation_aborted;
                 break;
             }
@@ -895,6 +895,15 @@ private:
         wake_.cancel();
     }
 
+    /// A watcher's error ends the run with it, unless the watcher was cancelled (the run is
+    /// stopping then anyway).
+    asio::awaitable<void> fail_unless_cancelled(zkco::error_code ec) {
+        const bool stopped = co_await cancelled();
+        if (!stopped) {
+            fail(ec);
+        }
+    }
+
     /// Starts a watcher for each open partition's current task that has none.
     void sync_watchers() {
         for (std::size_t i = 0; i < job_.tasks.size(); ++i) {
@@ -918,10 +927,7 @@ private:
                 if (retry) {
                     continue;
                 }
-                const auto cs = co_await asio::this_coro::cancellation_state;
-                if (cs.cancelled() == asio::cancellation_type::none) {
-                    fail(w.error());
-                }
+                co_await fail_unless_cancelled(w.error());
                 co_return;
             }
             if (w->value) {
@@ -941,10 +947,7 @@ private:
             }
             auto ev = co_await w->watch.changed();
             if (!ev) {
-                const auto cs = co_await asio::this_coro::cancellation_state;
-                if (cs.cancelled() == asio::cancellation_type::none) {
-                    fail(ev.error());
-                }
+                co_await fail_unless_cancelled(ev.error());
                 co_return;
             }
         }
@@ -964,10 +967,7 @@ private:
                 if (retry) {
                     continue;
                 }
-                const auto cs = co_await asio::this_coro::cancellation_state;
-                if (cs.cancelled() == asio::cancellation_type::none) {
-                    fail(w.error());
-                }
+                co_await fail_unless_cancelled(w.error());
                 co_return;
             }
             auto doc = decode_crack_job(w->value.data);
@@ -979,10 +979,7 @@ private:
             wake_.cancel();
             auto ev = co_await w->watch.changed();
             if (!ev) {
-                const auto cs = co_await asio::this_coro::cancellation_state;
-                if (cs.cancelled() == asio::cancellation_type::none) {
-                    fail(ev.error());
-                }
+                co_await fail_unless_cancelled(ev.error());
                 co_return;
             }
         }

@@ -423,19 +423,8 @@ asio::awaitable<zkco::result<zkco::node>> task_client::await_node(std::string pa
                 continue;
             }
         }
-        there = false;
-        auto node = co_await zk_.get(path);
-        if (!node) {
-            if (node.error() == zkco::errc::no_node) {
-                co_return zkco::error_code(zkco::errc::no_node);  // someone else consumed it
-            }
-            const bool retry = co_await reconnected_after(zk_, node.error());
-            if (retry) {
-                continue;
-            }
-            co_return node.error();
-        }
-        co_return std::move(*node);
+        // no_node: someone else consumed it.
+        co_return co_await read_node(path);
     }
 }
 

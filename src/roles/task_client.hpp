@@ -41,7 +41,7 @@ struct task_request {
 struct submit_options {
     /// Most tasks per bundle (docs/protocol.md §4.1): consecutive tasks of one call with the
     /// same type, priority, timeout and max_attempts share one node, up to this many (at most
-    /// max_bundle_tasks) and 500 KiB. A bundle moves as a unit: one worker runs its tasks,
+    /// max_bundle_tasks) and what fits a node (max_task_bytes). A bundle moves as a unit: one worker runs its tasks,
     /// their results come back together, a cancel of one task cancels the bundle, a retry
     /// retries it. Fewer ZooKeeper requests per task, so far more tasks per second. 1 (the
     /// default): every task its own node.

@@ -350,13 +350,20 @@ TEST_F(RolesCluster, TheMasterReadsABacklogOnlyAsSlotsFree) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await session();
         layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        co_await start_master();
+        std::size_t depth = 0;
+        master_options opts;
+        opts.on_queue_depth = [&depth](std::size_t n) { depth = n; };
+        co_await start_master(std::move(opts));
         client* master_zk = sessions_.back().get();
         task_client tc(*zk, layout_);
         std::vector<task_request> reqs(300, task_request{"echo", json::value("backlog")});
         auto ids = co_await tc.submit(std::move(reqs));
         ASSERT_TRUE(ids);
-        co_await settle(500ms);
+        // Once the master knows all 300, give it time to (wrongly) read them.
+        std::function<bool()> known = [&depth] { return depth == 300; };
+        const bool all_known = co_await zkd::test::wait_for(std::move(known));
+        ASSERT_TRUE(all_known) << "the master saw " << depth << " pending tasks";
+        co_await settle(300ms);
         // No worker: the master lists its shards but reads none of the 300 tasks.
         const auto idle_reads = master_zk->counters().reads;
         EXPECT_LT(idle_reads, 150U);

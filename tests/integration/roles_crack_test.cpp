@@ -280,6 +280,11 @@ protected:
         co_return false;
     }
 
+    asio::awaitable<void> expect_cluster_empty(client& zk) {
+        const bool empty = co_await cluster_is_empty(zk);
+        EXPECT_TRUE(empty) << "tasks left pending, assigned or unconsumed";
+    }
+
     std::uint64_t started() {
         std::uint64_t n = 0;
         for (const auto& [name, s] : worker_stats_) {
@@ -377,8 +382,7 @@ TEST_F(RolesCrack, ReportsNotFoundWhenThePreimageIsOutsideTheSpace) {
             EXPECT_EQ(r->size, 1364U);
             const auto job = co_await job_of(*zk, spec);
             EXPECT_EQ(job.partitions, "nnnnn");
-            const bool empty = co_await cluster_is_empty(*zk);
-            EXPECT_TRUE(empty);
+            co_await expect_cluster_empty(*zk);
             EXPECT_EQ(master_stats_.assigned, 5U);
         }(),
         120s
@@ -416,8 +420,7 @@ TEST_F(RolesCrack, AFindCancelsTheRemainingPartitions) {
             EXPECT_LT(job.tried, job.size / 8) << job.tried;
             RecordProperty("partitions_started", static_cast<int>(started()));
             RecordProperty("candidates_tried", std::to_string(job.tried));
-            const bool empty = co_await cluster_is_empty(*zk);
-            EXPECT_TRUE(empty);
+            co_await expect_cluster_empty(*zk);
         }(),
         300s
     );
@@ -451,8 +454,7 @@ TEST_F(RolesCrack, TwoClientsCrackingTheSameHashShareOneJob) {
             EXPECT_EQ(started(), 12U);
             const auto job = co_await job_of(*zk, spec);
             EXPECT_EQ(job.found_partition, 11);
-            const bool empty = co_await cluster_is_empty(*zk);
-            EXPECT_TRUE(empty);
+            co_await expect_cluster_empty(*zk);
         }(),
         180s
     );
@@ -483,8 +485,7 @@ TEST_F(RolesCrack, AWorkersPartitionsAreRedoneWhenItLeaves) {
             EXPECT_GE(master_stats_.requeued, 1U);
             EXPECT_EQ(worker_stats_["doomed"].published, 0U);
             EXPECT_EQ(worker_stats_["heir"].published, 8U);
-            const bool empty = co_await cluster_is_empty(*zk);
-            EXPECT_TRUE(empty);
+            co_await expect_cluster_empty(*zk);
         }(),
         300s
     );
@@ -524,8 +525,7 @@ TEST_F(RolesCrack, AWordListJob) {
             EXPECT_EQ(none->state, crack_state::not_found);
             EXPECT_EQ(none->total, 6);
             EXPECT_EQ(none->tried, 5001U);
-            const bool empty = co_await cluster_is_empty(*zk);
-            EXPECT_TRUE(empty);
+            co_await expect_cluster_empty(*zk);
         }(),
         120s
     );
@@ -642,8 +642,7 @@ TEST_F(RolesCrack, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
             EXPECT_EQ(after.retries, 1);
             EXPECT_NE(after.tasks[1], before.tasks[1]);
             EXPECT_EQ(after.tasks[0], before.tasks[0]);
-            const bool empty = co_await cluster_is_empty(*zk);
-            EXPECT_TRUE(empty);
+            co_await expect_cluster_empty(*zk);
         }(),
         120s
     );
@@ -660,6 +659,7 @@ TEST_F(RolesCrack, BadInputIsRefusedBeforeAnythingIsWritten) {
             bad = brute("abc", "abc", 3, 0);
             bad.hash = "0123";
             auto bad_hash = co_await crack(*zk, bad);
+            ASSERT_FALSE(bad_hash);
             EXPECT_EQ(bad_hash.error(), crack_errc::bad_hash);
 
             // About 1.4 MB of words: more than one transaction can carry.
@@ -676,6 +676,7 @@ TEST_F(RolesCrack, BadInputIsRefusedBeforeAnythingIsWritten) {
 
             // Nothing was written: no job node, no task.
             auto jobs = co_await zk->get_children(std::string(crack_jobs_dir));
+            ASSERT_TRUE(jobs || jobs.error() == zkd::zkco::errc::no_node) << jobs.error().message();
             EXPECT_TRUE(!jobs || jobs->names.empty());
             const std::size_t pending = co_await queued(*zk, false);
             EXPECT_EQ(pending, 0U);

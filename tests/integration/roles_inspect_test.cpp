@@ -174,6 +174,8 @@ TEST_F(RolesInspect, ViewsFollowTasksThroughTheirLives) {
             EXPECT_EQ(p.priority, 4);
             EXPECT_EQ(p.attempt, 1);
             EXPECT_GE(p.age_ms, 0);
+            EXPECT_LE(p.age_ms, now_ms() - p.submitted_ms);  // measured before this line
+            EXPECT_LT(p.age_ms, 60'000);
             EXPECT_GT(p.submitted_ms, 0);
             const auto& a = list->assigned.front();
             EXPECT_EQ(a.id, running_id);

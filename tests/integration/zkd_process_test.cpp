@@ -396,7 +396,16 @@ TEST_F(ZkdProcess, AZooKeeperRestartWithinTheSessionTimeoutLosesNothing) {
         }
         auto ids = co_await tc.submit(std::move(reqs));
         ASSERT_TRUE(ids) << ids.error().message();
-        co_await settle(300ms);
+        // Stop ZooKeeper once work flows: the first results exist.
+        std::size_t results = 0;
+        for (int i = 0; i < 500 && results == 0; ++i) {
+            co_await settle(10ms);
+            for (const auto& shard : l->result_shard_paths()) {
+                auto kids = co_await zk->get_children(shard);
+                results += kids ? kids->names.size() : 0;
+            }
+        }
+        ASSERT_GT(results, 0U);
         server->stop_member(0);
         co_await settle(500ms);
         server->start_member(0);
