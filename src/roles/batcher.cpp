@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "roles/batcher.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
@@ -20,6 +26,7 @@ struct multi_batcher::group {
     std::size_t bytes = 0;
     handler h;
     std::vector<std::size_t> index;  // where each op sits in the transaction being sent
+    bool decided = false;            // its transaction writes a receipt (async_submit_decided)
 };
 
 struct multi_batcher::state : std::enable_shared_from_this<state> {
@@ -34,6 +41,31 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
     int in_flight = 0;
     std::size_t in_flight_groups = 0;
     stats counters;
+
+    // Receipts (enable_receipts): slot k is the node "<receipt_prefix><k>".
+    struct receipt_slot {
+        bool created = false;  // the node exists (as far as we know)
+        bool busy = false;     // a transaction in flight or being resolved writes it
+    };
+    std::string receipt_prefix;  // empty: no receipts
+    std::vector<receipt_slot> slots;
+    std::uint64_t sequence = 0;
+
+    [[nodiscard]] std::string receipt_path(std::size_t k) const {
+        return receipt_prefix + std::to_string(k);
+    }
+
+    /// A free receipt slot, marked busy.
+    std::size_t take_slot() {
+        for (std::size_t k = 0; k < slots.size(); ++k) {
+            if (!slots[k].busy) {
+                slots[k].busy = true;
+                return k;
+            }
+        }
+        slots.push_back(receipt_slot{false, true});
+        return slots.size() - 1;
+    }
 
     void complete(group& g, zkco::error_code ec, std::vector<zkco::op_result> results) {
         ++counters.groups;
@@ -79,16 +111,107 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             batch.push_back(std::move(g));
             queue.pop_front();
         }
+        std::optional<receipt> rc;
+        const bool decided = std::any_of(batch.begin(), batch.end(), [](const group& g) { return g.decided; });
+        if (decided && !receipt_prefix.empty()) {
+            rc = receipt{take_slot(), ++sequence, ops.size()};
+            const auto path = receipt_path(rc->slot);
+            if (slots[rc->slot].created) {
+                ops.emplace_back(zkco::op::set{path, std::to_string(rc->sequence), zkco::any_version});
+            } else {
+                ops.emplace_back(zkco::op::create{path, std::to_string(rc->sequence),
+                                                  zkco::create_mode::ephemeral, {}});
+            }
+        }
         ++in_flight;
         in_flight_groups += batch.size();
         ++counters.transactions;
         counters.ops += ops.size();
         zk->async_multi(std::move(ops), [self = shared_from_this(), batch = std::move(batch),
-                                         prefix_size = prefix.size()](
+                                         prefix_size = prefix.size(), rc](
                                             zkco::error_code ec,
                                             std::vector<zkco::op_result> results) mutable {
-            self->done(std::move(batch), prefix_size, ec, std::move(results));
+            self->done(std::move(batch), prefix_size, rc, ec, std::move(results));
         });
+    }
+
+    /// The receipt a transaction writes: its slot, its sequence number, its op's index.
+    struct receipt {
+        std::size_t slot = 0;
+        std::uint64_t sequence = 0;
+        std::size_t index = 0;
+    };
+
+    /// After a transaction whose answer was lost: once connected again, its receipt says
+    /// whether it applied. Its groups then complete, or go back to the queue.
+    static boost::asio::awaitable<void> resolve(std::shared_ptr<state> self, std::vector<group> batch,
+                                                receipt rc, zkco::error_code lost) {
+        const auto path = self->receipt_path(rc.slot);
+        std::optional<bool> applied;
+        while (!applied && self->zk != nullptr) {
+            auto& zk = *self->zk;
+            if (zkco::is_terminal(zk.state())) {
+                break;  // the session is gone: the outcome stays unknown
+            }
+            if (zk.state() != zkco::session_state::connected) {
+                co_await zk.async_wait_state(zk.state_generation(),
+                                             asio::as_tuple(asio::use_awaitable));
+                continue;
+            }
+            // Caught up with the leader first: the receipt read must see our write, if any.
+            auto [sec] = co_await zk.async_sync(path, asio::as_tuple(asio::use_awaitable));
+            if (self->zk == nullptr) {
+                break;
+            }
+            if (sec) {
+                continue;  // not connected after all: wait again
+            }
+            auto [gec, node] = co_await self->zk->async_get(path, asio::as_tuple(asio::use_awaitable));
+            if (gec == zkco::errc::no_node) {
+                applied = false;
+                self->slots[rc.slot].created = false;
+            } else if (!gec) {
+                applied = node.data == std::to_string(rc.sequence);
+                self->slots[rc.slot].created = true;
+            } else if (gec != zkco::condition::retryable) {
+                break;
+            }
+        }
+        self->slots[rc.slot].busy = false;
+        if (!applied || self->zk == nullptr) {
+            for (auto& g : batch) {
+                self->complete(g, self->zk == nullptr ? zkco::error_code(asio::error::operation_aborted) : lost, {});
+            }
+            co_return;
+        }
+        if (*applied) {
+            ++self->counters.receipts_found;
+            for (auto& g : batch) {
+                self->complete(g, {}, std::vector<zkco::op_result>(g.ops.size()));
+            }
+        } else {
+            self->counters.resent += batch.size();
+            // NOLINTNEXTLINE(modernize-loop-convert): clang 14 cannot parse libstdc++ 12 ranges
+            for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+                self->queue.push_front(std::move(*it));
+            }
+            self->pump();
+        }
+    }
+
+    static boost::asio::awaitable<void> resolve_and_count(std::shared_ptr<state> self,
+                                                          std::vector<group> batch, receipt rc,
+                                                          zkco::error_code lost) {
+        const auto n = batch.size();
+        co_await resolve(self, std::move(batch), rc, lost);
+        self->in_flight_groups -= n;
+    }
+
+    void disable_receipts(zkco::error_code why) {
+        spdlog::warn("batcher: cannot write receipts under {}: {}; a transaction whose answer is "
+                     "lost now completes with its error",
+                     receipt_prefix, why.message());
+        receipt_prefix.clear();
     }
 
     static std::vector<zkco::op_result> slice(const group& g,
@@ -104,13 +227,42 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         return out;
     }
 
-    void done(std::vector<group> batch, std::size_t prefix_size, zkco::error_code ec,
-              std::vector<zkco::op_result> results) {
+    void done(std::vector<group> batch, std::size_t prefix_size, std::optional<receipt> rc,
+              zkco::error_code ec, std::vector<zkco::op_result> results) {
         --in_flight;
         in_flight_groups -= batch.size();
+        if (rc && ec && results.empty() && ec == zkco::condition::retryable &&
+            ec != asio::error::operation_aborted && zk != nullptr && !zkco::is_terminal(zk->state())) {
+            // Applied or not: the receipt will tell, once connected again.
+            ++counters.unknown;
+            in_flight_groups += batch.size();  // still ours: flush() waits for them
+            asio::co_spawn(ex, resolve_and_count(shared_from_this(), std::move(batch), *rc, ec),
+                           asio::detached);
+            return;
+        }
         std::optional<std::size_t> failed;
         if (ec && !results.empty()) {
             failed = zkco::multi_result{ec, results}.failed_op();
+        }
+        if (rc) {
+            slots[rc->slot].busy = false;
+            if (!ec) {
+                slots[rc->slot].created = true;
+            } else if (failed && *failed == rc->index) {
+                // The receipt's own op failed: we were wrong about whether its node exists
+                // (someone deleted it, or an earlier transaction made it), or receipts cannot
+                // be written here at all. The groups did not apply: they go again.
+                const auto why = results[rc->index].ec;
+                if (why == zkco::errc::node_exists || why == zkco::errc::no_node) {
+                    const bool was = slots[rc->slot].created;
+                    slots[rc->slot].created = why == zkco::errc::node_exists;
+                    if (was == slots[rc->slot].created) {
+                        disable_receipts(why);  // the directory itself is missing
+                    }
+                } else {
+                    disable_receipts(why);
+                }
+            }
         }
         // Groups that did not apply because another one failed go back to the front, in
         // order, before anyone's handler runs (a handler may submit more).
@@ -154,6 +306,10 @@ multi_batcher::~multi_batcher() {
     }
 }
 
+void multi_batcher::enable_receipts(std::string dir, std::string name) {
+    state_->receipt_prefix = zkco::join_path(dir, name) + "-";
+}
+
 void multi_batcher::set_prefix(std::vector<zkco::multi_op> prefix) {
     state_->prefix_bytes = 0;
     for (const auto& op : prefix) {
@@ -164,18 +320,20 @@ void multi_batcher::set_prefix(std::vector<zkco::multi_op> prefix) {
 
 const multi_batcher::stats& multi_batcher::counters() const noexcept { return state_->counters; }
 
+bool multi_batcher::receipts_enabled() const noexcept { return !state_->receipt_prefix.empty(); }
+
 std::size_t multi_batcher::outstanding() const noexcept {
     return state_->queue.size() + state_->in_flight_groups;
 }
 
-void multi_batcher::submit(std::vector<zkco::multi_op> ops, handler h) {
+void multi_batcher::submit(std::vector<zkco::multi_op> ops, handler h, bool decided) {
     std::size_t bytes = 0;
     for (const auto& op : ops) {
         bytes += zkco::estimated_size(op);
     }
     // Constructed, never assigned: Boost 1.81's any_completion_handler move assignment wraps
     // its source again and again until the stack overflows.
-    state_->queue.push_back(group{std::move(ops), bytes, std::move(h), {}});
+    state_->queue.push_back(group{std::move(ops), bytes, std::move(h), {}, decided});
     state_->pump();
 }
 

@@ -43,6 +43,8 @@ public:
         std::uint64_t groups = 0;        ///< groups completed
         std::uint64_t ops = 0;           ///< ops sent, prefix included
         std::uint64_t resent = 0;        ///< groups sent again after another group failed
+        std::uint64_t unknown = 0;       ///< transactions whose answer was lost (receipts)
+        std::uint64_t receipts_found = 0;  ///< of those, the ones a receipt showed applied
     };
 
     multi_batcher(zkco::client& zk, limits lim);
@@ -54,17 +56,41 @@ public:
     /// Ops put at the head of every transaction from now on (already queued groups too).
     void set_prefix(std::vector<zkco::multi_op> prefix);
 
+    /// Makes the outcome of groups submitted with async_submit_decided decidable after a lost
+    /// connection (docs/protocol.md §6 T1): each transaction holding one of them also writes
+    /// a receipt, one of a few ephemeral
+    /// nodes `<dir>/<name>-<k>` of this session, with the transaction's sequence number. When
+    /// the connection is lost with a transaction in flight and the session lives on, the
+    /// batcher waits for the connection, reads the receipt, and completes the groups as
+    /// applied (with empty op results) or sends them again: a group is never applied twice
+    /// and never completes with an unknown outcome while the session lives. `dir` must
+    /// exist; `name` must be unique among the sessions that may use `dir` at once.
+    void enable_receipts(std::string dir, std::string name);
+
     /// Queues a group. Signature: void(error_code, std::vector<zkco::op_result>): the group's
     /// own op results (empty when the transaction had none), in the group's order.
     template <class CompletionToken>
     auto async_submit(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
         return boost::asio::async_initiate<
             CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
-            [this](auto h, std::vector<zkco::multi_op> g) { submit(std::move(g), std::move(h)); },
+            [this](auto h, std::vector<zkco::multi_op> g) { submit(std::move(g), std::move(h), false); },
+            token, std::move(ops));
+    }
+
+    /// As async_submit, for a group whose outcome must be known even when the answer is lost
+    /// (creates that must not be sent twice): its transaction writes a receipt, if receipts
+    /// are enabled (enable_receipts).
+    template <class CompletionToken>
+    auto async_submit_decided(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
+        return boost::asio::async_initiate<
+            CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
+            [this](auto h, std::vector<zkco::multi_op> g) { submit(std::move(g), std::move(h), true); },
             token, std::move(ops));
     }
 
     [[nodiscard]] const stats& counters() const noexcept;
+    /// True while transactions write receipts (enable_receipts, and none failed for good).
+    [[nodiscard]] bool receipts_enabled() const noexcept;
     /// Groups queued or in flight.
     [[nodiscard]] std::size_t outstanding() const noexcept;
 
@@ -74,7 +100,7 @@ private:
     struct group;
     struct state;
 
-    void submit(std::vector<zkco::multi_op> ops, handler h);
+    void submit(std::vector<zkco::multi_op> ops, handler h, bool decided);
 
     std::shared_ptr<state> state_;
 };

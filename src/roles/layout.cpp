@@ -92,6 +92,7 @@ std::vector<std::string> layout::fixed_nodes() const {
     nodes.push_back(results_dir());
     for (auto& p : result_shard_paths()) nodes.push_back(std::move(p));
     nodes.push_back(cancel_dir());
+    nodes.push_back(receipts_dir());
     return nodes;
 }
 

@@ -68,6 +68,9 @@ struct layout {
     std::vector<std::string> result_shard_paths() const;
 
     static std::string cancel_dir() { return "/cancel"; }
+
+    /// "/receipts": clients' receipts (ephemeral), which make a lost submit decidable (T1).
+    static std::string receipts_dir() { return "/receipts"; }
     static std::string cancel_request(std::string_view tid);
 
     /// Every persistent node the first process creates, parents first: /meta, /epoch, the

@@ -2,14 +2,18 @@
 #include "roles/task_client.hpp"
 
 #include "roles/election.hpp"
+#include "roles/foreign.hpp"
 #include "roles/ids.hpp"
 #include "roles/inspect.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <boost/json/serialize.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +53,8 @@ zkco::error_code make_error_code(client_errc e) noexcept {
 }
 
 task_client::task_client(zkco::client& zk, layout l) : zk_(zk), l_(l), batcher_(zk) {}
+
+task_client::~task_client() { *alive_ = false; }
 
 namespace {
 
@@ -150,6 +156,13 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         zkco::error_code first_error;
         asio::steady_timer all_done;
     };
+    if (!receipts_ && zk_.session()) {
+        // One name per session and client: the session's id makes it unique (T1).
+        receipts_ = true;
+        batcher_.enable_receipts(layout::receipts_dir(),
+                                 fmt::format("{:016x}-{}", static_cast<std::uint64_t>(zk_.session()->id),
+                                             ids_.client_hex()));
+    }
     auto st = std::make_shared<state>(zk_.get_executor());
     st->ids = std::move(nodes);
     st->data = std::move(data);
@@ -158,12 +171,16 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     *send = [this, st, weak_send = std::weak_ptr(send)](std::size_t i) {
         std::vector<zkco::multi_op> ops{zkco::op::create{l_.pending_task(st->ids[i]), st->data[i],
                                                          zkco::create_mode::persistent, {}}};
-        batcher_.async_submit(std::move(ops), [this, st, weak_send, i](zkco::error_code ec, auto) {
+        batcher_.async_submit_decided(std::move(ops), [this, st, weak_send, i](zkco::error_code ec, auto) {
+            // With receipts the batcher decides a lost answer itself and never completes a
+            // group with an unknown outcome while the session lives. Without (a cluster whose
+            // layout has no /receipts), the create is sent again: node_exists then means it
+            // got there, but a task taken by the master meanwhile would be created twice.
             // operation_aborted: the batcher (and maybe this client) is gone; do not retry.
-            if (ec == zkco::condition::retryable && ec != boost::asio::error::operation_aborted &&
-                !zkco::is_terminal(zk_.state())) {
+            if (!batcher_.receipts_enabled() && ec == zkco::condition::retryable &&
+                ec != boost::asio::error::operation_aborted && !zkco::is_terminal(zk_.state())) {
                 if (auto again = weak_send.lock()) {
-                    (*again)(i);  // idempotent: the id is ours; node_exists means it got there
+                    (*again)(i);
                     return;
                 }
             }
@@ -210,8 +227,7 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
     if (!node) {
         co_return node.error();
     }
-    std::vector<zkco::multi_op> consume{zkco::op::remove{l_.result(tid), zkco::any_version}};
-    batcher_.async_submit(std::move(consume), [](zkco::error_code, auto) {});
+    consume_result(l_.result(tid));  // garbage too (§8): it is nobody's result
     auto decoded = decode_result(node->data);
     if (!decoded) {
         co_return zkco::error_code(client_errc::garbage_result);
@@ -325,8 +341,7 @@ task_client::consume_bundled(std::string bundle, zkco::node node,
     for (;;) {
         auto decoded = decode_result(node.data);
         if (!decoded) {
-            std::vector<zkco::multi_op> drop{zkco::op::remove{path, zkco::any_version}};
-            batcher_.async_submit(std::move(drop), [](zkco::error_code, auto) {});
+            consume_result(path);  // garbage is nobody's result (§8)
             co_return zkco::error_code(client_errc::garbage_result);
         }
         std::vector<std::size_t> taken;
@@ -439,9 +454,51 @@ asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) 
     co_return task_status{info->state, std::move(info->worker), std::move(info->result)};
 }
 
+void task_client::consume_result(std::string path) {
+    ++consuming_;
+    asio::co_spawn(zk_.get_executor(), consume_until_done(std::move(path)), asio::detached);
+}
+
+asio::awaitable<void> task_client::consume_until_done(std::string path) {
+    const auto alive = alive_;
+    for (int tries = 0; tries < 10; ++tries) {
+        std::vector<zkco::multi_op> remove{zkco::op::remove{path, zkco::any_version}};
+        auto [ec, r] = co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
+        if (!*alive || ec == asio::error::operation_aborted) {
+            co_return;  // this client is gone (or going)
+        }
+        if (!ec || ec == zkco::errc::no_node) {
+            break;  // consumed (no_node: by an earlier try whose answer was lost)
+        }
+        if (ec == zkco::errc::not_empty) {
+            // Someone wrote below the result: clear it (§8), then delete it.
+            auto removed = co_await remove_children(zk_, path);
+            if (!*alive) {
+                co_return;
+            }
+            if (removed) {
+                spdlog::warn("client: deleted {} node(s) someone else wrote below {}", *removed, path);
+                continue;
+            }
+            ec = removed.error();
+        }
+        const bool retry = co_await reconnected_after(zk_, ec);
+        if (!*alive) {
+            co_return;
+        }
+        if (!retry) {
+            spdlog::warn("client: could not consume {}: {}; it stays until the master's result "
+                         "retention deletes it",
+                         path, ec.message());
+            break;
+        }
+    }
+    --consuming_;
+}
+
 asio::awaitable<void> task_client::flush() {
     asio::steady_timer t(zk_.get_executor());
-    while (batcher_.outstanding() > 0 && !zkco::is_terminal(zk_.state())) {
+    while ((batcher_.outstanding() > 0 || consuming_ > 0) && !zkco::is_terminal(zk_.state())) {
         t.expires_after(std::chrono::milliseconds(2));
         co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     }

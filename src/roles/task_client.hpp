@@ -61,6 +61,9 @@ struct task_status {
 class task_client {
 public:
     task_client(zkco::client& zk, layout l);
+    ~task_client();
+    task_client(const task_client&) = delete;
+    task_client& operator=(const task_client&) = delete;
 
     /// Submits the tasks and yields their ids, in order (a bundled task's id is
     /// `<bundle id>.<index>`). Validated first: nothing is sent if one is invalid
@@ -83,8 +86,9 @@ public:
     boost::asio::awaitable<zkco::result<task_status>> status(std::string tid);
 
     /// Completes once every write this client queued has been answered (the deletes that
-    /// consume results are sent without waiting): call it before closing the session, or
-    /// they may never reach the server. Completes at once when the session is gone.
+    /// consume results are sent without waiting, and retried after a connection loss): call
+    /// it before closing the session, or they may never reach the server. Completes at once
+    /// when the session is gone.
     boost::asio::awaitable<void> flush();
 
     /// Asks the master to cancel the task (T7); the result says how it ended.
@@ -99,6 +103,11 @@ private:
     boost::asio::awaitable<zkco::result<zkco::node>> await_node(std::string path);
     /// Reads `path`, again after a connection loss the session survives.
     boost::asio::awaitable<zkco::result<zkco::node>> read_node(std::string path);
+    /// T5 for a task's own result node: deletes it in the background (batched), again after
+    /// a connection loss the session survives, after deleting what others wrote below it;
+    /// what cannot be deleted is logged (it stays until the master's retention, T8).
+    void consume_result(std::string path);
+    boost::asio::awaitable<void> consume_until_done(std::string path);
     boost::asio::awaitable<zkco::result<task_result>> wait_bundled(std::string bundle,
                                                                    std::size_t index,
                                                                    std::string tid);
@@ -112,6 +121,10 @@ private:
     task_id_generator ids_;
     multi_batcher batcher_;
     std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
+    std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
+    bool receipts_ = false;      ///< the batcher writes receipts (from the first submit on)
+    /// False once this client is destroyed: background work of it checks before touching it.
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace zkd::roles

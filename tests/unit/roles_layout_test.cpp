@@ -81,7 +81,7 @@ TEST(RolesLayout, ShardLists) {
 TEST(RolesLayout, FixedNodesParentsFirst) {
     for (const layout l : {layout{}, layout{1, 1}, layout{3, 120}}) {
         const auto nodes = l.fixed_nodes();
-        EXPECT_EQ(nodes.size(), 8U + l.pending_shards + l.result_shards);
+        EXPECT_EQ(nodes.size(), 9U + l.pending_shards + l.result_shards);
         EXPECT_EQ(nodes.front(), "/meta");
         std::set<std::string> seen;
         for (const auto& p : nodes) {
@@ -92,7 +92,8 @@ TEST(RolesLayout, FixedNodesParentsFirst) {
         }
         for (const auto& must : {layout::epoch(), layout::election_dir(), layout::workers_dir(),
                                  layout::assign_dir(), layout::pending_dir(),
-                                 layout::results_dir(), layout::cancel_dir()}) {
+                                 layout::results_dir(), layout::cancel_dir(),
+                                 layout::receipts_dir()}) {
             EXPECT_TRUE(seen.contains(must)) << must;
         }
         for (const auto& p : l.pending_shard_paths()) EXPECT_TRUE(seen.contains(p)) << p;

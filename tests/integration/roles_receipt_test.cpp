@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+// A submit whose answer is lost (docs/protocol.md §6 T1): the connection to ZooKeeper drops
+// with the create in flight while the session lives on. Whether it applied is decided from
+// ZooKeeper (the transaction's receipt), never guessed: a task is created exactly once, even
+// when the master took it away before the client could look.
+#include "roles/election.hpp"
+#include "roles/task_client.hpp"
+#include "support/relay.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::literals;
+using namespace zkd::roles;
+using zkd::zkco::client;
+
+namespace {
+
+class RolesReceipt : public zkd::test::zk_test {
+protected:
+    asio::awaitable<void> pause(std::chrono::milliseconds d) {
+        asio::steady_timer t(ioc_, d);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+
+    /// Waits until `path` exists (true) or 10 s passed.
+    asio::awaitable<bool> appears(client& zk, std::string path) {
+        for (int i = 0; i < 500; ++i) {
+            auto e = co_await zk.exists(path);
+            if (e && e->has_value()) {
+                co_return true;
+            }
+            co_await pause(20ms);
+        }
+        co_return false;
+    }
+
+    /// Children of every pending shard.
+    asio::awaitable<std::size_t> pending(client& zk, const layout& l) {
+        std::size_t n = 0;
+        for (const auto& shard : l.pending_shard_paths()) {
+            auto kids = co_await zk.get_children(shard);
+            n += kids ? kids->names.size() : 0;
+        }
+        co_return n;
+    }
+
+    std::vector<task_request> one_echo() {
+        std::vector<task_request> v;
+        v.push_back(task_request{"echo"s, json::value(1)});
+        return v;
+    }
+};
+
+TEST_F(RolesReceipt, ALostAnswerToASubmitTheMasterAlreadyTookIsNotSentAgain) {
+    run([&]() -> asio::awaitable<void> {
+        client direct(ioc_.get_executor(), make_config());
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(direct.connect(), 10s));
+        auto l = co_await ensure_layout(direct, meta_info{});
+        ASSERT_TRUE(l);
+
+        zkd::test::relay wire(ioc_, base_);
+        auto cfg = make_config(8s);
+        cfg.connect_string = wire.address() + chroot_;
+        client zk(ioc_.get_executor(), cfg);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        task_client tc(zk, *l);
+        auto warm = co_await tc.submit(one_echo());  // a first submit, answered
+        ASSERT_TRUE(warm);
+        ASSERT_TRUE(co_await direct.remove(l->pending_task(warm->front())));
+
+        // The create reaches the server; its answer never comes back.
+        wire.drop_answers(true);
+        std::optional<zkd::zkco::result<std::vector<std::string>>> submitted;
+        asio::co_spawn(ioc_, [&]() -> asio::awaitable<void> { submitted = co_await tc.submit(one_echo()); },
+                       asio::detached);
+        // It applied: the task is there. "The master" takes it at once.
+        std::string tid;
+        for (int i = 0; i < 500 && tid.empty(); ++i) {
+            for (const auto& shard : l->pending_shard_paths()) {
+                auto kids = co_await direct.get_children(shard);
+                if (kids && !kids->names.empty()) {
+                    tid = kids->names.front();
+                }
+            }
+            co_await pause(10ms);
+        }
+        ASSERT_FALSE(tid.empty()) << "the create never reached the server";
+        ASSERT_TRUE(co_await direct.remove(l->pending_task(tid)));
+        // The connection drops with the answer lost; the session lives on.
+        wire.cut();
+        wire.drop_answers(false);
+        for (int i = 0; i < 500 && !submitted; ++i) {
+            co_await pause(20ms);
+        }
+        ASSERT_TRUE(submitted) << "submit never completed";
+        ASSERT_TRUE(*submitted) << submitted->error().message();
+        EXPECT_EQ(submitted->value().front(), tid);
+        co_await tc.flush();
+        EXPECT_EQ(co_await pending(direct, *l), 0U) << "the task was created a second time";
+        co_await zk.close();
+        co_await direct.close();
+        wire.stop();
+    }(), 60s);
+}
+
+TEST_F(RolesReceipt, ALostSubmitThatNeverArrivedIsSentAgainOnce) {
+    run([&]() -> asio::awaitable<void> {
+        client direct(ioc_.get_executor(), make_config());
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(direct.connect(), 10s));
+        auto l = co_await ensure_layout(direct, meta_info{});
+        ASSERT_TRUE(l);
+
+        zkd::test::relay wire(ioc_, base_);
+        auto cfg = make_config(8s);
+        cfg.connect_string = wire.address() + chroot_;
+        client zk(ioc_.get_executor(), cfg);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        task_client tc(zk, *l);
+        auto warm = co_await tc.submit(one_echo());
+        ASSERT_TRUE(warm);
+        ASSERT_TRUE(co_await direct.remove(l->pending_task(warm->front())));
+
+        // The create never reaches the server.
+        wire.drop_requests(true);
+        std::optional<zkd::zkco::result<std::vector<std::string>>> submitted;
+        asio::co_spawn(ioc_, [&]() -> asio::awaitable<void> { submitted = co_await tc.submit(one_echo()); },
+                       asio::detached);
+        co_await pause(200ms);
+        EXPECT_EQ(co_await pending(direct, *l), 0U);
+        wire.cut();
+        wire.drop_requests(false);
+        for (int i = 0; i < 500 && !submitted; ++i) {
+            co_await pause(20ms);
+        }
+        ASSERT_TRUE(submitted) << "submit never completed";
+        ASSERT_TRUE(*submitted) << submitted->error().message();
+        ASSERT_TRUE(co_await appears(direct, l->pending_task(submitted->value().front())));
+        co_await tc.flush();
+        EXPECT_EQ(co_await pending(direct, *l), 1U);
+        co_await zk.close();
+        co_await direct.close();
+        wire.stop();
+    }(), 60s);
+}
+
+}  // namespace
