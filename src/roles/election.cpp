@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "roles/election.hpp"
 
+#include "roles/foreign.hpp"
 #include "roles/ids.hpp"
 #include "zkco/deadline.hpp"
 
@@ -176,12 +177,14 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info 
     }
     spdlog::debug("election: {} is candidate {}", me.id, mine->path);
 
+    std::set<std::string> persistent;  // well-named, but no session owns them: not candidates
     for (;;) {
         auto kids = co_await retry_unknown(zk, [&] { return zk.get_children(layout::election_dir()); });
         if (!kids) {
             co_return kids.error();
         }
-        const auto all = candidates(kids->names);
+        auto all = candidates(kids->names);
+        std::erase_if(all, [&](const candidate& c) { return persistent.contains(c.name); });
         const auto me_at = std::find_if(all.begin(), all.end(), [&](const candidate& c) {
             return c.node.member == me.id && c.node.sequence == mine->sequence;
         });
@@ -201,6 +204,14 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info 
         }
         if (!w->value) {
             continue;  // gone already
+        }
+        if (!is_ephemeral(*w->value)) {
+            // Written by someone else: it would lead forever without ever acting (§8).
+            spdlog::warn("election: ignoring /election/{}: it is not ephemeral (no candidate's "
+                         "session owns it)",
+                         before.name);
+            persistent.insert(before.name);
+            continue;
         }
         spdlog::debug("election: {} waits for {}", me.id, before.name);
         if (auto ev = co_await w->watch.changed(); !ev && ev.error() == zkco::condition::session_lost) {

@@ -668,7 +668,7 @@ json::value to_json(const task_list& t) {
 
 json::value to_json(const task_result& r) {
     boost::system::error_code ec;
-    auto v = json::parse(encode(r), ec);
+    auto v = parse_json(encode(r), ec);  // the protocol's depth, not Boost.JSON's default
     return ec ? json::value(nullptr) : v;
 }
 

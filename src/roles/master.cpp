@@ -4,6 +4,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
+#include "roles/foreign.hpp"
 #include "roles/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -55,7 +56,18 @@ struct worker_view {
     bool alive = true;
     std::set<std::string> assigned;  // from its directory, plus our commits
     int in_flight = 0;               // assignments sent, not yet answered
+    bool dir_missing = false;        // its /assign/<id> was deleted: nothing can go there
 };
+
+/// A pending task whose transactions failed for reasons of its own: it waits before the
+/// next try, longer each time, so no failure turns into a loop.
+struct trouble {
+    int failures = 0;
+    std::chrono::steady_clock::time_point not_before;
+};
+
+/// Tries before a task that cannot be assigned gets a failed result instead.
+constexpr int max_assign_failures = 4;
 
 class master_session {
 public:
@@ -64,9 +76,15 @@ public:
         : zk_(zk), l_(l), me_(std::move(me)), epoch_(epoch), opts_(opts),
           stats_(stats != nullptr ? stats : &own_stats_), batcher_(zk), group_(zk.get_executor()),
           wake_(zk.get_executor()), grace_(zk.get_executor()), placer_(opts.policy),
-          self_(std::make_shared<master_session*>(this)) {
+          self_(std::make_shared<master_session*>(this)),
+          retry_(zk.get_executor(), asio::steady_timer::time_point::max()) {
         // Every master transaction fails once a newer master has bumped the epoch.
         batcher_.set_prefix({zkco::op::check{layout::epoch(), static_cast<std::int32_t>(epoch)}});
+        master_node_ = me_;
+        master_node_.epoch = epoch;
+        if (master_node_.since_ms == 0) {
+            master_node_.since_ms = now_ms();
+        }
     }
     master_session(const master_session&) = delete;
     master_session& operator=(const master_session&) = delete;
@@ -77,6 +95,8 @@ public:
         stats_->deposed = false;
         group_.spawn([this] { return collect_garbage(); }, "gc");
         group_.spawn([this] { return report(); }, "report");
+        group_.spawn([this] { return watch_epoch(); }, "epoch");
+        group_.spawn([this] { return keep_master_node(); }, "master");
         group_.spawn(
             [this] {
                 return follow(layout::workers_dir(),
@@ -108,6 +128,7 @@ public:
         co_await schedule_loop();
         stop_ = true;
         grace_.cancel();
+        retry_.cancel();
         group_.emit(asio::cancellation_type::terminal);
         co_await group_.async_wait(asio::as_tuple(asio::use_awaitable));
         // Answers to what we sent touch this session: wait for them (they end with the session).
@@ -172,6 +193,7 @@ private:
         explicit countdown(const asio::any_io_executor& ex)
             : timer(ex, asio::steady_timer::time_point::max()) {}
         std::size_t left = 0;
+        std::size_t failed = 0;  // for callers that count failures
         asio::steady_timer timer;
         void done() {
             if (--left == 0) {
@@ -266,6 +288,7 @@ private:
                 group_.spawn([this, id = id] { return requeue_departed(id); }, "requeue");
             }
         }
+        std::erase_if(ignored_, [&](const std::string& id) { return !now.contains(id); });
         std::vector<std::string> joined;
         std::vector<std::string> paths;
         for (const auto& id : now) {
@@ -278,6 +301,15 @@ private:
         for (std::size_t i = 0; i < joined.size(); ++i) {
             if (!nodes[i]) {
                 continue;  // gone again
+            }
+            if (!is_ephemeral(nodes[i]->stat)) {
+                // Only a live session stands for a worker: a persistent node would take
+                // tasks that nobody runs, forever.
+                spdlog::warn("master: ignoring worker node /workers/{}: it is not ephemeral (written "
+                             "by someone else, not by a zkd worker's session)",
+                             joined[i]);
+                ignored_.insert(joined[i]);
+                continue;
             }
             auto info = decode_worker(nodes[i]->data);
             if (!info) {
@@ -293,13 +325,7 @@ private:
             }
             workers_[joined[i]] = worker_view{std::move(*info), true, {}, 0};
             group_.spawn([this, id = joined[i]] { return watch_worker(id); }, "worker");
-            group_.spawn(
-                [this, id = joined[i]] {
-                    return follow(layout::assign_dir(id), [this, id](std::vector<std::string> n) {
-                        return worker_dir_changed(id, std::move(n));
-                    });
-                },
-                "assign");
+            group_.spawn([this, id = joined[i]] { return follow_worker_dir(id); }, "assign");
         }
         co_return true;
     }
@@ -335,6 +361,47 @@ private:
                 if (!go_on) {
                     co_return;
                 }
+            }
+        }
+    }
+
+    /// Follows a live worker's assignment directory. Should someone delete it, nothing can
+    /// be assigned there until it is back (the worker makes it again): wait for it.
+    asio::awaitable<void> follow_worker_dir(std::string id) {
+        const std::string dir = layout::assign_dir(id);
+        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+        auto changed = [this, id](std::vector<std::string> n) { return worker_dir_changed(id, std::move(n)); };
+        while (!stopping()) {
+            co_await follow(dir, changed);
+            auto it = workers_.find(id);
+            if (stopping() || it == workers_.end() || !it->second.alive) {
+                co_return;
+            }
+            if (!it->second.dir_missing) {
+                spdlog::warn("master: the assignment directory of worker {} was deleted; it gets no "
+                             "tasks until it is back",
+                             id);
+            }
+            it->second.dir_missing = true;
+            auto w = co_await zk_.watch_exists(dir);
+            if (!w) {
+                const bool go_on = co_await recover(w.error(), dir);
+                if (!go_on) {
+                    co_return;
+                }
+                continue;
+            }
+            if (!w->value) {
+                auto ev = co_await w->watch.changed();
+                if (!ev) {
+                    const bool go_on = co_await recover(ev.error(), dir);
+                    if (!go_on) {
+                        co_return;
+                    }
+                }
+            }
+            if (auto again = workers_.find(id); again != workers_.end()) {
+                again->second.dir_missing = false;
             }
         }
     }
@@ -422,6 +489,7 @@ private:
 
     void forget(std::map<std::string, pending_entry>::iterator p) {
         loaded_.erase(p->first);
+        troubled_.erase(p->first);
         pending_.erase(p);
     }
 
@@ -484,7 +552,15 @@ private:
                 failed = failed || nodes[i].error() != zkco::errc::no_node;
                 continue;
             }
-            if (auto spec = decode_task(nodes[i]->data)) {
+            if (nodes[i]->stat.num_children > 0) {
+                clear_foreign(pending_path(tids[i], p));
+            }
+            if (nodes[i]->data.size() > max_task_bytes) {
+                // Written by someone else (a client refuses it): too big to assign (§4).
+                p.malformed = "the task node holds " + std::to_string(nodes[i]->data.size()) +
+                              " bytes, over the " + std::to_string(max_task_bytes) +
+                              " a task may hold";
+            } else if (auto spec = decode_task(nodes[i]->data)) {
                 p.spec = std::make_unique<task_spec>(std::move(*spec));
             } else {
                 p.malformed = spec.error().message;
@@ -500,6 +576,66 @@ private:
         wake();
     }
 
+    /// Deletes what others wrote below a node of ours (§8), once at a time per node, so the
+    /// transaction that deletes the node can succeed; the schedule loop tries again after.
+    void clear_foreign(const std::string& path) {
+        if (!clearing_.insert(path).second) {
+            return;
+        }
+        group_.spawn([this, path]() -> asio::awaitable<void> {
+            auto removed = co_await remove_children(zk_, path);
+            if (removed) {
+                spdlog::warn("master: deleted {} node(s) someone else wrote below {}", *removed, path);
+            } else {
+                spdlog::warn("master: cannot delete what someone else wrote below {}: {}", path,
+                             removed.error().message());
+            }
+            clearing_.erase(path);
+            wake();
+        }, "foreign");
+    }
+
+    /// Notes a failed transaction about pending task `tid`: it waits before its next try.
+    /// Yields how many times it has failed so far. The first failure is logged.
+    int note_trouble(const std::string& tid, std::string_view what, zkco::error_code ec) {
+        auto& t = troubled_[tid];
+        ++t.failures;
+        const auto wait = std::min(std::chrono::milliseconds(100) * (1 << std::min(t.failures, 6)),
+                                   std::chrono::milliseconds(5000));
+        t.not_before = std::chrono::steady_clock::now() + wait;
+        if (t.failures == 1) {
+            spdlog::warn("master: {} {} failed: {}; trying again in {} ms", what, tid, ec.message(),
+                         wait.count());
+        }
+        return t.failures;
+    }
+
+    /// Wakes the schedule loop when the next task in trouble may be tried again.
+    void arm_retry() {
+        const auto now = std::chrono::steady_clock::now();
+        auto next = asio::steady_timer::time_point::max();
+        for (const auto& [tid, t] : troubled_) {
+            if (t.not_before > now) {
+                next = std::min(next, t.not_before);
+            }
+        }
+        if (next == asio::steady_timer::time_point::max() || next == retry_.expiry()) {
+            return;
+        }
+        retry_.expires_at(next);
+        retry_.async_wait([self = self_](zkco::error_code e) {
+            if (!e && *self != nullptr) {
+                (*self)->wake();
+            }
+        });
+    }
+
+    /// False while a task waits after a failure.
+    [[nodiscard]] bool may_try(const std::string& tid) const {
+        const auto t = troubled_.find(tid);
+        return t == troubled_.end() || t->second.not_before <= std::chrono::steady_clock::now();
+    }
+
     asio::awaitable<bool> cancels_changed(std::vector<std::string> names) {
         cancels_ = std::set<std::string>(names.begin(), names.end());
         std::erase_if(unknown_cancels_, [&](const auto& e) { return !cancels_.contains(e.first); });
@@ -510,6 +646,7 @@ private:
 
     asio::awaitable<void> requeue_departed(std::string id) {
         const std::string dir = layout::assign_dir(id);
+        auto backoff = std::chrono::milliseconds(100);
         while (!stopping()) {
             auto kids = co_await zk_.get_children(dir);
             if (!kids) {
@@ -542,7 +679,12 @@ private:
                 if (!ec || ec == zkco::errc::no_node || stopping()) {
                     break;
                 }
-                continue;  // not empty yet (a marker, or an assignment racing in): look again
+                // Not empty yet (a marker, or an assignment racing in): look again, after a
+                // pause should it keep failing.
+                asio::steady_timer pause(zk_.get_executor(), backoff);
+                co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+                backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+                continue;
             }
             std::vector<std::string> paths;
             paths.reserve(tids.size());
@@ -593,8 +735,15 @@ private:
                                                       zkco::create_mode::persistent, {}});
                 }
                 ++pending->left;
-                send(std::move(ops), [pending, tid, outcome, attempt = spec ? spec->attempt : 0](
-                                         master_session& m, zkco::error_code ec, auto) {
+                send(std::move(ops), [pending, tid, outcome, attempt = spec ? spec->attempt : 0,
+                                      path = paths[i]](master_session& m, zkco::error_code ec,
+                                                                std::vector<zkco::op_result> r) {
+                    if (ec) {
+                        ++pending->failed;
+                        if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
+                            m.clear_foreign(path);  // someone wrote below the assignment
+                        }
+                    }
                     if (!ec) {
                         if (outcome == lost) {
                             ++m.stats_->lost;
@@ -613,6 +762,12 @@ private:
                 });
             }
             co_await pending->wait();
+            if (pending->failed > 0) {
+                // Not in a tight loop: what failed is looked at again after a pause.
+                asio::steady_timer pause(zk_.get_executor(), backoff);
+                co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+                backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+            }
         }
         workers_.erase(id);
         wake();
@@ -636,6 +791,7 @@ private:
             reject_unplaceable();
             assign();
             load_more();
+            arm_retry();
             if (opts_.on_queue_depth) {
                 opts_.on_queue_depth(pending_.size());
             }
@@ -698,14 +854,6 @@ private:
     // --- the throughput figure in /master ------------------------------------------------
 
     asio::awaitable<void> report() {
-        auto node = co_await zk_.get(layout::master());
-        if (!node) {
-            co_return;
-        }
-        auto me = decode_master(node->data);
-        if (!me) {
-            co_return;
-        }
         const auto start = std::chrono::steady_clock::now();
         asio::steady_timer timer(zk_.get_executor());
         double written = 0;
@@ -732,9 +880,72 @@ private:
                 continue;
             }
             written = rate;
-            me->throughput = rate;
-            send({zkco::op::set{layout::master(), encode(*me), zkco::any_version}},
+            master_node_.throughput = rate;
+            send({zkco::op::set{layout::master(), encode(master_node_), zkco::any_version}},
                  [](master_session&, zkco::error_code, auto) {});
+        }
+    }
+
+    /// Watches /epoch: whoever moves it past our epoch deposes us at once, not only at our
+    /// next write (which may be far off in an idle cluster).
+    asio::awaitable<void> watch_epoch() {
+        while (!stopping()) {
+            auto w = co_await zk_.watch_exists(layout::epoch());
+            if (!w) {
+                const bool go_on = co_await recover(w.error(), layout::epoch());
+                if (!go_on) {
+                    co_return;
+                }
+                continue;
+            }
+            if (!w->value || (*w->value).version != epoch_) {
+                stats_->deposed = true;
+                stop_ = true;
+                wake();
+                co_return;
+            }
+            auto ev = co_await w->watch.changed();
+            if (!ev) {
+                const bool go_on = co_await recover(ev.error(), layout::epoch());
+                if (!go_on) {
+                    co_return;
+                }
+            }
+        }
+    }
+
+    /// Keeps /master (§2), which operators and clients read, in place: should someone delete
+    /// or replace it, it is written again (fenced like every master write).
+    asio::awaitable<void> keep_master_node() {
+        const auto session = zk_.session();
+        while (!stopping()) {
+            auto w = co_await zk_.watch_exists(layout::master());
+            if (!w) {
+                const bool go_on = co_await recover(w.error(), layout::master());
+                if (!go_on) {
+                    co_return;
+                }
+                continue;
+            }
+            const bool ours = w->value && session && (*w->value).ephemeral_owner == session->id;
+            if (!ours) {
+                spdlog::warn("master {}: /master was {}; writing it again", me_.id,
+                             w->value ? "replaced by someone else" : "deleted");
+                group_ops ops;
+                if (w->value) {
+                    ops.emplace_back(zkco::op::remove{layout::master(), (*w->value).version});
+                }
+                ops.emplace_back(zkco::op::create{layout::master(), encode(master_node_),
+                                                  zkco::create_mode::ephemeral, {}});
+                send(std::move(ops), [](master_session&, zkco::error_code, auto) {});
+            }
+            auto ev = co_await w->watch.changed();
+            if (!ev) {
+                const bool go_on = co_await recover(ev.error(), layout::master());
+                if (!go_on) {
+                    co_return;
+                }
+            }
         }
     }
 
@@ -752,6 +963,9 @@ private:
                 }
             }
             const bool retry = cancel_failures_.contains(tid);
+            if (p != pending_.end() && clearing_.contains(pending_path(tid, p->second))) {
+                continue;  // cancelled once what others wrote below it is gone
+            }
             if (!retry && p != pending_.end() && !p->second.in_flight) {
                 p->second.in_flight = true;
                 ops = {zkco::op::remove{pending_path(tid, p->second), zkco::any_version},
@@ -778,7 +992,8 @@ private:
             unknown_cancels_.erase(tid);
             ops.emplace_back(zkco::op::remove{layout::cancel_request(tid), zkco::any_version});
             cancels_in_flight_.insert(tid);
-            send(std::move(ops), [tid](master_session& m, zkco::error_code ec, auto) {
+            send(std::move(ops), [tid](master_session& m, zkco::error_code ec,
+                                       std::vector<zkco::op_result> r) {
                 m.cancels_in_flight_.erase(tid);
                 if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
                     entry->second.in_flight = false;
@@ -790,6 +1005,11 @@ private:
                     ++m.stats_->cancelled;
                     m.cancel_failures_.erase(tid);
                     m.cancels_.erase(tid);
+                } else if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
+                    // Someone wrote below the pending node: clear it, then cancel again.
+                    if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
+                        m.clear_foreign(m.pending_path(tid, entry->second));
+                    }
                 } else if (ec != zkco::condition::retryable) {
                     m.cancel_failures_.insert(tid);  // next time: only drop the request
                 }
@@ -817,6 +1037,13 @@ private:
                  // Done, or its pending node is gone (cancelled): either way, not ours any more.
                  if (!ec || (!r.empty() && r[0].ec == zkco::errc::no_node)) {
                      m.forget(it);
+                     return;
+                 }
+                 if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
+                     m.clear_foreign(m.pending_path(tid, it->second));
+                 }
+                 if (!m.stats_->deposed) {
+                     m.note_trouble(tid, "failing task", ec);
                  }
              });
     }
@@ -824,7 +1051,7 @@ private:
     std::vector<worker_slot> slots() const {
         std::vector<worker_slot> out;
         for (const auto& [id, w] : workers_) {
-            if (w.alive && !w.info.draining) {
+            if (w.alive && !w.info.draining && !w.dir_missing) {
                 out.push_back(worker_slot{id, w.info.capacity.value_or(0),
                                           static_cast<int>(w.assigned.size()) + w.in_flight,
                                           w.info.types});
@@ -839,7 +1066,7 @@ private:
         std::optional<std::chrono::steady_clock::time_point> next_check;
         for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
             auto& p = pending_.at(tid);
-            if (p.in_flight) {
+            if (p.in_flight || !may_try(tid)) {
                 continue;
             }
             if (!p.spec) {
@@ -879,7 +1106,7 @@ private:
                 break;
             }
             auto& p = pending_.at(tid);
-            if (p.in_flight || !p.spec || cancels_.contains(tid)) {
+            if (p.in_flight || !p.spec || cancels_.contains(tid) || !may_try(tid)) {
                 continue;
             }
             const auto pick = placer_.pick(live, p.spec->type);
@@ -928,10 +1155,26 @@ private:
             forget(p);
         } else if (r.size() == 3 && (r[1].ec == zkco::errc::no_node || r[2].ec == zkco::errc::node_exists)) {
             forget(p);  // gone meanwhile, or our own earlier commit: nothing to do
-        } else if (ec != zkco::condition::retryable && !stats_->deposed && (r.empty() || !r[0].ec)) {
-            spdlog::warn("master: assigning {} to {} failed: {}", tid, wid, ec.message());
+        } else if (r.size() == 3 && r[2].ec == zkco::errc::no_node) {
+            // The worker's directory is gone (deleted by someone else): not the task's fault.
+            if (auto w = workers_.find(wid); w != workers_.end()) {
+                w->second.dir_missing = true;
+            }
+        } else if (stats_->deposed || (r.size() == 3 && r[0].ec)) {
+            // Deposed, or the worker left: placed again (by whoever is master) on a next pass.
+        } else {
+            if (r.size() == 3 && r[1].ec == zkco::errc::not_empty) {
+                clear_foreign(pending_path(tid, p->second));  // then it can go
+            }
+            // Outcome unknown (a lost connection) or an error of the task's own: try again
+            // later; a task that keeps failing for itself ends in a failed result, once.
+            const int failures = note_trouble(tid, "assigning task", ec);
+            if (ec != zkco::condition::retryable && failures >= max_assign_failures &&
+                (r.size() != 3 || r[1].ec != zkco::errc::not_empty)) {
+                reject(tid, p->second, task_error::malformed_task,
+                       "cannot be assigned: " + ec.message());
+            }
         }
-        // Otherwise (worker gone, outcome unknown) it is placed again on the next pass.
     }
 
     zkco::client& zk_;
@@ -948,6 +1191,9 @@ private:
     placer placer_;
     std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
 
+    member_info master_node_;  // what /master says of us
+    asio::steady_timer retry_;  // wakes the loop when a task in trouble may be tried again
+
     bool dirty_ = true;
     bool stop_ = false;
     std::map<std::string, worker_view> workers_;
@@ -962,6 +1208,8 @@ private:
     std::set<std::string> cancel_failures_;
     std::map<std::string, std::chrono::steady_clock::time_point> unknown_cancels_;
     std::map<std::string, std::chrono::steady_clock::time_point> unserved_since_;
+    std::map<std::string, trouble> troubled_;  // pending tasks whose transactions failed
+    std::set<std::string> clearing_;           // nodes whose foreign children are being deleted
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };
 

@@ -77,27 +77,66 @@ asio::awaitable<bool> connect_with_backoff(zkco::client& zk, const std::string& 
     }
 }
 
+/// Removes this member's candidate node, retrying while the outcome is unknown.
+asio::awaitable<void> leave_election(zkco::client& zk, const std::string& path) {
+    for (;;) {
+        auto r = co_await zk.remove(path, zkco::any_version);
+        if (r || r.error() == zkco::errc::no_node) {
+            co_return;
+        }
+        const bool retry = co_await reconnected_after(zk, r.error());
+        if (!retry) {
+            co_return;
+        }
+    }
+}
+
+/// Runs for master, and acts as master when elected, until the session ends. A master that
+/// is deposed while its session lives on (a newer master moved /epoch, or anyone wrote it)
+/// leaves the election and runs again behind the other candidates: whoever leads next takes
+/// over with a new epoch, itself included, so the cluster is never left without a master.
 asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout l, member_info me,
                                  node_stats& stats) {
     if (o.role == node_role::worker_only) {
         co_return;
     }
-    auto won = co_await campaign(zk, me);
-    if (!won) {
-        co_return;  // the session ended
+    auto backoff = 100ms;
+    for (;;) {
+        auto won = co_await campaign(zk, me);
+        if (!won) {
+            co_return;  // the session ended
+        }
+        spdlog::info("node {}: elected master", me.id);
+        const auto started = std::chrono::steady_clock::now();
+        auto epoch = co_await take_over(zk, me, now_ms());
+        if (epoch) {
+            ++stats.elected;
+            stats.master = true;
+            stats.epoch = *epoch;
+            co_await run_master(zk, l, me, *epoch, o.master, &stats.master_totals);
+            stats.master = false;
+            stats.queue_depth = -1;
+        } else {
+            spdlog::warn("node {}: could not take over: {}", me.id, epoch.error().message());
+        }
+        auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none || zkco::is_terminal(zk.state())) {
+            co_return;
+        }
+        // Deposed with the session alive: out of the election, then in again at its end. A
+        // pause that grows while depositions come quickly (someone keeps writing /epoch).
+        if (std::chrono::steady_clock::now() - started > 60s) {
+            backoff = 100ms;
+        }
+        spdlog::info("node {}: no longer master; leaving the election and running again in {} ms",
+                     me.id, backoff.count());
+        co_await leave_election(zk, won->path);
+        const bool waited = co_await pause(backoff);
+        if (!waited) {
+            co_return;
+        }
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
-    spdlog::info("node {}: elected master", me.id);
-    auto epoch = co_await take_over(zk, me, now_ms());
-    if (!epoch) {
-        spdlog::warn("node {}: could not take over: {}", me.id, epoch.error().message());
-        co_return;
-    }
-    ++stats.elected;
-    stats.master = true;
-    stats.epoch = *epoch;
-    co_await run_master(zk, l, me, *epoch, o.master, &stats.master_totals);
-    stats.master = false;
-    stats.queue_depth = -1;
 }
 
 /// Runs for master until the session ends or, once a drain was asked for, until the worker

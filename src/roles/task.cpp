@@ -19,6 +19,13 @@ namespace zkd::roles {
 
 namespace json = boost::json;
 
+json::value parse_json(std::string_view text, boost::system::error_code& ec,
+                       std::size_t extra_levels) {
+    json::parse_options options;
+    options.max_depth = max_json_depth + extra_levels;
+    return json::parse(json::string_view(text.data(), text.size()), ec, {}, options);
+}
+
 void throw_exception_from_error(const decode_error& e, const boost::source_location& loc) {
     boost::throw_exception(std::invalid_argument(e.message), loc);
 }
@@ -189,10 +196,8 @@ std::optional<decode_error> field_problem(std::string_view key, const json::valu
 
 // Parses a document of the format: a JSON object whose "v" is format_version.
 codec_result<json::object> parse_document(std::string_view data) {
-    json::parse_options options;
-    options.max_depth = max_json_depth;
     boost::system::error_code ec;
-    json::value doc = json::parse(json::string_view(data.data(), data.size()), ec, {}, options);
+    json::value doc = parse_json(data, ec);
     if (ec) return decode_error{"not JSON: " + ec.message()};
     if (!shape_of(doc).finite) return decode_error{"not JSON: a number is out of range"};
     if (!doc.is_object()) return decode_error{"not a JSON object"};

@@ -34,6 +34,13 @@ inline constexpr std::size_t max_task_type_length = 128;
 /// Most shards /meta may declare; more is taken for garbage.
 inline constexpr std::int64_t max_shards = 4096;
 
+/// Parses JSON text with the protocol's one nesting limit (max_json_depth, plus
+/// `extra_levels` for a wrapper of the caller's own, such as an array of several tasks):
+/// every reader of zkd data and of users' args goes through it, so a document one part of
+/// zkd accepts is never refused or cut short by another. Never throws on bad input.
+boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
+                              std::size_t extra_levels = 0);
+
 /// Why a decoder refused its input.
 struct decode_error {
     std::string message;

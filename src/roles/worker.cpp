@@ -5,6 +5,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
+#include "roles/foreign.hpp"
 #include "roles/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -156,6 +157,20 @@ private:
                 co_return;
             }
             auto kids = co_await zk_.watch_children(dir);
+            if (!kids && kids.error() == zkco::errc::no_node) {
+                // Someone deleted our directory (it was empty: ZooKeeper deletes only empty
+                // nodes). Make it again, or the master can assign us nothing while we stay a
+                // member; a pause keeps this from racing someone who keeps deleting it.
+                spdlog::warn("worker {}: its assignment directory {} was deleted; making it again",
+                             me_.id, dir);
+                asio::steady_timer pause(zk_.get_executor(), std::chrono::milliseconds(100));
+                co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+                auto made = co_await zk_.create(dir, "");
+                if (made || made.error() == zkco::errc::node_exists) {
+                    continue;
+                }
+                kids = made.error();
+            }
             if (!kids) {
                 const bool retry = co_await reconnected_after(zk_, kids.error());
                 if (retry) {
@@ -383,14 +398,24 @@ private:
         co_return r;
     }
 
+    /// T4. The assignment's delete is the fence: only while it exists may we publish. Should
+    /// it be gone while our /workers node stands (someone else deleted it: the master takes
+    /// assignments back only from departed workers), the result goes with a check of our
+    /// /workers node instead, so the task is not lost while its client waits.
     asio::awaitable<void> publish(const std::string& tid, const std::string& path,
                                   task_result result, const std::shared_ptr<running_task>& t) {
         const std::string data = encode(result);
         bool with_result = true;
+        bool assignment_gone = false;
         for (int tries = 0; tries < 10; ++tries) {
-            std::vector<zkco::multi_op> ops{zkco::op::remove{path, zkco::any_version}};
-            if (t->cancel_marker) {
-                ops.emplace_back(zkco::op::remove{layout::cancel_marker(me_.id, tid), zkco::any_version});
+            std::vector<zkco::multi_op> ops;
+            if (assignment_gone) {
+                ops.emplace_back(zkco::op::check{layout::worker(me_.id), zkco::any_version});
+            } else {
+                ops.emplace_back(zkco::op::remove{path, zkco::any_version});
+                if (t->cancel_marker) {
+                    ops.emplace_back(zkco::op::remove{layout::cancel_marker(me_.id, tid), zkco::any_version});
+                }
             }
             if (with_result) {
                 ops.emplace_back(zkco::op::create{l_.result(tid), data, zkco::create_mode::persistent, {}});
@@ -405,17 +430,38 @@ private:
                 }
                 co_return;
             }
-            if (per_op.size() == n && per_op[0].ec == zkco::errc::no_node) {
-                // The fence: our assignment is gone (the master requeued it). Not ours to publish.
-                ++stats_->discarded;
-                spdlog::info("worker {}: task {} was taken back; result discarded", me_.id, tid);
-                co_return;
+            const bool answered = per_op.size() == n;
+            if (answered && per_op[0].ec == zkco::errc::no_node) {
+                if (assignment_gone) {
+                    // Our /workers node is gone too: the master took the task back.
+                    ++stats_->discarded;
+                    spdlog::info("worker {}: task {} was taken back; result discarded", me_.id, tid);
+                    co_return;
+                }
+                spdlog::warn("worker {}: the assignment of task {} was deleted by someone else; "
+                             "publishing its result all the same",
+                             me_.id, tid);
+                assignment_gone = true;
+                continue;
             }
-            if (per_op.size() == n && with_result && per_op[n - 1].ec == zkco::errc::node_exists) {
+            if (answered && !assignment_gone && per_op[0].ec == zkco::errc::not_empty) {
+                // Someone wrote below our assignment: clear it, then publish (§8).
+                auto removed = co_await remove_children(zk_, path);
+                if (removed) {
+                    spdlog::warn("worker {}: deleted {} node(s) someone else wrote below {}", me_.id,
+                                 *removed, path);
+                    continue;
+                }
+                ec = removed.error();
+            }
+            if (answered && with_result && per_op[n - 1].ec == zkco::errc::node_exists) {
+                if (assignment_gone) {
+                    co_return;  // a result exists (ours, from an answer we lost): done
+                }
                 with_result = false;  // a result exists already: only clear our assignment
                 continue;
             }
-            if (per_op.size() == n && t->cancel_marker && per_op[1].ec == zkco::errc::no_node) {
+            if (answered && t->cancel_marker && !assignment_gone && per_op[1].ec == zkco::errc::no_node) {
                 t->cancel_marker = false;  // the marker went meanwhile
                 continue;
             }

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+// A cluster whose ZooKeeper state others write to (docs/protocol.md §8): foreign nodes where
+// only ephemeral ones belong, children below nodes of ours, our nodes deleted or moved. The
+// cluster must carry on, lose no task, and never turn a failure into a loop. Each test
+// writes the foreign state directly, as a stranger with a ZooKeeper client would.
+#include "roles/node.hpp"
+#include "roles/task_client.hpp"
+#include "support/roles_cluster.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::literals;
+using namespace zkd::roles;
+using zkd::zkco::client;
+
+namespace {
+
+class RolesHostile : public zkd::test::roles_cluster {
+protected:
+    /// Waits until `done()` holds, checking every 20 ms; false after `limit`.
+    template <class Pred>
+    asio::awaitable<bool> eventually(Pred& done, std::chrono::milliseconds limit = 15s) {
+        const auto end = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < end) {
+            const bool ok = co_await done();
+            if (ok) {
+                co_return true;
+            }
+            co_await settle(20ms);
+        }
+        co_return false;
+    }
+
+    /// Requests the session sent in `d`: a loop without backoff shows as thousands.
+    asio::awaitable<std::uint64_t> requests_during(client& zk, std::chrono::milliseconds d) {
+        const auto before = zk.counters();
+        co_await settle(d);
+        const auto after = zk.counters();
+        co_return (after.reads + after.writes) - (before.reads + before.writes);
+    }
+
+    /// A master and one worker `w1` (capacity 2), each on a session of its own; the master's
+    /// session is the one `master_zk_` points to.
+    asio::awaitable<client*> cluster_with_worker(master_options opts = {}) {
+        auto* zk = co_await cluster_session();
+        co_await start_master(std::move(opts));
+        master_zk_ = sessions_.back().get();
+        worker_ = co_await start_worker("w1"s, 2);
+        co_return zk;
+    }
+
+    /// The first assignment in `w`'s directory, once there is one.
+    asio::awaitable<std::string> assignment_of(client& zk, const member_info& w) {
+        std::string found;
+        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+        auto assigned = [&]() -> asio::awaitable<bool> {
+            auto kids = co_await zk.get_children(layout::assign_dir(w.id));
+            if (!kids) {
+                co_return false;
+            }
+            for (const auto& name : kids->names) {
+                if (!is_cancel_marker(name)) {
+                    found = name;
+                }
+            }
+            co_return !found.empty();
+        };
+        const bool there = co_await eventually(assigned);
+        EXPECT_TRUE(there) << "nothing was assigned to " << w.id;
+        co_return found;
+    }
+
+    client* master_zk_ = nullptr;
+    zkd::test::started_worker worker_;
+};
+
+/// The epoch a /master node's data names; 0 for none.
+std::int64_t epoch_of(const std::string& data) {
+    auto info = decode_master(data);
+    return info && info->epoch ? *info->epoch : 0;
+}
+
+/// A sleep task's args.
+json::value sleep_args(int ms) {
+    return json::value{{"ms", ms}};
+}
+
+/// One task to submit (named, not braced inside a co_await: GCC 12).
+std::vector<task_request> one(std::string type, json::value args) {
+    std::vector<task_request> v;
+    v.push_back(task_request{std::move(type), std::move(args)});
+    return v;
+}
+
+/// A task written directly into its pending shard, as a stranger's client would.
+std::string foreign_task(const std::string& type, json::value args) {
+    task_spec t;
+    t.type = type;
+    t.args = std::move(args);
+    t.submitted_ms = now_ms();
+    return encode(t);
+}
+
+// --- item 1: a deposed master rejoins the election --------------------------------------
+
+TEST_F(RolesHostile, AnyoneMovingTheEpochDeposesTheMasterAndANewTermStarts) {
+    run([&]() -> asio::awaitable<void> {
+        node_options o;
+        o.zk = base_ + chroot_;
+        o.ns = "epoch"s;
+        o.session_timeout = 4s;
+        o.capacity = 1;
+        o.host = "solo"s;
+        roles_.spawn(run_node(o, registry_, pool_), "node"s);
+        auto cfg = make_config();
+        cfg.connect_string += chroot_path(o.ns);
+        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), cfg));
+        auto& zk = *sessions_.back();
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        auto master_is = [&](std::int64_t epoch) {
+            return [&zk, epoch]() -> asio::awaitable<bool> {
+                auto m = co_await zk.get(layout::master());
+                if (!m) {
+                    co_return false;
+                }
+                const std::int64_t now = epoch_of(m->data);
+                co_return now == epoch;
+            };
+        };
+        auto epoch1 = master_is(1);
+        const bool first = co_await eventually(epoch1);
+        ASSERT_TRUE(first);
+
+        // A stranger moves /epoch: the master is deposed (epoch 1 is no longer current).
+        ASSERT_TRUE(co_await zk.set(layout::epoch(), R"({"v":1})"s));
+        // It leaves the election and, the only candidate, takes over again with epoch 3.
+        auto epoch3 = master_is(3);
+        const bool again = co_await eventually(epoch3);
+        EXPECT_TRUE(again) << "no master acts after /epoch was moved";
+        auto l = co_await ensure_layout(zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(zk, *l);
+        auto ids = co_await tc.submit(one("echo"s, json::value("after")));
+        ASSERT_TRUE(ids);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        co_await tc.flush();
+    }(), 60s);
+}
+
+// --- item 2: only ephemeral nodes stand for workers and candidates ----------------------
+
+TEST_F(RolesHostile, APersistentWorkerNodeGetsNoTasksAndStallsNothing) {
+    run([&]() -> asio::awaitable<void> {
+        // Written before the master starts, so that it meets them when it builds its view.
+        auto* zk = co_await cluster_session();
+        member_info fake = member("squatter"s, 100);
+        fake.types = {"echo"s};
+        ASSERT_TRUE(co_await zk->create(layout::worker(fake.id), encode(fake)));
+        member_info fake2 = member("squatter2"s, 100);
+        fake2.types = {"echo"s};
+        ASSERT_TRUE(co_await zk->create(layout::worker(fake2.id), encode(fake2)));
+        ASSERT_TRUE(co_await zk->create(layout::assign_dir(fake2.id)));
+        co_await start_master();
+        master_zk_ = sessions_.back().get();
+        worker_ = co_await start_worker("w1"s, 2);
+
+        task_client tc(*zk, layout_);
+        std::vector<task_request> batch;
+        for (int i = 0; i < 20; ++i) {
+            batch.push_back(task_request{"echo"s, json::value(i)});
+        }
+        auto ids = co_await tc.submit(std::move(batch));
+        ASSERT_TRUE(ids);
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 15s);
+            ASSERT_TRUE(r) << id << ": " << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->worker, worker_.me.id);
+        }
+        auto kids = co_await zk->get_children(layout::assign_dir(fake2.id));
+        ASSERT_TRUE(kids);
+        EXPECT_TRUE(kids->names.empty()) << "tasks were assigned to a persistent worker node";
+        EXPECT_LT(co_await requests_during(*master_zk_, 500ms), 50U) << "the master loops";
+        co_await tc.flush();
+    }());
+}
+
+TEST_F(RolesHostile, APersistentElectionNodeDoesNotKeepTheClusterWithoutAMaster) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        const std::string squat = "/election/c-squat-1-deadbeef-0000000000"s;
+        ASSERT_TRUE(co_await zk->create(squat, R"({"v":1,"id":"squat-1-deadbeef"})"s));
+        auto* candidate = co_await session();
+        auto won = co_await zkd::zkco::with_timeout(campaign(*candidate, member("real"s, 0)), 10s);
+        EXPECT_TRUE(won) << "a persistent candidate node keeps the cluster without a master: "
+                         << won.error().message();
+    }());
+}
+
+// --- item 3: tasks that cannot be assigned fail once, with no loop ----------------------
+
+TEST_F(RolesHostile, AnOversizedPendingNodeFailsOnceAsMalformed) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_id_generator gen;
+        const auto tid = gen.next(5, now_ms());
+        const std::string big = foreign_task("echo"s, json::value(std::string(700 * 1024, 'x')));
+        ASSERT_GT(big.size(), max_task_bytes);
+        ASSERT_TRUE(co_await zk->create(layout_.pending_task(tid), big));
+        task_client tc(*zk, layout_);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 15s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::failed);
+        ASSERT_TRUE(r->error);
+        EXPECT_EQ(r->error->code, "malformed_task");
+        EXPECT_NE(r->error->message.find("bytes"), std::string::npos) << r->error->message;
+        EXPECT_LT(co_await requests_during(*master_zk_, 500ms), 50U) << "the master loops";
+        EXPECT_EQ(master_stats_.rejected, 1U);
+        co_await tc.flush();
+    }());
+}
+
+TEST_F(RolesHostile, APendingNodeWithAChildIsAssignedOnceTheChildIsGone) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_id_generator gen;
+        const auto tid = gen.next(5, now_ms());
+        // The task and a child below it in one transaction: the master never sees it bare.
+        std::vector<zkd::zkco::multi_op> ops{
+            zkd::zkco::op::create{layout_.pending_task(tid), foreign_task("echo"s, json::value("hi")),
+                                  zkd::zkco::create_mode::persistent, {}},
+            zkd::zkco::op::create{layout_.pending_task(tid) + "/junk"s, ""s, zkd::zkco::create_mode::persistent, {}},
+        };
+        ASSERT_TRUE(co_await zk->multi(std::move(ops)));
+        task_client tc(*zk, layout_);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 15s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_EQ(r->value, json::value("hi"));
+        EXPECT_LT(co_await requests_during(*master_zk_, 500ms), 50U) << "the master loops";
+        co_await tc.flush();
+    }());
+}
+
+TEST_F(RolesHostile, ACancelOfAPendingNodeWithAChildIsNotDropped) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        master_zk_ = sessions_.back().get();
+        co_await start_worker("busy"s, 1);
+        task_client tc(*zk, layout_);
+        // The only slot is taken by a long task, so the next one stays pending.
+        auto blocker = co_await tc.submit(one("sleep"s, sleep_args(60000)));
+        ASSERT_TRUE(blocker);
+        task_id_generator gen;
+        const auto tid = gen.next(5, now_ms());
+        std::vector<zkd::zkco::multi_op> ops{
+            zkd::zkco::op::create{layout_.pending_task(tid), foreign_task("echo"s, json::value("x")),
+                                  zkd::zkco::create_mode::persistent, {}},
+            zkd::zkco::op::create{layout_.pending_task(tid) + "/junk"s, ""s, zkd::zkco::create_mode::persistent, {}},
+        };
+        ASSERT_TRUE(co_await zk->multi(std::move(ops)));
+        ASSERT_TRUE(co_await tc.cancel(tid));
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 15s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::cancelled);
+        ASSERT_TRUE(co_await tc.cancel(blocker->front()));
+        auto b = co_await zkd::zkco::with_timeout(tc.wait(blocker->front()), 15s);
+        ASSERT_TRUE(b) << b.error().message();
+        EXPECT_EQ(b->state, task_state::cancelled);
+        co_await tc.flush();
+    }());
+}
+
+// --- item 4: children below assignments and results; our nodes deleted ------------------
+
+TEST_F(RolesHostile, AChildBelowARunningAssignmentDoesNotKeepTheTaskRunning) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        auto ids = co_await tc.submit(one("sleep"s, sleep_args(300)));
+        ASSERT_TRUE(ids);
+        const auto tid = co_await assignment_of(*zk, worker_.me);
+        ASSERT_EQ(tid, ids->front());
+        ASSERT_TRUE(co_await zk->create(layout::assignment(worker_.me.id, tid) + "/junk"s));
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 15s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_EQ(r->attempt, 1);
+        co_await tc.flush();
+    }());
+}
+
+TEST_F(RolesHostile, AChildBelowAResultDoesNotLetItBeConsumedTwice) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        auto ids = co_await tc.submit(one("echo"s, json::value("once")));
+        ASSERT_TRUE(ids);
+        const auto path = layout_.result(ids->front());
+        auto written = [&]() -> asio::awaitable<bool> {
+            auto e = co_await zk->exists(path);
+            co_return e && e->has_value();
+        };
+        const bool there = co_await eventually(written);
+        ASSERT_TRUE(there);
+        ASSERT_TRUE(co_await zk->create(path + "/junk"s));
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->value, json::value("once"));
+        co_await tc.flush();
+        auto left = co_await zk->exists(path);
+        ASSERT_TRUE(left);
+        EXPECT_FALSE(left->has_value()) << "the consumed result is still there";
+    }());
+}
+
+TEST_F(RolesHostile, ARunningTasksDeletedAssignmentStillEndsInItsResult) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        auto ids = co_await tc.submit(one("sleep"s, sleep_args(300)));
+        ASSERT_TRUE(ids);
+        const auto tid = co_await assignment_of(*zk, worker_.me);
+        ASSERT_TRUE(co_await zk->remove(layout::assignment(worker_.me.id, tid)));
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 15s);
+        ASSERT_TRUE(r) << "the task vanished: " << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        co_await tc.flush();
+    }());
+}
+
+TEST_F(RolesHostile, AWorkerWhoseDirectoryIsDeletedMakesItAgainAndWorks) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        auto first = co_await tc.submit(one("echo"s, json::value(1)));
+        ASSERT_TRUE(first);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 15s));
+        ASSERT_TRUE(co_await zk->remove(layout::assign_dir(worker_.me.id)));
+        auto ids = co_await tc.submit(one("echo"s, json::value(2)));
+        ASSERT_TRUE(ids);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
+        ASSERT_TRUE(r) << "the worker stopped working: " << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_EQ(r->worker, worker_.me.id);
+        co_await tc.flush();
+    }());
+}
+
+TEST_F(RolesHostile, ADeletedMasterNodeIsWrittenAgain) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        ASSERT_TRUE(co_await zk->remove(layout::master()));
+        auto rewritten = [zk]() -> asio::awaitable<bool> {
+            auto m = co_await zk->get(layout::master());
+            if (!m) {
+                co_return false;
+            }
+            co_return epoch_of(m->data) == 1;
+        };
+        const bool back = co_await eventually(rewritten);
+        EXPECT_TRUE(back) << "/master was not written again";
+    }());
+}
+
+}  // namespace
