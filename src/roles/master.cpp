@@ -466,9 +466,9 @@ private:
             }
         }
         for (const auto& name : now) {
-            if (known.contains(name)) {
-                continue;
-            }
+            // Known, but not in our view any more: we took it (T2) and a node of the same id
+            // appeared since, a new task to us. (Trusting `known` alone left such nodes
+            // pending forever while workers idled.)
             auto [it, fresh] = pending_.try_emplace(name);
             if (!fresh) {
                 continue;
@@ -547,9 +547,15 @@ private:
             }
             auto& p = it->second;
             p.loading = false;
+            if (!nodes[i] && nodes[i].error() == zkco::errc::no_node) {
+                // Gone: forgotten now (not read again and again until the shard's watch says
+                // so); should it come back, the shard's next listing has it again.
+                shard_tasks_[p.shard].erase(it->first);
+                forget(it);
+                continue;
+            }
             if (!nodes[i]) {
-                // Gone (the shard's watch will say so), or an error: try again later.
-                failed = failed || nodes[i].error() != zkco::errc::no_node;
+                failed = true;  // an error: try again later
                 continue;
             }
             if (nodes[i]->stat.num_children > 0) {
