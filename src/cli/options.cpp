@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <set>
 
 namespace zkd::cli {
@@ -42,38 +43,14 @@ std::string trim(const std::string& s) {
     return s.substr(b, e - b + 1);
 }
 
-/// `key = value` lines; `#` starts a comment; quotes around a value are dropped.
 std::map<std::string, std::string> read_config(const std::string& path) {
     std::ifstream in(path);
     if (!in) {
         throw usage_error("cannot read the config file '" + path + "'");
     }
-    std::map<std::string, std::string> out;
-    std::string line;
-    int number = 0;
-    while (std::getline(in, line)) {
-        ++number;
-        const std::string where = path + ":" + std::to_string(number);
-        line = trim(line);
-        if (line.empty() || line[0] == '#') {
-            continue;
-        }
-        const auto eq = line.find('=');
-        if (eq == std::string::npos) {
-            throw usage_error(where + ": expected 'key = value'");
-        }
-        const std::string key = "--" + trim(line.substr(0, eq));
-        std::string value = trim(line.substr(eq + 1));
-        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-            value.back() == value.front()) {
-            value = value.substr(1, value.size() - 2);
-        }
-        if (!every_settable().contains(key)) {
-            throw usage_error(where + ": unknown key '" + key.substr(2) + "'");
-        }
-        out[key] = value;
-    }
-    return out;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_config(text.str(), path);
 }
 
 bool truthy(const std::string& v) {
@@ -212,6 +189,38 @@ long args::number(const std::string& name, long fallback, long min, long max) co
                       std::to_string(max) + ", not '" + *v + "'");
 }
 
+std::map<std::string, std::string> parse_config(std::string_view text, const std::string& path) {
+    std::map<std::string, std::string> out;
+    int number = 0;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        const auto nl = std::min(text.find('\n', pos), text.size());
+        std::string line(text.substr(pos, nl - pos));
+        pos = nl + 1;
+        ++number;
+        const std::string where = path + ":" + std::to_string(number);
+        line = trim(line);
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        const auto eq = line.find('=');
+        if (eq == std::string::npos) {
+            throw usage_error(where + ": expected 'key = value'");
+        }
+        const std::string key = "--" + trim(line.substr(0, eq));
+        std::string value = trim(line.substr(eq + 1));
+        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+            value.back() == value.front()) {
+            value = value.substr(1, value.size() - 2);
+        }
+        if (!every_settable().contains(key)) {
+            throw usage_error(where + ": unknown key '" + key.substr(2) + "'");
+        }
+        out[key] = value;
+    }
+    return out;
+}
+
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
     std::size_t digits = 0;
     while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
@@ -233,6 +242,9 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
         scale = 3'600'000;
     } else {
         return std::nullopt;
+    }
+    if (n > std::chrono::milliseconds::max().count() / scale) {
+        return std::nullopt;  // "999999999999999h" overflows: it is no duration
     }
     return std::chrono::milliseconds(n * scale);
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zkd::cli {
@@ -69,6 +70,12 @@ private:
     std::map<std::string, std::string> settable_;  // environment, then config file
     std::map<std::string, bool> switch_;           // which names are switches
 };
+
+/// Parses a config file's text: `key = value` lines (`#` starts a comment, quotes around a
+/// value are dropped), keys without the dashes, each one some command's settable option.
+/// Returns them as "--key" -> value (a repeated key keeps its last value). `path` names the
+/// file in messages ("path:line: ..."). Pure (no I/O); throws usage_error.
+std::map<std::string, std::string> parse_config(std::string_view text, const std::string& path);
 
 /// Parses a duration ("500ms", "30s", "5m", "2h", "250"): nullopt if it is not one.
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);
