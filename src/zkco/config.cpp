@@ -17,6 +17,9 @@ result<server_address> parse_server(std::string_view s) {
             return bad;
         }
         out.host = std::string(s.substr(1, close - 1));
+        if (out.host.find(':') == std::string::npos) {
+            return bad;  // brackets are for IPv6 literals ("[abc%1]" could not be written back)
+        }
         const std::string_view rest = s.substr(close + 1);
         if (!rest.empty()) {
             if (rest.front() != ':') {

@@ -55,7 +55,7 @@ struct connect_string_parts {
 };
 
 /// Parses "h1:p1,[::1]:p2/chroot". bad_arguments when a host is empty, a port is not in
-/// 1..65535, or the chroot is not a valid path.
+/// 1..65535, brackets hold no IPv6 literal (no ':'), or the chroot is not a valid path.
 result<connect_string_parts> parse_connect_string(std::string_view s);
 
 /// Inverse of parse_connect_string (IPv6 hosts in brackets).
