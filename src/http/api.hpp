@@ -38,7 +38,8 @@ using api_result = boost::system::result<T, api_error>;
 /// Found by ADL from api_result::value(): throws std::invalid_argument(message).
 [[noreturn]] void throw_exception_from_error(const api_error& e, const boost::source_location& loc);
 
-/// The body of every error response: `{"error":{"code":"...","message":"..."}}`.
+/// The body of every error response: `{"error":{"code":"...","message":"..."}}`. Bytes of
+/// either that are not valid UTF-8 (a message quoting a client's bytes) become U+FFFD.
 boost::json::value error_json(std::string_view code, std::string_view message);
 
 /// A request target, split: the path and its query parameters (`a=1&b=2`; a key without
