@@ -12,6 +12,7 @@ packages=(
     libgtest-dev libgmock-dev
     zookeeper default-jre-headless
     clang-tidy clang-format
+    clang libclang-rt-14-dev
     curl procps python3 python3-prometheus-client
 )
 

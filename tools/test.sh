@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The test command: installs what is missing, builds, and runs every test against a
-# ZooKeeper the tests start themselves. Three builds:
+# ZooKeeper the tests start themselves. Three builds, and the fuzz targets:
 #   build/test   RelWithDebInfo, warnings as errors: every test
+#   build/fuzz   clang, libFuzzer: each fuzz target for 4 s from its corpus (tools/fuzz.sh)
 #   build/asan   ASan+UBSan: every test
 #   build/tsan   TSan: the code where callbacks cross threads (zkco, reactor, roles)
 # Usage: tools/test.sh [--quick] [--no-install]
-#   --quick       only the first build (a fast local loop; CI runs all three)
+#   --quick       only the first build (a fast local loop; CI runs all of them)
 #   --no-install  skip tools/install-deps.sh
 # A missing Java or ZooKeeper fails the run (here and in CI), it never skips tests.
 set -euo pipefail
@@ -18,7 +19,7 @@ for arg in "$@"; do
     case "$arg" in
         --quick) quick=1 ;;
         --no-install) install=0 ;;
-        -h|--help) sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -60,6 +61,8 @@ build build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 check build/test
 
 if [ "$quick" = 0 ]; then
+    tools/fuzz.sh --seconds 4
+
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

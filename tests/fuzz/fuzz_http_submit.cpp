@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// The body of POST /v1/tasks (README "HTTP API"): http::parse_submit. What it accepts makes
+// tasks a worker will take (validate()); what it refuses is a 400 whose error body is JSON.
+#include "fuzz_common.hpp"
+
+#include "http/api.hpp"
+#include "roles/task.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using namespace zkd;
+    const auto r = http::parse_submit(fuzz::as_text(data, size));
+    if (!r) {
+        FUZZ_CHECK(r.error().status == 400);
+        boost::system::error_code ec;
+        (void)boost::json::parse(
+            boost::json::serialize(http::error_json(r.error().code, r.error().message)), ec
+        );
+        FUZZ_CHECK(!ec);  // the error body is JSON (UTF-8 included)
+        return 0;
+    }
+    FUZZ_CHECK(!r->tasks.empty());
+    FUZZ_CHECK(r->many || r->tasks.size() == 1);
+    for (const auto& t : r->tasks) {
+        roles::task_spec spec;
+        spec.type = t.type;
+        spec.args = t.args;
+        spec.priority = t.priority;
+        spec.timeout = t.timeout;
+        spec.max_attempts = t.max_attempts;
+        FUZZ_CHECK(roles::validate(spec).has_value());
+        const auto back = roles::decode_task(roles::encode(spec));
+        FUZZ_CHECK(back.has_value());
+    }
+    return 0;
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// What the fuzz targets (tests/fuzz, tools/fuzz.sh) found, one test per finding, each with
+// the input that showed it (also kept in tests/fuzz/corpus/<target>/regression-*).
+#include "cli/options.hpp"
+#include "http/api.hpp"
+#include "roles/task.hpp"
+#include "zkco/config.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace json = boost::json;
+
+// fuzz_config, regression-duration-overflow: 999999999999999h overflowed the milliseconds
+// (signed overflow, UBSan) and came out as some negative or wrapped duration.
+TEST(FuzzRegressions, DurationThatOverflowsIsNoDuration) {
+    EXPECT_FALSE(zkd::cli::parse_duration("999999999999999h"));
+    EXPECT_FALSE(zkd::cli::parse_duration("999999999999999m"));
+    EXPECT_FALSE(zkd::cli::parse_duration("9999999999999999s").has_value());
+    EXPECT_EQ(zkd::cli::parse_duration("999999999999999s"),
+              std::chrono::milliseconds(999'999'999'999'999'000));
+    EXPECT_EQ(zkd::cli::parse_duration("2562047788015h"), std::chrono::hours(2'562'047'788'015));
+    EXPECT_FALSE(zkd::cli::parse_duration("2562047788016h"));  // past 2^63 ms
+
+    const auto keys = zkd::cli::parse_config("grace = 999999999999999h\n", "zkd.conf");
+    EXPECT_FALSE(zkd::cli::parse_duration(keys.at("--grace")));
+}
+
+// fuzz_config, regression-bracket-no-colon: "[host%zone]:2181" was accepted, but written
+// back (format_connect_string) without brackets, which it refuses: brackets are for IPv6.
+TEST(FuzzRegressions, BracketsHoldOnlyIpv6) {
+    using zkd::zkco::parse_connect_string;
+    EXPECT_FALSE(parse_connect_string("[--limi7777777777777777777%7777777777777777777%1]:2181"));
+    EXPECT_FALSE(parse_connect_string("[abc%1]:2181"));
+    EXPECT_FALSE(parse_connect_string("[localhost]:2181"));
+    const auto v6 = parse_connect_string("[fe80::1%eth0]:2181,[::1]");
+    ASSERT_TRUE(v6);
+    const auto again = parse_connect_string(zkd::zkco::format_connect_string(*v6));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->servers.size(), 2U);
+    EXPECT_EQ(again->servers[0].host, "fe80::1%eth0");
+}
+
+// fuzz_http_request, regression-error-not-utf8: GET ...?wait=100\xD0 got a 400 whose JSON
+// body quoted the byte as is: not UTF-8, so not JSON for a strict client.
+TEST(FuzzRegressions, ErrorBodyIsUtf8) {
+    const auto t = zkd::http::parse_target("/v1/tasks?wait=100\xD0&bundle=10");
+    ASSERT_TRUE(t);
+    const auto wait = zkd::http::query_int(*t, "wait", 0, 300'000);
+    ASSERT_FALSE(wait);
+    const auto body = json::serialize(zkd::http::error_json(wait.error().code, wait.error().message));
+    boost::system::error_code ec;
+    const auto doc = json::parse(body, ec);
+    ASSERT_FALSE(ec) << body;
+    const std::string message(doc.at("error").at("message").as_string());
+    EXPECT_NE(message.find("100\xEF\xBF\xBD'"), std::string::npos) << message;
+
+    // Valid UTF-8 is kept as is; a cut multibyte character and stray bytes are replaced.
+    const auto kept = json::serialize(zkd::http::error_json("bad", "caf\xC3\xA9 \xF0\x9F\x98\x80"));
+    EXPECT_NE(kept.find("caf\xC3\xA9 \xF0\x9F\x98\x80"), std::string::npos);
+    for (const auto& [code, text] :
+         {std::pair<std::string, std::string>{"bad", "x\xF0\x9F\x98"}, {"\xFF", "\xED\xA0\x80"},
+          {"bad", "\xC0\xAF overlong"}}) {
+        const auto replaced = json::serialize(zkd::http::error_json(code, text));
+        const auto parsed = json::parse(replaced, ec);
+        EXPECT_FALSE(ec) << replaced;
+        EXPECT_TRUE(parsed.is_object());
+    }
+}
+
+// fuzz_task, regression-double-drift: Boost.JSON 1.81 does not round long numbers correctly,
+// so a double in args moves by an ulp or two when a task is decoded, encoded and decoded
+// again (as the master does when it assigns it). Not fixable with Boost 1.81 (no precise
+// parsing before 1.83); this pins that it stays within a few ulp.
+TEST(FuzzRegressions, DoublesInArgsMoveAtMostAFewUlp) {
+    const std::string task = R"({"v":1.0,"type":"a.b:c-d_e","args":[-5,1e308,-1.5e-300,1844674407370184467440737095516159551615,-92232372036854775808,"\u00e9\ud83d\ude00",null,true,false,{}],"priority":9,"timeout_ms":9223372036854775807,"max_atteopts":2147928700})";
+    const auto first = zkd::roles::decode_task(task);
+    ASSERT_TRUE(first) << first.error().message;
+    const auto second = zkd::roles::decode_task(zkd::roles::encode(*first));
+    ASSERT_TRUE(second);
+    const auto& a = first->args.as_array();
+    const auto& b = second->args.as_array();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_double()) {
+            EXPECT_EQ(a[i], b[i]);
+            continue;
+        }
+        const double x = a[i].get_double();
+        const double y = b[i].get_double();
+        EXPECT_LE(std::fabs(x - y), 1e-15 * std::max(std::fabs(x), std::fabs(y))) << i;
+    }
+}
