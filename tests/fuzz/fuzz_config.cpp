@@ -8,6 +8,7 @@
 #include "http/api.hpp"
 #include "zkco/config.hpp"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd;
     std::map<std::string, std::string> keys;

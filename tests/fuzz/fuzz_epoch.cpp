@@ -5,6 +5,7 @@
 
 #include "roles/task.hpp"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd::roles;
     const auto e = decode_epoch(zkd::fuzz::as_text(data, size));

@@ -26,6 +26,7 @@ void check_error_body(const zkd::http::api_error& e) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     namespace bhttp = boost::beast::http;
     using namespace zkd::http;

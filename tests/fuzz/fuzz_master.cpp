@@ -19,6 +19,7 @@ bool same(zkd::roles::member_info a, zkd::roles::member_info b) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd::roles;
     const auto text = zkd::fuzz::as_text(data, size);

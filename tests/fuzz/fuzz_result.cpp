@@ -28,6 +28,7 @@ bool same(const zkd::roles::task_result& x, const zkd::roles::task_result& y) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd::roles;
     const auto text = zkd::fuzz::as_text(data, size);

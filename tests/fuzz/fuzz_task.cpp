@@ -6,6 +6,7 @@
 
 #include "roles/task.hpp"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd::roles;
     const auto text = zkd::fuzz::as_text(data, size);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd::roles;
     const auto w = decode_worker(zkd::fuzz::as_text(data, size));
