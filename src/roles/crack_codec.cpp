@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The crack job node's codec (docs/crack.md): pure, no I/O, apart from crack_job.cpp's
-// coroutines so that it builds (and is fuzzed, tests/fuzz) on its own.
+// The crack job node's codec (docs/crack.md §2). Pure, no I/O: kept out of crack_job.cpp (the
+// job's coroutines) so that it builds, and is fuzzed (tests/fuzz), on its own.
 #include "roles/crack_job.hpp"
 
 #include "roles/ids.hpp"
@@ -25,7 +25,6 @@ bool is_job_hash(std::string_view h) noexcept {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
            });
 }
-
 
 std::optional<std::uint64_t> as_count(const json::value* v) {
     if (v == nullptr) {
