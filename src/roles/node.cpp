@@ -111,8 +111,7 @@ asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout
         auto epoch = co_await take_over(zk, me, now_ms());
         if (epoch) {
             ++stats.elected;
-            stats.master = true;
-            stats.epoch = *epoch;
+            stats.epoch = *epoch;  // stats.master follows on_acting
             co_await run_master(zk, l, me, *epoch, o.master, &stats.master_totals);
             stats.master = false;
             stats.queue_depth = -1;
@@ -209,6 +208,12 @@ void observe(node_options& o, node_stats& stats) {
         }
         if (next) {
             next(t);
+        }
+    };
+    o.master.on_acting = [&stats, next = std::move(o.master.on_acting)](bool acting) {
+        stats.master = acting;
+        if (next) {
+            next(acting);
         }
     };
     o.master.on_queue_depth = [&stats, next = std::move(o.master.on_queue_depth)](std::size_t n) {
