@@ -84,6 +84,14 @@ struct request_context {
     bool abandoned = false;       ///< the client left: write nothing, close
 };
 
+/// Whether the client has closed its side of the connection (or reset it), as far as
+/// can be told now without reading: peeks at what it sent.
+bool peer_left(tcp::socket& s) {
+    char c = 0;
+    const auto n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /// Completes when the client has closed its side of the connection (or reset it): reads
 /// nothing (peeks), so pipelined requests stay for the parser. If the client sends
 /// something instead, it is still there: waits until cancelled.
@@ -92,14 +100,12 @@ asio::awaitable<void> client_gone(tcp::socket& s) {
         auto [ec] = co_await s.async_wait(
             tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable)
         );
-        if (ec) {
-            co_return;  // cancelled (the wait won) or the socket failed: either way, done
+        if (ec || peer_left(s)) {
+            co_return;  // the socket failed, or end of stream, or reset (or cancelled: the
+                        // wait won, and this result is ignored)
         }
         char c = 0;
         const auto n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            co_return;  // end of stream, or reset
-        }
         if (n > 0) {
             asio::steady_timer forever(s.get_executor(), asio::steady_timer::time_point::max());
             co_await forever.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -433,6 +439,16 @@ struct server::impl {
             co_return response{};
         }
         auto& result = std::get<0>(waited);
+        if (result && peer_left(*ctx.peer)) {  // it left just as the result came
+            ++counters.waits_abandoned;
+            spdlog::info(
+                "http: the client waiting for task {} left as it finished; its result stays "
+                "for a later reader",
+                id
+            );
+            ctx.abandoned = true;
+            co_return response{};
+        }
         if (result) {
             ctx.consume = id;
             co_return json_response(200, roles::to_json(*result));
@@ -687,19 +703,9 @@ struct server::impl {
         co_await answer_and_close(stream, error_response(e));
     }
 
-    /// Consumes a delivered result (POST ?wait), unless the client is known to be gone.
-    asio::awaitable<void> consume(const std::string& id, tcp::socket& peer) {
-        char c = 0;
-        const auto n = ::recv(peer.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            ++counters.waits_abandoned;
-            spdlog::info(
-                "http: the client waiting for task {} left as its answer went out; the result "
-                "stays for a later reader",
-                id
-            );
-            co_return;
-        }
+    /// Consumes a result whose answer was written (POST ?wait). (A client closing now has
+    /// had its answer: that is no reason to keep the result.)
+    asio::awaitable<void> consume(const std::string& id) {
         auto s = co_await session();
         if (!s) {
             spdlog::warn("http: task {} was delivered but not consumed: {}", id, s.error().message);
@@ -814,7 +820,7 @@ struct server::impl {
                 co_return;
             }
             if (!ctx.consume.empty()) {
-                co_await consume(ctx.consume, tcp_layer.socket());
+                co_await consume(ctx.consume);
             }
             if (!keep) {
                 co_return;
