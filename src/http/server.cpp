@@ -673,12 +673,14 @@ struct server::impl {
         tcp_layer.expires_never();
     }
 
-    /// Writes `res` (the last answer on the connection) and closes gently.
+    /// Writes `res` (the last answer on the connection) within `timeout` and closes gently.
     template <class Stream>
-    asio::awaitable<void> answer_and_close(Stream& stream, response res) {
+    asio::awaitable<void> answer_and_close(
+        Stream& stream, response res, std::chrono::milliseconds timeout
+    ) {
         res.keep_alive(false);
         count(res);
-        beast::get_lowest_layer(stream).expires_after(opts.request_timeout);
+        beast::get_lowest_layer(stream).expires_after(timeout);
         auto [wec, wn] =
             co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
         if (!wec) {
@@ -700,7 +702,7 @@ struct server::impl {
                 431, "headers_too_large",
                 "the headers are over " + std::to_string(opts.max_header_bytes) + " bytes"};
         }
-        co_await answer_and_close(stream, error_response(e));
+        co_await answer_and_close(stream, error_response(e), opts.request_timeout);
     }
 
     /// Consumes a result whose answer was written (POST ?wait). (A client closing now has
@@ -863,7 +865,8 @@ struct server::impl {
     }
 
     /// A connection over max_connections: answered 503 busy at once (after the TLS
-    /// handshake, when serving HTTPS) and closed, all within a second or two.
+    /// handshake, when serving HTTPS) and closed, all within a few seconds (a client that
+    /// reads nothing cannot hold it longer).
     asio::awaitable<void> reject_busy(tcp::socket socket) {
         const count_guard guard(rejecting);  // counted up by run()
         auto res = error_response(
@@ -874,7 +877,7 @@ struct server::impl {
         res.set(bhttp::field::retry_after, "1");
         if (!tls) {
             beast::tcp_stream stream(std::move(socket));
-            co_await answer_and_close(stream, std::move(res));
+            co_await answer_and_close(stream, std::move(res), 1s);
             co_return;
         }
         tls_stream stream(beast::tcp_stream(std::move(socket)), *tls);
@@ -883,7 +886,7 @@ struct server::impl {
             asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable)
         );
         if (!ec) {
-            co_await answer_and_close(stream, std::move(res));
+            co_await answer_and_close(stream, std::move(res), 1s);
         }
     }
 
