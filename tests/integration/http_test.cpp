@@ -9,7 +9,9 @@
 #include "roles/builtin_handlers.hpp"
 #include "roles/layout.hpp"
 #include "roles/node.hpp"
+#include "roles/inspect.hpp"
 #include "roles/stats.hpp"
+#include "roles/task_client.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -1053,6 +1055,84 @@ TEST_F(Http, RunServesOnlyWithTheToken) {
     EXPECT_EQ(anonymous.status, 401) << anonymous;
     auto metrics = curl("/metrics");
     EXPECT_EQ(metrics.status, 401) << metrics;
+}
+
+// What the facade's ?wait stands on: task_client::await_result reads a result without
+// consuming it (a plain task's, or one task's of a bundle), consume() consumes it.
+TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
+    start();
+    wait_ready();
+    auto checked = asio::co_spawn(
+        ioc_,
+        [this]() -> asio::awaitable<std::string> {
+            zkd::zkco::config cfg;
+            cfg.connect_string = cluster_connect();
+            cfg.session_timeout = 4s;
+            zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+            if (!co_await zkd::zkco::with_timeout(zk.connect(), 30s)) {
+                co_return "no session";
+            }
+            auto l = co_await zkd::roles::read_layout(zk);
+            if (!l) {
+                co_await zk.close();
+                co_return "no layout";
+            }
+            std::string problems;
+            {
+                zkd::roles::task_client tc(zk, *l);
+                std::vector<zkd::roles::task_request> three(3);
+                for (std::size_t i = 0; i < three.size(); ++i) {
+                    three[i].type = "echo";
+                    three[i].args = static_cast<std::int64_t>(i);
+                }
+                zkd::roles::submit_options bundled;
+                bundled.bundle = 3;
+                auto ids = co_await tc.submit(three, bundled);
+                std::vector<zkd::roles::task_request> one(1);
+                one[0].type = "echo";
+                one[0].args = "plain";
+                auto plain = co_await tc.submit(one);
+                if (!ids || ids->size() != 3 || !plain) {
+                    co_await zk.close();
+                    co_return "submit failed";
+                }
+                const auto& b1 = ids->at(1);
+                const auto& p = plain->front();
+                for (const auto& id : {b1, b1, p, p}) {  // twice: nothing was consumed
+                    auto r = co_await zkd::zkco::with_timeout(tc.await_result(id), 30s);
+                    if (!r) {
+                        problems += "await_result " + id + ": " + r.error().message() + "; ";
+                    }
+                }
+                auto b1_value = co_await tc.await_result(b1);
+                if (!b1_value || b1_value->value != json::value(1)) {
+                    problems += "the bundled task's own value; ";
+                }
+                for (const auto& id : {b1, p}) {
+                    if (auto c = co_await tc.consume(id); !c) {
+                        problems += "consume " + id + ": " + c.error().message() + "; ";
+                    }
+                    auto gone = co_await tc.status(id);
+                    if (!gone || gone->state != zkd::roles::task_state::unknown) {
+                        problems += id + " still there after consume; ";
+                    }
+                    if (auto again = co_await tc.consume(id); !again) {
+                        problems += "consume twice " + id + "; ";
+                    }
+                }
+                // The bundle's other tasks are still there.
+                auto b0 = co_await tc.await_result(ids->at(0));
+                if (!b0 || b0->value != json::value(0)) {
+                    problems += "task 0 of the bundle went with task 1; ";
+                }
+                co_await tc.flush();
+            }
+            co_await zk.close();
+            co_return problems;
+        },  // co_spawn keeps the lambda (its captures) alive while the coroutine runs
+        asio::use_future
+    );
+    EXPECT_EQ(checked.get(), "");
 }
 
 }  // namespace
