@@ -20,6 +20,8 @@ const std::set<std::string>& every_settable() {
         "--zk", "--namespace", "--user", "--password", "--password-file", "--connect-timeout",
         "--capacity", "--threads", "--role", "--session-timeout", "--placement", "--host",
         "--log-level", "--log-format", "--grace", "--result-retention", "--http",
+        "--http-token", "--http-token-file", "--http-tls-cert", "--http-tls-key",
+        "--http-insecure", "--http-max-connections",
         "--enable-crash-task", "--priority", "--task-timeout", "--max-attempts", "--timeout",
         "--limit", "--partitions", "--charset", "--min-length", "--max-length", "--wordlist"};
     return all;

@@ -4,6 +4,7 @@
 #include "cli/logging.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
+#include "http/api.hpp"
 #include "http/server.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
@@ -18,9 +19,11 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <fstream>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -60,10 +63,71 @@ bare number is milliseconds).
   --log-format FORMAT     text (default) or json (one object per line)
   --http ADDR             serve the HTTP API and /metrics on ADDR (host:port, [v6]:port, or
                           :port for loopback; off by default; see README "HTTP API")
+  --http-token-file FILE  every HTTP request then needs 'Authorization: Bearer <token>', the
+  --http-token TOKEN        token being FILE's first line (prefer ZKD_HTTP_TOKEN or the
+                            file: flags show in ps); required with --user or beyond loopback
+  --http-tls-cert FILE    serve HTTPS with this PEM certificate chain and key; required
+  --http-tls-key FILE       beyond loopback
+  --http-insecure         serve HTTP beyond loopback (or with --user) without a token or TLS
+  --http-max-connections N  connections served at once (default 256); more get 503
   --enable-crash-task     serve the `crash` task type, which aborts this process (for
                           testing poison-task handling; off by default)
   --config FILE           read options from FILE
 )";
+
+/// The HTTP facade's protections from the options: the token, TLS, the connection limit;
+/// refuses (usage error) to expose the API beyond loopback, or a protected cluster's API,
+/// without them unless --http-insecure.
+void configure_http(const args& a, const cluster_target& target, http::server_options& ho) {
+    std::string token = a.get("--http-token", "");
+    std::string token_from = "--http-token";
+    if (const auto file = a.value("--http-token-file")) {
+        if (!token.empty()) {
+            throw usage_error("give the HTTP token once: --http-token or --http-token-file");
+        }
+        std::ifstream in(*file);
+        if (!in) {
+            throw usage_error("cannot read --http-token-file '" + *file + "'");
+        }
+        std::getline(in, token);
+        while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) {
+            token.pop_back();
+        }
+        token_from = "--http-token-file '" + *file + "'";
+    }
+    if (a.value("--http-token") || a.value("--http-token-file")) {
+        if (auto ok = http::check_token(token); !ok) {
+            throw usage_error(token_from + ": " + ok.error());
+        }
+    }
+    ho.token = token;
+    ho.tls_cert_file = a.get("--http-tls-cert", "");
+    ho.tls_key_file = a.get("--http-tls-key", "");
+    if (ho.tls_cert_file.empty() != ho.tls_key_file.empty()) {
+        throw usage_error("--http-tls-cert and --http-tls-key go together");
+    }
+    for (const auto* f : {&ho.tls_cert_file, &ho.tls_key_file}) {
+        if (!f->empty() && !std::ifstream(*f)) {
+            throw usage_error("cannot read the TLS file '" + *f + "'");
+        }
+    }
+    ho.max_connections =
+        static_cast<std::size_t>(a.number("--http-max-connections", 256, 1, 100'000));
+    const auto ep = http::parse_listen_address(ho.listen);
+    if (!ep) {
+        return;  // bind() says so
+    }
+    const auto problem =
+        http::exposure_problem(*ep, !token.empty(), !ho.tls_cert_file.empty(), target.auth.has_value());
+    if (problem.empty()) {
+        return;
+    }
+    if (!a.has("--http-insecure")) {
+        throw usage_error("refusing to serve HTTP on '" + ho.listen + "': " + problem +
+                          " (or --http-insecure to serve anyway)");
+    }
+    spdlog::warn("zkd: --http-insecure: serving HTTP on '{}' although {}", ho.listen, problem);
+}
 
 }  // namespace
 
@@ -73,6 +137,10 @@ int cmd_run(int argc, char** argv) {
                                                 {"--session-timeout"}, {"--placement"}, {"--host"},
                                                 {"--log-level"}, {"--log-format"}, {"--grace"},
                                                 {"--result-retention"}, {"--http"},
+                                                {"--http-token"}, {"--http-token-file"},
+                                                {"--http-tls-cert"}, {"--http-tls-key"},
+                                                {"--http-insecure", false, true},
+                                                {"--http-max-connections"},
                                                 {"--enable-crash-task", false, true}}));
     if (a.has("--help")) {
         std::fputs(run_help, stdout);
@@ -137,16 +205,20 @@ int cmd_run(int argc, char** argv) {
     if (const auto listen = a.value("--http")) {
         http::server_options ho;
         ho.listen = *listen;
+        configure_http(a, target, ho);
+        const bool tls = !ho.tls_cert_file.empty();
         ho.zk = target.session_config(o.session_timeout);
         ho.stats = [&stats] { return stats; };
         ho.lag = &lag;
         web.emplace(ioc.get_executor(), std::move(ho));
         if (const auto ec = web->bind()) {
             complain("cannot serve HTTP on '" + *listen + "': " + ec.message());
-            return ec == std::errc::invalid_argument ? exit_usage : exit_failed;
+            const bool bad_tls_file = ec.category() == asio::error::get_ssl_category();
+            return ec == std::errc::invalid_argument || bad_tls_file ? exit_usage : exit_failed;
         }
         const auto ep = web->local_endpoint();
-        spdlog::info("zkd: HTTP API on http://{}:{}/ (metrics at /metrics)",
+        spdlog::info("zkd: HTTP API on {}://{}:{}/ (metrics at /metrics)",
+                     tls ? "https" : "http",
                      ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string(),
                      ep.port());
         lag.start();

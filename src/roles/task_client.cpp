@@ -235,6 +235,62 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
     co_return std::move(*decoded);
 }
 
+asio::awaitable<zkco::result<task_result>> task_client::await_result(std::string tid) {
+    const auto ref = parse_task_ref(tid);
+    const bool bundled = ref && ref->index;
+    // (A local, not a conditional expression inside co_await: GCC 12 destroys the
+    // temporaries of such an expression twice.)
+    std::string path = l_.result(tid);
+    if (bundled) {
+        path = l_.result(std::string(ref->node));
+    }
+    auto node = co_await await_node(std::move(path));
+    if (!node) {
+        co_return node.error();
+    }
+    auto decoded = decode_result(node->data);
+    if (!decoded) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    if (!bundled) {
+        co_return std::move(*decoded);
+    }
+    if (std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), *ref->index)) {
+        co_return zkco::error_code(zkco::errc::no_node);
+    }
+    auto r = bundled_result(*decoded, *ref->index, tid);
+    if (!r) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::move(*r);
+}
+
+asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
+    if (auto ref = parse_task_ref(tid); ref && ref->index) {
+        std::string bundle(ref->node);
+        auto node = co_await read_node(l_.result(bundle));
+        if (!node) {
+            if (node.error() == zkco::errc::no_node) {
+                co_return zkco::result<void>();
+            }
+            co_return node.error();
+        }
+        std::vector<std::size_t> indices(1, *ref->index);
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), std::move(indices));
+        if (!consumed && consumed.error() != client_errc::garbage_result) {
+            co_return consumed.error();
+        }
+        co_return zkco::result<void>();
+    }
+    std::vector<zkco::multi_op> ops{zkco::op::remove{l_.result(tid), zkco::any_version}};
+    auto [ec, per_op] =
+        co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
+    if (ec && ec != zkco::errc::no_node) {
+        co_return ec;
+    }
+    co_return zkco::result<void>();
+}
+
 asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string bundle,
                                                                      std::size_t index,
                                                                      std::string tid) {
