@@ -387,10 +387,8 @@ std::string_view allowed_methods(resource r) {
 }
 
 api_result<submit_request> parse_submit(std::string_view body) {
-    json::parse_options opts;
-    opts.max_depth = roles::max_json_depth + 1;  // + the array around several tasks
     boost::system::error_code ec;
-    const auto doc = json::parse(body, ec, {}, opts);
+    const auto doc = roles::parse_json(body, ec, 1);  // + the array around several tasks
     if (ec) {
         return bad("bad_json", "the body is not JSON: " + ec.message());
     }

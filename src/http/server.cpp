@@ -531,6 +531,11 @@ struct server::impl {
                      "no task " + id + " (never submitted, or its result was consumed)"}
                 );
             }
+            if (unknown) {  // its result node holds garbage (§8)
+                co_return error_response(
+                    zk_error(roles::client_errc::garbage_result, "reading task " + id)
+                );
+            }
             co_return json_response(200, roles::to_json(*info));
         }
         if (unknown && info->garbage.empty()) {

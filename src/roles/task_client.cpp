@@ -282,10 +282,8 @@ asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
         }
         co_return zkco::result<void>();
     }
-    std::vector<zkco::multi_op> ops{zkco::op::remove{l_.result(tid), zkco::any_version}};
-    auto [ec, per_op] =
-        co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
-    if (ec && ec != zkco::errc::no_node) {
+    const auto ec = co_await consume_until_done(l_.result(tid));
+    if (ec) {
         co_return ec;
     }
     co_return zkco::result<void>();
@@ -512,25 +510,35 @@ asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) 
 
 void task_client::consume_result(std::string path) {
     ++consuming_;
-    asio::co_spawn(zk_.get_executor(), consume_until_done(std::move(path)), asio::detached);
+    // No captures: a coroutine lambda's captures die with the lambda, its parameters do not.
+    auto consume = [](task_client* self, std::shared_ptr<bool> alive,
+                      std::string p) -> asio::awaitable<void> {
+        const auto ec = co_await self->consume_until_done(std::move(p));
+        if (*alive && ec != asio::error::operation_aborted) {
+            --self->consuming_;
+        }
+    };
+    asio::co_spawn(zk_.get_executor(), consume(this, alive_, std::move(path)), asio::detached);
 }
 
-asio::awaitable<void> task_client::consume_until_done(std::string path) {
+asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string path) {
     const auto alive = alive_;
+    zkco::error_code ec;
     for (int tries = 0; tries < 10; ++tries) {
         std::vector<zkco::multi_op> remove{zkco::op::remove{path, zkco::any_version}};
-        auto [ec, r] = co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
+        auto [sent, r] = co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
+        ec = sent;
         if (!*alive || ec == asio::error::operation_aborted) {
-            co_return;  // this client is gone (or going)
+            co_return asio::error::operation_aborted;  // this client is gone (or going)
         }
         if (!ec || ec == zkco::errc::no_node) {
-            break;  // consumed (no_node: by an earlier try whose answer was lost)
+            co_return zkco::error_code();  // consumed (no_node: by an earlier try, or another)
         }
         if (ec == zkco::errc::not_empty) {
             // Someone wrote below the result: clear it (§8), then delete it.
             auto removed = co_await remove_children(zk_, path);
             if (!*alive) {
-                co_return;
+                co_return asio::error::operation_aborted;
             }
             if (removed) {
                 spdlog::warn("client: deleted {} node(s) someone else wrote below {}", *removed, path);
@@ -540,16 +548,16 @@ asio::awaitable<void> task_client::consume_until_done(std::string path) {
         }
         const bool retry = co_await reconnected_after(zk_, ec);
         if (!*alive) {
-            co_return;
+            co_return asio::error::operation_aborted;
         }
         if (!retry) {
-            spdlog::warn("client: could not consume {}: {}; it stays until the master's result "
-                         "retention deletes it",
-                         path, ec.message());
             break;
         }
     }
-    --consuming_;
+    spdlog::warn("client: could not consume {}: {}; it stays until the master's result retention "
+                 "deletes it",
+                 path, ec.message());
+    co_return ec;
 }
 
 asio::awaitable<void> task_client::flush() {

@@ -118,7 +118,8 @@ private:
     /// a connection loss the session survives, after deleting what others wrote below it;
     /// what cannot be deleted is logged (it stays until the master's retention, T8).
     void consume_result(std::string path);
-    boost::asio::awaitable<void> consume_until_done(std::string path);
+    /// The delete of consume_result, awaited: no error once the node is gone.
+    boost::asio::awaitable<zkco::error_code> consume_until_done(std::string path);
     boost::asio::awaitable<zkco::result<task_result>> wait_bundled(std::string bundle,
                                                                    std::size_t index,
                                                                    std::string tid);

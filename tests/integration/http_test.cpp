@@ -1057,6 +1057,39 @@ TEST_F(Http, RunServesOnlyWithTheToken) {
     EXPECT_EQ(metrics.status, 401) << metrics;
 }
 
+// A result node holding garbage is a bad gateway (502), not a 200 with state "unknown".
+TEST_F(Http, AGarbageResultIs502) {
+    start();
+    wait_ready();
+    const std::string id = "t4-1763733600123-3fa9c2d100002a";
+    auto written = asio::co_spawn(
+        ioc_,
+        [this, id]() -> asio::awaitable<std::string> {
+            zkd::zkco::config cfg;
+            cfg.connect_string = cluster_connect();
+            cfg.session_timeout = 4s;
+            zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+            const auto connected = co_await zkd::zkco::with_timeout(zk.connect(), 30s);
+            if (!connected) {
+                co_return "no session";
+            }
+            auto l = co_await zkd::roles::read_layout(zk);
+            std::string problem = "no layout";
+            if (l) {
+                auto made = co_await zk.create(l->result(id), std::string("\xff not json"));
+                problem = made ? "" : "cannot write the result";
+            }
+            co_await zk.close();
+            co_return problem;
+        },
+        asio::use_future
+    );
+    ASSERT_EQ(written.get(), "");
+    auto r = curl("/v1/tasks/" + id);
+    EXPECT_EQ(r.status, 502) << r;
+    EXPECT_EQ(r.error_code(), "garbage_result");
+}
+
 // What the facade's ?wait stands on: task_client::await_result reads a result without
 // consuming it (a plain task's, or one task's of a bundle), consume() consumes it.
 TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
