@@ -8,6 +8,7 @@
 #include "loadgen/raw.hpp"
 #include "loadgen/report.hpp"
 #include "roles/election.hpp"
+#include "roles/inspect.hpp"
 #include "roles/ids.hpp"
 #include "roles/layout.hpp"
 #include "roles/task.hpp"
@@ -218,6 +219,11 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
         co_return;
     }
 
+    if (zk.negotiated_timeout() != s.session_timeout) {
+        std::fprintf(stderr, "zkd-loadgen: the server granted a session timeout of %lld ms (asked %lld)\n",
+                     static_cast<long long>(zk.negotiated_timeout().count()),
+                     static_cast<long long>(s.session_timeout.count()));
+    }
     std::optional<zkd::roles::layout> layout;
     worker_census workers;
     if (s.load) {
@@ -232,7 +238,7 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
             co_await zk.close();
             co_return;
         }
-        auto l = co_await zkd::roles::ensure_layout(zk, zkd::roles::meta_info{});
+        auto l = co_await zkd::roles::read_layout(zk);  // a load never makes a cluster
         if (!l) {
             rep.exit = exit_errors;
             rep.message = "no usable cluster in " + chroot + ": " + l.error().message();
