@@ -377,9 +377,11 @@ TEST_F(ZkcoOps, DigestAuthAndAcls) {
         EXPECT_EQ(mine->acl, (acl_list{{perms::all, "digest", digest_id("alice", "secret")}}));
         EXPECT_EQ(mine->stat.aversion, 0);
         // (Named results: GCC 12 mishandles a co_await result's member inside EXPECT_EQ.)
-        const auto owned = co_await anon.get_acl("/owned"s);  // ACLs are readable by anyone
+        const auto owned = co_await alice.get_acl("/owned"s);
         ASSERT_TRUE(owned);
         EXPECT_EQ(owned->acl, digest_acl);
+        const auto hidden = co_await anon.get_acl("/owned"s);  // an ACL needs READ or ADMIN
+        EXPECT_EQ(hidden.error(), errc::no_auth);
         const auto pub = co_await anon.get_acl("/public"s);
         ASSERT_TRUE(pub);
         EXPECT_EQ(pub->acl, read_acl());
