@@ -97,7 +97,8 @@ asio::awaitable<zkco::result<std::string>> members_alive(zkco::client& zk, std::
     std::string alive;
     const auto count = [&](std::size_t n, const char* what) {
         if (n > 0) {
-            alive += (alive.empty() ? "" : ", ") + std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+            alive +=
+                (alive.empty() ? "" : ", ") + std::to_string(n) + " " + what + (n == 1 ? "" : "s");
         }
     };
     for (const auto& [dir, what] : {std::pair{"/workers", "worker"}, {"/election", "candidate"}}) {
@@ -120,8 +121,9 @@ asio::awaitable<zkco::result<std::string>> members_alive(zkco::client& zk, std::
 }  // namespace
 
 int cmd_purge(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2,
-                               cluster_options({{"--results", false, false}, {"--older-than", true, false}}));
+    const auto a = args::parse(
+        argc, argv, 2, cluster_options({{"--results", false, false}, {"--older-than", true, false}})
+    );
     if (a.has("--help")) {
         std::fputs(purge_help, stdout);
         return exit_ok;
@@ -134,56 +136,63 @@ int cmd_purge(int argc, char** argv) {
     }
     const auto older_than = a.duration("--older-than", 0ms, 0ms, 24h * 3650);
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
-        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-        std::size_t purged = 0;
-        std::size_t kept = 0;
-        for (const auto& shard : l.result_shard_paths()) {
-            auto kids = co_await zkco::with_timeout(zk.get_children(shard), 30s);
-            if (!kids) {
-                if (kids.error() == zkco::errc::no_node) {
-                    continue;
-                }
-                complain("cannot list " + shard + ": " + kids.error().message());
-                co_return exit_failed;
-            }
-            for (const auto& name : kids->names) {
-                const auto path = zkco::join_path(shard, name);
-                if (older_than.count() > 0) {
-                    auto st = co_await zkco::with_timeout(zk.exists(path), 30s);
-                    if (!st) {
-                        complain("cannot read " + path + ": " + st.error().message());
-                        co_return exit_failed;
-                    }
-                    if (!*st || now - (*st)->mtime < older_than.count()) {
-                        kept += *st ? 1 : 0;
+    return with_cluster(
+        target, namespace_mode::existing,
+        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+            const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()
+            )
+                                 .count();
+            std::size_t purged = 0;
+            std::size_t kept = 0;
+            for (const auto& shard : l.result_shard_paths()) {
+                auto kids = co_await zkco::with_timeout(zk.get_children(shard), 30s);
+                if (!kids) {
+                    if (kids.error() == zkco::errc::no_node) {
                         continue;
                     }
-                }
-                // Results can hold children only when someone wrote them there: take those too.
-                auto gone = co_await delete_tree(zk, path);
-                if (!gone) {
-                    complain("cannot delete " + path + ": " + gone.error().message());
+                    complain("cannot list " + shard + ": " + kids.error().message());
                     co_return exit_failed;
                 }
-                purged += *gone > 0 ? 1 : 0;
+                for (const auto& name : kids->names) {
+                    const auto path = zkco::join_path(shard, name);
+                    if (older_than.count() > 0) {
+                        auto st = co_await zkco::with_timeout(zk.exists(path), 30s);
+                        if (!st) {
+                            complain("cannot read " + path + ": " + st.error().message());
+                            co_return exit_failed;
+                        }
+                        if (!*st || now - (*st)->mtime < older_than.count()) {
+                            kept += *st ? 1 : 0;
+                            continue;
+                        }
+                    }
+                    // Results can hold children only when someone wrote them there: take those too.
+                    auto gone = co_await delete_tree(zk, path);
+                    if (!gone) {
+                        complain("cannot delete " + path + ": " + gone.error().message());
+                        co_return exit_failed;
+                    }
+                    purged += *gone > 0 ? 1 : 0;
+                }
             }
+            std::printf("purged %zu result(s) from %s", purged, target.chroot.c_str());
+            if (older_than.count() > 0) {
+                std::printf(
+                    " (kept %zu newer than %lld ms)", kept,
+                    static_cast<long long>(older_than.count())
+                );
+            }
+            std::printf("\n");
+            co_return exit_ok;
         }
-        std::printf("purged %zu result(s) from %s", purged, target.chroot.c_str());
-        if (older_than.count() > 0) {
-            std::printf(" (kept %zu newer than %lld ms)", kept, static_cast<long long>(older_than.count()));
-        }
-        std::printf("\n");
-        co_return exit_ok;
-    });
+    );
 }
 
 int cmd_drop_namespace(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2,
-                               cluster_options({{"--yes", false, false}, {"--force", false, false}}));
+    const auto a = args::parse(
+        argc, argv, 2, cluster_options({{"--yes", false, false}, {"--force", false, false}})
+    );
     if (a.has("--help")) {
         std::fputs(drop_help, stdout);
         return exit_ok;
@@ -193,8 +202,10 @@ int cmd_drop_namespace(int argc, char** argv) {
     }
     const auto target = target_of(a);
     if (!a.has("--yes")) {
-        throw usage_error("drop-namespace deletes " + target.chroot +
-                          " and every task and result in it: pass --yes");
+        throw usage_error(
+            "drop-namespace deletes " + target.chroot +
+            " and every task and result in it: pass --yes"
+        );
     }
     const bool force = a.has("--force");
     return with_root(target, [&](zkco::client& zk, std::string ns) -> asio::awaitable<int> {
@@ -204,14 +215,18 @@ int cmd_drop_namespace(int argc, char** argv) {
             co_return exit_failed;
         }
         if (!alive->empty() && !force) {
-            complain("refusing to drop " + ns + ": " + *alive +
-                     " alive in it (stop its 'zkd run's first, or pass --force)");
+            complain(
+                "refusing to drop " + ns + ": " + *alive +
+                " alive in it (stop its 'zkd run's first, or pass --force)"
+            );
             co_return exit_failed;
         }
         auto gone = co_await delete_tree(zk, ns);
         if (!gone) {
-            complain("cannot drop " + ns + ": " + gone.error().message() +
-                     (gone.error() == zkco::errc::no_auth ? " (it needs the cluster's --user)" : ""));
+            complain(
+                "cannot drop " + ns + ": " + gone.error().message() +
+                (gone.error() == zkco::errc::no_auth ? " (it needs the cluster's --user)" : "")
+            );
             co_return exit_failed;
         }
         if (*gone == 0) {

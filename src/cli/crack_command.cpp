@@ -190,7 +190,8 @@ int cmd_crack(int argc, char** argv) {
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool progress = !a.has("--no-progress") && ::isatty(2) == 1;
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         if (forget) {
             auto done = co_await roles::crack_forget(zk, spec.hash);
             if (!done) {

@@ -56,7 +56,8 @@ void setup_logging(const std::string& level, const std::string& format,
                    const std::string& level_source, const std::string& format_source) {
     const auto lv = spdlog::level::from_str(level);
     if (lv == spdlog::level::off && level != "off") {
-        throw usage_error(level_source + " wants trace, debug, info, warn, error or off, not '" + level + "'");
+        throw usage_error(level_source + " wants trace, debug, info, warn, error or off, not '" +
+                          level + "'");
     }
     spdlog::set_level(lv);
     if (format == "json") {

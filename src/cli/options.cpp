@@ -45,7 +45,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
         row[0] = i;
         for (std::size_t j = 1; j <= b.size(); ++j) {
             const std::size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + change});
             diagonal = up;
         }
     }
@@ -335,12 +336,13 @@ cluster_target target_of(const args& a) {
     cluster_target t;
     t.hosts = a.get("--zk", "127.0.0.1:2181");
     if (!zkco::parse_connect_string(t.hosts)) {
-        throw usage_error(a.source("--zk") + " wants host:port[,host:port...][/path], not '" + t.hosts +
-                          "'");
+        throw usage_error(a.source("--zk") + " wants host:port[,host:port...][/path], not '" +
+                          t.hosts + "'");
     }
     t.ns = a.get("--namespace", "default");
     if (t.ns.empty() || t.ns.find('/') != std::string::npos || t.ns == "." || t.ns == "..") {
-        throw usage_error(a.source("--namespace") + " wants a name without '/', not '" + t.ns + "'");
+        throw usage_error(a.source("--namespace") + " wants a name without '/', not '" + t.ns +
+                          "'");
     }
     t.chroot = roles::chroot_path(t.ns);
     t.connect_timeout = a.duration("--connect-timeout", std::chrono::seconds(10),

@@ -112,7 +112,8 @@ int cmd_run(int argc, char** argv) {
     } else if (role == "standby") {
         o.role = roles::node_role::standby;
     } else {
-        throw usage_error(a.source("--role") + " wants auto, worker or standby, not '" + role + "'");
+        throw usage_error(a.source("--role") + " wants auto, worker or standby, not '" + role +
+                          "'");
     }
     const auto policy = roles::parse_placement_policy(a.get("--placement", "least-loaded"));
     if (!policy) {
@@ -120,8 +121,8 @@ int cmd_run(int argc, char** argv) {
     }
     o.master.policy = *policy;
     const auto threads = static_cast<std::size_t>(a.number("--threads", cores, 1, 1024));
-    setup_logging(a.get("--log-level", "info"), a.get("--log-format", "text"), a.source("--log-level"),
-                  a.source("--log-format"));
+    setup_logging(a.get("--log-level", "info"), a.get("--log-format", "text"),
+                  a.source("--log-level"), a.source("--log-format"));
 
     roles::registry reg;
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));

@@ -56,8 +56,9 @@ std::string printable(std::string_view s) {
                 ok = (cc & 0xc0) == 0x80;
                 cp = (cp << 6) | (cc & 0x3fU);
             }
-            ok = ok && !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
-                 !(cp >= 0xd800 && cp <= 0xdfff) && !(cp >= 0x80 && cp <= 0x9f);
+            const bool overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+            ok = ok && !overlong && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) &&
+                 !(cp >= 0x80 && cp <= 0x9f);
             if (ok) {
                 out.append(s.substr(i, len));
                 i += len;

@@ -130,8 +130,8 @@ std::string args_text(const std::string& arg) {
         read_all(in);
     }
     if (text.size() > most) {
-        throw usage_error("ARGS-JSON from " + from + " is over 1 MiB (" + std::to_string(text.size()) +
-                          " bytes)");
+        throw usage_error("ARGS-JSON from " + from + " is over 1 MiB (" +
+                          std::to_string(text.size()) + " bytes)");
     }
     return text;
 }
@@ -158,9 +158,11 @@ asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, roles::la
     for (const auto& t : served) {
         list += (list.empty() ? "" : ", ") + t;
     }
-    co_return "no worker serves task type '" + type + "' (the " + std::to_string(view->workers.size()) +
-        " workers serve: " + (list.empty() ? "nothing" : list) +
-        "); nothing was submitted. Pass --allow-unserved if a worker that serves it is about to join";
+    co_return "no worker serves task type '" + type + "' (the " +
+        std::to_string(view->workers.size()) + " workers serve: " +
+        (list.empty() ? "nothing" : list) +
+        "); nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
+        "to join";
 }
 
 std::string no_such_task(const std::string& id) {
@@ -242,7 +244,8 @@ int cmd_submit(int argc, char** argv) {
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool check_type = !a.has("--allow-unserved");
     const auto target = target_of(a);
-    const auto mode = a.has("--create-namespace") ? namespace_mode::create : namespace_mode::offer_create;
+    const auto mode =
+        a.has("--create-namespace") ? namespace_mode::create : namespace_mode::offer_create;
     return with_cluster(target, mode, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         using namespace asio::experimental::awaitable_operators;
         if (check_type) {
@@ -284,7 +287,8 @@ int cmd_wait(int argc, char** argv) {
     const auto id = one_id(a, "wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto st = co_await known_status(tc, id);
         if (std::holds_alternative<int>(st)) {
@@ -302,7 +306,8 @@ int cmd_status(int argc, char** argv) {
     const auto id = one_id(a, "status");
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto info = co_await roles::read_task(zk, l, id);
         if (!info) {
             complain("task " + id + ": " + info.error().message());
@@ -336,7 +341,8 @@ int cmd_cancel(int argc, char** argv) {
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto known = co_await known_status(tc, id);
         if (std::holds_alternative<int>(known)) {

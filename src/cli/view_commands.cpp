@@ -162,7 +162,8 @@ int cmd_tasks(int argc, char** argv) {
     const auto limit = static_cast<std::size_t>(a.number("--limit", 1000, 1, 1'000'000));
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto list = co_await roles::list_tasks(zk, l, limit);
         if (!list) {
             complain("cannot list tasks: " + list.error().message());
@@ -188,7 +189,8 @@ int cmd_cluster(int argc, char** argv) {
     }
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto view = co_await roles::read_cluster(zk, l);
         if (!view) {
             complain("cannot read the cluster: " + view.error().message());

@@ -38,9 +38,9 @@ boost::asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std
 boost::asio::awaitable<zkco::result<layout>> ensure_layout(zkco::client& zk, meta_info defaults);
 
 /// With credentials `auth` and a client chrooted at the namespace: checks that the namespace
-/// node ("/") and each fixed node of `l` grant nothing to anyone but `auth`'s digest id.
-/// Yields nullopt if so; otherwise a message naming the first node that is not, its ACL and
-/// what to do (also when an ACL cannot be read). Reads only.
+/// node ("/") and each fixed node of `l` that exists grant nothing to anyone but `auth`'s
+/// digest id. Yields nullopt if so; otherwise a message naming the first node that is not,
+/// its ACL and what to do (also when an ACL cannot be read). Reads only.
 boost::asio::awaitable<std::optional<std::string>> check_protected(zkco::client& zk, layout l,
                                                                    zkco::credentials auth);
 

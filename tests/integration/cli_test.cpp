@@ -511,6 +511,17 @@ TEST_F(Cli, HostileStringsAreEscaped) {
     }());
 }
 
+// A session timeout the server clamps is said so in zkd run's log (the test server's tick of
+// 200 ms allows 400 ms to 4 s).
+TEST_F(Cli, RunSaysWhatSessionTimeoutItGot) {
+    start_node({"--session-timeout", "10s"});
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    std::ifstream in(dir_ / "node.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(log.find("connected (timeout 4000 ms: the server's limit; 10000 ms asked)"), std::string::npos)
+        << log;
+}
+
 // zkd run waits for ZooKeeper as long as it takes unless --connect-timeout says otherwise;
 // meanwhile the C client's retry chatter stays out of the log at the default level.
 TEST_F(Cli, RunHonoursConnectTimeoutQuietly) {
