@@ -47,11 +47,22 @@ if it was refused or failed.
 constexpr std::size_t removes_per_multi = 500;
 
 /// Deletes `path` and everything below it; yields how many nodes went (no_node: 0).
-/// Leaves go many to a multi; a multi that fails (a child with children of its own, a node
-/// gone meanwhile) is redone one node at a time.
+/// A leaf goes in one request; below a node, leaves go many to a multi, and a multi that
+/// fails (a child with children of its own, a node gone meanwhile) is redone one at a time.
+/// (co_await results are named before they are tested: GCC 12 and co_await in conditions.)
 asio::awaitable<zkco::result<std::size_t>> delete_tree(zkco::client& zk, std::string path) {
     std::size_t removed = 0;
     for (;;) {
+        auto gone = co_await zkco::with_timeout(zk.remove(path), 30s);
+        if (gone) {
+            co_return removed + 1;
+        }
+        if (gone.error() == zkco::errc::no_node) {
+            co_return removed;
+        }
+        if (gone.error() != zkco::errc::not_empty) {
+            co_return gone.error();
+        }
         auto kids = co_await zkco::with_timeout(zk.get_children(path), 30s);
         if (!kids) {
             if (kids.error() == zkco::errc::no_node) {
@@ -65,7 +76,8 @@ asio::awaitable<zkco::result<std::size_t>> delete_tree(zkco::client& zk, std::st
             for (auto i = first; i < last; ++i) {
                 ops.emplace_back(zkco::op::remove{zkco::join_path(path, kids->names[i])});
             }
-            if (co_await zkco::with_timeout(zk.multi(std::move(ops)), 30s)) {
+            const auto batch = co_await zkco::with_timeout(zk.multi(std::move(ops)), 30s);
+            if (batch) {
                 removed += last - first;
                 continue;
             }
@@ -77,17 +89,7 @@ asio::awaitable<zkco::result<std::size_t>> delete_tree(zkco::client& zk, std::st
                 removed += *below;
             }
         }
-        auto gone = co_await zkco::with_timeout(zk.remove(path), 30s);
-        if (gone) {
-            co_return removed + 1;
-        }
-        if (gone.error() == zkco::errc::no_node) {
-            co_return removed;
-        }
-        if (gone.error() != zkco::errc::not_empty) {
-            co_return gone.error();
-        }
-        // A child came meanwhile (a member still at work): go round again.
+        // Children gone: the node goes at the top of the loop (again, if one came meanwhile).
     }
 }
 

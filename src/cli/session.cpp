@@ -125,7 +125,8 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
     if (l && t.auth) {
         // Our credentials protect only what nobody else may touch: never hand a task (or
         // a result's consumption) to a namespace someone without them set up.
-        if (auto open = co_await roles::check_protected(zk, *l, *t.auth)) {
+        const auto open = co_await roles::check_protected(zk, *l, *t.auth);
+        if (open) {
             complain("refusing the namespace " + t.chroot + ": " + *open);
             co_await zk.close();
             co_return exit_failed;

@@ -249,7 +249,8 @@ int cmd_submit(int argc, char** argv) {
     return with_cluster(target, mode, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         using namespace asio::experimental::awaitable_operators;
         if (check_type) {
-            if (auto no = co_await unserved(zk, l, req.type)) {
+            const auto no = co_await unserved(zk, l, req.type);
+            if (no) {
                 complain(*no);
                 co_return exit_failed;
             }

@@ -192,7 +192,8 @@ asio::awaitable<zkco::result<layout>> ensure_layout(zkco::client& zk, meta_info 
         }
     }
     if (const auto& auth = zk.config().auth) {
-        if (auto ok = refuse_unprotected(co_await check_protected(zk, l, *auth)); !ok) {
+        const auto problem = co_await check_protected(zk, l, *auth);
+        if (auto ok = refuse_unprotected(problem); !ok) {
             co_return ok.error();
         }
     }
