@@ -271,6 +271,12 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
             co_return;
         }
         auto l = co_await ensure_layout(zk, meta_info{16, 16, now_ms()});
+        if (!l && l.error() == zkco::errc::invalid_acl) {
+            // A namespace others can write to (check_protected said which node and why):
+            // waiting would not change it. Stop; `zkd run` exits 1.
+            co_await zk.close();
+            co_return;
+        }
         if (!l) {
             spdlog::error("node: cannot set up the cluster layout: {}", l.error().message());
             co_await zk.close();

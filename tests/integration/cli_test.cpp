@@ -697,6 +697,9 @@ TEST_F(Cli, ASquattedNamespaceIsRefused) {
         EXPECT_EQ(l.error(), errc::invalid_acl);
         co_await zk.close();
     }());
+    // And zkd run on it stops (exit 1) rather than retrying for ever.
+    r = zkd({"run", "--namespace", "sq2", "--zk", zk()}, false, alice, 30s);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
 
     // A namespace made by a cluster with the credentials passes: run, submit, wait.
     start_node({"--user", "alice", "--password", "secret"});
