@@ -6,6 +6,8 @@
 
 #include <spdlog/cfg/env.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -23,18 +25,38 @@ commands:
   tasks     list pending and running tasks, with worker and age
   cluster   show the master, the workers with their load, the queue and throughput
   crack     find an MD5 preimage with the whole cluster (word list or brute force)
+  purge     delete results nobody consumed (--results [--older-than DUR])
+  drop-namespace delete the namespace and all in it (--yes; refused while members live)
 
 Run 'zkd <command> --help' for a command's options. Every command takes --zk CONNECT
 (default 127.0.0.1:2181; hosts with an optional /path) and --namespace NS (default
-"default"); the cluster lives in <path>/zkd/<NS>.
+"default"); the cluster lives in <path>/zkd/<NS>. Only 'zkd run' (and 'submit
+--create-namespace') creates a namespace: the other commands refuse one with no cluster.
 
 Options come from the command line, then the environment (ZKD_ plus the option's name:
 --zk is ZKD_ZK, --session-timeout is ZKD_SESSION_TIMEOUT), then a config file given by
 --config FILE or ZKD_CONFIG, with lines like 'zk = 10.0.0.1:2181' and '# comments'.
+A ZKD_ variable that is no option is warned about (with the nearest name) and ignored.
 
 Exit codes: 0 ok, 1 failed (the task or the command), 2 usage error, 3 ZooKeeper
-unreachable, 4 timed out, 5 no such task.
+unreachable, 4 timed out, 5 no such task; 130 for an interrupted 'submit --wait'.
+
+'zkd --version' (or --version after any command) prints the version.
 )";
+
+/// True when --version comes before any `--` (after which everything is an argument).
+bool wants_version(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--") {
+            return false;
+        }
+        if (a == "--version") {
+            return true;
+        }
+    }
+    return false;
+}
 
 }  // namespace
 
@@ -46,7 +68,18 @@ int main(int argc, char** argv) {
         {"wait", zkd::cli::cmd_wait},     {"status", zkd::cli::cmd_status},
         {"cancel", zkd::cli::cmd_cancel}, {"tasks", zkd::cli::cmd_tasks},
         {"cluster", zkd::cli::cmd_cluster}, {"crack", zkd::cli::cmd_crack},
+        {"purge", zkd::cli::cmd_purge},   {"drop-namespace", zkd::cli::cmd_drop_namespace},
     };
+    if (wants_version(argc, argv)) {
+        std::printf("zkd %s\n", ZKD_VERSION);
+        return zkd::cli::exit_ok;
+    }
+    // A ZKD_ variable no command knows is most likely a typo: say so (once), then go on.
+    for (const auto& [name, nearest] : zkd::cli::unknown_environment(environ)) {
+        std::fprintf(stderr, "zkd: warning: ignoring %s: no zkd option has this variable%s%s%s\n",
+                     name.c_str(), nearest.empty() ? "" : " (did you mean ", nearest.c_str(),
+                     nearest.empty() ? "" : "?)");
+    }
     try {
         if (const auto it = commands.find(cmd); it != commands.end()) {
             return it->second(argc, argv);

@@ -49,6 +49,12 @@ for i in 1 2 3; do
     nodes+=($!)
 done
 
+# Client commands use a cluster, never make one: wait until the three have joined.
+for _ in $(seq 1 300); do
+    "$zkd" cluster --zk "$connect" --namespace demo 2>/dev/null | grep -q '^workers   3,' && break
+    sleep 0.1
+done
+
 echo "== submit tasks and wait for their results"
 submit() {
     echo "\$ zkd submit $*"
@@ -59,7 +65,7 @@ submit echo '{"hello": "zkd"}'
 submit sleep '{"ms": 200}'
 submit md5-crack '{"hash": "02926b8c2fe8e26a3bc6e810554a2120", "charset": "abcdefghijklmnopqrstuvwxyz", "min_len": 1, "max_len": 3, "start": 0, "count": 18278}'
 submit fail '{"message": "this task fails on purpose"}'
-submit no-such-type '{}'   # failed after the 10 s grace for unserved types
+submit no-such-type '{}'   # refused: no worker serves it (--allow-unserved submits anyway)
 
 echo "== a task in flight: status, the task list, cancel"
 z() { echo "\$ zkd $*"; "$zkd" "$@" --zk "$connect" --namespace demo || echo "(exit $?)"; }

@@ -9,11 +9,12 @@ packages=(
     libboost1.81-dev libboost-json1.81-dev
     libzookeeper-mt-dev
     libspdlog-dev libfmt-dev
+    libssl-dev openssl
     libgtest-dev libgmock-dev
     zookeeper default-jre-headless
     clang-tidy clang-format
     clang libclang-rt-14-dev
-    curl procps python3 python3-prometheus-client
+    curl procps python3 python3-prometheus-client prometheus
 )
 
 missing=()

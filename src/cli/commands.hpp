@@ -13,5 +13,7 @@ int cmd_cancel(int argc, char** argv);
 int cmd_tasks(int argc, char** argv);
 int cmd_cluster(int argc, char** argv);
 int cmd_crack(int argc, char** argv);
+int cmd_purge(int argc, char** argv);
+int cmd_drop_namespace(int argc, char** argv);
 
 }  // namespace zkd::cli

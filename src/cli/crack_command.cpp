@@ -81,9 +81,10 @@ void draw_progress(const roles::crack_progress& p) {
 
 void print_failed(const std::vector<roles::crack_failed_partition>& failed) {
     for (const auto& f : failed) {
-        std::fprintf(stderr, "  partition %d (task %s): %s %s%s%s\n", f.partition, f.task.c_str(),
-                     std::string(roles::to_string(f.state)).c_str(), f.code.c_str(),
-                     f.message.empty() ? "" : ": ", f.message.c_str());
+        std::fprintf(stderr, "  partition %d (task %s): %s %s%s%s\n", f.partition,
+                     printable(f.task).c_str(), std::string(roles::to_string(f.state)).c_str(),
+                     printable(f.code).c_str(), f.message.empty() ? "" : ": ",
+                     printable(f.message).c_str());
     }
 }
 
@@ -104,16 +105,17 @@ int print_status(const std::vector<roles::crack_job_info>& jobs, const std::stri
     }
     for (const auto& info : jobs) {
         if (!info.job) {
-            std::printf("%s: unreadable (%s)\n", info.id.c_str(), info.problem.c_str());
+            std::printf("%s: unreadable (%s)\n", printable(info.id).c_str(),
+                        printable(info.problem).c_str());
             continue;
         }
         const auto& j = *info.job;
-        std::printf("%s: %s, %d/%d partitions, %s of %s tried", info.id.c_str(),
+        std::printf("%s: %s, %d/%d partitions, %s of %s tried", printable(info.id).c_str(),
                     std::string(roles::to_string(j.state)).c_str(), j.done(), j.total(),
                     human_count(static_cast<double>(j.tried)).c_str(),
                     human_count(static_cast<double>(j.size)).c_str());
         if (j.preimage) {
-            std::printf(", preimage: %s", j.preimage->c_str());
+            std::printf(", preimage: %s", printable(*j.preimage).c_str());
         }
         std::printf("\n");
         print_failed(j.failed);
@@ -188,19 +190,20 @@ int cmd_crack(int argc, char** argv) {
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool progress = !a.has("--no-progress") && ::isatty(2) == 1;
     const auto target = target_of(a);
-    return with_cluster(target, !status_only, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         if (forget) {
             auto done = co_await roles::crack_forget(zk, spec.hash);
             if (!done) {
                 co_return jobs_failed(done.error(), "cannot forget the jobs");
             }
             for (const auto& info : done->removed) {
-                std::printf("forgot %s (%s)\n", info.id.c_str(),
+                std::printf("forgot %s (%s)\n", printable(info.id).c_str(),
                             info.job ? std::string(roles::to_string(info.job->state)).c_str()
                                      : "unreadable");
             }
             for (const auto& info : done->kept) {
-                std::printf("kept %s (%s)\n", info.id.c_str(),
+                std::printf("kept %s (%s)\n", printable(info.id).c_str(),
                             info.job ? std::string(roles::to_string(info.job->state)).c_str()
                                      : "changed meanwhile");
             }

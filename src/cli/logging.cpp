@@ -52,10 +52,12 @@ std::string json_quote(const std::string& s) {
     return boost::json::serialize(boost::json::string(s));
 }
 
-void setup_logging(const std::string& level, const std::string& format) {
+void setup_logging(const std::string& level, const std::string& format,
+                   const std::string& level_source, const std::string& format_source) {
     const auto lv = spdlog::level::from_str(level);
     if (lv == spdlog::level::off && level != "off") {
-        throw usage_error("--log-level wants trace, debug, info, warn, error or off, not '" + level + "'");
+        throw usage_error(level_source + " wants trace, debug, info, warn, error or off, not '" +
+                          level + "'");
     }
     spdlog::set_level(lv);
     if (format == "json") {
@@ -63,7 +65,7 @@ void setup_logging(const std::string& level, const std::string& format) {
     } else if (format == "text") {
         spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
     } else {
-        throw usage_error("--log-format wants text or json, not '" + format + "'");
+        throw usage_error(format_source + " wants text or json, not '" + format + "'");
     }
 }
 

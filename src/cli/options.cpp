@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace zkd::cli {
 
@@ -21,9 +23,37 @@ const std::set<std::string>& every_settable() {
         "--zk", "--namespace", "--user", "--password", "--password-file", "--connect-timeout",
         "--capacity", "--threads", "--role", "--session-timeout", "--placement", "--host",
         "--log-level", "--log-format", "--grace", "--result-retention", "--http",
+        "--http-token", "--http-token-file", "--http-tls-cert", "--http-tls-key",
+        "--http-insecure", "--http-max-connections",
         "--enable-crash-task", "--priority", "--task-timeout", "--max-attempts", "--timeout",
-        "--limit", "--partitions", "--charset", "--min-length", "--max-length", "--wordlist"};
+        "--limit", "--partitions", "--partition-timeout", "--charset", "--min-length",
+        "--max-length", "--wordlist"};
     return all;
+}
+
+/// Variables zkd reads that are no option: ZKD_CONFIG, the C client's log level, and the
+/// test harness's (ZKD_TEST_*, ZKD_REQUIRE_*), which tests pass down to zkd processes.
+bool other_known_variable(const std::string& name) {
+    return name == "ZKD_CONFIG" || name == "ZKD_ZK_CLIENT_LOG" || name.starts_with("ZKD_TEST_") ||
+           name.starts_with("ZKD_REQUIRE_");
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) {
+        row[j] = j;
+    }
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + change});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
 }
 
 std::string env_name(const std::string& option) {
@@ -43,7 +73,10 @@ std::string trim(const std::string& s) {
     return s.substr(b, e - b + 1);
 }
 
-std::map<std::string, std::string> read_config(const std::string& path) {
+/// What the config file sets (parse_config).
+using config_value = config_entry;
+
+std::map<std::string, config_value> read_config(const std::string& path) {
     std::ifstream in(path);
     if (!in) {
         throw usage_error("cannot read the config file '" + path + "'");
@@ -128,7 +161,7 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
             config = env;
         }
     }
-    std::map<std::string, std::string> from_file;
+    std::map<std::string, config_value> from_file;
     if (config && !config->empty()) {
         from_file = read_config(*config);
     }
@@ -136,13 +169,43 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
         if (!o.settable) {
             continue;
         }
-        if (const char* env = std::getenv(env_name(o.name).c_str())) {  // NOLINT(concurrency-mt-unsafe)
-            a.settable_[o.name] = env;
+        const auto var = env_name(o.name);
+        if (const char* env = std::getenv(var.c_str())) {  // NOLINT(concurrency-mt-unsafe)
+            a.settable_[o.name] = {env, var};
         } else if (auto f = from_file.find(o.name); f != from_file.end()) {
-            a.settable_[o.name] = f->second;
+            a.settable_[o.name] = {f->second.value, f->second.where + ": " + o.name.substr(2)};
         }
     }
     return a;
+}
+
+std::vector<std::pair<std::string, std::string>> unknown_environment(char** env) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (; env != nullptr && *env != nullptr; ++env) {
+        const std::string entry(*env);
+        const std::string name = entry.substr(0, entry.find('='));
+        if (!name.starts_with("ZKD_") || other_known_variable(name)) {
+            continue;
+        }
+        std::string nearest;
+        std::size_t best = 4;  // farther than 3 edits is no typo
+        bool known = false;
+        for (const auto& option : every_settable()) {
+            const auto var = env_name(option);
+            if (var == name) {
+                known = true;
+                break;
+            }
+            if (const auto d = edit_distance(name, var); d < best) {
+                best = d;
+                nearest = var;
+            }
+        }
+        if (!known) {
+            out.emplace_back(name, nearest);
+        }
+    }
+    return out;
 }
 
 bool args::has(const std::string& name) const {
@@ -154,7 +217,7 @@ bool args::has(const std::string& name) const {
         return false;
     }
     const auto sw = switch_.find(name);
-    return sw == switch_.end() || !sw->second || truthy(it->second);
+    return sw == switch_.end() || !sw->second || truthy(it->second.value);
 }
 
 std::optional<std::string> args::value(const std::string& name) const {
@@ -162,9 +225,17 @@ std::optional<std::string> args::value(const std::string& name) const {
         return it->second;
     }
     if (auto it = settable_.find(name); it != settable_.end()) {
-        return it->second;
+        return it->second.value;
     }
     return std::nullopt;
+}
+
+std::string args::source(const std::string& name) const {
+    if (given_.contains(name)) {
+        return name;
+    }
+    const auto it = settable_.find(name);
+    return it == settable_.end() ? name : it->second.origin;
 }
 
 std::string args::get(const std::string& name, std::string fallback) const {
@@ -185,12 +256,12 @@ long args::number(const std::string& name, long fallback, long min, long max) co
         }
     } catch (const std::exception&) {
     }
-    throw usage_error(name + " wants a whole number from " + std::to_string(min) + " to " +
+    throw usage_error(source(name) + " wants a whole number from " + std::to_string(min) + " to " +
                       std::to_string(max) + ", not '" + *v + "'");
 }
 
-std::map<std::string, std::string> parse_config(std::string_view text, const std::string& path) {
-    std::map<std::string, std::string> out;
+std::map<std::string, config_entry> parse_config(std::string_view text, const std::string& path) {
+    std::map<std::string, config_entry> out;
     int number = 0;
     std::size_t pos = 0;
     while (pos < text.size()) {
@@ -216,7 +287,7 @@ std::map<std::string, std::string> parse_config(std::string_view text, const std
         if (!every_settable().contains(key)) {
             throw usage_error(where + ": unknown key '" + key.substr(2) + "'");
         }
-        out[key] = value;
+        out[key] = {value, where};
     }
     return out;
 }
@@ -258,7 +329,7 @@ std::chrono::milliseconds args::duration(const std::string& name, std::chrono::m
     }
     const auto d = parse_duration(*v);
     if (!d || *d < min || *d > max) {
-        throw usage_error(name + " wants a duration from " + std::to_string(min.count()) +
+        throw usage_error(source(name) + " wants a duration from " + std::to_string(min.count()) +
                           "ms to " + std::to_string(max.count() / 1000) +
                           "s (e.g. 500ms, 30s, 5m, 2h), not '" + *v + "'");
     }
@@ -277,11 +348,13 @@ cluster_target target_of(const args& a) {
     cluster_target t;
     t.hosts = a.get("--zk", "127.0.0.1:2181");
     if (!zkco::parse_connect_string(t.hosts)) {
-        throw usage_error("--zk wants host:port[,host:port...][/path], not '" + t.hosts + "'");
+        throw usage_error(a.source("--zk") + " wants host:port[,host:port...][/path], not '" +
+                          t.hosts + "'");
     }
     t.ns = a.get("--namespace", "default");
     if (t.ns.empty() || t.ns.find('/') != std::string::npos || t.ns == "." || t.ns == "..") {
-        throw usage_error("--namespace wants a name without '/', not '" + t.ns + "'");
+        throw usage_error(a.source("--namespace") + " wants a name without '/', not '" + t.ns +
+                          "'");
     }
     t.chroot = roles::chroot_path(t.ns);
     t.connect_timeout = a.duration("--connect-timeout", std::chrono::seconds(10),
@@ -292,7 +365,7 @@ cluster_target target_of(const args& a) {
     if (const auto file = a.value("--password-file")) {
         std::ifstream in(*file);
         if (!in) {
-            throw usage_error("cannot read --password-file '" + *file + "'");
+            throw usage_error("cannot read " + a.source("--password-file") + " '" + *file + "'");
         }
         std::getline(in, password);
     }
@@ -303,7 +376,7 @@ cluster_target target_of(const args& a) {
         return t;
     }
     if (user.find(':') != std::string::npos) {
-        throw usage_error("--user must not contain ':'");
+        throw usage_error(a.source("--user") + " must not contain ':'");
     }
     if (password.empty()) {
         throw usage_error("--user needs a password (--password, --password-file or ZKD_PASSWORD)");

@@ -21,6 +21,7 @@ inline constexpr int exit_usage = 2;        ///< bad command line, config file o
 inline constexpr int exit_unreachable = 3;  ///< ZooKeeper could not be reached in time
 inline constexpr int exit_timeout = 4;      ///< gave up waiting (--timeout)
 inline constexpr int exit_not_found = 5;    ///< no such task (or job)
+inline constexpr int exit_interrupted = 130;  ///< SIGINT/SIGTERM while waiting (128 + SIGINT)
 
 /// A mistake in what the user gave us: printed with a pointer to --help, exit_usage.
 struct usage_error : std::runtime_error {
@@ -62,20 +63,37 @@ public:
                                                      std::chrono::milliseconds fallback,
                                                      std::chrono::milliseconds min,
                                                      std::chrono::milliseconds max) const;
+    /// Where the option's value came from, for error messages: "--limit" (the command line,
+    /// or not given), "ZKD_LIMIT" (the environment) or "FILE:LINE: limit" (the config file).
+    [[nodiscard]] std::string source(const std::string& name) const;
 
     std::vector<std::string> positional;
 
 private:
-    std::map<std::string, std::string> given_;     // command line
-    std::map<std::string, std::string> settable_;  // environment, then config file
-    std::map<std::string, bool> switch_;           // which names are switches
+    struct setting {
+        std::string value;
+        std::string origin;  // see source()
+    };
+    std::map<std::string, std::string> given_;  // command line
+    std::map<std::string, setting> settable_;   // environment, then config file
+    std::map<std::string, bool> switch_;        // which names are switches
+};
+
+/// A config file's setting: its value and where it was set ("FILE:LINE").
+struct config_entry {
+    std::string value;
+    std::string where;
 };
 
 /// Parses a config file's text: `key = value` lines (`#` starts a comment, quotes around a
 /// value are dropped), keys without the dashes, each one some command's settable option.
-/// Returns them as "--key" -> value (a repeated key keeps its last value). `path` names the
-/// file in messages ("path:line: ..."). Pure (no I/O); throws usage_error.
-std::map<std::string, std::string> parse_config(std::string_view text, const std::string& path);
+/// Returns them by "--key" (a repeated key keeps its last value). `path` names the file in
+/// messages and in `where` ("path:line"). Pure (no I/O); throws usage_error.
+std::map<std::string, config_entry> parse_config(std::string_view text, const std::string& path);
+
+/// The `ZKD_*` environment variables that are no option of any command (nor another variable
+/// zkd reads), each with the nearest known name when one is close: typos to warn about.
+std::vector<std::pair<std::string, std::string>> unknown_environment(char** env);
 
 /// Parses a duration ("500ms", "30s", "5m", "2h", "250"): nullopt if it is not one.
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);

@@ -4,6 +4,7 @@
 #include "cli/logging.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
+#include "http/api.hpp"
 #include "http/server.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
@@ -18,9 +19,12 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <fstream>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -36,7 +40,14 @@ Joins the cluster in /zkd/<NS>: runs tasks on a compute pool and runs for master
 elected master assigns tasks. On SIGINT/SIGTERM it drains: takes no new tasks, lets the
 running ones finish (up to --grace; what is still running then goes back to the queue) and
 leaves the cluster. A second signal exits at once. Exit code 0 after a clean leave, 1 if it
-stopped on an error.
+stopped on an error, 3 if --connect-timeout ran out before a first session.
+
+ZooKeeper unreachable at start or later, zkd run keeps trying (a warning per failed attempt,
+backing off to every 5 s plus the session timeout): a daemon outlives ZooKeeper restarts.
+With --connect-timeout it gives up (exit 3) when no session came within DUR of starting.
+The namespace is created if missing. With --user, a namespace that nodes of other
+identities may use (made before the first 'zkd run --user') is refused, with an error
+naming the node and its ACL.
 
 Every option can also be set by environment (--session-timeout: ZKD_SESSION_TIMEOUT) or in a
 config file (--config FILE or ZKD_CONFIG; lines 'session-timeout = 5s'); the command line
@@ -45,6 +56,7 @@ bare number is milliseconds).
 
   --zk CONNECT            ZooKeeper hosts[/path] (default 127.0.0.1:2181)
   --namespace NS          cluster namespace (default "default")
+  --connect-timeout DUR   exit 3 if no session came within DUR (default: wait forever)
   --capacity N            task slots (default: number of cores; 0: never work)
   --threads N             compute pool threads (default: number of cores)
   --role ROLE             auto (default), worker (never master), standby (never work)
@@ -59,11 +71,75 @@ bare number is milliseconds).
   --log-level LEVEL       trace, debug, info (default), warn, error, off
   --log-format FORMAT     text (default) or json (one object per line)
   --http ADDR             serve the HTTP API and /metrics on ADDR (host:port, [v6]:port, or
-                          :port for loopback; off by default; see README "HTTP API")
+                          :port for loopback; off by default; see README "HTTP API"); the
+                          queue metrics (zkd_queue_depth, assign latency, requeued, lost,
+                          rejected) come only from the node that is master at the time
+  --http-token-file FILE  every HTTP request then needs 'Authorization: Bearer <token>', the
+  --http-token TOKEN        token being FILE's first line (prefer ZKD_HTTP_TOKEN or the
+                            file: flags show in ps); required with --user or beyond loopback
+  --http-tls-cert FILE    serve HTTPS with this PEM certificate chain and key; required
+  --http-tls-key FILE       beyond loopback
+  --http-insecure         serve HTTP beyond loopback (or with --user) without a token or TLS
+  --http-max-connections N  connections served at once (default 256); more get 503
   --enable-crash-task     serve the `crash` task type, which aborts this process (for
                           testing poison-task handling; off by default)
   --config FILE           read options from FILE
+  --version               print zkd's version
 )";
+
+/// The HTTP facade's protections from the options: the token, TLS, the connection limit;
+/// refuses (usage error) to expose the API beyond loopback, or a protected cluster's API,
+/// without them unless --http-insecure.
+void configure_http(const args& a, const cluster_target& target, http::server_options& ho) {
+    std::string token = a.get("--http-token", "");
+    std::string token_from = "--http-token";
+    if (const auto file = a.value("--http-token-file")) {
+        if (!token.empty()) {
+            throw usage_error("give the HTTP token once: --http-token or --http-token-file");
+        }
+        std::ifstream in(*file);
+        if (!in) {
+            throw usage_error("cannot read --http-token-file '" + *file + "'");
+        }
+        std::getline(in, token);
+        while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) {
+            token.pop_back();
+        }
+        token_from = "--http-token-file '" + *file + "'";
+    }
+    if (a.value("--http-token") || a.value("--http-token-file")) {
+        if (auto ok = http::check_token(token); !ok) {
+            throw usage_error(token_from + ": " + ok.error());
+        }
+    }
+    ho.token = token;
+    ho.tls_cert_file = a.get("--http-tls-cert", "");
+    ho.tls_key_file = a.get("--http-tls-key", "");
+    if (ho.tls_cert_file.empty() != ho.tls_key_file.empty()) {
+        throw usage_error("--http-tls-cert and --http-tls-key go together");
+    }
+    for (const auto* f : {&ho.tls_cert_file, &ho.tls_key_file}) {
+        if (!f->empty() && !std::ifstream(*f)) {
+            throw usage_error("cannot read the TLS file '" + *f + "'");
+        }
+    }
+    ho.max_connections =
+        static_cast<std::size_t>(a.number("--http-max-connections", 256, 1, 100'000));
+    const auto ep = http::parse_listen_address(ho.listen);
+    if (!ep) {
+        return;  // bind() says so
+    }
+    const auto problem =
+        http::exposure_problem(*ep, !token.empty(), !ho.tls_cert_file.empty(), target.auth.has_value());
+    if (problem.empty()) {
+        return;
+    }
+    if (!a.has("--http-insecure")) {
+        throw usage_error("refusing to serve HTTP on '" + ho.listen + "': " + problem +
+                          " (or --http-insecure to serve anyway)");
+    }
+    spdlog::warn("zkd: --http-insecure: serving HTTP on '{}' although {}", ho.listen, problem);
+}
 
 }  // namespace
 
@@ -73,6 +149,10 @@ int cmd_run(int argc, char** argv) {
                                                 {"--session-timeout"}, {"--placement"}, {"--host"},
                                                 {"--log-level"}, {"--log-format"}, {"--grace"},
                                                 {"--result-retention"}, {"--http"},
+                                                {"--http-token"}, {"--http-token-file"},
+                                                {"--http-tls-cert"}, {"--http-tls-key"},
+                                                {"--http-insecure", false, true},
+                                                {"--http-max-connections"},
                                                 {"--enable-crash-task", false, true}}));
     if (a.has("--help")) {
         std::fputs(run_help, stdout);
@@ -100,15 +180,17 @@ int cmd_run(int argc, char** argv) {
     } else if (role == "standby") {
         o.role = roles::node_role::standby;
     } else {
-        throw usage_error("--role wants auto, worker or standby, not '" + role + "'");
+        throw usage_error(a.source("--role") + " wants auto, worker or standby, not '" + role +
+                          "'");
     }
     const auto policy = roles::parse_placement_policy(a.get("--placement", "least-loaded"));
     if (!policy) {
-        throw usage_error("--placement wants least-loaded, round-robin or random");
+        throw usage_error(a.source("--placement") + " wants least-loaded, round-robin or random");
     }
     o.master.policy = *policy;
     const auto threads = static_cast<std::size_t>(a.number("--threads", cores, 1, 1024));
-    setup_logging(a.get("--log-level", "info"), a.get("--log-format", "text"));
+    setup_logging(a.get("--log-level", "info"), a.get("--log-format", "text"),
+                  a.source("--log-level"), a.source("--log-format"));
 
     roles::registry reg;
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
@@ -125,7 +207,9 @@ int cmd_run(int argc, char** argv) {
                      signo, std::chrono::duration_cast<std::chrono::seconds>(grace).count());
         drain.set();
     };
+    bool stopped = false;  // told to stop: ending is then no failure
     handlers.on_grace_expired = [&] {
+        stopped = true;
         spdlog::warn("zkd: grace period over: stopping the tasks still running (they go back to "
                      "the queue)");
         stop.emit(asio::cancellation_type::terminal);
@@ -137,21 +221,42 @@ int cmd_run(int argc, char** argv) {
     if (const auto listen = a.value("--http")) {
         http::server_options ho;
         ho.listen = *listen;
+        configure_http(a, target, ho);
+        const bool tls = !ho.tls_cert_file.empty();
         ho.zk = target.session_config(o.session_timeout);
         ho.stats = [&stats] { return stats; };
         ho.lag = &lag;
         web.emplace(ioc.get_executor(), std::move(ho));
         if (const auto ec = web->bind()) {
             complain("cannot serve HTTP on '" + *listen + "': " + ec.message());
-            return ec == std::errc::invalid_argument ? exit_usage : exit_failed;
+            const bool bad_tls_file = ec.category() == asio::error::get_ssl_category();
+            return ec == std::errc::invalid_argument || bad_tls_file ? exit_usage : exit_failed;
         }
         const auto ep = web->local_endpoint();
-        spdlog::info("zkd: HTTP API on http://{}:{}/ (metrics at /metrics)",
+        spdlog::info("zkd: HTTP API on {}://{}:{}/ (metrics at /metrics)",
+                     tls ? "https" : "http",
                      ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string(),
                      ep.port());
         lag.start();
     }
     reactor::shutdown_controller signals(ioc.get_executor(), grace, std::move(handlers));
+    // A daemon waits for ZooKeeper however long it takes (logging each failed attempt),
+    // unless told otherwise: --connect-timeout bounds the wait for the first session.
+    asio::steady_timer first_session(ioc, asio::steady_timer::time_point::max());
+    if (a.has("--connect-timeout")) {
+        first_session.expires_after(target.connect_timeout);
+        first_session.async_wait([&](boost::system::error_code ec) {
+            if (ec || stats.sessions > 0) {
+                return;
+            }
+            spdlog::error("zkd: no session with ZooKeeper at {} within {} ms ({}): giving up",
+                          target.hosts, target.connect_timeout.count(),
+                          a.source("--connect-timeout"));
+            rc = exit_unreachable;
+            stopped = true;
+            stop.emit(asio::cancellation_type::terminal);
+        });
+    }
     int running = web ? 2 : 1;
     const auto finished = [&](const std::exception_ptr& e, const char* what) {
         if (e) {
@@ -160,7 +265,7 @@ int cmd_run(int argc, char** argv) {
             } catch (const std::exception& ex) {
                 spdlog::error("zkd: {} stopped on an error: {}", what, ex.what());
             }
-            rc = exit_failed;
+            rc = rc == exit_ok ? exit_failed : rc;
         }
         if (--running == 1) {
             web_stop.emit(asio::cancellation_type::terminal);  // the node is gone: so is its API
@@ -168,11 +273,16 @@ int cmd_run(int argc, char** argv) {
         if (running == 0 || !web) {
             lag.stop();
             signals.stop();
+            first_session.cancel();
         }
     };
     const roles::node_links links{&stats, &drain};
     asio::co_spawn(ioc, roles::run_node(o, reg, pool, links),
                    asio::bind_cancellation_slot(stop.slot(), [&](const std::exception_ptr& e) {
+                       if (!e && !drain.is_set() && !stopped && rc == exit_ok) {
+                           // It gave up by itself (e.g. a namespace it must refuse): it said why.
+                           rc = exit_failed;
+                       }
                        finished(e, "the node");
                    }));
     if (web) {

@@ -8,9 +8,19 @@
 #include "roles/task_client.hpp"
 #include "zkco/deadline.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <set>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -29,18 +39,28 @@ constexpr const char* cluster_flags_help = R"(
   --config FILE           read options from FILE (env ZKD_CONFIG; see 'zkd --help')
 )";
 
-constexpr const char* submit_help = R"(usage: zkd submit TYPE [ARGS-JSON] [options]
+constexpr const char* submit_help = R"(usage: zkd submit TYPE [ARGS-JSON | @FILE | -] [options]
 
 Submits one task of a registered TYPE (built in: echo, sum, sleep, spin, fail, md5-crack;
-crash where workers run with --enable-crash-task) with JSON arguments (default null). Prints
-the task id, or with --wait the result as JSON; with --wait, exits 0 only if the task
-succeeded (1 if it failed, timed out, was cancelled or lost; 4 if --timeout ran out).
+crash where workers run with --enable-crash-task) with JSON arguments (default null), given
+inline, read from FILE (@FILE) or from stdin (-), up to 1 MiB. Prints the task id, or with
+--wait the result as JSON; with --wait, exits 0 only if the task succeeded (1 if it failed,
+timed out, was cancelled or lost; 4 if --timeout ran out). Interrupted (Ctrl-C) while
+waiting, it says the task's id and how to wait for it on stderr and exits 130; the task
+goes on.
+
+The namespace must hold a cluster (a 'zkd run' made it), and when workers are there, one of
+them must serve TYPE: otherwise submit fails (exit 1) and says so, sending nothing.
 
   --wait                  wait for the result and print it
   --timeout DUR           with --wait: give up after DUR (exit 4; the task goes on)
   --priority P            0 (lowest) to 9 (highest), default 5
   --task-timeout DUR      the handler's time limit (default none)
-  --max-attempts N        runs allowed if workers die (default 3))";
+  --max-attempts N        runs allowed if workers die (default 3)
+  --allow-unserved        submit even though no worker serves TYPE now (one that does is
+                          about to join)
+  --create-namespace      create the namespace if no cluster is there yet (the task waits
+                          for a 'zkd run' in it))";
 
 constexpr const char* wait_help = R"(usage: zkd wait ID [options]
 
@@ -84,6 +104,65 @@ std::string one_id(const args& a, const char* command) {
                           "' is not a task id (t<P>-<ms>-<hex>, or <bundle>.<index>)");
     }
     return a.positional[0];
+}
+
+/// The ARGS-JSON argument's text: itself, the contents of @FILE, or stdin for "-".
+std::string args_text(const std::string& arg) {
+    constexpr std::size_t most = 1 << 20;  // what the HTTP API takes in one body
+    if (arg != "-" && !arg.starts_with('@')) {
+        return arg;
+    }
+    const std::string from = arg == "-" ? "stdin" : "'" + arg.substr(1) + "'";
+    std::string text;
+    const auto read_all = [&](std::istream& in) {
+        text.assign(std::istreambuf_iterator<char>(in.rdbuf()), std::istreambuf_iterator<char>());
+        if (in.bad()) {
+            throw usage_error("cannot read ARGS-JSON from " + from);
+        }
+    };
+    if (arg == "-") {
+        read_all(std::cin);
+    } else {
+        std::ifstream in(arg.substr(1), std::ios::binary);
+        if (!in) {
+            throw usage_error("cannot read ARGS-JSON from " + from);
+        }
+        read_all(in);
+    }
+    if (text.size() > most) {
+        throw usage_error("ARGS-JSON from " + from + " is over 1 MiB (" +
+                          std::to_string(text.size()) + " bytes)");
+    }
+    return text;
+}
+
+/// When workers are there and none serves `type`: a message saying so (who serves what).
+asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, roles::layout l,
+                                                     std::string type) {
+    auto view = co_await roles::read_cluster(zk, l);
+    if (!view) {
+        co_return std::nullopt;  // the master fails it later if it must; do not block on a view
+    }
+    std::set<std::string> served;
+    bool any = false;
+    for (const auto& w : view->workers) {
+        if (w.garbage.empty()) {
+            any = true;
+            served.insert(w.types.begin(), w.types.end());
+        }
+    }
+    if (!any || served.contains(type)) {
+        co_return std::nullopt;
+    }
+    std::string list;
+    for (const auto& t : served) {
+        list += (list.empty() ? "" : ", ") + t;
+    }
+    co_return "no worker serves task type '" + type + "' (the " +
+        std::to_string(view->workers.size()) + " workers serve: " +
+        (list.empty() ? "nothing" : list) +
+        "); nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
+        "to join";
 }
 
 std::string no_such_task(const std::string& id) {
@@ -134,10 +213,12 @@ asio::awaitable<std::variant<roles::task_status, int>> known_status(roles::task_
 int cmd_submit(int argc, char** argv) {
     const auto a = args::parse(argc, argv, 2,
                                cluster_options({{"--wait", false, false},
-                                                     {"--timeout", true, false},
-                                                     {"--priority"},
-                                                     {"--task-timeout"},
-                                                     {"--max-attempts"}}));
+                                                {"--timeout", true, false},
+                                                {"--priority"},
+                                                {"--task-timeout"},
+                                                {"--max-attempts"},
+                                                {"--allow-unserved", false, false},
+                                                {"--create-namespace", false, false}}));
     if (wants_help(a, submit_help)) {
         return exit_ok;
     }
@@ -151,7 +232,7 @@ int cmd_submit(int argc, char** argv) {
     }
     if (a.positional.size() == 2) {
         boost::system::error_code ec;
-        req.args = json::parse(a.positional[1], ec);
+        req.args = roles::parse_json(args_text(a.positional[1]), ec);  // the protocol's depth
         if (ec) {
             throw usage_error("ARGS-JSON is not JSON: " + ec.message());
         }
@@ -161,8 +242,21 @@ int cmd_submit(int argc, char** argv) {
     req.max_attempts = static_cast<int>(a.number("--max-attempts", 3, 1, 1000));
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
+    const bool check_type = !a.has("--allow-unserved");
     const auto target = target_of(a);
-    return with_cluster(target, true, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    const auto mode =
+        a.has("--create-namespace") ? namespace_mode::create : namespace_mode::offer_create;
+    return with_cluster(target, mode, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        using namespace asio::experimental::awaitable_operators;
+        if (check_type) {
+            const auto no = co_await unserved(zk, l, req.type);
+            if (no) {
+                complain(*no);
+                co_return exit_failed;
+            }
+        }
+        // From here on an interrupt must not lose the task's id: it is reported, not fatal.
+        asio::signal_set interrupt(co_await asio::this_coro::executor, SIGINT, SIGTERM);
         roles::task_client tc(zk, l);
         std::vector<roles::task_request> one{req};
         auto ids = co_await tc.submit(std::move(one));
@@ -170,11 +264,19 @@ int cmd_submit(int argc, char** argv) {
             complain("submit failed: " + ids.error().message());
             co_return exit_failed;
         }
+        const std::string id = ids->front();
         if (!wait) {
-            std::printf("%s\n", ids->front().c_str());
+            std::printf("%s\n", id.c_str());
             co_return exit_ok;
         }
-        co_return co_await print_result(tc, ids->front(), timeout);
+        auto outcome = co_await (print_result(tc, id, timeout) ||
+                                 interrupt.async_wait(asio::as_tuple(asio::use_awaitable)));
+        if (outcome.index() == 0) {
+            co_return std::get<0>(outcome);
+        }
+        complain("interrupted: task " + id + " goes on; wait for its result with 'zkd wait " + id +
+                 "' (or stop it: 'zkd cancel " + id + "')");
+        co_return exit_interrupted;
     });
 }
 
@@ -186,7 +288,8 @@ int cmd_wait(int argc, char** argv) {
     const auto id = one_id(a, "wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto st = co_await known_status(tc, id);
         if (std::holds_alternative<int>(st)) {
@@ -204,7 +307,8 @@ int cmd_status(int argc, char** argv) {
     const auto id = one_id(a, "status");
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto info = co_await roles::read_task(zk, l, id);
         if (!info) {
             complain("task " + id + ": " + info.error().message());
@@ -220,7 +324,7 @@ int cmd_status(int argc, char** argv) {
         } else if (info->result) {
             std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), roles::encode(*info->result).c_str());
         } else if (!info->worker.empty()) {
-            std::printf("%s %s on %s\n", id.c_str(), state.c_str(), info->worker.c_str());
+            std::printf("%s %s on %s\n", id.c_str(), state.c_str(), printable(info->worker).c_str());
         } else {
             std::printf("%s %s\n", id.c_str(), state.c_str());
         }
@@ -238,7 +342,8 @@ int cmd_cancel(int argc, char** argv) {
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto known = co_await known_status(tc, id);
         if (std::holds_alternative<int>(known)) {

@@ -79,14 +79,16 @@ void print_tasks(const roles::task_list& list) {
     std::printf("%-36s %-9s %-12s %-28s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "AGE", "ATTEMPT");
     const auto row = [](const roles::task_entry& t) {
         if (!t.garbage.empty()) {
-            std::printf("%-36s %-9s (garbage: %s)\n", t.id.c_str(), "?", t.garbage.c_str());
+            std::printf("%-36s %-9s (garbage: %s)\n", printable(t.id).c_str(), "?",
+                        printable(t.garbage).c_str());
             return;
         }
         // A bundle: its type and how many tasks it holds.
         const auto type = t.tasks > 1 ? t.type + " x" + std::to_string(t.tasks) : t.type;
-        std::printf("%-36s %-9s %-12s %-28s %8s %d\n", t.id.c_str(),
-                    std::string(roles::to_string(t.state)).c_str(), type.c_str(),
-                    t.worker.empty() ? "-" : t.worker.c_str(), brief_age(t.age_ms).c_str(), t.attempt);
+        std::printf("%-36s %-9s %-12s %-28s %8s %d\n", printable(t.id).c_str(),
+                    std::string(roles::to_string(t.state)).c_str(), printable(type).c_str(),
+                    t.worker.empty() ? "-" : printable(t.worker).c_str(), brief_age(t.age_ms).c_str(),
+                    t.attempt);
     };
     for (const auto& t : list.assigned) {
         row(t);
@@ -109,11 +111,11 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
     if (!c.master) {
         std::printf("master    none (an election is under way, or no zkd runs)\n");
     } else if (!c.master->garbage.empty()) {
-        std::printf("master    unreadable: %s\n", c.master->garbage.c_str());
+        std::printf("master    unreadable: %s\n", printable(c.master->garbage).c_str());
     } else {
         const auto& m = *c.master;
-        std::printf("master    %s (pid %lld on %s), epoch %lld, since %s", m.id.c_str(),
-                    static_cast<long long>(m.pid), m.host.c_str(), static_cast<long long>(m.epoch),
+        std::printf("master    %s (pid %lld on %s), epoch %lld, since %s", printable(m.id).c_str(),
+                    static_cast<long long>(m.pid), printable(m.host).c_str(), static_cast<long long>(m.epoch),
                     m.since_ms > 0 ? local_time(m.since_ms).c_str() : "?");
         if (m.throughput) {
             std::printf(", %.2f tasks/s over the last minute", *m.throughput);
@@ -136,12 +138,13 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
     std::printf("  %-28s %-16s %7s %7s  %s\n", "ID", "HOST", "LOAD", "RUNNING", "TYPES");
     for (const auto& w : c.workers) {
         if (!w.garbage.empty()) {
-            std::printf("  %-28s (garbage: %s)\n", w.id.c_str(), w.garbage.c_str());
+            std::printf("  %-28s (garbage: %s)\n", printable(w.id).c_str(), printable(w.garbage).c_str());
             continue;
         }
         const std::string load = std::to_string(w.assigned) + "/" + std::to_string(w.capacity);
-        std::printf("  %-28s %-16s %7s %7zu  %s%s\n", w.id.c_str(), w.host.c_str(), load.c_str(),
-                    w.running, joined(w.types).c_str(), w.draining ? "  (draining)" : "");
+        std::printf("  %-28s %-16s %7s %7zu  %s%s\n", printable(w.id).c_str(), printable(w.host).c_str(),
+                    load.c_str(), w.running, printable(joined(w.types)).c_str(),
+                    w.draining ? "  (draining)" : "");
     }
 }
 
@@ -159,7 +162,8 @@ int cmd_tasks(int argc, char** argv) {
     const auto limit = static_cast<std::size_t>(a.number("--limit", 1000, 1, 1'000'000));
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto list = co_await roles::list_tasks(zk, l, limit);
         if (!list) {
             complain("cannot list tasks: " + list.error().message());
@@ -185,7 +189,8 @@ int cmd_cluster(int argc, char** argv) {
     }
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, false, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, namespace_mode::existing,
+                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
         auto view = co_await roles::read_cluster(zk, l);
         if (!view) {
             complain("cannot read the cluster: " + view.error().message());

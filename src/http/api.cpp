@@ -9,6 +9,12 @@
 #include <boost/json/parse.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -142,7 +148,167 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
     return t;
 }
 
+bool iequal(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+/// Whether a Host header names this loopback server: a loopback name or address, with the
+/// bound port or none.
+bool loopback_host(std::string_view host, std::uint16_t port) {
+    std::string_view name = host;
+    std::string_view port_text;
+    if (!host.empty() && host.front() == '[') {
+        const auto close = host.find(']');
+        if (close == std::string_view::npos) {
+            return false;
+        }
+        name = host.substr(1, close - 1);
+        const auto rest = host.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':') {
+                return false;
+            }
+            port_text = rest.substr(1);
+        }
+    } else if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
+        name = host.substr(0, colon);
+        port_text = host.substr(colon + 1);
+    }
+    if (!port_text.empty() || host.ends_with(":")) {
+        const auto n = parse_int(port_text);
+        if (!n || *n != port) {
+            return false;
+        }
+    }
+    if (iequal(name, "localhost")) {
+        return true;
+    }
+    boost::system::error_code ec;
+    const auto a = ip::make_address(std::string(name), ec);
+    return !ec && a.is_loopback();
+}
+
+std::array<unsigned char, 32> sha256(std::string_view s) {
+    std::array<unsigned char, 32> out{};
+    unsigned int n = 0;
+    if (EVP_Digest(s.data(), s.size(), out.data(), &n, EVP_sha256(), nullptr) != 1) {
+        out.fill(0xff);  // cannot happen; compares unequal to any real digest but its own
+    }
+    return out;
+}
+
+/// Equal in time independent of where they differ: compares SHA-256 digests.
+bool same_secret(std::string_view given, std::string_view secret) {
+    const auto a = sha256(given);
+    const auto b = sha256(secret);
+    return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 }  // namespace
+
+std::optional<api_error> check_access(const access_policy& p, const access_request& req) {
+    if (p.loopback && req.host && !loopback_host(*req.host, p.port)) {
+        return api_error{
+            403, "bad_host",
+            "this server is bound to loopback and answers only to localhost, 127.0.0.1 or "
+            "[::1] as Host (DNS rebinding protection)"};
+    }
+    if (req.origin) {
+        const std::string own =
+            std::string(p.tls ? "https://" : "http://") + std::string(req.host.value_or(""));
+        if (!req.host || !iequal(*req.origin, own)) {
+            return api_error{
+                403, "cross_origin",
+                "requests from web pages of another origin are refused (Origin: " +
+                    std::string(req.origin->substr(0, 100)) + ")"};
+        }
+    }
+    if (req.fetch_site && (iequal(*req.fetch_site, "cross-site") ||
+                           iequal(*req.fetch_site, "same-site"))) {
+        return api_error{
+            403, "cross_origin", "requests from web pages of another origin are refused"};
+    }
+    if (!p.token.empty()) {
+        constexpr std::string_view scheme = "bearer ";
+        const auto auth = req.authorization.value_or("");
+        const bool bearer = auth.size() > scheme.size() && iequal(auth.substr(0, scheme.size()), scheme);
+        std::string_view given = bearer ? auth.substr(scheme.size()) : std::string_view{};
+        while (!given.empty() && given.front() == ' ') {
+            given.remove_prefix(1);
+        }
+        // Always compare, whatever was sent: the time says nothing about the token.
+        const bool ok = same_secret(given, p.token) && bearer;
+        if (!ok) {
+            return api_error{
+                401, "unauthorized",
+                req.authorization ? "the bearer token is wrong"
+                                  : "this API needs a token: Authorization: Bearer <token>"};
+        }
+    }
+    return std::nullopt;
+}
+
+bool is_json_media_type(std::string_view content_type) {
+    auto type = content_type.substr(0, content_type.find(';'));
+    while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) {
+        type.remove_suffix(1);
+    }
+    while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) {
+        type.remove_prefix(1);
+    }
+    return iequal(type, "application/json");
+}
+
+std::string exposure_problem(const ip::tcp::endpoint& ep, bool token, bool tls, bool digest_auth) {
+    if (ep.address().is_loopback()) {
+        if (digest_auth && !token) {
+            return "the cluster is protected by ZooKeeper credentials (--user), but without a "
+                   "token anyone on this machine could use the HTTP API to submit, read and "
+                   "cancel tasks: set --http-token-file (or ZKD_HTTP_TOKEN_FILE)";
+        }
+        return {};
+    }
+    if (!token) {
+        return "anyone who can reach this address could submit, read and cancel tasks: set "
+               "--http-token-file (or ZKD_HTTP_TOKEN_FILE), and TLS (--http-tls-cert, "
+               "--http-tls-key)";
+    }
+    if (!tls) {
+        return "the token and every result would cross the network in clear text: set "
+               "--http-tls-cert and --http-tls-key";
+    }
+    return {};
+}
+
+boost::system::result<void, std::string> check_token(std::string_view token) {
+    if (token.empty()) {
+        return std::string("the token is empty");
+    }
+    if (token.size() > 4096) {
+        return std::string("the token is over 4096 characters");
+    }
+    std::size_t i = 0;
+    const auto token_char = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' ||
+               c == '_' || c == '~' || c == '+' || c == '/';
+    };
+    while (i < token.size() && token_char(token[i])) {
+        ++i;
+    }
+    const bool body = i > 0;
+    while (i < token.size() && token[i] == '=') {
+        ++i;
+    }
+    if (!body || i != token.size()) {
+        return std::string(
+            "the token may hold only letters, digits and -._~+/ (then '=' padding), no spaces"
+        );
+    }
+    return {};
+}
 
 boost::system::result<ip::tcp::endpoint> parse_listen_address(std::string_view s) {
     const auto invalid = std::make_error_code(std::errc::invalid_argument);
@@ -264,10 +430,8 @@ std::string_view allowed_methods(resource r) {
 }
 
 api_result<submit_request> parse_submit(std::string_view body) {
-    json::parse_options opts;
-    opts.max_depth = roles::max_json_depth + 1;  // + the array around several tasks
     boost::system::error_code ec;
-    const auto doc = json::parse(body, ec, {}, opts);
+    const auto doc = roles::parse_json(body, ec, 1);  // + the array around several tasks
     if (ec) {
         return bad("bad_json", "the body is not JSON: " + ec.message());
     }

@@ -80,6 +80,45 @@ route match_route(std::string_view path);
 /// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET" ("" for none).
 std::string_view allowed_methods(resource r);
 
+/// Who may use the API (README "HTTP API", threat model).
+struct access_policy {
+    /// When not empty, every request needs `Authorization: Bearer <token>` (else 401).
+    std::string token;
+    /// Bound to a loopback address: Host must name loopback (localhost, 127.x.y.z, [::1]),
+    /// with the bound port or none (else 403 bad_host: DNS rebinding).
+    bool loopback = true;
+    std::uint16_t port = 0;  ///< the bound port
+    bool tls = false;        ///< served over TLS: same-origin Origins are https://
+};
+
+/// The headers access checks look at; nullopt: absent.
+struct access_request {
+    std::optional<std::string_view> host;
+    std::optional<std::string_view> origin;
+    std::optional<std::string_view> fetch_site;  ///< Sec-Fetch-Site
+    std::optional<std::string_view> authorization;
+};
+
+/// Whether `req` may be served under `p`: nothing, or the error to answer. In order: 403
+/// `bad_host` (a Host a loopback bind does not answer to), 403 `cross_origin` (an Origin that
+/// is not this server's own, or Sec-Fetch-Site cross-site or same-site: a web page elsewhere),
+/// 401 `unauthorized` (no or a wrong bearer token; compared in constant time).
+std::optional<api_error> check_access(const access_policy& p, const access_request& req);
+
+/// Whether a Content-Type is JSON: `application/json`, any case, parameters allowed.
+bool is_json_media_type(std::string_view content_type);
+
+/// Why serving the API on `ep` would expose it (a non-loopback address without a token, or
+/// without TLS), for people; "" when it would not. `digest_auth`: the cluster is protected by
+/// ZooKeeper credentials, so even a loopback bind needs a token.
+std::string exposure_problem(
+    const boost::asio::ip::tcp::endpoint& ep, bool token, bool tls, bool digest_auth
+);
+
+/// Checks a bearer token read from a file or the environment: 1 to 4096 characters of
+/// RFC 6750's token68 ([A-Za-z0-9-._~+/] then '='s). Error: what is wrong, for people.
+boost::system::result<void, std::string> check_token(std::string_view token);
+
 /// What POST /v1/tasks asks for.
 struct submit_request {
     std::vector<roles::task_request> tasks;

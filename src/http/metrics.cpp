@@ -155,12 +155,17 @@ void render_node(writer& w, const roles::node_stats& n) {
 }
 
 void render_lag(writer& w, const reactor::lag_stats& lag) {
+    // A summary: the quantiles cover the probe's window (the last samples), the sum and
+    // count every sample since the start, as Prometheus client summaries do.
     w.family(
-        "zkd_event_loop_lag_seconds", "gauge",
-        "Event-loop lag over the probe's window: quantile 0.99 and 1 (max)."
+        "zkd_event_loop_lag_seconds", "summary",
+        "Event-loop lag: quantiles 0.99 and 1 (max) over the probe's window; sum and count of "
+        "every sample."
     );
     w.sample("zkd_event_loop_lag_seconds", label("quantile", "0.99"), seconds(lag.p99));
     w.sample("zkd_event_loop_lag_seconds", label("quantile", "1"), seconds(lag.max));
+    w.sample("zkd_event_loop_lag_seconds_sum", "", seconds(lag.sum));
+    w.sample("zkd_event_loop_lag_seconds_count", "", lag.samples);
     w.single(
         "zkd_event_loop_lag_last_seconds", "gauge", "The latest event-loop lag sample.",
         seconds(lag.last)
@@ -204,6 +209,16 @@ std::string render_metrics(
     for (const auto& [code, count] : facade.responses) {
         w.sample("zkd_http_requests_total", label("code", std::to_string(code)), count);
     }
+    w.family(
+        "zkd_http_rejected_total", "counter",
+        "Connections answered 503 and closed at once: reason busy (max connections open)."
+    );
+    w.sample("zkd_http_rejected_total", label("reason", "busy"), facade.rejected_busy);
+    w.single(
+        "zkd_http_waits_abandoned_total", "counter",
+        "POST ?wait requests whose client left before the result came (the result was kept).",
+        facade.waits_abandoned
+    );
     if (node) {
         render_node(w, *node);
     }

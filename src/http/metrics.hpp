@@ -21,6 +21,10 @@ inline constexpr std::string_view metrics_content_type = "text/plain; version=0.
 struct facade_counters {
     std::uint64_t tasks_submitted = 0;            ///< tasks submitted through the facade
     std::map<unsigned, std::uint64_t> responses;  ///< responses sent, by HTTP status code
+    /// Connections answered 503 and closed because max_connections were open.
+    std::uint64_t rejected_busy = 0;
+    /// POST ?wait requests whose client left before the result came (the result is kept).
+    std::uint64_t waits_abandoned = 0;
 };
 
 /// Renders every metric (each family with its HELP and TYPE lines):
@@ -28,6 +32,8 @@ struct facade_counters {
 /// Always (from `facade`):
 ///   zkd_tasks_submitted_total                      counter
 ///   zkd_http_requests_total{code="200"}            counter, one sample per status code sent
+///   zkd_http_rejected_total{reason="busy"}         counter, connections refused when full
+///   zkd_http_waits_abandoned_total                 counter, ?wait clients that left first
 /// With `node`:
 ///   zkd_tasks_completed_total{state="succeeded|failed|timed_out|cancelled"}  counter
 ///   zkd_tasks_assigned_total, zkd_tasks_requeued_total, zkd_tasks_lost_total,
@@ -41,7 +47,8 @@ struct facade_counters {
 ///   zkd_zk_sessions_total                          counter
 ///   zkd_worker_tasks_started_total, zkd_worker_results_discarded_total   counters
 /// With `lag`:
-///   zkd_event_loop_lag_seconds{quantile="0.99"|"1"} gauge (p99 and max of the window)
+///   zkd_event_loop_lag_seconds{quantile="0.99"|"1"} summary (p99 and max of the window;
+///                                                  _sum and _count of every sample)
 ///   zkd_event_loop_lag_last_seconds                gauge
 ///
 /// Never throws short of bad_alloc.

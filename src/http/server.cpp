@@ -12,12 +12,15 @@
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
@@ -26,6 +29,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
@@ -35,9 +39,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <exception>
 #include <fcntl.h>
 #include <limits>
+#include <sys/socket.h>
 #include <tuple>
 #include <utility>
 
@@ -55,6 +61,58 @@ using namespace std::chrono_literals;
 
 using request = bhttp::request<bhttp::string_body>;
 using response = bhttp::response<bhttp::string_body>;
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+/// Counts down when it goes out of scope (a connection, however it ends).
+class count_guard {
+public:
+    explicit count_guard(std::size_t& n) : n_(n) {}
+    ~count_guard() { --n_; }
+    count_guard(const count_guard&) = delete;
+    count_guard& operator=(const count_guard&) = delete;
+    count_guard(count_guard&&) = delete;
+    count_guard& operator=(count_guard&&) = delete;
+
+private:
+    std::size_t& n_;
+};
+
+/// What handling one request leaves for the connection to do.
+struct request_context {
+    tcp::socket* peer = nullptr;  ///< the connection's socket, to notice the client leaving
+    std::string consume;          ///< a task whose result to consume once the answer is written
+    bool abandoned = false;       ///< the client left: write nothing, close
+};
+
+/// Whether the client has closed its side of the connection (or reset it), as far as
+/// can be told now without reading: peeks at what it sent.
+bool peer_left(tcp::socket& s) {
+    char c = 0;
+    const auto n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/// Completes when the client has closed its side of the connection (or reset it): reads
+/// nothing (peeks), so pipelined requests stay for the parser. If the client sends
+/// something instead, it is still there: waits until cancelled.
+asio::awaitable<void> client_gone(tcp::socket& s) {
+    for (;;) {
+        auto [ec] = co_await s.async_wait(
+            tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable)
+        );
+        if (ec || peer_left(s)) {
+            co_return;  // the socket failed, or end of stream, or reset (or cancelled: the
+                        // wait won, and this result is ignored)
+        }
+        char c = 0;
+        const auto n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) {
+            asio::steady_timer forever(s.get_executor(), asio::steady_timer::time_point::max());
+            co_await forever.async_wait(asio::as_tuple(asio::use_awaitable));
+            co_return;
+        }
+    }
+}
 
 /// The facade's ZooKeeper session and what is built on it once the cluster's layout is read.
 struct facade_session {
@@ -115,6 +173,34 @@ struct server::impl {
     facade_counters counters;
     std::uint64_t sessions = 0;
     bool stopping = false;
+    access_policy access;                      ///< set by bind()
+    std::optional<asio::ssl::context> tls;     ///< set by bind() when serving HTTPS
+    std::size_t connections = 0;               ///< being served
+    std::size_t rejecting = 0;                 ///< being answered 503 busy
+    std::uint64_t busy_unlogged = 0;           ///< busy rejections since the last log line
+    std::optional<std::chrono::steady_clock::time_point> busy_logged;
+
+    /// Loads the certificate chain and key into `tls`.
+    boost::system::error_code load_tls() {
+        asio::ssl::context ctx(asio::ssl::context::tls_server);
+        boost::system::error_code ec;
+        ctx.set_options(
+            asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
+            ec
+        );
+        if (!ec) {
+            ctx.use_certificate_chain_file(opts.tls_cert_file, ec);
+        }
+        if (!ec) {
+            ctx.use_private_key_file(opts.tls_key_file, asio::ssl::context::pem, ec);
+        }
+        if (!ec) {
+            tls.emplace(std::move(ctx));
+        }
+        return ec;
+    }
 
     boost::system::error_code bind() {
         if (acceptor.is_open()) {
@@ -125,6 +211,14 @@ struct server::impl {
             return ep.error();
         }
         boost::system::error_code ec;
+        if (opts.tls_cert_file.empty() != opts.tls_key_file.empty()) {
+            return make_error_code(std::errc::invalid_argument);
+        }
+        if (!opts.tls_cert_file.empty() && !tls) {
+            if (auto tec = load_tls()) {
+                return tec;
+            }
+        }
         acceptor.open(ep->protocol(), ec);
         if (!ec) {
             no_inherit(acceptor.native_handle());
@@ -139,7 +233,13 @@ struct server::impl {
         if (ec) {
             boost::system::error_code ignored;
             acceptor.close(ignored);
+            return ec;
         }
+        const auto bound = acceptor.local_endpoint(ec);
+        access.token = opts.token;
+        access.loopback = bound.address().is_loopback();
+        access.port = bound.port();
+        access.tls = tls.has_value();
         return ec;
     }
 
@@ -269,7 +369,7 @@ struct server::impl {
 
     // --- handlers ----------------------------------------------------------------------
 
-    asio::awaitable<response> submit(std::string text, target t) {
+    asio::awaitable<response> submit(std::string text, target t, request_context& ctx) {
         auto parsed = parse_submit(text);
         if (!parsed) {
             co_return error_response(parsed.error());
@@ -321,9 +421,36 @@ struct server::impl {
         if (!*wait) {
             co_return json_response(201, json::object{{"id", id}});
         }
-        auto result =
-            co_await zkco::with_timeout(zs.tc->wait(id), std::chrono::milliseconds(**wait));
+        // The result is read, not consumed: the connection consumes it once the answer is
+        // written. A client that leaves meanwhile ends the wait and leaves the result.
+        using namespace asio::experimental::awaitable_operators;
+        auto waited = co_await (
+            zkco::with_timeout(zs.tc->await_result(id), std::chrono::milliseconds(**wait)) ||
+            client_gone(*ctx.peer)
+        );
+        if (waited.index() == 1) {
+            ++counters.waits_abandoned;
+            spdlog::info(
+                "http: the client waiting for task {} left before it finished; its result "
+                "stays for a later reader",
+                id
+            );
+            ctx.abandoned = true;
+            co_return response{};
+        }
+        auto& result = std::get<0>(waited);
+        if (result && peer_left(*ctx.peer)) {  // it left just as the result came
+            ++counters.waits_abandoned;
+            spdlog::info(
+                "http: the client waiting for task {} left as it finished; its result stays "
+                "for a later reader",
+                id
+            );
+            ctx.abandoned = true;
+            co_return response{};
+        }
         if (result) {
+            ctx.consume = id;
             co_return json_response(200, roles::to_json(*result));
         }
         if (result.error() == zkco::errc::no_node) {
@@ -404,6 +531,11 @@ struct server::impl {
                      "no task " + id + " (never submitted, or its result was consumed)"}
                 );
             }
+            if (unknown) {  // its result node holds garbage (§8)
+                co_return error_response(
+                    zk_error(roles::client_errc::garbage_result, "reading task " + id)
+                );
+            }
             co_return json_response(200, roles::to_json(*info));
         }
         if (unknown && info->garbage.empty()) {
@@ -449,7 +581,28 @@ struct server::impl {
     }
 
     /// Answers one request. Never throws but for cancellation (the server stopping).
-    asio::awaitable<response> handle(request req) {
+    asio::awaitable<response> handle(request req, request_context& ctx) {
+        const auto header = [&req](bhttp::field f) -> std::optional<std::string_view> {
+            const auto it = req.find(f);
+            if (it == req.end()) {
+                return std::nullopt;
+            }
+            return std::string_view(it->value().data(), it->value().size());
+        };
+        access_request who;
+        who.host = header(bhttp::field::host);
+        who.origin = header(bhttp::field::origin);
+        who.authorization = header(bhttp::field::authorization);
+        if (const auto it = req.find("Sec-Fetch-Site"); it != req.end()) {
+            who.fetch_site = std::string_view(it->value().data(), it->value().size());
+        }
+        if (auto refused = check_access(access, who)) {
+            auto res = error_response(*refused);
+            if (refused->status == 401) {
+                res.set(bhttp::field::www_authenticate, R"(Bearer realm="zkd")");
+            }
+            co_return res;
+        }
         auto t = parse_target(req.target());
         if (!t) {
             co_return error_response(t.error());
@@ -459,7 +612,15 @@ struct server::impl {
         switch (r.what) {
         case resource::tasks:
             if (method == bhttp::verb::post) {
-                co_return co_await submit(std::move(req.body()), std::move(*t));
+                // JSON only: a web page can send a text/plain or form POST anywhere without
+                // asking (a CORS "simple request"); application/json needs a preflight.
+                if (!is_json_media_type(header(bhttp::field::content_type).value_or(""))) {
+                    co_return error_response(
+                        {415, "unsupported_media_type",
+                         "POST /v1/tasks takes Content-Type: application/json"}
+                    );
+                }
+                co_return co_await submit(std::move(req.body()), std::move(*t), ctx);
             }
             if (method == bhttp::verb::get) {
                 co_return co_await list(std::move(*t));
@@ -495,10 +656,47 @@ struct server::impl {
 
     void count(const response& res) { ++counters.responses[res.result_int()]; }
 
+    /// Closes a connection gently: stops sending, then reads what the client still sends for
+    /// a moment (bounded), so that it sees the answer written before rather than a reset.
+    template <class Stream>
+    asio::awaitable<void> linger_close(Stream& stream) {
+        auto& tcp_layer = beast::get_lowest_layer(stream);
+        boost::system::error_code ignored;
+        tcp_layer.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        tcp_layer.expires_after(1s);
+        std::array<char, std::size_t{16} * 1024> sink{};
+        std::size_t drained = 0;
+        while (drained < 8 * opts.max_body_bytes) {
+            auto [rec, n] = co_await tcp_layer.socket().async_read_some(
+                asio::buffer(sink), asio::as_tuple(asio::use_awaitable)
+            );
+            if (rec) {
+                break;
+            }
+            drained += n;
+        }
+        tcp_layer.expires_never();
+    }
+
+    /// Writes `res` (the last answer on the connection) within `timeout` and closes gently.
+    template <class Stream>
+    asio::awaitable<void> answer_and_close(
+        Stream& stream, response res, std::chrono::milliseconds timeout
+    ) {
+        res.keep_alive(false);
+        count(res);
+        beast::get_lowest_layer(stream).expires_after(timeout);
+        auto [wec, wn] =
+            co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        if (!wec) {
+            co_await linger_close(stream);
+        }
+    }
+
     /// Answers a request that could not be read (over a limit, malformed) and closes the
-    /// connection, reading what the client still sends for a moment first, so that it sees
-    /// the answer rather than a reset.
-    asio::awaitable<void> refuse(beast::tcp_stream& stream, boost::system::error_code ec) {
+    /// connection.
+    template <class Stream>
+    asio::awaitable<void> refuse(Stream& stream, boost::system::error_code ec) {
         api_error e{400, "bad_request", "malformed HTTP request: " + ec.message()};
         if (ec == bhttp::error::body_limit) {
             e = {
@@ -509,33 +707,29 @@ struct server::impl {
                 431, "headers_too_large",
                 "the headers are over " + std::to_string(opts.max_header_bytes) + " bytes"};
         }
-        auto res = error_response(e);
-        res.keep_alive(false);
-        count(res);
-        stream.expires_after(opts.request_timeout);
-        auto [wec, wn] =
-            co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-        if (wec) {
+        co_await answer_and_close(stream, error_response(e), opts.request_timeout);
+    }
+
+    /// Consumes a result whose answer was written (POST ?wait). (A client closing now has
+    /// had its answer: that is no reason to keep the result.)
+    asio::awaitable<void> consume(const std::string& id) {
+        auto s = co_await session();
+        if (!s) {
+            spdlog::warn("http: task {} was delivered but not consumed: {}", id, s.error().message);
             co_return;
         }
-        boost::system::error_code ignored;
-        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        stream.expires_after(1s);
-        std::array<char, std::size_t{16} * 1024> sink{};
-        std::size_t drained = 0;
-        while (drained < 8 * opts.max_body_bytes) {
-            auto [rec, n] = co_await stream.async_read_some(
-                asio::buffer(sink), asio::as_tuple(asio::use_awaitable)
+        auto done = co_await zkco::with_timeout((*s)->tc->consume(id), opts.zk_timeout);
+        if (!done) {
+            spdlog::warn(
+                "http: task {} was delivered but not consumed: {}", id, done.error().message()
             );
-            if (rec) {
-                break;
-            }
-            drained += n;
         }
     }
 
-    asio::awaitable<void> connection(tcp::socket socket) {
-        beast::tcp_stream stream(std::move(socket));
+    /// Serves the requests of one connection (plain or TLS, handshake done) until it ends.
+    template <class Stream>
+    asio::awaitable<void> serve(Stream& stream) {
+        auto& tcp_layer = beast::get_lowest_layer(stream);
         beast::flat_buffer buffer;
         for (;;) {
             bhttp::request_parser<bhttp::string_body> parser;
@@ -543,7 +737,7 @@ struct server::impl {
                 opts.max_header_bytes, std::numeric_limits<std::uint32_t>::max()
             )));
             parser.body_limit(opts.max_body_bytes);
-            stream.expires_after(opts.request_timeout);
+            tcp_layer.expires_after(opts.header_timeout);
             auto [hec, hn] = co_await bhttp::async_read_header(
                 stream, buffer, parser, asio::as_tuple(asio::use_awaitable)
             );
@@ -551,14 +745,15 @@ struct server::impl {
                 if (!silent_end(hec)) {
                     co_await refuse(stream, hec);
                 }
-                break;
+                co_return;
             }
+            tcp_layer.expires_after(opts.request_timeout);
             if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
                 bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
                 auto [cec, cn] =
                     co_await bhttp::async_write(stream, go_on, asio::as_tuple(asio::use_awaitable));
                 if (cec) {
-                    break;
+                    co_return;
                 }
             }
             auto [bec, bn] = co_await bhttp::async_read(
@@ -568,18 +763,20 @@ struct server::impl {
                 if (!silent_end(bec)) {
                     co_await refuse(stream, bec);
                 }
-                break;
+                co_return;
             }
-            stream.expires_never();
+            tcp_layer.expires_never();
             request req = parser.release();
             const bool keep_alive = req.keep_alive();
             const bool head = req.method() == bhttp::verb::head;
             const std::string what =
                 std::string(req.method_string()) + " " + std::string(req.target());
             response res;
+            request_context ctx;
+            ctx.peer = &tcp_layer.socket();
             std::exception_ptr failure;
             try {
-                res = co_await handle(std::move(req));
+                res = co_await handle(std::move(req), ctx);
             } catch (const boost::system::system_error& e) {
                 if (e.code() == asio::error::operation_aborted) {
                     throw;  // cancelled: the server is stopping
@@ -597,12 +794,16 @@ struct server::impl {
                 }
                 spdlog::error("http: {}: {}", what, why);
                 res = error_response({500, "internal", why});
+                ctx.consume.clear();
+            }
+            if (ctx.abandoned) {
+                co_return;
             }
             const bool keep = keep_alive && !stopping;
             res.keep_alive(keep);
             count(res);
             spdlog::debug("http: {} -> {}", what, res.result_int());
-            stream.expires_after(opts.request_timeout);
+            tcp_layer.expires_after(opts.request_timeout);
             boost::system::error_code wec;
             if (head) {  // the header alone, with the length the body would have
                 bhttp::response_serializer<bhttp::string_body> sr{res};
@@ -613,12 +814,101 @@ struct server::impl {
                 std::tie(wec, std::ignore) =
                     co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
             }
-            if (wec || !keep) {
-                break;
+            tcp_layer.expires_never();
+            if (wec) {
+                if (!ctx.consume.empty()) {
+                    ++counters.waits_abandoned;
+                    spdlog::info(
+                        "http: the answer with task {}'s result could not be written ({}); the "
+                        "result stays for a later reader",
+                        ctx.consume, wec.message()
+                    );
+                }
+                co_return;
+            }
+            if (!ctx.consume.empty()) {
+                co_await consume(ctx.consume);
+            }
+            if (!keep) {
+                co_return;
             }
         }
+    }
+
+    /// Ends a TLS connection: close_notify, for a moment at most.
+    static asio::awaitable<void> finish(tls_stream& stream) {
+        beast::get_lowest_layer(stream).expires_after(1s);
+        co_await stream.async_shutdown(asio::as_tuple(asio::use_awaitable));
+    }
+
+    static asio::awaitable<void> finish(beast::tcp_stream& stream) {
         boost::system::error_code ignored;
         stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        co_return;
+    }
+
+    /// One connection, counted in `connections` while it lasts.
+    asio::awaitable<void> connection(tcp::socket socket) {
+        const count_guard guard(connections);  // counted up by run()
+        if (!tls) {
+            beast::tcp_stream stream(std::move(socket));
+            co_await serve(stream);
+            co_await finish(stream);
+            co_return;
+        }
+        tls_stream stream(beast::tcp_stream(std::move(socket)), *tls);
+        beast::get_lowest_layer(stream).expires_after(opts.header_timeout);
+        auto [ec] = co_await stream.async_handshake(
+            asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable)
+        );
+        if (ec) {
+            spdlog::debug("http: TLS handshake: {}", ec.message());
+            co_return;
+        }
+        co_await serve(stream);
+        co_await finish(stream);
+    }
+
+    /// A connection over max_connections: answered 503 busy at once (after the TLS
+    /// handshake, when serving HTTPS) and closed, all within a few seconds (a client that
+    /// reads nothing cannot hold it longer).
+    asio::awaitable<void> reject_busy(tcp::socket socket) {
+        const count_guard guard(rejecting);  // counted up by run()
+        auto res = error_response(
+            {503, "busy",
+             "the server is serving its most connections (" +
+                 std::to_string(opts.max_connections) + "); try again shortly"}
+        );
+        res.set(bhttp::field::retry_after, "1");
+        if (!tls) {
+            beast::tcp_stream stream(std::move(socket));
+            co_await answer_and_close(stream, std::move(res), 1s);
+            co_return;
+        }
+        tls_stream stream(beast::tcp_stream(std::move(socket)), *tls);
+        beast::get_lowest_layer(stream).expires_after(1s);
+        auto [ec] = co_await stream.async_handshake(
+            asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable)
+        );
+        if (!ec) {
+            co_await answer_and_close(stream, std::move(res), 1s);
+        }
+    }
+
+    /// Counts a busy rejection; logs the first, then at most one line every 10 s.
+    void note_busy() {
+        ++counters.rejected_busy;
+        ++busy_unlogged;
+        const auto now = std::chrono::steady_clock::now();
+        if (busy_logged && now - *busy_logged < 10s) {
+            return;
+        }
+        spdlog::warn(
+            "http: {} connection(s) answered 503 busy: {} are open, the most allowed",
+            busy_unlogged, opts.max_connections
+        );
+        busy_unlogged = 0;
+        busy_logged = now;
     }
 
     asio::awaitable<void> run() {
@@ -626,7 +916,10 @@ struct server::impl {
             throw boost::system::system_error(ec, "http: cannot listen on " + opts.listen);
         }
         co_await asio::this_coro::throw_if_cancelled(false);
-        spdlog::info("http: listening on {}", describe(acceptor.local_endpoint()));
+        spdlog::info(
+            "http: listening on {}{}{}", tls ? "https://" : "http://",
+            describe(acceptor.local_endpoint()), opts.token.empty() ? "" : " (token required)"
+        );
         group.spawn(keep_session(), "http-zk-session");
         for (;;) {
             auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
@@ -642,13 +935,20 @@ struct server::impl {
                 co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
                 continue;
             }
-            if (group.size() > opts.max_connections) {  // the session keeper is one child
-                boost::system::error_code ignored;
-                socket.close(ignored);
-                continue;
-            }
             no_inherit(socket.native_handle());
             socket.set_option(tcp::no_delay(true), ec);  // small answers: do not wait for more
+            if (connections >= opts.max_connections) {
+                note_busy();
+                if (rejecting >= opts.max_connections) {
+                    boost::system::error_code ignored;  // flooded: no time even for a 503
+                    socket.close(ignored);
+                    continue;
+                }
+                ++rejecting;
+                group.spawn(reject_busy(std::move(socket)), "http-busy");
+                continue;
+            }
+            ++connections;
             group.spawn(connection(std::move(socket)), "http-connection");
         }
         stopping = true;
@@ -688,6 +988,10 @@ std::optional<zkco::session_handle> server::zk_session() const {
 
 std::uint64_t server::zk_sessions() const noexcept {
     return impl_->sessions;
+}
+
+std::size_t server::open_connections() const noexcept {
+    return impl_->connections;
 }
 
 }  // namespace zkd::http

@@ -7,7 +7,8 @@
 //          "timeout_ms":0,"max_attempts":3}` (only type required) or an array of them.
 //          201 `{"id":".."}` (array: `{"ids":[..]}`). With ?wait (one task only): 200 and the
 //          result as stored (docs/protocol.md §5) if it came within MS (it is then consumed,
-//          like `zkd submit --wait`), else 202 `{"id":..,"state":..}`.
+//          like `zkd submit --wait`, once the answer is written), else 202
+//          `{"id":..,"state":..}`. The body must be Content-Type application/json.
 //   GET    /v1/tasks[?limit=N] 200 roles::task_list JSON (see roles/inspect.hpp).
 //   GET    /v1/tasks/{id}      200 `{"id":..,"state":..,"worker":..,"result":{..}}` (worker and
 //          result when known; the result is peeked, never consumed); 404 for an id that
@@ -17,10 +18,16 @@
 //   GET    /v1/cluster         200 roles::cluster_view JSON (see roles/inspect.hpp).
 //   GET    /metrics            Prometheus text 0.0.4 (see http/metrics.hpp).
 // Errors: `{"error":{"code":"..","message":".."}}` with 400 (bad JSON, invalid task, bad id,
-// bad query), 404 (unknown path, unknown task), 405 (wrong method; with Allow), 413 (body
-// over max_body_bytes, or a task over 512 KiB), 431 (headers over max_header_bytes), 502
-// (a result node holding garbage), 503 (ZooKeeper unreachable, no cluster yet, timed out),
-// 500 (anything else).
+// bad query), 401 (no or a wrong token, with WWW-Authenticate), 403 (bad_host: a Host a
+// loopback bind does not answer to; cross_origin: a request from a web page of another
+// origin), 404 (unknown path, unknown task), 405 (wrong method; with Allow), 413 (body
+// over max_body_bytes, or a task over 512 KiB), 415 (a POST whose Content-Type is not
+// application/json), 431 (headers over max_header_bytes), 502 (a result node holding
+// garbage), 503 (ZooKeeper unreachable, no cluster yet, timed out; busy: max_connections
+// open, with Retry-After), 500 (anything else).
+//
+// A result waited for with ?wait is consumed only once its response was written; a client
+// that leaves before (or a write that fails) leaves it in ZooKeeper for a later reader.
 #pragma once
 
 #include "reactor/lag_probe.hpp"
@@ -53,10 +60,22 @@ struct server_options {
     zkco::config zk;
     std::size_t max_body_bytes = std::size_t{1} << 20;      ///< larger bodies get 413
     std::size_t max_header_bytes = std::size_t{16} * 1024;  ///< larger headers get 431
-    std::size_t max_connections = 256;                      ///< more are closed at once
-    /// Deadline for reading one request (including the wait for it on a kept-alive
-    /// connection) and for writing one response.
+    /// Connections served at once; one more is answered 503 `busy` (with Retry-After) and
+    /// closed, counted in zkd_http_rejected_total{reason="busy"}.
+    std::size_t max_connections = 256;
+    /// Deadline for a request's header: from the connection's start (the TLS handshake
+    /// included), or from the previous response on a kept-alive connection, until the whole
+    /// header is in. A slow or idle client is then dropped.
+    std::chrono::milliseconds header_timeout{10'000};
+    /// Deadline for reading a request's body once its header is in, and for writing a
+    /// response.
     std::chrono::milliseconds request_timeout{30'000};
+    /// When not empty, every request needs `Authorization: Bearer <token>` (else 401).
+    std::string token;
+    /// PEM files of the certificate chain and its private key: when set, the server speaks
+    /// HTTPS only (TLS 1.2 or later). bind() loads them.
+    std::string tls_cert_file;
+    std::string tls_key_file;
     /// Deadline for each step of a request that talks to ZooKeeper (and for connecting):
     /// past it, 503.
     std::chrono::milliseconds zk_timeout{5'000};
@@ -94,9 +113,10 @@ public:
     server(const server&) = delete;
     server& operator=(const server&) = delete;
 
-    /// Opens, binds and listens on options' listen address. Idempotent once it succeeded.
-    /// Errors: std::errc::invalid_argument (the address does not parse), the socket's
-    /// (address_in_use, access_denied, ...).
+    /// Loads the TLS certificate and key (if set), then opens, binds and listens on
+    /// options' listen address. Idempotent once it succeeded. Errors:
+    /// std::errc::invalid_argument (the address does not parse), OpenSSL's (a certificate or
+    /// key that does not load), the socket's (address_in_use, access_denied, ...).
     boost::system::error_code bind();
 
     /// The bound address (with the port chosen for port 0); a default endpoint before bind().
@@ -114,6 +134,8 @@ public:
     [[nodiscard]] std::optional<zkco::session_handle> zk_session() const;
     /// ZooKeeper sessions established so far.
     [[nodiscard]] std::uint64_t zk_sessions() const noexcept;
+    /// Connections being served now (not counting those being answered 503 busy).
+    [[nodiscard]] std::size_t open_connections() const noexcept;
 
 private:
     struct impl;

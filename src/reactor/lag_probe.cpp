@@ -57,6 +57,7 @@ struct lag_probe::impl : std::enable_shared_from_this<impl> {
         last_ns.store(lag.count(), std::memory_order_relaxed);
         max_ns.store(max, std::memory_order_relaxed);
         p99_ns.store(p99, std::memory_order_relaxed);
+        sum_ns.fetch_add(lag.count(), std::memory_order_relaxed);
         samples.fetch_add(1, std::memory_order_release);
     }
 
@@ -72,6 +73,7 @@ struct lag_probe::impl : std::enable_shared_from_this<impl> {
     std::atomic<nanoseconds::rep> last_ns{0};
     std::atomic<nanoseconds::rep> max_ns{0};
     std::atomic<nanoseconds::rep> p99_ns{0};
+    std::atomic<nanoseconds::rep> sum_ns{0};
     std::atomic<std::uint64_t> samples{0};
 };
 
@@ -109,6 +111,7 @@ lag_stats lag_probe::stats() const noexcept {
     s.last = nanoseconds(impl_->last_ns.load(std::memory_order_relaxed));
     s.max = nanoseconds(impl_->max_ns.load(std::memory_order_relaxed));
     s.p99 = nanoseconds(impl_->p99_ns.load(std::memory_order_relaxed));
+    s.sum = nanoseconds(impl_->sum_ns.load(std::memory_order_relaxed));
     return s;
 }
 

@@ -16,6 +16,7 @@ struct lag_stats {
     std::chrono::nanoseconds max{};   ///< the largest sample in the window
     std::chrono::nanoseconds p99{};   ///< the 99th percentile of the window
     std::uint64_t samples = 0;        ///< samples taken since construction
+    std::chrono::nanoseconds sum{};   ///< of every sample since construction
 };
 
 /// Measures event-loop lag, a product metric (design.md §5): a timer re-armed every

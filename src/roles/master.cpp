@@ -97,6 +97,7 @@ public:
         group_.spawn([this] { return report(); }, "report");
         group_.spawn([this] { return watch_epoch(); }, "epoch");
         group_.spawn([this] { return keep_master_node(); }, "master");
+        group_.spawn([this] { return follow_connection(); }, "connection");
         group_.spawn(
             [this] {
                 return follow(layout::workers_dir(),
@@ -126,6 +127,9 @@ public:
                 "pending");
         }
         co_await schedule_loop();
+        if (opts_.on_acting) {
+            opts_.on_acting(false);
+        }
         stop_ = true;
         grace_.cancel();
         retry_.cancel();
@@ -230,6 +234,11 @@ private:
             });
         }
         co_await st->wait();
+        if (st->left > 0) {
+            // Cancelled with reads still out: their answers will still write into `out`, so
+            // it must stay whole (a moved-from vector was written through a null pointer).
+            co_return st->out;
+        }
         co_return std::move(st->out);
     }
 
@@ -889,6 +898,41 @@ private:
             master_node_.throughput = rate;
             send({zkco::op::set{layout::master(), encode(master_node_), zkco::any_version}},
                  [](master_session&, zkco::error_code, auto) {});
+        }
+    }
+
+    /// Says when this master acts: not while its session is disconnected. Cut off from
+    /// ZooKeeper it cannot write, and once its session expires at the server another master
+    /// acts, while the C client would tell us of the expiry only after reaching a server
+    /// again: a partitioned master stands down as soon as the link is seen down (after two
+    /// thirds of the session timeout at most), before the server can expire it.
+    asio::awaitable<void> follow_connection() {
+        if (opts_.on_acting) {
+            opts_.on_acting(true);
+        }
+        bool acting = true;
+        std::uint64_t seen = zk_.state_generation();
+        while (!stopping()) {
+            auto change = co_await zk_.wait_state(seen);
+            if (!change) {
+                co_return;
+            }
+            seen = change->generation;
+            const bool connected = change->state == zkco::session_state::connected;
+            if (connected == acting || zkco::is_terminal(change->state)) {
+                continue;
+            }
+            acting = connected;
+            if (acting) {
+                spdlog::info("master {}: reconnected; acting again with epoch {}", me_.id, epoch_);
+            } else {
+                spdlog::warn("master {}: disconnected from ZooKeeper; not acting as master until "
+                             "reconnected",
+                             me_.id);
+            }
+            if (opts_.on_acting) {
+                opts_.on_acting(acting);
+            }
         }
     }
 

@@ -30,6 +30,10 @@ struct master_options {
     /// Called on the executor with the number of pending tasks in the master's view, whenever
     /// it may have changed.
     std::function<void(std::size_t)> on_queue_depth;
+    /// Called on the executor with true when the master starts acting, false when it stops:
+    /// when it ends, and while its session is disconnected (it cannot write then, and another
+    /// master may take over once the session expires), true again if it reconnects in time.
+    std::function<void(bool)> on_acting;
 };
 
 /// What a master has done, for logs and tests.

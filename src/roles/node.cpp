@@ -111,8 +111,7 @@ asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout
         auto epoch = co_await take_over(zk, me, now_ms());
         if (epoch) {
             ++stats.elected;
-            stats.master = true;
-            stats.epoch = *epoch;
+            stats.epoch = *epoch;  // stats.master follows on_acting
             co_await run_master(zk, l, me, *epoch, o.master, &stats.master_totals);
             stats.master = false;
             stats.queue_depth = -1;
@@ -211,6 +210,12 @@ void observe(node_options& o, node_stats& stats) {
             next(t);
         }
     };
+    o.master.on_acting = [&stats, next = std::move(o.master.on_acting)](bool acting) {
+        stats.master = acting;
+        if (next) {
+            next(acting);
+        }
+    };
     o.master.on_queue_depth = [&stats, next = std::move(o.master.on_queue_depth)](std::size_t n) {
         stats.queue_depth = static_cast<std::int64_t>(n);
         if (next) {
@@ -266,6 +271,12 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
             co_return;
         }
         auto l = co_await ensure_layout(zk, meta_info{16, 16, now_ms()});
+        if (!l && l.error() == zkco::errc::invalid_acl) {
+            // A namespace others can write to (check_protected said which node and why):
+            // waiting would not change it. Stop; `zkd run` exits 1.
+            co_await zk.close();
+            co_return;
+        }
         if (!l) {
             spdlog::error("node: cannot set up the cluster layout: {}", l.error().message());
             co_await zk.close();

@@ -235,6 +235,60 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
     co_return std::move(*decoded);
 }
 
+asio::awaitable<zkco::result<task_result>> task_client::await_result(std::string tid) {
+    const auto ref = parse_task_ref(tid);
+    const bool bundled = ref && ref->index;
+    // (A local, not a conditional expression inside co_await: GCC 12 destroys the
+    // temporaries of such an expression twice.)
+    std::string path = l_.result(tid);
+    if (bundled) {
+        path = l_.result(std::string(ref->node));
+    }
+    auto node = co_await await_node(std::move(path));
+    if (!node) {
+        co_return node.error();
+    }
+    auto decoded = decode_result(node->data);
+    if (!decoded) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    if (!bundled) {
+        co_return std::move(*decoded);
+    }
+    if (std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), *ref->index)) {
+        co_return zkco::error_code(zkco::errc::no_node);
+    }
+    auto r = bundled_result(*decoded, *ref->index, tid);
+    if (!r) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::move(*r);
+}
+
+asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
+    if (auto ref = parse_task_ref(tid); ref && ref->index) {
+        std::string bundle(ref->node);
+        auto node = co_await read_node(l_.result(bundle));
+        if (!node) {
+            if (node.error() == zkco::errc::no_node) {
+                co_return zkco::result<void>();
+            }
+            co_return node.error();
+        }
+        std::vector<std::size_t> indices(1, *ref->index);
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), std::move(indices));
+        if (!consumed && consumed.error() != client_errc::garbage_result) {
+            co_return consumed.error();
+        }
+        co_return zkco::result<void>();
+    }
+    const auto ec = co_await consume_until_done(l_.result(tid));
+    if (ec) {
+        co_return ec;
+    }
+    co_return zkco::result<void>();
+}
+
 asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string bundle,
                                                                      std::size_t index,
                                                                      std::string tid) {
@@ -456,25 +510,35 @@ asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) 
 
 void task_client::consume_result(std::string path) {
     ++consuming_;
-    asio::co_spawn(zk_.get_executor(), consume_until_done(std::move(path)), asio::detached);
+    // No captures: a coroutine lambda's captures die with the lambda, its parameters do not.
+    auto consume = [](task_client* self, std::shared_ptr<bool> alive,
+                      std::string p) -> asio::awaitable<void> {
+        const auto ec = co_await self->consume_until_done(std::move(p));
+        if (*alive && ec != asio::error::operation_aborted) {
+            --self->consuming_;
+        }
+    };
+    asio::co_spawn(zk_.get_executor(), consume(this, alive_, std::move(path)), asio::detached);
 }
 
-asio::awaitable<void> task_client::consume_until_done(std::string path) {
+asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string path) {
     const auto alive = alive_;
+    zkco::error_code ec;
     for (int tries = 0; tries < 10; ++tries) {
         std::vector<zkco::multi_op> remove{zkco::op::remove{path, zkco::any_version}};
-        auto [ec, r] = co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
+        auto [sent, r] = co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
+        ec = sent;
         if (!*alive || ec == asio::error::operation_aborted) {
-            co_return;  // this client is gone (or going)
+            co_return asio::error::operation_aborted;  // this client is gone (or going)
         }
         if (!ec || ec == zkco::errc::no_node) {
-            break;  // consumed (no_node: by an earlier try whose answer was lost)
+            co_return zkco::error_code();  // consumed (no_node: by an earlier try, or another)
         }
         if (ec == zkco::errc::not_empty) {
             // Someone wrote below the result: clear it (§8), then delete it.
             auto removed = co_await remove_children(zk_, path);
             if (!*alive) {
-                co_return;
+                co_return asio::error::operation_aborted;
             }
             if (removed) {
                 spdlog::warn("client: deleted {} node(s) someone else wrote below {}", *removed, path);
@@ -484,16 +548,16 @@ asio::awaitable<void> task_client::consume_until_done(std::string path) {
         }
         const bool retry = co_await reconnected_after(zk_, ec);
         if (!*alive) {
-            co_return;
+            co_return asio::error::operation_aborted;
         }
         if (!retry) {
-            spdlog::warn("client: could not consume {}: {}; it stays until the master's result "
-                         "retention deletes it",
-                         path, ec.message());
             break;
         }
     }
-    --consuming_;
+    spdlog::warn("client: could not consume {}: {}; it stays until the master's result retention "
+                 "deletes it",
+                 path, ec.message());
+    co_return ec;
 }
 
 asio::awaitable<void> task_client::flush() {

@@ -79,6 +79,17 @@ public:
     /// no_node (someone else consumed it), the session's errors.
     boost::asio::awaitable<zkco::result<task_result>> wait(std::string tid);
 
+    /// Waits like wait() until the task's result exists and reads it, but consumes nothing:
+    /// call consume() once the result was delivered (so that a caller who could not deliver
+    /// it leaves it for a later reader). Errors: garbage_result, no_node (already consumed),
+    /// the session's errors.
+    boost::asio::awaitable<zkco::result<task_result>> await_result(std::string tid);
+
+    /// Consumes the task's result (T5): deletes its node; a task of a bundle is marked
+    /// consumed in the bundle's node, which goes once all its tasks are. A result already
+    /// gone is no error. Errors: the session's.
+    boost::asio::awaitable<zkco::result<void>> consume(std::string tid);
+
     /// Where the task is now: pending, assigned or running (with the worker), or finished
     /// with its result (read, not consumed); unknown when none of these exists (never
     /// submitted, or the result was consumed or collected). Errors: garbage_result, the
@@ -107,7 +118,8 @@ private:
     /// a connection loss the session survives, after deleting what others wrote below it;
     /// what cannot be deleted is logged (it stays until the master's retention, T8).
     void consume_result(std::string path);
-    boost::asio::awaitable<void> consume_until_done(std::string path);
+    /// The delete of consume_result, awaited: no error once the node is gone.
+    boost::asio::awaitable<zkco::error_code> consume_until_done(std::string path);
     boost::asio::awaitable<zkco::result<task_result>> wait_bundled(std::string bundle,
                                                                    std::size_t index,
                                                                    std::string tid);

@@ -128,6 +128,9 @@ void client::start_get_children(std::string path, handler<children> h) {
 void client::start_watch_children(std::string path, handler<children, zkco::watch> h) {
     core_->watch_children(std::move(path), std::move(h));
 }
+void client::start_get_acl(std::string path, handler<node_acl> h) {
+    core_->get_acl(std::move(path), std::move(h));
+}
 void client::start_multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
     core_->multi(std::move(ops), std::move(h));
 }
@@ -198,6 +201,11 @@ asio::awaitable<result<zkco::stat>> client::set(std::string path, std::string da
 asio::awaitable<result<children>> client::get_children(std::string path) {
     auto [ec, c] = co_await async_get_children(std::move(path), tuple_awaitable);
     co_return to_result(ec, std::move(c));
+}
+
+asio::awaitable<result<node_acl>> client::get_acl(std::string path) {
+    auto [ec, a] = co_await async_get_acl(std::move(path), tuple_awaitable);
+    co_return to_result(ec, std::move(a));
 }
 
 asio::awaitable<multi_result> client::multi(std::vector<multi_op> ops) {

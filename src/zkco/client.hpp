@@ -149,6 +149,16 @@ public:
             token, std::move(path));
     }
 
+    /// Reads a node's ACL and stat. Errors: no_node.
+    template <class CompletionToken>
+    auto async_get_acl(std::string path, CompletionToken&& token) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code, node_acl)>(
+            [this](auto h, std::string p) {
+                start_get_acl(std::move(p), std::move(h));
+            },
+            token, std::move(path));
+    }
+
     /// Runs the ops as one transaction: all apply or none. Yields one op_result per op
     /// whenever the server answered (also on failure: the failed op has its code, the others
     /// runtime_inconsistency); empty on connection loss. TTL creates give unimplemented
@@ -230,6 +240,7 @@ public:
         std::string path, std::string data, std::int32_t version = any_version
     );
     boost::asio::awaitable<result<children>> get_children(std::string path);
+    boost::asio::awaitable<result<node_acl>> get_acl(std::string path);
     boost::asio::awaitable<multi_result> multi(std::vector<multi_op> ops);
     boost::asio::awaitable<result<void>> sync(std::string path);
     boost::asio::awaitable<result<watched<std::optional<zkco::stat>>>> watch_exists(
@@ -256,6 +267,7 @@ private:
                    handler<zkco::stat> h);
     void start_get_children(std::string path, handler<children> h);
     void start_watch_children(std::string path, handler<children, zkco::watch> h);
+    void start_get_acl(std::string path, handler<node_acl> h);
     void start_multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h);
     void start_sync(std::string path, handler<> h);
     void start_close(boost::asio::any_completion_handler<void()> h);

@@ -96,6 +96,12 @@ struct node {
     zkco::stat stat;
 };
 
+/// A znode's ACL and its metadata (stat.aversion is the ACL's version).
+struct node_acl {
+    acl_list acl;
+    zkco::stat stat;
+};
+
 /// A znode's children (names, not paths) and its metadata.
 struct children {
     std::vector<std::string> names;

@@ -11,15 +11,17 @@
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd;
-    std::map<std::string, std::string> keys;
+    std::map<std::string, cli::config_entry> keys;
     try {
         keys = cli::parse_config(fuzz::as_text(data, size), "fuzz.conf");
     } catch (const cli::usage_error& e) {
         FUZZ_CHECK(std::string_view(e.what()).starts_with("fuzz.conf:"));
         return 0;
     }
-    for (const auto& [key, value] : keys) {
+    for (const auto& [key, entry] : keys) {
         FUZZ_CHECK(key.starts_with("--"));
+        FUZZ_CHECK(entry.where.starts_with("fuzz.conf:"));
+        const auto& value = entry.value;
         if (const auto d = cli::parse_duration(value)) {
             FUZZ_CHECK(d->count() >= 0);
         }

@@ -5,9 +5,14 @@
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 
+#include "roles/election.hpp"
+#include "roles/task.hpp"
+#include "zkco/client.hpp"
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <thread>
 
@@ -44,12 +49,13 @@ protected:
 
     /// `zkd ARGS... --zk <ours> --namespace cli`.
     command_result zkd(std::vector<std::string> args, bool with_cluster = true,
-                       const std::map<std::string, std::string>& env = {}) {
+                       const std::map<std::string, std::string>& env = {},
+                       std::chrono::milliseconds limit = std::chrono::seconds(60)) {
         args.insert(args.begin(), ZKD_BINARY);
         if (with_cluster) {
             args.insert(args.end(), {"--zk", zk(), "--namespace", "cli"});
         }
-        return run_command(args, env);
+        return run_command(args, env, limit);
     }
 
     /// Waits until the node is master and works; the last `zkd cluster --json`.
@@ -78,7 +84,8 @@ TEST_F(Cli, EveryCommandHasHelp) {
     auto top = zkd({"--help"}, false);
     EXPECT_EQ(top.exit_code, 0);
     EXPECT_NE(top.out.find("usage: zkd <command>"), std::string::npos);
-    for (const auto* cmd : {"run", "submit", "wait", "status", "cancel", "tasks", "cluster", "crack"}) {
+    for (const auto* cmd : {"run", "submit", "wait", "status", "cancel", "tasks", "cluster", "crack", "purge",
+                            "drop-namespace"}) {
         EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
         auto r = zkd({cmd, "--help"}, false);
         EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
@@ -123,6 +130,7 @@ TEST_F(Cli, BadCommandLinesExitTwoWithAMessage) {
 
 TEST_F(Cli, ConfigFileAndEnvironment) {
     start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);  // the namespace exists once a node runs
     // A config file supplies the cluster; the command line still wins over it.
     const auto conf = dir_ / "zkd.conf";
     std::ofstream(conf) << "# the test cluster\nzk = " << zk() << "\nnamespace = \"cli\"\npriority = 7\n";
@@ -131,7 +139,7 @@ TEST_F(Cli, ConfigFileAndEnvironment) {
     EXPECT_EQ(json::parse(r.out).at("value").at("sum").to_number<int>(), 42);
     EXPECT_EQ(std::string(json::parse(r.out).at("task").as_string()).substr(0, 3), "t2-");  // priority 7
     // The environment wins over the file: this task lands in another namespace.
-    r = run_command({ZKD_BINARY, "submit", "echo", "1", "--config", conf.string()},
+    r = run_command({ZKD_BINARY, "submit", "echo", "1", "--create-namespace", "--config", conf.string()},
                     {{"ZKD_NAMESPACE", "elsewhere"}});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::string id = first_line(r.out);
@@ -150,7 +158,72 @@ TEST_F(Cli, ConfigFileAndEnvironment) {
     EXPECT_NE(r.err.find("cannot read the config file"), std::string::npos) << r.err;
     r = run_command({ZKD_BINARY, "run"}, {{"ZKD_CAPACITY", "lots"}});
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("--capacity wants a whole number"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("ZKD_CAPACITY wants a whole number"), std::string::npos) << r.err;
+}
+
+// Every bad value says where it came from: the flag, the variable, or the file and line.
+TEST_F(Cli, ABadValueNamesItsSource) {
+    const std::string id = "t5-0000000000000-0000000000000a";
+    auto r = zkd({"tasks", "--limit", "abc"}, false);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("zkd: --limit wants a whole number"), std::string::npos) << r.err;
+    r = zkd({"tasks"}, false, {{"ZKD_LIMIT", "abc"}});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("zkd: ZKD_LIMIT wants a whole number from 1 to 1000000, not 'abc'"), std::string::npos)
+        << r.err;
+    r = zkd({"status", id}, false, {{"ZKD_CONNECT_TIMEOUT", "soon"}});
+    EXPECT_NE(r.err.find("ZKD_CONNECT_TIMEOUT wants a duration"), std::string::npos) << r.err;
+    r = zkd({"run"}, false, {{"ZKD_ROLE", "boss"}});
+    EXPECT_NE(r.err.find("ZKD_ROLE wants auto, worker or standby"), std::string::npos) << r.err;
+
+    const auto conf = dir_ / "values.conf";
+    std::ofstream(conf) << "zk = 127.0.0.1:1\n# a comment\nconnect-timeout = 100ms\nlimit = lots\n";
+    r = zkd({"tasks", "--config", conf.string()}, false);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(conf.string() + ":4: limit wants a whole number"), std::string::npos) << r.err;
+    std::ofstream(conf) << "zk = not a host\n";
+    r = zkd({"status", id, "--config", conf.string()}, false);
+    EXPECT_NE(r.err.find(conf.string() + ":1: zk wants host:port"), std::string::npos) << r.err;
+    // The command line still wins, and names itself.
+    r = zkd({"tasks", "--config", conf.string(), "--zk", "h:99999"}, false);
+    EXPECT_NE(r.err.find("zkd: --zk wants host:port"), std::string::npos) << r.err;
+
+    // partition-timeout is a key like any other option of zkd crack: this run gets as far as
+    // ZooKeeper (exit 3), not refused as an unknown key (exit 2).
+    std::ofstream(conf) << "zk = 127.0.0.1:1\nconnect-timeout = 100ms\npartition-timeout = 5s\n";
+    r = zkd({"crack", "--status", "0cc175b9c0f1b6a831c399e269772661", "--config", conf.string()}, false);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
+// A ZKD_ variable that is no option is a typo: warned about once, with the nearest name.
+TEST_F(Cli, AMistypedVariableIsWarnedAbout) {
+    auto r = zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1", "--connect-timeout",
+                  "100ms"},
+                 false, {{"ZKD_NAMESPAC", "x"}, {"ZKD_FROBNICATE_EVERYTHING", "1"}});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("zkd: warning: ignoring ZKD_NAMESPAC: no zkd option has this variable (did "
+                         "you mean ZKD_NAMESPACE?)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("ignoring ZKD_FROBNICATE_EVERYTHING: no zkd option has this variable\n"),
+              std::string::npos)
+        << r.err;
+    // Known ones, and the test harness's own, are not.
+    r = zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1", "--connect-timeout",
+             "100ms"},
+            false, {{"ZKD_CAPACITY", "3"}, {"ZKD_ZK_CLIENT_LOG", "error"}, {"ZKD_TEST_ZK", "x"}});
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, VersionIsTheProjectVersion) {
+    for (const auto& args : std::vector<std::vector<std::string>>{{"--version"}, {"run", "--version"},
+                                                                   {"submit", "echo", "--version"}}) {
+        auto r = zkd(args, false);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.out, "zkd " ZKD_VERSION "\n") << testing::PrintToString(args);
+    }
+    auto help = zkd({"--help"}, false);
+    EXPECT_NE(help.out.find("--version"), std::string::npos);
 }
 
 TEST_F(Cli, AnUnreachableZooKeeperFailsInBoundedTime) {
@@ -169,6 +242,7 @@ TEST_F(Cli, AnUnreachableZooKeeperFailsInBoundedTime) {
 
 TEST_F(Cli, SubmitWaitStatusCancel) {
     start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
     // submit --wait: the result as JSON, exit 0 on success and 1 otherwise.
     auto r = zkd({"submit", "sum", "[1,2,3]", "--wait"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -176,6 +250,14 @@ TEST_F(Cli, SubmitWaitStatusCancel) {
     r = zkd({"submit", "fail", R"({"message":"on purpose"})", "--wait"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(json::parse(r.out).at("state").as_string(), "failed");
+    // Args nested 40 deep are valid (the protocol allows 64 for the whole task): accepted,
+    // and the value comes back whole (Boost.JSON's default of 32 refused or nulled them).
+    const std::string deep = std::string(40, '[') + "1" + std::string(40, ']');
+    r = zkd({"submit", "echo", deep, "--wait"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json::parse_options deep_ok;
+    deep_ok.max_depth = 64;
+    EXPECT_EQ(json::serialize(json::parse(r.out, {}, deep_ok).at("value")), deep);
 
     // submit prints the id; status shows the result without consuming it; wait consumes it.
     r = zkd({"submit", "echo", R"("hello")"});
@@ -191,6 +273,10 @@ TEST_F(Cli, SubmitWaitStatusCancel) {
     }
     ASSERT_EQ(st.exit_code, 0) << st.err;
     EXPECT_EQ(json::parse(st.out).at("state").as_string(), "succeeded");
+    st = zkd({"status", id});  // the text form shows the result too (not consumed)
+    ASSERT_EQ(st.exit_code, 0) << st.err;
+    EXPECT_EQ(first_line(st.out), id + " succeeded");
+    EXPECT_EQ(json::parse(st.out.substr(st.out.find('\n') + 1)).at("value").as_string(), "hello") << st.out;
     r = zkd({"wait", id, "--timeout", "30s"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out).at("value").as_string(), "hello");
@@ -240,7 +326,229 @@ TEST_F(Cli, ANamespaceWithoutAClusterIsSaidSo) {
     auto r = zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "nothing-here"}, false,
                  {{"ZKD_ZK", zk()}});
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("no zkd cluster in /zkd/nothing-here"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("no zkd cluster in namespace 'nothing-here' at " + zk() +
+                         " (nothing at /zkd/nothing-here/meta; is --namespace right?): start one with "
+                         "'zkd run --namespace nothing-here'"),
+              std::string::npos)
+        << r.err;
+}
+
+// A mistyped --namespace must not make a new empty cluster that a task then waits in forever.
+TEST_F(Cli, ClientCommandsNeverCreateANamespace) {
+    start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    for (const auto& cmd : std::vector<std::vector<std::string>>{
+             {"submit", "echo", "1"}, {"submit", "echo", "1", "--wait"}, {"tasks"}, {"cluster"},
+             {"wait", "t5-0000000000000-0000000000000a"}, {"purge", "--results"},
+             {"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "1"}}) {
+        auto args = cmd;
+        args.insert(args.end(), {"--zk", zk(), "--namespace", "cli-typo"});
+        auto r = zkd(args, false);
+        EXPECT_EQ(r.exit_code, 1) << testing::PrintToString(cmd) << r.err;
+        EXPECT_NE(r.err.find("no zkd cluster in namespace 'cli-typo'"), std::string::npos) << r.err;
+        if (cmd[0] == "submit") {
+            EXPECT_NE(r.err.find("or pass --create-namespace"), std::string::npos) << r.err;
+        }
+    }
+    run([&]() -> boost::asio::awaitable<void> {
+        zkd::zkco::client zk(ioc_.get_executor(), make_config());
+        co_await zk.connect();
+        auto there = co_await zk.exists("/zkd/cli-typo"s);
+        EXPECT_TRUE(there && !*there) << "the namespace was created";
+        co_await zk.close();
+    }());
+    // Asked to, submit creates it, and the task waits there for a cluster.
+    auto r = zkd({"submit", "echo", "1", "--create-namespace", "--zk", zk(), "--namespace", "cli-typo"}, false);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto st = zkd({"status", first_line(r.out), "--zk", zk(), "--namespace", "cli-typo"}, false);
+    EXPECT_EQ(st.exit_code, 0) << st.err;
+    EXPECT_NE(st.out.find(" pending"), std::string::npos) << st.out;
+}
+
+// ARGS-JSON from a file (past the 128 KiB a single argv string may hold) or stdin.
+TEST_F(Cli, ArgsFromAFileOrStdin) {
+    start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    const std::string big(200'000, 'x');
+    std::ofstream(dir_ / "args.json") << json::serialize(json::value(big));
+    auto r = zkd({"submit", "echo", "@" + (dir_ / "args.json").string(), "--wait"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out).at("value").as_string(), big);
+
+    std::ofstream(dir_ / "stdin.json") << R"([4, 5, 6])";
+    r = run_command({ZKD_BINARY, "submit", "sum", "-", "--wait", "--zk", zk(), "--namespace", "cli"}, {}, 60s,
+                    dir_ / "stdin.json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out).at("value").at("sum").to_number<int>(), 15);
+
+    // Bad files are usage errors, before anything is sent.
+    r = zkd({"submit", "echo", "@" + (dir_ / "missing.json").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("cannot read ARGS-JSON from '"), std::string::npos) << r.err;
+    std::ofstream(dir_ / "huge.json") << json::serialize(json::value(std::string(1'100'000, 'y')));
+    r = zkd({"submit", "echo", "@" + (dir_ / "huge.json").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("is over 1 MiB"), std::string::npos) << r.err;
+    std::ofstream(dir_ / "bad.json") << "{nope";
+    r = zkd({"submit", "echo", "@" + (dir_ / "bad.json").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("ARGS-JSON is not JSON"), std::string::npos) << r.err;
+}
+
+// Ctrl-C on `submit --wait` keeps the task and says how to get its result.
+TEST_F(Cli, AnInterruptedWaitSaysHowToWait) {
+    start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    zkd::test::background_command sub({ZKD_BINARY, "submit", "sleep", R"({"ms":60000})", "--wait", "--zk", zk(),
+                                       "--namespace", "cli"},
+                                      dir_ / "submit.out", dir_ / "submit.err");
+    command_result t;
+    for (int i = 0; i < 200; ++i) {
+        t = zkd({"tasks", "--json"});
+        if (t.exit_code == 0 && json::parse(t.out).at("assigned").as_array().size() == 1) {
+            break;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_EQ(json::parse(t.out).at("assigned").as_array().size(), 1U) << t.out;
+    const std::string id(json::parse(t.out).at("assigned").at(0).at("id").as_string());
+    sub.signal(SIGINT);
+    EXPECT_EQ(sub.wait_exit(20s), 130) << sub.err();
+    EXPECT_NE(sub.err().find("interrupted: task " + id + " goes on; wait for its result with 'zkd wait " + id +
+                             "'"),
+              std::string::npos)
+        << sub.err();
+    auto st = zkd({"status", id});
+    EXPECT_EQ(st.exit_code, 0) << st.err;
+    // It goes on: assigned, or running once its running mark is written (after 50 ms).
+    EXPECT_TRUE(st.out.find(" running on ") != std::string::npos ||
+                st.out.find(" assigned on ") != std::string::npos)
+        << st.out;
+}
+
+// A type no worker serves is refused at once when there are workers to ask.
+TEST_F(Cli, ATypeNoWorkerServesIsRefused) {
+    start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    auto r = zkd({"submit", "no-such-type", "1"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("no worker serves task type 'no-such-type' (the 1 workers serve: echo, fail, "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("--allow-unserved"), std::string::npos) << r.err;
+    auto t = zkd({"tasks", "--json"});
+    EXPECT_EQ(json::parse(t.out).at("pending_total").to_number<int>(), 0) << t.out;
+    r = zkd({"submit", "no-such-type", "1", "--allow-unserved"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(first_line(r.out).substr(0, 3), "t4-");
+}
+
+// purge deletes unconsumed results; drop-namespace deletes everything, not under live members.
+TEST_F(Cli, PurgeAndDropNamespace) {
+    start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    std::vector<std::string> ids;
+    for (int i = 0; i < 3; ++i) {
+        auto r = zkd({"submit", "echo", std::to_string(i)});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        ids.push_back(first_line(r.out));
+    }
+    command_result c;
+    for (int i = 0; i < 200; ++i) {
+        c = zkd({"cluster", "--json"});
+        if (c.exit_code == 0 && json::parse(c.out).at("results").to_number<int>() == 3) {
+            break;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_EQ(json::parse(c.out).at("results").to_number<int>(), 3) << c.out;
+    auto r = zkd({"purge"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("purge wants --results"), std::string::npos) << r.err;
+    r = zkd({"purge", "--results", "--older-than", "1h"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("purged 0 result(s) from /zkd/cli (kept 3 newer than"), std::string::npos) << r.out;
+    r = zkd({"purge", "--results"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("purged 3 result(s)"), std::string::npos) << r.out;
+    EXPECT_EQ(zkd({"wait", ids[0]}).exit_code, 5);
+
+    r = zkd({"drop-namespace"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("pass --yes"), std::string::npos) << r.err;
+    r = zkd({"drop-namespace", "--yes"});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.err.find("refusing to drop " + chroot_ + "/zkd/cli: 1 worker, 1 candidate, a master alive"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(zkd({"cluster"}).exit_code, 0);  // untouched
+    r = zkd({"drop-namespace", "--yes", "--force"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("dropped " + chroot_ + "/zkd/cli ("), std::string::npos) << r.out;
+    node_.reset();
+    r = zkd({"drop-namespace", "--yes"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("no namespace"), std::string::npos) << r.out;
+}
+
+// Strings read from ZooKeeper reach the terminal escaped: a worker's host, garbage.
+TEST_F(Cli, HostileStringsAreEscaped) {
+    start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    run([&]() -> boost::asio::awaitable<void> {
+        zkd::zkco::client zk(ioc_.get_executor(), make_config());
+        co_await zk.connect();
+        zkd::roles::member_info fake;
+        fake.id = "evil-1-0000000000001";
+        fake.host = "h\x1b[2J\x1b]0;owned\x07\xc2\x9b" "31m";
+        fake.pid = 1;
+        fake.capacity = 1;
+        fake.types = {"echo"};
+        co_await zk.create("/zkd/cli/workers/" + fake.id, zkd::roles::encode(fake),
+                           {zkd::zkco::create_mode::ephemeral});
+        // Garbage whose reason quotes the data.
+        co_await zk.create("/zkd/cli/workers/evil-2-0000000000002"s, "\x1b[31m{\"v\":"s,
+                           {zkd::zkco::create_mode::ephemeral});
+        auto c = zkd({"cluster"});
+        EXPECT_EQ(c.exit_code, 0) << c.err;
+        EXPECT_EQ(c.out.find('\x1b'), std::string::npos) << c.out;
+        EXPECT_EQ(c.out.find('\x07'), std::string::npos) << c.out;
+        EXPECT_NE(c.out.find(R"(h\e[2J\e]0;owned\x07\xc2\x9b31m)"), std::string::npos) << c.out;
+        EXPECT_NE(c.out.find("(garbage: not JSON"), std::string::npos) << c.out;
+        // JSON output stays JSON (its escapes are JSON's).
+        c = zkd({"cluster", "--json"});
+        EXPECT_EQ(c.out.find('\x1b'), std::string::npos) << c.out;
+        co_await zk.close();
+    }());
+}
+
+// A session timeout the server clamps is said so in zkd run's log (the test server's tick of
+// 200 ms allows 400 ms to 4 s).
+TEST_F(Cli, RunSaysWhatSessionTimeoutItGot) {
+    start_node({"--session-timeout", "10s"});
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    std::ifstream in(dir_ / "node.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(log.find("connected (timeout 4000 ms: the server's limit; 10000 ms asked)"), std::string::npos)
+        << log;
+}
+
+// zkd run waits for ZooKeeper as long as it takes unless --connect-timeout says otherwise;
+// meanwhile the C client's retry chatter stays out of the log at the default level.
+TEST_F(Cli, RunHonoursConnectTimeoutQuietly) {
+    auto r = zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "2500ms", "--session-timeout", "1s"}, false,
+                 {}, 30s);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    const auto log = r.out + r.err;
+    EXPECT_NE(log.find("no session with ZooKeeper at 127.0.0.1:1 within 2500 ms (--connect-timeout): giving up"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("cannot reach ZooKeeper at 127.0.0.1:1"), std::string::npos) << log;  // the node's own
+    EXPECT_EQ(log.find("zk-client:"), std::string::npos) << log;
+    // Asked for, the C client's messages are there.
+    r = zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "1s"}, false, {{"ZKD_ZK_CLIENT_LOG", "error"}}, 30s);
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_NE((r.out + r.err).find("zk-client:"), std::string::npos) << r.out << r.err;
 }
 
 TEST_F(Cli, TasksAndCluster) {
@@ -337,6 +645,85 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
     EXPECT_EQ(r.exit_code, 5) << r.out;
     status = zkd({"crack", "--status", hash});
     EXPECT_EQ(status.exit_code, 5) << status.out;
+}
+
+// A namespace set up by someone without the cluster's credentials (open ACL) is refused by a
+// cluster started with them, naming the node and its ACL, instead of being adopted.
+TEST_F(Cli, ASquattedNamespaceIsRefused) {
+    using namespace zkd::zkco;
+    const std::map<std::string, std::string> alice{{"ZKD_USER", "alice"}, {"ZKD_PASSWORD", "secret"}};
+    run([&]() -> boost::asio::awaitable<void> {
+        client anon(ioc_.get_executor(), make_config());
+        co_await anon.connect();
+        // The squatter's namespace: the node itself and a directory, open to anyone.
+        EXPECT_TRUE(co_await anon.create("/zkd"s));
+        EXPECT_TRUE(co_await anon.create("/zkd/sq"s));
+        EXPECT_TRUE(co_await anon.create("/zkd/sq/pending"s));
+        co_await anon.close();
+        // A subtler one: the namespace node is alice's, its /meta open to anyone.
+        auto cfg = make_config();
+        cfg.auth = credentials{"alice", "secret"};
+        client alice_zk(ioc_.get_executor(), cfg);
+        co_await alice_zk.connect();
+        EXPECT_TRUE(co_await alice_zk.create("/zkd/sq2"s));
+        EXPECT_TRUE(co_await alice_zk.create("/zkd/sq2/meta"s, zkd::roles::encode(zkd::roles::meta_info{}),
+                                             {create_mode::persistent, {}, open_acl()}));
+        co_await alice_zk.close();
+    }());
+
+    // zkd run with credentials stops at once, saying which node, what ACL and what to do.
+    auto r = zkd({"run", "--namespace", "sq", "--zk", zk()}, false, alice, 30s);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    const auto log = r.out + r.err;
+    EXPECT_NE(log.find("namespace node " + chroot_ + "/zkd/sq is not protected by this cluster's "
+                       "credentials (user 'alice'): its ACL is world:anyone:cdrwa"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("zkd drop-namespace --yes"), std::string::npos) << log;
+
+    // A client with credentials refuses it too (its tasks would be the squatter's to read).
+    r = zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "sq2", "--zk", zk()}, false, alice);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("refusing the namespace /zkd/sq2: namespace node " + chroot_ +
+                         "/zkd/sq2/meta is not protected by this cluster's credentials (user 'alice'): "
+                         "its ACL is world:anyone:cdrwa"),
+              std::string::npos)
+        << r.err;
+    // And so does the layout a cluster member sets up.
+    run([&]() -> boost::asio::awaitable<void> {
+        auto cfg = make_config();
+        cfg.connect_string += "/zkd/sq2";
+        cfg.auth = credentials{"alice", "secret"};
+        client zk(ioc_.get_executor(), cfg);
+        co_await zk.connect();
+        auto l = co_await zkd::roles::ensure_layout(zk, zkd::roles::meta_info{});
+        EXPECT_EQ(l.error(), errc::invalid_acl);
+        co_await zk.close();
+    }());
+    // And zkd run on it stops (exit 1) rather than retrying for ever.
+    r = zkd({"run", "--namespace", "sq2", "--zk", zk()}, false, alice, 30s);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+
+    // A namespace made by a cluster with the credentials passes: run, submit, wait.
+    start_node({"--user", "alice", "--password", "secret"});
+    command_result c;
+    for (int i = 0; i < 200; ++i) {
+        c = zkd({"cluster", "--json", "--user", "alice", "--password", "secret"});
+        if (c.exit_code == 0 && json::parse(c.out).at("workers").as_array().size() == 1) {
+            break;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    r = zkd({"submit", "echo", "7", "--wait", "--user", "alice", "--password", "secret"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+
+    // What alice made, only alice can delete.
+    node_.reset();
+    for (const auto* ns : {"cli", "sq2"}) {
+        r = zkd({"drop-namespace", "--yes", "--force", "--zk", zk(), "--namespace", ns}, false, alice);
+        EXPECT_EQ(r.exit_code, 0) << ns << ": " << r.err;
+    }
 }
 
 }  // namespace

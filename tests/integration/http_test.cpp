@@ -3,12 +3,15 @@
 // the real `curl` binary; /metrics is checked with the Python Prometheus parser. The
 // io_context runs on a thread of its own while curl (blocking) runs on the test's thread.
 #include "http/server.hpp"
+#include "support/processes.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/lag_probe.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/layout.hpp"
 #include "roles/node.hpp"
+#include "roles/inspect.hpp"
 #include "roles/stats.hpp"
+#include "roles/task_client.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -18,19 +21,24 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <spawn.h>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -139,6 +147,55 @@ std::ostream& operator<<(std::ostream& os, const reply& r) {
     return os << "HTTP " << r.status << " body=" << r.body << " curl=" << r.error;
 }
 
+/// A plain TCP client with blocking calls, for what curl cannot do: send half a request,
+/// leave in the middle of one, hold a connection open.
+class raw_client {
+public:
+    explicit raw_client(std::uint16_t port) : socket_(io_) {
+        socket_.connect({asio::ip::address_v4::loopback(), port});
+        // Reads give up after 30 s rather than hang a broken test.
+        timeval tv{30, 0};
+        ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+
+    void send(std::string_view data) { asio::write(socket_, asio::buffer(data)); }
+
+    /// Everything the server sends until it closes (or resets: `reset` is then true).
+    std::string read_all() {
+        std::string out;
+        std::array<char, 4096> buf{};
+        for (;;) {
+            boost::system::error_code ec;
+            const auto n = socket_.read_some(asio::buffer(buf), ec);
+            out.append(buf.data(), n);
+            if (ec) {
+                reset = ec == asio::error::connection_reset;
+                timed_out = ec == asio::error::would_block || ec == asio::error::try_again;
+                return out;
+            }
+        }
+    }
+
+    /// Closes the connection at once (FIN).
+    void close() {
+        boost::system::error_code ignored;
+        socket_.close(ignored);
+    }
+
+    bool reset = false;
+    bool timed_out = false;
+
+private:
+    asio::io_context io_;
+    asio::ip::tcp::socket socket_;
+};
+
+/// A complete request with a JSON body.
+std::string raw_post(const std::string& target, const std::string& body) {
+    return "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 class Http : public zkd::test::zk_test {
 protected:
     void SetUp() override {
@@ -153,6 +210,8 @@ protected:
             missing = "curl (Debian package curl)";
         } else if (spawn({"/usr/bin/python3", "-c", "import prometheus_client.parser"}, {}, dir_ / "probe.out", dir_ / "probe.err") != 0) {
             missing = "/usr/bin/python3 with prometheus_client (package python3-prometheus-client)";
+        } else if (spawn({"/usr/bin/promtool", "--version"}, {}, dir_ / "probe.out", dir_ / "probe.err") != 0) {
+            missing = "/usr/bin/promtool (package prometheus)";
         }
         if (!missing.empty()) {
             if (zkd::test::zk_required()) {
@@ -177,9 +236,13 @@ protected:
         return base_ + chroot_ + zkd::roles::chroot_path(ns_);
     }
 
-    /// Starts the node (unless `with_node` is false), the facade on a free port, and the
-    /// io thread.
-    void start(bool with_node = true, std::string zk_connect = {}) {
+    /// Starts the node (unless `with_node` is false), the facade on a free port (with
+    /// options `tweak` changed), and the io thread.
+    void start(
+        bool with_node = true,
+        std::string zk_connect = {},
+        const std::function<void(zkd::http::server_options&)>& tweak = {}
+    ) {
         if (with_node) {
             zkd::roles::node_options o;
             o.zk = base_ + chroot_;
@@ -211,10 +274,15 @@ protected:
             ho.stats = [this] { return stats_; };
         }
         ho.lag = &lag_;
+        if (tweak) {
+            tweak(ho);
+        }
+        const bool tls = !ho.tls_cert_file.empty();
         server_ = std::make_unique<zkd::http::server>(ioc_.get_executor(), std::move(ho));
         const auto ec = server_->bind();
         ASSERT_FALSE(ec) << ec.message();
-        base_url_ = "http://127.0.0.1:" + std::to_string(server_->local_endpoint().port());
+        port_ = server_->local_endpoint().port();
+        base_url_ = (tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
         asio::co_spawn(
             ioc_, server_->run(),
             asio::bind_cancellation_slot(
@@ -272,8 +340,9 @@ protected:
                                       "-o",         stem.string() + ".body",
                                       "-D",         stem.string() + ".headers",
                                       "-w",         "%{http_code}"};
+        argv.insert(argv.end(), curl_args_.begin(), curl_args_.end());
         argv.insert(argv.end(), args.begin(), args.end());
-        argv.push_back(base_url_ + path);
+        argv.push_back(path.starts_with("http") ? path : base_url_ + path);
         spawn(argv, {}, stem.string() + ".code", stem.string() + ".err");
         reply r;
         r.status = std::atoi(slurp(stem.string() + ".code").c_str());
@@ -323,10 +392,19 @@ protected:
     }
 
     /// The metrics as the Python Prometheus parser read them: "name{labels-json}" -> value,
-    /// and "family" -> type. Fails the test when the parser refuses the text.
+    /// and "family" -> type. Fails the test when the parser refuses the text, or when
+    /// `promtool check metrics` (Prometheus's own parser and linter) finds a problem.
     std::map<std::string, std::string> parse_metrics(const std::string& text) {
         const auto in = dir_ / "metrics.txt";
         std::ofstream(in, std::ios::binary) << text;
+        const int checked = spawn(
+            {"/usr/bin/promtool", "check", "metrics"}, in, dir_ / "promtool.out",
+            dir_ / "promtool.err"
+        );
+        EXPECT_EQ(checked, 0) << "promtool check metrics refused /metrics: "
+                              << slurp(dir_ / "promtool.out") << slurp(dir_ / "promtool.err")
+                              << "\n"
+                              << text;
         const std::string script =
             "import sys, json, prometheus_client.parser as p\n"
             "for f in p.text_string_to_metric_families(sys.stdin.read()):\n"
@@ -363,6 +441,8 @@ protected:
     std::future<void> io_finished_;
     bool started_ = false;
     std::string base_url_;
+    std::uint16_t port_ = 0;
+    std::vector<std::string> curl_args_;  ///< given to every curl (a token, a CA file)
     fs::path dir_;
     int calls_ = 0;
 };
@@ -457,7 +537,8 @@ TEST_F(Http, SubmitWaitInspectAndMetrics) {
     EXPECT_EQ(m["family:zkd_tasks_submitted"], "counter");
     EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "8.0");  // bundled tasks count one by one
     EXPECT_EQ(m["family:zkd_assign_latency_seconds"], "histogram");
-    EXPECT_EQ(m["family:zkd_event_loop_lag_seconds"], "gauge");
+    EXPECT_EQ(m["family:zkd_event_loop_lag_seconds"], "summary");
+    EXPECT_TRUE(m.contains("zkd_event_loop_lag_seconds_count{}"));
     EXPECT_EQ(m["zkd_master{}"], "1.0");
     EXPECT_EQ(m["zkd_zk_session_state{\"state\":\"connected\"}"], "1.0");
     EXPECT_GE(std::stod(m["zkd_tasks_completed_total{\"state\":\"succeeded\"}"]), 6.0);
@@ -693,6 +774,398 @@ TEST_F(Http, ANewSessionAfterExpiry) {
     EXPECT_NE(second->id, first->id);
     auto submit = post("/v1/tasks?wait=30000", R"({"type":"echo","args":"after"})");
     EXPECT_EQ(submit.status, 200) << submit;
+}
+
+// Issue 11.7: a client that leaves during POST ?wait loses nothing: the result is consumed
+// only once an answer carrying it was written.
+TEST_F(Http, AWaitingClientThatLeavesLeavesTheResult) {
+    start();
+    wait_ready();
+    {
+        raw_client c(port_);
+        c.send(raw_post("/v1/tasks?wait=60000", R"({"type":"sleep","args":{"ms":1500}})"));
+        c.close();
+    }
+    // The task was submitted: find it while it runs.
+    std::string id;
+    const auto listed = poll("/v1/tasks", [&id](const reply& r) {
+        if (r.status != 200) {
+            return false;
+        }
+        const auto v = r.json();
+        for (const auto* list : {"pending", "assigned"}) {
+            for (const auto& t : v.at(list).as_array()) {
+                id = json::value_to<std::string>(t.at("id"));
+            }
+        }
+        return !id.empty();
+    });
+    ASSERT_FALSE(id.empty()) << listed;
+    // The facade noticed the client left, and the result stays once the task is done.
+    auto m = poll("/metrics", [this](const reply& r) {
+        return parse_metrics(r.body)["zkd_http_waits_abandoned_total{}"] == "1.0";
+    });
+    EXPECT_EQ(parse_metrics(m.body)["zkd_http_waits_abandoned_total{}"], "1.0") << m.body;
+    auto done = poll("/v1/tasks/" + id, [](const reply& r) {
+        return r.status != 200 || r.json().at("state") == "succeeded";
+    });
+    ASSERT_EQ(done.status, 200) << done;
+    EXPECT_EQ(done.json().at("result").at("state"), "succeeded") << done;
+    auto still = curl("/v1/tasks/" + id);
+    EXPECT_EQ(still.status, 200) << still;
+
+    // A client that stays gets the result, and then it is consumed.
+    auto echo = post("/v1/tasks?wait=30000", R"({"type":"echo","args":"kept"})");
+    ASSERT_EQ(echo.status, 200) << echo;
+    const auto waited = json::value_to<std::string>(echo.json().at("task"));
+    auto consumed = poll("/v1/tasks/" + waited, [](const reply& r) { return r.status == 404; });
+    EXPECT_EQ(consumed.status, 404) << consumed;
+}
+
+// Issue 11.8: slow clients cannot shut others out. Past max_connections a connection is
+// answered 503 (never reset) and counted; a connection that does not send its header within
+// header_timeout is dropped, and others are served again.
+TEST_F(Http, SlowClientsGetDroppedAndOthersA503NotAReset) {
+    start(true, {}, [](zkd::http::server_options& o) {
+        o.max_connections = 3;
+        o.header_timeout = 3s;
+    });
+    wait_ready();
+    // curl's connections are over (the server saw them close): the slots are free.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (on_io([this] { return server_->open_connections(); }) > 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_EQ(on_io([this] { return server_->open_connections(); }), 0U);
+    std::vector<std::unique_ptr<raw_client>> slow;
+    for (int i = 0; i < 5; ++i) {
+        slow.push_back(std::make_unique<raw_client>(port_));
+        slow.back()->send("GET /v1/cluster HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never ends
+    }
+    // Three hold every slot: the others are answered 503 busy, then closed.
+    for (int i = 3; i < 5; ++i) {
+        const auto got = slow[i]->read_all();
+        EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0U) << got;
+        EXPECT_NE(got.find("Retry-After: 1"), std::string::npos) << got;
+        EXPECT_NE(got.find(R"("code":"busy")"), std::string::npos) << got;
+        EXPECT_FALSE(slow[i]->reset);
+    }
+    auto busy = curl("/v1/cluster");
+    EXPECT_EQ(busy.status, 503) << busy;
+    EXPECT_EQ(busy.error_code(), "busy") << busy;
+    EXPECT_EQ(busy.header("Retry-After"), "1");
+    // The slow ones are dropped once their header is late, without an answer.
+    for (int i = 0; i < 3; ++i) {
+        const auto got = slow[i]->read_all();
+        EXPECT_EQ(got, "");
+        EXPECT_FALSE(slow[i]->timed_out) << "the server kept a slow connection for 30 s";
+    }
+    auto served = poll("/v1/cluster", [](const reply& r) { return r.status == 200; });
+    EXPECT_EQ(served.status, 200) << served;
+    auto m = parse_metrics(curl("/metrics").body);
+    EXPECT_EQ(m["zkd_http_rejected_total{\"reason\":\"busy\"}"], "3.0");
+}
+
+// Issue 11.6: with a token, every endpoint wants it (401 with WWW-Authenticate otherwise).
+TEST_F(Http, ATokenIsRequiredOnEveryEndpoint) {
+    const std::string token = "Zk8-secret_token.0123456789";
+    start(true, {}, [&token](zkd::http::server_options& o) { o.token = token; });
+    for (const std::string path : {"/v1/cluster", "/v1/tasks", "/metrics",
+                                   "/v1/tasks/t4-1763733600123-3fa9c2d100002a", "/nowhere"}) {
+        auto r = curl(path);
+        EXPECT_EQ(r.status, 401) << path << ": " << r;
+        EXPECT_EQ(r.error_code(), "unauthorized") << path;
+        EXPECT_EQ(r.header("WWW-Authenticate"), R"(Bearer realm="zkd")") << path;
+    }
+    auto wrong = curl("/v1/cluster", {"-H", "Authorization: Bearer " + token + "x"});
+    EXPECT_EQ(wrong.status, 401) << wrong;
+    auto basic = curl("/v1/cluster", {"-u", "zkd:" + token});
+    EXPECT_EQ(basic.status, 401) << basic;
+    auto submit = post("/v1/tasks", R"({"type":"echo"})");
+    EXPECT_EQ(submit.status, 401) << submit;
+    auto cancel = curl("/v1/tasks/t4-1763733600123-3fa9c2d100002a", {"-X", "DELETE"});
+    EXPECT_EQ(cancel.status, 401) << cancel;
+
+    curl_args_ = {"-H", "Authorization: Bearer " + token};
+    wait_ready();
+    auto ok = post("/v1/tasks?wait=30000", R"({"type":"echo","args":1})");
+    EXPECT_EQ(ok.status, 200) << ok;
+    auto m = parse_metrics(curl("/metrics").body);
+    EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "1.0");  // the refused POST submitted nothing
+    EXPECT_GE(std::stod(m["zkd_http_requests_total{\"code\":\"401\"}"]), 9.0);
+}
+
+// Issue 11.6: a browser on this machine cannot be used against a loopback server: no other
+// Host (DNS rebinding), no other Origin, no form or text/plain POST (CSRF).
+TEST_F(Http, BrowsersElsewhereAreRefused) {
+    start();
+    wait_ready();
+    const auto port = std::to_string(port_);
+    for (const auto& host : std::vector<std::string>{
+             "evil.example:" + port, "evil.example", "127.0.0.1:1",
+             "localhost.evil.example:" + port, "10.0.0.1:" + port}) {
+        auto r = curl("/v1/cluster", {"-H", "Host: " + host});
+        EXPECT_EQ(r.status, 403) << host << ": " << r;
+        EXPECT_EQ(r.error_code(), "bad_host") << host;
+    }
+    for (const auto& host : std::vector<std::string>{
+             "localhost:" + port, "localhost", "127.0.0.1", "127.0.0.2:" + port,
+             "[::1]:" + port}) {
+        auto r = curl("/v1/cluster", {"-H", "Host: " + host});
+        EXPECT_EQ(r.status, 200) << host << ": " << r;
+    }
+    // A web page elsewhere: refused, and nothing is submitted.
+    auto cross = post("/v1/tasks", R"({"type":"echo"})", {"-H", "Origin: http://evil.example"});
+    EXPECT_EQ(cross.status, 403) << cross;
+    EXPECT_EQ(cross.error_code(), "cross_origin");
+    auto other_port = post(
+        "/v1/tasks", R"({"type":"echo"})", {"-H", "Origin: http://127.0.0.1:3000"}
+    );
+    EXPECT_EQ(other_port.status, 403) << other_port;
+    auto fetch = curl("/v1/cluster", {"-H", "Sec-Fetch-Site: cross-site"});
+    EXPECT_EQ(fetch.status, 403) << fetch;
+    // What a page can send without asking first (a CORS "simple request").
+    auto plain = curl(
+        "/v1/tasks", {"-X", "POST", "-H", "Content-Type: text/plain", "--data", R"({"type":"echo"})"}
+    );
+    EXPECT_EQ(plain.status, 415) << plain;
+    EXPECT_EQ(plain.error_code(), "unsupported_media_type");
+    auto form = curl("/v1/tasks", {"-X", "POST", "--data", R"({"type":"echo"})"});
+    EXPECT_EQ(form.status, 415) << form;
+    auto none = curl("/v1/tasks", {"-X", "POST", "-H", "Content-Type:", "--data", "{}"});
+    EXPECT_EQ(none.status, 415) << none;
+    // Its own origin, and JSON with a charset, are fine.
+    auto same = curl(
+        "/v1/tasks", {"-X", "POST", "-H", "Origin: http://127.0.0.1:" + port, "-H",
+                      "Content-Type: application/json; charset=utf-8", "--data", R"({"type":"echo"})"}
+    );
+    EXPECT_EQ(same.status, 201) << same;
+    auto m = parse_metrics(curl("/metrics").body);
+    EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "1.0");
+}
+
+// Issue 11.6: HTTPS with a certificate and key (made here with the openssl CLI).
+TEST_F(Http, ServesHttpsWithACertificate) {
+    const auto cert = dir_ / "cert.pem";
+    const auto key = dir_ / "key.pem";
+    const int made = spawn(
+        {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
+         "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key.string(), "-out",
+         cert.string()},
+        {}, dir_ / "openssl.out", dir_ / "openssl.err"
+    );
+    ASSERT_EQ(made, 0) << "openssl (Debian package openssl): " << slurp(dir_ / "openssl.err");
+    start(true, {}, [&](zkd::http::server_options& o) {
+        o.tls_cert_file = cert.string();
+        o.tls_key_file = key.string();
+        o.token = "tls-token-0123456789";
+    });
+    curl_args_ = {"--cacert", cert.string(), "-H", "Authorization: Bearer tls-token-0123456789"};
+    wait_ready();
+    auto echo = post("/v1/tasks?wait=30000", R"({"type":"echo","args":"over tls"})");
+    ASSERT_EQ(echo.status, 200) << echo;
+    EXPECT_EQ(echo.json().at("value"), "over tls");
+    auto by_name = curl("https://localhost:" + std::to_string(port_) + "/v1/cluster");
+    EXPECT_EQ(by_name.status, 200) << by_name;
+    // Keep-alive over TLS.
+    const auto stem = dir_ / "keepalive";
+    spawn(
+        {"curl", "-sS", "--cacert", cert.string(), "-H",
+         "Authorization: Bearer tls-token-0123456789", "-o", "/dev/null", "-o", "/dev/null", "-w",
+         "%{http_code} %{num_connects}\n", base_url_ + "/metrics", base_url_ + "/v1/cluster"},
+        {}, stem.string() + ".out", stem.string() + ".err"
+    );
+    EXPECT_EQ(slurp(stem.string() + ".out"), "200 1\n200 0\n") << slurp(stem.string() + ".err");
+    // Plain HTTP gets nothing from it, and the server goes on.
+    auto plain = curl("http://127.0.0.1:" + std::to_string(port_) + "/v1/cluster");
+    EXPECT_NE(plain.status, 200) << plain;
+    auto after = curl("/v1/cluster");
+    EXPECT_EQ(after.status, 200) << after;
+}
+
+// Issue 11.6: `zkd run` will not expose the API beyond loopback (or a protected cluster's
+// API) without a token and TLS, unless told to; bad token or TLS files are usage errors.
+TEST_F(Http, RunRefusesToExposeTheApi) {
+    const auto token_file = dir_ / "token";
+    std::ofstream(token_file) << "run-token-0123456789\n";
+    const auto spaced = dir_ / "spaced";
+    std::ofstream(spaced) << "two words\n";
+    const auto garbage = dir_ / "garbage.pem";
+    std::ofstream(garbage) << "not a certificate\n";
+    const std::string zk = base_ + chroot_;
+    struct refused {
+        std::vector<std::string> args;
+        std::string says;
+    };
+    const std::vector<refused> cases{
+        {{"--http", "0.0.0.0:0"}, "--http-token-file"},
+        {{"--http", "[::]:0", "--http-token-file", token_file.string()}, "--http-tls-cert"},
+        {{"--http", "127.0.0.1:0", "--user", "u", "--password", "p"}, "credentials"},
+        {{"--http", "127.0.0.1:0", "--http-token-file", (dir_ / "none").string()},
+         "--http-token-file"},
+        {{"--http", "127.0.0.1:0", "--http-token-file", spaced.string()}, "no spaces"},
+        {{"--http", "127.0.0.1:0", "--http-tls-cert", garbage.string()}, "go together"},
+        {{"--http", "127.0.0.1:0", "--http-tls-cert", garbage.string(), "--http-tls-key",
+          garbage.string()},
+         "cannot serve HTTP"},
+        {{"--http", "127.0.0.1:0", "--http-max-connections", "0"}, "--http-max-connections"},
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> argv{ZKD_BINARY, "run", "--zk", zk, "--namespace", ns_};
+        argv.insert(argv.end(), c.args.begin(), c.args.end());
+        const auto r = zkd::test::run_command(argv, {}, 30s);
+        EXPECT_EQ(r.exit_code, 2) << c.args.front() << " " << c.args.at(1) << ": " << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    }
+    // ZKD_HTTP_TOKEN_FILE is --http-token-file.
+    const auto env = zkd::test::run_command(
+        {ZKD_BINARY, "run", "--zk", zk, "--namespace", ns_, "--http", "0.0.0.0:0"},
+        {{"ZKD_HTTP_TOKEN_FILE", token_file.string()}}, 30s
+    );
+    EXPECT_EQ(env.exit_code, 2) << env.err;
+    EXPECT_NE(env.err.find("--http-tls-cert"), std::string::npos) << env.err;
+}
+
+// Issue 11.6: `zkd run --http-token-file` serves only requests with the token.
+TEST_F(Http, RunServesOnlyWithTheToken) {
+    const auto token_file = dir_ / "token";
+    std::ofstream(token_file) << "run-token-0123456789\n";
+    std::uint16_t port = 0;
+    {
+        asio::io_context probe;
+        asio::ip::tcp::acceptor a(probe, {asio::ip::address_v4::loopback(), 0});
+        port = a.local_endpoint().port();
+    }
+    zkd::test::zkd_process node(
+        ZKD_BINARY, base_ + chroot_, ns_, "tokened", dir_ / "node.log",
+        {"--http", "127.0.0.1:" + std::to_string(port), "--http-token-file", token_file.string()}
+    );
+    base_url_ = "http://127.0.0.1:" + std::to_string(port);
+    curl_args_ = {"-H", "Authorization: Bearer run-token-0123456789"};
+    auto ready = poll("/v1/cluster", [](const reply& r) {
+        return r.status == 200 && !r.json().at("workers").as_array().empty();
+    });
+    ASSERT_EQ(ready.status, 200) << ready << slurp(dir_ / "node.log");
+    auto echo = post("/v1/tasks?wait=30000", R"({"type":"echo","args":2})");
+    EXPECT_EQ(echo.status, 200) << echo;
+    curl_args_.clear();
+    auto anonymous = curl("/v1/cluster");
+    EXPECT_EQ(anonymous.status, 401) << anonymous;
+    auto metrics = curl("/metrics");
+    EXPECT_EQ(metrics.status, 401) << metrics;
+}
+
+// A result node holding garbage is a bad gateway (502), not a 200 with state "unknown".
+TEST_F(Http, AGarbageResultIs502) {
+    start();
+    wait_ready();
+    const std::string id = "t4-1763733600123-3fa9c2d100002a";
+    auto written = asio::co_spawn(
+        ioc_,
+        [this, id]() -> asio::awaitable<std::string> {
+            zkd::zkco::config cfg;
+            cfg.connect_string = cluster_connect();
+            cfg.session_timeout = 4s;
+            zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+            const auto connected = co_await zkd::zkco::with_timeout(zk.connect(), 30s);
+            if (!connected) {
+                co_return "no session";
+            }
+            auto l = co_await zkd::roles::read_layout(zk);
+            std::string problem = "no layout";
+            if (l) {
+                auto made = co_await zk.create(l->result(id), std::string("\xff not json"));
+                problem = made ? "" : "cannot write the result";
+            }
+            co_await zk.close();
+            co_return problem;
+        },
+        asio::use_future
+    );
+    ASSERT_EQ(written.get(), "");
+    auto r = curl("/v1/tasks/" + id);
+    EXPECT_EQ(r.status, 502) << r;
+    EXPECT_EQ(r.error_code(), "garbage_result");
+}
+
+// What the facade's ?wait stands on: task_client::await_result reads a result without
+// consuming it (a plain task's, or one task's of a bundle), consume() consumes it.
+TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
+    start();
+    wait_ready();
+    auto checked = asio::co_spawn(
+        ioc_,
+        [this]() -> asio::awaitable<std::string> {
+            zkd::zkco::config cfg;
+            cfg.connect_string = cluster_connect();
+            cfg.session_timeout = 4s;
+            zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+            if (!co_await zkd::zkco::with_timeout(zk.connect(), 30s)) {
+                co_return "no session";
+            }
+            auto l = co_await zkd::roles::read_layout(zk);
+            if (!l) {
+                co_await zk.close();
+                co_return "no layout";
+            }
+            std::string problems;
+            {
+                zkd::roles::task_client tc(zk, *l);
+                std::vector<zkd::roles::task_request> three(3);
+                for (std::size_t i = 0; i < three.size(); ++i) {
+                    three[i].type = "echo";
+                    three[i].args = static_cast<std::int64_t>(i);
+                }
+                zkd::roles::submit_options bundled;
+                bundled.bundle = 3;
+                auto ids = co_await tc.submit(three, bundled);
+                std::vector<zkd::roles::task_request> one(1);
+                one[0].type = "echo";
+                one[0].args = "plain";
+                auto plain = co_await tc.submit(one);
+                if (!ids || ids->size() != 3 || !plain) {
+                    co_await zk.close();
+                    co_return "submit failed";
+                }
+                const auto& b1 = ids->at(1);
+                const auto& p = plain->front();
+                for (const auto& id : {b1, b1, p, p}) {  // twice: nothing was consumed
+                    auto r = co_await zkd::zkco::with_timeout(tc.await_result(id), 30s);
+                    if (!r) {
+                        problems += "await_result " + id + ": " + r.error().message() + "; ";
+                    }
+                }
+                auto b1_value = co_await tc.await_result(b1);
+                if (!b1_value || b1_value->value != json::value(1)) {
+                    problems += "the bundled task's own value; ";
+                }
+                for (const auto& id : {b1, p}) {
+                    if (auto c = co_await tc.consume(id); !c) {
+                        problems += "consume " + id + ": " + c.error().message() + "; ";
+                    }
+                    auto gone = co_await tc.status(id);
+                    if (!gone || gone->state != zkd::roles::task_state::unknown) {
+                        problems += id + " still there after consume; ";
+                    }
+                    if (auto again = co_await tc.consume(id); !again) {
+                        problems += "consume twice " + id + "; ";
+                    }
+                }
+                // The bundle's other tasks are still there.
+                auto b0 = co_await tc.await_result(ids->at(0));
+                if (!b0 || b0->value != json::value(0)) {
+                    problems += "task 0 of the bundle went with task 1; ";
+                }
+                co_await tc.flush();
+            }
+            co_await zk.close();
+            co_return problems;
+        },  // co_spawn keeps the lambda (its captures) alive while the coroutine runs
+        asio::use_future
+    );
+    EXPECT_EQ(checked.get(), "");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // zk_local against the real ZooKeeper from the Debian package, checked with four-letter words.
+#include "support/processes.hpp"
 #include "support/zk_server.hpp"
 #include "zk_local/zk_local.hpp"
 
@@ -102,6 +103,34 @@ TEST(ZkLocalStandalone, StartsServesAndStopsCleanly) {
     EXPECT_FALSE(fs::exists(dir)) << dir;
     EXPECT_EQ(cluster.four_letter(0, "srvr", 500ms), "");
     cluster.stop(); // idempotent
+}
+
+// The zkd-zk-local program: sessions up to 60 s (ZooKeeper's own cap, 20 ticks, is 4 s at
+// our tick), and `stop` says why it keeps a dir it did not make.
+TEST(ZkLocalTool, GrantsLongSessionsAndSaysWhyItKeepsTheDir) {
+    ZKD_REQUIRE_LOCAL_ZK_SERVER();
+    const auto dir = fs::temp_directory_path() / ("zkd-zk-local-tool-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    auto started = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--dir", dir.string()});
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    struct stop_guard {
+        fs::path dir;
+        ~stop_guard() {
+            zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "stop", "--dir", dir.string()});
+            fs::remove_all(dir);
+        }
+    } guard{dir};
+    auto cluster = zl::cluster::attach(dir);
+    EXPECT_NE(cluster.four_letter(0, "conf").find("maxSessionTimeout=60000"), std::string::npos)
+        << cluster.four_letter(0, "conf");
+
+    auto stopped = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "stop", "--dir", dir.string()});
+    EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+    EXPECT_NE(stopped.err.find("kept " + dir.string() + " (given to start with --dir"), std::string::npos)
+        << stopped.err;
+    EXPECT_TRUE(fs::exists(dir));
+    auto bad = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--max-session-ms", "10"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
 TEST(ZkLocalStandalone, RestartKeepsPortAndServes) {

@@ -371,6 +371,28 @@ TEST_F(ZkcoOps, DigestAuthAndAcls) {
         EXPECT_TRUE(co_await anon.get("/public"s));
         EXPECT_EQ((co_await anon.set("/public"s, "w"s)).error(), errc::no_auth);
 
+        // get_acl reads what a create set: the creator's digest, the explicit one, world read.
+        auto mine = co_await alice.get_acl("/private"s);
+        ASSERT_TRUE(mine);
+        EXPECT_EQ(mine->acl, (acl_list{{perms::all, "digest", digest_id("alice", "secret")}}));
+        EXPECT_EQ(mine->stat.aversion, 0);
+        // (Named results: GCC 12 mishandles a co_await result's member inside EXPECT_EQ.)
+        const auto owned = co_await alice.get_acl("/owned"s);
+        ASSERT_TRUE(owned);
+        EXPECT_EQ(owned->acl, digest_acl);
+        const auto hidden = co_await anon.get_acl("/owned"s);  // an ACL needs READ or ADMIN
+        EXPECT_EQ(hidden.error(), errc::no_auth);
+        const auto pub = co_await anon.get_acl("/public"s);
+        ASSERT_TRUE(pub);
+        EXPECT_EQ(pub->acl, read_acl());
+        const auto root = co_await anon.get_acl("/"s);
+        ASSERT_TRUE(root);
+        EXPECT_EQ(root->acl, open_acl());
+        const auto missing = co_await anon.get_acl("/missing"s);
+        EXPECT_EQ(missing.error(), errc::no_node);
+        const auto bad_path = co_await anon.get_acl("no/slash"s);
+        EXPECT_EQ(bad_path.error(), errc::bad_arguments);
+
         // A bad ACL is refused by the server.
         acl_list bad{{perms::all, "nosuchscheme", "x"}};
         EXPECT_EQ((co_await anon.create("/bad"s, ""s, {create_mode::persistent, {}, bad})).error(),

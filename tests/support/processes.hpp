@@ -91,10 +91,11 @@ struct command_result {
 };
 
 /// Runs argv[0] with `argv` and extra environment variables (empty value: unset), capturing
-/// stdout and stderr; kills it after `limit`.
+/// stdout and stderr; kills it after `limit`. Its stdin is `stdin_file` when given.
 inline command_result run_command(const std::vector<std::string>& argv,
                                   const std::map<std::string, std::string>& env = {},
-                                  std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+                                  std::chrono::milliseconds limit = std::chrono::seconds(60),
+                                  const std::filesystem::path& stdin_file = {}) {
     int out_pipe[2];
     int err_pipe[2];
     if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
@@ -106,6 +107,10 @@ inline command_result run_command(const std::vector<std::string>& argv,
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         ::dup2(out_pipe[1], 1);
         ::dup2(err_pipe[1], 2);
+        if (!stdin_file.empty()) {
+            const int in = ::open(stdin_file.c_str(), O_RDONLY);
+            ::dup2(in, 0);
+        }
         ::close(out_pipe[0]);
         ::close(err_pipe[0]);
         for (const auto& [k, v] : env) {
@@ -159,6 +164,75 @@ inline command_result run_command(const std::vector<std::string>& argv,
     r.exit_code = killed ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
 }
+
+/// A command running in the background, its stdout and stderr going to files; killed
+/// (SIGKILL) when the test is done with it.
+class background_command {
+public:
+    background_command(const std::vector<std::string>& argv, std::filesystem::path out,
+                       std::filesystem::path err)
+        : out_(std::move(out)), err_(std::move(err)) {
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            const int o = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(o, 1);
+            ::dup2(e, 2);
+            std::vector<char*> raw;
+            for (const auto& a : argv) {
+                raw.push_back(const_cast<char*>(a.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+            }
+            raw.push_back(nullptr);
+            ::execv(raw[0], raw.data());
+            ::_exit(127);
+        }
+    }
+    background_command(const background_command&) = delete;
+    background_command& operator=(const background_command&) = delete;
+    ~background_command() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+
+    void signal(int sig) const {
+        if (pid_ > 0) {
+            ::kill(pid_, sig);
+        }
+    }
+
+    /// Waits up to `limit` for the exit: its exit code, 128 + signal, or -1 if it still runs.
+    int wait_exit(std::chrono::milliseconds limit) {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (pid_ > 0) {
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = 0;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            }
+            if (std::chrono::steady_clock::now() >= until) {
+                return -1;
+            }
+            ::usleep(20'000);
+        }
+        return -1;
+    }
+
+    [[nodiscard]] std::string out() const { return read(out_); }
+    [[nodiscard]] std::string err() const { return read(err_); }
+
+private:
+    static std::string read(const std::filesystem::path& p) {
+        std::ifstream in(p);
+        return {std::istreambuf_iterator<char>(in), {}};
+    }
+
+    pid_t pid_ = 0;
+    std::filesystem::path out_;
+    std::filesystem::path err_;
+};
 
 /// A directory of its own for the current test's child-process logs:
 /// <tmp>/zkd-<what>-<pid>-<test name>, created empty.

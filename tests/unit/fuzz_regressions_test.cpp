@@ -29,7 +29,8 @@ TEST(FuzzRegressions, DurationThatOverflowsIsNoDuration) {
     EXPECT_FALSE(zkd::cli::parse_duration("2562047788016h"));  // past 2^63 ms
 
     const auto keys = zkd::cli::parse_config("grace = 999999999999999h\n", "zkd.conf");
-    EXPECT_FALSE(zkd::cli::parse_duration(keys.at("--grace")));
+    EXPECT_FALSE(zkd::cli::parse_duration(keys.at("--grace").value));
+    EXPECT_EQ(keys.at("--grace").where, "zkd.conf:1");
 }
 
 // fuzz_config, regression-bracket-no-colon: "[host%zone]:2181" was accepted, but written
@@ -97,3 +98,4 @@ TEST(FuzzRegressions, DoublesInArgsMoveAtMostAFewUlp) {
         EXPECT_LE(std::fabs(x - y), 1e-15 * std::max(std::fabs(x), std::fabs(y))) << i;
     }
 }
+

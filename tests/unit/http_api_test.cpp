@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace json = boost::json;
 using namespace zkd::http;
@@ -176,4 +177,79 @@ TEST(HttpApi, ErrorJson) {
     EXPECT_EQ(
         json::serialize(v), R"({"error":{"code":"bad_json","message":"the body is not \"JSON\""}})"
     );
+}
+
+TEST(HttpApi, AccessHostOriginAndToken) {
+    access_policy p;
+    p.port = 8080;
+    const auto status = [&p](access_request r) {
+        auto e = check_access(p, r);
+        return e ? e->status : 0U;
+    };
+    // Loopback: only loopback names, with our port or none.
+    for (const std::string_view ok :
+         {"localhost", "LOCALHOST:8080", "127.0.0.1", "127.1.2.3:8080", "[::1]", "[::1]:8080"}) {
+        EXPECT_EQ(status({ok, {}, {}, {}}), 0U) << ok;
+    }
+    for (const std::string_view bad :
+         {"evil.example", "evil.example:8080", "localhost:8081", "127.0.0.1:", "[::1]:80",
+          "10.0.0.1:8080", "localhost.evil.example", "[::1", "127.0.0.1:8080:8080", ""}) {
+        EXPECT_EQ(status({bad, {}, {}, {}}), 403U) << bad;
+        EXPECT_EQ(check_access(p, {bad, {}, {}, {}})->code, "bad_host") << bad;
+    }
+    EXPECT_EQ(status({}), 0U);  // HTTP/1.0 without Host: no browser sends that
+    // Origin: only our own.
+    EXPECT_EQ(status({"127.0.0.1:8080", "http://127.0.0.1:8080", {}, {}}), 0U);
+    EXPECT_EQ(status({"127.0.0.1:8080", "http://127.0.0.1:3000", {}, {}}), 403U);
+    EXPECT_EQ(status({"127.0.0.1:8080", "https://127.0.0.1:8080", {}, {}}), 403U);
+    EXPECT_EQ(status({"127.0.0.1:8080", "null", {}, {}}), 403U);
+    EXPECT_EQ(status({{}, "http://127.0.0.1:8080", {}, {}}), 403U);
+    EXPECT_EQ(status({"localhost", {}, "cross-site", {}}), 403U);
+    EXPECT_EQ(status({"localhost", {}, "same-site", {}}), 403U);
+    EXPECT_EQ(status({"localhost", {}, "same-origin", {}}), 0U);
+    EXPECT_EQ(status({"localhost", {}, "none", {}}), 0U);
+    // Not loopback: any Host (the token guards it).
+    p.loopback = false;
+    EXPECT_EQ(status({"zkd.example:8080", {}, {}, {}}), 0U);
+    // The token.
+    p.token = "s3cret";
+    EXPECT_EQ(status({"zkd.example", {}, {}, {}}), 401U);
+    EXPECT_EQ(status({"zkd.example", {}, {}, "Bearer s3cret"}), 0U);
+    EXPECT_EQ(status({"zkd.example", {}, {}, "bearer  s3cret"}), 0U);
+    EXPECT_EQ(status({"zkd.example", {}, {}, "Bearer s3cre"}), 401U);
+    EXPECT_EQ(status({"zkd.example", {}, {}, "Bearer s3crett"}), 401U);
+    EXPECT_EQ(status({"zkd.example", {}, {}, "Basic s3cret"}), 401U);
+    EXPECT_EQ(status({"zkd.example", {}, {}, "s3cret"}), 401U);
+    EXPECT_EQ(status({"zkd.example", {}, {}, "Bearer "}), 401U);
+    EXPECT_EQ(check_access(p, {})->code, "unauthorized");
+}
+
+TEST(HttpApi, JsonMediaType) {
+    EXPECT_TRUE(is_json_media_type("application/json"));
+    EXPECT_TRUE(is_json_media_type("Application/JSON; charset=utf-8"));
+    EXPECT_TRUE(is_json_media_type(" application/json ;charset=UTF-8"));
+    EXPECT_FALSE(is_json_media_type(""));
+    EXPECT_FALSE(is_json_media_type("text/plain"));
+    EXPECT_FALSE(is_json_media_type("application/x-www-form-urlencoded"));
+    EXPECT_FALSE(is_json_media_type("multipart/form-data; boundary=x"));
+    EXPECT_FALSE(is_json_media_type("application/jsonx"));
+}
+
+TEST(HttpApi, ExposureAndTokens) {
+    const auto ep = [](std::string_view s) { return parse_listen_address(s).value(); };
+    EXPECT_EQ(exposure_problem(ep("127.0.0.1:1"), false, false, false), "");
+    EXPECT_EQ(exposure_problem(ep("[::1]:1"), false, false, false), "");
+    EXPECT_NE(exposure_problem(ep("127.0.0.1:1"), false, false, true), "");
+    EXPECT_EQ(exposure_problem(ep("127.0.0.1:1"), true, false, true), "");
+    EXPECT_NE(exposure_problem(ep("0.0.0.0:1"), false, true, false), "");
+    EXPECT_NE(exposure_problem(ep("[::]:1"), true, false, false), "");
+    EXPECT_NE(exposure_problem(ep("10.1.2.3:1"), true, false, false), "");
+    EXPECT_EQ(exposure_problem(ep("10.1.2.3:1"), true, true, true), "");
+
+    EXPECT_TRUE(check_token("abc-DEF_0.9~+/=="));
+    EXPECT_TRUE(check_token(std::string(4096, 'a')));
+    for (const auto& bad : std::vector<std::string>{
+             "", "a b", "a\tb", "=abc", "ab=c", "ab\"c", "tok\x01", std::string(4097, 'a')}) {
+        EXPECT_FALSE(check_token(bad)) << bad;
+    }
 }

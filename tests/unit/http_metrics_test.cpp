@@ -64,7 +64,15 @@ std::string structure_problems(const std::string& text) {
             return "unexpected line: " + line;
         }
         std::string name = line.substr(0, line.find_first_of("{ "));
-        if (types[current] == "histogram") {
+        // Prometheus reserves these labels for histograms and summaries (promtool refuses
+        // them elsewhere).
+        if (line.find("{quantile=") != std::string::npos && types[current] != "summary") {
+            return "a quantile label outside a summary: " + line;
+        }
+        if (line.find("{le=") != std::string::npos && types[current] != "histogram") {
+            return "an le label outside a histogram: " + line;
+        }
+        if (types[current] == "histogram" || types[current] == "summary") {
             for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
                 if (name.ends_with(suffix)) {
                     name.resize(name.size() - suffix.size());
@@ -190,13 +198,18 @@ TEST(HttpMetrics, EventLoopLag) {
     lag.last = 1500us;
     lag.max = 250ms;
     lag.p99 = 12ms;
+    lag.sum = 3500ms;
+    lag.samples = 70;
     const auto text = render_metrics(std::nullopt, lag, facade_counters{});
     EXPECT_EQ(structure_problems(text), "") << text;
     const auto s = samples(text);
     EXPECT_EQ(s.at("zkd_event_loop_lag_seconds{quantile=\"0.99\"}"), "0.012");
     EXPECT_EQ(s.at("zkd_event_loop_lag_seconds{quantile=\"1\"}"), "0.25");
+    EXPECT_EQ(s.at("zkd_event_loop_lag_seconds_sum"), "3.5");
+    EXPECT_EQ(s.at("zkd_event_loop_lag_seconds_count"), "70");
     EXPECT_EQ(s.at("zkd_event_loop_lag_last_seconds"), "0.0015");
-    EXPECT_NE(text.find("# TYPE zkd_event_loop_lag_seconds gauge"), std::string::npos);
+    // A quantile label belongs to a summary (promtool refuses it on a gauge).
+    EXPECT_NE(text.find("# TYPE zkd_event_loop_lag_seconds summary"), std::string::npos);
 }
 
 TEST(HttpMetrics, SampleFormatting) {

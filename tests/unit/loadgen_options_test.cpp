@@ -231,6 +231,34 @@ TEST(LoadgenOptions, BadArgumentsAreUsageErrors) {
     }
 }
 
+// Durations take units as zkd's do; bare numbers keep their old meaning (ms; --duration: s).
+TEST(LoadgenOptions, DurationsTakeUnits) {
+    auto s = parse({"--connect-timeout", "2s", "--session-timeout", "1m", "--wait-workers", "250ms",
+                    "--stall-timeout", "1h", "--task-timeout", "1500", "--duration", "2m"});
+    EXPECT_EQ(s.connect_timeout.count(), 2000);
+    EXPECT_EQ(s.session_timeout.count(), 60'000);
+    EXPECT_EQ(s.wait_workers.count(), 250);
+    EXPECT_EQ(s.stall_timeout.count(), 3'600'000);
+    EXPECT_EQ(s.task_timeout.count(), 1500);
+    ASSERT_TRUE(s.duration);
+    EXPECT_EQ(s.duration->count(), 120'000);
+    s = parse({"--duration", "30s"});
+    EXPECT_EQ(s.duration->count(), 30'000);
+    s = parse({"--duration", "2"});
+    EXPECT_EQ(s.duration->count(), 2000);  // seconds, as before
+    for (const auto& bad : std::vector<std::vector<std::string>>{
+             {"--connect-timeout", "2 s"}, {"--connect-timeout", "5d"}, {"--session-timeout", "100ms"},
+             {"--duration", "1.5s"}, {"--duration", "0s"}, {"--stall-timeout", "s"}}) {
+        try {
+            parse_args(bad, env_of(no_env));
+            ADD_FAILURE() << bad[0] << " " << bad[1] << ": no usage_error";
+        } catch (const usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find(bad[0] + " wants a duration"), std::string::npos)
+                << e.what();
+        }
+    }
+}
+
 TEST(LoadgenOptions, TaskKindsAndArgs) {
     EXPECT_EQ(parse_task_kind("sleep:0"), (task_kind{"sleep", 0}));
     EXPECT_EQ(parse_task_kind("spin:86400000"), (task_kind{"spin", 86'400'000}));

@@ -8,6 +8,7 @@
 #include "loadgen/raw.hpp"
 #include "loadgen/report.hpp"
 #include "roles/election.hpp"
+#include "roles/inspect.hpp"
 #include "roles/ids.hpp"
 #include "roles/layout.hpp"
 #include "roles/task.hpp"
@@ -112,13 +113,13 @@ asio::awaitable<zkd::zkco::result<worker_census>> wait_for_workers(
 
 enum class presence { absent, present };
 
-/// Waits (by watch) up to `limit` for the cluster's /meta.
-asio::awaitable<zkd::zkco::result<presence>> wait_for_cluster(
-    zkd::zkco::client& zk, std::chrono::milliseconds limit
+/// Waits (by watch) until `until` for `path` (the cluster's /meta: there is a cluster; the
+/// last of its fixed nodes: its first `zkd run` has set it up).
+asio::awaitable<zkd::zkco::result<presence>> wait_for_node(
+    zkd::zkco::client& zk, std::string path, std::chrono::steady_clock::time_point until
 ) {
-    const auto until = std::chrono::steady_clock::now() + limit;
     for (;;) {
-        auto w = co_await zk.watch_exists(zkd::roles::layout::meta());
+        auto w = co_await zk.watch_exists(path);
         if (!w) {
             co_return w.error();
         }
@@ -218,10 +219,16 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
         co_return;
     }
 
+    if (zk.negotiated_timeout() != s.session_timeout) {
+        std::fprintf(stderr, "zkd-loadgen: the server granted a session timeout of %lld ms (asked %lld)\n",
+                     static_cast<long long>(zk.negotiated_timeout().count()),
+                     static_cast<long long>(s.session_timeout.count()));
+    }
     std::optional<zkd::roles::layout> layout;
     worker_census workers;
     if (s.load) {
-        auto meta = co_await wait_for_cluster(zk, s.wait_workers);
+        const auto until = std::chrono::steady_clock::now() + s.wait_workers;
+        auto meta = co_await wait_for_node(zk, zkd::roles::layout::meta(), until);
         if (!meta || *meta == presence::absent) {
             rep.exit = meta ? exit_no_workers : exit_errors;
             rep.message = meta ? "no zkd cluster in " + chroot + " (no " + chroot +
@@ -232,10 +239,21 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
             co_await zk.close();
             co_return;
         }
-        auto l = co_await zkd::roles::ensure_layout(zk, zkd::roles::meta_info{});
+        auto l = co_await zkd::roles::read_layout(zk);  // a load never makes a cluster
         if (!l) {
             rep.exit = exit_errors;
             rep.message = "no usable cluster in " + chroot + ": " + l.error().message();
+            co_await zk.close();
+            co_return;
+        }
+        // The first `zkd run` creates /meta, then the other fixed nodes, the shards last.
+        auto set_up = co_await wait_for_node(zk, l->fixed_nodes().back(), until);
+        if (!set_up || *set_up == presence::absent) {
+            rep.exit = set_up ? exit_no_workers : exit_errors;
+            rep.message = set_up ? "the cluster in " + chroot + " is not set up (no " + chroot +
+                                       l->fixed_nodes().back() + " after waiting " +
+                                       std::to_string(s.wait_workers.count()) + " ms)"
+                                 : "read " + chroot + ": " + set_up.error().message();
             co_await zk.close();
             co_return;
         }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace zkd::loadgen {
 
@@ -28,17 +29,19 @@ Cluster:
   --user NAME             digest credentials of a cluster run with --user (env ZKD_USER)
   --password P            its password (env ZKD_PASSWORD), or
   --password-file FILE    the password from the file's first line
-  --connect-timeout MS    give up reaching ZooKeeper after MS (exit 3; default 10000)
-  --session-timeout MS    the loadgen's session timeout (default 10000)
-  --wait-workers MS       wait up to MS for the cluster and for --workers workers serving
-                          the task type (default 10000); fewer by then: exit 5
+  --connect-timeout DUR   give up reaching ZooKeeper after DUR (exit 3; default 10s)
+  --session-timeout DUR   the loadgen's session timeout (default 10s); a server that grants
+                          another is reported on stderr
+  --wait-workers DUR      wait up to DUR for the cluster and for --workers workers serving
+                          the task type (default 10s); fewer by then: exit 5
   --workers N             how many workers to wait for before starting (default 1)
   --allow-no-workers      submit even when no worker serves the type (with --submit-only)
 
 Load (without --tasks and --duration: --tasks 1000):
   --tasks N               submit N tasks
-  --duration S            submit for S seconds (decimals allowed); with --tasks, whichever
-                          ends first. Results of tasks submitted are always awaited.
+  --duration DUR          submit for DUR (30s, 5m; a bare number is seconds, decimals
+                          allowed); with --tasks, whichever ends first. Results of tasks
+                          submitted are always awaited.
   --concurrency C         closed loop: keep C tasks in flight (default 64)
   --rate R                open loop: submit R tasks/s on schedule, whatever the results do
                           (latency counts from each task's scheduled time)
@@ -52,10 +55,10 @@ Load (without --tasks and --duration: --tasks 1000):
   --bundle N              tasks per bundle (one node for up to N tasks of one submit call,
                           docs/protocol.md 4.1); at most --batch count; default 1 (none)
   --priority P            0 (lowest) to 9 (highest), default 5
-  --task-timeout MS       the handler's time limit (default none)
+  --task-timeout DUR      the handler's time limit (default none)
   --max-attempts N        runs allowed if workers die (default 3)
-  --stall-timeout MS      stop with exit 4 when tasks are in flight and no result came for
-                          MS (default 30000)
+  --stall-timeout DUR     stop with exit 4 when tasks are in flight and no result came for
+                          DUR (default 30s)
   --submit-only           submit and exit without waiting for results (they stay in the
                           cluster: for memory measurements; prints only counts)
 
@@ -85,6 +88,9 @@ delete, setData, each multi as one, failed writes, session create/close); reads 
 zk_cnt_readlatency (exists, getData, getChildren, sync, and pings). They count every client
 of the servers, not only this one. The loadgen's own session is counted apart (zkco
 counters: reads, write transactions, write ops inside them, multis, watches).
+
+Durations take a unit as zkd's do (500ms, 30s, 5m, 2h); a bare number is milliseconds
+(except for --duration: seconds), as in earlier versions.
 
 Exit codes: 0 every task succeeded, 1 a task did not succeed or the run failed, 2 usage
 error, 3 ZooKeeper unreachable, 4 stalled, 5 no cluster or no worker for the task type.
@@ -162,10 +168,39 @@ double positive(const std::string& name, const std::string& text, double max) {
     }
 }
 
+/// The milliseconds of "250", "250ms", "30s", "5m" or "2h" (as zkd takes durations);
+/// nullopt if `text` is none of these.
+std::optional<std::uint64_t> duration_ms(const std::string& text) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+        ++digits;
+    }
+    if (digits == 0 || digits > 12) {
+        return std::nullopt;
+    }
+    const std::uint64_t n = std::stoull(text.substr(0, digits));
+    const std::string unit = text.substr(digits);
+    static const std::map<std::string, std::uint64_t> scale{
+        {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
+    const auto it = scale.find(unit);
+    if (it == scale.end()) {
+        return std::nullopt;
+    }
+    return n * it->second;
+}
+
+/// A duration option: a unit as zkd takes them (500ms, 30s, 5m, 2h), a bare number being
+/// milliseconds, within [min, max] ms.
 std::chrono::milliseconds millis(
     const std::string& name, const std::string& text, std::uint64_t min, std::uint64_t max
 ) {
-    return std::chrono::milliseconds(static_cast<std::int64_t>(whole(name, text, min, max)));
+    const auto ms = duration_ms(text);
+    if (!ms || *ms < min || *ms > max) {
+        throw usage_error(name + " wants a duration from " + std::to_string(min) + "ms to " +
+                          std::to_string(max) + "ms (500ms, 30s, 5m, 2h; a bare number is ms), not '" +
+                          text + "'");
+    }
+    return std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
 }
 
 }  // namespace
@@ -309,8 +344,14 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
         s.tasks = whole("--tasks", *v, 1, 1'000'000'000);
     }
     if (auto v = get("--duration")) {
-        const double secs = positive("--duration", *v, 7.0 * 86'400);
-        s.duration = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(secs * 1000)));
+        // A bare number is seconds here (decimals allowed), as it always was; units as zkd's.
+        const bool bare = v->find_first_not_of("0123456789.") == std::string::npos;
+        if (bare) {
+            const double secs = positive("--duration", *v, 7.0 * 86'400);
+            s.duration = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(secs * 1000)));
+        } else {
+            s.duration = millis("--duration", *v, 1, 7ULL * 86'400'000);
+        }
     }
     if (has("--rate") && has("--concurrency")) {
         throw usage_error("--rate (open loop) and --concurrency (closed loop) exclude each other");

@@ -14,6 +14,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -216,6 +217,25 @@ void on_strings_stat(int rc, const String_vector* names, const Stat* st, const v
     push_reply(*ctx, std::move(ev));
 }
 
+void on_acl(int rc, ACL_vector* acl, Stat* st, const void* data) {
+    const auto ctx = take_ctx(data);
+    zk_event ev;
+    ev.code = rc;
+    if (rc == ZOK) {
+        if (acl != nullptr) {
+            for (std::int32_t i = 0; i < acl->count; ++i) {
+                const ACL& a = acl->data[i];  // NOLINT: C array
+                ev.acl.push_back({a.perms, a.id.scheme != nullptr ? a.id.scheme : "",
+                                  a.id.id != nullptr ? a.id.id : ""});
+            }
+        }
+        if (st != nullptr) {
+            ev.st = to_stat(*st);
+        }
+    }
+    push_reply(*ctx, std::move(ev));
+}
+
 bool is_transport_failure(int rc) {
     return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING ||
            rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZMARSHALLINGERROR ||
@@ -289,6 +309,9 @@ void on_session_event(zhandle_t* zh, int type, int state, const char* /*path*/, 
     sctx->owner->push(std::move(ev));
 }
 
+/// Set once by init_client_logging: ZKD_ZK_CLIENT_LOG asks for the C client's own messages.
+std::atomic<bool> client_log_wanted{false};
+
 void on_client_log(const char* message) {
     std::string_view m(message);
     while (!m.empty() && (m.back() == '\n' || m.back() == '\r')) {
@@ -309,18 +332,25 @@ void on_client_log(const char* message) {
             break;
         }
     }
+    if (!client_log_wanted.load(std::memory_order_relaxed)) {
+        // Unasked, its errors are mostly the retry chatter of an unreachable server (several
+        // a second), which zkco and the roles report themselves, once per attempt.
+        level = spdlog::level::debug;
+    }
     spdlog::log(level, "zk-client: {}", m);
 }
 
 /// The C client's own log level is process-wide; set it once from ZKD_ZK_CLIENT_LOG
-/// (error, warn, info, debug; default error: its connection-retry chatter is logged at
-/// error and we report state changes ourselves).
+/// (error, warn, info, debug). Unset, its messages (error level and up) go to spdlog at
+/// debug only: its connection-retry chatter is logged at error, and we report state changes
+/// ourselves.
 void init_client_logging() {
     static std::once_flag once;
     std::call_once(once, [] {
         ZooLogLevel level = ZOO_LOG_LEVEL_ERROR;
         if (const char* env = std::getenv("ZKD_ZK_CLIENT_LOG")) {  // NOLINT(concurrency-mt-unsafe)
             const std::string_view v(env);
+            client_log_wanted = true;
             if (v == "warn") {
                 level = ZOO_LOG_LEVEL_WARN;
             } else if (v == "info") {
@@ -402,6 +432,9 @@ auto node_value = [](core&, std::uint64_t, error_code&, zk_event& ev) {
 };
 auto children_value = [](core&, std::uint64_t, error_code&, zk_event& ev) {
     return std::tuple<children>(children{std::move(ev.names), ev.st.value_or(zkco::stat{})});
+};
+auto acl_value = [](core&, std::uint64_t, error_code&, zk_event& ev) {
+    return std::tuple<node_acl>(node_acl{std::move(ev.acl), ev.st.value_or(zkco::stat{})});
 };
 auto exists_value = [](core&, std::uint64_t, error_code& ec, zk_event& ev) {
     if (ec == errc::no_node) {
@@ -718,8 +751,16 @@ void core::on_session(zk_event&& ev) {
         }
         expiry_timer_->cancel();
         if (state_ != session_state::connected) {
-            spdlog::info("zk: session 0x{:x} connected (timeout {} ms)",
-                         session_ ? session_->id : 0, negotiated_.count());
+            if (negotiated_ == cfg_.session_timeout) {
+                spdlog::info("zk: session 0x{:x} connected (timeout {} ms)",
+                             session_ ? session_->id : 0, negotiated_.count());
+            } else {
+                // The server clamps to its [minSessionTimeout, maxSessionTimeout].
+                spdlog::info("zk: session 0x{:x} connected (timeout {} ms: the server's limit; "
+                             "{} ms asked)",
+                             session_ ? session_->id : 0, negotiated_.count(),
+                             cfg_.session_timeout.count());
+            }
             set_state(session_state::connected);
         }
         complete_connect_waiters({});
@@ -1138,6 +1179,21 @@ void core::watch_children(std::string path, handler<children, watch> h) {
     const int rc = zoo_awget_children2(zh_, path.c_str(), on_watch_event, watch_ctx(wid),
                                        on_strings_stat, ctx.get());
     if (rc != ZOK) {
+        fail_start(id, rc);
+        return;
+    }
+    (void)ctx.release();
+    ++requests_in_flight_;
+}
+
+void core::get_acl(std::string path, handler<node_acl> h) {
+    if (!check_usable(h, path)) {
+        return;
+    }
+    const auto id = add_op(std::move(h), acl_value, 0);
+    auto ctx = std::make_unique<op_ctx>(this, id);
+    ++counters_.reads;
+    if (const int rc = zoo_aget_acl(zh_, path.c_str(), on_acl, ctx.get()); rc != ZOK) {
         fail_start(id, rc);
         return;
     }

@@ -42,6 +42,7 @@ struct zk_event {
     std::optional<zkco::stat> st;
     std::vector<std::string> names;
     std::vector<op_result> multi;
+    acl_list acl;  ///< reply of get_acl
     std::chrono::milliseconds timeout{0};  ///< session: negotiated timeout
     std::optional<session_handle> session;  ///< session: id and password when connected
 };
@@ -81,6 +82,7 @@ public:
     void set(std::string path, std::string data, std::int32_t version, handler<zkco::stat> h);
     void get_children(std::string path, handler<children> h);
     void watch_children(std::string path, handler<children, watch> h);
+    void get_acl(std::string path, handler<node_acl> h);
     void multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h);
     void sync(std::string path, handler<> h);
     void close(boost::asio::any_completion_handler<void()> h);
