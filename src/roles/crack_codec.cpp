@@ -12,6 +12,7 @@
 #include <boost/json/string.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace json = boost::json;
 
@@ -24,6 +25,21 @@ bool is_job_hash(std::string_view h) noexcept {
     return h.size() == 32 && std::all_of(h.begin(), h.end(), [](char c) {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
            });
+}
+
+/// True when no number in `v` is infinite (JSON text such as 1e999 reads as one, and cannot
+/// be written back).
+bool finite(const json::value& v) noexcept {
+    if (v.is_double()) {
+        return std::isfinite(v.get_double());
+    }
+    if (const auto* a = v.if_array()) {
+        return std::all_of(a->begin(), a->end(), [](const json::value& e) { return finite(e); });
+    }
+    if (const auto* o = v.if_object()) {
+        return std::all_of(o->begin(), o->end(), [](const auto& kv) { return finite(kv.value()); });
+    }
+    return true;
 }
 
 std::optional<std::uint64_t> as_count(const json::value* v) {
@@ -116,9 +132,12 @@ std::string encode(const crack_job& j) {
 
 codec_result<crack_job> decode_crack_job(std::string_view data) {
     boost::system::error_code ec;
-    json::value parsed = json::parse(data, ec);
+    json::value parsed = parse_json(data, ec);
     if (ec) {
         return decode_error{"not JSON: " + ec.message()};
+    }
+    if (!finite(parsed)) {
+        return decode_error{"not JSON: a number is out of range"};
     }
     const json::object* o = parsed.if_object();
     if (o == nullptr) {

@@ -2,6 +2,7 @@
 // What the fuzz targets (tests/fuzz, tools/fuzz.sh) found, one test per finding, each with
 // the input that showed it (also kept in tests/fuzz/corpus/<target>/regression-*).
 #include "cli/options.hpp"
+#include "roles/crack_job.hpp"
 #include "http/api.hpp"
 #include "roles/task.hpp"
 #include "zkco/config.hpp"
@@ -99,3 +100,24 @@ TEST(FuzzRegressions, DoublesInArgsMoveAtMostAFewUlp) {
     }
 }
 
+// fuzz_crack_job, regression-infinite-in-spec: a job node whose spec held 11e999 (read as an
+// infinite double) was accepted, and written back as something its decoder refuses.
+TEST(FuzzRegressions, CrackJobWithAnInfiniteNumberIsGarbage) {
+    const std::string job = R"({"v":1, "hash":"02926b8c2fe8e26a3bc6e810554a2120",
+ "spec":{"charset":"abcdefghijklmnopqrstuvwxyz","min_len":11e999,"max_le:":4},
+ "size":475254, "tasks":["t4-1763733600123-3fa9c2d1000000","t4-1763733600123-3fa9c2d1000001","t4-1763733600123-3fa9c2d1000002","t4-1763733600123-3fa9c2d1000003","t4-1763733600123-3fa9c2d1000004","t4-1763733600123-3fa9c2d1000005","t4-1763733600123-3fa9c2d1000006","t4-1763733600123-3fa9c2d1000007"], "partitions":"nnf-c---",
+ "state":"found", "size":5, "tried":1234567, "preimage":"zkd", "foundtptira_ion":2,
+ "failed_partitions":[], "createdled_partitions":[], "crnished_ms":1763733601456,
+ "client":"3fa9c2d1", "retries":0})";
+    const auto j = zkd::roles::decode_crack_job(job);
+    ASSERT_FALSE(j);
+    EXPECT_NE(j.error().message.find("out of range"), std::string::npos) << j.error().message;
+
+    std::string finite = job;
+    finite.replace(finite.find("11e999"), 6, "1");
+    const auto ok = zkd::roles::decode_crack_job(finite);
+    ASSERT_TRUE(ok) << ok.error().message;
+    const auto again = zkd::roles::decode_crack_job(zkd::roles::encode(*ok));
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_EQ(*again, *ok);
+}
