@@ -34,6 +34,7 @@ struct option {
     std::string name;          ///< with the dashes: "--capacity"
     bool takes_value = true;   ///< false: a switch
     bool settable = true;      ///< also from the environment and the config file
+    bool repeatable = false;   ///< may be given several times (values())
 };
 
 /// The options every command that talks to a cluster takes, followed by `own`.
@@ -62,9 +63,19 @@ public:
                                                      std::chrono::milliseconds min,
                                                      std::chrono::milliseconds max) const;
 
+    /// Every value of a repeatable option from the command line, in order.
+    [[nodiscard]] std::vector<std::string> values(const std::string& name) const;
+
+    /// The config file's `exec.*` keys (docs/exec.md), without "exec.", with their values.
+    [[nodiscard]] const std::map<std::string, std::string>& exec_settings() const {
+        return exec_settings_;
+    }
+
     std::vector<std::string> positional;
 
 private:
+    std::map<std::string, std::vector<std::string>> repeated_;  // repeatable, command line
+    std::map<std::string, std::string> exec_settings_;          // config file `exec.*`
     std::map<std::string, std::string> given_;     // command line
     std::map<std::string, std::string> settable_;  // environment, then config file
     std::map<std::string, bool> switch_;           // which names are switches

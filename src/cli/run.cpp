@@ -10,6 +10,7 @@
 #include "reactor/lag_probe.hpp"
 #include "reactor/signals.hpp"
 #include "roles/builtin_handlers.hpp"
+#include "roles/exec.hpp"
 #include "roles/node.hpp"
 #include "roles/placement.hpp"
 #include "roles/registry.hpp"
@@ -21,6 +22,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -62,8 +66,50 @@ bare number is milliseconds).
                           :port for loopback; off by default; see README "HTTP API")
   --enable-crash-task     serve the `crash` task type, which aborts this process (for
                           testing poison-task handling; off by default)
+  --exec NAME=PROGRAM [ARG...]
+                          serve task type NAME by running PROGRAM (args JSON on stdin, result
+                          on stdout; no shell: the value is split on spaces); repeatable.
+                          Per-type settings (timeout, max-output, concurrency, output, env,
+                          dir, user, kill-grace) go in the config file as 'exec.NAME.SETTING
+                          = VALUE', and 'exec.NAME = PROGRAM [ARG...]' defines one there:
+                          see docs/exec.md
   --config FILE           read options from FILE
 )";
+
+}  // namespace
+
+namespace {
+
+/// The exec types of --exec and the config file's `exec.*` lines, checked: a missing or
+/// non-executable program is a usage error naming the type.
+void add_exec_types(const args& a, roles::registry& reg) {
+    std::map<std::string, roles::exec::program_config> types;
+    try {
+        for (const auto& [key, value] : a.exec_settings()) {
+            roles::exec::apply_setting(types, key, value);
+        }
+        for (const auto& flag : a.values("--exec")) {
+            auto c = roles::exec::parse_exec_flag(flag);
+            auto& t = types[c.name];
+            t.name = c.name;
+            t.argv = std::move(c.argv);  // the command line wins over the file's program
+        }
+        const auto lookup = [](const std::string& name) -> std::optional<std::string> {
+            const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
+            return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+        };
+        for (auto& [name, c] : types) {
+            if (reg.find(name) != nullptr || reg.find_async(name) != nullptr) {
+                throw usage_error("exec type '" + name + "': a built-in task type has that name");
+            }
+            auto p = roles::exec::resolve(std::move(c), lookup);
+            spdlog::debug("zkd: exec type {}: {}", name, p.path);
+            roles::exec::add_exec_type(reg, std::move(p));
+        }
+    } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+    }
+}
 
 }  // namespace
 
@@ -73,7 +119,8 @@ int cmd_run(int argc, char** argv) {
                                                 {"--session-timeout"}, {"--placement"}, {"--host"},
                                                 {"--log-level"}, {"--log-format"}, {"--grace"},
                                                 {"--result-retention"}, {"--http"},
-                                                {"--enable-crash-task", false, true}}));
+                                                {"--enable-crash-task", false, true},
+                                                {"--exec", true, false, true}}));
     if (a.has("--help")) {
         std::fputs(run_help, stdout);
         return exit_ok;
@@ -112,6 +159,7 @@ int cmd_run(int argc, char** argv) {
 
     roles::registry reg;
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
+    add_exec_types(a, reg);
     reactor::compute_pool pool(threads);
     asio::io_context ioc(1);
     asio::cancellation_signal stop;

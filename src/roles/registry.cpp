@@ -31,19 +31,45 @@ bool is_valid_type_name(std::string_view type) noexcept {
     return true;
 }
 
-void registry::add(std::string type, task_handler h) {
+std::chrono::milliseconds type_limits::effective(std::chrono::milliseconds requested) const {
+    if (requested.count() <= 0)
+        return default_timeout;
+    if (max_timeout.count() > 0 && requested > max_timeout)
+        return max_timeout;
+    return requested;
+}
+
+void registry::add_entry(std::string type, entry e) {
     if (!is_valid_type_name(type))
         throw std::invalid_argument("invalid task type name \"" + type + "\"");
-    if (!h)
+    if (!e.sync && !e.async)
         throw std::invalid_argument("empty handler for task type \"" + type + "\"");
     if (handlers_.contains(type))
         throw std::invalid_argument("task type \"" + type + "\" is already registered");
-    handlers_.emplace(std::move(type), std::move(h));
+    handlers_.emplace(std::move(type), std::move(e));
+}
+
+void registry::add(std::string type, task_handler h) {
+    add_entry(std::move(type), entry{std::move(h), {}, {}});
+}
+
+void registry::add_async(std::string type, async_task_handler h, type_limits limits) {
+    add_entry(std::move(type), entry{{}, std::move(h), limits});
 }
 
 const task_handler* registry::find(std::string_view type) const {
     const auto it = handlers_.find(type);
-    return it == handlers_.end() ? nullptr : &it->second;
+    return it == handlers_.end() || !it->second.sync ? nullptr : &it->second.sync;
+}
+
+const async_task_handler* registry::find_async(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it == handlers_.end() || !it->second.async ? nullptr : &it->second.async;
+}
+
+type_limits registry::limits(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it == handlers_.end() ? type_limits{} : it->second.limits;
 }
 
 std::vector<std::string> registry::types() const {
@@ -58,7 +84,33 @@ namespace {
 
 bool is_handler_code(std::string_view code) noexcept {
     return code == codes::handler_error || code == codes::bad_args || code == codes::timeout ||
-           code == codes::cancelled;
+           code == codes::cancelled || code == codes::output_too_large;
+}
+
+handler_error unknown(std::string_view type) {
+    return handler_error{
+        std::string(codes::unknown_type),
+        "no handler is registered for task type \"" + std::string(type) + "\""};
+}
+
+// What both kinds of handler share once they returned: codes and stop.
+handler_result normalize(handler_result r, const std::stop_token& stop) {
+    if (r.has_value())
+        return r;
+    handler_error e = r.error();
+    // A code the protocol does not expect from a handler (say "lost") would mislead whoever
+    // reads the result, so it is reported as the handler's own failure.
+    if (!is_handler_code(e.code)) {
+        e.message = "handler returned error code \"" + e.code + "\": " + e.message;
+        e.code = std::string(codes::handler_error);
+    }
+    // Whatever went wrong after a stop request is most likely the stop itself (a handler that
+    // bailed out and reported it badly), and the caller must see a cancellation.
+    if (stop.stop_requested() && e.code != codes::cancelled) {
+        e.message = "cancelled (the handler reported " + e.code + ": " + e.message + ")";
+        e.code = std::string(codes::cancelled);
+    }
+    return e;
 }
 
 handler_result invoke_guarded(
@@ -80,27 +132,32 @@ handler_result run_handler(
 ) {
     const task_handler* h = reg.find(type);
     if (h == nullptr) {
-        return handler_error{
-            std::string(codes::unknown_type),
-            "no handler is registered for task type \"" + std::string(type) + "\""};
+        if (reg.find_async(type) != nullptr) {
+            return handler_error{
+                std::string(codes::handler_error),
+                "task type \"" + std::string(type) + "\" runs on the event loop (run_async_handler)"};
+        }
+        return unknown(type);
     }
-    handler_result r = invoke_guarded(*h, args, stop);
-    if (r.has_value())
-        return r;
-    handler_error e = r.error();
-    // A code the protocol does not expect from a handler (say "lost") would mislead whoever
-    // reads the result, so it is reported as the handler's own failure.
-    if (!is_handler_code(e.code)) {
-        e.message = "handler returned error code \"" + e.code + "\": " + e.message;
-        e.code = std::string(codes::handler_error);
+    return normalize(invoke_guarded(*h, args, stop), stop);
+}
+
+boost::asio::awaitable<handler_result> run_async_handler(
+    const registry& reg, std::string type, async_call call
+) {
+    const async_task_handler* h = reg.find_async(type);
+    if (h == nullptr)
+        co_return unknown(type);
+    const std::stop_token stop = call.stop;
+    handler_result r = handler_error{std::string(codes::handler_error), "unknown exception"};
+    try {
+        r = co_await (*h)(std::move(call));
+    } catch (const std::exception& e) {
+        r = handler_error{std::string(codes::handler_error), e.what()};
+    } catch (...) {
+        r = handler_error{std::string(codes::handler_error), "unknown exception"};
     }
-    // Whatever went wrong after a stop request is most likely the stop itself (a handler that
-    // bailed out and reported it badly), and the caller must see a cancellation.
-    if (stop.stop_requested() && e.code != codes::cancelled) {
-        e.message = "cancelled (the handler reported " + e.code + ": " + e.message + ")";
-        e.code = std::string(codes::cancelled);
-    }
-    return e;
+    co_return normalize(std::move(r), stop);
 }
 
 std::optional<std::int64_t> as_int64(const json::value& v) noexcept {

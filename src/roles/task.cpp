@@ -400,7 +400,8 @@ bool is_known_error_code(std::string_view code) noexcept {
     constexpr std::array known{task_error::handler_error,    task_error::unknown_type,
                                task_error::bad_args,         task_error::malformed_task,
                                task_error::result_too_large, task_error::timeout,
-                               task_error::cancelled,        task_error::attempts_exhausted};
+                               task_error::cancelled,        task_error::attempts_exhausted,
+                               task_error::output_too_large};
     return std::find(known.begin(), known.end(), code) != known.end();
 }
 

@@ -123,11 +123,12 @@ struct task_error {
     static constexpr std::string_view timeout = "timeout";
     static constexpr std::string_view cancelled = "cancelled";
     static constexpr std::string_view attempts_exhausted = "attempts_exhausted";
+    static constexpr std::string_view output_too_large = "output_too_large";
 
     friend bool operator==(const task_error&, const task_error&) = default;
 };
 
-/// True for the eight codes of §5.
+/// True for the nine codes of §5.
 bool is_known_error_code(std::string_view code) noexcept;
 
 struct task_result {

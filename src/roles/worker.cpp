@@ -46,6 +46,8 @@ struct running_task {
     bool cancel_marker = false;   // a <tid>.cancel marker exists
     bool done = false;
     asio::steady_timer mark;      // when to write the running mark
+    std::vector<double> progress; // what each handler call reported last (-1: nothing)
+    std::string progress_message; // the last message reported
 };
 
 /// One handler call: a task, or one task of a bundle.
@@ -57,6 +59,20 @@ struct handler_call {
     bool done = false;
     asio::steady_timer deadline;  // the task's timeout
 };
+
+/// Starts `c`'s timeout (on the loop) unless it has ended or has none.
+void arm_deadline(const std::shared_ptr<handler_call>& c, std::chrono::milliseconds timeout) {
+    if (c->done || timeout.count() <= 0) {
+        return;
+    }
+    c->deadline.expires_after(timeout);
+    c->deadline.async_wait([c](zkco::error_code ec) {
+        if (!ec && !c->done) {
+            c->timed_out = true;
+            c->stop.request_stop();
+        }
+    });
+}
 
 /// Cuts `s` to at most `n` bytes without splitting a UTF-8 character (JSON must stay valid).
 void cut_utf8(std::string& s, std::size_t n) {
@@ -263,10 +279,11 @@ private:
         });
 
         task_result r;
+        t->progress.assign(std::max<std::size_t>(spec->bundle.size(), 1), -1.0);
         if (spec->bundle.empty()) {
-            r = co_await call(*spec, spec->args, t, max_result_bytes);
+            r = co_await call(*spec, spec->args, t, max_result_bytes, tid, 0);
         } else {
-            r = co_await call_bundle(*spec, t);
+            r = co_await call_bundle(*spec, t, tid);
         }
         t->done = true;
         t->mark.cancel();
@@ -278,15 +295,17 @@ private:
     /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
     /// holds one entry per task and sums them up: their common state, or failed.
     asio::awaitable<task_result> call_bundle(const task_spec& spec,
-                                             const std::shared_ptr<running_task>& t) {
+                                             const std::shared_ptr<running_task>& t,
+                                             const std::string& tid) {
         // Failed until its call says otherwise (a call that never ran reports nothing).
         std::vector<task_result> entries(spec.bundle.size(),
                                          failure(task_error::handler_error, "not run"));
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
-            calls.spawn([this, &spec, &entries, &t, i, budget]() -> asio::awaitable<void> {
-                entries[i] = co_await call(spec, spec.bundle[i], t, budget);
+            calls.spawn([this, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
+                entries[i] = co_await call(spec, spec.bundle[i], t, budget,
+                                           tid + "#" + std::to_string(i), i);
             });
         }
         co_await calls.async_wait(asio::use_awaitable);
@@ -325,41 +344,50 @@ private:
         co_return r;
     }
 
-    /// One handler call on the pool, stopped by its assignment's stop source or its timeout.
-    /// A value whose encoding is over `value_limit` becomes a result_too_large failure.
+    /// One handler call, stopped by its assignment's stop source or its timeout: on the pool,
+    /// or on the loop for an asynchronous type (an exec type). `label` names it to the handler
+    /// and `part` is its place in the bundle (0 alone). A value whose encoding is over
+    /// `value_limit` becomes a result_too_large failure.
     asio::awaitable<task_result> call(const task_spec& spec, const boost::json::value& args,
                                       const std::shared_ptr<running_task>& t,
-                                      std::size_t value_limit) {
+                                      std::size_t value_limit, std::string label,
+                                      std::size_t part) {
         auto c = std::make_shared<handler_call>(zk_.get_executor());
         const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
-        // The timeout counts from when a pool thread starts the handler, not while it queues
-        // (behind a bundle's other tasks, say): the job tells the loop when it starts.
-        std::function<void()> started;
-        if (spec.timeout.count() > 0) {
-            started = [c, timeout = spec.timeout, ex = zk_.get_executor()] {
-                asio::post(ex, [c, timeout] {
-                    if (c->done) {
-                        return;
-                    }
-                    c->deadline.expires_after(timeout);
-                    c->deadline.async_wait([c](zkco::error_code ec) {
-                        if (!ec && !c->done) {
-                            c->timed_out = true;
-                            c->stop.request_stop();
-                        }
-                    });
-                });
+        const auto timeout = reg_.limits(spec.type).effective(spec.timeout);
+        handler_result outcome = handler_error{};
+        if (reg_.find_async(spec.type) != nullptr) {
+            async_call ac;
+            ac.args = args;
+            ac.task = std::move(label);
+            ac.stop = c->stop.get_token();
+            ac.started = [c, timeout] { arm_deadline(c, timeout); };
+            ac.progress = [t, part](double fraction, std::string message) {
+                if (part < t->progress.size()) {
+                    t->progress[part] = fraction;
+                    t->progress_message = std::move(message);
+                }
             };
-        }
-        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
-        auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
-                    started = std::move(started)]() {
-            if (started) {
-                started();
+            outcome = co_await run_async_handler(reg_, spec.type, std::move(ac));
+        } else {
+            // The timeout counts from when a pool thread starts the handler, not while it
+            // queues (behind a bundle's other tasks, say): the job tells the loop when it starts.
+            std::function<void()> started;
+            if (timeout.count() > 0) {
+                started = [c, timeout, ex = zk_.get_executor()] {
+                    asio::post(ex, [c, timeout] { arm_deadline(c, timeout); });
+                };
             }
-            return run_handler(reg, type, args, token);
-        };
-        auto outcome = co_await reactor::offload(pool_, std::move(job));
+            // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+            auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
+                        started = std::move(started)]() {
+                if (started) {
+                    started();
+                }
+                return run_handler(reg, type, args, token);
+            };
+            outcome = co_await reactor::offload(pool_, std::move(job));
+        }
         c->done = true;
         c->deadline.cancel();
 
@@ -374,7 +402,7 @@ private:
             }
         } else if (c->timed_out) {
             r = failure(task_error::timeout, "timed out after " +
-                                                 std::to_string(spec.timeout.count()) + " ms");
+                                                 std::to_string(timeout.count()) + " ms");
         } else if (t->cancel_marker && t->stop.stop_requested()) {
             r = failure(task_error::cancelled, "cancelled");
         } else {
