@@ -69,11 +69,18 @@ std::size_t open_fds() {
         std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{}));
 }
 
-/// True if this process has a child (running or a zombie nobody reaped).
-bool has_children() {
-    siginfo_t info{};
-    return ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+/// This process's children (running, or zombies nobody reaped), from every thread's list.
+std::set<pid_t> children() {
+    std::set<pid_t> out;
+    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+        std::istringstream in(read_file(task.path() / "children"));
+        for (pid_t pid = 0; in >> pid;) {
+            out.insert(pid);
+        }
+    }
+    return out;
 }
+
 
 exec::program make_program(const std::string& name, std::vector<std::string> argv,
                            exec::output_mode mode = exec::output_mode::json) {
@@ -92,7 +99,10 @@ exec::program make_program(const std::string& name, std::vector<std::string> arg
 
 class ExecProgram : public ::testing::Test {
 protected:
-    void SetUp() override { dir_ = zkd::test::make_test_dir("exec", test_name()); }
+    void SetUp() override {
+        dir_ = zkd::test::make_test_dir("exec", test_name());
+        children_before_ = children();  // a ZooKeeper server of another suite may be one
+    }
     void TearDown() override { fs::remove_all(dir_); }
 
     std::string script(const std::string& name, const std::string& body) {
@@ -144,6 +154,7 @@ protected:
     asio::io_context ioc_;
     registry reg_;
     std::vector<std::pair<double, std::string>> progress_;
+    std::set<pid_t> children_before_;
 };
 
 TEST_F(ExecProgram, ExitZeroSucceedsAndNonZeroFailsWithTheCodeAndStderr) {
@@ -197,7 +208,7 @@ TEST_F(ExecProgram, OutputOverTheLimitFailsAndKillsTheProgram) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, "output_too_large");
     EXPECT_FALSE(process_exists(pid_in(dir_ / "pid")));
-    EXPECT_FALSE(has_children());
+    EXPECT_EQ(children(), children_before_);
 }
 
 TEST_F(ExecProgram, StopSendsSigtermToTheGroupAndTheProgramIsReaped) {
@@ -208,7 +219,7 @@ TEST_F(ExecProgram, StopSendsSigtermToTheGroupAndTheProgramIsReaped) {
     EXPECT_EQ(r.error().code, "cancelled");
     EXPECT_NE(r.error().message.find("SIGTERM"), std::string::npos) << r.error().message;
     EXPECT_FALSE(process_exists(pid_in(pidfile)));
-    EXPECT_FALSE(has_children());
+    EXPECT_EQ(children(), children_before_);
 }
 
 TEST_F(ExecProgram, AProgramIgnoringSigtermGetsSigkillAfterTheGrace) {
@@ -222,7 +233,7 @@ TEST_F(ExecProgram, AProgramIgnoringSigtermGetsSigkillAfterTheGrace) {
     EXPECT_EQ(r.error().code, "cancelled");
     EXPECT_NE(r.error().message.find("SIGKILL"), std::string::npos) << r.error().message;
     EXPECT_NE(r.error().message.find("got-term"), std::string::npos) << r.error().message;
-    EXPECT_FALSE(has_children());
+    EXPECT_EQ(children(), children_before_);
 }
 
 TEST_F(ExecProgram, TheEnvironmentHoldsOnlyWhatIsListed) {
@@ -304,7 +315,7 @@ TEST_F(ExecProgram, AFailureToStartIsAFailedTaskNotACrash) {
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("cannot start the program: chdir"), std::string::npos)
         << r.error().message;
-    EXPECT_FALSE(has_children());
+    EXPECT_EQ(children(), children_before_);
 }
 
 TEST_F(ExecProgram, ConcurrencyIsLimitedPerType) {
@@ -334,7 +345,7 @@ TEST_F(ExecProgram, TwoHundredShortProgramsLeakNoDescriptorsAndNoChildren) {
     exec::add_exec_type(reg_, std::move(p));
     // One first: the io_context opens its reactor's descriptors (epoll and co) on first use.
     ASSERT_TRUE(call(make_program("warm-up", {script("warm.sh", "echo 0")}), 0));
-    ASSERT_FALSE(has_children());
+    ASSERT_EQ(children(), children_before_);
     const std::size_t fds_before = open_fds();
     std::size_t ok = 0;
     std::size_t done = 0;
@@ -352,7 +363,292 @@ TEST_F(ExecProgram, TwoHundredShortProgramsLeakNoDescriptorsAndNoChildren) {
     zkd::test::run_until(ioc_, [&] { return done == 200; }, 60s);
     EXPECT_EQ(ok, 200U);
     EXPECT_EQ(open_fds(), fds_before);
-    EXPECT_FALSE(has_children());
+    EXPECT_EQ(children(), children_before_);
+}
+
+// --- through a worker of an in-process cluster -----------------------------------------------
+
+// Waits for `pred` (a plain condition) for up to `limit`, polling every 20 ms.
+#define ZKD_AWAIT_CONDITION(pred, limit)                                                  \
+    for (auto zkd_until_ = std::chrono::steady_clock::now() + (limit);                   \
+         !(pred) && std::chrono::steady_clock::now() < zkd_until_;) {                     \
+        co_await settle(20ms);                                                            \
+    }
+
+/// Whether `pid` is a live process (a zombie is not).
+bool alive(pid_t pid) {
+    if (pid <= 0) {
+        return false;
+    }
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+class ExecCluster : public zkd::test::roles_cluster {
+protected:
+    void SetUp() override {
+        roles_cluster::SetUp();
+        dir_ = zkd::test::make_test_dir("exec-cluster", test_name());
+        auto cat = make_program("cat", {"/bin/cat"});
+        cat.config.max_output = exec::max_max_output;
+        exec::add_exec_type(registry_, std::move(cat));
+        exec::add_exec_type(registry_, make_program("bad", {write_script(dir_, "bad.sh", "echo nope >&2; exit 3")}));
+        // Writes its pid where the test finds it by task id, then sleeps.
+        exec::add_exec_type(registry_, make_program("slow", {write_script(dir_, "slow.sh",
+            "echo $$ > " + dir_.string() + "/pid-$ZKD_TASK_ID; exec sleep 30")}));
+        exec::add_exec_type(registry_, make_program("quick", {write_script(dir_, "quick.sh", "echo 1")}));
+    }
+    void TearDown() override {
+        roles_cluster::TearDown();
+        fs::remove_all(dir_);
+    }
+
+    pid_t pid_of(const std::string& tid) const { return pid_in(dir_ / ("pid-" + tid)); }
+
+    fs::path dir_;
+};
+
+TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        co_await start_worker("w1", 4);
+        task_client tc(*zk, layout_);
+        const json::value args = json::parse(R"({"x":[1,"two"]})");
+        std::vector<task_request> reqs{{"cat", args}, {"bad", 1}, {"slow", 1}, {"slow", 2}};
+        reqs[2].timeout = 300ms;
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        const std::string to_cancel = (*ids)[3];
+        ZKD_AWAIT_CONDITION(pid_of(to_cancel) > 0, 20s);
+        ASSERT_TRUE(alive(pid_of(to_cancel)));
+        ASSERT_TRUE(co_await tc.cancel(to_cancel));
+
+        auto ok = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
+        ASSERT_TRUE(ok) << ok.error().message();
+        EXPECT_EQ(ok->state, task_state::succeeded);
+        EXPECT_EQ(ok->value, args);
+        auto bad = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
+        ASSERT_TRUE(bad);
+        EXPECT_EQ(bad->state, task_state::failed);
+        EXPECT_EQ(bad->error->message, "the program exited with code 3; stderr: nope");
+        auto late = co_await zkd::zkco::with_timeout(tc.wait((*ids)[2]), 30s);
+        ASSERT_TRUE(late);
+        EXPECT_EQ(late->state, task_state::timed_out);
+        EXPECT_EQ(late->error->message, "timed out after 300 ms");
+        EXPECT_FALSE(alive(pid_of((*ids)[2])));
+        auto gone = co_await zkd::zkco::with_timeout(tc.wait(to_cancel), 30s);
+        ASSERT_TRUE(gone);
+        EXPECT_EQ(gone->state, task_state::cancelled);
+        EXPECT_FALSE(alive(pid_of(to_cancel)));
+
+        // A bundle of exec tasks: one program per task, one result.
+        std::vector<task_request> bundled{{"cat", 1}, {"cat", 2}, {"bad", 3}, {"cat", 4}};
+        submit_options so;
+        so.bundle = 4;
+        auto bids = co_await tc.submit(std::move(bundled), so);
+        ASSERT_TRUE(bids);
+        for (std::size_t i = 0; i < bids->size(); ++i) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait((*bids)[i]), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            if (i == 2) {
+                EXPECT_EQ(r->state, task_state::failed);
+            } else {
+                EXPECT_EQ(r->state, task_state::succeeded);
+                EXPECT_EQ(r->value, json::value(i + 1));
+            }
+        }
+        co_await tc.flush();
+    }(), 120s);
+}
+
+TEST_F(ExecCluster, ArgsAndOutputBiggerThanAPipeBufferThroughZooKeeper) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        co_await start_worker("w1", 1);
+        task_client tc(*zk, layout_);
+        const json::value big(std::string(300 * 1024, 'z'));
+        std::vector<task_request> reqs{{"cat", big}};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_EQ(r->value, big);
+        co_await tc.flush();
+    }(), 120s);
+}
+
+TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrChildren) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        co_await start_worker("w1", 16);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> first{{"quick", 0}};
+        auto warm = co_await tc.submit(std::move(first));  // sockets and reactors open now
+        ASSERT_TRUE(warm);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(warm->front()), 30s));
+        // The fixture's ZooKeeper server may be a child of ours: compare, not count.
+        const auto children_before = children();
+        const std::size_t fds_before = open_fds();
+        std::vector<task_request> reqs(200, task_request{"quick", 1});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        std::size_t ok = 0;
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+            ok += r && r->state == task_state::succeeded ? 1 : 0;
+        }
+        EXPECT_EQ(ok, 200U);
+        EXPECT_EQ(open_fds(), fds_before);
+        EXPECT_EQ(children(), children_before);
+        co_await tc.flush();
+    }(), 180s);
+}
+
+// --- real `zkd run` processes -----------------------------------------------------------------
+
+class ExecZkd : public zkd::test::zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        dir_ = zkd::test::make_test_dir("exec-zkd", test_name());
+        zk_ = base_ + chroot_;
+    }
+
+    void TearDown() override {
+        nodes_.clear();
+        if (HasFailure()) {
+            zkd::test::print_logs(dir_, 4000);
+        }
+        fs::remove_all(dir_);
+        zk_test::TearDown();
+    }
+
+    void start(const std::string& host, std::vector<std::string> extra) {
+        nodes_.emplace(host, std::make_unique<zkd::test::zkd_process>(
+                                 ZKD_BINARY, zk_, "exec", host, dir_ / (host + ".log"), std::move(extra)));
+    }
+
+    /// A client on the cluster's namespace, once a node has created it.
+    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client() {
+        zkd::zkco::config cfg = make_config();
+        cfg.connect_string = zk_ + chroot_path("exec");
+        for (int i = 0; i < 300; ++i) {
+            auto zk = std::make_unique<zkd::zkco::client>(ioc_.get_executor(), cfg);
+            auto c = co_await zkd::zkco::with_timeout(zk->connect(), 10s);
+            if (c) {
+                const auto meta = co_await zk->exists("/meta"s);
+                if (meta && meta->has_value()) {
+                    co_return zk;
+                }
+            }
+            co_await zk->close();
+            co_await settle(50ms);
+        }
+        throw std::runtime_error("the cluster's namespace never appeared");
+    }
+
+    asio::awaitable<void> settle(std::chrono::milliseconds d) {
+        asio::steady_timer t(ioc_, d);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+
+    fs::path dir_;
+    std::string zk_;
+    std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
+};
+
+TEST_F(ExecZkd, StartUpRefusesAMissingOrNonExecutableProgramNamingTheType) {
+    const auto plain = dir_ / "plain.txt";
+    std::ofstream(plain) << "data\n";
+    auto missing = zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--exec",
+                                           "gone=" + (dir_ / "nope").string() + " arg"});
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("exec type 'gone'"), std::string::npos) << missing.err;
+    EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
+
+    const auto config = dir_ / "zkd.conf";
+    std::ofstream(config) << "exec.data = " << plain.string() << "\nexec.data.timeout = 5s\n";
+    auto not_exec = zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--config", config.string()});
+    EXPECT_EQ(not_exec.exit_code, 2);
+    EXPECT_NE(not_exec.err.find("exec type 'data'"), std::string::npos) << not_exec.err;
+    EXPECT_NE(not_exec.err.find("is not executable"), std::string::npos) << not_exec.err;
+}
+
+TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramAndTheTaskCompletesElsewhere) {
+    // The first run sleeps (and is orphaned when its worker dies); the rerun answers.
+    const auto pids = dir_ / "pids";
+    const auto first = dir_ / "first";
+    const auto script = write_script(dir_, "once.sh",
+        "if [ -e " + first.string() + " ]; then cat; exit 0; fi\n"
+        "touch " + first.string() + "; echo $$ > " + pids.string() + "; exec sleep 60");
+    start("a", {"--exec", "once=" + script});
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        std::vector<task_request> reqs{{"once", json::value("again")}};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        ZKD_AWAIT_CONDITION(pid_in(pids) > 0, 30s);
+        const pid_t program = pid_in(pids);
+        ASSERT_TRUE(alive(program));
+        nodes_.at("a")->kill(SIGKILL);
+        ZKD_AWAIT_CONDITION(!alive(program), 10s);
+        EXPECT_FALSE(alive(program)) << "pid " << program << " outlived its worker";
+        start("b", {"--exec", "once=" + script});
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 60s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_EQ(r->value, json::value("again"));
+        EXPECT_EQ(r->worker.rfind("b-", 0), 0U) << r->worker;
+        co_await tc.flush();
+        co_await zk->close();
+    }(), 120s);
+}
+
+TEST_F(ExecZkd, DrainLetsARunningProgramFinishThenStopsThoseStillRunningAfterTheGrace) {
+    const auto go = dir_ / "go";
+    const auto gated = write_script(dir_, "gated.sh",
+        "echo $$ > " + (dir_ / "gated.pid").string() + "\n"
+        "while [ ! -e " + go.string() + " ]; do sleep 0.02; done; echo '\"finished\"'");
+    const auto forever = write_script(dir_, "forever.sh",
+        "echo $$ > " + (dir_ / "forever.pid").string() + "; exec sleep 60");
+    start("boss", {"--role", "standby"});
+    start("leaver", {"--role", "worker", "--grace", "20000", "--exec", "gated=" + gated});
+    start("short", {"--role", "worker", "--grace", "300", "--exec", "forever=" + forever});
+    run([&]() -> asio::awaitable<void> {
+        auto zk = co_await cluster_client();
+        auto l = co_await ensure_layout(*zk, meta_info{});
+        ASSERT_TRUE(l);
+        task_client tc(*zk, *l);
+        std::vector<task_request> reqs{{"gated", 1}, {"forever", 2}};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        ZKD_AWAIT_CONDITION(pid_in(dir_ / "gated.pid") > 0 && pid_in(dir_ / "forever.pid") > 0, 30s);
+        const pid_t stuck = pid_in(dir_ / "forever.pid");
+        ASSERT_TRUE(alive(stuck));
+        nodes_.at("leaver")->kill(SIGTERM);
+        nodes_.at("short")->kill(SIGTERM);
+        // Past its grace, `short` stops its program and leaves; the task goes back to the queue.
+        EXPECT_EQ(nodes_.at("short")->wait_exit(20s), 0);
+        EXPECT_FALSE(alive(stuck));
+        // `leaver` waits for its program, which finishes once told to.
+        std::ofstream(go) << "";
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_EQ(r->value, json::value("finished"));
+        EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
+        EXPECT_EQ(nodes_.at("leaver")->wait_exit(20s), 0);
+        co_await tc.flush();
+        co_await zk->close();
+    }(), 120s);
 }
 
 }  // namespace
