@@ -992,7 +992,8 @@ void add_exec_type(registry& reg, program p) {
     auto limit = std::make_shared<limiter>(prog->config.concurrency);
     const type_limits limits{prog->config.timeout, prog->config.max_timeout};
     auto handler = [prog, limit](async_call call) -> asio::awaitable<handler_result> {
-        if (!co_await limit->acquire(call.stop)) {
+        const bool placed = co_await limit->acquire(call.stop);  // not in the condition: GCC 12
+        if (!placed) {
             co_return fail(codes::cancelled, "stopped while waiting for a place (concurrency)");
         }
         struct place {  // released however the run ends

@@ -90,6 +90,11 @@ struct task_spec {
     std::int64_t assigned_ms = 0;
     std::string worker;
     std::int64_t running_ms = 0;
+    /// The worker's latest progress report on its assignment (§4): a fraction in [0, 1], or
+    /// -1 when there is none; its message and when it was written.
+    double progress = -1;
+    std::string progress_message;
+    std::int64_t progress_ms = 0;
 
     friend bool operator==(const task_spec&, const task_spec&) = default;
 };

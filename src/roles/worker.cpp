@@ -40,7 +40,7 @@ task_result failure(std::string_view code, std::string message) {
 
 /// One assignment in this worker's hands: a task, or a bundle of tasks (§4.1).
 struct running_task {
-    explicit running_task(const asio::any_io_executor& ex) : mark(ex) {}
+    explicit running_task(const asio::any_io_executor& ex) : mark(ex), progress_timer(ex) {}
 
     std::stop_source stop;        // stops every handler of it: cancel marker, shutdown
     bool cancel_marker = false;   // a <tid>.cancel marker exists
@@ -48,7 +48,75 @@ struct running_task {
     asio::steady_timer mark;      // when to write the running mark
     std::vector<double> progress; // what each handler call reported last (-1: nothing)
     std::string progress_message; // the last message reported
+
+    // Writes to the assignment node (the running mark, then progress): one at a time.
+    zkco::client* zk = nullptr;
+    std::string path;
+    task_spec marked;              // what the node holds, as we last wrote it
+    std::int32_t version = 0;      // the node's version we expect
+    bool writing = false;          // a write is in flight
+    bool dirty = false;            // progress newer than what was written
+    bool gave_up = false;          // a write failed: the node is not ours to write any more
+    asio::steady_timer progress_timer;  // at most one progress write a second
+    asio::steady_timer::time_point last_write{};
 };
+
+/// The running mark (T3), with the latest progress; later progress reports at most once a
+/// second (docs/protocol.md §9). Only touches `t` and its session, never the worker, whose
+/// session may complete these after it has gone.
+void write_assignment(const std::shared_ptr<running_task>& t) {
+    if (t->done || t->writing || t->gave_up) {
+        return;
+    }
+    if (t->marked.running_ms == 0) {
+        t->marked.running_ms = now_ms();
+    }
+    double sum = 0;
+    bool any = false;
+    for (const double p : t->progress) {
+        any = any || p >= 0;
+        sum += std::max(p, 0.0);
+    }
+    if (any) {
+        t->marked.progress = sum / static_cast<double>(t->progress.size());
+        t->marked.progress_message = t->progress_message;
+        t->marked.progress_ms = now_ms();
+    }
+    t->writing = true;
+    t->dirty = false;
+    t->last_write = asio::steady_timer::clock_type::now();
+    t->zk->async_set(t->path, encode(t->marked), t->version, [t](zkco::error_code ec, zkco::stat st) {
+        t->writing = false;
+        if (ec) {
+            t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
+            return;
+        }
+        t->version = st.version;
+        if (t->dirty && !t->done) {
+            t->progress_timer.expires_at(t->last_write + std::chrono::seconds(1));
+            t->progress_timer.async_wait([t](zkco::error_code wec) {
+                if (!wec) {
+                    write_assignment(t);
+                }
+            });
+        }
+    });
+}
+
+/// A handler reported progress: published with the running mark, or within a second.
+void progress_reported(const std::shared_ptr<running_task>& t) {
+    t->dirty = true;
+    if (t->marked.running_ms == 0 || t->writing || t->done || t->gave_up) {
+        return;  // the mark carries it, or the write in flight schedules the next
+    }
+    t->progress_timer.expires_at(std::max(asio::steady_timer::clock_type::now(),
+                                          t->last_write + std::chrono::seconds(1)));
+    t->progress_timer.async_wait([t](zkco::error_code ec) {
+        if (!ec) {
+            write_assignment(t);
+        }
+    });
+}
 
 /// One handler call: a task, or one task of a bundle.
 struct handler_call {
@@ -269,13 +337,15 @@ private:
         }
         // Tasks still running after a moment get their running mark (T3).
         t->mark.expires_after(opts_.running_mark_after);
-        auto marked = *spec;
-        t->mark.async_wait([this, t, path, version = node.stat.version, marked](zkco::error_code ec) mutable {
+        t->zk = &zk_;
+        t->path = path;
+        t->marked = *spec;
+        t->version = node.stat.version;
+        t->mark.async_wait([this, t](zkco::error_code ec) {
             if (ec || t->done || stopping_) {
                 return;
             }
-            marked.running_ms = now_ms();
-            zk_.async_set(path, encode(marked), version, [](zkco::error_code, zkco::stat) {});
+            write_assignment(t);
         });
 
         task_result r;
@@ -287,6 +357,7 @@ private:
         }
         t->done = true;
         t->mark.cancel();
+        t->progress_timer.cancel();
         r.attempt = spec->attempt;
         r.started_ms = started;
         co_return r;
@@ -366,6 +437,7 @@ private:
                 if (part < t->progress.size()) {
                     t->progress[part] = fraction;
                     t->progress_message = std::move(message);
+                    progress_reported(t);
                 }
             };
             outcome = co_await run_async_handler(reg_, spec.type, std::move(ac));

@@ -3,6 +3,7 @@
 // a worker of an in-process cluster on a real ZooKeeper (ExecCluster), and by real `zkd run`
 // processes (ExecZkd). The programs are small shell scripts each test writes.
 #include "roles/exec.hpp"
+#include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "support/processes.hpp"
 #include "support/roles_cluster.hpp"
@@ -366,6 +367,24 @@ TEST_F(ExecProgram, TwoHundredShortProgramsLeakNoDescriptorsAndNoChildren) {
     EXPECT_EQ(children(), children_before_);
 }
 
+TEST_F(ExecProgram, TheExamplesOfDocsExecMdRun) {
+    const fs::path examples = fs::path(ZKD_SOURCE_DIR) / "examples" / "exec";
+    const auto readme = (fs::path(ZKD_SOURCE_DIR) / "README.md").string();
+    auto words = call(make_program("wordcount", {(examples / "wordcount.py").string()}),
+                      json::value{{"files", json::array{readme}}});
+    ASSERT_TRUE(words) << words.error().message;
+    EXPECT_GT(words->at("total").as_int64(), 100);
+    ASSERT_FALSE(progress_.empty());
+    EXPECT_DOUBLE_EQ(progress_.back().first, 1.0);
+    auto sum = call(make_program("checksum", {(examples / "checksum.sh").string()}),
+                    json::value{{"file", readme}, {"offset", 0}, {"length", 10}});
+    ASSERT_TRUE(sum) << sum.error().message;
+    EXPECT_EQ(sum->at("sha256").as_string().size(), 64U);
+    auto bad = call(make_program("wordcount", {(examples / "wordcount.py").string()}), 5);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("exited with code 2"), std::string::npos) << bad.error().message;
+}
+
 // --- through a worker of an in-process cluster -----------------------------------------------
 
 // Waits for `pred` (a plain condition) for up to `limit`, polling every 20 ms.
@@ -423,7 +442,8 @@ TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
         const std::string to_cancel = (*ids)[3];
         ZKD_AWAIT_CONDITION(pid_of(to_cancel) > 0, 20s);
         ASSERT_TRUE(alive(pid_of(to_cancel)));
-        ASSERT_TRUE(co_await tc.cancel(to_cancel));
+        const auto cancelled = co_await tc.cancel(to_cancel);
+        ASSERT_TRUE(cancelled);
 
         auto ok = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
         ASSERT_TRUE(ok) << ok.error().message();
@@ -463,6 +483,54 @@ TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
     }(), 120s);
 }
 
+TEST_F(ExecCluster, ProgressIsPublishedOnTheAssignmentAtMostOnceASecond) {
+    const auto go = dir_ / "go";
+    // 200 reports at once, a last one after the running mark (so it waits for the throttle);
+    // then it waits to be told to finish.
+    exec::add_exec_type(registry_, make_program("steps", {write_script(dir_, "steps.sh",
+        "i=0; while [ $i -lt 200 ]; do echo \"{\\\"progress\\\":0.5,\\\"message\\\":\\\"n $i\\\"}\" >&3; i=$((i+1)); done\n"
+        "sleep 0.3; echo '{\"progress\":0.75,\"message\":\"last\"}' >&3\n"
+        "while [ ! -e " + go.string() + " ]; do sleep 0.02; done; echo 1")}));
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        auto w = co_await start_worker("w1", 2);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> reqs{{"steps", 1}};
+        const auto started = std::chrono::steady_clock::now();
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        const std::string tid = ids->front();
+        task_info info;
+        for (int i = 0; i < 500 && info.progress_message != "last"; ++i) {
+            co_await settle(20ms);
+            auto got = co_await read_task(*zk, layout_, tid);
+            ASSERT_TRUE(got);
+            info = *got;
+        }
+        EXPECT_EQ(info.state, task_state::running);
+        EXPECT_DOUBLE_EQ(info.progress, 0.75);
+        EXPECT_EQ(info.progress_message, "last");
+        EXPECT_EQ(to_json(info).at("progress").at("fraction").as_double(), 0.75);
+        auto listed = co_await list_tasks(*zk, layout_, 10);
+        ASSERT_TRUE(listed);
+        ASSERT_EQ(listed->assigned.size(), 1U);
+        EXPECT_EQ(listed->assigned.front().progress_message, "last");
+        // The running mark and then at most one progress write a second (the node's version
+        // counts the writes).
+        auto node = co_await zk->get(layout::assignment(w.me.id, tid));
+        ASSERT_TRUE(node);
+        const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+            std::chrono::steady_clock::now() - started).count();
+        EXPECT_LE(node->stat.version, 2 + secs) << "writes in " << secs << " s";
+        std::ofstream(go) << "";
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 30s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        co_await tc.flush();
+    }(), 120s);
+}
+
 TEST_F(ExecCluster, ArgsAndOutputBiggerThanAPipeBufferThroughZooKeeper) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_session();
@@ -490,7 +558,8 @@ TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrCh
         std::vector<task_request> first{{"quick", 0}};
         auto warm = co_await tc.submit(std::move(first));  // sockets and reactors open now
         ASSERT_TRUE(warm);
-        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(warm->front()), 30s));
+        const auto warmed = co_await zkd::zkco::with_timeout(tc.wait(warm->front()), 30s);
+        ASSERT_TRUE(warmed);
         // The fixture's ZooKeeper server may be a child of ours: compare, not count.
         const auto children_before = children();
         const std::size_t fds_before = open_fds();
@@ -500,7 +569,9 @@ TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrCh
         std::size_t ok = 0;
         for (const auto& id : *ids) {
             auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
-            ok += r && r->state == task_state::succeeded ? 1 : 0;
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded) << (r->error ? r->error->message : "");
+            ok += r->state == task_state::succeeded ? 1 : 0;
         }
         EXPECT_EQ(ok, 200U);
         EXPECT_EQ(open_fds(), fds_before);

@@ -3,6 +3,7 @@
 // outcome becomes a result, progress lines, and the registry's asynchronous handlers.
 #include "roles/exec.hpp"
 #include "roles/registry.hpp"
+#include "roles/task.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -296,6 +297,31 @@ TEST(RolesRegistryAsync, RunsAsynchronousHandlersWithTheSameErrorRules) {
     EXPECT_EQ(got[2].error(), (handler_error{"handler_error", "boom"}));
     EXPECT_EQ(got[3].error().code, "unknown_type");
     EXPECT_DOUBLE_EQ(reported, 0.5);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(RolesTaskProgress, RoundTripsOnTheAssignmentAndBadShapesAreDropped) {
+    task_spec t;
+    t.type = "steps";
+    t.worker = "w-1";
+    t.running_ms = 10;
+    t.progress = 0.4;
+    t.progress_message = "resized 4 of 10";
+    t.progress_ms = 20;
+    const auto back = decode_task(encode(t));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, t);
+    t.progress = -1;  // none: not written
+    EXPECT_EQ(encode(t).find("progress"), std::string::npos);
+    for (const char* bad : {R"("progress":7)", R"("progress":{"fraction":2})",
+                            R"("progress":{"message":"x"})", R"("progress":{"fraction":"half"})"}) {
+        const auto odd = decode_task(std::string(R"({"v":1,"type":"steps",)") + bad + "}");
+        ASSERT_TRUE(odd) << bad;
+        EXPECT_EQ(odd->progress, -1) << bad;
+    }
 }
 
 }  // namespace
