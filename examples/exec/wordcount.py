@@ -3,10 +3,12 @@
 # A zkd exec type (docs/exec.md): counts the words of the files named in the task's args.
 #   zkd run --exec "wordcount=examples/exec/wordcount.py"
 #   zkd submit wordcount '{"files":["README.md","docs/exec.md"]}' --wait
+# "pause_ms" (optional) waits that long after each file, to watch the progress in a demo.
 # Args on stdin, result on stdout, progress lines on fd 3, errors on stderr with exit 1.
 import json
 import os
 import sys
+import time
 
 
 def progress(fraction, message):
@@ -31,7 +33,10 @@ def main():
         except OSError as e:
             print(f"{name}: {e.strerror}", file=sys.stderr)
             return 1
-        progress((i + 1) / len(files), name)
+        progress((i + 1) / len(files), os.path.basename(name))
+        pause = args.get("pause_ms", 0)
+        if isinstance(pause, (int, float)) and 0 < pause <= 60000:
+            time.sleep(pause / 1000)
     json.dump({"words": counts, "total": sum(counts.values())}, sys.stdout)
     return 0
 

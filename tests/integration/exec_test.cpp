@@ -722,4 +722,43 @@ TEST_F(ExecZkd, DrainLetsARunningProgramFinishThenStopsThoseStillRunningAfterThe
     }(), 120s);
 }
 
+TEST_F(ExecZkd, TheCommandLineShowsExecTypesAndProgress) {
+    const auto go = dir_ / "go";
+    const auto script = write_script(dir_, "steps.sh",
+        "echo '{\"progress\":0.4,\"message\":\"working\"}' >&3\n"
+        "while [ ! -e " + go.string() + " ]; do sleep 0.02; done; cat");
+    start("a", {"--exec", "steps=" + script});
+    const auto cli = [&](std::vector<std::string> words) {
+        std::vector<std::string> argv{ZKD_BINARY};
+        argv.insert(argv.end(), words.begin(), words.end());
+        argv.insert(argv.end(), {"--zk", zk_, "--namespace", "exec"});
+        return zkd::test::run_command(argv);
+    };
+    // Submitting waits for the cluster to exist (the node creates it).
+    zkd::test::command_result sub;
+    for (int i = 0; i < 200 && sub.exit_code != 0; ++i) {
+        sub = cli({"submit", "steps", "{\"n\":1}"});
+        if (sub.exit_code != 0) {
+            ::usleep(50'000);
+        }
+    }
+    ASSERT_EQ(sub.exit_code, 0) << sub.err;
+    const std::string id = sub.out.substr(0, sub.out.find('\n'));
+    zkd::test::command_result st;
+    for (int i = 0; i < 300 && st.out.find("40% working") == std::string::npos; ++i) {
+        ::usleep(50'000);
+        st = cli({"status", id});
+    }
+    EXPECT_NE(st.out.find("running on a-"), std::string::npos) << st.out << st.err;
+    EXPECT_NE(st.out.find("40% working"), std::string::npos) << st.out << st.err;
+    const auto tasks = cli({"tasks"});
+    EXPECT_NE(tasks.out.find("40% working"), std::string::npos) << tasks.out << tasks.err;
+    const auto view = cli({"cluster"});
+    EXPECT_NE(view.out.find("steps"), std::string::npos) << view.out << view.err;
+    std::ofstream(go) << "";
+    const auto waited = cli({"wait", id, "--timeout", "30s"});
+    EXPECT_EQ(waited.exit_code, 0) << waited.err;
+    EXPECT_NE(waited.out.find(R"("value":{"n":1})"), std::string::npos) << waited.out;
+}
+
 }  // namespace
