@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,6 +26,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -274,26 +274,34 @@ program resolve(program_config c, const env_lookup& lookup) {
     const std::string& prog = c.argv.front();
     if (prog.find('/') != std::string::npos) {
         p.path = prog;
-        if (prog.front() != '/') {
-            std::array<char, PATH_MAX> cwd{};
-            if (::getcwd(cwd.data(), cwd.size()) != nullptr) {
-                p.path = std::string(cwd.data()) + "/" + prog;
-            }
-        }
     } else {
         const auto path = lookup("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-        for (const auto& dir : split_argv([&] {
-                 std::string spaced = path;
-                 std::replace(spaced.begin(), spaced.end(), ':', ' ');
-                 return spaced;
-             }())) {
-            if (is_executable_file(dir + "/" + prog)) {
-                p.path = dir + "/" + prog;
-                break;
+        std::size_t start = 0;
+        while (p.path.empty() && start <= path.size()) {
+            auto colon = path.find(':', start);
+            if (colon == std::string::npos) {
+                colon = path.size();
             }
+            std::string candidate = path.substr(start, colon - start);
+            if (candidate.empty()) {
+                candidate = ".";  // an empty entry is the current directory
+            }
+            candidate += '/';
+            candidate += prog;
+            if (is_executable_file(candidate)) {
+                p.path = std::move(candidate);
+            }
+            start = colon + 1;
         }
         if (p.path.empty()) {
             bad("exec type '" + t + "': program '" + prog + "' is not in PATH");
+        }
+    }
+    // Absolute, so that a working directory (`dir`) does not change which program runs.
+    if (p.path.front() != '/') {
+        std::array<char, PATH_MAX> cwd{};
+        if (::getcwd(cwd.data(), cwd.size()) != nullptr) {
+            p.path.insert(0, std::string(cwd.data()) + "/");
         }
     }
     if (!is_executable_file(p.path)) {
