@@ -42,7 +42,7 @@ std::chrono::milliseconds type_limits::effective(std::chrono::milliseconds reque
 void registry::add_entry(std::string type, entry e) {
     if (!is_valid_type_name(type))
         throw std::invalid_argument("invalid task type name \"" + type + "\"");
-    if (!e.sync && !e.async)
+    if (!e.sync && !e.sync_progress && !e.async)
         throw std::invalid_argument("empty handler for task type \"" + type + "\"");
     if (handlers_.contains(type))
         throw std::invalid_argument("task type \"" + type + "\" is already registered");
@@ -50,11 +50,25 @@ void registry::add_entry(std::string type, entry e) {
 }
 
 void registry::add(std::string type, task_handler h) {
-    add_entry(std::move(type), entry{std::move(h), {}, {}});
+    add_entry(std::move(type), entry{std::move(h), {}, {}, {}});
+}
+
+void registry::add(std::string type, progress_task_handler h) {
+    add_entry(std::move(type), entry{{}, std::move(h), {}, {}});
 }
 
 void registry::add_async(std::string type, async_task_handler h, type_limits limits) {
-    add_entry(std::move(type), entry{{}, std::move(h), limits});
+    add_entry(std::move(type), entry{{}, {}, std::move(h), limits});
+}
+
+bool registry::has_sync(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it != handlers_.end() && (it->second.sync || it->second.sync_progress);
+}
+
+const progress_task_handler* registry::find_with_progress(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it == handlers_.end() || !it->second.sync_progress ? nullptr : &it->second.sync_progress;
 }
 
 const task_handler* registry::find(std::string_view type) const {
@@ -114,10 +128,14 @@ handler_result normalize(handler_result r, const std::stop_token& stop) {
 }
 
 handler_result invoke_guarded(
-    const task_handler& h, const json::value& args, std::stop_token stop
+    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop,
+    const progress_fn& progress
 ) {
     try {
-        return h(args, std::move(stop));
+        if (const auto* h = reg.find(type))
+            return (*h)(args, std::move(stop));
+        const progress_fn ignore = [](double, const std::string&) {};
+        return (*reg.find_with_progress(type))(args, std::move(stop), progress ? progress : ignore);
     } catch (const std::exception& e) {
         return handler_error{std::string(codes::handler_error), e.what()};
     } catch (...) {
@@ -128,10 +146,10 @@ handler_result invoke_guarded(
 }  // namespace
 
 handler_result run_handler(
-    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop
+    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop,
+    const progress_fn& progress
 ) {
-    const task_handler* h = reg.find(type);
-    if (h == nullptr) {
+    if (!reg.has_sync(type)) {
         if (reg.find_async(type) != nullptr) {
             return handler_error{
                 std::string(codes::handler_error),
@@ -139,7 +157,7 @@ handler_result run_handler(
         }
         return unknown(type);
     }
-    return normalize(invoke_guarded(*h, args, stop), stop);
+    return normalize(invoke_guarded(reg, type, args, stop, progress), stop);
 }
 
 boost::asio::awaitable<handler_result> run_async_handler(

@@ -60,6 +60,11 @@ private:
     const handler_error& e, const boost::source_location& loc
 );
 
+/// What a running task reports of its progress: `fraction` in [0, 1] and a short message.
+/// Cheap to call often: the worker keeps the latest and publishes it throttled
+/// (docs/protocol.md §4, T3).
+using progress_fn = std::function<void(double fraction, std::string message)>;
+
 /// Runs one task: `args` is the task's `args` as is. Called on a compute-pool thread, never on
 /// the event loop; several calls may run at once, so a handler must be thread-safe. A
 /// long-running handler polls `stop` (or hooks it with std::stop_callback) and then returns
@@ -68,9 +73,12 @@ private:
 using task_handler =
     std::function<handler_result(const boost::json::value& args, std::stop_token stop)>;
 
-/// What a running task reports of its progress: `fraction` in [0, 1] and a short message.
-/// Called on the event loop; cheap (the worker keeps the latest and publishes it throttled).
-using progress_fn = std::function<void(double fraction, std::string message)>;
+/// A task_handler that also reports progress: `progress` may be called from the handler's
+/// thread as often as it likes (the worker hands the reports to its loop). Never empty.
+using progress_task_handler = std::function<handler_result(
+    const boost::json::value& args, std::stop_token stop, const progress_fn& progress
+)>;
+
 
 /// What an asynchronous handler gets for one task.
 struct async_call {
@@ -116,13 +124,23 @@ public:
     /// name (is_valid_type_name), is already registered, or `h` is empty.
     void add(std::string type, task_handler h);
 
+    /// Registers a synchronous handler that reports progress. Throws as add() does.
+    void add(std::string type, progress_task_handler h);
+
     /// Registers an asynchronous handler (run on the event loop) for `type`, with its
     /// timeouts. Throws as add() does.
     void add_async(std::string type, async_task_handler h, type_limits limits = {});
 
-    /// The synchronous handler for `type`, or nullptr (also for an asynchronous type). The
-    /// pointer stays valid as long as the registry (later add() calls do not invalidate it).
+    /// The synchronous handler for `type` (added as a task_handler), or nullptr (also for
+    /// the other kinds). The pointer stays valid as long as the registry (later add() calls
+    /// do not invalidate it).
     [[nodiscard]] const task_handler* find(std::string_view type) const;
+
+    /// True if `type` has a synchronous handler of either kind (run_handler runs it).
+    [[nodiscard]] bool has_sync(std::string_view type) const;
+
+    /// The synchronous handler with progress for `type`, or nullptr.
+    [[nodiscard]] const progress_task_handler* find_with_progress(std::string_view type) const;
 
     /// The asynchronous handler for `type`, or nullptr (also for a synchronous type).
     [[nodiscard]] const async_task_handler* find_async(std::string_view type) const;
@@ -136,6 +154,7 @@ public:
 private:
     struct entry {
         task_handler sync;
+        progress_task_handler sync_progress;
         async_task_handler async;
         type_limits limits;
     };
@@ -150,9 +169,10 @@ private:
 /// through run_async_handler), or the handler's own error. If `stop`
 /// was requested by the time the handler returns, any error becomes `cancelled` (a value is
 /// kept: the work was done); the caller, which knows why it requested stop, may report
-/// `timeout` instead.
+/// `timeout` instead. `progress` (may be empty) receives the handler's progress reports.
 [[nodiscard]] handler_result run_handler(
-    const registry& reg, std::string_view type, const boost::json::value& args, std::stop_token stop
+    const registry& reg, std::string_view type, const boost::json::value& args, std::stop_token stop,
+    const progress_fn& progress = {}
 );
 
 /// run_handler for an asynchronous type: awaits its handler on the caller's executor, with

@@ -15,10 +15,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <stop_token>
 
@@ -116,6 +119,16 @@ void progress_reported(const std::shared_ptr<running_task>& t) {
             write_assignment(t);
         }
     });
+}
+
+/// Keeps what a handler call (`part` of the assignment) reported, on the loop.
+void record_progress(const std::shared_ptr<running_task>& t, std::size_t part, double fraction,
+                     std::string message) {
+    if (part < t->progress.size() && std::isfinite(fraction)) {
+        t->progress[part] = std::clamp(fraction, 0.0, 1.0);
+        t->progress_message = std::move(message);
+        progress_reported(t);
+    }
 }
 
 /// One handler call: a task, or one task of a bundle.
@@ -434,11 +447,7 @@ private:
             ac.stop = c->stop.get_token();
             ac.started = [c, timeout] { arm_deadline(c, timeout); };
             ac.progress = [t, part](double fraction, std::string message) {
-                if (part < t->progress.size()) {
-                    t->progress[part] = fraction;
-                    t->progress_message = std::move(message);
-                    progress_reported(t);
-                }
+                record_progress(t, part, fraction, std::move(message));
             };
             outcome = co_await run_async_handler(reg_, spec.type, std::move(ac));
         } else {
@@ -450,13 +459,38 @@ private:
                     asio::post(ex, [c, timeout] { arm_deadline(c, timeout); });
                 };
             }
+            // Reports from the pool thread reach the loop coalesced: the latest one, one post
+            // at a time, however often the handler reports.
+            struct latest {
+                std::mutex m;
+                double fraction = 0;
+                std::string message;
+                bool posted = false;
+            };
+            progress_fn report = [box = std::make_shared<latest>(), t, part,
+                                  ex = zk_.get_executor()](double fraction, std::string message) {
+                const std::lock_guard lock(box->m);
+                box->fraction = fraction;
+                box->message = std::move(message);
+                if (std::exchange(box->posted, true)) {
+                    return;
+                }
+                asio::post(ex, [box, t, part] {
+                    std::unique_lock held(box->m);
+                    box->posted = false;
+                    const double f = box->fraction;
+                    std::string m = box->message;
+                    held.unlock();
+                    record_progress(t, part, f, std::move(m));
+                });
+            };
             // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
             auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
-                        started = std::move(started)]() {
+                        started = std::move(started), report = std::move(report)]() {
                 if (started) {
                     started();
                 }
-                return run_handler(reg, type, args, token);
+                return run_handler(reg, type, args, token, report);
             };
             outcome = co_await reactor::offload(pool_, std::move(job));
         }

@@ -25,8 +25,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -527,6 +529,44 @@ TEST_F(ExecCluster, ProgressIsPublishedOnTheAssignmentAtMostOnceASecond) {
         auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 30s);
         ASSERT_TRUE(r) << r.error().message();
         EXPECT_EQ(r->state, task_state::succeeded);
+        co_await tc.flush();
+    }(), 120s);
+}
+
+TEST_F(ExecCluster, ABuiltInHandlersProgressIsPublishedToo) {
+    // A synchronous (compute-pool) handler that reports, then waits to be stopped or released.
+    auto release = std::make_shared<std::atomic<bool>>(false);
+    registry_.add("reporting", [release](const json::value&, std::stop_token stop,
+                                         const progress_fn& progress) -> handler_result {
+        for (int i = 0; i <= 1000; ++i) {
+            progress(i / 1000.0 * 0.6, "step " + std::to_string(i));
+        }
+        while (!release->load() && !stop.stop_requested()) {
+            std::this_thread::sleep_for(5ms);
+        }
+        return json::value("released");
+    });
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        co_await start_master();
+        co_await start_worker("w1", 1);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> reqs{{"reporting", 1}};
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        task_info info;
+        for (int i = 0; i < 500 && info.progress_message != "step 1000"; ++i) {
+            co_await settle(20ms);
+            auto got = co_await read_task(*zk, layout_, ids->front());
+            ASSERT_TRUE(got);
+            info = *got;
+        }
+        EXPECT_DOUBLE_EQ(info.progress, 0.6);
+        EXPECT_EQ(info.progress_message, "step 1000");
+        release->store(true);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->value, json::value("released"));
         co_await tc.flush();
     }(), 120s);
 }

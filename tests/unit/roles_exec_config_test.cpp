@@ -239,6 +239,25 @@ TEST(RolesExecProgress, ParsesProgressLines) {
     EXPECT_FALSE(parse_progress_line(R"({"progress":"half"})"));
 }
 
+TEST(RolesRegistryProgress, SynchronousHandlersReportProgressThroughRunHandler) {
+    registry reg;
+    reg.add("counted", [](const json::value& args, std::stop_token, const progress_fn& progress) -> handler_result {
+        progress(0.5, "half");
+        progress(1, "all");
+        return args;
+    });
+    EXPECT_TRUE(reg.has_sync("counted"));
+    EXPECT_EQ(reg.find("counted"), nullptr);
+    ASSERT_NE(reg.find_with_progress("counted"), nullptr);
+    std::vector<std::pair<double, std::string>> got;
+    const auto r = run_handler(reg, "counted", 3, {}, [&](double f, std::string m) {
+        got.emplace_back(f, std::move(m));
+    });
+    EXPECT_EQ(r.value(), json::value(3));
+    EXPECT_EQ(got, (std::vector<std::pair<double, std::string>>{{0.5, "half"}, {1.0, "all"}}));
+    EXPECT_EQ(run_handler(reg, "counted", 4, {}).value(), json::value(4));  // no sink: fine
+}
+
 TEST(RolesRegistryAsync, LimitsShapeATasksTimeout) {
     const type_limits none;
     EXPECT_EQ(none.effective(0ms), 0ms);
