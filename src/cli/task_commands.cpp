@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace asio = boost::asio;
@@ -115,7 +116,7 @@ asio::awaitable<void> progress_bar(zkco::client& zk, roles::layout l, std::strin
             continue;
         }
         constexpr int width = 30;
-        const int filled = static_cast<int>(info->progress * width + 0.5);
+        const auto filled = static_cast<int>(std::lround(info->progress * width));
         std::fprintf(stderr, "\r\033[K[%s%s] %3.0f%% %.60s", std::string(filled, '#').c_str(),
                      std::string(width - filled, '.').c_str(), info->progress * 100,
                      info->progress_message.c_str());
