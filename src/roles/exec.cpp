@@ -833,21 +833,27 @@ asio::awaitable<void> wait_exit(std::shared_ptr<child> c) {
     boost::system::error_code ignored;
     c->error.close(ignored);
 
+    // Readiness may be spurious (a stale event for a reused descriptor number): whatever
+    // wakes us, the child must have exited, checked without reaping, before we signal its
+    // group. Without a pidfd (an old kernel), poll.
+    asio::steady_timer poll(c->pidfd.get_executor());
     siginfo_t info{};
-    if (c->pidfd.is_open()) {
-        co_await c->pidfd.async_wait(asio::posix::descriptor_base::wait_read,
-                                     asio::as_tuple(asio::use_awaitable));
-    } else {
-        // No pidfd (an old kernel): poll without reaping.
-        asio::steady_timer poll(c->pidfd.get_executor());
-        for (;;) {
-            info = {};
-            if (::waitid(P_PID, static_cast<id_t>(c->pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-                info.si_pid == c->pid) {
-                break;
+    for (;;) {
+        if (c->pidfd.is_open()) {
+            auto [wec] = co_await c->pidfd.async_wait(asio::posix::descriptor_base::wait_read,
+                                                      asio::as_tuple(asio::use_awaitable));
+            if (wec) {
+                boost::system::error_code ignored_close;
+                c->pidfd.close(ignored_close);  // poll instead of spinning on a failing wait
             }
+        } else {
             poll.expires_after(std::chrono::milliseconds(10));
             co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        info = {};
+        const int rc = ::waitid(P_PID, static_cast<id_t>(c->pid), &info, WEXITED | WNOHANG | WNOWAIT);
+        if ((rc != 0 && errno != EINTR) || (rc == 0 && info.si_pid == c->pid)) {
+            break;
         }
     }
     // What it left behind in its group dies with it (still a zombie: the pid is not reused).
