@@ -35,6 +35,7 @@ struct option {
     std::string name;          ///< with the dashes: "--capacity"
     bool takes_value = true;   ///< false: a switch
     bool settable = true;      ///< also from the environment and the config file
+    bool repeatable = false;   ///< may be given several times (values())
 };
 
 /// The options every command that talks to a cluster takes, followed by `own`.
@@ -66,6 +67,14 @@ public:
     /// or not given), "ZKD_LIMIT" (the environment) or "FILE:LINE: limit" (the config file).
     [[nodiscard]] std::string source(const std::string& name) const;
 
+    /// Every value of a repeatable option from the command line, in order.
+    [[nodiscard]] std::vector<std::string> values(const std::string& name) const;
+
+    /// The config file's `exec.*` keys (docs/exec.md), without "exec.", with their values.
+    [[nodiscard]] const std::map<std::string, std::string>& exec_settings() const {
+        return exec_settings_;
+    }
+
     std::vector<std::string> positional;
 
 private:
@@ -73,6 +82,8 @@ private:
         std::string value;
         std::string origin;  // see source()
     };
+    std::map<std::string, std::vector<std::string>> repeated_;  // repeatable, command line
+    std::map<std::string, std::string> exec_settings_;          // config file `exec.*`
     std::map<std::string, std::string> given_;  // command line
     std::map<std::string, setting> settable_;   // environment, then config file
     std::map<std::string, bool> switch_;        // which names are switches
