@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The run command: installs what is missing, builds zkd (Release), starts a local ZooKeeper
 # by itself, runs the zkco tour against it, starts a cluster of three zkd instances, submits
-# a mix of tasks and a crack job, shows their results and the cluster view, then stops
-# everything it started.
+# a mix of tasks, a job through a script task type (word counts, examples/exec) and a crack
+# job, shows their results and the cluster view, then stops everything it started.
 # Usage: tools/demo.sh [--no-install]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,8 +44,9 @@ echo "== zkco tour"
 
 echo "== start three zkd instances (logs in $zkdir/node*.log)"
 for i in 1 2 3; do
+    # Each also serves `wordcount`, a Python script (docs/exec.md).
     "$zkd" run --zk "$connect" --namespace demo --capacity 2 --host "node$i" --grace 5s \
-        >"$zkdir/node$i.log" 2>&1 &
+        --exec "wordcount=$PWD/examples/exec/wordcount.py" >"$zkdir/node$i.log" 2>&1 &
     nodes+=($!)
 done
 
@@ -74,6 +75,27 @@ sleep 0.5
 z status "$id"
 z tasks
 z cancel "$id" --wait
+
+echo "== a script task type: word counts of this repository's sources, in 6 tasks over 3 nodes"
+mapfile -t files < <(find "$PWD/src" "$PWD/docs" -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.md' \) | sort)
+ids=()
+for part in 0 1 2 3 4 5; do
+    chunk=()
+    for ((k = part; k < ${#files[@]}; k += 6)); do chunk+=("\"${files[k]}\""); done
+    args="{\"files\":[$(IFS=,; echo "${chunk[*]}")],\"pause_ms\":300}"
+    ids+=("$("$zkd" submit wordcount "$args" --zk "$connect" --namespace demo)")
+done
+sleep 1
+z tasks   # the progress each program reports, as its worker publishes it
+total=0
+for id in "${ids[@]}"; do
+    out=$("$zkd" wait "$id" --zk "$connect" --namespace demo --timeout 60000)
+    words=$(printf '%s' "$out" | grep -o '"total":[0-9]*' | cut -d: -f2)
+    worker=$(printf '%s' "$out" | grep -o '"worker":"[^"]*"' | cut -d'"' -f4)
+    echo "  $id: $words words (on $worker)"
+    total=$((total + words))
+done
+echo "  ${#files[@]} files, $total words"
 
 echo "== a distributed MD5 crack: which word of up to 5 lowercase letters has this hash?"
 hash=$(printf 'quark' | md5sum | cut -d' ' -f1)

@@ -145,6 +145,14 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
             a.given_[s] = "";
             continue;
         }
+        if (it->second->repeatable) {
+            if (!inline_value && i + 1 >= argc) {
+                throw usage_error(s + " needs a value");
+            }
+            a.repeated_[s].push_back(inline_value ? *inline_value : argv[++i]);
+            a.given_[s] = a.repeated_[s].back();
+            continue;
+        }
         if (inline_value) {
             a.given_[s] = *inline_value;
         } else if (i + 1 < argc) {
@@ -164,6 +172,14 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
     std::map<std::string, config_value> from_file;
     if (config && !config->empty()) {
         from_file = read_config(*config);
+    }
+    for (auto f = from_file.begin(); f != from_file.end();) {
+        if (f->first.rfind("--exec.", 0) == 0) {
+            a.exec_settings_[f->first.substr(7)] = f->second.value;
+            f = from_file.erase(f);
+        } else {
+            ++f;
+        }
     }
     for (const auto& o : known) {
         if (!o.settable) {
@@ -218,6 +234,11 @@ bool args::has(const std::string& name) const {
     }
     const auto sw = switch_.find(name);
     return sw == switch_.end() || !sw->second || truthy(it->second.value);
+}
+
+std::vector<std::string> args::values(const std::string& name) const {
+    const auto it = repeated_.find(name);
+    return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::optional<std::string> args::value(const std::string& name) const {
@@ -284,7 +305,7 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
             value.back() == value.front()) {
             value = value.substr(1, value.size() - 2);
         }
-        if (!every_settable().contains(key)) {
+        if (!every_settable().contains(key) && key.rfind("--exec.", 0) != 0) {
             throw usage_error(where + ": unknown key '" + key.substr(2) + "'");
         }
         out[key] = {value, where};

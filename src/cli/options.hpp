@@ -36,6 +36,7 @@ struct option {
     std::string name;          ///< with the dashes: "--capacity"
     bool takes_value = true;   ///< false: a switch
     bool settable = true;      ///< also from the environment and the config file
+    bool repeatable = false;   ///< may be given several times (values())
 };
 
 /// The options every command that talks to a cluster takes, followed by `own`.
@@ -67,6 +68,14 @@ public:
     /// or not given), "ZKD_LIMIT" (the environment) or "FILE:LINE: limit" (the config file).
     [[nodiscard]] std::string source(const std::string& name) const;
 
+    /// Every value of a repeatable option from the command line, in order.
+    [[nodiscard]] std::vector<std::string> values(const std::string& name) const;
+
+    /// The config file's `exec.*` keys (docs/exec.md), without "exec.", with their values.
+    [[nodiscard]] const std::map<std::string, std::string>& exec_settings() const {
+        return exec_settings_;
+    }
+
     std::vector<std::string> positional;
 
 private:
@@ -74,6 +83,8 @@ private:
         std::string value;
         std::string origin;  // see source()
     };
+    std::map<std::string, std::vector<std::string>> repeated_;  // repeatable, command line
+    std::map<std::string, std::string> exec_settings_;          // config file `exec.*`
     std::map<std::string, std::string> given_;  // command line
     std::map<std::string, setting> settable_;   // environment, then config file
     std::map<std::string, bool> switch_;        // which names are switches
@@ -86,7 +97,8 @@ struct config_entry {
 };
 
 /// Parses a config file's text: `key = value` lines (`#` starts a comment, quotes around a
-/// value are dropped), keys without the dashes, each one some command's settable option.
+/// value are dropped), keys without the dashes, each one some command's settable option
+/// or an `exec.*` key (docs/exec.md).
 /// Returns them by "--key" (a repeated key keeps its last value). `path` names the file in
 /// messages and in `where` ("path:line"). Pure (no I/O); throws usage_error.
 std::map<std::string, config_entry> parse_config(std::string_view text, const std::string& path);

@@ -11,6 +11,7 @@
 #include "reactor/lag_probe.hpp"
 #include "reactor/signals.hpp"
 #include "roles/builtin_handlers.hpp"
+#include "roles/exec.hpp"
 #include "roles/node.hpp"
 #include "roles/placement.hpp"
 #include "roles/registry.hpp"
@@ -24,7 +25,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -83,6 +87,13 @@ bare number is milliseconds).
   --http-max-connections N  connections served at once (default 256); more get 503
   --enable-crash-task     serve the `crash` task type, which aborts this process (for
                           testing poison-task handling; off by default)
+  --exec NAME=PROGRAM [ARG...]
+                          serve task type NAME by running PROGRAM (args JSON on stdin, result
+                          on stdout; no shell: the value is split on spaces); repeatable.
+                          Per-type settings (timeout, max-output, concurrency, output, env,
+                          dir, user, kill-grace) go in the config file as 'exec.NAME.SETTING
+                          = VALUE', and 'exec.NAME = PROGRAM [ARG...]' defines one there:
+                          see docs/exec.md
   --config FILE           read options from FILE
   --version               print zkd's version
 )";
@@ -143,6 +154,41 @@ void configure_http(const args& a, const cluster_target& target, http::server_op
 
 }  // namespace
 
+namespace {
+
+/// The exec types of --exec and the config file's `exec.*` lines, checked: a missing or
+/// non-executable program is a usage error naming the type.
+void add_exec_types(const args& a, roles::registry& reg) {
+    std::map<std::string, roles::exec::program_config> types;
+    try {
+        for (const auto& [key, value] : a.exec_settings()) {
+            roles::exec::apply_setting(types, key, value);
+        }
+        for (const auto& flag : a.values("--exec")) {
+            auto c = roles::exec::parse_exec_flag(flag);
+            auto& t = types[c.name];
+            t.name = c.name;
+            t.argv = std::move(c.argv);  // the command line wins over the file's program
+        }
+        const auto lookup = [](const std::string& name) -> std::optional<std::string> {
+            const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
+            return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+        };
+        for (auto& [name, c] : types) {
+            if (reg.find(name) != nullptr || reg.find_async(name) != nullptr) {
+                throw usage_error("exec type '" + name + "': a built-in task type has that name");
+            }
+            auto p = roles::exec::resolve(std::move(c), lookup);
+            spdlog::debug("zkd: exec type {}: {}", name, p.path);
+            roles::exec::add_exec_type(reg, std::move(p));
+        }
+    } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+    }
+}
+
+}  // namespace
+
 int cmd_run(int argc, char** argv) {
     const auto a = args::parse(argc, argv, 2,
                                cluster_options({{"--capacity"}, {"--threads"}, {"--role"},
@@ -153,7 +199,8 @@ int cmd_run(int argc, char** argv) {
                                                 {"--http-tls-cert"}, {"--http-tls-key"},
                                                 {"--http-insecure", false, true},
                                                 {"--http-max-connections"},
-                                                {"--enable-crash-task", false, true}}));
+                                                {"--enable-crash-task", false, true},
+                                                {"--exec", true, false, true}}));
     if (a.has("--help")) {
         std::fputs(run_help, stdout);
         return exit_ok;
@@ -194,6 +241,7 @@ int cmd_run(int argc, char** argv) {
 
     roles::registry reg;
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
+    add_exec_types(a, reg);
     reactor::compute_pool pool(threads);
     asio::io_context ioc(1);
     asio::cancellation_signal stop;

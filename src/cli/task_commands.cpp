@@ -11,10 +11,14 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <unistd.h>
+
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -170,13 +174,59 @@ std::string no_such_task(const std::string& id) {
 }
 
 /// Waits for and prints the result; the exit code says how the task ended.
-asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
-                                  std::chrono::milliseconds timeout) {
-    zkco::result<roles::task_result> result = zkco::error_code(zkco::errc::operation_timeout);
+/// Draws the task's progress on stderr (a terminal) once a second, as the worker publishes
+/// it, until cancelled; then erases the line.
+asio::awaitable<void> progress_bar(zkco::client& zk, roles::layout l, std::string id) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    asio::steady_timer tick(co_await asio::this_coro::executor);
+    bool drawn = false;
+    for (;;) {
+        tick.expires_after(1s);
+        auto [ec] = co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+        const auto cs = co_await asio::this_coro::cancellation_state;
+        if (ec || cs.cancelled() != asio::cancellation_type::none) {
+            break;
+        }
+        auto info = co_await roles::read_task(zk, l, id);
+        if (!info || info->progress < 0 || info->result) {
+            continue;
+        }
+        constexpr int width = 30;
+        const auto filled = static_cast<int>(std::lround(info->progress * width));
+        std::fprintf(stderr, "\r\033[K[%s%s] %3.0f%% %.60s", std::string(filled, '#').c_str(),
+                     std::string(width - filled, '.').c_str(), info->progress * 100,
+                     info->progress_message.c_str());
+        std::fflush(stderr);
+        drawn = true;
+    }
+    if (drawn) {
+        std::fputs("\r\033[K", stderr);
+        std::fflush(stderr);
+    }
+}
+
+asio::awaitable<zkco::result<roles::task_result>> wait_for(roles::task_client& tc, std::string id,
+                                                           std::chrono::milliseconds timeout) {
     if (timeout.count() > 0) {
-        result = co_await zkco::with_timeout(tc.wait(id), timeout);
+        co_return co_await zkco::with_timeout(tc.wait(id), timeout);
+    }
+    co_return co_await tc.wait(id);
+}
+
+/// Waits for the task's result and prints it; on a terminal, with a progress bar while the
+/// task reports progress (`bar` null: none).
+asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
+                                  std::chrono::milliseconds timeout,
+                                  zkco::client* bar = nullptr, roles::layout l = {}) {
+    zkco::result<roles::task_result> result = zkco::error_code(zkco::errc::operation_timeout);
+    if (bar != nullptr && ::isatty(STDERR_FILENO) == 1) {
+        using namespace asio::experimental::awaitable_operators;
+        auto either = co_await (wait_for(tc, id, timeout) || progress_bar(*bar, l, id));
+        if (either.index() == 0) {
+            result = std::move(std::get<0>(either));
+        }
     } else {
-        result = co_await tc.wait(id);
+        result = co_await wait_for(tc, id, timeout);
     }
     if (!result) {
         if (result.error() == zkco::errc::operation_timeout) {
@@ -269,7 +319,7 @@ int cmd_submit(int argc, char** argv) {
             std::printf("%s\n", id.c_str());
             co_return exit_ok;
         }
-        auto outcome = co_await (print_result(tc, id, timeout) ||
+        auto outcome = co_await (print_result(tc, id, timeout, &zk, l) ||
                                  interrupt.async_wait(asio::as_tuple(asio::use_awaitable)));
         if (outcome.index() == 0) {
             co_return std::get<0>(outcome);
@@ -295,7 +345,7 @@ int cmd_wait(int argc, char** argv) {
         if (std::holds_alternative<int>(st)) {
             co_return std::get<int>(st);
         }
-        co_return co_await print_result(tc, id, timeout);
+        co_return co_await print_result(tc, id, timeout, &zk, l);
     });
 }
 
@@ -323,6 +373,9 @@ int cmd_status(int argc, char** argv) {
             std::printf("%s\n", json::serialize(roles::to_json(*info)).c_str());  // as GET /v1/tasks/{id}
         } else if (info->result) {
             std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), roles::encode(*info->result).c_str());
+        } else if (!info->worker.empty() && info->progress >= 0) {
+            std::printf("%s %s on %s: %.0f%% %s\n", id.c_str(), state.c_str(), printable(info->worker).c_str(),
+                        info->progress * 100, printable(info->progress_message).c_str());
         } else if (!info->worker.empty()) {
             std::printf("%s %s on %s\n", id.c_str(), state.c_str(), printable(info->worker).c_str());
         } else {

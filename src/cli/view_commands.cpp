@@ -85,10 +85,14 @@ void print_tasks(const roles::task_list& list) {
         }
         // A bundle: its type and how many tasks it holds.
         const auto type = t.tasks > 1 ? t.type + " x" + std::to_string(t.tasks) : t.type;
-        std::printf("%-36s %-9s %-12s %-28s %8s %d\n", printable(t.id).c_str(),
+        std::printf("%-36s %-9s %-12s %-28s %8s %d", printable(t.id).c_str(),
                     std::string(roles::to_string(t.state)).c_str(), printable(type).c_str(),
                     t.worker.empty() ? "-" : printable(t.worker).c_str(), brief_age(t.age_ms).c_str(),
                     t.attempt);
+        if (t.progress >= 0) {  // what the worker last reported
+            std::printf("  %3.0f%% %s", t.progress * 100, printable(t.progress_message).c_str());
+        }
+        std::printf("\n");
     };
     for (const auto& t : list.assigned) {
         row(t);

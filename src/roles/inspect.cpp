@@ -147,6 +147,8 @@ task_entry entry_from(
     e.age_ms = age_since(now, spec->submitted_ms);
     e.assigned_ms = spec->assigned_ms;
     e.running_ms = spec->running_ms;
+    e.progress = spec->progress;
+    e.progress_message = std::move(spec->progress_message);
     return e;
 }
 
@@ -557,6 +559,8 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, s
             info.garbage = spec.error().message;
         } else {
             info.state = spec->running_ms != 0 ? task_state::running : task_state::assigned;
+            info.progress = spec->progress;
+            info.progress_message = std::move(spec->progress_message);
         }
         co_return info;
     }
@@ -644,6 +648,9 @@ json::value to_json(const task_entry& t) {
     if (t.running_ms != 0) {
         o["running_ms"] = t.running_ms;
     }
+    if (t.progress >= 0) {
+        o["progress"] = {{"fraction", t.progress}, {"message", t.progress_message}};
+    }
     return o;
 }
 
@@ -681,6 +688,9 @@ json::value to_json(const task_info& t) {
     }
     if (t.result) {
         o["result"] = to_json(*t.result);
+    }
+    if (t.progress >= 0 && !t.result) {
+        o["progress"] = {{"fraction", t.progress}, {"message", t.progress_message}};
     }
     if (!t.garbage.empty()) {
         o["garbage"] = t.garbage;

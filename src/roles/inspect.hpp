@@ -96,6 +96,8 @@ struct task_entry {
     std::int64_t age_ms = 0;  ///< now - submitted_ms (0 when submitted_ms is absent)
     std::int64_t assigned_ms = 0;
     std::int64_t running_ms = 0;
+    double progress = -1;          ///< running: the worker's last report (0..1), -1: none
+    std::string progress_message;
     /// Non-empty: the node is not a zkd task (why); only id, state and worker are set.
     std::string garbage;
 };
@@ -133,6 +135,8 @@ struct task_info {
     task_state state = task_state::unknown;
     std::string worker;                 ///< assigned or running; else the result's worker
     std::optional<task_result> result;  ///< when finished and not yet consumed
+    double progress = -1;               ///< running: the worker's last report (0..1), -1: none
+    std::string progress_message;
     /// Non-empty: the node found is garbage (why); a garbage result leaves state unknown.
     std::string garbage;
 };

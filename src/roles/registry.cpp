@@ -31,19 +31,59 @@ bool is_valid_type_name(std::string_view type) noexcept {
     return true;
 }
 
-void registry::add(std::string type, task_handler h) {
+std::chrono::milliseconds type_limits::effective(std::chrono::milliseconds requested) const {
+    if (requested.count() <= 0)
+        return default_timeout;
+    if (max_timeout.count() > 0 && requested > max_timeout)
+        return max_timeout;
+    return requested;
+}
+
+void registry::add_entry(std::string type, entry e) {
     if (!is_valid_type_name(type))
         throw std::invalid_argument("invalid task type name \"" + type + "\"");
-    if (!h)
+    if (!e.sync && !e.sync_progress && !e.async)
         throw std::invalid_argument("empty handler for task type \"" + type + "\"");
     if (handlers_.contains(type))
         throw std::invalid_argument("task type \"" + type + "\" is already registered");
-    handlers_.emplace(std::move(type), std::move(h));
+    handlers_.emplace(std::move(type), std::move(e));
+}
+
+void registry::add(std::string type, task_handler h) {
+    add_entry(std::move(type), entry{std::move(h), {}, {}, {}});
+}
+
+void registry::add(std::string type, progress_task_handler h) {
+    add_entry(std::move(type), entry{{}, std::move(h), {}, {}});
+}
+
+void registry::add_async(std::string type, async_task_handler h, type_limits limits) {
+    add_entry(std::move(type), entry{{}, {}, std::move(h), limits});
+}
+
+bool registry::has_sync(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it != handlers_.end() && (it->second.sync || it->second.sync_progress);
+}
+
+const progress_task_handler* registry::find_with_progress(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it == handlers_.end() || !it->second.sync_progress ? nullptr : &it->second.sync_progress;
 }
 
 const task_handler* registry::find(std::string_view type) const {
     const auto it = handlers_.find(type);
-    return it == handlers_.end() ? nullptr : &it->second;
+    return it == handlers_.end() || !it->second.sync ? nullptr : &it->second.sync;
+}
+
+const async_task_handler* registry::find_async(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it == handlers_.end() || !it->second.async ? nullptr : &it->second.async;
+}
+
+type_limits registry::limits(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it == handlers_.end() ? type_limits{} : it->second.limits;
 }
 
 std::vector<std::string> registry::types() const {
@@ -58,33 +98,17 @@ namespace {
 
 bool is_handler_code(std::string_view code) noexcept {
     return code == codes::handler_error || code == codes::bad_args || code == codes::timeout ||
-           code == codes::cancelled;
+           code == codes::cancelled || code == codes::output_too_large;
 }
 
-handler_result invoke_guarded(
-    const task_handler& h, const json::value& args, std::stop_token stop
-) {
-    try {
-        return h(args, std::move(stop));
-    } catch (const std::exception& e) {
-        return handler_error{std::string(codes::handler_error), e.what()};
-    } catch (...) {
-        return handler_error{std::string(codes::handler_error), "unknown exception"};
-    }
+handler_error unknown(std::string_view type) {
+    return handler_error{
+        std::string(codes::unknown_type),
+        "no handler is registered for task type \"" + std::string(type) + "\""};
 }
 
-}  // namespace
-
-handler_result run_handler(
-    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop
-) {
-    const task_handler* h = reg.find(type);
-    if (h == nullptr) {
-        return handler_error{
-            std::string(codes::unknown_type),
-            "no handler is registered for task type \"" + std::string(type) + "\""};
-    }
-    handler_result r = invoke_guarded(*h, args, stop);
+// What both kinds of handler share once they returned: codes and stop.
+handler_result normalize(handler_result r, const std::stop_token& stop) {
     if (r.has_value())
         return r;
     handler_error e = r.error();
@@ -101,6 +125,57 @@ handler_result run_handler(
         e.code = std::string(codes::cancelled);
     }
     return e;
+}
+
+handler_result invoke_guarded(
+    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop,
+    const progress_fn& progress
+) {
+    try {
+        if (const auto* h = reg.find(type))
+            return (*h)(args, std::move(stop));
+        const progress_fn ignore = [](double, const std::string&) {};
+        return (*reg.find_with_progress(type))(args, std::move(stop), progress ? progress : ignore);
+    } catch (const std::exception& e) {
+        return handler_error{std::string(codes::handler_error), e.what()};
+    } catch (...) {
+        return handler_error{std::string(codes::handler_error), "unknown exception"};
+    }
+}
+
+}  // namespace
+
+handler_result run_handler(
+    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop,
+    const progress_fn& progress
+) {
+    if (!reg.has_sync(type)) {
+        if (reg.find_async(type) != nullptr) {
+            return handler_error{
+                std::string(codes::handler_error),
+                "task type \"" + std::string(type) + "\" runs on the event loop (run_async_handler)"};
+        }
+        return unknown(type);
+    }
+    return normalize(invoke_guarded(reg, type, args, stop, progress), stop);
+}
+
+boost::asio::awaitable<handler_result> run_async_handler(
+    const registry& reg, std::string type, async_call call
+) {
+    const async_task_handler* h = reg.find_async(type);
+    if (h == nullptr)
+        co_return unknown(type);
+    const std::stop_token stop = call.stop;
+    handler_result r = handler_error{std::string(codes::handler_error), "unknown exception"};
+    try {
+        r = co_await (*h)(std::move(call));
+    } catch (const std::exception& e) {
+        r = handler_error{std::string(codes::handler_error), e.what()};
+    } catch (...) {
+        r = handler_error{std::string(codes::handler_error), "unknown exception"};
+    }
+    co_return normalize(std::move(r), stop);
 }
 
 std::optional<std::int64_t> as_int64(const json::value& v) noexcept {

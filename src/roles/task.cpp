@@ -363,6 +363,11 @@ std::string encode(const task_spec& t) {
     if (t.assigned_ms != 0) o["assigned_ms"] = t.assigned_ms;
     if (!t.worker.empty()) o["worker"] = json::string_view(t.worker.data(), t.worker.size());
     if (t.running_ms != 0) o["running_ms"] = t.running_ms;
+    if (t.progress >= 0) {
+        o["progress"] = {{"fraction", std::min(t.progress, 1.0)},
+                         {"message", json::string_view(t.progress_message.data(), t.progress_message.size())},
+                         {"at_ms", t.progress_ms}};
+    }
     return json::serialize(o);
 }
 
@@ -390,6 +395,18 @@ codec_result<task_spec> decode_task(std::string_view data) {
     t.assigned_ms = r.integer("assigned_ms", 0, int64_min, int64_max);
     t.worker = r.string("worker");
     t.running_ms = r.integer("running_ms", 0, int64_min, int64_max);
+    // Progress is advisory: a report of the wrong shape is dropped, the task stays valid.
+    if (const auto* p = r.find("progress"); p != nullptr && p->is_object()) {
+        const auto* f = p->get_object().if_contains("fraction");
+        const auto* m = p->get_object().if_contains("message");
+        const auto* at = p->get_object().if_contains("at_ms");
+        if (f != nullptr && f->is_number() && f->to_number<double>() >= 0 &&
+            f->to_number<double>() <= 1) {
+            t.progress = f->to_number<double>();
+            t.progress_message = m != nullptr && m->is_string() ? std::string(m->get_string()) : "";
+            t.progress_ms = at != nullptr && at->is_int64() ? at->get_int64() : 0;
+        }
+    }
     if (!r.ok()) return r.error();
     if (auto valid = validate(t); !valid) return valid.error();
     return t;
@@ -405,7 +422,8 @@ bool is_known_error_code(std::string_view code) noexcept {
     constexpr std::array known{task_error::handler_error,    task_error::unknown_type,
                                task_error::bad_args,         task_error::malformed_task,
                                task_error::result_too_large, task_error::timeout,
-                               task_error::cancelled,        task_error::attempts_exhausted};
+                               task_error::cancelled,        task_error::attempts_exhausted,
+                               task_error::output_too_large};
     return std::find(known.begin(), known.end(), code) != known.end();
 }
 

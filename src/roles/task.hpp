@@ -97,6 +97,11 @@ struct task_spec {
     std::int64_t assigned_ms = 0;
     std::string worker;
     std::int64_t running_ms = 0;
+    /// The worker's latest progress report on its assignment (§4): a fraction in [0, 1], or
+    /// -1 when there is none; its message and when it was written.
+    double progress = -1;
+    std::string progress_message;
+    std::int64_t progress_ms = 0;
 
     friend bool operator==(const task_spec&, const task_spec&) = default;
 };
@@ -130,11 +135,12 @@ struct task_error {
     static constexpr std::string_view timeout = "timeout";
     static constexpr std::string_view cancelled = "cancelled";
     static constexpr std::string_view attempts_exhausted = "attempts_exhausted";
+    static constexpr std::string_view output_too_large = "output_too_large";
 
     friend bool operator==(const task_error&, const task_error&) = default;
 };
 
-/// True for the eight codes of §5.
+/// True for the nine codes of §5.
 bool is_known_error_code(std::string_view code) noexcept;
 
 struct task_result {

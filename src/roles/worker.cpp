@@ -16,10 +16,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <stop_token>
 
@@ -41,13 +44,93 @@ task_result failure(std::string_view code, std::string message) {
 
 /// One assignment in this worker's hands: a task, or a bundle of tasks (§4.1).
 struct running_task {
-    explicit running_task(const asio::any_io_executor& ex) : mark(ex) {}
+    explicit running_task(const asio::any_io_executor& ex) : mark(ex), progress_timer(ex) {}
 
     std::stop_source stop;        // stops every handler of it: cancel marker, shutdown
     bool cancel_marker = false;   // a <tid>.cancel marker exists
     bool done = false;
     asio::steady_timer mark;      // when to write the running mark
+    std::vector<double> progress; // what each handler call reported last (-1: nothing)
+    std::string progress_message; // the last message reported
+
+    // Writes to the assignment node (the running mark, then progress): one at a time.
+    zkco::client* zk = nullptr;
+    std::string path;
+    task_spec marked;              // what the node holds, as we last wrote it
+    std::int32_t version = 0;      // the node's version we expect
+    bool writing = false;          // a write is in flight
+    bool dirty = false;            // progress newer than what was written
+    bool gave_up = false;          // a write failed: the node is not ours to write any more
+    asio::steady_timer progress_timer;  // at most one progress write a second
+    asio::steady_timer::time_point last_write{};
 };
+
+/// The running mark (T3), with the latest progress; later progress reports at most once a
+/// second (docs/protocol.md §9). Only touches `t` and its session, never the worker, whose
+/// session may complete these after it has gone.
+void write_assignment(const std::shared_ptr<running_task>& t) {
+    if (t->done || t->writing || t->gave_up) {
+        return;
+    }
+    if (t->marked.running_ms == 0) {
+        t->marked.running_ms = now_ms();
+    }
+    double sum = 0;
+    bool any = false;
+    for (const double p : t->progress) {
+        any = any || p >= 0;
+        sum += std::max(p, 0.0);
+    }
+    if (any) {
+        t->marked.progress = sum / static_cast<double>(t->progress.size());
+        t->marked.progress_message = t->progress_message;
+        t->marked.progress_ms = now_ms();
+    }
+    t->writing = true;
+    t->dirty = false;
+    t->last_write = asio::steady_timer::clock_type::now();
+    t->zk->async_set(t->path, encode(t->marked), t->version, [t](zkco::error_code ec, zkco::stat st) {
+        t->writing = false;
+        if (ec) {
+            t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
+            return;
+        }
+        t->version = st.version;
+        if (t->dirty && !t->done) {
+            t->progress_timer.expires_at(t->last_write + std::chrono::seconds(1));
+            t->progress_timer.async_wait([t](zkco::error_code wec) {
+                if (!wec) {
+                    write_assignment(t);
+                }
+            });
+        }
+    });
+}
+
+/// A handler reported progress: published with the running mark, or within a second.
+void progress_reported(const std::shared_ptr<running_task>& t) {
+    t->dirty = true;
+    if (t->marked.running_ms == 0 || t->writing || t->done || t->gave_up) {
+        return;  // the mark carries it, or the write in flight schedules the next
+    }
+    t->progress_timer.expires_at(std::max(asio::steady_timer::clock_type::now(),
+                                          t->last_write + std::chrono::seconds(1)));
+    t->progress_timer.async_wait([t](zkco::error_code ec) {
+        if (!ec) {
+            write_assignment(t);
+        }
+    });
+}
+
+/// Keeps what a handler call (`part` of the assignment) reported, on the loop.
+void record_progress(const std::shared_ptr<running_task>& t, std::size_t part, double fraction,
+                     std::string message) {
+    if (part < t->progress.size() && std::isfinite(fraction)) {
+        t->progress[part] = std::clamp(fraction, 0.0, 1.0);
+        t->progress_message = std::move(message);
+        progress_reported(t);
+    }
+}
 
 /// One handler call: a task, or one task of a bundle.
 struct handler_call {
@@ -58,6 +141,20 @@ struct handler_call {
     bool done = false;
     asio::steady_timer deadline;  // the task's timeout
 };
+
+/// Starts `c`'s timeout (on the loop) unless it has ended or has none.
+void arm_deadline(const std::shared_ptr<handler_call>& c, std::chrono::milliseconds timeout) {
+    if (c->done || timeout.count() <= 0) {
+        return;
+    }
+    c->deadline.expires_after(timeout);
+    c->deadline.async_wait([c](zkco::error_code ec) {
+        if (!ec && !c->done) {
+            c->timed_out = true;
+            c->stop.request_stop();
+        }
+    });
+}
 
 /// Cuts `s` to at most `n` bytes without splitting a UTF-8 character (JSON must stay valid).
 void cut_utf8(std::string& s, std::size_t n) {
@@ -268,23 +365,27 @@ private:
         }
         // Tasks still running after a moment get their running mark (T3).
         t->mark.expires_after(opts_.running_mark_after);
-        auto marked = *spec;
-        t->mark.async_wait([this, t, path, version = node.stat.version, marked](zkco::error_code ec) mutable {
+        t->zk = &zk_;
+        t->path = path;
+        t->marked = *spec;
+        t->version = node.stat.version;
+        t->mark.async_wait([this, t](zkco::error_code ec) {
             if (ec || t->done || stopping_) {
                 return;
             }
-            marked.running_ms = now_ms();
-            zk_.async_set(path, encode(marked), version, [](zkco::error_code, zkco::stat) {});
+            write_assignment(t);
         });
 
         task_result r;
+        t->progress.assign(std::max<std::size_t>(spec->bundle.size(), 1), -1.0);
         if (spec->bundle.empty()) {
-            r = co_await call(*spec, spec->args, t, max_result_bytes);
+            r = co_await call(*spec, spec->args, t, max_result_bytes, tid, 0);
         } else {
-            r = co_await call_bundle(*spec, t);
+            r = co_await call_bundle(*spec, t, tid);
         }
         t->done = true;
         t->mark.cancel();
+        t->progress_timer.cancel();
         r.attempt = spec->attempt;
         r.started_ms = started;
         co_return r;
@@ -293,15 +394,17 @@ private:
     /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
     /// holds one entry per task and sums them up: their common state, or failed.
     asio::awaitable<task_result> call_bundle(const task_spec& spec,
-                                             const std::shared_ptr<running_task>& t) {
+                                             const std::shared_ptr<running_task>& t,
+                                             const std::string& tid) {
         // Failed until its call says otherwise (a call that never ran reports nothing).
         std::vector<task_result> entries(spec.bundle.size(),
                                          failure(task_error::handler_error, "not run"));
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
-            calls.spawn([this, &spec, &entries, &t, i, budget]() -> asio::awaitable<void> {
-                entries[i] = co_await call(spec, spec.bundle[i], t, budget);
+            calls.spawn([this, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
+                entries[i] = co_await call(spec, spec.bundle[i], t, budget,
+                                           tid + "#" + std::to_string(i), i);
             });
         }
         co_await calls.async_wait(asio::use_awaitable);
@@ -340,41 +443,72 @@ private:
         co_return r;
     }
 
-    /// One handler call on the pool, stopped by its assignment's stop source or its timeout.
-    /// A value whose encoding is over `value_limit` becomes a result_too_large failure.
+    /// One handler call, stopped by its assignment's stop source or its timeout: on the pool,
+    /// or on the loop for an asynchronous type (an exec type). `label` names it to the handler
+    /// and `part` is its place in the bundle (0 alone). A value whose encoding is over
+    /// `value_limit` becomes a result_too_large failure.
     asio::awaitable<task_result> call(const task_spec& spec, const boost::json::value& args,
                                       const std::shared_ptr<running_task>& t,
-                                      std::size_t value_limit) {
+                                      std::size_t value_limit, std::string label,
+                                      std::size_t part) {
         auto c = std::make_shared<handler_call>(zk_.get_executor());
         const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
-        // The timeout counts from when a pool thread starts the handler, not while it queues
-        // (behind a bundle's other tasks, say): the job tells the loop when it starts.
-        std::function<void()> started;
-        if (spec.timeout.count() > 0) {
-            started = [c, timeout = spec.timeout, ex = zk_.get_executor()] {
-                asio::post(ex, [c, timeout] {
-                    if (c->done) {
-                        return;
-                    }
-                    c->deadline.expires_after(timeout);
-                    c->deadline.async_wait([c](zkco::error_code ec) {
-                        if (!ec && !c->done) {
-                            c->timed_out = true;
-                            c->stop.request_stop();
-                        }
-                    });
+        const auto timeout = reg_.limits(spec.type).effective(spec.timeout);
+        handler_result outcome = handler_error{};
+        if (reg_.find_async(spec.type) != nullptr) {
+            async_call ac;
+            ac.args = args;
+            ac.task = std::move(label);
+            ac.stop = c->stop.get_token();
+            ac.started = [c, timeout] { arm_deadline(c, timeout); };
+            ac.progress = [t, part](double fraction, std::string message) {
+                record_progress(t, part, fraction, std::move(message));
+            };
+            outcome = co_await run_async_handler(reg_, spec.type, std::move(ac));
+        } else {
+            // The timeout counts from when a pool thread starts the handler, not while it
+            // queues (behind a bundle's other tasks, say): the job tells the loop when it starts.
+            std::function<void()> started;
+            if (timeout.count() > 0) {
+                started = [c, timeout, ex = zk_.get_executor()] {
+                    asio::post(ex, [c, timeout] { arm_deadline(c, timeout); });
+                };
+            }
+            // Reports from the pool thread reach the loop coalesced: the latest one, one post
+            // at a time, however often the handler reports.
+            struct latest {
+                std::mutex m;
+                double fraction = 0;
+                std::string message;
+                bool posted = false;
+            };
+            progress_fn report = [box = std::make_shared<latest>(), t, part,
+                                  ex = zk_.get_executor()](double fraction, std::string message) {
+                const std::lock_guard lock(box->m);
+                box->fraction = fraction;
+                box->message = std::move(message);
+                if (std::exchange(box->posted, true)) {
+                    return;
+                }
+                asio::post(ex, [box, t, part] {
+                    std::unique_lock held(box->m);
+                    box->posted = false;
+                    const double f = box->fraction;
+                    std::string m = box->message;
+                    held.unlock();
+                    record_progress(t, part, f, std::move(m));
                 });
             };
+            // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+            auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
+                        started = std::move(started), report = std::move(report)]() {
+                if (started) {
+                    started();
+                }
+                return run_handler(reg, type, args, token, report);
+            };
+            outcome = co_await reactor::offload(pool_, std::move(job));
         }
-        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
-        auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
-                    started = std::move(started)]() {
-            if (started) {
-                started();
-            }
-            return run_handler(reg, type, args, token);
-        };
-        auto outcome = co_await reactor::offload(pool_, std::move(job));
         c->done = true;
         c->deadline.cancel();
 
@@ -389,7 +523,7 @@ private:
             }
         } else if (c->timed_out) {
             r = failure(task_error::timeout, "timed out after " +
-                                                 std::to_string(spec.timeout.count()) + " ms");
+                                                 std::to_string(timeout.count()) + " ms");
         } else if (t->cancel_marker && t->stop.stop_requested()) {
             r = failure(task_error::cancelled, "cancelled");
         } else {

@@ -37,8 +37,10 @@ struct worker_stats {
 
 /// Runs `me` as a worker for as long as the session lasts (docs/protocol.md §7 "Worker"):
 /// registers (/workers/<id> and /assign/<id>), watches only its assignment directory, runs
-/// each task's handler from `reg` on `pool` (never on the event loop) with the task's
-/// timeout and cancellation, and publishes results through T4 in batched multis.
+/// each task's handler from `reg` on `pool` (never on the event loop; an asynchronous type,
+/// such as an exec type, on the loop without a pool thread) with the task's timeout (as the
+/// type's limits shape it) and cancellation, and publishes results through T4 in batched
+/// multis.
 ///
 /// Completes when the session is gone (its error is logged), once drained (`opts.drain`), or
 /// on cancellation (terminal:

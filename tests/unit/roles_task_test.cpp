@@ -283,7 +283,8 @@ TEST(RolesResultCodec, EveryStateAndCode) {
         for (const auto code :
              {task_error::handler_error, task_error::unknown_type, task_error::bad_args,
               task_error::malformed_task, task_error::result_too_large, task_error::timeout,
-              task_error::cancelled, task_error::attempts_exhausted}) {
+              task_error::cancelled, task_error::attempts_exhausted,
+              task_error::output_too_large}) {
             EXPECT_TRUE(is_known_error_code(code));
             task_result r;
             r.task = "t";
