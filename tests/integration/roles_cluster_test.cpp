@@ -350,9 +350,11 @@ TEST_F(RolesCluster, TheMasterReadsABacklogOnlyAsSlotsFree) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await session();
         layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        std::size_t depth = 0;
+        // Shared: the master outlives this coroutine (it stops at TearDown) and calls back.
+        auto depth_seen = std::make_shared<std::size_t>(0);
+        auto& depth = *depth_seen;
         master_options opts;
-        opts.on_queue_depth = [&depth](std::size_t n) { depth = n; };
+        opts.on_queue_depth = [depth_seen](std::size_t n) { *depth_seen = n; };
         co_await start_master(std::move(opts));
         client* master_zk = sessions_.back().get();
         task_client tc(*zk, layout_);
