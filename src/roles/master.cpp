@@ -914,8 +914,8 @@ private:
         std::uint64_t seen = zk_.state_generation();
         while (!stopping()) {
             auto change = co_await zk_.wait_state(seen);
-            if (!change) {
-                co_return;
+            if (!change || stopping()) {
+                co_return;  // after the end, the node's view is the end's (not acting)
             }
             seen = change->generation;
             const bool connected = change->state == zkco::session_state::connected;

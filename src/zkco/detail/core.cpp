@@ -313,6 +313,13 @@ void on_session_event(zhandle_t* zh, int type, int state, const char* /*path*/, 
 std::atomic<bool> client_log_wanted{false};
 
 void on_client_log(const char* message) {
+    if (!client_log_wanted.load(std::memory_order_relaxed)) {
+        // Unasked, its errors are mostly the retry chatter of an unreachable server (several
+        // a second), which zkco and the roles report themselves, once per attempt. Not even
+        // handed to spdlog: this runs on the C client's threads, which may outlive the
+        // logger at process exit (a race TSan reported).
+        return;
+    }
     std::string_view m(message);
     while (!m.empty() && (m.back() == '\n' || m.back() == '\r')) {
         m.remove_suffix(1);
@@ -332,18 +339,12 @@ void on_client_log(const char* message) {
             break;
         }
     }
-    if (!client_log_wanted.load(std::memory_order_relaxed)) {
-        // Unasked, its errors are mostly the retry chatter of an unreachable server (several
-        // a second), which zkco and the roles report themselves, once per attempt.
-        level = spdlog::level::debug;
-    }
     spdlog::log(level, "zk-client: {}", m);
 }
 
 /// The C client's own log level is process-wide; set it once from ZKD_ZK_CLIENT_LOG
-/// (error, warn, info, debug). Unset, its messages (error level and up) go to spdlog at
-/// debug only: its connection-retry chatter is logged at error, and we report state changes
-/// ourselves.
+/// (error, warn, info, debug). Unset, its messages are dropped: its connection-retry chatter
+/// is logged at error, and we report state changes ourselves.
 void init_client_logging() {
     static std::once_flag once;
     std::call_once(once, [] {
