@@ -102,14 +102,24 @@ asio::awaitable<zkco::result<void>> make_namespace(cluster_target t) {
     co_return made;
 }
 
-asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_body body) {
-    using namespace std::chrono_literals;
-    zkco::client zk(co_await asio::this_coro::executor, t.session_config(10s));
+/// Connects `zk` within the target's connect timeout; false (said on stderr, `zk` closed)
+/// when ZooKeeper cannot be reached.
+asio::awaitable<bool> connect_or_complain(zkco::client& zk, const cluster_target& t) {
     auto c = co_await zkco::with_timeout(zk.connect(), t.connect_timeout);
     if (!c) {
         complain("cannot reach ZooKeeper at " + t.hosts + " within " +
                  std::to_string(t.connect_timeout.count()) + " ms: " + c.error().message());
         co_await zk.close();
+        co_return false;
+    }
+    co_return true;
+}
+
+asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_body body) {
+    using namespace std::chrono_literals;
+    zkco::client zk(co_await asio::this_coro::executor, t.session_config(10s));
+    const bool reached = co_await connect_or_complain(zk, t);
+    if (!reached) {
         co_return exit_unreachable;
     }
     zkco::result<roles::layout> l = co_await roles::read_layout(zk);
@@ -160,11 +170,8 @@ asio::awaitable<int> connected_root(cluster_target t, root_body body) {
     using namespace std::chrono_literals;
     const auto [bare, full] = bare_target(t);
     zkco::client zk(co_await asio::this_coro::executor, bare.session_config(10s));
-    auto c = co_await zkco::with_timeout(zk.connect(), t.connect_timeout);
-    if (!c) {
-        complain("cannot reach ZooKeeper at " + t.hosts + " within " +
-                 std::to_string(t.connect_timeout.count()) + " ms: " + c.error().message());
-        co_await zk.close();
+    const bool reached = co_await connect_or_complain(zk, t);
+    if (!reached) {
         co_return exit_unreachable;
     }
     const int rc = co_await body(zk, full);

@@ -572,8 +572,10 @@ private:
                     spdlog::info("worker {}: task {} was taken back; result discarded", me_.id, tid);
                     co_return;
                 }
-                spdlog::warn("worker {}: the assignment of task {} was deleted by someone else; "
-                             "publishing its result all the same",
+                // Deleted by someone else, or by our own earlier try whose answer was lost
+                // (then the result is there, and the next try says so).
+                spdlog::warn("worker {}: the assignment of task {} is gone while this worker is "
+                             "still a member; publishing its result checked against /workers",
                              me_.id, tid);
                 assignment_gone = true;
                 continue;
