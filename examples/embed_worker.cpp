@@ -6,7 +6,7 @@
 //   embed_worker --zk 127.0.0.1:2181 [--namespace NS]
 #include "reactor/compute_pool.hpp"
 #include "roles/election.hpp"
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 #include "roles/node.hpp"
 #include "roles/registry.hpp"
 #include "roles/task_client.hpp"
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     int rc = 1;
     auto submit_one = [&]() -> asio::awaitable<void> {
         zkd::zkco::config cfg;
-        cfg.connect_string = zk + zkd::roles::chroot_path(ns);
+        cfg.connect_string = zk + zkd::protocol::chroot_path(ns);
         zkd::zkco::client client(co_await asio::this_coro::executor, cfg);
         // The node creates the namespace; wait until it is there.
         for (int i = 0; i < 100; ++i) {
@@ -107,14 +107,14 @@ int main(int argc, char** argv) {
             asio::steady_timer t(co_await asio::this_coro::executor, 100ms);
             co_await t.async_wait(asio::use_awaitable);
         }
-        auto layout = co_await zkd::roles::ensure_layout(client, zkd::roles::meta_info{});
+        auto layout = co_await zkd::roles::ensure_layout(client, zkd::protocol::meta_info{});
         if (layout) {
             zkd::roles::task_client tasks(client, *layout);
             std::vector<zkd::roles::task_request> one{{"reverse", json::value("hello, zkd")}};
             auto ids = co_await tasks.submit(std::move(one));
             if (ids) {
                 auto result = co_await zkd::zkco::with_timeout(tasks.wait(ids->front()), 30s);
-                if (result && result->state == zkd::roles::task_state::succeeded) {
+                if (result && result->state == zkd::protocol::task_state::succeeded) {
                     std::printf("reverse(\"hello, zkd\") = %s\n", json::serialize(result->value).c_str());
                     rc = 0;
                 }

@@ -140,7 +140,7 @@ int cmd_purge(int argc, char** argv) {
     const auto target = target_of(a);
     return with_cluster(
         target, namespace_mode::existing,
-        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
             const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch()
             )

@@ -82,7 +82,7 @@ void draw_progress(const roles::crack_progress& p) {
 void print_failed(const std::vector<roles::crack_failed_partition>& failed) {
     for (const auto& f : failed) {
         std::fprintf(stderr, "  partition %d (task %s): %s %s%s%s\n", f.partition,
-                     printable(f.task).c_str(), std::string(roles::to_string(f.state)).c_str(),
+                     printable(f.task).c_str(), std::string(protocol::to_string(f.state)).c_str(),
                      printable(f.code).c_str(), f.message.empty() ? "" : ": ",
                      printable(f.message).c_str());
     }
@@ -191,7 +191,7 @@ int cmd_crack(int argc, char** argv) {
     const bool progress = !a.has("--no-progress") && ::isatty(2) == 1;
     const auto target = target_of(a);
     return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         if (forget) {
             auto done = co_await roles::crack_forget(zk, spec.hash);
             if (!done) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli/options.hpp"
 
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 #include "zkco/types.hpp"
 
 #include <algorithm>
@@ -377,7 +377,7 @@ cluster_target target_of(const args& a) {
         throw usage_error(a.source("--namespace") + " wants a name without '/', not '" + t.ns +
                           "'");
     }
-    t.chroot = roles::chroot_path(t.ns);
+    t.chroot = protocol::chroot_path(t.ns);
     t.connect_timeout = a.duration("--connect-timeout", std::chrono::seconds(10),
                                    std::chrono::milliseconds(1), std::chrono::hours(1));
 

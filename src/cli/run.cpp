@@ -13,7 +13,7 @@
 #include "roles/builtin_handlers.hpp"
 #include "roles/exec.hpp"
 #include "roles/node.hpp"
-#include "roles/placement.hpp"
+#include "protocol/placement.hpp"
 #include "roles/registry.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -230,7 +230,7 @@ int cmd_run(int argc, char** argv) {
         throw usage_error(a.source("--role") + " wants auto, worker or standby, not '" + role +
                           "'");
     }
-    const auto policy = roles::parse_placement_policy(a.get("--placement", "least-loaded"));
+    const auto policy = protocol::parse_placement_policy(a.get("--placement", "least-loaded"));
     if (!policy) {
         throw usage_error(a.source("--placement") + " wants least-loaded, round-robin or random");
     }

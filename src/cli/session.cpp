@@ -122,12 +122,12 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
     if (!reached) {
         co_return exit_unreachable;
     }
-    zkco::result<roles::layout> l = co_await roles::read_layout(zk);
+    zkco::result<protocol::layout> l = co_await roles::read_layout(zk);
     if (!l && l.error() == zkco::errc::no_node && mode == namespace_mode::create) {
         // No namespace yet (no `zkd run` so far): create it from the ensemble's root.
         const auto made = co_await make_namespace(t);
         if (made) {
-            l = co_await roles::ensure_layout(zk, roles::meta_info{});
+            l = co_await roles::ensure_layout(zk, protocol::meta_info{});
         } else {
             l = made.error();
         }

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "cli/options.hpp"
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -14,7 +14,7 @@
 namespace zkd::cli {
 
 /// What a client command does once connected: yields the exit code.
-using cluster_body = std::function<boost::asio::awaitable<int>(zkco::client&, roles::layout)>;
+using cluster_body = std::function<boost::asio::awaitable<int>(zkco::client&, protocol::layout)>;
 
 /// What a client command may do with a namespace that holds no cluster.
 enum class namespace_mode {

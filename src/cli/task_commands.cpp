@@ -3,7 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "zkco/deadline.hpp"
@@ -103,7 +103,7 @@ std::string one_id(const args& a, const char* command) {
     if (a.positional.size() != 1) {
         throw usage_error(std::string(command) + " wants exactly one task ID");
     }
-    if (!roles::parse_task_ref(a.positional[0])) {
+    if (!protocol::parse_task_ref(a.positional[0])) {
         throw usage_error("'" + a.positional[0] +
                           "' is not a task id (t<P>-<ms>-<hex>, or <bundle>.<index>)");
     }
@@ -141,7 +141,7 @@ std::string args_text(const std::string& arg) {
 }
 
 /// When workers are there and none serves `type`: a message saying so (who serves what).
-asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, roles::layout l,
+asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, protocol::layout l,
                                                      std::string type) {
     auto view = co_await roles::read_cluster(zk, l);
     if (!view) {
@@ -176,7 +176,7 @@ std::string no_such_task(const std::string& id) {
 /// Waits for and prints the result; the exit code says how the task ended.
 /// Draws the task's progress on stderr (a terminal) once a second, as the worker publishes
 /// it, until cancelled; then erases the line.
-asio::awaitable<void> progress_bar(zkco::client& zk, roles::layout l, std::string id) {
+asio::awaitable<void> progress_bar(zkco::client& zk, protocol::layout l, std::string id) {
     co_await asio::this_coro::throw_if_cancelled(false);
     asio::steady_timer tick(co_await asio::this_coro::executor);
     bool drawn = false;
@@ -205,7 +205,7 @@ asio::awaitable<void> progress_bar(zkco::client& zk, roles::layout l, std::strin
     }
 }
 
-asio::awaitable<zkco::result<roles::task_result>> wait_for(roles::task_client& tc, std::string id,
+asio::awaitable<zkco::result<protocol::task_result>> wait_for(roles::task_client& tc, std::string id,
                                                            std::chrono::milliseconds timeout) {
     if (timeout.count() > 0) {
         co_return co_await zkco::with_timeout(tc.wait(id), timeout);
@@ -217,8 +217,8 @@ asio::awaitable<zkco::result<roles::task_result>> wait_for(roles::task_client& t
 /// task reports progress (`bar` null: none).
 asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
                                   std::chrono::milliseconds timeout,
-                                  zkco::client* bar = nullptr, roles::layout l = {}) {
-    zkco::result<roles::task_result> result = zkco::error_code(zkco::errc::operation_timeout);
+                                  zkco::client* bar = nullptr, protocol::layout l = {}) {
+    zkco::result<protocol::task_result> result = zkco::error_code(zkco::errc::operation_timeout);
     if (bar != nullptr && ::isatty(STDERR_FILENO) == 1) {
         using namespace asio::experimental::awaitable_operators;
         auto either = co_await (wait_for(tc, id, timeout) || progress_bar(*bar, l, id));
@@ -237,10 +237,10 @@ asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
         complain("task " + id + ": " + result.error().message());
         co_return exit_failed;
     }
-    std::printf("%s\n", roles::encode(*result).c_str());
+    std::printf("%s\n", protocol::encode(*result).c_str());
     std::fflush(stdout);
     co_await tc.flush();  // the result's delete must reach the server before we close
-    co_return result->state == roles::task_state::succeeded ? exit_ok : exit_failed;
+    co_return result->state == protocol::task_state::succeeded ? exit_ok : exit_failed;
 }
 
 /// The task's status, or an exit code after saying what went wrong.
@@ -251,7 +251,7 @@ asio::awaitable<std::variant<roles::task_status, int>> known_status(roles::task_
         complain("task " + id + ": " + st.error().message());
         co_return exit_failed;
     }
-    if (st->state == roles::task_state::unknown) {
+    if (st->state == protocol::task_state::unknown) {
         complain(no_such_task(id));
         co_return exit_not_found;
     }
@@ -277,12 +277,12 @@ int cmd_submit(int argc, char** argv) {
     }
     roles::task_request req;
     req.type = a.positional[0];
-    if (!roles::is_valid_task_type(req.type)) {
+    if (!protocol::is_valid_task_type(req.type)) {
         throw usage_error("'" + req.type + "' is not a valid task type name (1-128 of A-Z a-z 0-9 _ . : -)");
     }
     if (a.positional.size() == 2) {
         boost::system::error_code ec;
-        req.args = roles::parse_json(args_text(a.positional[1]), ec);  // the protocol's depth
+        req.args = protocol::parse_json(args_text(a.positional[1]), ec);  // the protocol's depth
         if (ec) {
             throw usage_error("ARGS-JSON is not JSON: " + ec.message());
         }
@@ -296,7 +296,7 @@ int cmd_submit(int argc, char** argv) {
     const auto target = target_of(a);
     const auto mode =
         a.has("--create-namespace") ? namespace_mode::create : namespace_mode::offer_create;
-    return with_cluster(target, mode, [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+    return with_cluster(target, mode, [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         using namespace asio::experimental::awaitable_operators;
         if (check_type) {
             const auto no = co_await unserved(zk, l, req.type);
@@ -339,7 +339,7 @@ int cmd_wait(int argc, char** argv) {
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
     return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto st = co_await known_status(tc, id);
         if (std::holds_alternative<int>(st)) {
@@ -358,21 +358,21 @@ int cmd_status(int argc, char** argv) {
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
     return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         auto info = co_await roles::read_task(zk, l, id);
         if (!info) {
             complain("task " + id + ": " + info.error().message());
             co_return exit_failed;
         }
-        if (info->state == roles::task_state::unknown) {
+        if (info->state == protocol::task_state::unknown) {
             complain(info->garbage.empty() ? no_such_task(id) : "task " + id + ": " + info->garbage);
             co_return info->garbage.empty() ? exit_not_found : exit_failed;
         }
-        const std::string state(roles::to_string(info->state));
+        const std::string state(protocol::to_string(info->state));
         if (as_json) {
             std::printf("%s\n", json::serialize(roles::to_json(*info)).c_str());  // as GET /v1/tasks/{id}
         } else if (info->result) {
-            std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), roles::encode(*info->result).c_str());
+            std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), protocol::encode(*info->result).c_str());
         } else if (!info->worker.empty() && info->progress >= 0) {
             std::printf("%s %s on %s: %.0f%% %s\n", id.c_str(), state.c_str(), printable(info->worker).c_str(),
                         info->progress * 100, printable(info->progress_message).c_str());
@@ -396,7 +396,7 @@ int cmd_cancel(int argc, char** argv) {
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
     return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         roles::task_client tc(zk, l);
         auto known = co_await known_status(tc, id);
         if (std::holds_alternative<int>(known)) {
@@ -404,7 +404,7 @@ int cmd_cancel(int argc, char** argv) {
         }
         const auto& st = std::get<roles::task_status>(known);
         if (st.result) {
-            complain("task " + id + " has already finished (" + std::string(roles::to_string(st.state)) + ")");
+            complain("task " + id + " has already finished (" + std::string(protocol::to_string(st.state)) + ")");
             co_return exit_failed;
         }
         auto c = co_await tc.cancel(id);
@@ -413,7 +413,7 @@ int cmd_cancel(int argc, char** argv) {
             co_return exit_failed;
         }
         if (!wait) {
-            std::printf("cancel requested for %s (%s)\n", id.c_str(), std::string(roles::to_string(st.state)).c_str());
+            std::printf("cancel requested for %s (%s)\n", id.c_str(), std::string(protocol::to_string(st.state)).c_str());
             co_return exit_ok;
         }
         const int rc = co_await print_result(tc, id, timeout);

@@ -3,7 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
 
 #include <boost/json.hpp>
@@ -86,7 +86,7 @@ void print_tasks(const roles::task_list& list) {
         // A bundle: its type and how many tasks it holds.
         const auto type = t.tasks > 1 ? t.type + " x" + std::to_string(t.tasks) : t.type;
         std::printf("%-36s %-9s %-12s %-28s %8s %d", printable(t.id).c_str(),
-                    std::string(roles::to_string(t.state)).c_str(), printable(type).c_str(),
+                    std::string(protocol::to_string(t.state)).c_str(), printable(type).c_str(),
                     t.worker.empty() ? "-" : printable(t.worker).c_str(), brief_age(t.age_ms).c_str(),
                     t.attempt);
         if (t.progress >= 0) {  // what the worker last reported
@@ -167,7 +167,7 @@ int cmd_tasks(int argc, char** argv) {
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
     return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         auto list = co_await roles::list_tasks(zk, l, limit);
         if (!list) {
             complain("cannot list tasks: " + list.error().message());
@@ -194,7 +194,7 @@ int cmd_cluster(int argc, char** argv) {
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
     return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, roles::layout l) -> asio::awaitable<int> {
+                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         auto view = co_await roles::read_cluster(zk, l);
         if (!view) {
             complain("cannot read the cluster: " + view.error().message());

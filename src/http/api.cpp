@@ -2,7 +2,7 @@
 #include "http/api.hpp"
 
 #include "roles/registry.hpp"
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json/object.hpp>
@@ -92,7 +92,7 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
     roles::task_request t;
     bool has_type = false;
     for (const auto& [key, value] : o) {
-        const auto number = roles::as_int64(value);
+        const auto number = protocol::as_int64(value);
         if (key == "type") {
             if (!value.is_string()) {
                 return bad("invalid_task", where + "\"type\" must be a string");
@@ -128,7 +128,7 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
     if (!has_type) {
         return bad("invalid_task", where + "\"type\" is required");
     }
-    if (!roles::is_valid_task_type(t.type)) {
+    if (!protocol::is_valid_task_type(t.type)) {
         return bad(
             "invalid_task", where +
                                 R"("type" must be 1 to 128 characters of [A-Za-z0-9_.:-], not ")" +
@@ -136,13 +136,13 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
         );
     }
     // The rest of what a worker will check (args nesting, numbers JSON can hold).
-    roles::task_spec spec;
+    protocol::task_spec spec;
     spec.type = t.type;
     spec.args = t.args;
     spec.priority = t.priority;
     spec.timeout = t.timeout;
     spec.max_attempts = t.max_attempts;
-    if (auto ok = roles::validate(spec); !ok) {
+    if (auto ok = protocol::validate(spec); !ok) {
         return bad("invalid_task", where + ok.error().message);
     }
     return t;
@@ -431,7 +431,7 @@ std::string_view allowed_methods(resource r) {
 
 api_result<submit_request> parse_submit(std::string_view body) {
     boost::system::error_code ec;
-    const auto doc = roles::parse_json(body, ec, 1);  // + the array around several tasks
+    const auto doc = protocol::parse_json(body, ec, 1);  // + the array around several tasks
     if (ec) {
         return bad("bad_json", "the body is not JSON: " + ec.message());
     }

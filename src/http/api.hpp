@@ -129,7 +129,7 @@ struct submit_request {
 /// has a `type` (string, required) and optionally `args` (any JSON), `priority` (0-9,
 /// default 5), `timeout_ms` (>= 0, default 0: none) and `max_attempts` (>= 1, default 3);
 /// other fields are refused. Numbers must be whole (3.0 is fine). Errors, all 400:
-/// `bad_json` (not JSON, or nested deeper than roles::max_json_depth), `invalid_task` (the
+/// `bad_json` (not JSON, or nested deeper than protocol::max_json_depth), `invalid_task` (the
 /// rules above, or a type that is not a valid task type name).
 api_result<submit_request> parse_submit(std::string_view body);
 

@@ -5,7 +5,7 @@
 #include "http/metrics.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/election.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "zkco/client.hpp"
@@ -118,7 +118,7 @@ asio::awaitable<void> client_gone(tcp::socket& s) {
 struct facade_session {
     facade_session(const asio::any_io_executor& ex, zkco::config cfg) : zk(ex, std::move(cfg)) {}
     zkco::client zk;
-    std::optional<roles::layout> l;          ///< read from /meta on first use
+    std::optional<protocol::layout> l;          ///< read from /meta on first use
     std::unique_ptr<roles::task_client> tc;  ///< made with the layout
 };
 
@@ -383,7 +383,7 @@ struct server::impl {
                 {400, "bad_query", "wait is for a single task; submit an array without it"}
             );
         }
-        auto bundle = query_int(t, "bundle", 1, static_cast<std::int64_t>(roles::max_bundle_tasks));
+        auto bundle = query_int(t, "bundle", 1, static_cast<std::int64_t>(protocol::max_bundle_tasks));
         if (!bundle) {
             co_return error_response(bundle.error());
         }
@@ -466,7 +466,7 @@ struct server::impl {
         auto info =
             co_await zkco::with_timeout(roles::read_task(zs.zk, *zs.l, id), opts.zk_timeout);
         if (info) {
-            body["state"] = roles::to_string(info->state);
+            body["state"] = protocol::to_string(info->state);
         }
         co_return json_response(202, body);
     }
@@ -506,7 +506,7 @@ struct server::impl {
     }
 
     asio::awaitable<response> task(bhttp::verb method, std::string id) {
-        if (!roles::parse_task_ref(id)) {
+        if (!protocol::parse_task_ref(id)) {
             co_return error_response(
                 {400, "bad_task_id",
                  "'" + id.substr(0, 64) +
@@ -523,7 +523,7 @@ struct server::impl {
         if (!info) {
             co_return error_response(zk_error(info.error(), "reading task " + id));
         }
-        const bool unknown = info->state == roles::task_state::unknown;
+        const bool unknown = info->state == protocol::task_state::unknown;
         if (method == bhttp::verb::get) {
             if (unknown && info->garbage.empty()) {
                 co_return error_response(
@@ -544,10 +544,10 @@ struct server::impl {
                  "no task " + id + " (never submitted, or its result was consumed)"}
             );
         }
-        if (unknown || roles::is_result_state(info->state)) {
+        if (unknown || protocol::is_result_state(info->state)) {
             co_return error_response(
                 {404, "finished",
-                 "task " + id + " has finished (" + std::string(roles::to_string(info->state)) +
+                 "task " + id + " has finished (" + std::string(protocol::to_string(info->state)) +
                      ")"}
             );
         }
@@ -558,7 +558,7 @@ struct server::impl {
         co_return json_response(
             202,
             json::object{
-                {"id", id}, {"state", roles::to_string(info->state)}, {"cancel", "requested"}}
+                {"id", id}, {"state", protocol::to_string(info->state)}, {"cancel", "requested"}}
         );
     }
 

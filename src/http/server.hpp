@@ -55,7 +55,7 @@ struct server_options {
     /// picks a free port (local_endpoint() tells which).
     std::string listen = "127.0.0.1:8080";
     /// The facade's own ZooKeeper session. Its connect string must end with the cluster's
-    /// chroot: hosts + roles::chroot_path(ns), e.g. "zk1:2181,zk2:2181/zkd/default". Set
+    /// chroot: hosts + protocol::chroot_path(ns), e.g. "zk1:2181,zk2:2181/zkd/default". Set
     /// session_timeout and auth (digest credentials, as the cluster's nodes use) here too.
     zkco::config zk;
     std::size_t max_body_bytes = std::size_t{1} << 20;      ///< larger bodies get 413
@@ -94,7 +94,7 @@ struct server_options {
 ///
 ///     zkd::http::server_options ho;
 ///     ho.listen = "127.0.0.1:8080";
-///     ho.zk.connect_string = zk_hosts + zkd::roles::chroot_path(ns);
+///     ho.zk.connect_string = zk_hosts + zkd::protocol::chroot_path(ns);
 ///     ho.stats = [&stats] { return stats; };
 ///     zkd::http::server http(ioc.get_executor(), std::move(ho));
 ///     if (auto ec = http.bind()) { ... usage or startup error ... }

@@ -36,7 +36,7 @@ boost::system::result<std::int64_t, handler_error> duration_arg(
         if (ms == nullptr)
             return bad_args(type, "expects {\"ms\": n} or a bare number of milliseconds");
     }
-    const auto n = as_int64(*ms);
+    const auto n = protocol::as_int64(*ms);
     if (!n)
         return bad_args(type, "\"ms\" must be an integer number of milliseconds");
     if (*n < 0 || *n > max_builtin_ms) {

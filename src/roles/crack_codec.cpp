@@ -3,7 +3,7 @@
 // job's coroutines) so that it builds, and is fuzzed (tests/fuzz), on its own.
 #include "roles/crack_job.hpp"
 
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/registry.hpp"
 
 #include <boost/json/array.hpp>
@@ -46,7 +46,7 @@ std::optional<std::uint64_t> as_count(const json::value* v) {
     if (v == nullptr) {
         return std::nullopt;
     }
-    const auto n = as_int64(*v);
+    const auto n = protocol::as_int64(*v);
     if (!n || *n < 0) {
         return std::nullopt;
     }
@@ -91,7 +91,7 @@ int crack_job::done() const noexcept {
 
 std::string encode(const crack_job& j) {
     json::object o;
-    o["v"] = format_version;
+    o["v"] = protocol::format_version;
     o["hash"] = j.hash;
     o["spec"] = j.spec;
     o["size"] = static_cast<std::int64_t>(j.size);
@@ -130,85 +130,85 @@ std::string encode(const crack_job& j) {
     return json::serialize(o);
 }
 
-codec_result<crack_job> decode_crack_job(std::string_view data) {
+protocol::codec_result<crack_job> decode_crack_job(std::string_view data) {
     boost::system::error_code ec;
-    json::value parsed = parse_json(data, ec);
+    json::value parsed = protocol::parse_json(data, ec);
     if (ec) {
-        return decode_error{"not JSON: " + ec.message()};
+        return protocol::decode_error{"not JSON: " + ec.message()};
     }
     if (!finite(parsed)) {
-        return decode_error{"not JSON: a number is out of range"};
+        return protocol::decode_error{"not JSON: a number is out of range"};
     }
     const json::object* o = parsed.if_object();
     if (o == nullptr) {
-        return decode_error{"not a JSON object"};
+        return protocol::decode_error{"not a JSON object"};
     }
     const json::value* v = o->if_contains("v");
-    const auto version = v != nullptr ? as_int64(*v) : std::nullopt;
+    const auto version = v != nullptr ? protocol::as_int64(*v) : std::nullopt;
     if (!version) {
-        return decode_error{"missing format version \"v\""};
+        return protocol::decode_error{"missing format version \"v\""};
     }
-    if (*version != format_version) {
-        return decode_error{"unsupported format version " + std::to_string(*version)};
+    if (*version != protocol::format_version) {
+        return protocol::decode_error{"unsupported format version " + std::to_string(*version)};
     }
     crack_job j;
     const json::value* hash = o->if_contains("hash");
     if (hash == nullptr || !hash->is_string() || !is_job_hash(hash->get_string())) {
-        return decode_error{"\"hash\" must be 32 lowercase hex digits"};
+        return protocol::decode_error{"\"hash\" must be 32 lowercase hex digits"};
     }
     j.hash = std::string(hash->get_string());
     const json::value* spec = o->if_contains("spec");
     if (spec == nullptr || !spec->is_object()) {
-        return decode_error{"\"spec\" must be an object"};
+        return protocol::decode_error{"\"spec\" must be an object"};
     }
     j.spec = spec->get_object();
     const auto size = as_count(o->if_contains("size"));
     if (!size) {
-        return decode_error{"\"size\" must be a count"};
+        return protocol::decode_error{"\"size\" must be a count"};
     }
     j.size = *size;
     const json::value* tasks = o->if_contains("tasks");
     if (tasks == nullptr || !tasks->is_array() || tasks->get_array().empty()) {
-        return decode_error{"\"tasks\" must be a non-empty array of task ids"};
+        return protocol::decode_error{"\"tasks\" must be a non-empty array of task ids"};
     }
     for (const auto& t : tasks->get_array()) {
-        if (!t.is_string() || !is_valid_task_id(t.get_string())) {
-            return decode_error{"\"tasks\" holds something that is not a task id"};
+        if (!t.is_string() || !protocol::is_valid_task_id(t.get_string())) {
+            return protocol::decode_error{"\"tasks\" holds something that is not a task id"};
         }
         j.tasks.emplace_back(t.get_string());
     }
     const json::value* parts = o->if_contains("partitions");
     if (parts == nullptr || !parts->is_string() || parts->get_string().size() != j.tasks.size()) {
-        return decode_error{"\"partitions\" must be a string with one character per task"};
+        return protocol::decode_error{"\"partitions\" must be a string with one character per task"};
     }
     j.partitions = std::string(parts->get_string());
     for (const char c : j.partitions) {
         if (c != crack_partition::open && c != crack_partition::searched &&
             c != crack_partition::found && c != crack_partition::failed &&
             c != crack_partition::cancelled) {
-            return decode_error{"\"partitions\" holds an unknown character"};
+            return protocol::decode_error{"\"partitions\" holds an unknown character"};
         }
     }
     const json::value* state = o->if_contains("state");
     const auto st = state != nullptr && state->is_string() ? parse_crack_state(state->get_string())
                                                            : std::nullopt;
     if (!st) {
-        return decode_error{"\"state\" must be running, found, not_found or failed"};
+        return protocol::decode_error{"\"state\" must be running, found, not_found or failed"};
     }
     j.state = *st;
     const auto tried = as_count(o->if_contains("tried"));
     if (!tried) {
-        return decode_error{"\"tried\" must be a count"};
+        return protocol::decode_error{"\"tried\" must be a count"};
     }
     j.tried = *tried;
     if (const json::value* pre = o->if_contains("preimage"); pre != nullptr && !pre->is_null()) {
         if (!pre->is_string()) {
-            return decode_error{"\"preimage\" must be a string"};
+            return protocol::decode_error{"\"preimage\" must be a string"};
         }
         j.preimage = std::string(pre->get_string());
     }
     if (j.state == crack_state::found && !j.preimage) {
-        return decode_error{"a found job needs its \"preimage\""};
+        return protocol::decode_error{"a found job needs its \"preimage\""};
     }
     if (const auto fp = as_count(o->if_contains("found_partition")); fp && *fp < j.tasks.size()) {
         j.found_partition = static_cast<int>(*fp);
@@ -216,14 +216,14 @@ codec_result<crack_job> decode_crack_job(std::string_view data) {
     if (const json::value* failed = o->if_contains("failed_partitions");
         failed != nullptr && !failed->is_null()) {
         if (!failed->is_array()) {
-            return decode_error{"\"failed_partitions\" must be an array"};
+            return protocol::decode_error{"\"failed_partitions\" must be an array"};
         }
         for (const auto& f : failed->get_array()) {
             const json::object* fo = f.if_object();
             const auto index =
                 fo != nullptr ? as_count(fo->if_contains("partition")) : std::nullopt;
             if (!index || *index >= j.tasks.size()) {
-                return decode_error{"\"failed_partitions\" holds a bad partition number"};
+                return protocol::decode_error{"\"failed_partitions\" holds a bad partition number"};
             }
             crack_failed_partition fp;
             fp.partition = static_cast<int>(*index);
@@ -233,7 +233,7 @@ codec_result<crack_job> decode_crack_job(std::string_view data) {
                                                       : std::string();
             };
             fp.task = text("task");
-            fp.state = parse_task_state(text("state")).value_or(task_state::unknown);
+            fp.state = protocol::parse_task_state(text("state")).value_or(protocol::task_state::unknown);
             fp.code = text("code");
             fp.message = text("message");
             j.failed.push_back(std::move(fp));

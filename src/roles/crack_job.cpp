@@ -3,7 +3,7 @@
 
 #include "reactor/task_group.hpp"
 #include "roles/election.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/md5_crack.hpp"
 #include "roles/registry.hpp"
 #include "roles/task_client.hpp"
@@ -231,7 +231,7 @@ zkco::result<plan> make_plan(const crack_spec& s) {
             json::object{{"words", static_cast<std::int64_t>(p.size)}, {"words_sha1", digest}};
         key = "words\n" + std::to_string(p.size) + "\n" + digest;
     }
-    p.job_id = "crack-" + p.hash + "-" + hex8(fnv1a32(key));
+    p.job_id = "crack-" + p.hash + "-" + hex8(protocol::fnv1a32(key));
     return p;
 }
 
@@ -261,13 +261,13 @@ json::value partition_args(const plan& p, std::pair<std::uint64_t, std::uint64_t
 zkco::result<zkco::multi_op> partition_op(
     const plan& p,
     const crack_spec& s,
-    const layout& l,
+    const protocol::layout& l,
     std::pair<std::uint64_t, std::uint64_t> range,
     const std::string& tid,
     const std::string& client,
     std::int64_t now
 ) {
-    task_spec t;
+    protocol::task_spec t;
     t.type = std::string(md5_crack_type);
     t.args = partition_args(p, range);
     t.priority = s.priority;
@@ -279,7 +279,7 @@ zkco::result<zkco::multi_op> partition_op(
         return zkco::error_code(crack_errc::bad_task_options);
     }
     auto encoded = encode(t);
-    if (!task_size_ok(encoded)) {
+    if (!protocol::task_size_ok(encoded)) {
         return zkco::error_code(crack_errc::job_too_large);
     }
     return zkco::multi_op(zkco::op::create{
@@ -304,7 +304,7 @@ struct inbox_item {
 };
 
 void mark_failed(
-    crack_job& j, std::size_t i, task_state state, std::string code, std::string message
+    crack_job& j, std::size_t i, protocol::task_state state, std::string code, std::string message
 ) {
     j.partitions[i] = crack_partition::failed;
     j.failed.push_back(crack_failed_partition{
@@ -324,27 +324,27 @@ bool apply(crack_job& j, const inbox_item& item) {
     }
     if (!item.data) {
         mark_failed(
-            j, i, task_state::unknown, "vanished",
+            j, i, protocol::task_state::unknown, "vanished",
             "the task and its result are gone (consumed by another client or reaped)"
         );
         return true;
     }
-    auto r = decode_result(*item.data);
+    auto r = protocol::decode_result(*item.data);
     if (!r) {
-        mark_failed(j, i, task_state::unknown, "garbage_result", r.error().message);
+        mark_failed(j, i, protocol::task_state::unknown, "garbage_result", r.error().message);
         return true;
     }
     switch (r->state) {
-    case task_state::succeeded: {
+    case protocol::task_state::succeeded: {
         const json::object* v = r->value.if_object();
         const json::value* found = v != nullptr ? v->if_contains("found") : nullptr;
         const json::value* tried_value = v != nullptr ? v->if_contains("tried") : nullptr;
         // -1: absent or not a count (a plain integer keeps GCC's maybe-uninitialized quiet)
         const std::int64_t tried =
-            tried_value != nullptr ? as_int64(*tried_value).value_or(-1) : -1;
+            tried_value != nullptr ? protocol::as_int64(*tried_value).value_or(-1) : -1;
         if (found == nullptr || !found->is_bool() || tried < 0) {
             mark_failed(
-                j, i, task_state::succeeded, "bad_value",
+                j, i, protocol::task_state::succeeded, "bad_value",
                 R"(the partition's value is not {"found":bool,"tried":n})"
             );
             return true;
@@ -354,7 +354,7 @@ bool apply(crack_job& j, const inbox_item& item) {
             if (pre == nullptr || !pre->is_string() ||
                 md5_hex(std::string_view(pre->get_string())) != j.hash) {
                 mark_failed(
-                    j, i, task_state::succeeded, "bad_value",
+                    j, i, protocol::task_state::succeeded, "bad_value",
                     "the partition's preimage does not hash to the job's hash"
                 );
                 return true;
@@ -365,7 +365,7 @@ bool apply(crack_job& j, const inbox_item& item) {
                 j.state = crack_state::found;
                 j.preimage = std::string(pre->get_string());
                 j.found_partition = static_cast<int>(i);
-                j.finished_ms = now_ms();
+                j.finished_ms = protocol::now_ms();
             }
         } else {
             j.partitions[i] = crack_partition::searched;
@@ -373,7 +373,7 @@ bool apply(crack_job& j, const inbox_item& item) {
         }
         return true;
     }
-    case task_state::cancelled:
+    case protocol::task_state::cancelled:
         if (j.state == crack_state::found) {
             j.partitions[i] = crack_partition::cancelled;
             return true;
@@ -395,7 +395,7 @@ bool settle(crack_job& j) {
         return false;
     }
     j.state = j.failed.empty() ? crack_state::not_found : crack_state::failed;
-    j.finished_ms = now_ms();
+    j.finished_ms = protocol::now_ms();
     return true;
 }
 
@@ -424,7 +424,7 @@ class crack_run {
 public:
     crack_run(
         zkco::client& zk,
-        layout l,
+        protocol::layout l,
         crack_spec spec,
         std::function<void(const crack_progress&)> on_progress
     )
@@ -588,17 +588,17 @@ private:
 
     /// Capacity of the live workers that are not draining; 0 if it cannot be read.
     asio::awaitable<int> live_capacity() {
-        auto kids = co_await zk_.get_children(layout::workers_dir());
+        auto kids = co_await zk_.get_children(protocol::layout::workers_dir());
         if (!kids) {
             co_return 0;
         }
         int capacity = 0;
         for (const auto& name : kids->names) {
-            auto node = co_await zk_.get(layout::worker(name));
+            auto node = co_await zk_.get(protocol::layout::worker(name));
             if (!node) {
                 continue;
             }
-            auto w = decode_worker(node->data);
+            auto w = protocol::decode_worker(node->data);
             if (w && !w->draining && w->capacity) {
                 capacity += std::clamp(*w->capacity, 0, max_crack_partitions);
             }
@@ -612,7 +612,7 @@ private:
 
     asio::awaitable<zkco::result<creation>> create_job() {
         const std::uint64_t parts = co_await choose_partitions();
-        const std::int64_t now = now_ms();
+        const std::int64_t now = protocol::now_ms();
         crack_job doc;
         doc.hash = plan_.hash;
         doc.spec = plan_.canonical;
@@ -683,7 +683,7 @@ private:
                 co_return zkco::error_code(crack_errc::spec_conflict);
             }
             crack_job doc = job_;
-            const std::int64_t now = now_ms();
+            const std::int64_t now = protocol::now_ms();
             std::vector<zkco::multi_op> ops;
             ops.emplace_back(zkco::op::set{path_, {}, version_});
             int redo = 0;
@@ -1016,10 +1016,10 @@ private:
             }
         }
         if (complete) {
-            auto workers = co_await zk_.get_children(layout::assign_dir());
+            auto workers = co_await zk_.get_children(protocol::layout::assign_dir());
             complete = static_cast<bool>(workers);
             for (const auto& w : workers ? workers->names : std::vector<std::string>{}) {
-                auto kids = co_await zk_.get_children(layout::assign_dir(w));
+                auto kids = co_await zk_.get_children(protocol::layout::assign_dir(w));
                 if (!kids) {
                     if (kids.error() == zkco::errc::no_node) {
                         continue;
@@ -1144,11 +1144,11 @@ private:
     }
 
     zkco::client& zk_;
-    layout l_;
+    protocol::layout l_;
     crack_spec spec_;
     std::function<void(const crack_progress&)> on_progress_;
     task_client tc_;
-    task_id_generator ids_;
+    protocol::task_id_generator ids_;
     plan plan_;
     std::string path_;
     std::chrono::steady_clock::time_point start_;
@@ -1267,7 +1267,7 @@ zkco::result<std::string> crack_job_id(const crack_spec& spec) {
 
 asio::awaitable<zkco::result<crack_outcome>> run_crack(
     zkco::client& zk,
-    layout l,
+    protocol::layout l,
     crack_spec spec,
     std::function<void(const crack_progress&)> on_progress
 ) {

@@ -7,8 +7,8 @@
 // starting another.
 #pragma once
 
-#include "roles/layout.hpp"
-#include "roles/task.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -92,7 +92,7 @@ inline constexpr char cancelled = 'c';  ///< cancelled after the job was found
 struct crack_failed_partition {
     int partition = 0;
     std::string task;                       ///< its task id then
-    task_state state = task_state::failed;  ///< the result's state; unknown: vanished
+    protocol::task_state state = protocol::task_state::failed;  ///< the result's state; unknown: vanished
     std::string code;                       ///< the result's error code, or "vanished",
                                             ///< "garbage_result", "bad_value"
     std::string message;
@@ -128,7 +128,7 @@ struct crack_job {
 std::string encode(const crack_job& j);
 /// Requires v 1, a valid hash, an object spec, valid task ids, a partitions string of the
 /// same length made of crack_partition characters, and a known state. `done` is derived.
-codec_result<crack_job> decode_crack_job(std::string_view data);
+protocol::codec_result<crack_job> decode_crack_job(std::string_view data);
 
 /// A charset by name: lower, upper, digits, alpha, alnum, hex, printable (ASCII 0x20-0x7e),
 /// or several joined by '+' ("lower+digits"); nullopt for anything else.
@@ -217,7 +217,7 @@ struct crack_outcome {
 /// and must not throw.
 boost::asio::awaitable<zkco::result<crack_outcome>> run_crack(
     zkco::client& zk,
-    layout l,
+    protocol::layout l,
     crack_spec spec,
     std::function<void(const crack_progress&)> on_progress = {}
 );

@@ -2,7 +2,7 @@
 #include "roles/election.hpp"
 
 #include "roles/foreign.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "zkco/deadline.hpp"
 
 #include <spdlog/spdlog.h>
@@ -107,7 +107,7 @@ zkco::result<void> refuse_unprotected(const std::optional<std::string>& problem)
 
 }  // namespace
 
-asio::awaitable<std::optional<std::string>> check_protected(zkco::client& zk, layout l,
+asio::awaitable<std::optional<std::string>> check_protected(zkco::client& zk, protocol::layout l,
                                                            zkco::credentials auth) {
     std::vector<std::string> paths{"/"};
     for (auto& p : l.fixed_nodes()) {
@@ -160,32 +160,32 @@ asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std::strin
     co_return zkco::result<void>();
 }
 
-asio::awaitable<zkco::result<layout>> ensure_layout(zkco::client& zk, meta_info defaults) {
+asio::awaitable<zkco::result<protocol::layout>> ensure_layout(zkco::client& zk, protocol::meta_info defaults) {
     // Create-if-absent, then read: whoever created /meta first decided the shard counts.
     auto created = co_await retry_unknown(
-        zk, [&] { return zk.create(layout::meta(), encode(defaults)); });
+        zk, [&] { return zk.create(protocol::layout::meta(), encode(defaults)); });
     if (auto ok = ok_or_exists(created); !ok) {
         co_return ok.error();
     }
-    auto node = co_await retry_unknown(zk, [&] { return zk.get(layout::meta()); });
+    auto node = co_await retry_unknown(zk, [&] { return zk.get(protocol::layout::meta()); });
     if (!node) {
         co_return node.error();
     }
-    auto meta = decode_meta(node->data);
+    auto meta = protocol::decode_meta(node->data);
     if (!meta) {
         spdlog::error("cluster: /meta is not a zkd format 1 meta node ({}); refusing to guess the "
-                      "layout",
+                      "protocol::layout",
                       meta.error().message);
         co_return zkco::error_code(zkco::errc::data_inconsistency);
     }
-    const layout l = layout::from(*meta);
+    const protocol::layout l = protocol::layout::from(*meta);
     for (const auto& path : l.fixed_nodes()) {
-        if (path == layout::meta()) {
+        if (path == protocol::layout::meta()) {
             continue;
         }
         std::string data;
-        if (path == layout::epoch()) {
-            data = encode(epoch_info{});
+        if (path == protocol::layout::epoch()) {
+            data = encode(protocol::epoch_info{});
         }
         auto r = co_await retry_unknown(zk, [&] { return zk.create(path, data); });
         if (auto ok = ok_or_exists(r); !ok) {
@@ -204,7 +204,7 @@ asio::awaitable<zkco::result<layout>> ensure_layout(zkco::client& zk, meta_info 
 namespace {
 
 struct candidate {
-    election_node node;
+    protocol::election_node node;
     std::string name;
 };
 
@@ -213,7 +213,7 @@ std::vector<candidate> candidates(const std::vector<std::string>& names) {
     static std::set<std::string> reported;
     std::vector<candidate> out;
     for (const auto& name : names) {
-        if (auto parsed = parse_election_node(name)) {
+        if (auto parsed = protocol::parse_election_node(name)) {
             out.push_back({std::move(*parsed), name});
         } else if (reported.insert(name).second) {
             spdlog::warn("election: ignoring foreign node /election/{}", name);
@@ -227,16 +227,16 @@ std::vector<candidate> candidates(const std::vector<std::string>& names) {
 
 }  // namespace
 
-asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info me) {
+asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::member_info me) {
     std::optional<candidacy> mine;
     const std::string data = encode(me);
     // Named, not braced inside the co_await: GCC 12 may destroy such temporaries twice.
     const zkco::create_options ephemeral_sequential(zkco::create_mode::ephemeral_sequential);
     while (!mine) {
-        auto created = co_await zk.create(layout::election_prefix(me.id), data,
+        auto created = co_await zk.create(protocol::layout::election_prefix(me.id), data,
                                           ephemeral_sequential);
         if (created) {
-            const auto parsed = parse_election_node(zkco::base_name(*created));
+            const auto parsed = protocol::parse_election_node(zkco::base_name(*created));
             mine = candidacy{*created, parsed ? parsed->sequence : 0};
             break;
         }
@@ -248,13 +248,13 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info 
         if (!connected) {
             co_return zkco::error_code(zkco::errc::session_expired);
         }
-        auto kids = co_await retry_unknown(zk, [&] { return zk.get_children(layout::election_dir()); });
+        auto kids = co_await retry_unknown(zk, [&] { return zk.get_children(protocol::layout::election_dir()); });
         if (!kids) {
             co_return kids.error();
         }
         for (const auto& c : candidates(kids->names)) {
             if (c.node.member == me.id) {
-                mine = candidacy{zkco::join_path(layout::election_dir(), c.name), c.node.sequence};
+                mine = candidacy{zkco::join_path(protocol::layout::election_dir(), c.name), c.node.sequence};
             }
         }
     }
@@ -262,7 +262,7 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info 
 
     std::set<std::string> persistent;  // well-named, but no session owns them: not candidates
     for (;;) {
-        auto kids = co_await retry_unknown(zk, [&] { return zk.get_children(layout::election_dir()); });
+        auto kids = co_await retry_unknown(zk, [&] { return zk.get_children(protocol::layout::election_dir()); });
         if (!kids) {
             co_return kids.error();
         }
@@ -280,7 +280,7 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info 
         // Watch only the one just before us: when it goes, we may be first (no herd).
         const auto& before = *(me_at - 1);
         auto w = co_await retry_unknown(zk, [&] {
-            return zk.watch_exists(zkco::join_path(layout::election_dir(), before.name));
+            return zk.watch_exists(zkco::join_path(protocol::layout::election_dir(), before.name));
         });
         if (!w) {
             co_return w.error();
@@ -303,16 +303,16 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, member_info 
     }
 }
 
-asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, member_info me,
+asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, protocol::member_info me,
                                                       std::int64_t now_ms) {
     // The server we talk to may lag the leader: catch up before reading the epoch.
-    if (auto s = co_await retry_unknown(zk, [&] { return zk.sync(layout::epoch()); }); !s) {
+    if (auto s = co_await retry_unknown(zk, [&] { return zk.sync(protocol::layout::epoch()); }); !s) {
         co_return s.error();
     }
-    const std::string stamp = encode(epoch_info{me.id, now_ms});
+    const std::string stamp = encode(protocol::epoch_info{me.id, now_ms});
     std::int64_t epoch = 0;
     while (epoch == 0) {
-        auto current = co_await retry_unknown(zk, [&] { return zk.get(layout::epoch()); });
+        auto current = co_await retry_unknown(zk, [&] { return zk.get(protocol::layout::epoch()); });
         if (!current) {
             co_return current.error();
         }
@@ -320,7 +320,7 @@ asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, member_i
             epoch = current->stat.version;  // our own earlier set applied; its reply was lost
             break;
         }
-        auto set = co_await zk.set(layout::epoch(), stamp, current->stat.version);
+        auto set = co_await zk.set(protocol::layout::epoch(), stamp, current->stat.version);
         if (set) {
             epoch = set->version;
         } else if (set.error() != zkco::errc::bad_version &&
@@ -332,15 +332,15 @@ asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, member_i
 
     me.epoch = epoch;
     me.since_ms = now_ms;
-    std::vector<zkco::multi_op> ops{zkco::op::check{layout::epoch(), static_cast<std::int32_t>(epoch)}};
-    auto existing = co_await retry_unknown(zk, [&] { return zk.exists(layout::master()); });
+    std::vector<zkco::multi_op> ops{zkco::op::check{protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}};
+    auto existing = co_await retry_unknown(zk, [&] { return zk.exists(protocol::layout::master()); });
     if (!existing) {
         co_return existing.error();
     }
     if (*existing) {
-        ops.emplace_back(zkco::op::remove{layout::master(), (*existing)->version});
+        ops.emplace_back(zkco::op::remove{protocol::layout::master(), (*existing)->version});
     }
-    ops.emplace_back(zkco::op::create{layout::master(), encode(me), zkco::create_mode::ephemeral, {}});
+    ops.emplace_back(zkco::op::create{protocol::layout::master(), encode(me), zkco::create_mode::ephemeral, {}});
     auto written = co_await zk.multi(std::move(ops));
     if (!written && written.ec != zkco::condition::retryable) {
         // A failed epoch check means another master took over meanwhile: we are not it.
@@ -350,11 +350,11 @@ asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, member_i
     co_return epoch;
 }
 
-asio::awaitable<zkco::result<void>> join_workers(zkco::client& zk, member_info me) {
+asio::awaitable<zkco::result<void>> join_workers(zkco::client& zk, protocol::member_info me) {
     for (;;) {
         std::vector<zkco::multi_op> ops{
-            zkco::op::create{layout::worker(me.id), encode(me), zkco::create_mode::ephemeral, {}},
-            zkco::op::create{layout::assign_dir(me.id), "", zkco::create_mode::persistent, {}},
+            zkco::op::create{protocol::layout::worker(me.id), encode(me), zkco::create_mode::ephemeral, {}},
+            zkco::op::create{protocol::layout::assign_dir(me.id), "", zkco::create_mode::persistent, {}},
         };
         auto r = co_await zk.multi(std::move(ops));
         if (r) {
@@ -368,7 +368,7 @@ asio::awaitable<zkco::result<void>> join_workers(zkco::client& zk, member_info m
         }
         if (r.ec == zkco::condition::retryable || r.ec == zkco::errc::node_exists) {
             // An earlier attempt may have applied: our ephemeral node says so.
-            auto there = co_await zk.exists(layout::worker(me.id));
+            auto there = co_await zk.exists(protocol::layout::worker(me.id));
             const auto session = zk.session();
             if (there && *there && session && (*there)->ephemeral_owner == session->id) {
                 co_return zkco::result<void>();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "roles/inspect.hpp"
 
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/task_client.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -110,7 +110,7 @@ std::int64_t age_since(std::int64_t now, std::int64_t then) {
 
 master_view master_from(const std::string& data) {
     master_view m;
-    auto decoded = decode_master(data);
+    auto decoded = protocol::decode_master(data);
     if (!decoded) {
         m.garbage = decoded.error().message;
         return m;
@@ -125,19 +125,19 @@ master_view master_from(const std::string& data) {
 }
 
 task_entry entry_from(
-    std::string id, task_state state, std::string worker, const std::string& data, std::int64_t now
+    std::string id, protocol::task_state state, std::string worker, const std::string& data, std::int64_t now
 ) {
     task_entry e;
     e.id = std::move(id);
     e.state = state;
     e.worker = std::move(worker);
-    auto spec = decode_task(data);
+    auto spec = protocol::decode_task(data);
     if (!spec) {
         e.garbage = spec.error().message;
         return e;
     }
-    if (state != task_state::pending && spec->running_ms != 0) {
-        e.state = task_state::running;
+    if (state != protocol::task_state::pending && spec->running_ms != 0) {
+        e.state = protocol::task_state::running;
     }
     e.type = std::move(spec->type);
     e.tasks = std::max<std::size_t>(1, spec->bundle.size());
@@ -170,27 +170,27 @@ zkco::result<std::uint64_t> child_count(
 
 }  // namespace
 
-asio::awaitable<zkco::result<layout>> read_layout(zkco::client& zk) {
-    auto node = co_await zk.get(layout::meta());
+asio::awaitable<zkco::result<protocol::layout>> read_layout(zkco::client& zk) {
+    auto node = co_await zk.get(protocol::layout::meta());
     if (!node) {
         co_return node.error();
     }
-    auto meta = decode_meta(node->data);
+    auto meta = protocol::decode_meta(node->data);
     if (!meta) {
         co_return zkco::error_code(zkco::errc::data_inconsistency);
     }
-    co_return layout::from(*meta);
+    co_return protocol::layout::from(*meta);
 }
 
-asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layout l) {
+asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, protocol::layout l) {
     cluster_view view;
 
     // Round 1: the fixed nodes and the directories' stats.
     read_batch first(zk);
-    auto epoch = first.exists(layout::epoch());
-    auto master = first.get(layout::master());
-    auto workers = first.children(layout::workers_dir());
-    auto cancels = first.exists(layout::cancel_dir());
+    auto epoch = first.exists(protocol::layout::epoch());
+    auto master = first.get(protocol::layout::master());
+    auto workers = first.children(protocol::layout::workers_dir());
+    auto cancels = first.exists(protocol::layout::cancel_dir());
     std::vector<read_batch::slot<std::optional<zkco::stat>>> pending;
     for (auto& p : l.pending_shard_paths()) {
         pending.push_back(first.exists(std::move(p)));
@@ -242,8 +242,8 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layou
     std::vector<read_batch::slot<zkco::node>> infos;
     std::vector<read_batch::slot<zkco::children>> dirs;
     for (const auto& id : ids) {
-        infos.push_back(second.get(layout::worker(id)));
-        dirs.push_back(second.children(layout::assign_dir(id)));
+        infos.push_back(second.get(protocol::layout::worker(id)));
+        dirs.push_back(second.children(protocol::layout::assign_dir(id)));
     }
     const auto second_done = co_await second.wait();
     if (!second_done) {
@@ -265,7 +265,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layou
         }
         worker_view w;
         w.id = ids[i];
-        auto decoded = decode_worker((*infos[i])->data);
+        auto decoded = protocol::decode_worker((*infos[i])->data);
         if (decoded) {
             w.host = std::move(decoded->host);
             w.pid = decoded->pid;
@@ -278,8 +278,8 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layou
         }
         if (*dirs[i]) {
             for (const auto& name : (*dirs[i])->names) {
-                if (!is_cancel_marker(name)) {
-                    assignments[i].push_back(third.get(layout::assignment(ids[i], name)));
+                if (!protocol::is_cancel_marker(name)) {
+                    assignments[i].push_back(third.get(protocol::layout::assignment(ids[i], name)));
                 }
             }
         }
@@ -303,7 +303,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layou
                 continue;  // finished meanwhile
             }
             ++w.assigned;
-            auto spec = decode_task((*a)->data);
+            auto spec = protocol::decode_task((*a)->data);
             if (spec && spec->running_ms != 0) {
                 ++w.running;
             }
@@ -312,7 +312,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layou
     co_return view;
 }
 
-asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, std::size_t limit) {
+asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, protocol::layout l, std::size_t limit) {
     task_list out;
     out.limit = limit;
 
@@ -322,7 +322,7 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
     for (auto& p : l.pending_shard_paths()) {
         shards.push_back(first.children(std::move(p)));
     }
-    auto dirs = first.children(layout::assign_dir());
+    auto dirs = first.children(protocol::layout::assign_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
         co_return first_done.error();
@@ -334,7 +334,7 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
         }
         if (*shards[i]) {
             for (auto& name : (*shards[i])->names) {
-                auto path = zkco::join_path(layout::pending_shard(i), name);
+                auto path = zkco::join_path(protocol::layout::pending_shard(i), name);
                 pending.emplace_back(std::move(name), std::move(path));
             }
         }
@@ -350,7 +350,7 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
     std::vector<read_batch::slot<zkco::children>> listed;
     listed.reserve(owners.size());
     for (const auto& w : owners) {
-        listed.push_back(second.children(layout::assign_dir(w)));
+        listed.push_back(second.children(protocol::layout::assign_dir(w)));
     }
     const auto second_done = co_await second.wait();
     if (!second_done) {
@@ -363,7 +363,7 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
         }
         if (*listed[i]) {
             for (auto& name : (*listed[i])->names) {
-                if (!is_cancel_marker(name)) {
+                if (!protocol::is_cancel_marker(name)) {
                     assigned.emplace_back(owners[i], std::move(name));
                 }
             }
@@ -387,13 +387,13 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
     std::vector<read_batch::slot<zkco::node>> assigned_data;
     assigned_data.reserve(assigned.size());
     for (const auto& [w, id] : assigned) {
-        assigned_data.push_back(third.get(layout::assignment(w, id)));
+        assigned_data.push_back(third.get(protocol::layout::assignment(w, id)));
     }
     const auto third_done = co_await third.wait();
     if (!third_done) {
         co_return third_done.error();
     }
-    const auto now = now_ms();
+    const auto now = protocol::now_ms();
     for (std::size_t i = 0; i < pending.size(); ++i) {
         const auto& node = *pending_data[i];
         if (failed(node)) {
@@ -402,14 +402,14 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
         if (!node) {
             continue;  // assigned or cancelled meanwhile
         }
-        if (!is_valid_task_id(pending[i].first)) {
+        if (!protocol::is_valid_task_id(pending[i].first)) {
             task_entry e;
             e.id = pending[i].first;
             e.garbage = "not a task id";
             out.pending.push_back(std::move(e));
             continue;
         }
-        out.pending.push_back(entry_from(pending[i].first, task_state::pending, {}, node->data, now)
+        out.pending.push_back(entry_from(pending[i].first, protocol::task_state::pending, {}, node->data, now)
         );
     }
     for (std::size_t i = 0; i < assigned.size(); ++i) {
@@ -421,7 +421,7 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, layout l, 
             continue;  // finished meanwhile
         }
         out.assigned.push_back(
-            entry_from(assigned[i].second, task_state::assigned, assigned[i].first, node->data, now)
+            entry_from(assigned[i].second, protocol::task_state::assigned, assigned[i].first, node->data, now)
         );
     }
     co_return out;
@@ -431,35 +431,35 @@ namespace {
 
 // One task of a bundle, from what was found of the bundle: nullopt once its result was
 // consumed.
-codec_result<std::optional<task_result>> bundled(const task_result& whole, std::size_t index,
+protocol::codec_result<std::optional<protocol::task_result>> bundled(const protocol::task_result& whole, std::size_t index,
                                                  const std::string& tid) {
     if (std::binary_search(whole.consumed.begin(), whole.consumed.end(), index)) {
-        return std::optional<task_result>();
+        return std::optional<protocol::task_result>();
     }
-    auto r = bundled_result(whole, index, tid);
+    auto r = protocol::bundled_result(whole, index, tid);
     if (!r) {
         return r.error();
     }
-    return std::optional<task_result>(std::move(*r));
+    return std::optional<protocol::task_result>(std::move(*r));
 }
 
 }  // namespace
 
-asio::awaitable<zkco::result<std::optional<task_result>>> peek_result(
-    zkco::client& zk, layout l, std::string tid
+asio::awaitable<zkco::result<std::optional<protocol::task_result>>> peek_result(
+    zkco::client& zk, protocol::layout l, std::string tid
 ) {
-    const auto ref = parse_task_ref(tid);
+    const auto ref = protocol::parse_task_ref(tid);
     if (!ref) {
-        co_return std::optional<task_result>();
+        co_return std::optional<protocol::task_result>();
     }
     auto node = co_await zk.get(l.result(ref->node));
     if (!node) {
         if (node.error() == zkco::errc::no_node) {
-            co_return std::optional<task_result>();
+            co_return std::optional<protocol::task_result>();
         }
         co_return node.error();
     }
-    auto decoded = decode_result(node->data);
+    auto decoded = protocol::decode_result(node->data);
     if (!decoded) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
@@ -470,13 +470,13 @@ asio::awaitable<zkco::result<std::optional<task_result>>> peek_result(
         }
         co_return std::move(*one);
     }
-    co_return std::optional<task_result>(std::move(*decoded));
+    co_return std::optional<protocol::task_result>(std::move(*decoded));
 }
 
-asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, std::string tid) {
+asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, protocol::layout l, std::string tid) {
     task_info info;
     info.id = tid;
-    const auto ref = parse_task_ref(tid);
+    const auto ref = protocol::parse_task_ref(tid);
     if (!ref) {
         co_return info;
     }
@@ -491,11 +491,11 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, s
         if (info.result) {
             auto one = bundled(*info.result, *ref->index, tid);
             if (!one) {
-                info.state = task_state::unknown;
+                info.state = protocol::task_state::unknown;
                 info.garbage = one.error().message;
                 info.result.reset();
             } else if (!*one) {
-                info.state = task_state::unknown;  // consumed
+                info.state = protocol::task_state::unknown;  // consumed
                 info.result.reset();
             } else {
                 info.state = (*one)->state;
@@ -508,7 +508,7 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, s
     // a task moving on between the reads is caught in its later state.
     read_batch first(zk);
     auto pending = first.exists(l.pending_task(tid));
-    auto dirs = first.children(layout::assign_dir());
+    auto dirs = first.children(protocol::layout::assign_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
         co_return first_done.error();
@@ -523,7 +523,7 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, s
     std::vector<std::pair<std::string, read_batch::slot<zkco::node>>> assignments;
     if (*dirs) {
         for (const auto& w : (*dirs)->names) {
-            assignments.emplace_back(w, second.get(layout::assignment(w, tid)));
+            assignments.emplace_back(w, second.get(protocol::layout::assignment(w, tid)));
         }
     }
     auto result = second.get(l.result(tid));
@@ -535,7 +535,7 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, s
         co_return result->error();
     }
     if (*result) {
-        auto decoded = decode_result((*result)->data);
+        auto decoded = protocol::decode_result((*result)->data);
         if (!decoded) {
             info.garbage = decoded.error().message;
             co_return info;
@@ -553,19 +553,19 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, layout l, s
             continue;
         }
         info.worker = w;
-        auto spec = decode_task((*node)->data);
+        auto spec = protocol::decode_task((*node)->data);
         if (!spec) {
-            info.state = task_state::assigned;
+            info.state = protocol::task_state::assigned;
             info.garbage = spec.error().message;
         } else {
-            info.state = spec->running_ms != 0 ? task_state::running : task_state::assigned;
+            info.state = spec->running_ms != 0 ? protocol::task_state::running : protocol::task_state::assigned;
             info.progress = spec->progress;
             info.progress_message = std::move(spec->progress_message);
         }
         co_return info;
     }
     if (*pending && **pending) {
-        info.state = task_state::pending;
+        info.state = protocol::task_state::pending;
     }
     co_return info;
 }
@@ -627,7 +627,7 @@ json::value to_json(const task_entry& t) {
     json::object o;
     o["id"] = t.id;
     o["state"] = to_string(t.state);
-    if (t.state != task_state::pending) {
+    if (t.state != protocol::task_state::pending) {
         o["worker"] = t.worker;
     }
     if (!t.garbage.empty()) {
@@ -642,7 +642,7 @@ json::value to_json(const task_entry& t) {
     o["attempt"] = t.attempt;
     o["age_ms"] = t.age_ms;
     o["submitted_ms"] = t.submitted_ms;
-    if (t.state != task_state::pending) {
+    if (t.state != protocol::task_state::pending) {
         o["assigned_ms"] = t.assigned_ms;
     }
     if (t.running_ms != 0) {
@@ -673,9 +673,9 @@ json::value to_json(const task_list& t) {
     return o;
 }
 
-json::value to_json(const task_result& r) {
+json::value to_json(const protocol::task_result& r) {
     boost::system::error_code ec;
-    auto v = parse_json(encode(r), ec);  // the protocol's depth, not Boost.JSON's default
+    auto v = protocol::parse_json(encode(r), ec);  // the protocol's depth, not Boost.JSON's default
     return ec ? json::value(nullptr) : v;
 }
 

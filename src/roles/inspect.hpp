@@ -15,8 +15,8 @@
 // and partial abandon the reads (the late replies are dropped) and yield operation_aborted.
 #pragma once
 
-#include "roles/layout.hpp"
-#include "roles/task.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -32,7 +32,7 @@ namespace zkd::roles {
 
 /// Reads the layout /meta declares, creating nothing (unlike ensure_layout). Errors: no_node
 /// (no cluster in this namespace yet), data_inconsistency (/meta is garbage), the session's.
-boost::asio::awaitable<zkco::result<layout>> read_layout(zkco::client& zk);
+boost::asio::awaitable<zkco::result<protocol::layout>> read_layout(zkco::client& zk);
 
 // --- the cluster ---------------------------------------------------------------------------
 
@@ -79,14 +79,14 @@ struct cluster_view {
 /// lists; running from the assignments' data), and the counts of pending tasks, results and
 /// cancel requests (from the directories' stats, without listing them). Errors: see the top
 /// of this file.
-boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, layout l);
+boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, protocol::layout l);
 
 // --- tasks ---------------------------------------------------------------------------------
 
 /// A pending, assigned or running task, from its node.
 struct task_entry {
     std::string id;
-    task_state state = task_state::pending;  ///< pending, assigned or running
+    protocol::task_state state = protocol::task_state::pending;  ///< pending, assigned or running
     std::string worker;                      ///< assigned and running: the directory's owner
     std::string type;
     std::size_t tasks = 1;    ///< a bundle's size (docs/protocol.md §4.1); 1 for a task
@@ -119,22 +119,22 @@ inline constexpr std::size_t default_task_list_limit = 1000;
 /// Lists every pending shard and assignment directory, then reads at most `limit` pending
 /// and at most `limit` assigned tasks (all reads of a step at once). Errors: see the top.
 boost::asio::awaitable<zkco::result<task_list>> list_tasks(
-    zkco::client& zk, layout l, std::size_t limit = default_task_list_limit
+    zkco::client& zk, protocol::layout l, std::size_t limit = default_task_list_limit
 );
 
 /// Reads a task's result without consuming it: nullopt when none exists (or `tid` is not a
 /// valid task id). Errors:
 /// client_errc::garbage_result (the node holds no zkd result), the session's.
-boost::asio::awaitable<zkco::result<std::optional<task_result>>> peek_result(
-    zkco::client& zk, layout l, std::string tid
+boost::asio::awaitable<zkco::result<std::optional<protocol::task_result>>> peek_result(
+    zkco::client& zk, protocol::layout l, std::string tid
 );
 
 /// One task as a client sees it (docs/protocol.md §6).
 struct task_info {
     std::string id;
-    task_state state = task_state::unknown;
+    protocol::task_state state = protocol::task_state::unknown;
     std::string worker;                 ///< assigned or running; else the result's worker
-    std::optional<task_result> result;  ///< when finished and not yet consumed
+    std::optional<protocol::task_result> result;  ///< when finished and not yet consumed
     double progress = -1;               ///< running: the worker's last report (0..1), -1: none
     std::string progress_message;
     /// Non-empty: the node found is garbage (why); a garbage result leaves state unknown.
@@ -147,7 +147,7 @@ struct task_info {
 /// state, never lost. `unknown` when none exists (never submitted, or consumed), and for an
 /// id that is not a valid task id (nothing is read then). Errors: see the top of this file.
 boost::asio::awaitable<zkco::result<task_info>> read_task(
-    zkco::client& zk, layout l, std::string tid
+    zkco::client& zk, protocol::layout l, std::string tid
 );
 
 // --- JSON ----------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ boost::json::value to_json(const task_list& t);
 /// The result as stored (docs/protocol.md §5): `{"v":1,"task":..,"state":..,"value":..|
 /// "error":{"code":..,"message":..},"attempt":..,"worker":..,"started_ms":..,
 /// "finished_ms":..}`, absent fields left out.
-boost::json::value to_json(const task_result& r);
+boost::json::value to_json(const protocol::task_result& r);
 
 /// `{"id":..,"state":..}` plus `"worker":..` when known, `"result":<task_result>` when
 /// finished, `"garbage":"why"` when the node found is garbage.

@@ -5,7 +5,7 @@
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -28,13 +28,13 @@ namespace {
 
 
 std::string failed_result(const std::string& tid, std::string_view code, std::string message,
-                          int attempt, task_state state = task_state::failed) {
-    task_result r;
+                          int attempt, protocol::task_state state = protocol::task_state::failed) {
+    protocol::task_result r;
     r.task = tid;
     r.state = state;
-    r.error = task_error{std::string(code), std::move(message)};
+    r.error = protocol::task_error{std::string(code), std::move(message)};
     r.attempt = attempt;
-    r.finished_ms = now_ms();
+    r.finished_ms = protocol::now_ms();
     return encode(r);
 }
 
@@ -46,13 +46,13 @@ struct pending_entry {
     bool loading = false;             // its read is out
     // Once loaded (see master_session::loaded_). A pointer: a pending task not yet read costs
     // no room for a task_spec (a backlog is mostly such).
-    std::unique_ptr<task_spec> spec;
+    std::unique_ptr<protocol::task_spec> spec;
     std::string malformed;            // why
     bool in_flight = false;           // a transaction about it is out
 };
 
 struct worker_view {
-    member_info info;
+    protocol::member_info info;
     bool alive = true;
     std::set<std::string> assigned;  // from its directory, plus our commits
     int in_flight = 0;               // assignments sent, not yet answered
@@ -71,7 +71,7 @@ constexpr int max_assign_failures = 4;
 
 class master_session {
 public:
-    master_session(zkco::client& zk, layout l, member_info me, std::int64_t epoch,
+    master_session(zkco::client& zk, protocol::layout l, protocol::member_info me, std::int64_t epoch,
                    master_options opts, master_stats* stats)
         : zk_(zk), l_(l), me_(std::move(me)), epoch_(epoch), opts_(opts),
           stats_(stats != nullptr ? stats : &own_stats_), batcher_(zk), group_(zk.get_executor()),
@@ -79,11 +79,11 @@ public:
           self_(std::make_shared<master_session*>(this)),
           retry_(zk.get_executor(), asio::steady_timer::time_point::max()) {
         // Every master transaction fails once a newer master has bumped the epoch.
-        batcher_.set_prefix({zkco::op::check{layout::epoch(), static_cast<std::int32_t>(epoch)}});
+        batcher_.set_prefix({zkco::op::check{protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
         master_node_ = me_;
         master_node_.epoch = epoch;
         if (master_node_.since_ms == 0) {
-            master_node_.since_ms = now_ms();
+            master_node_.since_ms = protocol::now_ms();
         }
     }
     master_session(const master_session&) = delete;
@@ -100,27 +100,27 @@ public:
         group_.spawn([this] { return follow_connection(); }, "connection");
         group_.spawn(
             [this] {
-                return follow(layout::workers_dir(),
+                return follow(protocol::layout::workers_dir(),
                               [this](std::vector<std::string> n) { return workers_changed(std::move(n)); });
             },
             "workers");
         group_.spawn(
             [this] {
-                return follow(layout::assign_dir(), [this](std::vector<std::string> n) {
+                return follow(protocol::layout::assign_dir(), [this](std::vector<std::string> n) {
                     return assign_dirs_changed(std::move(n));
                 });
             },
             "assign");
         group_.spawn(
             [this] {
-                return follow(layout::cancel_dir(),
+                return follow(protocol::layout::cancel_dir(),
                               [this](std::vector<std::string> n) { return cancels_changed(std::move(n)); });
             },
             "cancel");
         for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
             group_.spawn(
                 [this, shard] {
-                    return follow(layout::pending_shard(shard), [this, shard](std::vector<std::string> n) {
+                    return follow(protocol::layout::pending_shard(shard), [this, shard](std::vector<std::string> n) {
                         return shard_changed(shard, std::move(n));
                     });
                 },
@@ -303,7 +303,7 @@ private:
         for (const auto& id : now) {
             if (!workers_.contains(id) && !ignored_.contains(id)) {
                 joined.push_back(id);
-                paths.push_back(layout::worker(id));
+                paths.push_back(protocol::layout::worker(id));
             }
         }
         auto nodes = co_await get_all(paths);
@@ -320,7 +320,7 @@ private:
                 ignored_.insert(joined[i]);
                 continue;
             }
-            auto info = decode_worker(nodes[i]->data);
+            auto info = protocol::decode_worker(nodes[i]->data);
             if (!info) {
                 spdlog::warn("master: ignoring worker node /workers/{}: {}", joined[i],
                              info.error().message);
@@ -342,12 +342,12 @@ private:
     /// Follows a live worker's node: a worker says `draining` there when it shuts down.
     asio::awaitable<void> watch_worker(std::string id) {
         while (!stopping()) {
-            auto w = co_await zk_.watch_get(layout::worker(id));
+            auto w = co_await zk_.watch_get(protocol::layout::worker(id));
             if (!w) {
                 if (w.error() == zkco::errc::no_node) {
                     co_return;  // gone: workers_changed handles it
                 }
-                const bool go_on = co_await recover(w.error(), layout::worker(id));
+                const bool go_on = co_await recover(w.error(), protocol::layout::worker(id));
                 if (!go_on) {
                     co_return;
                 }
@@ -357,7 +357,7 @@ private:
             if (it == workers_.end() || !it->second.alive) {
                 co_return;
             }
-            if (auto info = decode_worker(w->value.data)) {
+            if (auto info = protocol::decode_worker(w->value.data)) {
                 if (info->draining && !it->second.info.draining) {
                     spdlog::info("master: worker {} is draining; it gets no new tasks", id);
                 }
@@ -366,7 +366,7 @@ private:
             }
             auto ev = co_await w->watch.changed();
             if (!ev) {
-                const bool go_on = co_await recover(ev.error(), layout::worker(id));
+                const bool go_on = co_await recover(ev.error(), protocol::layout::worker(id));
                 if (!go_on) {
                     co_return;
                 }
@@ -377,7 +377,7 @@ private:
     /// Follows a live worker's assignment directory. Should someone delete it, nothing can
     /// be assigned there until it is back (the worker makes it again): wait for it.
     asio::awaitable<void> follow_worker_dir(std::string id) {
-        const std::string dir = layout::assign_dir(id);
+        const std::string dir = protocol::layout::assign_dir(id);
         // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
         auto changed = [this, id](std::vector<std::string> n) { return worker_dir_changed(id, std::move(n)); };
         while (!stopping()) {
@@ -422,7 +422,7 @@ private:
         }
         std::set<std::string> now;
         for (auto& name : names) {
-            if (!is_cancel_marker(name)) {
+            if (!protocol::is_cancel_marker(name)) {
                 now.insert(std::move(name));
             }
         }
@@ -430,7 +430,7 @@ private:
         std::uint64_t done = 0;
         for (const auto& tid : it->second.assigned) {
             if (!now.contains(tid)) {
-                done += std::max<std::size_t>(1, bundle_size(tid));  // a bundle: its tasks
+                done += std::max<std::size_t>(1, protocol::bundle_size(tid));  // a bundle: its tasks
             }
         }
         if (done > 0) {
@@ -444,7 +444,7 @@ private:
     /// Directories of workers that are gone: at takeover (a dead master's leftovers), and
     /// whenever a directory appears without its worker.
     asio::awaitable<bool> assign_dirs_changed(std::vector<std::string> names) {
-        auto live = co_await zk_.get_children(layout::workers_dir());
+        auto live = co_await zk_.get_children(protocol::layout::workers_dir());
         if (!live) {
             co_return true;  // the next change looks again
         }
@@ -484,7 +484,7 @@ private:
             }
             it->second.shard = shard;
             known.insert(name);
-            if (!is_valid_task_id(name)) {
+            if (!protocol::is_valid_task_id(name)) {
                 it->second.malformed = "'" + name + "' is not a task id";
                 loaded_.insert(name);
             }
@@ -493,7 +493,7 @@ private:
     }
 
     [[nodiscard]] std::string pending_path(const std::string& tid, const pending_entry& p) const {
-        return zkco::join_path(layout::pending_shard(p.shard), tid);
+        return zkco::join_path(protocol::layout::pending_shard(p.shard), tid);
     }
 
     void forget(std::map<std::string, pending_entry>::iterator p) {
@@ -518,7 +518,7 @@ private:
         }
         for (const auto& tid : loaded_) {
             const auto& p = pending_.at(tid);
-            if (!p.in_flight && p.spec && anyone_serves(live, p.spec->type)) {
+            if (!p.in_flight && p.spec && protocol::anyone_serves(live, p.spec->type)) {
                 --want;
             }
         }
@@ -570,13 +570,13 @@ private:
             if (nodes[i]->stat.num_children > 0) {
                 clear_foreign(pending_path(tids[i], p));
             }
-            if (nodes[i]->data.size() > max_task_bytes) {
+            if (nodes[i]->data.size() > protocol::max_task_bytes) {
                 // Written by someone else (a client refuses it): too big to assign (§4).
                 p.malformed = "the task node holds " + std::to_string(nodes[i]->data.size()) +
-                              " bytes, over the " + std::to_string(max_task_bytes) +
+                              " bytes, over the " + std::to_string(protocol::max_task_bytes) +
                               " a task may hold";
-            } else if (auto spec = decode_task(nodes[i]->data)) {
-                p.spec = std::make_unique<task_spec>(std::move(*spec));
+            } else if (auto spec = protocol::decode_task(nodes[i]->data)) {
+                p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
             } else {
                 p.malformed = spec.error().message;
             }
@@ -660,7 +660,7 @@ private:
     // --- T6: a departed worker's tasks back to pending (or lost) -------------------------
 
     asio::awaitable<void> requeue_departed(std::string id) {
-        const std::string dir = layout::assign_dir(id);
+        const std::string dir = protocol::layout::assign_dir(id);
         auto backoff = std::chrono::milliseconds(100);
         while (!stopping()) {
             auto kids = co_await zk_.get_children(dir);
@@ -677,15 +677,15 @@ private:
             std::set<std::string> markers;
             std::vector<std::string> tids;
             for (const auto& name : kids->names) {
-                if (is_cancel_marker(name)) {
-                    markers.emplace(marker_task(name));
+                if (protocol::is_cancel_marker(name)) {
+                    markers.emplace(protocol::marker_task(name));
                 } else {
                     tids.push_back(name);
                 }
             }
             if (tids.empty()) {
                 for (const auto& tid : markers) {
-                    send({zkco::op::remove{layout::cancel_marker(id, tid), zkco::any_version}},
+                    send({zkco::op::remove{protocol::layout::cancel_marker(id, tid), zkco::any_version}},
                          [](master_session&, zkco::error_code, auto) {});
                 }
                 std::vector<zkco::multi_op> remove_dir{zkco::op::remove{dir, zkco::any_version}};
@@ -716,31 +716,31 @@ private:
                 group_ops ops{zkco::op::remove{paths[i], zkco::any_version}};
                 const bool cancelled = markers.contains(tid);
                 if (cancelled) {
-                    ops.emplace_back(zkco::op::remove{layout::cancel_marker(id, tid), zkco::any_version});
+                    ops.emplace_back(zkco::op::remove{protocol::layout::cancel_marker(id, tid), zkco::any_version});
                 }
-                auto spec = decode_task(nodes[i]->data);
+                auto spec = protocol::decode_task(nodes[i]->data);
                 enum { requeue, lost, cancel, malformed } outcome = requeue;
                 if (!spec) {
                     outcome = malformed;
                     ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, task_error::malformed_task, spec.error().message, 0),
+                        failed_result(tid, protocol::task_error::malformed_task, spec.error().message, 0),
                         zkco::create_mode::persistent, {}});
                 } else if (cancelled) {
                     outcome = cancel;
                     ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, task_error::cancelled, "cancelled", spec->attempt,
-                                      task_state::cancelled),
+                        failed_result(tid, protocol::task_error::cancelled, "cancelled", spec->attempt,
+                                      protocol::task_state::cancelled),
                         zkco::create_mode::persistent, {}});
                 } else if (spec->attempt >= spec->max_attempts) {
                     outcome = lost;
                     ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, task_error::attempts_exhausted,
+                        failed_result(tid, protocol::task_error::attempts_exhausted,
                                       "its worker was lost on each of " +
                                           std::to_string(spec->attempt) + " attempt(s)",
-                                      spec->attempt, task_state::lost),
+                                      spec->attempt, protocol::task_state::lost),
                         zkco::create_mode::persistent, {}});
                 } else {
-                    task_spec again = *spec;
+                    protocol::task_spec again = *spec;
                     again.attempt = spec->attempt + 1;
                     again.epoch = 0;
                     again.assigned_ms = 0;
@@ -824,7 +824,7 @@ private:
             if (ec || stopping()) {
                 co_return;
             }
-            const std::int64_t cutoff = now_ms() - opts_.result_retention.count();
+            const std::int64_t cutoff = protocol::now_ms() - opts_.result_retention.count();
             std::set<std::string> seen;
             for (const auto& dir : l_.result_shard_paths()) {
                 auto kids = co_await zk_.get_children(dir);
@@ -896,7 +896,7 @@ private:
             }
             written = rate;
             master_node_.throughput = rate;
-            send({zkco::op::set{layout::master(), encode(master_node_), zkco::any_version}},
+            send({zkco::op::set{protocol::layout::master(), encode(master_node_), zkco::any_version}},
                  [](master_session&, zkco::error_code, auto) {});
         }
     }
@@ -940,9 +940,9 @@ private:
     /// next write (which may be far off in an idle cluster).
     asio::awaitable<void> watch_epoch() {
         while (!stopping()) {
-            auto w = co_await zk_.watch_exists(layout::epoch());
+            auto w = co_await zk_.watch_exists(protocol::layout::epoch());
             if (!w) {
-                const bool go_on = co_await recover(w.error(), layout::epoch());
+                const bool go_on = co_await recover(w.error(), protocol::layout::epoch());
                 if (!go_on) {
                     co_return;
                 }
@@ -956,7 +956,7 @@ private:
             }
             auto ev = co_await w->watch.changed();
             if (!ev) {
-                const bool go_on = co_await recover(ev.error(), layout::epoch());
+                const bool go_on = co_await recover(ev.error(), protocol::layout::epoch());
                 if (!go_on) {
                     co_return;
                 }
@@ -969,9 +969,9 @@ private:
     asio::awaitable<void> keep_master_node() {
         const auto session = zk_.session();
         while (!stopping()) {
-            auto w = co_await zk_.watch_exists(layout::master());
+            auto w = co_await zk_.watch_exists(protocol::layout::master());
             if (!w) {
-                const bool go_on = co_await recover(w.error(), layout::master());
+                const bool go_on = co_await recover(w.error(), protocol::layout::master());
                 if (!go_on) {
                     co_return;
                 }
@@ -983,15 +983,15 @@ private:
                              w->value ? "replaced by someone else" : "deleted");
                 group_ops ops;
                 if (w->value) {
-                    ops.emplace_back(zkco::op::remove{layout::master(), (*w->value).version});
+                    ops.emplace_back(zkco::op::remove{protocol::layout::master(), (*w->value).version});
                 }
-                ops.emplace_back(zkco::op::create{layout::master(), encode(master_node_),
+                ops.emplace_back(zkco::op::create{protocol::layout::master(), encode(master_node_),
                                                   zkco::create_mode::ephemeral, {}});
                 send(std::move(ops), [](master_session&, zkco::error_code, auto) {});
             }
             auto ev = co_await w->watch.changed();
             if (!ev) {
-                const bool go_on = co_await recover(ev.error(), layout::master());
+                const bool go_on = co_await recover(ev.error(), protocol::layout::master());
                 if (!go_on) {
                     co_return;
                 }
@@ -1020,15 +1020,15 @@ private:
                 p->second.in_flight = true;
                 ops = {zkco::op::remove{pending_path(tid, p->second), zkco::any_version},
                        zkco::op::create{l_.result(tid),
-                                        failed_result(tid, task_error::cancelled, "cancelled",
+                                        failed_result(tid, protocol::task_error::cancelled, "cancelled",
                                                       p->second.spec ? p->second.spec->attempt : 0,
-                                                      task_state::cancelled),
+                                                      protocol::task_state::cancelled),
                                         zkco::create_mode::persistent, {}}};
             } else if (!retry && p != pending_.end()) {
                 continue;  // an assignment of it is in flight: decide when it lands
             } else if (!retry && holder != nullptr) {
-                ops = {zkco::op::check{layout::assignment(*holder, tid), zkco::any_version},
-                       zkco::op::create{layout::cancel_marker(*holder, tid), "",
+                ops = {zkco::op::check{protocol::layout::assignment(*holder, tid), zkco::any_version},
+                       zkco::op::create{protocol::layout::cancel_marker(*holder, tid), "",
                                         zkco::create_mode::persistent, {}}};
             } else if (!retry) {
                 // Unknown here: finished already, or submitted so recently that its shard has
@@ -1040,7 +1040,7 @@ private:
                 }
             }
             unknown_cancels_.erase(tid);
-            ops.emplace_back(zkco::op::remove{layout::cancel_request(tid), zkco::any_version});
+            ops.emplace_back(zkco::op::remove{protocol::layout::cancel_request(tid), zkco::any_version});
             cancels_in_flight_.insert(tid);
             send(std::move(ops), [tid](master_session& m, zkco::error_code ec,
                                        std::vector<zkco::op_result> r) {
@@ -1098,11 +1098,11 @@ private:
              });
     }
 
-    std::vector<worker_slot> slots() const {
-        std::vector<worker_slot> out;
+    std::vector<protocol::worker_slot> slots() const {
+        std::vector<protocol::worker_slot> out;
         for (const auto& [id, w] : workers_) {
             if (w.alive && !w.info.draining && !w.dir_missing) {
-                out.push_back(worker_slot{id, w.info.capacity.value_or(0),
+                out.push_back(protocol::worker_slot{id, w.info.capacity.value_or(0),
                                           static_cast<int>(w.assigned.size()) + w.in_flight,
                                           w.info.types});
             }
@@ -1120,16 +1120,16 @@ private:
                 continue;
             }
             if (!p.spec) {
-                reject(tid, p, task_error::malformed_task, p.malformed);
+                reject(tid, p, protocol::task_error::malformed_task, p.malformed);
                 continue;
             }
-            if (live.empty() || anyone_serves(live, p.spec->type)) {
+            if (live.empty() || protocol::anyone_serves(live, p.spec->type)) {
                 unserved_since_.erase(p.spec->type);
                 continue;
             }
             const auto since = unserved_since_.try_emplace(p.spec->type, now).first->second;
             if (now - since >= opts_.unknown_type_grace) {
-                reject(tid, p, task_error::unknown_type,
+                reject(tid, p, protocol::task_error::unknown_type,
                        "no worker serves task type '" + p.spec->type + "'");
             } else if (!next_check || since + opts_.unknown_type_grace < *next_check) {
                 next_check = since + opts_.unknown_type_grace;
@@ -1169,13 +1169,13 @@ private:
             const std::string wid = slot.id;
             ++workers_[wid].in_flight;
             p.in_flight = true;
-            task_spec assigned = *p.spec;
+            protocol::task_spec assigned = *p.spec;
             assigned.epoch = epoch_;
-            assigned.assigned_ms = now_ms();
+            assigned.assigned_ms = protocol::now_ms();
             assigned.worker = wid;
-            send({zkco::op::check{layout::worker(wid), zkco::any_version},
+            send({zkco::op::check{protocol::layout::worker(wid), zkco::any_version},
                   zkco::op::remove{pending_path(tid, p), zkco::any_version},
-                  zkco::op::create{layout::assignment(wid, tid), encode(assigned),
+                  zkco::op::create{protocol::layout::assignment(wid, tid), encode(assigned),
                                    zkco::create_mode::persistent, {}}},
                  [tid = std::string(tid), wid](master_session& m, zkco::error_code ec,
                                                std::vector<zkco::op_result> r) {
@@ -1221,15 +1221,15 @@ private:
             const int failures = note_trouble(tid, "assigning task", ec);
             if (ec != zkco::condition::retryable && failures >= max_assign_failures &&
                 (r.size() != 3 || r[1].ec != zkco::errc::not_empty)) {
-                reject(tid, p->second, task_error::malformed_task,
+                reject(tid, p->second, protocol::task_error::malformed_task,
                        "cannot be assigned: " + ec.message());
             }
         }
     }
 
     zkco::client& zk_;
-    layout l_;
-    member_info me_;
+    protocol::layout l_;
+    protocol::member_info me_;
     std::int64_t epoch_;
     master_options opts_;
     master_stats own_stats_;
@@ -1238,10 +1238,10 @@ private:
     reactor::task_group group_;
     asio::steady_timer wake_;
     asio::steady_timer grace_;
-    placer placer_;
+    protocol::placer placer_;
     std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
 
-    member_info master_node_;  // what /master says of us
+    protocol::member_info master_node_;  // what /master says of us
     asio::steady_timer retry_;  // wakes the loop when a task in trouble may be tried again
 
     bool dirty_ = true;
@@ -1265,7 +1265,7 @@ private:
 
 }  // namespace
 
-asio::awaitable<void> run_master(zkco::client& zk, layout l, member_info me, std::int64_t epoch,
+asio::awaitable<void> run_master(zkco::client& zk, protocol::layout l, protocol::member_info me, std::int64_t epoch,
                                  master_options opts, master_stats* stats) {
     spdlog::info("master {}: acting with epoch {}", me.id, epoch);
     master_session session(zk, l, std::move(me), epoch, opts, stats);

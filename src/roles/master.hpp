@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "roles/layout.hpp"
-#include "roles/placement.hpp"
-#include "roles/task.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/placement.hpp"
+#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -15,7 +15,7 @@
 namespace zkd::roles {
 
 struct master_options {
-    placement_policy policy = placement_policy::least_loaded;
+    protocol::placement_policy policy = protocol::placement_policy::least_loaded;
     /// Tasks of a type no live worker serves fail with unknown_type after this long, while
     /// workers exist (a rolling upgrade may leave a type unserved for a moment).
     std::chrono::milliseconds unknown_type_grace{10'000};
@@ -26,7 +26,7 @@ struct master_options {
     /// How often the master refreshes the throughput figure in /master (only when it changed).
     std::chrono::milliseconds report_interval{5'000};
     /// Called on the executor for each task assigned (T2 committed), with its assigned data.
-    std::function<void(const task_spec&)> on_assigned;
+    std::function<void(const protocol::task_spec&)> on_assigned;
     /// Called on the executor with the number of pending tasks in the master's view, whenever
     /// it may have changed.
     std::function<void(std::size_t)> on_queue_depth;
@@ -59,8 +59,8 @@ struct master_stats {
 /// Completes when deposed, when the session is gone, or on terminal cancellation.
 boost::asio::awaitable<void> run_master(
     zkco::client& zk,
-    layout l,
-    member_info me,
+    protocol::layout l,
+    protocol::member_info me,
     std::int64_t epoch,
     master_options opts = {},
     master_stats* stats = nullptr

@@ -179,7 +179,7 @@ boost::system::result<std::int64_t, handler_error> int_field(
     const json::value* v = args.if_contains(name);
     if (v == nullptr)
         return bad_args("missing \"" + std::string(name) + "\"");
-    const auto n = as_int64(*v);
+    const auto n = protocol::as_int64(*v);
     if (!n)
         return bad_args("\"" + std::string(name) + "\" must be an integer");
     return *n;

@@ -2,7 +2,7 @@
 #include "roles/node.hpp"
 
 #include "roles/election.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
 
@@ -95,7 +95,7 @@ asio::awaitable<void> leave_election(zkco::client& zk, const std::string& path) 
 /// is deposed while its session lives on (a newer master moved /epoch, or anyone wrote it)
 /// leaves the election and runs again behind the other candidates: whoever leads next takes
 /// over with a new epoch, itself included, so the cluster is never left without a master.
-asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout l, member_info me,
+asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, protocol::layout l, protocol::member_info me,
                                  node_stats& stats) {
     if (o.role == node_role::worker_only) {
         co_return;
@@ -108,7 +108,7 @@ asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout
         }
         spdlog::info("node {}: elected master", me.id);
         const auto started = std::chrono::steady_clock::now();
-        auto epoch = co_await take_over(zk, me, now_ms());
+        auto epoch = co_await take_over(zk, me, protocol::now_ms());
         if (epoch) {
             ++stats.elected;
             stats.epoch = *epoch;  // stats.master follows on_acting
@@ -140,8 +140,8 @@ asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, layout
 
 /// Runs for master until the session ends or, once a drain was asked for, until the worker
 /// has finished what it held (`worker_done`): then the node leaves, and with it mastership.
-asio::awaitable<void> mastership_until_drained(zkco::client& zk, const node_options& o, layout l,
-                                               member_info me, node_stats& stats,
+asio::awaitable<void> mastership_until_drained(zkco::client& zk, const node_options& o, protocol::layout l,
+                                               protocol::member_info me, node_stats& stats,
                                                reactor::event* drain, reactor::event& worker_done) {
     using namespace asio::experimental::awaitable_operators;
     if (drain == nullptr) {
@@ -157,7 +157,7 @@ asio::awaitable<void> mastership_until_drained(zkco::client& zk, const node_opti
     co_await (mastership(zk, o, l, me, stats) || drained(drain, worker_done));
 }
 
-asio::awaitable<void> work(zkco::client& zk, const node_options& o, layout l, member_info me,
+asio::awaitable<void> work(zkco::client& zk, const node_options& o, protocol::layout l, protocol::member_info me,
                            const registry& reg, reactor::compute_pool& pool, node_stats& stats,
                            reactor::event& done) {
     if (o.role != node_role::standby && o.capacity > 0) {
@@ -183,12 +183,12 @@ asio::awaitable<void> track_session(zkco::client& zk, node_stats& stats) {
 
 /// Feeds the node's counters from the roles' callbacks (keeping the caller's own).
 void observe(node_options& o, node_stats& stats) {
-    o.worker.on_published = [&stats, next = std::move(o.worker.on_published)](const task_result& r) {
-        auto count = [&stats](task_state s) {
+    o.worker.on_published = [&stats, next = std::move(o.worker.on_published)](const protocol::task_result& r) {
+        auto count = [&stats](protocol::task_state s) {
             switch (s) {
-                case task_state::succeeded: ++stats.succeeded; break;
-                case task_state::timed_out: ++stats.timed_out; break;
-                case task_state::cancelled: ++stats.cancelled; break;
+                case protocol::task_state::succeeded: ++stats.succeeded; break;
+                case protocol::task_state::timed_out: ++stats.timed_out; break;
+                case protocol::task_state::cancelled: ++stats.cancelled; break;
                 default: ++stats.failed; break;
             }
         };
@@ -202,9 +202,9 @@ void observe(node_options& o, node_stats& stats) {
             next(r);
         }
     };
-    o.master.on_assigned = [&stats, next = std::move(o.master.on_assigned)](const task_spec& t) {
+    o.master.on_assigned = [&stats, next = std::move(o.master.on_assigned)](const protocol::task_spec& t) {
         if (t.submitted_ms > 0) {
-            stats.assign_latency.observe(static_cast<double>(std::max<std::int64_t>(0, now_ms() - t.submitted_ms)));
+            stats.assign_latency.observe(static_cast<double>(std::max<std::int64_t>(0, protocol::now_ms() - t.submitted_ms)));
         }
         if (next) {
             next(t);
@@ -236,7 +236,7 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
     observe(o, stats);
     o.worker.drain = links.drain;
     const auto drained = [&links] { return links.drain != nullptr && links.drain->is_set(); };
-    const std::string chroot = chroot_path(o.ns);
+    const std::string chroot = protocol::chroot_path(o.ns);
     const std::string host = o.host.empty() ? hostname() : o.host;
 
     {
@@ -270,7 +270,7 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
             co_await zk.close();
             co_return;
         }
-        auto l = co_await ensure_layout(zk, meta_info{16, 16, now_ms()});
+        auto l = co_await ensure_layout(zk, protocol::meta_info{16, 16, protocol::now_ms()});
         if (!l && l.error() == zkco::errc::invalid_acl) {
             // A namespace others can write to (check_protected said which node and why):
             // waiting would not change it. Stop; `zkd run` exits 1.
@@ -278,7 +278,7 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
             co_return;
         }
         if (!l) {
-            spdlog::error("node: cannot set up the cluster layout: {}", l.error().message());
+            spdlog::error("node: cannot set up the cluster protocol::layout: {}", l.error().message());
             co_await zk.close();
             const bool waited = co_await pause(2000ms);  // named: GCC 12 and co_await in if
             if (!waited) {
@@ -286,8 +286,8 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
             }
             continue;
         }
-        member_info me;
-        me.id = new_member_id(host, static_cast<long>(::getpid()));
+        protocol::member_info me;
+        me.id = protocol::new_member_id(host, static_cast<long>(::getpid()));
         stats.member = me.id;
         ++stats.sessions;
         me.host = host;

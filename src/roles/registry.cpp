@@ -178,24 +178,5 @@ boost::asio::awaitable<handler_result> run_async_handler(
     co_return normalize(std::move(r), stop);
 }
 
-std::optional<std::int64_t> as_int64(const json::value& v) noexcept {
-    switch (v.kind()) {
-    case json::kind::int64:
-        return v.get_int64();
-    case json::kind::uint64:
-        if (v.get_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            return std::nullopt;
-        return static_cast<std::int64_t>(v.get_uint64());
-    case json::kind::double_: {
-        const double d = v.get_double();
-        constexpr double exact_limit = 9007199254740992.0;  // 2^53
-        if (!std::isfinite(d) || std::trunc(d) != d || std::fabs(d) > exact_limit)
-            return std::nullopt;
-        return static_cast<std::int64_t>(d);
-    }
-    default:
-        return std::nullopt;
-    }
-}
 
 }  // namespace zkd::roles

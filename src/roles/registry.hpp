@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "protocol/task.hpp"
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/assert/source_location.hpp>
 #include <boost/json/value.hpp>
@@ -181,9 +183,7 @@ private:
     const registry& reg, std::string type, async_call call
 );
 
-/// For argument checks in handlers: `v` as an int64 if it is an integral JSON number (an
-/// int64, a uint64 up to INT64_MAX, or a double holding an integer of magnitude up to 2^53,
-/// since "5.0" and "5e3" parse as doubles); nullopt otherwise.
-[[nodiscard]] std::optional<std::int64_t> as_int64(const boost::json::value& v) noexcept;
+/// For argument checks in handlers (the codec's own, protocol/task.hpp).
+using protocol::as_int64;
 
 }  // namespace zkd::roles

@@ -3,7 +3,7 @@
 
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -32,7 +32,7 @@ public:
         case client_errc::invalid_task:
             return "invalid task (type name, priority 0-9, max_attempts >= 1, timeout >= 0)";
         case client_errc::task_too_large:
-            return "task too large: its JSON is over " + std::to_string(max_task_bytes) + " bytes";
+            return "task too large: its JSON is over " + std::to_string(protocol::max_task_bytes) + " bytes";
         case client_errc::garbage_result:
             return "the result node does not hold a zkd result";
         }
@@ -52,7 +52,7 @@ zkco::error_code make_error_code(client_errc e) noexcept {
     return {static_cast<int>(e), client_category()};
 }
 
-task_client::task_client(zkco::client& zk, layout l) : zk_(zk), l_(l), batcher_(zk) {}
+task_client::task_client(zkco::client& zk, protocol::layout l) : zk_(zk), l_(l), batcher_(zk) {}
 
 task_client::~task_client() { *alive_ = false; }
 
@@ -61,7 +61,7 @@ namespace {
 // What a bundle's node holds beyond its tasks' args (type, priority, ...), generously.
 constexpr std::size_t bundle_overhead = 1024;
 
-bool same_bundle(const task_request& t, const task_spec& bundle) {
+bool same_bundle(const task_request& t, const protocol::task_spec& bundle) {
     return t.type == bundle.type && t.priority == bundle.priority &&
            t.timeout == bundle.timeout && t.max_attempts == bundle.max_attempts;
 }
@@ -70,39 +70,39 @@ bool same_bundle(const task_request& t, const task_spec& bundle) {
 
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     std::vector<task_request> tasks, submit_options opts) {
-    const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, max_bundle_tasks);
+    const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, protocol::max_bundle_tasks);
     std::vector<std::string> ids;   // what the caller gets: one per task
     std::vector<std::string> nodes; // one per node: a task's id or a bundle's
     std::vector<std::string> data;
     ids.reserve(tasks.size());
     for (std::size_t i = 0; i < tasks.size();) {
         auto& t = tasks[i];
-        task_spec spec;
+        protocol::task_spec spec;
         spec.type = std::move(t.type);
         spec.args = std::move(t.args);
         spec.priority = t.priority;
         spec.timeout = t.timeout;
         spec.max_attempts = t.max_attempts;
-        spec.submitted_ms = now_ms();
+        spec.submitted_ms = protocol::now_ms();
         spec.client = ids_.client_hex();
         if (!validate(spec)) {
             co_return zkco::error_code(client_errc::invalid_task);
         }
         auto encoded = encode(spec);
-        if (!task_size_ok(encoded)) {
+        if (!protocol::task_size_ok(encoded)) {
             co_return zkco::error_code(client_errc::task_too_large);
         }
         // Then the tasks after it that may share its node, while they fit.
         std::size_t end = i + 1;
         std::size_t bytes = encoded.size() + bundle_overhead;
-        task_spec next = spec;  // each task after the first, checked alone
+        protocol::task_spec next = spec;  // each task after the first, checked alone
         while (end < tasks.size() && end - i < most && same_bundle(tasks[end], spec)) {
             next.args = std::move(tasks[end].args);
             if (!validate(next)) {
                 co_return zkco::error_code(client_errc::invalid_task);
             }
             auto size = boost::json::serialize(next.args).size() + 1;
-            if (bytes + size > max_task_bytes) {
+            if (bytes + size > protocol::max_task_bytes) {
                 tasks[end].args = std::move(next.args);  // it starts the next node
                 break;
             }
@@ -133,13 +133,13 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                 i = end;
                 continue;
             }
-            const auto bid = bundle_id(tid, spec.bundle.size());
+            const auto bid = protocol::bundle_id(tid, spec.bundle.size());
             for (std::size_t k = 0; k < spec.bundle.size(); ++k) {
-                ids.push_back(bundled_task_id(bid, k));
+                ids.push_back(protocol::bundled_task_id(bid, k));
             }
             nodes.push_back(bid);
             data.push_back(encode(spec));
-            if (!task_size_ok(data.back())) {
+            if (!protocol::task_size_ok(data.back())) {
                 co_return zkco::error_code(client_errc::task_too_large);
             }
         }
@@ -159,7 +159,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     if (!receipts_ && zk_.session()) {
         // One name per session and client: the session's id makes it unique (T1).
         receipts_ = true;
-        batcher_.enable_receipts(layout::receipts_dir(),
+        batcher_.enable_receipts(protocol::layout::receipts_dir(),
                                  fmt::format("{:016x}-{}", static_cast<std::uint64_t>(zk_.session()->id),
                                              ids_.client_hex()));
     }
@@ -214,13 +214,13 @@ struct task_client::bundle_wait {
     enum class state { waiting, consuming, done, abandoned };
     std::vector<std::size_t> indices;  ///< the tasks waited for
     state st = state::waiting;
-    zkco::result<task_result> whole = zkco::error_code(zkco::errc::no_node);
+    zkco::result<protocol::task_result> whole = zkco::error_code(zkco::errc::no_node);
     std::vector<std::size_t> taken;    ///< of `indices`, consumed by someone else first
     asio::steady_timer done;
 };
 
-asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
-    if (auto ref = parse_task_ref(tid); ref && ref->index) {
+asio::awaitable<zkco::result<protocol::task_result>> task_client::wait(std::string tid) {
+    if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
         co_return co_await wait_bundled(std::string(ref->node), *ref->index, tid);
     }
     auto node = co_await await_node(l_.result(tid));
@@ -228,15 +228,15 @@ asio::awaitable<zkco::result<task_result>> task_client::wait(std::string tid) {
         co_return node.error();
     }
     consume_result(l_.result(tid));  // garbage too (§8): it is nobody's result
-    auto decoded = decode_result(node->data);
+    auto decoded = protocol::decode_result(node->data);
     if (!decoded) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
     co_return std::move(*decoded);
 }
 
-asio::awaitable<zkco::result<task_result>> task_client::await_result(std::string tid) {
-    const auto ref = parse_task_ref(tid);
+asio::awaitable<zkco::result<protocol::task_result>> task_client::await_result(std::string tid) {
+    const auto ref = protocol::parse_task_ref(tid);
     const bool bundled = ref && ref->index;
     // (A local, not a conditional expression inside co_await: GCC 12 destroys the
     // temporaries of such an expression twice.)
@@ -248,7 +248,7 @@ asio::awaitable<zkco::result<task_result>> task_client::await_result(std::string
     if (!node) {
         co_return node.error();
     }
-    auto decoded = decode_result(node->data);
+    auto decoded = protocol::decode_result(node->data);
     if (!decoded) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
@@ -258,7 +258,7 @@ asio::awaitable<zkco::result<task_result>> task_client::await_result(std::string
     if (std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), *ref->index)) {
         co_return zkco::error_code(zkco::errc::no_node);
     }
-    auto r = bundled_result(*decoded, *ref->index, tid);
+    auto r = protocol::bundled_result(*decoded, *ref->index, tid);
     if (!r) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
@@ -266,7 +266,7 @@ asio::awaitable<zkco::result<task_result>> task_client::await_result(std::string
 }
 
 asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
-    if (auto ref = parse_task_ref(tid); ref && ref->index) {
+    if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
         std::string bundle(ref->node);
         auto node = co_await read_node(l_.result(bundle));
         if (!node) {
@@ -289,7 +289,7 @@ asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
     co_return zkco::result<void>();
 }
 
-asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string bundle,
+asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(std::string bundle,
                                                                      std::size_t index,
                                                                      std::string tid) {
     std::shared_ptr<bundle_wait> w;
@@ -380,20 +380,20 @@ asio::awaitable<zkco::result<task_result>> task_client::wait_bundled(std::string
     if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
         co_return zkco::error_code(zkco::errc::no_node);
     }
-    auto r = bundled_result(*w->whole, index, tid);
+    auto r = protocol::bundled_result(*w->whole, index, tid);
     if (!r) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
     co_return std::move(*r);
 }
 
-asio::awaitable<zkco::result<std::pair<task_result, std::vector<std::size_t>>>>
+asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
 task_client::consume_bundled(std::string bundle, zkco::node node,
                              std::vector<std::size_t> indices) {
     const std::string path = l_.result(bundle);
-    const std::size_t size = bundle_size(bundle);
+    const std::size_t size = protocol::bundle_size(bundle);
     for (;;) {
-        auto decoded = decode_result(node.data);
+        auto decoded = protocol::decode_result(node.data);
         if (!decoded) {
             consume_result(path);  // garbage is nobody's result (§8)
             co_return zkco::error_code(client_errc::garbage_result);
@@ -449,7 +449,7 @@ task_client::consume_bundled(std::string bundle, zkco::node node,
             co_return std::pair(std::move(*decoded), std::move(taken));
         }
         if (unknown && !all && again->stat.version == node.stat.version + 1) {
-            auto now = decode_result(again->data);
+            auto now = protocol::decode_result(again->data);
             if (now && now->consumed == consumed) {
                 co_return std::pair(std::move(*decoded), std::move(taken));  // ours applied
             }
@@ -502,7 +502,7 @@ asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) 
     if (!info) {
         co_return info.error();
     }
-    if (info->state == task_state::unknown && !info->garbage.empty()) {
+    if (info->state == protocol::task_state::unknown && !info->garbage.empty()) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
     co_return task_status{info->state, std::move(info->worker), std::move(info->result)};
@@ -569,10 +569,10 @@ asio::awaitable<void> task_client::flush() {
 }
 
 asio::awaitable<zkco::result<void>> task_client::cancel(std::string tid) {
-    if (auto ref = parse_task_ref(tid); ref && ref->index) {
+    if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
         tid = std::string(ref->node);  // a bundle is cancelled as a whole
     }
-    auto r = co_await zk_.create(layout::cancel_request(tid), encode(cancel_info{now_ms()}));
+    auto r = co_await zk_.create(protocol::layout::cancel_request(tid), encode(protocol::cancel_info{protocol::now_ms()}));
     if (!r && r.error() != zkco::errc::node_exists) {
         co_return r.error();
     }

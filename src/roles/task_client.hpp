@@ -2,9 +2,9 @@
 #pragma once
 
 #include "roles/batcher.hpp"
-#include "roles/ids.hpp"
-#include "roles/layout.hpp"
-#include "roles/task.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -50,9 +50,9 @@ struct submit_options {
 
 /// A task's state as a client sees it (docs/protocol.md §6), with the worker holding it.
 struct task_status {
-    task_state state = task_state::unknown;
+    protocol::task_state state = protocol::task_state::unknown;
     std::string worker;  ///< assigned or running (or who published the result)
-    std::optional<task_result> result;  ///< once finished, until consumed
+    std::optional<protocol::task_result> result;  ///< once finished, until consumed
 };
 
 /// The client role (docs/protocol.md §7 "Client") over one session: submits tasks (T1, many
@@ -60,7 +60,7 @@ struct task_status {
 /// and cancels (T7). Use on the session's executor; `zk` must outlive it.
 class task_client {
 public:
-    task_client(zkco::client& zk, layout l);
+    task_client(zkco::client& zk, protocol::layout l);
     ~task_client();
     task_client(const task_client&) = delete;
     task_client& operator=(const task_client&) = delete;
@@ -77,13 +77,13 @@ public:
     /// consumed (by whichever clients); a wait on a bundle's own id consumes the whole bundle.
     /// A wait cancelled before its result was read consumes nothing. Errors: garbage_result,
     /// no_node (someone else consumed it), the session's errors.
-    boost::asio::awaitable<zkco::result<task_result>> wait(std::string tid);
+    boost::asio::awaitable<zkco::result<protocol::task_result>> wait(std::string tid);
 
     /// Waits like wait() until the task's result exists and reads it, but consumes nothing:
     /// call consume() once the result was delivered (so that a caller who could not deliver
     /// it leaves it for a later reader). Errors: garbage_result, no_node (already consumed),
     /// the session's errors.
-    boost::asio::awaitable<zkco::result<task_result>> await_result(std::string tid);
+    boost::asio::awaitable<zkco::result<protocol::task_result>> await_result(std::string tid);
 
     /// Consumes the task's result (T5): deletes its node; a task of a bundle is marked
     /// consumed in the bundle's node, which goes once all its tasks are. A result already
@@ -105,7 +105,7 @@ public:
     /// Asks the master to cancel the task (T7); the result says how it ended.
     boost::asio::awaitable<zkco::result<void>> cancel(std::string tid);
 
-    [[nodiscard]] const task_id_generator& ids() const noexcept { return ids_; }
+    [[nodiscard]] const protocol::task_id_generator& ids() const noexcept { return ids_; }
 
 private:
     struct bundle_wait;
@@ -120,17 +120,17 @@ private:
     void consume_result(std::string path);
     /// The delete of consume_result, awaited: no error once the node is gone.
     boost::asio::awaitable<zkco::error_code> consume_until_done(std::string path);
-    boost::asio::awaitable<zkco::result<task_result>> wait_bundled(std::string bundle,
+    boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(std::string bundle,
                                                                    std::size_t index,
                                                                    std::string tid);
     /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
     /// yields the result as read, and which of `indices` someone else had consumed first.
-    boost::asio::awaitable<zkco::result<std::pair<task_result, std::vector<std::size_t>>>>
+    boost::asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
     consume_bundled(std::string bundle, zkco::node node, std::vector<std::size_t> indices);
 
     zkco::client& zk_;
-    layout l_;
-    task_id_generator ids_;
+    protocol::layout l_;
+    protocol::task_id_generator ids_;
     multi_batcher batcher_;
     std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
     std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)

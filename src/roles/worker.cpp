@@ -6,7 +6,7 @@
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
@@ -33,12 +33,12 @@ namespace zkd::roles {
 namespace {
 
 
-task_result failure(std::string_view code, std::string message) {
-    task_result r;
-    r.state = code == task_error::timeout     ? task_state::timed_out
-              : code == task_error::cancelled ? task_state::cancelled
-                                              : task_state::failed;
-    r.error = task_error{std::string(code), std::move(message)};
+protocol::task_result failure(std::string_view code, std::string message) {
+    protocol::task_result r;
+    r.state = code == protocol::task_error::timeout     ? protocol::task_state::timed_out
+              : code == protocol::task_error::cancelled ? protocol::task_state::cancelled
+                                              : protocol::task_state::failed;
+    r.error = protocol::task_error{std::string(code), std::move(message)};
     return r;
 }
 
@@ -56,7 +56,7 @@ struct running_task {
     // Writes to the assignment node (the running mark, then progress): one at a time.
     zkco::client* zk = nullptr;
     std::string path;
-    task_spec marked;              // what the node holds, as we last wrote it
+    protocol::task_spec marked;              // what the node holds, as we last wrote it
     std::int32_t version = 0;      // the node's version we expect
     bool writing = false;          // a write is in flight
     bool dirty = false;            // progress newer than what was written
@@ -73,7 +73,7 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
         return;
     }
     if (t->marked.running_ms == 0) {
-        t->marked.running_ms = now_ms();
+        t->marked.running_ms = protocol::now_ms();
     }
     double sum = 0;
     bool any = false;
@@ -84,7 +84,7 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
     if (any) {
         t->marked.progress = sum / static_cast<double>(t->progress.size());
         t->marked.progress_message = t->progress_message;
-        t->marked.progress_ms = now_ms();
+        t->marked.progress_ms = protocol::now_ms();
     }
     t->writing = true;
     t->dirty = false;
@@ -181,12 +181,12 @@ void cut_utf8(std::string& s, std::size_t n) {
 
 /// The largest encoded value a bundle's task may keep so that the bundle's result fits.
 std::size_t bundled_value_budget(std::size_t tasks) {
-    return (max_result_bytes - 4096) / std::max<std::size_t>(tasks, 1);
+    return (protocol::max_result_bytes - 4096) / std::max<std::size_t>(tasks, 1);
 }
 
 class worker_session {
 public:
-    worker_session(zkco::client& zk, layout l, member_info me, const registry& reg,
+    worker_session(zkco::client& zk, protocol::layout l, protocol::member_info me, const registry& reg,
                    reactor::compute_pool& pool, worker_options opts, worker_stats* stats)
         : zk_(zk), l_(l), me_(std::move(me)), reg_(reg), pool_(pool),
           opts_(std::move(opts)), stats_(stats != nullptr ? stats : &own_stats_), results_(zk),
@@ -196,7 +196,7 @@ public:
         if (me_.types.empty()) {
             me_.types = reg_.types();
         }
-        me_.started_ms = now_ms();
+        me_.started_ms = protocol::now_ms();
         if (auto joined = co_await join_workers(zk_, me_); !joined) {
             spdlog::error("worker {}: cannot join: {}", me_.id, joined.error().message());
             co_return;
@@ -231,7 +231,7 @@ private:
         spdlog::info("worker {}: draining: no new tasks; {} running", me_.id, tasks_.size());
         auto marked = me_;
         marked.draining = true;
-        auto set = co_await zk_.set(layout::worker(me_.id), encode(marked));
+        auto set = co_await zk_.set(protocol::layout::worker(me_.id), encode(marked));
         if (!set) {
             spdlog::warn("worker {}: cannot mark itself draining: {}", me_.id, set.error().message());
         }
@@ -247,7 +247,7 @@ private:
     }
 
     asio::awaitable<void> watch_assignments() {
-        const std::string dir = layout::assign_dir(me_.id);
+        const std::string dir = protocol::layout::assign_dir(me_.id);
         for (;;) {
             auto cs = co_await asio::this_coro::cancellation_state;
             if (cs.cancelled() != asio::cancellation_type::none) {
@@ -279,8 +279,8 @@ private:
             std::set<std::string> markers;
             std::set<std::string> assigned;
             for (auto& name : kids->value.names) {
-                if (is_cancel_marker(name)) {
-                    markers.emplace(marker_task(name));
+                if (protocol::is_cancel_marker(name)) {
+                    markers.emplace(protocol::marker_task(name));
                 } else {
                     assigned.insert(std::move(name));
                 }
@@ -299,7 +299,7 @@ private:
                     }
                 } else if (!assigned.contains(tid)) {
                     // Its task is gone (it finished first): the marker is litter.
-                    zk_.async_remove(layout::cancel_marker(me_.id, tid), zkco::any_version,
+                    zk_.async_remove(protocol::layout::cancel_marker(me_.id, tid), zkco::any_version,
                                      [](zkco::error_code) {});
                 }
             }
@@ -320,7 +320,7 @@ private:
 
     asio::awaitable<void> run_task(std::string tid, std::shared_ptr<running_task> t) {
         co_await asio::this_coro::throw_if_cancelled(false);
-        const std::string path = layout::assignment(me_.id, tid);
+        const std::string path = protocol::layout::assignment(me_.id, tid);
         auto node = co_await zk_.get(path);
         while (!node) {
             const bool retry = co_await reconnected_after(zk_, node.error());
@@ -333,10 +333,10 @@ private:
             finished(tid);  // requeued or cancelled before we looked
             co_return;
         }
-        task_result result = co_await execute(tid, path, *node, t);
+        protocol::task_result result = co_await execute(tid, path, *node, t);
         result.task = tid;
         result.worker = me_.id;
-        result.finished_ms = now_ms();
+        result.finished_ms = protocol::now_ms();
         if (!stopping_) {
             co_await publish(tid, path, std::move(result), t);
         }
@@ -348,18 +348,18 @@ private:
         idle_.cancel();
     }
 
-    asio::awaitable<task_result> execute(const std::string& tid, const std::string& path,
+    asio::awaitable<protocol::task_result> execute(const std::string& tid, const std::string& path,
                                          const zkco::node& node,
                                          const std::shared_ptr<running_task>& t) {
-        auto spec = decode_task(node.data);
-        const std::int64_t started = now_ms();
-        if (spec && spec->bundle.size() != bundle_size(tid)) {  // §4.1: the id gives the size
-            spec = decode_error{"the node holds a bundle of " + std::to_string(spec->bundle.size()) +
-                                " tasks where its id says " + std::to_string(bundle_size(tid))};
+        auto spec = protocol::decode_task(node.data);
+        const std::int64_t started = protocol::now_ms();
+        if (spec && spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id gives the size
+            spec = protocol::decode_error{"the node holds a bundle of " + std::to_string(spec->bundle.size()) +
+                                " tasks where its id says " + std::to_string(protocol::bundle_size(tid))};
         }
         if (!spec) {
             spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
-            auto r = failure(task_error::malformed_task, spec.error().message);
+            auto r = failure(protocol::task_error::malformed_task, spec.error().message);
             r.started_ms = started;
             co_return r;
         }
@@ -376,10 +376,10 @@ private:
             write_assignment(t);
         });
 
-        task_result r;
+        protocol::task_result r;
         t->progress.assign(std::max<std::size_t>(spec->bundle.size(), 1), -1.0);
         if (spec->bundle.empty()) {
-            r = co_await call(*spec, spec->args, t, max_result_bytes, tid, 0);
+            r = co_await call(*spec, spec->args, t, protocol::max_result_bytes, tid, 0);
         } else {
             r = co_await call_bundle(*spec, t, tid);
         }
@@ -393,12 +393,12 @@ private:
 
     /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
     /// holds one entry per task and sums them up: their common state, or failed.
-    asio::awaitable<task_result> call_bundle(const task_spec& spec,
+    asio::awaitable<protocol::task_result> call_bundle(const protocol::task_spec& spec,
                                              const std::shared_ptr<running_task>& t,
                                              const std::string& tid) {
         // Failed until its call says otherwise (a call that never ran reports nothing).
-        std::vector<task_result> entries(spec.bundle.size(),
-                                         failure(task_error::handler_error, "not run"));
+        std::vector<protocol::task_result> entries(spec.bundle.size(),
+                                         failure(protocol::task_error::handler_error, "not run"));
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -413,29 +413,29 @@ private:
         }
         for (auto& e : entries) {
             // Each entry within its share of the result, and decodable where it sits.
-            if (auto ok = validate_bundled(e); !ok) {
-                e = failure(task_error::handler_error,
+            if (auto ok = protocol::validate_bundled(e); !ok) {
+                e = failure(protocol::task_error::handler_error,
                             "the handler's result cannot be stored: " + ok.error().message);
             }
             if (e.error) {
                 cut_utf8(e.error->message, budget / 2);
             }
         }
-        task_result r;
+        protocol::task_result r;
         std::size_t failed = 0;
         for (const auto& e : entries) {
-            failed += e.state == task_state::succeeded ? 0 : 1;
+            failed += e.state == protocol::task_state::succeeded ? 0 : 1;
         }
         const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {
             return e.state == entries.front().state;
         });
         if (failed == 0) {
-            r.state = task_state::succeeded;
+            r.state = protocol::task_state::succeeded;
         } else if (uniform) {
             r = failure(entries.front().error->code, entries.front().error->message);
             r.state = entries.front().state;
         } else {
-            r = failure(task_error::handler_error, std::to_string(failed) + " of " +
+            r = failure(protocol::task_error::handler_error, std::to_string(failed) + " of " +
                                                        std::to_string(entries.size()) +
                                                        " tasks of the bundle did not succeed");
         }
@@ -447,7 +447,7 @@ private:
     /// or on the loop for an asynchronous type (an exec type). `label` names it to the handler
     /// and `part` is its place in the bundle (0 alone). A value whose encoding is over
     /// `value_limit` becomes a result_too_large failure.
-    asio::awaitable<task_result> call(const task_spec& spec, const boost::json::value& args,
+    asio::awaitable<protocol::task_result> call(const protocol::task_spec& spec, const boost::json::value& args,
                                       const std::shared_ptr<running_task>& t,
                                       std::size_t value_limit, std::string label,
                                       std::size_t part) {
@@ -512,20 +512,20 @@ private:
         c->done = true;
         c->deadline.cancel();
 
-        task_result r;
+        protocol::task_result r;
         if (outcome) {
-            r.state = task_state::succeeded;
+            r.state = protocol::task_state::succeeded;
             r.value = std::move(*outcome);
             if (encode(r).size() > value_limit) {
-                r = failure(task_error::result_too_large,
+                r = failure(protocol::task_error::result_too_large,
                             "the handler's result is over " + std::to_string(value_limit) +
                                 " bytes");
             }
         } else if (c->timed_out) {
-            r = failure(task_error::timeout, "timed out after " +
+            r = failure(protocol::task_error::timeout, "timed out after " +
                                                  std::to_string(timeout.count()) + " ms");
         } else if (t->cancel_marker && t->stop.stop_requested()) {
-            r = failure(task_error::cancelled, "cancelled");
+            r = failure(protocol::task_error::cancelled, "cancelled");
         } else {
             r = failure(outcome.error().code, outcome.error().message);
         }
@@ -537,18 +537,18 @@ private:
     /// assignments back only from departed workers), the result goes with a check of our
     /// /workers node instead, so the task is not lost while its client waits.
     asio::awaitable<void> publish(const std::string& tid, const std::string& path,
-                                  task_result result, const std::shared_ptr<running_task>& t) {
+                                  protocol::task_result result, const std::shared_ptr<running_task>& t) {
         const std::string data = encode(result);
         bool with_result = true;
         bool assignment_gone = false;
         for (int tries = 0; tries < 10; ++tries) {
             std::vector<zkco::multi_op> ops;
             if (assignment_gone) {
-                ops.emplace_back(zkco::op::check{layout::worker(me_.id), zkco::any_version});
+                ops.emplace_back(zkco::op::check{protocol::layout::worker(me_.id), zkco::any_version});
             } else {
                 ops.emplace_back(zkco::op::remove{path, zkco::any_version});
                 if (t->cancel_marker) {
-                    ops.emplace_back(zkco::op::remove{layout::cancel_marker(me_.id, tid), zkco::any_version});
+                    ops.emplace_back(zkco::op::remove{protocol::layout::cancel_marker(me_.id, tid), zkco::any_version});
                 }
             }
             if (with_result) {
@@ -611,8 +611,8 @@ private:
     }
 
     zkco::client& zk_;
-    layout l_;
-    member_info me_;
+    protocol::layout l_;
+    protocol::member_info me_;
     const registry& reg_;
     reactor::compute_pool& pool_;
     worker_options opts_;
@@ -627,7 +627,7 @@ private:
 
 }  // namespace
 
-asio::awaitable<void> run_worker(zkco::client& zk, layout l, member_info me, const registry& reg,
+asio::awaitable<void> run_worker(zkco::client& zk, protocol::layout l, protocol::member_info me, const registry& reg,
                                  reactor::compute_pool& pool, worker_options opts,
                                  worker_stats* stats) {
     worker_session session(zk, l, std::move(me), reg, pool, opts, stats);

@@ -3,9 +3,9 @@
 
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 #include "roles/registry.hpp"
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -24,7 +24,7 @@ struct worker_options {
     /// it nothing more), finishes and publishes what it holds, then completes. May be null.
     reactor::event* drain = nullptr;
     /// Called on the executor for each result this worker published (T4 committed).
-    std::function<void(const task_result&)> on_published;
+    std::function<void(const protocol::task_result&)> on_published;
 };
 
 /// What a worker has done, for logs and tests.
@@ -50,8 +50,8 @@ struct worker_stats {
 /// outlive the call; `stats`, if given, is updated as work happens.
 boost::asio::awaitable<void> run_worker(
     zkco::client& zk,
-    layout l,
-    member_info me,
+    protocol::layout l,
+    protocol::member_info me,
     const registry& reg,
     reactor::compute_pool& pool,
     worker_options opts = {},

@@ -6,12 +6,12 @@
 // in the bundle's result.
 #include "fuzz_common.hpp"
 
-#include "roles/ids.hpp"
-#include "roles/task.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto [id, node_data] = split_first_line(zkd::fuzz::as_text(data, size));
 
     const auto ref = parse_task_ref(id);

@@ -5,13 +5,14 @@
 #include "fuzz_common.hpp"
 
 #include "roles/crack_job.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 
 #include <algorithm>
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto j = decode_crack_job(zkd::fuzz::as_text(data, size));
     if (!j) {
         FUZZ_CHECK(!j.error().message.empty());

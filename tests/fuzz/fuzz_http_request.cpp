@@ -7,7 +7,7 @@
 
 #include "http/api.hpp"
 #include "http/server.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -69,8 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto r = match_route(t->path);
     FUZZ_CHECK(r.what == resource::none || !allowed_methods(r.what).empty());
     if (r.what == resource::task) {
-        if (const auto ref = zkd::roles::parse_task_ref(r.task_id)) {
-            FUZZ_CHECK(zkd::roles::is_valid_task_id(ref->node));
+        if (const auto ref = zkd::protocol::parse_task_ref(r.task_id)) {
+            FUZZ_CHECK(zkd::protocol::is_valid_task_id(ref->node));
         }
     }
     if (r.what == resource::tasks && req.method() == bhttp::verb::post) {

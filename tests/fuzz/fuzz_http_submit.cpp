@@ -4,7 +4,7 @@
 #include "fuzz_common.hpp"
 
 #include "http/api.hpp"
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -25,14 +25,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!r->tasks.empty());
     FUZZ_CHECK(r->many || r->tasks.size() == 1);
     for (const auto& t : r->tasks) {
-        roles::task_spec spec;
+        protocol::task_spec spec;
         spec.type = t.type;
         spec.args = t.args;
         spec.priority = t.priority;
         spec.timeout = t.timeout;
         spec.max_attempts = t.max_attempts;
-        FUZZ_CHECK(roles::validate(spec).has_value());
-        const auto back = roles::decode_task(roles::encode(spec));
+        FUZZ_CHECK(protocol::validate(spec).has_value());
+        const auto back = protocol::decode_task(protocol::encode(spec));
         FUZZ_CHECK(back.has_value());
     }
     return 0;

@@ -5,13 +5,14 @@
 #include "fuzz_common.hpp"
 
 #include "roles/crack_job.hpp"
-#include "roles/ids.hpp"
-#include "roles/placement.hpp"
-#include "roles/task.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/placement.hpp"
+#include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto s = zkd::fuzz::as_text(data, size);
 
     const bool valid = is_valid_task_id(s);

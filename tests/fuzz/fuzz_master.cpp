@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The /master node and /election children (docs/protocol.md §2, §7), as any member may write
-// them: roles::decode_master and decode_member. What they accept survives encode + decode.
+// them: protocol::decode_master and decode_member. What they accept survives encode + decode.
 #include "fuzz_common.hpp"
 
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 namespace {
 
 /// Equal, the throughput within a few ulp (see json_close).
-bool same(zkd::roles::member_info a, zkd::roles::member_info b) {
+bool same(zkd::protocol::member_info a, zkd::protocol::member_info b) {
     if (a.throughput.has_value() != b.throughput.has_value() ||
         (a.throughput && !zkd::fuzz::json_close(*a.throughput, *b.throughput))) {
         return false;
@@ -21,7 +21,7 @@ bool same(zkd::roles::member_info a, zkd::roles::member_info b) {
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto text = zkd::fuzz::as_text(data, size);
     if (const auto m = decode_member(text)) {
         FUZZ_CHECK(!m->id.empty());

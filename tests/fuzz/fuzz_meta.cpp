@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // /meta and /cancel/<tid> (docs/protocol.md §2), as any member may write them:
-// roles::decode_meta (shard counts within 1..max_shards) and decode_cancel. What they
+// protocol::decode_meta (shard counts within 1..max_shards) and decode_cancel. What they
 // accept survives encode + decode.
 #include "fuzz_common.hpp"
 
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto text = zkd::fuzz::as_text(data, size);
     if (const auto m = decode_meta(text)) {
         FUZZ_CHECK(m->pending_shards >= 1 && m->pending_shards <= max_shards);

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // A result node's data (docs/protocol.md §5, §5.1), as any worker may write it:
-// roles::decode_result. A result it accepts passes validate(), survives encode + decode
+// protocol::decode_result. A result it accepts passes validate(), survives encode + decode
 // unchanged, and every bundled task's result can be taken from it.
 #include "fuzz_common.hpp"
 
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 namespace {
 
 /// Equal, the values' doubles within a few ulp (see json_close).
-bool same(const zkd::roles::task_result& x, const zkd::roles::task_result& y) {
+bool same(const zkd::protocol::task_result& x, const zkd::protocol::task_result& y) {
     if (!zkd::fuzz::json_close(x.value, y.value) || x.bundle.size() != y.bundle.size()) {
         return false;
     }
@@ -30,7 +30,7 @@ bool same(const zkd::roles::task_result& x, const zkd::roles::task_result& y) {
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto text = zkd::fuzz::as_text(data, size);
     (void)result_size_ok(text);
 

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-// A task node's data (docs/protocol.md §4), as any client may write it: roles::decode_task
-// and the JSON reader under every codec (roles::parse_json). A task it accepts passes
+// A task node's data (docs/protocol.md §4), as any client may write it: protocol::decode_task
+// and the JSON reader under every codec (protocol::parse_json). A task it accepts passes
 // validate() and survives encode + decode unchanged.
 #include "fuzz_common.hpp"
 
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto text = zkd::fuzz::as_text(data, size);
     boost::system::error_code ec;
     (void)parse_json(text, ec);

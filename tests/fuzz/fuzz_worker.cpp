@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 // A /workers/<member> node's data (docs/protocol.md §2), as any member may write it:
-// roles::decode_worker. What it accepts has a capacity >= 0, sorted unique valid types, and
+// protocol::decode_worker. What it accepts has a capacity >= 0, sorted unique valid types, and
 // survives encode + decode unchanged.
 #include "fuzz_common.hpp"
 
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 #include <algorithm>
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::protocol;
     const auto w = decode_worker(zkd::fuzz::as_text(data, size));
     if (!w) {
         FUZZ_CHECK(!w.error().message.empty());

@@ -6,7 +6,7 @@
 #include "support/zk_fixture.hpp"
 
 #include "roles/election.hpp"
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/json.hpp>
@@ -498,13 +498,13 @@ TEST_F(Cli, HostileStringsAreEscaped) {
     run([&]() -> boost::asio::awaitable<void> {
         zkd::zkco::client zk(ioc_.get_executor(), make_config());
         co_await zk.connect();
-        zkd::roles::member_info fake;
+        zkd::protocol::member_info fake;
         fake.id = "evil-1-0000000000001";
         fake.host = "h\x1b[2J\x1b]0;owned\x07\xc2\x9b" "31m";
         fake.pid = 1;
         fake.capacity = 1;
         fake.types = {"echo"};
-        co_await zk.create("/zkd/cli/workers/" + fake.id, zkd::roles::encode(fake),
+        co_await zk.create("/zkd/cli/workers/" + fake.id, zkd::protocol::encode(fake),
                            {zkd::zkco::create_mode::ephemeral});
         // Garbage whose reason quotes the data.
         co_await zk.create("/zkd/cli/workers/evil-2-0000000000002"s, "\x1b[31m{\"v\":"s,
@@ -666,7 +666,7 @@ TEST_F(Cli, ASquattedNamespaceIsRefused) {
         client alice_zk(ioc_.get_executor(), cfg);
         co_await alice_zk.connect();
         EXPECT_TRUE(co_await alice_zk.create("/zkd/sq2"s));
-        EXPECT_TRUE(co_await alice_zk.create("/zkd/sq2/meta"s, zkd::roles::encode(zkd::roles::meta_info{}),
+        EXPECT_TRUE(co_await alice_zk.create("/zkd/sq2/meta"s, zkd::protocol::encode(zkd::protocol::meta_info{}),
                                              {create_mode::persistent, {}, open_acl()}));
         co_await alice_zk.close();
     }());
@@ -696,7 +696,7 @@ TEST_F(Cli, ASquattedNamespaceIsRefused) {
         cfg.auth = credentials{"alice", "secret"};
         client zk(ioc_.get_executor(), cfg);
         co_await zk.connect();
-        auto l = co_await zkd::roles::ensure_layout(zk, zkd::roles::meta_info{});
+        auto l = co_await zkd::roles::ensure_layout(zk, zkd::protocol::meta_info{});
         EXPECT_EQ(l.error(), errc::invalid_acl);
         co_await zk.close();
     }());

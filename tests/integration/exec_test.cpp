@@ -35,6 +35,7 @@ namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace std::literals;
 using namespace zkd::roles;
+using namespace zkd::protocol;
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include "reactor/compute_pool.hpp"
 #include "reactor/lag_probe.hpp"
 #include "roles/builtin_handlers.hpp"
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 #include "roles/node.hpp"
 #include "roles/inspect.hpp"
 #include "roles/stats.hpp"
@@ -233,7 +233,7 @@ protected:
 
     /// The cluster's connect string, as `zkd run --zk X --namespace ns` would make it.
     [[nodiscard]] std::string cluster_connect() const {
-        return base_ + chroot_ + zkd::roles::chroot_path(ns_);
+        return base_ + chroot_ + zkd::protocol::chroot_path(ns_);
     }
 
     /// Starts the node (unless `with_node` is false), the facade on a free port (with
@@ -717,7 +717,7 @@ TEST_F(Http, NoClusterYetIs503) {
         zkd::zkco::client zk(ioc_.get_executor(), cfg);
         auto c = co_await zkd::zkco::with_timeout(zk.connect(), 30s);
         EXPECT_TRUE(c);
-        auto made = co_await zkd::test::create_all(zk, zkd::roles::chroot_path(ns_));
+        auto made = co_await zkd::test::create_all(zk, zkd::protocol::chroot_path(ns_));
         EXPECT_TRUE(made);
         co_await zk.close();
     }());
@@ -1146,7 +1146,7 @@ TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
                         problems += "consume " + id + ": " + c.error().message() + "; ";
                     }
                     auto gone = co_await tc.status(id);
-                    if (!gone || gone->state != zkd::roles::task_state::unknown) {
+                    if (!gone || gone->state != zkd::protocol::task_state::unknown) {
                         problems += id + " still there after consume; ";
                     }
                     if (auto again = co_await tc.consume(id); !again) {

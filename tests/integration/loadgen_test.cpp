@@ -3,7 +3,7 @@
 // task accounted for, the namespace left clean, the raw ceiling, and each way a run is
 // refused (bad flags, no cluster, no workers, unreachable ZooKeeper, a stalled cluster).
 // Speed is never asserted.
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
@@ -76,7 +76,7 @@ protected:
     /// Children under `dir` in the cluster `ns`, summed over its shards (via stat).
     asio::awaitable<std::uint64_t> count_under_shards(std::string ns, std::string dir) {
         zkd::zkco::config cfg = make_config();
-        cfg.connect_string = base_ + chroot_ + zkd::roles::chroot_path(ns);
+        cfg.connect_string = base_ + chroot_ + zkd::protocol::chroot_path(ns);
         zkd::zkco::client zk(ioc_.get_executor(), cfg);
         auto c = co_await zkd::zkco::with_timeout(zk.connect(), 10s);
         EXPECT_TRUE(c);
@@ -365,7 +365,7 @@ TEST_F(Loadgen, ACredentialedClusterTakesTheCredentials) {
         cfg.auth = zkd::zkco::credentials{"ops", "s3cret"};
         zkd::zkco::client owner(ioc_.get_executor(), cfg);
         EXPECT_TRUE(co_await zkd::zkco::with_timeout(owner.connect(), 10s));
-        auto removed = co_await zkd::test::remove_recursive(owner, zkd::roles::chroot_path("secured"));
+        auto removed = co_await zkd::test::remove_recursive(owner, zkd::protocol::chroot_path("secured"));
         EXPECT_TRUE(removed) << removed.error().message();
         co_await owner.close();
     }());

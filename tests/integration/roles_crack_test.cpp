@@ -7,7 +7,7 @@
 #include "roles/builtin_handlers.hpp"
 #include "roles/crack_job.hpp"
 #include "roles/election.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/master.hpp"
 #include "roles/md5_crack.hpp"
 #include "roles/worker.hpp"
@@ -32,6 +32,7 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
 using namespace zkd::roles;
+using namespace zkd::protocol;
 using zkd::zkco::client;
 
 namespace {

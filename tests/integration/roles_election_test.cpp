@@ -3,7 +3,7 @@
 // takeover with epoch fencing, worker registration.
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -18,6 +18,7 @@ namespace asio = boost::asio;
 using namespace std::literals;
 using namespace zkd::zkco;
 using namespace zkd::roles;
+using namespace zkd::protocol;
 
 namespace {
 

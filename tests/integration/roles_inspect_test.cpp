@@ -2,7 +2,7 @@
 // Read-only views of a cluster (roles/inspect) against a real ZooKeeper: a master, a worker
 // and a client in one process, each with its own session; the views before, during and after
 // tasks; garbage in every kind of node; limits; nothing written by reading.
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "support/roles_cluster.hpp"
@@ -18,6 +18,7 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
 using namespace zkd::roles;
+using namespace zkd::protocol;
 using zkd::zkco::client;
 
 namespace {

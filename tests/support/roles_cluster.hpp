@@ -7,7 +7,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/election.hpp"
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 #include "roles/master.hpp"
 #include "roles/worker.hpp"
 #include "support/zk_fixture.hpp"
@@ -28,7 +28,7 @@ namespace zkd::test {
 /// its member info.
 struct started_worker {
     zkco::client* zk = nullptr;
-    roles::member_info me;
+    protocol::member_info me;
 };
 
 /// The fixture: builtin handlers in `registry_`, a 2-thread pool, the roles in `roles_`
@@ -58,9 +58,9 @@ protected:
     /// Runs at TearDown before the roles stop (for what the test started besides them).
     virtual void before_teardown() {}
 
-    static roles::member_info member(const std::string& host, int capacity) {
-        roles::member_info m;
-        m.id = roles::new_member_id(host, 7);
+    static protocol::member_info member(const std::string& host, int capacity) {
+        protocol::member_info m;
+        m.id = protocol::new_member_id(host, 7);
         m.host = host;
         m.pid = 7;
         m.capacity = capacity;
@@ -80,7 +80,7 @@ protected:
     /// A session with the cluster's layout made (and kept in layout_).
     boost::asio::awaitable<zkco::client*> cluster_session() {
         auto* zk = co_await session();
-        auto l = co_await roles::ensure_layout(*zk, roles::meta_info{});
+        auto l = co_await roles::ensure_layout(*zk, protocol::meta_info{});
         if (!l) {
             throw std::runtime_error("layout: " + l.error().message());
         }
@@ -89,14 +89,14 @@ protected:
     }
 
     /// Elects a master on a session of its own and runs it; its member info.
-    boost::asio::awaitable<roles::member_info> start_master(roles::master_options opts = {}) {
+    boost::asio::awaitable<protocol::member_info> start_master(roles::master_options opts = {}) {
         auto* zk = co_await session();
         auto me = member("master", 0);
         auto won = co_await roles::campaign(*zk, me);
         if (!won) {
             throw std::runtime_error("campaign: " + won.error().message());
         }
-        auto epoch = co_await roles::take_over(*zk, me, roles::now_ms());
+        auto epoch = co_await roles::take_over(*zk, me, protocol::now_ms());
         if (!epoch) {
             throw std::runtime_error("take_over: " + epoch.error().message());
         }
@@ -137,7 +137,7 @@ protected:
     reactor::compute_pool pool_{2};
     reactor::task_group roles_{ioc_.get_executor()};
     std::vector<std::unique_ptr<zkco::client>> sessions_;
-    roles::layout layout_;
+    protocol::layout layout_;
     roles::master_stats master_stats_;
     std::map<std::string, roles::worker_stats> worker_stats_;
 };

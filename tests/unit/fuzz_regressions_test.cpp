@@ -4,7 +4,7 @@
 #include "cli/options.hpp"
 #include "roles/crack_job.hpp"
 #include "http/api.hpp"
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 #include "zkco/config.hpp"
 
 #include <boost/json/parse.hpp>
@@ -82,9 +82,9 @@ TEST(FuzzRegressions, ErrorBodyIsUtf8) {
 // parsing before 1.83); this pins that it stays within a few ulp.
 TEST(FuzzRegressions, DoublesInArgsMoveAtMostAFewUlp) {
     const std::string task = R"({"v":1.0,"type":"a.b:c-d_e","args":[-5,1e308,-1.5e-300,1844674407370184467440737095516159551615,-92232372036854775808,"\u00e9\ud83d\ude00",null,true,false,{}],"priority":9,"timeout_ms":9223372036854775807,"max_atteopts":2147928700})";
-    const auto first = zkd::roles::decode_task(task);
+    const auto first = zkd::protocol::decode_task(task);
     ASSERT_TRUE(first) << first.error().message;
-    const auto second = zkd::roles::decode_task(zkd::roles::encode(*first));
+    const auto second = zkd::protocol::decode_task(zkd::protocol::encode(*first));
     ASSERT_TRUE(second);
     const auto& a = first->args.as_array();
     const auto& b = second->args.as_array();

@@ -2,7 +2,7 @@
 // One nesting limit everywhere (docs/protocol.md §1): what one part of zkd accepts, no other
 // part refuses or turns into null.
 #include "roles/inspect.hpp"
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 using namespace zkd::roles;
+using namespace zkd::protocol;
 namespace json = boost::json;
 
 namespace {

@@ -3,7 +3,7 @@
 // outcome becomes a result, progress lines, and the registry's asynchronous handlers.
 #include "roles/exec.hpp"
 #include "roles/registry.hpp"
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +19,7 @@
 namespace json = boost::json;
 namespace asio = boost::asio;
 using namespace zkd::roles;
+using namespace zkd::protocol;
 using namespace zkd::roles::exec;
 using namespace std::chrono_literals;
 

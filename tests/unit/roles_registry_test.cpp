@@ -173,7 +173,7 @@ TEST(RolesRegistry, ValueOnAnErrorThrowsHandlerException) {
 }
 
 TEST(RolesRegistry, AsInt64AcceptsOnlyIntegralNumbers) {
-    using zkd::roles::as_int64;
+    using zkd::protocol::as_int64;
     EXPECT_EQ(as_int64(json::value(5)), 5);
     EXPECT_EQ(as_int64(json::value(-5)), -5);
     EXPECT_EQ(as_int64(json::parse("5.0")), 5);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loadgen/driver.hpp"
 
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -48,7 +48,7 @@ asio::awaitable<void> join_quietly(reactor::task_group& g) {
 
 }  // namespace
 
-load_runner::load_runner(zkco::client& zk, roles::layout l, settings s)
+load_runner::load_runner(zkco::client& zk, protocol::layout l, settings s)
     : zk_(zk),
       layout_(l),
       s_(std::move(s)),
@@ -250,20 +250,20 @@ asio::awaitable<void> load_runner::await_one(std::string id, clock_type::time_po
     ++rep_.results;
     rep_.latency_us.record(micros(now - due));
     switch (r->state) {
-    case roles::task_state::succeeded:
+    case protocol::task_state::succeeded:
         if (s_.kind.type == "echo" && r->value != args_) {
             ++rep_.errors.wrong_result;
         } else {
             ++rep_.succeeded;
         }
         break;
-    case roles::task_state::timed_out:
+    case protocol::task_state::timed_out:
         ++rep_.errors.timed_out;
         break;
-    case roles::task_state::cancelled:
+    case protocol::task_state::cancelled:
         ++rep_.errors.cancelled;
         break;
-    case roles::task_state::lost:
+    case protocol::task_state::lost:
         ++rep_.errors.lost;
         break;
     default:

@@ -6,7 +6,7 @@
 #include "loadgen/options.hpp"
 #include "loadgen/report.hpp"
 #include "reactor/task_group.hpp"
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 #include "roles/task_client.hpp"
 #include "zkco/client.hpp"
 
@@ -35,7 +35,7 @@ namespace zkd::loadgen {
 /// finish() and abort() must be called there too. `zk` must outlive the runner.
 class load_runner {
 public:
-    load_runner(zkco::client& zk, roles::layout l, settings s);
+    load_runner(zkco::client& zk, protocol::layout l, settings s);
     load_runner(const load_runner&) = delete;
     load_runner& operator=(const load_runner&) = delete;
     ~load_runner();
@@ -72,7 +72,7 @@ private:
     [[nodiscard]] bool stopping() const noexcept;
 
     zkco::client& zk_;
-    roles::layout layout_;
+    protocol::layout layout_;
     settings s_;
     roles::task_client client_;
     boost::json::value args_;

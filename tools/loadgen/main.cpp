@@ -9,9 +9,9 @@
 #include "loadgen/report.hpp"
 #include "roles/election.hpp"
 #include "roles/inspect.hpp"
-#include "roles/ids.hpp"
-#include "roles/layout.hpp"
-#include "roles/task.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
 
@@ -57,18 +57,18 @@ struct worker_census {
 };
 
 asio::awaitable<zkd::zkco::result<worker_census>> census(zkd::zkco::client& zk, std::string type) {
-    auto kids = co_await zk.get_children(zkd::roles::layout::workers_dir());
+    auto kids = co_await zk.get_children(zkd::protocol::layout::workers_dir());
     if (!kids) {
         co_return kids.error();
     }
     worker_census c;
     for (const auto& name : kids->names) {
         ++c.workers;
-        auto node = co_await zk.get(zkd::roles::layout::worker(name));
+        auto node = co_await zk.get(zkd::protocol::layout::worker(name));
         if (!node) {
             continue;  // gone meanwhile
         }
-        auto info = zkd::roles::decode_worker(node->data);
+        auto info = zkd::protocol::decode_worker(node->data);
         if (!info || info->capacity.value_or(0) <= 0) {
             continue;
         }
@@ -89,7 +89,7 @@ asio::awaitable<zkd::zkco::result<worker_census>> wait_for_workers(
 ) {
     const auto until = std::chrono::steady_clock::now() + limit;
     for (;;) {
-        auto w = co_await zk.watch_children(zkd::roles::layout::workers_dir());
+        auto w = co_await zk.watch_children(zkd::protocol::layout::workers_dir());
         if (!w) {
             co_return w.error();
         }
@@ -149,15 +149,15 @@ std::string scratch_name() {
 
 /// The size of one task as submitted, for the raw ceiling's default node size.
 std::size_t encoded_task_size(const settings& s) {
-    zkd::roles::task_spec spec;
+    zkd::protocol::task_spec spec;
     spec.type = s.kind.type;
     spec.args = zkd::loadgen::task_args(s.kind, s.payload);
     spec.priority = s.priority;
     spec.timeout = s.task_timeout;
     spec.max_attempts = s.max_attempts;
-    spec.submitted_ms = zkd::roles::now_ms();
+    spec.submitted_ms = zkd::protocol::now_ms();
     spec.client = "00000000";
-    return zkd::roles::encode(spec).size();
+    return zkd::protocol::encode(spec).size();
 }
 
 void write_cdf(const std::string& file, const zkd::loadgen::log_histogram& h) {
@@ -204,7 +204,7 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
     using zkd::loadgen::exit_no_workers;
     using zkd::loadgen::exit_stalled;
     using zkd::loadgen::exit_unreachable;
-    const auto chroot = zkd::roles::chroot_path(s.ns);
+    const auto chroot = zkd::protocol::chroot_path(s.ns);
     zkd::zkco::config cfg;
     cfg.connect_string = s.zk + chroot;
     cfg.session_timeout = s.session_timeout;
@@ -224,11 +224,11 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
                      static_cast<long long>(zk.negotiated_timeout().count()),
                      static_cast<long long>(s.session_timeout.count()));
     }
-    std::optional<zkd::roles::layout> layout;
+    std::optional<zkd::protocol::layout> layout;
     worker_census workers;
     if (s.load) {
         const auto until = std::chrono::steady_clock::now() + s.wait_workers;
-        auto meta = co_await wait_for_node(zk, zkd::roles::layout::meta(), until);
+        auto meta = co_await wait_for_node(zk, zkd::protocol::layout::meta(), until);
         if (!meta || *meta == presence::absent) {
             rep.exit = meta ? exit_no_workers : exit_errors;
             rep.message = meta ? "no zkd cluster in " + chroot + " (no " + chroot +

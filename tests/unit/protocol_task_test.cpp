@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The JSON codec of docs/protocol.md §2, §4, §5: exact encodings, validation, and decoders that
 // survive any input.
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-using namespace zkd::roles;
+using namespace zkd::protocol;
 using namespace std::chrono_literals;
 namespace json = boost::json;
 
@@ -48,7 +48,7 @@ void expect_refused(Decode decode, std::string_view data, std::string_view needl
 
 // --- states ----------------------------------------------------------------------------------
 
-TEST(RolesTaskState, Names) {
+TEST(ProtocolTaskState, Names) {
     const std::vector<std::pair<task_state, std::string_view>> all{
         {task_state::pending, "pending"},     {task_state::assigned, "assigned"},
         {task_state::running, "running"},     {task_state::succeeded, "succeeded"},
@@ -71,7 +71,7 @@ TEST(RolesTaskState, Names) {
 
 // --- tasks -----------------------------------------------------------------------------------
 
-TEST(RolesTaskCodec, EncodesTheProtocolExample) {
+TEST(ProtocolTaskCodec, EncodesTheProtocolExample) {
     EXPECT_EQ(encode(example_task()),
               R"({"v":1,"type":"sum","args":{"values":[1,2,3]},"priority":5,"timeout_ms":0,)"
               R"("max_attempts":3,"submitted_ms":1763733600123,"client":"3fa9c2d1"})");
@@ -81,7 +81,7 @@ TEST(RolesTaskCodec, EncodesTheProtocolExample) {
               R"("epoch":7,"assigned_ms":1763733600130,"worker":"host-1234-9f0c1a2b"})");
 }
 
-TEST(RolesTaskCodec, RoundTrips) {
+TEST(ProtocolTaskCodec, RoundTrips) {
     auto running = assigned_task();
     running.running_ms = 1763733600200;
     running.attempt = 2;
@@ -103,7 +103,7 @@ TEST(RolesTaskCodec, RoundTrips) {
     EXPECT_EQ(encode(bare).find(R"("attempt")"), std::string::npos);
 }
 
-TEST(RolesTaskCodec, DefaultsAndUnknownFields) {
+TEST(ProtocolTaskCodec, DefaultsAndUnknownFields) {
     const auto t = decode_task(R"({"v":1,"type":"sum","future":{"x":[1]},"zz":null})");
     ASSERT_TRUE(t) << t.error().message;
     EXPECT_EQ(t->type, "sum");
@@ -121,7 +121,7 @@ TEST(RolesTaskCodec, DefaultsAndUnknownFields) {
     EXPECT_EQ(u->timeout, 2000ms);
 }
 
-TEST(RolesTaskCodec, ArgsAreAnyJson) {
+TEST(ProtocolTaskCodec, ArgsAreAnyJson) {
     for (const auto* args : {"null", "0", "-1.5", "\"text\"", "[]", "[1,[2,[3]]]", "{}",
                              R"({"a":{"b":[true,false,null]}})", "18446744073709551615"}) {
         const auto data = std::string(R"({"v":1,"type":"t","args":)") + args + "}";
@@ -132,7 +132,7 @@ TEST(RolesTaskCodec, ArgsAreAnyJson) {
     }
 }
 
-TEST(RolesTaskCodec, Validation) {
+TEST(ProtocolTaskCodec, Validation) {
     const auto d = [](std::string_view s) { return decode_task(s); };
     expect_refused(d, R"({"v":1})", R"("type" is missing)");
     expect_refused(d, R"({"v":1,"type":""})", R"("type")");
@@ -175,7 +175,7 @@ TEST(RolesTaskCodec, Validation) {
     EXPECT_THROW(decode_task("nope").value(), std::invalid_argument);
 }
 
-TEST(RolesTaskCodec, NestingLimitAgreesWithValidate) {
+TEST(ProtocolTaskCodec, NestingLimitAgreesWithValidate) {
     const auto nested = [](std::size_t depth) {
         json::value v = 1;
         for (std::size_t i = 0; i < depth; ++i) {
@@ -196,7 +196,7 @@ TEST(RolesTaskCodec, NestingLimitAgreesWithValidate) {
     EXPECT_FALSE(decode_task(encode(t)));
 }
 
-TEST(RolesTaskCodec, InfinityIsNotJson) {
+TEST(ProtocolTaskCodec, InfinityIsNotJson) {
     auto t = example_task();
     const double inf = std::numeric_limits<double>::infinity();
     t.args = json::array{1.0, inf, json::object{{"x", -inf}}};
@@ -209,7 +209,7 @@ TEST(RolesTaskCodec, InfinityIsNotJson) {
     EXPECT_EQ(back->args, json::parse(R"([1.0,null,{"x":null}])"));
 }
 
-TEST(RolesTaskCodec, FormatVersion) {
+TEST(ProtocolTaskCodec, FormatVersion) {
     const auto d = [](std::string_view s) { return decode_task(s); };
     expect_refused(d, R"({"v":2,"type":"t"})", "unsupported format version 2");
     expect_refused(d, R"({"v":99,"type":"t"})", "unsupported format version 99");
@@ -232,7 +232,7 @@ TEST(RolesTaskCodec, FormatVersion) {
     expect_refused(d, R"({"v":1,"type":"t","args":{"x":-1e999}})", "out of range");
 }
 
-TEST(RolesTaskCodec, SizeLimit) {
+TEST(ProtocolTaskCodec, SizeLimit) {
     EXPECT_EQ(max_task_bytes, 512U * 1024U);
     EXPECT_TRUE(task_size_ok(std::string(max_task_bytes, 'x')));
     EXPECT_FALSE(task_size_ok(std::string(max_task_bytes + 1, 'x')));
@@ -249,7 +249,7 @@ TEST(RolesTaskCodec, SizeLimit) {
 
 // --- results ---------------------------------------------------------------------------------
 
-TEST(RolesResultCodec, SucceededAndFailed) {
+TEST(ProtocolResultCodec, SucceededAndFailed) {
     task_result ok;
     ok.task = "t4-1763733600123-3fa9c2d100002a";
     ok.value = json::parse(R"({"sum":6})");
@@ -277,7 +277,7 @@ TEST(RolesResultCodec, SucceededAndFailed) {
     }
 }
 
-TEST(RolesResultCodec, EveryStateAndCode) {
+TEST(ProtocolResultCodec, EveryStateAndCode) {
     for (const auto state : {task_state::failed, task_state::timed_out, task_state::cancelled,
                              task_state::lost}) {
         for (const auto code :
@@ -307,7 +307,7 @@ TEST(RolesResultCodec, EveryStateAndCode) {
     EXPECT_EQ(newer->error->message, "");
 }
 
-TEST(RolesResultCodec, Validate) {
+TEST(ProtocolResultCodec, Validate) {
     task_result r;
     r.task = "t";
     EXPECT_TRUE(validate(r));
@@ -327,7 +327,7 @@ TEST(RolesResultCodec, Validate) {
     EXPECT_FALSE(validate(r));
 }
 
-TEST(RolesResultCodec, Refusals) {
+TEST(ProtocolResultCodec, Refusals) {
     const auto d = [](std::string_view s) { return decode_result(s); };
     expect_refused(d, R"({"v":1,"state":"succeeded"})", R"("task" is missing)");
     expect_refused(d, R"({"v":1,"task":"","state":"succeeded"})", R"("task" is empty)");
@@ -345,7 +345,7 @@ TEST(RolesResultCodec, Refusals) {
 
 // --- bundles (§4.1, §5.1) ---------------------------------------------------------------------
 
-TEST(RolesBundleCodec, ATaskBundleRoundTrips) {
+TEST(ProtocolBundleCodec, ATaskBundleRoundTrips) {
     task_spec t;
     t.type = "sum";
     t.bundle = {json::array{1, 2}, json::array{3}, nullptr};
@@ -359,7 +359,7 @@ TEST(RolesBundleCodec, ATaskBundleRoundTrips) {
     EXPECT_EQ(*back, t);
 }
 
-TEST(RolesBundleCodec, ATaskBundleIsChecked) {
+TEST(ProtocolBundleCodec, ATaskBundleIsChecked) {
     const auto d = [](std::string_view s) { return decode_task(s); };
     expect_refused(d, R"({"v":1,"type":"sum","bundle":[]})", "non-empty array");
     expect_refused(d, R"({"v":1,"type":"sum","bundle":{"a":1}})", "non-empty array");
@@ -380,7 +380,7 @@ TEST(RolesBundleCodec, ATaskBundleIsChecked) {
     EXPECT_FALSE(validate(t));
 }
 
-TEST(RolesBundleCodec, ABundlesResultRoundTripsAndSplits) {
+TEST(ProtocolBundleCodec, ABundlesResultRoundTripsAndSplits) {
     task_result whole;
     whole.task = "t4-1763733600123-3fa9c2d100002a_3";
     whole.state = task_state::failed;
@@ -429,7 +429,7 @@ TEST(RolesBundleCodec, ABundlesResultRoundTripsAndSplits) {
     EXPECT_TRUE(any->consumed.empty());
 }
 
-TEST(RolesBundleCodec, ABundlesResultIsChecked) {
+TEST(ProtocolBundleCodec, ABundlesResultIsChecked) {
     const auto d = [](std::string_view s) { return decode_result(s); };
     const std::string head = R"({"v":1,"task":"t","state":"succeeded",)";
     expect_refused(d, head + R"("bundle":3})", "must be an array");
@@ -446,7 +446,7 @@ TEST(RolesBundleCodec, ABundlesResultIsChecked) {
 
 // --- members, meta, epoch, cancel -----------------------------------------------------------
 
-TEST(RolesMemberCodec, WorkerCandidateMaster) {
+TEST(ProtocolMemberCodec, WorkerCandidateMaster) {
     member_info w;
     w.id = "host-1234-9f0c1a2b";
     w.host = "host";
@@ -480,7 +480,7 @@ TEST(RolesMemberCodec, WorkerCandidateMaster) {
     EXPECT_EQ(decode_master(encode(m)).value(), m);
 }
 
-TEST(RolesMemberCodec, DrainingAndThroughput) {
+TEST(ProtocolMemberCodec, DrainingAndThroughput) {
     const auto w = decode_worker(R"({"v":1,"id":"a","capacity":2,"types":[],"draining":true})");
     ASSERT_TRUE(w) << w.error().message;
     EXPECT_TRUE(w->draining);
@@ -495,7 +495,7 @@ TEST(RolesMemberCodec, DrainingAndThroughput) {
     expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"throughput":"fast"})", R"("throughput")");
 }
 
-TEST(RolesMemberCodec, WorkerTypes) {
+TEST(ProtocolMemberCodec, WorkerTypes) {
     const auto d = [](std::string_view s) { return decode_worker(s); };
     const auto sorted = decode_worker(R"({"v":1,"id":"a","capacity":2,"types":["z","a","z"]})");
     ASSERT_TRUE(sorted) << sorted.error().message;
@@ -514,7 +514,7 @@ TEST(RolesMemberCodec, WorkerTypes) {
                    R"({"v":1,"id":"a","epoch":0})", R"("epoch")");
 }
 
-TEST(RolesMetaCodec, RoundTripAndLimits) {
+TEST(ProtocolMetaCodec, RoundTripAndLimits) {
     const meta_info m{16, 32, 1763733600000};
     EXPECT_EQ(encode(m),
               R"({"v":1,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})");
@@ -527,7 +527,7 @@ TEST(RolesMetaCodec, RoundTripAndLimits) {
     EXPECT_TRUE(decode_meta(R"({"v":1,"pending_shards":1,"result_shards":4096})"));
 }
 
-TEST(RolesEpochCodec, RoundTrip) {
+TEST(ProtocolEpochCodec, RoundTrip) {
     const epoch_info e{"host-1234-9f0c1a2b", 1763733600000};
     EXPECT_EQ(encode(e), R"({"v":1,"master":"host-1234-9f0c1a2b","since_ms":1763733600000})");
     EXPECT_EQ(decode_epoch(encode(e)).value(), e);
@@ -537,7 +537,7 @@ TEST(RolesEpochCodec, RoundTrip) {
     EXPECT_FALSE(decode_epoch(R"({"v":1,"master":1})"));
 }
 
-TEST(RolesCancelCodec, RoundTrip) {
+TEST(ProtocolCancelCodec, RoundTrip) {
     const cancel_info c{1763733600000};
     EXPECT_EQ(encode(c), R"({"v":1,"requested_ms":1763733600000})");
     EXPECT_EQ(decode_cancel(encode(c)).value(), c);
@@ -579,7 +579,7 @@ void decode_everything(std::string_view data) {
     }) << data;
 }
 
-TEST(RolesCodecFuzz, AdversarialInputs) {
+TEST(ProtocolCodecFuzz, AdversarialInputs) {
     const std::vector<std::string> inputs{
         "", " ", "null", "true", "0", "-0", "1e999", "{}", "[]", "\"\"", "{\"v\":1}",
         std::string(100000, '['), std::string(100000, '{'), std::string(50000, '[') + "1" +
@@ -607,7 +607,7 @@ TEST(RolesCodecFuzz, AdversarialInputs) {
     for (const auto& in : inputs) decode_everything(in);
 }
 
-TEST(RolesCodecFuzz, RandomAndMutatedInputs) {
+TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     std::mt19937 rng(20240601);
     auto pick = [&](std::size_t n) {
         return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);

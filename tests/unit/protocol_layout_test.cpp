@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The znode paths of docs/protocol.md §2.
-#include "roles/ids.hpp"
-#include "roles/layout.hpp"
-#include "roles/task.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "zkco/types.hpp"
 
 #include <gtest/gtest.h>
@@ -10,14 +10,14 @@
 #include <set>
 #include <string>
 
-using namespace zkd::roles;
+using namespace zkd::protocol;
 
 namespace {
 
 constexpr std::string_view tid = "t4-1763733600123-3fa9c2d100002a";
 constexpr std::string_view member = "host-1234-9f0c1a2b";
 
-TEST(RolesLayout, FixedPaths) {
+TEST(ProtocolLayout, FixedPaths) {
     EXPECT_EQ(layout::meta(), "/meta");
     EXPECT_EQ(layout::epoch(), "/epoch");
     EXPECT_EQ(layout::election_dir(), "/election");
@@ -30,7 +30,7 @@ TEST(RolesLayout, FixedPaths) {
     EXPECT_EQ(chroot_path("default"), "/zkd/default");
 }
 
-TEST(RolesLayout, MemberPaths) {
+TEST(ProtocolLayout, MemberPaths) {
     EXPECT_EQ(layout::election_prefix(member), "/election/c-host-1234-9f0c1a2b-");
     EXPECT_EQ(layout::worker(member), "/workers/host-1234-9f0c1a2b");
     EXPECT_EQ(layout::assign_dir(member), "/assign/host-1234-9f0c1a2b");
@@ -41,7 +41,7 @@ TEST(RolesLayout, MemberPaths) {
     EXPECT_EQ(layout::cancel_request(tid), "/cancel/t4-1763733600123-3fa9c2d100002a");
 }
 
-TEST(RolesLayout, TaskPathsUseTheShardOfTheId) {
+TEST(ProtocolLayout, TaskPathsUseTheShardOfTheId) {
     const layout l;
     EXPECT_EQ(l.pending_shards, 16U);
     EXPECT_EQ(l.result_shards, 16U);
@@ -64,21 +64,21 @@ TEST(RolesLayout, TaskPathsUseTheShardOfTheId) {
     EXPECT_EQ(zero.pending_shard_paths(), std::vector<std::string>{"/pending/00"});
 }
 
-TEST(RolesLayout, FromMeta) {
+TEST(ProtocolLayout, FromMeta) {
     meta_info meta;
     meta.pending_shards = 4;
     meta.result_shards = 32;
     EXPECT_EQ(layout::from(meta), (layout{4, 32}));
 }
 
-TEST(RolesLayout, ShardLists) {
+TEST(ProtocolLayout, ShardLists) {
     const layout l{3, 2};
     EXPECT_EQ(l.pending_shard_paths(),
               (std::vector<std::string>{"/pending/00", "/pending/01", "/pending/02"}));
     EXPECT_EQ(l.result_shard_paths(), (std::vector<std::string>{"/results/00", "/results/01"}));
 }
 
-TEST(RolesLayout, FixedNodesParentsFirst) {
+TEST(ProtocolLayout, FixedNodesParentsFirst) {
     for (const layout l : {layout{}, layout{1, 1}, layout{3, 120}}) {
         const auto nodes = l.fixed_nodes();
         EXPECT_EQ(nodes.size(), 9U + l.pending_shards + l.result_shards);
@@ -103,7 +103,7 @@ TEST(RolesLayout, FixedNodesParentsFirst) {
     }
 }
 
-TEST(RolesLayout, EveryPathIsValid) {
+TEST(ProtocolLayout, EveryPathIsValid) {
     const layout l;
     for (const auto& p :
          {layout::election_prefix(member) + "0000000001", layout::worker(member),
@@ -114,7 +114,7 @@ TEST(RolesLayout, EveryPathIsValid) {
     }
 }
 
-TEST(RolesLayout, CancelMarkers) {
+TEST(ProtocolLayout, CancelMarkers) {
     const std::string marker = std::string(tid) + ".cancel";
     EXPECT_EQ(zkd::zkco::base_name(layout::cancel_marker(member, tid)), marker);
     EXPECT_TRUE(is_cancel_marker(marker));

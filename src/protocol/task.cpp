@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include "roles/task.hpp"
+#include "protocol/task.hpp"
 
-#include "roles/ids.hpp"
-#include "roles/registry.hpp"
+#include "protocol/ids.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -15,7 +14,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 namespace json = boost::json;
 
@@ -725,4 +724,24 @@ codec_result<cancel_info> decode_cancel(std::string_view data) {
     return c;
 }
 
-}  // namespace zkd::roles
+std::optional<std::int64_t> as_int64(const json::value& v) noexcept {
+    switch (v.kind()) {
+    case json::kind::int64:
+        return v.get_int64();
+    case json::kind::uint64:
+        if (v.get_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            return std::nullopt;
+        return static_cast<std::int64_t>(v.get_uint64());
+    case json::kind::double_: {
+        const double d = v.get_double();
+        constexpr double exact_limit = 9007199254740992.0;  // 2^53
+        if (!std::isfinite(d) || std::trunc(d) != d || std::fabs(d) > exact_limit)
+            return std::nullopt;
+        return static_cast<std::int64_t>(d);
+    }
+    default:
+        return std::nullopt;
+    }
+}
+
+}  // namespace zkd::protocol

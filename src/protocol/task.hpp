@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 /// The format this code reads and writes (the "v" field).
 inline constexpr std::int64_t format_version = 1;
@@ -243,4 +243,9 @@ struct cancel_info {
 std::string encode(const cancel_info& c);
 codec_result<cancel_info> decode_cancel(std::string_view data);
 
-}  // namespace zkd::roles
+/// For argument checks in handlers: `v` as an int64 if it is an integral JSON number (an
+/// int64, a uint64 up to INT64_MAX, or a double holding an integer of magnitude up to 2^53,
+/// since "5.0" and "5e3" parse as doubles); nullopt otherwise.
+[[nodiscard]] std::optional<std::int64_t> as_int64(const boost::json::value& v) noexcept;
+
+}  // namespace zkd::protocol

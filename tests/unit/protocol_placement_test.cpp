@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Placement policies (docs/protocol.md §7 "Master loop").
-#include "roles/placement.hpp"
+#include "protocol/placement.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-using namespace zkd::roles;
+using namespace zkd::protocol;
 
 namespace {
 
@@ -39,7 +39,7 @@ std::map<std::string, int> place(placer& p, std::vector<worker_slot>& workers,
     return picks;
 }
 
-TEST(RolesPlacement, PolicyNames) {
+TEST(ProtocolPlacement, PolicyNames) {
     EXPECT_EQ(to_string(placement_policy::least_loaded), "least-loaded");
     EXPECT_EQ(to_string(placement_policy::round_robin), "round-robin");
     EXPECT_EQ(to_string(placement_policy::random), "random");
@@ -49,7 +49,7 @@ TEST(RolesPlacement, PolicyNames) {
     }
 }
 
-TEST(RolesPlacement, WorkerSlot) {
+TEST(ProtocolPlacement, WorkerSlot) {
     const auto w = slot("a", 4, 1, {"md5", "sum"});
     EXPECT_EQ(w.free_slots(), 3);
     EXPECT_TRUE(w.serves("sum"));
@@ -65,7 +65,7 @@ TEST(RolesPlacement, WorkerSlot) {
     EXPECT_FALSE(anyone_serves({}, "x"));
 }
 
-TEST(RolesPlacement, NothingEligible) {
+TEST(ProtocolPlacement, NothingEligible) {
     for (const auto policy : all_policies) {
         placer p(policy, 1);
         EXPECT_FALSE(p.pick({}, "sum")) << to_string(policy);
@@ -77,7 +77,7 @@ TEST(RolesPlacement, NothingEligible) {
     }
 }
 
-TEST(RolesPlacement, NeverExceedsCapacityAndRespectsTypes) {
+TEST(ProtocolPlacement, NeverExceedsCapacityAndRespectsTypes) {
     for (const auto policy : all_policies) {
         placer p(policy, 42);
         std::vector<worker_slot> ws{slot("w1", 3, 0, {"md5", "sum"}), slot("w2", 1, 0, {"sum"}),
@@ -91,7 +91,7 @@ TEST(RolesPlacement, NeverExceedsCapacityAndRespectsTypes) {
     }
 }
 
-TEST(RolesPlacement, RoundRobinRotatesInIdOrder) {
+TEST(ProtocolPlacement, RoundRobinRotatesInIdOrder) {
     placer p(placement_policy::round_robin, 7);
     // Not in id order in the span: the rotation follows ids, not positions.
     std::vector<worker_slot> ws{slot("c", 100, 0, {"t"}), slot("a", 100, 50, {"t"}),
@@ -117,7 +117,7 @@ TEST(RolesPlacement, RoundRobinRotatesInIdOrder) {
     EXPECT_EQ(order, "b2,d,a,b2,");
 }
 
-TEST(RolesPlacement, RoundRobinIsFair) {
+TEST(ProtocolPlacement, RoundRobinIsFair) {
     placer p(placement_policy::round_robin, 7);
     std::vector<worker_slot> ws;
     ws.reserve(5);
@@ -126,7 +126,7 @@ TEST(RolesPlacement, RoundRobinIsFair) {
     for (const auto& [id, n] : picks) EXPECT_EQ(n, 200) << id;
 }
 
-TEST(RolesPlacement, LeastLoadedPicksMostFreeSlots) {
+TEST(ProtocolPlacement, LeastLoadedPicksMostFreeSlots) {
     placer p(placement_policy::least_loaded, 7);
     std::vector<worker_slot> ws{slot("a", 4, 3, {"t"}), slot("b", 8, 2, {"t"}),
                                 slot("c", 4, 0, {"t"}), slot("d", 10, 0, {"u"})};
@@ -136,7 +136,7 @@ TEST(RolesPlacement, LeastLoadedPicksMostFreeSlots) {
     EXPECT_EQ(picks, (std::map<std::string, int>{{"a", 1}, {"b", 6}, {"c", 4}}));
 }
 
-TEST(RolesPlacement, LeastLoadedSpreadsOverEqualWorkers) {
+TEST(ProtocolPlacement, LeastLoadedSpreadsOverEqualWorkers) {
     placer p(placement_policy::least_loaded, 7);
     std::vector<worker_slot> ws;
     for (const auto* id : {"w3", "w1", "w2"}) ws.push_back(slot(id, 4, 0, {"t"}));
@@ -162,7 +162,7 @@ TEST(RolesPlacement, LeastLoadedSpreadsOverEqualWorkers) {
     EXPECT_EQ(picks, (std::map<std::string, int>{{"x", 50}, {"y", 50}}));
 }
 
-TEST(RolesPlacement, RandomCoversAllEligible) {
+TEST(ProtocolPlacement, RandomCoversAllEligible) {
     placer p(placement_policy::random, 12345);
     std::vector<worker_slot> ws{slot("a", 1, 0, {"t"}), slot("b", 1, 1, {"t"}),
                                 slot("c", 1, 0, {"u"}), slot("d", 1, 0, {"t"}),
@@ -180,7 +180,7 @@ TEST(RolesPlacement, RandomCoversAllEligible) {
     }
 }
 
-TEST(RolesPlacement, DeterministicGivenTheSeed) {
+TEST(ProtocolPlacement, DeterministicGivenTheSeed) {
     std::vector<worker_slot> ws;
     ws.reserve(10);
     for (int i = 0; i < 10; ++i) ws.push_back(slot("w" + std::to_string(i), 50, i, {"t"}));

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 /// FNV-1a, 32 bit (offset basis 2166136261, prime 16777619), over the bytes of `s`.
 std::uint32_t fnv1a32(std::string_view s) noexcept;
@@ -108,4 +108,4 @@ std::string election_node_prefix(std::string_view member);
 /// Parses "c-<member>-<10 digits>" with a valid member id; nullopt for anything else.
 std::optional<election_node> parse_election_node(std::string_view name);
 
-}  // namespace zkd::roles
+}  // namespace zkd::protocol

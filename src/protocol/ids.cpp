@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 
 #include <chrono>
 
@@ -8,7 +8,7 @@
 #include <charconv>
 #include <random>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 namespace {
 
@@ -227,4 +227,4 @@ std::int64_t now_ms() noexcept {
         .count();
 }
 
-}  // namespace zkd::roles
+}  // namespace zkd::protocol

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "roles/placement.hpp"
+#include "protocol/placement.hpp"
 
 #include <algorithm>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 std::string_view to_string(placement_policy p) noexcept {
     switch (p) {
@@ -86,4 +86,4 @@ std::optional<std::size_t> placer::pick(std::span<const worker_slot> workers,
     return chosen;
 }
 
-}  // namespace zkd::roles
+}  // namespace zkd::protocol

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Task ids, shards, member ids and election names (docs/protocol.md §2, §3, §7).
-#include "roles/ids.hpp"
+#include "protocol/ids.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-using namespace zkd::roles;
+using namespace zkd::protocol;
 
 namespace {
 
-TEST(RolesIds, Fnv1a32KnownVectors) {
+TEST(ProtocolIds, Fnv1a32KnownVectors) {
     EXPECT_EQ(fnv1a32(""), 0x811c9dc5U);
     EXPECT_EQ(fnv1a32("a"), 0xe40c292cU);
     EXPECT_EQ(fnv1a32("foobar"), 0xbf9cf968U);
@@ -22,7 +22,7 @@ TEST(RolesIds, Fnv1a32KnownVectors) {
     EXPECT_EQ(fnv1a32("\xff"), (0x811c9dc5U ^ 0xffU) * 16777619U);
 }
 
-TEST(RolesIds, TaskIdMatchesTheProtocolExample) {
+TEST(ProtocolIds, TaskIdMatchesTheProtocolExample) {
     task_id_generator gen(0x3fa9c2d1, 0x2a);
     EXPECT_EQ(gen.next(5, 1763733600123), "t4-1763733600123-3fa9c2d100002a");
     EXPECT_EQ(gen.next(5, 1763733600123), "t4-1763733600123-3fa9c2d100002b");
@@ -30,7 +30,7 @@ TEST(RolesIds, TaskIdMatchesTheProtocolExample) {
     EXPECT_EQ(gen.client_hex(), "3fa9c2d1");
 }
 
-TEST(RolesIds, TaskIdPadsAndClamps) {
+TEST(ProtocolIds, TaskIdPadsAndClamps) {
     task_id_generator gen(0xa, 0);
     EXPECT_EQ(gen.next(9, 42), "t0-0000000000042-0000000a000000");
     EXPECT_EQ(gen.next(0, 0), "t9-0000000000000-0000000a000001");
@@ -38,7 +38,7 @@ TEST(RolesIds, TaskIdPadsAndClamps) {
     EXPECT_EQ(gen.next(-3, 99'999'999'999'999), "t9-9999999999999-0000000a000003");
 }
 
-TEST(RolesIds, TaskIdCounterWrapsAt24Bits) {
+TEST(ProtocolIds, TaskIdCounterWrapsAt24Bits) {
     task_id_generator gen(0xdeadbeef, 0xfffffe);
     EXPECT_EQ(gen.next(5, 1), "t4-0000000000001-deadbeeffffffe");
     EXPECT_EQ(gen.next(5, 1), "t4-0000000000001-deadbeefffffff");
@@ -48,7 +48,7 @@ TEST(RolesIds, TaskIdCounterWrapsAt24Bits) {
     EXPECT_EQ(high.next(5, 1), "t4-0000000000001-00000001000000");
 }
 
-TEST(RolesIds, TaskIdsSortByPriorityThenTimeThenCounter) {
+TEST(ProtocolIds, TaskIdsSortByPriorityThenTimeThenCounter) {
     task_id_generator gen(0x12345678);
     const auto low_early = gen.next(1, 1000);
     const auto high_late = gen.next(8, 5000);
@@ -61,7 +61,7 @@ TEST(RolesIds, TaskIdsSortByPriorityThenTimeThenCounter) {
     EXPECT_EQ(ids, expected);
 }
 
-TEST(RolesIds, BundleIdsAndTheirTasks) {
+TEST(ProtocolIds, BundleIdsAndTheirTasks) {
     const std::string tid = "t4-1763733600123-3fa9c2d100002a";
     const auto bid = bundle_id(tid, 64);
     EXPECT_EQ(bid, tid + "_64");
@@ -98,7 +98,7 @@ TEST(RolesIds, BundleIdsAndTheirTasks) {
     EXPECT_EQ(shard_of(bid, 16), 2U);
 }
 
-TEST(RolesIds, TaskIdGeneratorIsThreadSafe) {
+TEST(ProtocolIds, TaskIdGeneratorIsThreadSafe) {
     task_id_generator gen;
     std::vector<std::string> a;
     std::vector<std::string> b;
@@ -115,7 +115,7 @@ TEST(RolesIds, TaskIdGeneratorIsThreadSafe) {
     for (const auto& id : all) ASSERT_TRUE(is_valid_task_id(id)) << id;
 }
 
-TEST(RolesIds, RandomClientIds) {
+TEST(ProtocolIds, RandomClientIds) {
     task_id_generator a;
     task_id_generator b;
     EXPECT_EQ(a.client_hex().size(), 8U);
@@ -123,7 +123,7 @@ TEST(RolesIds, RandomClientIds) {
     EXPECT_TRUE(is_valid_task_id(a.next(5, 1763733600123)));
 }
 
-TEST(RolesIds, TaskIdValidation) {
+TEST(ProtocolIds, TaskIdValidation) {
     EXPECT_TRUE(is_valid_task_id("t4-1763733600123-3fa9c2d100002a"));
     EXPECT_TRUE(is_valid_task_id("t0-0000000000000-00000000000000"));
     for (const auto* bad : {
@@ -147,7 +147,7 @@ TEST(RolesIds, TaskIdValidation) {
     EXPECT_EQ(task_id_priority("t9-1763733600123-3fa9c2d100002a"), 0);
 }
 
-TEST(RolesShards, Names) {
+TEST(ProtocolShards, Names) {
     EXPECT_EQ(shard_name(0), "00");
     EXPECT_EQ(shard_name(7), "07");
     EXPECT_EQ(shard_name(15), "15");
@@ -155,7 +155,7 @@ TEST(RolesShards, Names) {
     EXPECT_EQ(shard_name(4294967295U), "4294967295");
 }
 
-TEST(RolesShards, ShardOfIsFnvModulo) {
+TEST(ProtocolShards, ShardOfIsFnvModulo) {
     const std::string tid = "t4-1763733600123-3fa9c2d100002a";
     for (const std::uint32_t n : {1U, 2U, 16U, 17U, 1000U}) {
         EXPECT_EQ(shard_of(tid, n), fnv1a32(tid) % n);
@@ -164,7 +164,7 @@ TEST(RolesShards, ShardOfIsFnvModulo) {
     EXPECT_EQ(shard_of(tid, 0), 0U);  // never a division by zero
 }
 
-TEST(RolesShards, SpreadEvenly) {
+TEST(ProtocolShards, SpreadEvenly) {
     task_id_generator gen(0xcafef00d);
     std::vector<int> counts(16);
     for (int i = 0; i < 16000; ++i) ++counts[shard_of(gen.next(5, 1763733600000 + i / 7), 16)];
@@ -174,7 +174,7 @@ TEST(RolesShards, SpreadEvenly) {
     }
 }
 
-TEST(RolesMemberIds, NewIdsAreValidAndFresh) {
+TEST(ProtocolMemberIds, NewIdsAreValidAndFresh) {
     const auto a = new_member_id("node-1.example.com", 1234);
     const auto b = new_member_id("node-1.example.com", 1234);
     EXPECT_NE(a, b);  // a new random part per session
@@ -184,7 +184,7 @@ TEST(RolesMemberIds, NewIdsAreValidAndFresh) {
     EXPECT_TRUE(is_valid_member_id(b)) << b;
 }
 
-TEST(RolesMemberIds, HostIsSanitized) {
+TEST(ProtocolMemberIds, HostIsSanitized) {
     EXPECT_TRUE(new_member_id("my host/\xc3\xa9!", 7).starts_with("my_host____-7-"));
     EXPECT_TRUE(new_member_id("", 7).starts_with("host-7-"));
     EXPECT_TRUE(new_member_id("a_b.c-d", 0).starts_with("a_b.c-d-0-"));
@@ -197,7 +197,7 @@ TEST(RolesMemberIds, HostIsSanitized) {
     }
 }
 
-TEST(RolesMemberIds, Validation) {
+TEST(ProtocolMemberIds, Validation) {
     for (const auto* good : {"host-1234-9f0c1a2b", "a-b-c-1-00000000", "h.x_y-0-ffffffff"}) {
         EXPECT_TRUE(is_valid_member_id(good)) << good;
     }
@@ -210,7 +210,7 @@ TEST(RolesMemberIds, Validation) {
     EXPECT_FALSE(is_valid_member_id(std::string(max_member_host_length + 1, 'h') + "-1-00000000"));
 }
 
-TEST(RolesElection, PrefixAndParse) {
+TEST(ProtocolElection, PrefixAndParse) {
     EXPECT_EQ(election_node_prefix("host-1234-9f0c1a2b"), "c-host-1234-9f0c1a2b-");
     const auto node = parse_election_node("c-host-1234-9f0c1a2b-0000000042");
     ASSERT_TRUE(node);
@@ -226,7 +226,7 @@ TEST(RolesElection, PrefixAndParse) {
               (election_node{me, 7}));
 }
 
-TEST(RolesElection, ForeignNamesAreRejected) {
+TEST(ProtocolElection, ForeignNamesAreRejected) {
     for (const auto* bad : {
              "",
              "c-",

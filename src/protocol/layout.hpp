@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 struct meta_info;
 
@@ -81,4 +81,4 @@ struct layout {
     friend bool operator==(const layout&, const layout&) = default;
 };
 
-}  // namespace zkd::roles
+}  // namespace zkd::protocol

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-#include "roles/layout.hpp"
+#include "protocol/layout.hpp"
 
-#include "roles/ids.hpp"
-#include "roles/task.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/task.hpp"
 
 #include <algorithm>
 #include <initializer_list>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 namespace {
 
@@ -96,4 +96,4 @@ std::vector<std::string> layout::fixed_nodes() const {
     return nodes;
 }
 
-}  // namespace zkd::roles
+}  // namespace zkd::protocol

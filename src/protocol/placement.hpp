@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace zkd::roles {
+namespace zkd::protocol {
 
 enum class placement_policy {
     least_loaded,  ///< most free slots; ties by round-robin (the default)
@@ -62,4 +62,4 @@ private:
     std::string last_;  ///< id of the worker picked last; empty before the first pick
 };
 
-}  // namespace zkd::roles
+}  // namespace zkd::protocol
