@@ -3,19 +3,18 @@
 
 #include "support/processes.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace zkd::test {
 
@@ -74,7 +73,9 @@ long owner_of_link(const std::string& name) {
         return -1;
     }
     try {
-        return std::stol(name.substr(std::strlen(link_prefix), h - std::strlen(link_prefix)), nullptr, 16);
+        return std::stol(
+            name.substr(std::strlen(link_prefix), h - std::strlen(link_prefix)), nullptr, 16
+        );
     } catch (const std::exception&) {
         return -1;
     }
@@ -129,8 +130,8 @@ int free_block() {
 
 std::string address_in(int block, int host) {
     const int n = block * 4 + host;
-    return std::to_string(net_a) + "." + std::to_string(net_b) + "." + std::to_string(n / 256) + "." +
-           std::to_string(n % 256);
+    return std::to_string(net_a) + "." + std::to_string(net_b) + "." + std::to_string(n / 256) +
+           "." + std::to_string(n % 256);
 }
 
 /// Held while namespaces are made: two test binaries must not pick the same /30.
@@ -138,8 +139,9 @@ class setup_lock {
 public:
     setup_lock() : fd_(::open("/run/zkd-test-netns.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600)) {
         if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
-            throw std::runtime_error(std::string("cannot lock /run/zkd-test-netns.lock: ") +
-                                     std::strerror(errno));
+            throw std::runtime_error(
+                std::string("cannot lock /run/zkd-test-netns.lock: ") + std::strerror(errno)
+            );
         }
     }
     setup_lock(const setup_lock&) = delete;
@@ -172,7 +174,9 @@ std::string run_ip(const std::vector<std::string>& args) {
         for (const auto& a : args) {
             cmd += " " + a;
         }
-        throw std::runtime_error(cmd + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err);
+        throw std::runtime_error(
+            cmd + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err
+        );
     }
     return r.out;
 }
@@ -199,7 +203,9 @@ netns::netns() {
     inner_address_ = address_in(block, 2);
     try {
         run_ip({"netns", "add", name_});
-        run_ip({"link", "add", host_link_, "type", "veth", "peer", "name", inner_link, "netns", name_});
+        run_ip(
+            {"link", "add", host_link_, "type", "veth", "peer", "name", inner_link, "netns", name_}
+        );
         run_ip({"addr", "add", host_address_ + "/30", "dev", host_link_});
         run_ip({"link", "set", host_link_, "up"});
         run_ip({"-n", name_, "addr", "add", inner_address_ + "/30", "dev", inner_link});
