@@ -15,6 +15,7 @@ packages=(
     clang-tidy clang-format
     clang libclang-rt-14-dev
     curl procps python3 python3-prometheus-client prometheus
+    iproute2
 )
 
 missing=()

@@ -5,12 +5,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,12 +23,13 @@
 
 namespace zkd::test {
 
-/// A `zkd run` child process; killed (SIGKILL) when the test is done with it.
+/// A `zkd run` child process; killed (SIGKILL) when the test is done with it. Given
+/// `netns` (a network namespace's file, support/netns.hpp), it runs inside that namespace.
 class zkd_process {
 public:
     zkd_process(const std::string& binary, const std::string& connect, const std::string& ns,
                 const std::string& host, const std::filesystem::path& log,
-                std::vector<std::string> extra = {}) {
+                std::vector<std::string> extra = {}, const std::string& netns = {}) {
         std::vector<std::string> argv{binary, "run", "--zk", connect, "--namespace", ns,
                                       "--host", host, "--session-timeout", "2000",
                                       "--capacity", "2", "--threads", "2"};
@@ -36,6 +40,14 @@ public:
             const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
             ::dup2(fd, 1);
             ::dup2(fd, 2);
+            if (!netns.empty()) {
+                const int in = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+                if (in < 0 || ::setns(in, CLONE_NEWNET) != 0) {
+                    ::dprintf(2, "cannot enter the network namespace %s: %s\n", netns.c_str(),
+                              std::strerror(errno));
+                    ::_exit(126);
+                }
+            }
             std::vector<char*> raw;
             for (auto& a : argv) {
                 raw.push_back(a.data());

@@ -21,9 +21,10 @@ namespace zkd::test {
 
 class relay {
 public:
-    /// Listens on a free loopback port and relays each connection to `to` (host:port).
-    relay(boost::asio::io_context& ioc, const std::string& to)
-        : ioc_(ioc), acceptor_(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    /// Listens on a free port of `listen` (an address of this host; loopback by default) and
+    /// relays each connection to `to` (address:port).
+    relay(boost::asio::io_context& ioc, const std::string& to, const std::string& listen = "127.0.0.1")
+        : ioc_(ioc), acceptor_(ioc, {boost::asio::ip::make_address(listen), 0}) {
         const auto colon = to.rfind(':');
         upstream_ = {boost::asio::ip::make_address(to.substr(0, colon)),
                      static_cast<unsigned short>(std::stoi(to.substr(colon + 1)))};
@@ -33,9 +34,10 @@ public:
     relay& operator=(const relay&) = delete;
     ~relay() { stop(); }
 
-    /// "127.0.0.1:<port>": a connect string host for the relay.
+    /// "<listen address>:<port>": a connect string host for the relay.
     [[nodiscard]] std::string address() const {
-        return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+        const auto at = acceptor_.local_endpoint();
+        return at.address().to_string() + ":" + std::to_string(at.port());
     }
 
     /// From now on, bytes from clients (requests) are dropped, not forwarded.
