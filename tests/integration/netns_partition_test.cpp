@@ -34,6 +34,7 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
 using namespace zkd::roles;
+using namespace zkd::protocol;
 
 namespace {
 
