@@ -3,6 +3,7 @@
 
 #include "roles/election.hpp"
 #include "roles/inspect.hpp"
+#include "roles/session_keeper.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -73,39 +74,28 @@ std::string printable(std::string_view s) {
 
 namespace {
 
-/// `t` without any chroot, and the namespace's full path on the ensemble.
-std::pair<cluster_target, std::string> bare_target(const cluster_target& t) {
-    auto parts = zkco::parse_connect_string(t.hosts);  // valid: target_of checked it
-    const std::string full = (parts ? parts->chroot : std::string()) + t.chroot;
-    auto bare = t;
-    if (parts) {
-        parts->chroot.clear();
-        bare.hosts = zkco::format_connect_string(*parts);
-    }
-    bare.chroot.clear();
-    return {bare, full};
+/// How a client command connects: one try of t.connect_timeout at most, retrying quick
+/// failures within it, and no log lines (the command says what went wrong itself).
+roles::connect_policy connect_policy_of(const cluster_target& t) {
+    roles::connect_policy p;
+    p.who = "zkd";
+    p.attempt_timeout = t.connect_timeout;
+    p.give_up_after = t.connect_timeout;
+    p.log = false;
+    return p;
 }
 
-/// Creates /zkd/<ns> (below the connect string's own path, if any).
-asio::awaitable<zkco::result<void>> make_namespace(cluster_target t) {
-    using namespace std::chrono_literals;
-    const auto [bare, full] = bare_target(t);
-    zkco::client root(co_await asio::this_coro::executor, bare.session_config(10s));
-    auto c = co_await zkco::with_timeout(root.connect(), t.connect_timeout);
-    zkco::result<void> made = zkco::result<void>();
-    if (c) {
-        made = co_await roles::ensure_chroot(root, full);
-    } else {
-        made = c.error();
-    }
-    co_await root.close();
-    co_return made;
+/// `t`'s namespace: a valid connect string (target_of checked it) and the namespace's path
+/// below its chroot.
+roles::namespace_place place_of(const cluster_target& t) {
+    auto place = roles::place_namespace(t.hosts, t.chroot);
+    return place ? *place : roles::namespace_place{t.hosts, t.chroot};
 }
 
 /// Connects `zk` within the target's connect timeout; false (said on stderr, `zk` closed)
 /// when ZooKeeper cannot be reached.
 asio::awaitable<bool> connect_or_complain(zkco::client& zk, const cluster_target& t) {
-    auto c = co_await zkco::with_timeout(zk.connect(), t.connect_timeout);
+    auto c = co_await roles::connect_with_backoff(zk, connect_policy_of(t));
     if (!c) {
         complain("cannot reach ZooKeeper at " + t.hosts + " within " +
                  std::to_string(t.connect_timeout.count()) + " ms: " + c.error().message());
@@ -125,7 +115,7 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
     zkco::result<protocol::layout> l = co_await roles::read_layout(zk);
     if (!l && l.error() == zkco::errc::no_node && mode == namespace_mode::create) {
         // No namespace yet (no `zkd run` so far): create it from the ensemble's root.
-        const auto made = co_await make_namespace(t);
+        const auto made = co_await roles::make_namespace(t.session_config(10s), place_of(t), connect_policy_of(t));
         if (made) {
             l = co_await roles::ensure_layout(zk, protocol::meta_info{});
         } else {
@@ -168,13 +158,15 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
 
 asio::awaitable<int> connected_root(cluster_target t, root_body body) {
     using namespace std::chrono_literals;
-    const auto [bare, full] = bare_target(t);
-    zkco::client zk(co_await asio::this_coro::executor, bare.session_config(10s));
+    const auto place = place_of(t);
+    auto cfg = t.session_config(10s);
+    cfg.connect_string = place.hosts;
+    zkco::client zk(co_await asio::this_coro::executor, cfg);
     const bool reached = co_await connect_or_complain(zk, t);
     if (!reached) {
         co_return exit_unreachable;
     }
-    const int rc = co_await body(zk, full);
+    const int rc = co_await body(zk, place.path);
     co_await zk.close();
     co_return rc;
 }

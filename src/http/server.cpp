@@ -7,6 +7,7 @@
 #include "roles/election.hpp"
 #include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
+#include "roles/session_keeper.hpp"
 #include "roles/task_client.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
@@ -116,8 +117,9 @@ asio::awaitable<void> client_gone(tcp::socket& s) {
 
 /// The facade's ZooKeeper session and what is built on it once the cluster's layout is read.
 struct facade_session {
-    facade_session(const asio::any_io_executor& ex, zkco::config cfg) : zk(ex, std::move(cfg)) {}
-    zkco::client zk;
+    explicit facade_session(std::shared_ptr<zkco::client> c) : client(std::move(c)), zk(*client) {}
+    std::shared_ptr<zkco::client> client;  ///< from the session keeper, which closes it
+    zkco::client& zk;
     std::optional<protocol::layout> l;          ///< read from /meta on first use
     std::unique_ptr<roles::task_client> tc;  ///< made with the layout
 };
@@ -245,81 +247,33 @@ struct server::impl {
 
     // --- the ZooKeeper session --------------------------------------------------------
 
-    /// Keeps a connected session in `current`, making a new one after expiry, until
-    /// cancelled; then closes it.
+    /// Keeps a connected session in `current` (roles::keep_sessions: a new one after each
+    /// ends), until cancelled.
     asio::awaitable<void> keep_session() {
-        co_await asio::this_coro::throw_if_cancelled(false);
-        const auto connect_timeout = std::max(opts.zk_timeout, opts.zk.session_timeout);
-        auto backoff = 200ms;
-        bool warned = false;
-        asio::steady_timer pause(ex);
-        while (!stopping) {
-            auto s = std::make_shared<facade_session>(ex, opts.zk);
-            // Wait for the connection, retrying; the client keeps trying in between.
-            bool connected = false;
-            while (!stopping && !zkco::is_terminal(s->zk.state())) {
-                auto c = co_await zkco::with_timeout(s->zk.connect(), connect_timeout);
-                if (c) {
-                    connected = true;
-                    break;
-                }
+        roles::connect_policy policy;
+        policy.who = "http";
+        policy.attempt_timeout = std::max(opts.zk_timeout, opts.zk.session_timeout);
+        auto serve = [this](const std::shared_ptr<zkco::client>& zk) -> asio::awaitable<bool> {
+            ++sessions;
+            auto s = std::make_shared<facade_session>(zk);
+            current = s;
+            spdlog::info("http: ZooKeeper session 0x{:x} established", zk->session() ? zk->session()->id : 0);
+            while (!zkco::is_terminal(zk->state())) {
+                auto change = co_await zk->wait_state(zk->state_generation());
                 const auto cs = co_await asio::this_coro::cancellation_state;
-                if (cs.cancelled() != asio::cancellation_type::none) {
-                    stopping = true;
+                if (!change || cs.cancelled() != asio::cancellation_type::none) {
                     break;
                 }
-                if (!warned) {
-                    spdlog::warn(
-                        "http: cannot reach ZooKeeper at {}: {}; answering 503 until it can",
-                        opts.zk.connect_string, c.error().message()
-                    );
-                    warned = true;
-                }
-                if (c.error() != zkco::errc::operation_timeout) {
-                    // Failed at once (a bad host name, say): do not spin.
-                    pause.expires_after(backoff);
-                    auto [ec] = co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-                    if (ec) {
-                        stopping = true;
-                        break;
-                    }
-                    backoff = std::min(backoff * 2, std::chrono::milliseconds(5'000));
-                }
             }
-            if (connected) {
-                ++sessions;
-                backoff = 200ms;
-                warned = false;
-                current = s;
-                spdlog::info(
-                    "http: ZooKeeper session 0x{:x} established",
-                    s->zk.session() ? s->zk.session()->id : 0
-                );
-                while (!zkco::is_terminal(s->zk.state())) {
-                    auto change = co_await s->zk.wait_state(s->zk.state_generation());
-                    const auto cs = co_await asio::this_coro::cancellation_state;
-                    if (!change || cs.cancelled() != asio::cancellation_type::none) {
-                        break;
-                    }
-                }
-                if (current == s) {
-                    current.reset();
-                }
+            if (current == s) {
+                current.reset();
             }
-            const auto state = s->zk.state();
-            co_await s->zk.close();
-            const auto cs = co_await asio::this_coro::cancellation_state;
-            if (stopping || cs.cancelled() != asio::cancellation_type::none) {
-                break;
+            if (!stopping) {
+                spdlog::warn("http: ZooKeeper session {}; making a new one", zkco::to_string(zk->state()));
             }
-            spdlog::warn("http: ZooKeeper session {}; making a new one", zkco::to_string(state));
-            pause.expires_after(backoff);
-            auto [ec] = co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-            if (ec) {
-                break;
-            }
-            backoff = std::min(backoff * 2, std::chrono::milliseconds(5'000));
-        }
+            co_return !stopping;
+        };
+        co_await roles::keep_sessions(opts.zk, policy, serve);
         current.reset();
     }
 

@@ -2,6 +2,7 @@
 #include "roles/node.hpp"
 
 #include "roles/election.hpp"
+#include "roles/session_keeper.hpp"
 #include "protocol/ids.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
@@ -35,46 +36,11 @@ std::string hostname() {
     return std::string(buf.data());
 }
 
-/// `o.zk` may carry a chroot of its own: the namespace goes below it.
-zkco::config session_config(const node_options& o, const std::string& chroot) {
-    zkco::config cfg;
-    cfg.connect_string = o.zk + chroot;
-    cfg.session_timeout = o.session_timeout;
-    cfg.auth = o.auth;
-    return cfg;
-}
-
 /// Waits until cancelled, with a deadline: false when cancelled.
 asio::awaitable<bool> pause(std::chrono::milliseconds d) {
     asio::steady_timer t(co_await asio::this_coro::executor, d);
     auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     co_return !ec;
-}
-
-/// Connects, retrying with backoff until connected or cancelled; false when cancelled.
-asio::awaitable<bool> connect_with_backoff(zkco::client& zk, const std::string& what,
-                                           const reactor::event* drain) {
-    auto backoff = 200ms;
-    for (;;) {
-        auto c = co_await zkco::with_timeout(zk.connect(), std::max(zk.config().session_timeout, 2000ms));
-        if (c) {
-            co_return true;
-        }
-        auto cs = co_await asio::this_coro::cancellation_state;
-        if (cs.cancelled() != asio::cancellation_type::none) {
-            co_return false;
-        }
-        if (zkco::is_terminal(zk.state()) || (drain != nullptr && drain->is_set())) {
-            co_return false;
-        }
-        spdlog::warn("{}: cannot reach ZooKeeper at {}: {}; retrying in {} ms", what,
-                     zk.config().connect_string, c.error().message(), backoff.count());
-        const bool waited = co_await pause(backoff);
-        if (!waited) {
-            co_return false;
-        }
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-    }
 }
 
 /// Removes this member's candidate node, retrying while the outcome is unknown.
@@ -238,53 +204,44 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
     const auto drained = [&links] { return links.drain != nullptr && links.drain->is_set(); };
     const std::string chroot = protocol::chroot_path(o.ns);
     const std::string host = o.host.empty() ? hostname() : o.host;
+    connect_policy policy;
+    policy.who = "node";
+    policy.attempt_timeout = std::max(o.session_timeout, std::chrono::milliseconds(2000));
+    policy.stop = links.drain;
+    zkco::config cfg;
+    cfg.connect_string = o.zk + chroot;
+    cfg.session_timeout = o.session_timeout;
+    cfg.auth = o.auth;
 
-    {
-        // The namespace must exist before a chrooted session can use it: create it from the
-        // ensemble's root.
-        auto bare = o;
-        if (auto parts = zkco::parse_connect_string(o.zk)) {
-            parts->chroot.clear();
-            bare.zk = zkco::format_connect_string(*parts);
-        }
-        const auto prefix = zkco::parse_connect_string(o.zk);
-        const std::string full = (prefix ? prefix->chroot : std::string()) + chroot;
-        zkco::client root(ex, session_config(bare, ""));
-        const bool connected = co_await connect_with_backoff(root, "node", links.drain);
-        if (!connected) {
-            co_await root.close();
-            co_return;
-        }
-        auto made = co_await ensure_chroot(root, full);
-        co_await root.close();
-        if (!made) {
+    // The namespace must exist before a chrooted session can use it: create it from the
+    // ensemble's root.
+    const auto place = place_namespace(o.zk, chroot);
+    auto made = place ? co_await make_namespace(cfg, *place, policy)
+                      : zkco::result<void>(zkco::errc::bad_arguments);
+    if (!made) {
+        if (made.error() != asio::error::operation_aborted) {
             spdlog::error("node: cannot create the namespace {}: {}", chroot, made.error().message());
-            co_return;
         }
+        co_return;
     }
 
-    for (;;) {
-        zkco::client zk(ex, session_config(o, chroot));
-        const bool connected = co_await connect_with_backoff(zk, "node", links.drain);
-        if (!connected || drained()) {
-            co_await zk.close();
-            co_return;
+    // Session after session, a new member each time.
+    auto member = [&](const std::shared_ptr<zkco::client>& client) -> asio::awaitable<bool> {
+        auto& zk = *client;
+        if (drained()) {
+            co_return false;
         }
         auto l = co_await ensure_layout(zk, protocol::meta_info{16, 16, protocol::now_ms()});
         if (!l && l.error() == zkco::errc::invalid_acl) {
             // A namespace others can write to (check_protected said which node and why):
             // waiting would not change it. Stop; `zkd run` exits 1.
-            co_await zk.close();
-            co_return;
+            co_return false;
         }
         if (!l) {
-            spdlog::error("node: cannot set up the cluster protocol::layout: {}", l.error().message());
-            co_await zk.close();
+            spdlog::error("node: cannot set up the cluster layout: {}; trying again in 2 s",
+                          l.error().message());
             const bool waited = co_await pause(2000ms);  // named: GCC 12 and co_await in if
-            if (!waited) {
-                co_return;
-            }
-            continue;
+            co_return waited;
         }
         protocol::member_info me;
         me.id = protocol::new_member_id(host, static_cast<long>(::getpid()));
@@ -301,22 +258,18 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
         co_await ((work(zk, o, *l, me, reg, pool, stats, worker_done) &&
                    mastership_until_drained(zk, o, *l, me, stats, links.drain, worker_done)) ||
                   track_session(zk, stats));
-        const auto state = zk.state();
-        co_await zk.close();
         stats.session = zk.state();
         stats.member.clear();
         auto cs = co_await asio::this_coro::cancellation_state;
         if (cs.cancelled() != asio::cancellation_type::none || drained()) {
             spdlog::info("node {}: left the cluster", me.id);
-            co_return;
+            co_return false;
         }
-        spdlog::warn("node {}: session {}; rejoining as a new member", me.id,
-                     zkco::to_string(state));
-        const bool waited = co_await pause(100ms);
-        if (!waited) {
-            co_return;
-        }
-    }
+        spdlog::warn("node {}: session {}; rejoining as a new member", me.id, zkco::to_string(zk.state()));
+        co_return true;
+    };
+    co_await keep_sessions(cfg, policy, member);
+    stats.session = zkco::session_state::closed;
 }
 
 }  // namespace zkd::roles
