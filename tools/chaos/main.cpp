@@ -444,8 +444,9 @@ asio::awaitable<void> chaos_run::inject(fault f) {
     case fault_kind::zkd_pause:
     case fault_kind::master_kill: {
         zkd_slot* z = nullptr;
+        const auto master = co_await master_pid();
         if (f.kind == fault_kind::master_kill) {
-            const auto pid = co_await master_pid();
+            const auto& pid = master;
             if (!pid) {
                 skip("no master in /master");
                 co_return;
@@ -468,7 +469,6 @@ asio::awaitable<void> chaos_run::inject(fault f) {
             }
         }
         const bool pause = f.kind == fault_kind::zkd_pause;
-        const auto master = f.kind == fault_kind::master_kill ? std::optional<pid_t>(z->pid) : co_await master_pid();
         r.target = z->name() + " (pid " + std::to_string(z->pid) + (master == z->pid ? ", master)" : ")");
         if (pause) {
             ::kill(z->pid, SIGSTOP);
@@ -757,6 +757,7 @@ asio::awaitable<int> chaos_run::run() {
         co_await zk_->close();
         co_return exit_setup;
     }
+    say("the cluster is up: " + std::to_string(slots_.size()) + " workers and a master");
     auto l = co_await roles::read_layout(*zk_);
     if (!l) {
         say("reading the cluster's layout: " + l.error().message());
@@ -931,6 +932,11 @@ int main(int argc, char** argv) {
     }
     if (s.zk_dir.empty()) {
         ensemble->stop(true);  // the run dir keeps the servers' logs
+    }
+    if (rc == exit_ok && s.clean_on_pass) {
+        fs::remove_all(dir, ec);
+    } else {
+        std::fprintf(stderr, "zkd-chaos: logs and data are in %s\n", dir.c_str());
     }
     return rc;
 }

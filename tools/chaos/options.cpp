@@ -104,6 +104,10 @@ parsed_args parse_args(const std::vector<std::string>& args) {
             s.json = true;
             continue;
         }
+        if (flag == "--clean-on-pass") {
+            s.clean_on_pass = true;
+            continue;
+        }
         const auto value = [&]() -> std::string {
             if (inline_value) {
                 return *inline_value;
@@ -195,6 +199,7 @@ Usage: zkd-chaos [options]
                        started (ZooKeeper faults still hit its members; it is left running)
   --dir DIR            run directory: zkd logs, ZooKeeper data and logs (default: a new
                        directory under $TMPDIR; kept, and printed)
+  --clean-on-pass      remove the run directory when every invariant held
   --namespace NS       the cluster's namespace (default chaos; it must not be in use)
   --json               print the report as JSON on stdout (the text goes to stderr)
   --help               this text

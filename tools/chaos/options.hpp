@@ -43,6 +43,7 @@ struct settings {
     std::string dir;         ///< run directory; empty: a fresh one under $TMPDIR
     std::string ns = "chaos";
     bool json = false;
+    bool clean_on_pass = false;  ///< remove the run directory when every invariant held
 };
 
 struct parsed_args {
