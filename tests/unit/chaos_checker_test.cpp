@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // zkd-chaos: the invariant checker over recorded runs (no server).
 #include "chaos/checker.hpp"
+#include "chaos/zk_log.hpp"
 
 #include <boost/json.hpp>
 
 #include <gtest/gtest.h>
+
+#include <ctime>
 
 using namespace zkd::chaos;
 using namespace std::chrono_literals;
@@ -135,4 +138,37 @@ TEST(ChaosChecker, RecoveryIsTheFirstResultOfATaskSubmittedAfterTheFault) {
     EXPECT_EQ(rep.timeline[0].served_after_ms, 200);
     EXPECT_EQ(rep.faults_by_kind.at("zk-kill"), 1U);
     EXPECT_EQ(rep.faults_skipped, 1U);
+}
+
+TEST(ChaosZkLog, PhasesOfTheLastStart) {
+    const std::string log =
+        "===== zk_local: starting ZooKeeper server 2 =====\n"
+        "2026-11-23 21:28:40,000 INFO  [myid:] - Reading configuration from: zoo.cfg\n"
+        "2026-11-23 21:28:41,605 INFO  [myid:2] - Peer state changed: following - broadcast\n"
+        "===== zk_local: starting ZooKeeper server 2 =====\n"
+        "2026-11-23 21:28:49,332 INFO  [myid:] [main:QuorumPeerConfig@177] - Reading configuration from: zoo.cfg\n"
+        "2026-11-23 21:28:50,091 INFO  [myid:2] [main:ZKDatabase@289] - Snapshot loaded in 274 ms, highest zxid is 0x1\n"
+        "2026-11-23 21:28:50,137 INFO  [myid:2] [QuorumPeer[myid=2]:QuorumPeer@1455] - LOOKING\n"
+        "2026-11-23 21:28:50,177 INFO  [myid:2] [QuorumPeer[myid=2]:QuorumPeer@903] - Peer state changed: following\n"
+        "2026-11-23 21:28:50,268 INFO  [myid:2] [QuorumPeer@922] - Peer state changed: following - synchronization - diff\n"
+        "2026-11-23 21:28:50,486 INFO  [myid:2] [QuorumPeer@917] - Peer state changed: following - broadcast\n";
+    // The process started 900 ms before its first line (whatever the local time zone).
+    std::tm tm{};
+    tm.tm_year = 2026 - 1900;
+    tm.tm_mon = 10;
+    tm.tm_mday = 23;
+    tm.tm_hour = 21;
+    tm.tm_min = 28;
+    tm.tm_sec = 49;
+    tm.tm_isdst = -1;
+    const std::int64_t first = static_cast<std::int64_t>(std::mktime(&tm)) * 1000 + 332;
+    const auto p = parse_restart(log, first - 900);
+    EXPECT_EQ(p.jvm_ms, 900);
+    EXPECT_EQ(p.load_ms, 805);
+    EXPECT_EQ(p.snapshot_ms, 274);
+    EXPECT_EQ(p.election_ms, 40);
+    EXPECT_EQ(p.sync_ms, 309);
+    EXPECT_EQ(p.sync_kind, "diff");
+    EXPECT_EQ(describe(p), "jvm 0.90s, load 0.81s (snapshot 0.27s), election 0.04s, sync 0.31s (diff)");
+    EXPECT_EQ(describe(parse_restart("no marker here\n", 0)), "phases not in the log");
 }

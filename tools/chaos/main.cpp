@@ -5,6 +5,7 @@
 #include "chaos/checker.hpp"
 #include "chaos/options.hpp"
 #include "chaos/schedule.hpp"
+#include "chaos/zk_log.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/offload.hpp"
 #include "reactor/task_group.hpp"
@@ -553,17 +554,24 @@ asio::awaitable<void> chaos_run::restore_member(std::size_t rec, int member, pid
         }
     } else {
         say("restarting " + name);
-        auto start = [this, member]() -> std::string {
+        // On success: the member's log since this start, to tell where the time went.
+        auto start = [this, member]() -> std::pair<std::string, std::string> {
+            const auto started = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch()
+            ).count();
             try {
                 ensemble_.start_member(member);
-                return {};
             } catch (const std::exception& e) {
-                return e.what();
+                return {e.what(), {}};
             }
+            std::ifstream in(ensemble_.log_path(member));
+            const std::string log((std::istreambuf_iterator<char>(in)), {});
+            return {{}, describe(parse_restart(log, started))};
         };
-        const auto error = co_await reactor::offload(zk_pool_, std::move(start));
+        const auto [error, phases] = co_await reactor::offload(zk_pool_, std::move(start));
         if (error.empty()) {
             rec_.faults[rec].served_again_ms = now_ms();
+            rec_.faults[rec].note = "restart: " + phases;
         } else {
             rec_.faults[rec].note = "restart failed: " + error;
             say(name + " did not restart: " + error);
@@ -571,7 +579,7 @@ asio::awaitable<void> chaos_run::restore_member(std::size_t rec, int member, pid
     }
     if (rec_.faults[rec].served_again_ms) {
         say(name + " serves again, " + seconds(*rec_.faults[rec].served_again_ms - rec_.faults[rec].at_ms) +
-            " after the fault");
+            " after the fault" + (rec_.faults[rec].note.empty() ? "" : "; " + rec_.faults[rec].note));
     }
     member_out_ = -1;
 }
