@@ -26,6 +26,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -852,6 +853,8 @@ asio::awaitable<int> chaos_run::run() {
 
 int main(int argc, char** argv) {
     using namespace zkd::chaos;
+    // The libraries' warnings (a session reconnecting) go to stderr: stdout holds the report.
+    spdlog::set_default_logger(spdlog::stderr_logger_mt("zkd-chaos"));
     spdlog::set_level(spdlog::level::warn);
     parsed_args parsed;
     try {
