@@ -58,7 +58,14 @@ TEST(ChaosChecker, SecondResultOrLeftoverOfAnAnsweredTaskIsDuplicated) {
     auto r = clean_run(10);
     r.results.push_back({"t2", 200, "succeeded", args_of(2), "w2", 2});
     r.leftovers.results.push_back("t5");  // a second run of t5 wrote again after we consumed
+    r.leftovers.result_info["t5"] = "succeeded, worker w1, attempt 1";
     const auto rep = check(r);
+    bool shown = false;
+    for (const auto& v : rep.violations) {
+        shown = shown || v == "duplicated: t5: 1 results read (worker w1, attempt 1), and another left in "
+                              "/results after ours was consumed (succeeded, worker w1, attempt 1)";
+    }
+    EXPECT_TRUE(shown);
     EXPECT_FALSE(rep.ok());
     EXPECT_EQ(rep.duplicated, 2U);
     EXPECT_EQ(rep.leftover_results, 0U);  // counted as duplicates, not twice

@@ -138,8 +138,11 @@ check_report check(const recording& r) {
         const bool dup = list.size() > 1 || left;
         if (dup) {
             ++rep.duplicated;
-            v.add("duplicated", t.id + ": " + std::to_string(list.size()) + " results read" +
-                                    (left ? ", and another left in /results after ours was consumed" : ""));
+            const auto info = r.leftovers.result_info.find(t.id);
+            v.add("duplicated", t.id + ": " + std::to_string(list.size()) + " results read (worker " +
+                                    list.front()->worker + ", attempt " + std::to_string(list.front()->attempt) + ")" +
+                                    (left ? ", and another left in /results after ours was consumed" : "") +
+                                    (info != r.leftovers.result_info.end() ? " (" + info->second + ")" : ""));
         }
         bool all_right = true;
         for (const auto* res : list) {

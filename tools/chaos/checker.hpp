@@ -37,6 +37,8 @@ struct leftover_nodes {
     std::vector<std::string> pending;   ///< task ids under /pending/<s>
     std::vector<std::string> assigned;  ///< "<worker>/<name>" under /assign/<worker>
     std::vector<std::string> results;   ///< task ids under /results/<r>
+    /// What a left result node says, by task id ("worker W, attempt A"), where it was read.
+    std::map<std::string, std::string> result_info;
 };
 
 /// How one `zkd run` process ended.

@@ -603,7 +603,19 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
     }
     for (const auto& shard : layout_->result_shard_paths()) {
         if (auto kids = co_await zkco::with_timeout(zk_->get_children(shard), 10s)) {
-            out.results.insert(out.results.end(), kids->names.begin(), kids->names.end());
+            for (const auto& id : kids->names) {
+                out.results.push_back(id);
+                // Who wrote it: the same worker and attempt as the result read means the same
+                // run published twice; another attempt, that the task ran twice.
+                auto node = co_await zkco::with_timeout(zk_->get(layout_->result(id)), 10s);
+                if (!node) {
+                    continue;
+                }
+                if (auto res = roles::decode_result(node->data)) {
+                    out.result_info[id] = std::string(roles::to_string(res->state)) + ", worker " + res->worker +
+                                          ", attempt " + std::to_string(res->attempt);
+                }
+            }
         }
     }
     co_return out;
