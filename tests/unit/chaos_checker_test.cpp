@@ -178,4 +178,10 @@ TEST(ChaosZkLog, PhasesOfTheLastStart) {
     EXPECT_EQ(p.sync_kind, "diff");
     EXPECT_EQ(describe(p), "jvm 0.90s, load 0.81s (snapshot 0.27s), election 0.04s, sync 0.31s (diff)");
     EXPECT_EQ(describe(parse_restart("no marker here\n", 0)), "phases not in the log");
+    // The first of two starts: its lines only, up to the second marker.
+    EXPECT_EQ(count_starts(log), 2U);
+    const auto first_start = parse_restart(log, first - 9'332 - 500, 1);  // its line: 21:28:40,000
+    EXPECT_EQ(first_start.jvm_ms, 500);
+    EXPECT_EQ(first_start.load_ms, std::nullopt);  // no LOOKING before the second marker
+    EXPECT_EQ(parse_restart(log, first - 900, 2), p);
 }

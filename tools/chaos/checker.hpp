@@ -59,6 +59,10 @@ struct injected_fault {
     std::string note;
     /// ZooKeeper faults: when the member served again (ms since the load started).
     std::optional<std::int64_t> served_again_ms;
+    /// zk-kill: which start of the member's log is the restart (1-based; 0: none) and when
+    /// it was started (ms since the Unix epoch), to read its phases from the log at the end.
+    std::size_t restart_start = 0;
+    std::int64_t restart_epoch_ms = 0;
 };
 
 /// Everything one run recorded.

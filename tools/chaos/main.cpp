@@ -115,6 +115,11 @@ std::string crash_evidence(const fs::path& log) {
     return {};
 }
 
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
 /// One `zkd run` slot: a process, restarted as a new one after chaos kills it.
 struct zkd_slot {
     int index = 0;
@@ -555,24 +560,24 @@ asio::awaitable<void> chaos_run::restore_member(std::size_t rec, int member, pid
         }
     } else {
         say("restarting " + name);
-        // On success: the member's log since this start, to tell where the time went.
-        auto start = [this, member]() -> std::pair<std::string, std::string> {
-            const auto started = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch()
-            ).count();
+        // Which start of the member's log this is, to read its phases at the end of the run.
+        rec_.faults[rec].restart_epoch_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch()
+        ).count();
+        auto start = [this, member]() -> std::pair<std::string, std::size_t> {
             try {
                 ensemble_.start_member(member);
             } catch (const std::exception& e) {
-                return {e.what(), {}};
+                return {e.what(), 0};
             }
-            std::ifstream in(ensemble_.log_path(member));
-            const std::string log((std::istreambuf_iterator<char>(in)), {});
-            return {{}, describe(parse_restart(log, started))};
+            return {{}, count_starts(read_file(ensemble_.log_path(member)))};
         };
-        const auto [error, phases] = co_await reactor::offload(zk_pool_, std::move(start));
+        const auto issued = now_ms();
+        const auto [error, starts] = co_await reactor::offload(zk_pool_, std::move(start));
         if (error.empty()) {
             rec_.faults[rec].served_again_ms = now_ms();
-            rec_.faults[rec].note = "restart: " + phases;
+            rec_.faults[rec].restart_start = starts;
+            rec_.faults[rec].note = "restart took " + seconds(now_ms() - issued);
         } else {
             rec_.faults[rec].note = "restart failed: " + error;
             say(name + " did not restart: " + error);
@@ -580,7 +585,7 @@ asio::awaitable<void> chaos_run::restore_member(std::size_t rec, int member, pid
     }
     if (rec_.faults[rec].served_again_ms) {
         say(name + " serves again, " + seconds(*rec_.faults[rec].served_again_ms - rec_.faults[rec].at_ms) +
-            " after the fault" + (rec_.faults[rec].note.empty() ? "" : "; " + rec_.faults[rec].note));
+            " after the fault");
     }
     member_out_ = -1;
 }
@@ -841,6 +846,15 @@ asio::awaitable<int> chaos_run::run() {
     }
     co_await stop_zkds();
     reaping_ = false;
+    // Where each member restart spent its time, from the member's own log (complete now).
+    for (auto& f : rec_.faults) {
+        if (f.restart_start > 0) {
+            const int m = f.planned.target;
+            auto read = [this, m] { return read_file(ensemble_.log_path(m)); };
+            const auto log = co_await reactor::offload(zk_pool_, std::move(read));
+            f.note += ": " + describe(parse_restart(log, f.restart_epoch_ms, f.restart_start));
+        }
+    }
     try {
         co_await aux_.join();
     } catch (const std::exception& e) {
@@ -956,6 +970,7 @@ int main(int argc, char** argv) {
     if (s.zk_dir.empty()) {
         ensemble->stop(true);  // the run dir keeps the servers' logs
     }
+    ensemble.reset();
     if (rc == exit_ok && s.clean_on_pass) {
         fs::remove_all(dir, ec);
     } else {

@@ -8,6 +8,8 @@ namespace zkd::chaos {
 
 namespace {
 
+constexpr std::string_view marker = "===== zk_local: starting ZooKeeper server";
+
 /// ms since the epoch of a line starting "YYYY-MM-DD HH:MM:SS,mmm" (local time); nullopt otherwise.
 std::optional<std::int64_t> stamp(std::string_view line) {
     if (line.size() < 23 || line[4] != '-' || line[10] != ' ' || line[19] != ',') {
@@ -38,14 +40,34 @@ std::string secs(std::int64_t ms) {
 
 }  // namespace
 
-restart_phases parse_restart(std::string_view log, std::int64_t started_ms) {
+std::size_t count_starts(std::string_view log) {
+    std::size_t n = 0;
+    for (auto at = log.find(marker); at != std::string_view::npos; at = log.find(marker, at + 1)) {
+        ++n;
+    }
+    return n;
+}
+
+restart_phases parse_restart(std::string_view log, std::int64_t started_ms, std::size_t start) {
     restart_phases p;
-    constexpr std::string_view marker = "===== zk_local: starting ZooKeeper server";
-    const auto at = log.rfind(marker);
+    auto at = std::string_view::npos;
+    if (start == 0) {
+        at = log.rfind(marker);
+    } else {
+        for (std::size_t i = 0; i < start; ++i) {
+            at = log.find(marker, at == std::string_view::npos ? 0 : at + 1);
+            if (at == std::string_view::npos) {
+                break;
+            }
+        }
+    }
     if (at == std::string_view::npos) {
         return p;
     }
     log.remove_prefix(at);
+    if (const auto next = log.find(marker, 1); next != std::string_view::npos) {
+        log = log.substr(0, next);
+    }
     std::optional<std::int64_t> first;
     std::optional<std::int64_t> looking;
     std::optional<std::int64_t> elected;

@@ -18,12 +18,18 @@ struct restart_phases {
     std::optional<std::int64_t> election_ms;  ///< LOOKING -> following/leading
     std::optional<std::int64_t> sync_ms;      ///< following/leading -> broadcast (serving)
     std::string sync_kind;                    ///< "diff", "snap", "trunc" or "" (not logged)
+
+    friend bool operator==(const restart_phases&, const restart_phases&) = default;
 };
 
-/// Parses the part of `log` after its last "===== zk_local: starting ZooKeeper server"
-/// line. `started_ms` is when the process was started, in ms since the Unix epoch; log
-/// times ("2026-11-23 21:28:49,656") are local time, as log4j writes them.
-restart_phases parse_restart(std::string_view log, std::int64_t started_ms);
+/// Parses the part of `log` after its `start`-th "===== zk_local: starting ZooKeeper server"
+/// line (counted from 1; 0: the last), up to the next one. `started_ms` is when that process
+/// was started, in ms since the Unix epoch; log times ("2026-11-23 21:28:49,656") are local
+/// time, as log4j writes them.
+restart_phases parse_restart(std::string_view log, std::int64_t started_ms, std::size_t start = 0);
+
+/// How many starts `log` records (its "===== zk_local: starting" lines).
+std::size_t count_starts(std::string_view log);
 
 /// "jvm 0.91s, load 0.76s (snapshot 0.27s), election 0.08s, sync 0.27s (diff)".
 std::string describe(const restart_phases& p);
