@@ -17,6 +17,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/zkd-bench-zkm-XXXXXX")
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
     "$zkl" stop --dir "$dir/zk" >/dev/null 2>&1 || true
     echo "logs in $dir" >&2
 }
@@ -32,7 +33,7 @@ load() {  # label, then zkd-loadgen flags
     local label=$1; shift
     echo "== $label" >&2
     "$lg" --zk "$cs" --namespace zkm --workers 4 --duration "${secs}s" "$@" |
-        grep -E "tasks/s|latency|errors" | sed "s/^/$label: /"
+        grep -E "tasks/s|latency|errors" | sed "s|^|$label: |"
 }
 load "3 up, closed loop" --concurrency 64
 load "3 up, open loop $rate/s" --rate "$rate"
@@ -51,6 +52,7 @@ sleep 5
 "$zkl" kill-member --dir "$dir/zk" "$m"
 sleep 2
 t0=$(date +%s.%N)
+echo "start-member at $(date '+%H:%M:%S.%N' | cut -c1-12)"
 "$zkl" start-member --dir "$dir/zk" "$m"
 t1=$(date +%s.%N)
 wait "$lgpid" || true
@@ -58,5 +60,5 @@ echo "restart of zk$m under $rate tasks/s: start-member took $(echo "$t1 - $t0" 
 log=$dir/zk/server$m/server.log
 awk '/===== zk_local: starting/ {n = NR} {line[NR] = $0} END {for (i = n; i <= NR; i++) print line[i]}' "$log" |
     grep -E "Reading configuration|Snapshot loaded|- LOOKING|Peer state changed|LEADER ELECTION TOOK" |
-    cut -c1-23,70- | sed 's/^/  /'
+    sed -E 's/^[0-9-]+ ([0-9:,]+) .* - /  \1 /'
 grep -E "tasks/s|latency|errors" "$dir/restart-load.txt" | sed 's/^/restart load: /'
