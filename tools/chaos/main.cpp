@@ -601,7 +601,10 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
         for (const auto& w : workers->names) {
             if (auto kids = co_await zkco::with_timeout(zk_->get_children(roles::layout::assign_dir(w)), 10s)) {
                 for (const auto& k : kids->names) {
-                    out.assigned.push_back(w + "/" + k);
+                    std::string name = w;
+                    name += '/';
+                    name += k;
+                    out.assigned.push_back(std::move(name));
                 }
             }
         }
@@ -760,6 +763,11 @@ asio::awaitable<int> chaos_run::run() {
         say("cannot reach ZooKeeper at " + connect_ + ": " + c.error().message());
         co_await zk_->close();
         co_return exit_setup;
+    }
+    if (zk_->negotiated_timeout() < client_session_timeout) {
+        say("the servers granted this tool's session " + seconds(zk_->negotiated_timeout().count()) +
+            " (asked " + seconds(std::chrono::milliseconds(client_session_timeout).count()) +
+            "): a member fault may expire it (raise maxSessionTimeout)");
     }
     if (auto meta = co_await zkco::with_timeout(zk_->exists(roles::layout::meta()), 10s); !meta || meta->has_value()) {
         say(meta ? "namespace " + s_.ns + " is in use (" + chroot + "/meta exists): pick another --namespace"
@@ -934,6 +942,9 @@ int main(int argc, char** argv) {
             o.servers = 3;
             o.dir = dir / "zk";
             o.start_timeout = std::chrono::seconds(120);
+            // ZooKeeper's own cap is 20 ticks (4 s at 200 ms): the tool's session must outlast
+            // a member's pause or restart, so allow what zkd-zk-local allows.
+            o.extra_config.push_back("maxSessionTimeout=60000");
             std::fprintf(stderr, "zkd-chaos: starting 3 ZooKeeper servers in %s\n", o.dir.c_str());
             ensemble.emplace(zkd::zk_local::cluster::start(o));
         }
