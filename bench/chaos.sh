@@ -34,7 +34,7 @@ for ((r = 1; r <= rounds; r++)); do
     tail -n 20 "$out/round-$r.txt" >&2
     if python3 - "$out/round-$r.json" "$r" >>"$out/summary.md" 2>/dev/null <<'PY'
 import json, sys
-j = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])  # the report is the last line
+j = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])  # the report line
 kinds = ", ".join(f"{k} {v}" for k, v in sorted(j["faults_by_kind"].items()))
 left = j["leftover_pending"] + j["leftover_assigned"] + j["leftover_results"]
 print(f"| {sys.argv[2]} | {j['seed']} | {sum(j['faults_by_kind'].values())} ({kinds}) | {j['faults_skipped']} | "
