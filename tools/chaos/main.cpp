@@ -944,7 +944,7 @@ int main(int argc, char** argv) {
             o.start_timeout = std::chrono::seconds(120);
             // ZooKeeper's own cap is 20 ticks (4 s at 200 ms): the tool's session must outlast
             // a member's pause or restart, so allow what zkd-zk-local allows.
-            o.extra_config.push_back("maxSessionTimeout=60000");
+            o.extra_config.emplace_back("maxSessionTimeout=60000");
             std::fprintf(stderr, "zkd-chaos: starting 3 ZooKeeper servers in %s\n", o.dir.c_str());
             ensemble.emplace(zkd::zk_local::cluster::start(o));
         }
