@@ -39,6 +39,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -198,6 +199,14 @@ private:
     asio::awaitable<std::optional<pid_t>> master_pid();
 
     asio::awaitable<leftover_nodes> scan_leftovers();
+    /// Ends a run that could not start: stops the zkds and the reaper, closes the session.
+    asio::awaitable<void> abandon() {
+        faults_stopped_ = true;
+        co_await stop_zkds();
+        reaping_ = false;
+        co_await aux_.join();
+        co_await zk_->close();
+    }
     asio::awaitable<void> stop_zkds();
 
     asio::io_context& ioc_;
@@ -427,7 +436,10 @@ asio::awaitable<std::optional<pid_t>> chaos_run::master_pid() {
 
 asio::awaitable<void> chaos_run::faults(std::vector<fault> plan) {
     for (const auto& f : plan) {
-        co_await sleep_until(start_ + f.at);
+        // In steps, so that an interrupted run does not wait here for the next fault's time.
+        while (!stop_load_ && !faults_stopped_ && clock_type::now() < start_ + f.at) {
+            co_await sleep_until(std::min(start_ + f.at, clock_type::now() + 100ms));
+        }
         if (stop_load_ || faults_stopped_) {
             break;
         }
@@ -778,23 +790,21 @@ asio::awaitable<int> chaos_run::run() {
     aux_.spawn(reap(), "reap");
     for (auto& z : slots_) {
         if (!spawn_zkd(z)) {
+            co_await abandon();
             co_return exit_setup;
         }
     }
     say("started " + std::to_string(slots_.size()) + " zkd (" + zkd_ + "); waiting for the workers and a master");
     if (!co_await wait_ready(120s)) {
         say("the cluster did not come up within 120 s (see the zkd logs in " + dir_.string() + ")");
-        faults_stopped_ = true;
-        co_await stop_zkds();
-        reaping_ = false;
-        co_await aux_.join();
-        co_await zk_->close();
+        co_await abandon();
         co_return exit_setup;
     }
     say("the cluster is up: " + std::to_string(slots_.size()) + " workers and a master");
     auto l = co_await roles::read_layout(*zk_);
     if (!l) {
         say("reading the cluster's layout: " + l.error().message());
+        co_await abandon();
         co_return exit_setup;
     }
     layout_ = *l;
@@ -958,12 +968,23 @@ int main(int argc, char** argv) {
     {
         chaos_run run(ioc, s, seed, dir, *ensemble, zkd, break_result);
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
-        signals.async_wait([&](const boost::system::error_code& e, int) {
-            if (!e) {
-                std::fprintf(stderr, "zkd-chaos: interrupted: stopping the load, then checking\n");
+        int interrupts = 0;
+        std::function<void()> arm = [&] {
+            signals.async_wait([&](const boost::system::error_code& e, int) {
+                if (e) {
+                    return;
+                }
+                if (++interrupts > 1) {
+                    // Our children (zkd and, unless attached, the JVMs) die with us.
+                    std::_Exit(exit_violation);
+                }
+                std::fprintf(stderr, "zkd-chaos: interrupted: stopping the load, then checking "
+                                     "(again to quit at once)\n");
                 run.interrupt();
-            }
-        });
+                arm();
+            });
+        };
+        arm();
         asio::co_spawn(ioc, run.run(), [&](const std::exception_ptr& e, int code) {
             rc = code;
             if (e) {
