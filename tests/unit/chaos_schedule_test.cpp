@@ -93,6 +93,7 @@ TEST(ChaosSchedule, NamesRoundTrip) {
     for (const auto k : all_fault_kinds) {
         EXPECT_EQ(parse_fault_kind(name(k)), k);
     }
+    EXPECT_EQ(parse_fault_kind("zkd-partition"), fault_kind::zkd_partition);
     EXPECT_EQ(parse_fault_kind("zk-explode"), std::nullopt);
     fault f{12'345ms, fault_kind::zkd_pause, 1, 3'200ms};
     EXPECT_EQ(describe(f), "12.345s zkd-pause zkd2 for 3.200s");
@@ -117,4 +118,13 @@ TEST(ChaosOptions, ParsesAndRejects) {
     EXPECT_THROW(parse_args({"--seed"}), usage_error);
     EXPECT_THROW(parse_args({"--frobnicate"}), usage_error);
     EXPECT_THROW(parse_args({"--namespace", "a/b"}), usage_error);
+    // Partitions: asked for by --partitions (which adds them to the default kinds) only.
+    EXPECT_THROW(parse_args({"--faults", "zkd-partition"}), usage_error);
+    EXPECT_THROW(parse_args({"--partitions", "--zk-dir", "/tmp/zk"}), usage_error);
+    const auto part = parse_args({"--partitions"}).s;
+    EXPECT_TRUE(part.partitions);
+    EXPECT_EQ(part.kinds.back(), fault_kind::zkd_partition);
+    EXPECT_EQ(part.kinds.size(), 6U);
+    EXPECT_EQ(parse_args({"--partitions", "--faults", "zkd-kill"}).s.kinds,
+              std::vector{fault_kind::zkd_kill});
 }

@@ -129,15 +129,33 @@ struct zkd_slot {
     bool paused = false;
     bool killed = false;      ///< chaos sent SIGKILL to the current process
     bool terminated = false;  ///< chaos sent SIGTERM (the final stop)
+    bool partitioned = false; ///< its veth link is down
     fs::path log;
+    // --partitions: its network namespace, the veth pair's ends, and how it reaches ZooKeeper.
+    std::string netns;
+    std::string veth_host;
+    std::string veth_ns;
+    std::string connect;
     [[nodiscard]] std::string name() const { return "zkd" + std::to_string(index + 1); }
-    [[nodiscard]] bool active() const { return pid > 0 && !paused && !killed && !terminated; }
+    [[nodiscard]] bool active() const {
+        return pid > 0 && !paused && !killed && !terminated && !partitioned;
+    }
 };
+
+/// The `ip` program (iproute2), for --partitions; empty when none is found.
+std::string find_ip() {
+    for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+        if (::access(p, X_OK) == 0) {
+            return p;
+        }
+    }
+    return {};
+}
 
 class chaos_run {
 public:
     chaos_run(asio::io_context& ioc, settings s, std::uint64_t seed, fs::path dir,
-              zk_local::cluster& ensemble, std::string zkd, bool break_result)
+              zk_local::cluster& ensemble, std::string zkd, bool break_result, std::string ip)
         : ioc_(ioc),
           s_(std::move(s)),
           seed_(seed),
@@ -145,6 +163,7 @@ public:
           ensemble_(ensemble),
           zkd_(std::move(zkd)),
           break_result_(break_result),
+          ip_(std::move(ip)),
           connect_(ensemble.connect_string()),
           loads_(ioc.get_executor()),
           restores_(ioc.get_executor()),
@@ -181,6 +200,12 @@ private:
     }
 
     bool spawn_zkd(zkd_slot& z);
+    /// Runs `ip ARGS...` to completion (its errors go to <run dir>/netns.log); true on exit 0.
+    bool ip(std::vector<std::string> args);
+    /// --partitions: a namespace and veth pair per slot; false (said why) on failure.
+    bool set_up_netns();
+    void tear_down_netns();
+    asio::awaitable<void> restore_link(int slot, clock_type::time_point until);
     asio::awaitable<void> reap();
     void reaped(zkd_slot& z, int status);
 
@@ -205,6 +230,7 @@ private:
         co_await stop_zkds();
         reaping_ = false;
         co_await aux_.join();
+        tear_down_netns();
         co_await zk_->close();
     }
     asio::awaitable<void> stop_zkds();
@@ -216,6 +242,7 @@ private:
     zk_local::cluster& ensemble_;
     std::string zkd_;
     bool break_result_;
+    std::string ip_;  ///< --partitions: the ip program
     std::string connect_;
     reactor::compute_pool zk_pool_{1};  ///< the ensemble's blocking calls, one at a time
     std::vector<zkd_slot> slots_;
@@ -239,10 +266,16 @@ bool chaos_run::spawn_zkd(zkd_slot& z) {
     ++z.starts;
     ++starts_;
     z.log = dir_ / (z.name() + "-" + std::to_string(z.starts) + ".log");
-    std::vector<std::string> argv{
-        zkd_, "run", "--zk", connect_, "--namespace", s_.ns, "--host", "chaos" + z.name(),
+    std::vector<std::string> argv;
+    if (!z.netns.empty()) {
+        argv = {ip_, "netns", "exec", z.netns};
+    }
+    const std::vector<std::string> run{
+        zkd_, "run", "--zk", z.connect.empty() ? connect_ : z.connect, "--namespace", s_.ns,
+        "--host", "chaos" + z.name(),
         "--session-timeout", std::to_string(s_.session_timeout.count()) + "ms",
         "--capacity", std::to_string(s_.capacity), "--threads", "1", "--grace", "5s"};
+    argv.insert(argv.end(), run.begin(), run.end());
     std::vector<char*> raw;
     raw.reserve(argv.size() + 1);
     for (auto& a : argv) {
@@ -272,6 +305,87 @@ bool chaos_run::spawn_zkd(zkd_slot& z) {
     z.paused = false;
     z.killed = false;
     return true;
+}
+
+bool chaos_run::ip(std::vector<std::string> args) {
+    args.insert(args.begin(), ip_);
+    std::vector<char*> raw;
+    raw.reserve(args.size() + 1);
+    for (auto& a : args) {
+        raw.push_back(a.data());
+    }
+    raw.push_back(nullptr);
+    const auto log = dir_ / "netns.log";
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        if (fd >= 0) {
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+        }
+        ::execv(raw[0], raw.data());
+        ::_exit(127);
+    }
+    if (fd >= 0) {
+        ::close(fd);
+    }
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) != pid) {
+        return false;
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool chaos_run::set_up_netns() {
+    // 10.213.<pid % 250>.<4 slot>/30: the host end .1, the namespace's end .2.
+    const auto pid = static_cast<unsigned>(::getpid());
+    const std::string net = "10.213." + std::to_string(pid % 250) + ".";
+    for (auto& z : slots_) {
+        const auto tag = std::to_string(pid % 100'000) + "-" + std::to_string(z.index);
+        z.netns = "zkd-chaos-" + tag;
+        z.veth_host = "zch" + tag;
+        z.veth_ns = "zcn" + tag;
+        const auto host_ip = net + std::to_string(4 * z.index + 1);
+        const auto ns_ip = net + std::to_string(4 * z.index + 2);
+        const bool ok = ip({"netns", "add", z.netns}) &&
+                        ip({"link", "add", z.veth_host, "type", "veth", "peer", "name", z.veth_ns}) &&
+                        ip({"link", "set", z.veth_ns, "netns", z.netns}) &&
+                        ip({"addr", "add", host_ip + "/30", "dev", z.veth_host}) &&
+                        ip({"link", "set", z.veth_host, "up"}) &&
+                        ip({"netns", "exec", z.netns, ip_, "addr", "add", ns_ip + "/30", "dev", z.veth_ns}) &&
+                        ip({"netns", "exec", z.netns, ip_, "link", "set", z.veth_ns, "up"}) &&
+                        ip({"netns", "exec", z.netns, ip_, "link", "set", "lo", "up"});
+        if (!ok) {
+            say("setting up network namespace " + z.netns + " failed (see " + (dir_ / "netns.log").string() + ")");
+            return false;
+        }
+        z.connect.clear();
+        for (int m = 0; m < ensemble_.size(); ++m) {
+            z.connect += (m == 0 ? "" : ",") + host_ip + ":" + std::to_string(ensemble_.client_port(m));
+        }
+    }
+    say("each zkd runs in a network namespace of its own (zkd-chaos-" + std::to_string(pid % 100'000) +
+        "-N), reaching ZooKeeper over a veth pair");
+    return true;
+}
+
+void chaos_run::tear_down_netns() {
+    for (auto& z : slots_) {
+        if (!z.netns.empty()) {
+            ip({"netns", "del", z.netns});  // takes the veth pair with it
+        }
+    }
+}
+
+asio::awaitable<void> chaos_run::restore_link(int slot, clock_type::time_point until) {
+    co_await hold_until(until);
+    auto& z = slots_[static_cast<std::size_t>(slot)];
+    if (ip({"link", "set", z.veth_host, "up"})) {
+        say("reconnected " + z.name());
+    } else {
+        say("could not bring " + z.veth_host + " up again (see netns.log)");
+    }
+    z.partitioned = false;
 }
 
 asio::awaitable<void> chaos_run::reap() {
@@ -461,6 +575,7 @@ asio::awaitable<void> chaos_run::inject(fault f) {
     switch (f.kind) {
     case fault_kind::zkd_kill:
     case fault_kind::zkd_pause:
+    case fault_kind::zkd_partition:
     case fault_kind::master_kill: {
         zkd_slot* z = nullptr;
         const auto master = co_await master_pid();
@@ -489,6 +604,17 @@ asio::awaitable<void> chaos_run::inject(fault f) {
         }
         const bool pause = f.kind == fault_kind::zkd_pause;
         r.target = z->name() + " (pid " + std::to_string(z->pid) + (master == z->pid ? ", master)" : ")");
+        if (f.kind == fault_kind::zkd_partition) {
+            if (z->netns.empty() || !ip({"link", "set", z->veth_host, "down"})) {
+                skip("no veth link to cut (run with --partitions)");
+                co_return;
+            }
+            z->partitioned = true;
+            say(std::string(name(f.kind)) + " " + r.target + " cut off for " + seconds(f.hold.count()));
+            rec_.faults.push_back(r);
+            restores_.spawn(restore_link(z->index, until), "restore");
+            break;
+        }
         if (pause) {
             ::kill(z->pid, SIGSTOP);
             z->paused = true;
@@ -683,7 +809,7 @@ std::string text_report(const check_report& c, const recording& r, std::uint64_t
     out += line;
     out += "timeline (recovery: first result of a task submitted after the fault):\n";
     for (const auto& o : c.timeline) {
-        std::snprintf(line, sizeof line, "  %9s  %-11s  %-34s  %s%s%s\n",
+        std::snprintf(line, sizeof line, "  %9s  %-13s  %-34s  %s%s%s\n",
                       seconds(o.f.at_ms).c_str(), std::string(name(o.f.planned.kind)).c_str(),
                       o.f.skipped ? "-" : o.f.target.c_str(),
                       o.f.skipped ? ("skipped: " + o.f.note).c_str()
@@ -787,6 +913,11 @@ asio::awaitable<int> chaos_run::run() {
         co_await zk_->close();
         co_return exit_setup;
     }
+    if (!ip_.empty() && !set_up_netns()) {
+        tear_down_netns();
+        co_await zk_->close();
+        co_return exit_setup;
+    }
     aux_.spawn(reap(), "reap");
     for (auto& z : slots_) {
         if (!spawn_zkd(z)) {
@@ -864,6 +995,7 @@ asio::awaitable<int> chaos_run::run() {
     }
     co_await stop_zkds();
     reaping_ = false;
+    tear_down_netns();
     // Where each member restart spent its time, from the member's own log (complete now).
     for (auto& f : rec_.faults) {
         if (f.restart_start > 0) {
@@ -897,6 +1029,8 @@ asio::awaitable<int> chaos_run::run() {
 
 int main(int argc, char** argv) {
     using namespace zkd::chaos;
+    // A closed stdout or stderr (`| head`) must not kill the run before it cleans up.
+    std::signal(SIGPIPE, SIG_IGN);  // NOLINT(cert-err33-c): cannot fail for SIGPIPE
     // The libraries' warnings (a session reconnecting) go to stderr: stdout holds the report.
     spdlog::set_default_logger(spdlog::stderr_logger_mt("zkd-chaos"));
     spdlog::set_level(spdlog::level::warn);
@@ -921,6 +1055,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "zkd-chaos: no zkd program found%s: give --zkd PATH\n",
                      zkd.empty() ? "" : (" at " + zkd).c_str());
         return exit_usage;
+    }
+    std::string ip_program;
+    if (s.partitions) {
+        ip_program = find_ip();
+        if (::geteuid() != 0 || ip_program.empty()) {
+            std::fprintf(stderr, "zkd-chaos: --partitions needs root and the ip program (iproute2)\n");
+            return exit_usage;
+        }
     }
     fs::path dir = s.dir;
     std::error_code ec;
@@ -955,6 +1097,10 @@ int main(int argc, char** argv) {
             // ZooKeeper's own cap is 20 ticks (4 s at 200 ms): the tool's session must outlast
             // a member's pause or restart, so allow what zkd-zk-local allows.
             o.extra_config.emplace_back("maxSessionTimeout=60000");
+            if (s.partitions) {
+                // The zkds reach the servers from their namespaces, over the veth links.
+                o.extra_config.emplace_back("clientPortAddress=0.0.0.0");
+            }
             std::fprintf(stderr, "zkd-chaos: starting 3 ZooKeeper servers in %s\n", o.dir.c_str());
             ensemble.emplace(zkd::zk_local::cluster::start(o));
         }
@@ -966,7 +1112,7 @@ int main(int argc, char** argv) {
     asio::io_context ioc(1);
     int rc = exit_setup;
     {
-        chaos_run run(ioc, s, seed, dir, *ensemble, zkd, break_result);
+        chaos_run run(ioc, s, seed, dir, *ensemble, zkd, break_result, ip_program);
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
         int interrupts = 0;
         std::function<void()> arm = [&] {

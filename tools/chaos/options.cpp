@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "chaos/options.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -49,7 +50,8 @@ std::vector<fault_kind> kinds_of(const std::string& v) {
             out.push_back(*k);
         } else {
             throw usage_error("--faults: unknown fault '" + part +
-                              "' (zkd-kill, zkd-pause, master-kill, zk-kill, zk-pause, all, none)");
+                              "' (zkd-kill, zkd-pause, master-kill, zk-kill, zk-pause, "
+                              "zkd-partition, all, none)");
         }
         if (comma == std::string::npos) {
             break;
@@ -89,6 +91,7 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
 parsed_args parse_args(const std::vector<std::string>& args) {
     parsed_args out;
     settings& s = out.s;
+    std::string explicit_kinds;
     for (std::size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
         std::optional<std::string> inline_value;
@@ -106,6 +109,10 @@ parsed_args parse_args(const std::vector<std::string>& args) {
         }
         if (flag == "--clean-on-pass") {
             s.clean_on_pass = true;
+            continue;
+        }
+        if (flag == "--partitions") {
+            s.partitions = true;
             continue;
         }
         const auto value = [&]() -> std::string {
@@ -135,7 +142,8 @@ parsed_args parse_args(const std::vector<std::string>& args) {
         } else if (flag == "--every") {
             s.every = duration(flag, value(), std::chrono::milliseconds(100));
         } else if (flag == "--faults") {
-            s.kinds = kinds_of(value());
+            explicit_kinds = value();
+            s.kinds = kinds_of(explicit_kinds);
         } else if (flag == "--zkd-count") {
             s.zkd_count = number<int>(flag, value(), 1, 64);
         } else if (flag == "--capacity") {
@@ -163,6 +171,18 @@ parsed_args parse_args(const std::vector<std::string>& args) {
             throw usage_error("unknown argument '" + args[i] + "'");
         }
     }
+    const bool partition_asked =
+        std::find(s.kinds.begin(), s.kinds.end(), fault_kind::zkd_partition) != s.kinds.end();
+    if (partition_asked && !s.partitions) {
+        throw usage_error("--faults zkd-partition needs --partitions");
+    }
+    if (s.partitions && !partition_asked && explicit_kinds.empty()) {
+        s.kinds.push_back(fault_kind::zkd_partition);
+    }
+    if (s.partitions && !s.zk_dir.empty()) {
+        throw usage_error("--partitions needs an ensemble of its own (not --zk-dir): the zkds "
+                          "reach it over veth links, and an attached one listens on loopback only");
+    }
     return out;
 }
 
@@ -186,7 +206,10 @@ Usage: zkd-chaos [options]
   --rate R             tasks per second, open loop (default 200)
   --every DUR          mean time between faults; each gap is 0.5 to 1.5 times it (default 6s)
   --faults LIST        comma-separated: zkd-kill, zkd-pause, master-kill, zk-kill, zk-pause,
-                       all (default), none
+                       zkd-partition (with --partitions), all (default: the first five), none
+  --partitions         (root) run each zkd in a network namespace of its own, linked to the
+                       ensemble by a veth pair, and add zkd-partition faults: the link goes
+                       down for 1s to --pause-max, then up
   --zkd-count N        `zkd run` processes (default 4)
   --capacity N         task slots per zkd (default 2)
   --session-timeout DUR   the zkds' ZooKeeper session timeout (default 4s)

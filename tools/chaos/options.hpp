@@ -44,6 +44,8 @@ struct settings {
     std::string ns = "chaos";
     bool json = false;
     bool clean_on_pass = false;  ///< remove the run directory when every invariant held
+    /// Each zkd in a network namespace of its own (root only); adds zkd-partition faults.
+    bool partitions = false;
 };
 
 struct parsed_args {

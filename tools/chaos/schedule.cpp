@@ -39,6 +39,8 @@ std::string_view name(fault_kind k) noexcept {
         return "zk-kill";
     case fault_kind::zk_pause:
         return "zk-pause";
+    case fault_kind::zkd_partition:
+        return "zkd-partition";
     }
     return "?";
 }
@@ -48,6 +50,9 @@ std::optional<fault_kind> parse_fault_kind(std::string_view s) noexcept {
         if (name(k) == s) {
             return k;
         }
+    }
+    if (s == name(fault_kind::zkd_partition)) {
+        return fault_kind::zkd_partition;
     }
     return std::nullopt;
 }
@@ -81,6 +86,7 @@ std::vector<fault> make_schedule(const schedule_params& p) {
         switch (f.kind) {
         case fault_kind::zkd_kill:
         case fault_kind::zkd_pause:
+        case fault_kind::zkd_partition:
             f.target = static_cast<int>(draw(g, 0, p.zkd_count - 1));
             break;
         case fault_kind::zk_kill:
@@ -91,7 +97,8 @@ std::vector<fault> make_schedule(const schedule_params& p) {
             f.target = 0;
             break;
         }
-        const bool pause = f.kind == fault_kind::zkd_pause || f.kind == fault_kind::zk_pause;
+        const bool pause = f.kind == fault_kind::zkd_pause || f.kind == fault_kind::zk_pause ||
+                           f.kind == fault_kind::zkd_partition;
         f.hold = pause ? std::chrono::milliseconds(draw(g, p.pause_min.count(), p.pause_max.count()))
                        : std::chrono::milliseconds(draw(g, p.restart_min.count(), p.restart_max.count()));
         out.push_back(f);
@@ -112,6 +119,8 @@ std::string describe(const fault& f) {
         return s + " zk" + std::to_string(f.target + 1) + ", restart after " + seconds(f.hold);
     case fault_kind::zk_pause:
         return s + " zk" + std::to_string(f.target + 1) + " for " + seconds(f.hold);
+    case fault_kind::zkd_partition:
+        return s + " zkd" + std::to_string(f.target + 1) + " for " + seconds(f.hold);
     }
     return s;
 }

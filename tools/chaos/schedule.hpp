@@ -18,13 +18,17 @@ enum class fault_kind {
     master_kill,  ///< SIGKILL of the acting master (found at injection time); restarted after `hold`
     zk_kill,      ///< SIGKILL of a ZooKeeper member; restarted after `hold`
     zk_pause,     ///< SIGSTOP of a ZooKeeper member, SIGCONT after `hold`
+    /// A zkd cut off ZooKeeper (its network namespace's veth down), back after `hold`. Only
+    /// with --partitions (as root); not among all_fault_kinds, so seeds keep their schedules.
+    zkd_partition,
 };
 
+/// The kinds a run draws from by default.
 inline constexpr fault_kind all_fault_kinds[] = {
     fault_kind::zkd_kill, fault_kind::zkd_pause, fault_kind::master_kill,
     fault_kind::zk_kill, fault_kind::zk_pause};
 
-/// "zkd-kill", "zkd-pause", "master-kill", "zk-kill", "zk-pause".
+/// "zkd-kill", "zkd-pause", "master-kill", "zk-kill", "zk-pause", "zkd-partition".
 std::string_view name(fault_kind k) noexcept;
 /// The kind a name() names; nullopt otherwise.
 std::optional<fault_kind> parse_fault_kind(std::string_view s) noexcept;
