@@ -10,8 +10,8 @@
 #include "reactor/offload.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/inspect.hpp"
-#include "roles/layout.hpp"
-#include "roles/task.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "roles/task_client.hpp"
 #include "zk_local/zk_local.hpp"
 #include "zkco/client.hpp"
@@ -247,7 +247,7 @@ private:
     reactor::compute_pool zk_pool_{1};  ///< the ensemble's blocking calls, one at a time
     std::vector<zkd_slot> slots_;
     std::unique_ptr<zkco::client> zk_;
-    std::optional<roles::layout> layout_;
+    std::optional<protocol::layout> layout_;
     std::unique_ptr<roles::task_client> client_;
     reactor::task_group loads_;
     reactor::task_group restores_;
@@ -431,8 +431,8 @@ void chaos_run::reaped(zkd_slot& z, int status) {
 asio::awaitable<bool> chaos_run::wait_ready(std::chrono::milliseconds limit) {
     const auto until = clock_type::now() + limit;
     while (clock_type::now() < until) {
-        auto workers = co_await zkco::with_timeout(zk_->get_children(roles::layout::workers_dir()), 5s);
-        auto master = co_await zkco::with_timeout(zk_->exists(roles::layout::master()), 5s);
+        auto workers = co_await zkco::with_timeout(zk_->get_children(protocol::layout::workers_dir()), 5s);
+        auto master = co_await zkco::with_timeout(zk_->exists(protocol::layout::master()), 5s);
         if (workers && workers->names.size() >= slots_.size() && master && master->has_value()) {
             co_return true;
         }
@@ -506,7 +506,7 @@ asio::awaitable<void> chaos_run::wait_one(std::string id) {
     observed_result o;
     o.id = id;
     o.at_ms = now_ms();
-    o.state = std::string(roles::to_string(r->state));
+    o.state = std::string(protocol::to_string(r->state));
     o.value = r->value;
     o.worker = r->worker;
     o.attempt = r->attempt;
@@ -537,11 +537,11 @@ zkd_slot* chaos_run::pick_zkd(int target) {
 }
 
 asio::awaitable<std::optional<pid_t>> chaos_run::master_pid() {
-    auto node = co_await zkco::with_timeout(zk_->get(roles::layout::master()), 5s);
+    auto node = co_await zkco::with_timeout(zk_->get(protocol::layout::master()), 5s);
     if (!node) {
         co_return std::nullopt;
     }
-    auto m = roles::decode_master(node->data);
+    auto m = protocol::decode_master(node->data);
     if (!m) {
         co_return std::nullopt;
     }
@@ -735,9 +735,9 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
             out.pending.insert(out.pending.end(), kids->names.begin(), kids->names.end());
         }
     }
-    if (auto workers = co_await zkco::with_timeout(zk_->get_children(roles::layout::assign_dir()), 10s)) {
+    if (auto workers = co_await zkco::with_timeout(zk_->get_children(protocol::layout::assign_dir()), 10s)) {
         for (const auto& w : workers->names) {
-            if (auto kids = co_await zkco::with_timeout(zk_->get_children(roles::layout::assign_dir(w)), 10s)) {
+            if (auto kids = co_await zkco::with_timeout(zk_->get_children(protocol::layout::assign_dir(w)), 10s)) {
                 for (const auto& k : kids->names) {
                     std::string name = w;
                     name += '/';
@@ -757,8 +757,8 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
                 if (!node) {
                     continue;
                 }
-                if (auto res = roles::decode_result(node->data)) {
-                    out.result_info[id] = std::string(roles::to_string(res->state)) + ", worker " + res->worker +
+                if (auto res = protocol::decode_result(node->data)) {
+                    out.result_info[id] = std::string(protocol::to_string(res->state)) + ", worker " + res->worker +
                                           ", attempt " + std::to_string(res->attempt);
                 }
             }
@@ -892,7 +892,7 @@ json::value json_report(const check_report& c, std::uint64_t seed, const setting
 }
 
 asio::awaitable<int> chaos_run::run() {
-    const auto chroot = roles::chroot_path(s_.ns);
+    const auto chroot = protocol::chroot_path(s_.ns);
     zkco::config cfg;
     cfg.connect_string = connect_ + chroot;
     cfg.session_timeout = client_session_timeout;
@@ -907,7 +907,7 @@ asio::awaitable<int> chaos_run::run() {
             " (asked " + seconds(std::chrono::milliseconds(client_session_timeout).count()) +
             "): a member fault may expire it (raise maxSessionTimeout)");
     }
-    if (auto meta = co_await zkco::with_timeout(zk_->exists(roles::layout::meta()), 10s); !meta || meta->has_value()) {
+    if (auto meta = co_await zkco::with_timeout(zk_->exists(protocol::layout::meta()), 10s); !meta || meta->has_value()) {
         say(meta ? "namespace " + s_.ns + " is in use (" + chroot + "/meta exists): pick another --namespace"
                  : "reading " + chroot + "/meta: " + meta.error().message());
         co_await zk_->close();
