@@ -535,12 +535,15 @@ private:
     /// T4. The assignment's delete is the fence: only while it exists may we publish. Should
     /// it be gone while our /workers node stands (someone else deleted it: the master takes
     /// assignments back only from departed workers), the result goes with a check of our
-    /// /workers node instead, so the task is not lost while its client waits.
+    /// /workers node instead, so the task is not lost while its client waits. But once a try
+    /// of ours went unanswered, a missing assignment means that try applied (its result may
+    /// have been consumed since): the result is not published again.
     asio::awaitable<void> publish(const std::string& tid, const std::string& path,
                                   protocol::task_result result, const std::shared_ptr<running_task>& t) {
         const std::string data = encode(result);
         bool with_result = true;
         bool assignment_gone = false;
+        bool maybe_applied = false;  // a try went unanswered: it may have applied
         for (int tries = 0; tries < 10; ++tries) {
             std::vector<zkco::multi_op> ops;
             if (assignment_gone) {
@@ -565,6 +568,17 @@ private:
                 co_return;
             }
             const bool answered = per_op.size() == n;
+            if (answered && per_op[0].ec == zkco::errc::no_node && maybe_applied && !assignment_gone) {
+                // Our unanswered try deleted it: the result went with it (and may be
+                // consumed by now).
+                ++stats_->published;
+                if (opts_.on_published) {
+                    opts_.on_published(result);
+                }
+                spdlog::info("worker {}: the result of task {} was published by a try whose "
+                             "answer was lost", me_.id, tid);
+                co_return;
+            }
             if (answered && per_op[0].ec == zkco::errc::no_node) {
                 if (assignment_gone) {
                     // Our /workers node is gone too: the master took the task back.
@@ -572,8 +586,7 @@ private:
                     spdlog::info("worker {}: task {} was taken back; result discarded", me_.id, tid);
                     co_return;
                 }
-                // Deleted by someone else, or by our own earlier try whose answer was lost
-                // (then the result is there, and the next try says so).
+                // Deleted by someone else (every try of ours was answered).
                 spdlog::warn("worker {}: the assignment of task {} is gone while this worker is "
                              "still a member; publishing its result checked against /workers",
                              me_.id, tid);
@@ -603,6 +616,7 @@ private:
             }
             const bool retry = co_await reconnected_after(zk_, ec);
             if (retry) {
+                maybe_applied = maybe_applied || !answered;
                 continue;  // outcome unknown: a retry hits the fence if it applied
             }
             spdlog::warn("worker {}: cannot publish {}: {}", me_.id, tid, ec.message());

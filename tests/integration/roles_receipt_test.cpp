@@ -6,12 +6,16 @@
 #include "roles/election.hpp"
 #include "roles/task_client.hpp"
 #include "support/relay.hpp"
+#include "support/roles_cluster.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -146,6 +150,77 @@ TEST_F(RolesReceipt, ALostSubmitThatNeverArrivedIsSentAgainOnce) {
         EXPECT_EQ(co_await pending(direct, *l), 1U);
         co_await zk.close();
         co_await direct.close();
+        wire.stop();
+    }(), 60s);
+}
+
+}  // namespace
+
+namespace {
+
+// A worker's publish (T4) whose answer is lost: it applied, the client consumed the result,
+// and the worker's retry finds its assignment gone. It must not publish the result again.
+class RolesLostPublish : public zkd::test::roles_cluster {};
+
+TEST_F(RolesLostPublish, AResultConsumedBeforeTheLostAnswerIsNotPublishedAgain) {
+    auto gate = std::make_shared<std::atomic<bool>>(false);
+    auto started = std::make_shared<std::atomic<bool>>(false);
+    registry_.add("gate", [gate, started](const json::value&, std::stop_token stop) -> handler_result {
+        started->store(true);
+        while (!gate->load() && !stop.stop_requested()) {
+            std::this_thread::sleep_for(5ms);
+        }
+        return json::value("done");
+    });
+    auto published = std::make_shared<std::atomic<int>>(0);
+    run([&]() -> asio::awaitable<void> {
+        auto* direct = co_await cluster_session();
+        co_await start_master();
+
+        zkd::test::relay wire(ioc_, base_);
+        auto cfg = make_config(8s);
+        cfg.connect_string = wire.address() + chroot_;
+        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), cfg));
+        auto& zk = *sessions_.back();
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        auto me = member("w", 1);
+        me.types = {"gate"};
+        worker_options opts;
+        opts.on_published = [published](const task_result&) { ++*published; };
+        roles_.spawn(run_worker(zk, layout_, me, registry_, pool_, opts, &worker_stats_["w"]), "w");
+
+        task_client tc(*direct, layout_);
+        std::vector<task_request> one;
+        one.push_back(task_request{"gate"s, json::value(1)});
+        auto ids = co_await tc.submit(one);
+        ASSERT_TRUE(ids);
+        const std::string tid = ids->front();
+        for (int i = 0; i < 500 && !started->load(); ++i) {
+            co_await settle(10ms);
+        }
+        ASSERT_TRUE(started->load()) << "the task never ran";
+        co_await settle(100ms);  // the worker's running mark (§4) is written as it starts
+
+        // T4 reaches the server; its answer never comes back. The client consumes the result.
+        wire.drop_answers(true);
+        gate->store(true);
+        bool consumed = false;
+        for (int i = 0; i < 500 && !consumed; ++i) {
+            consumed = static_cast<bool>(co_await direct->remove(layout_.result(tid)));
+            co_await settle(10ms);
+        }
+        ASSERT_TRUE(consumed) << "the result never appeared";
+        // The connection drops with the answer lost; the worker's session lives on.
+        wire.cut();
+        wire.drop_answers(false);
+        for (int i = 0; i < 1000 && published->load() == 0; ++i) {
+            co_await settle(10ms);
+        }
+        ASSERT_EQ(published->load(), 1) << "the worker never settled its publish";
+        co_await settle(300ms);
+        auto again = co_await direct->exists(layout_.result(tid));
+        ASSERT_TRUE(again);
+        EXPECT_FALSE(again->has_value()) << "the consumed result was published a second time";
         wire.stop();
     }(), 60s);
 }
