@@ -24,6 +24,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -359,6 +360,9 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The libraries' warnings (a session reconnecting) go to stderr: stdout holds the report
+    // (--json), which a log line must not corrupt.
+    spdlog::set_default_logger(spdlog::stderr_logger_mt("zkd-loadgen"));
     spdlog::set_level(spdlog::level::warn);
     spdlog::cfg::load_env_levels();
     std::vector<std::string> args(argv + 1, argv + argc);
