@@ -289,7 +289,7 @@ int cmd_submit(int argc, char** argv) {
     }
     req.priority = static_cast<int>(a.number("--priority", 5, 0, 9));
     req.timeout = a.duration("--task-timeout", 0ms, 0ms, 24h);
-    req.max_attempts = static_cast<int>(a.number("--max-attempts", 3, 1, 1000));
+    req.max_attempts = static_cast<int>(a.number("--max-attempts", 3, 1, protocol::max_attempts_limit));
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool check_type = !a.has("--allow-unserved");

@@ -85,6 +85,8 @@ std::string to_utf8(std::string_view s) {
 
 /// One task object of the body; `where` names it in messages ("task 3: ").
 api_result<roles::task_request> parse_task(const json::value& v, const std::string& where) {
+    constexpr std::int64_t int_min = std::numeric_limits<int>::min();
+    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
     if (!v.is_object()) {
         return bad("invalid_task", where + "a task is a JSON object");
     }
@@ -102,20 +104,19 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
         } else if (key == "args") {
             t.args = value;
         } else if (key == "priority") {
-            if (!number || *number < 0 || *number > 9) {
-                return bad(
-                    "invalid_task", where + "\"priority\" must be a whole number from 0 to 9"
-                );
+            if (!number || *number < int_min || *number > int_max) {
+                return bad("invalid_task", where + "\"priority\" must be a whole number from 0 to 9");
             }
             t.priority = static_cast<int>(*number);
         } else if (key == "timeout_ms") {
-            if (!number || *number < 0) {
+            if (!number) {
                 return bad("invalid_task", where + "\"timeout_ms\" must be a whole number >= 0");
             }
             t.timeout = std::chrono::milliseconds(*number);
         } else if (key == "max_attempts") {
-            if (!number || *number < 1 || *number > std::numeric_limits<int>::max()) {
-                return bad("invalid_task", where + "\"max_attempts\" must be a whole number >= 1");
+            if (!number || *number < int_min || *number > int_max) {
+                return bad("invalid_task", where + "\"max_attempts\" must be a whole number from 1 to " +
+                                               std::to_string(protocol::max_attempts_limit));
             }
             t.max_attempts = static_cast<int>(*number);
         } else {
@@ -128,14 +129,8 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
     if (!has_type) {
         return bad("invalid_task", where + "\"type\" is required");
     }
-    if (!protocol::is_valid_task_type(t.type)) {
-        return bad(
-            "invalid_task", where +
-                                R"("type" must be 1 to 128 characters of [A-Za-z0-9_.:-], not ")" +
-                                t.type.substr(0, 140) + "\""
-        );
-    }
-    // The rest of what a worker will check (args nesting, numbers JSON can hold).
+    // The rules (the type name, ranges, args nesting, numbers JSON can hold): the codec's, the
+    // same the client, the master and the worker apply.
     protocol::task_spec spec;
     spec.type = t.type;
     spec.args = t.args;

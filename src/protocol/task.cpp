@@ -316,9 +316,9 @@ codec_result<void> validate(const task_spec& t) {
         return decode_error{"field \"timeout_ms\" must be >= 0, not " +
                             std::to_string(t.timeout.count())};
     }
-    if (t.max_attempts < 1) {
-        return decode_error{"field \"max_attempts\" must be >= 1, not " +
-                            std::to_string(t.max_attempts)};
+    if (t.max_attempts < 1 || t.max_attempts > max_attempts_limit) {
+        return decode_error{"field \"max_attempts\" must be from 1 to " + std::to_string(max_attempts_limit) +
+                            ", not " + std::to_string(t.max_attempts)};
     }
     if (t.attempt < 1) {
         return decode_error{"field \"attempt\" must be >= 1, not " + std::to_string(t.attempt)};
@@ -386,7 +386,7 @@ codec_result<task_spec> decode_task(std::string_view data) {
     }
     t.priority = r.small_integer("priority", 5, 0, 9);
     t.timeout = std::chrono::milliseconds(r.integer("timeout_ms", 0, 0, int64_max));
-    t.max_attempts = r.small_integer("max_attempts", 3, 1, int_max);
+    t.max_attempts = r.small_integer("max_attempts", 3, 1, max_attempts_limit);
     t.submitted_ms = r.integer("submitted_ms", 0, int64_min, int64_max);
     t.client = r.string("client");
     t.attempt = r.small_integer("attempt", 1, 1, int_max);

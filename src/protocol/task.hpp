@@ -33,6 +33,8 @@ inline constexpr std::size_t max_json_depth = 64;
 inline constexpr std::size_t max_task_type_length = 128;
 /// Most shards /meta may declare; more is taken for garbage.
 inline constexpr std::int64_t max_shards = 4096;
+/// Most starts a task may allow (`max_attempts`, §3): every writer and reader checks 1 to this.
+inline constexpr int max_attempts_limit = 1000;
 
 /// Parses JSON text with the protocol's one nesting limit (max_json_depth, plus
 /// `extra_levels` for a wrapper of the caller's own, such as an array of several tasks):

@@ -30,7 +30,8 @@ public:
     std::string message(int value) const override {
         switch (static_cast<client_errc>(value)) {
         case client_errc::invalid_task:
-            return "invalid task (type name, priority 0-9, max_attempts >= 1, timeout >= 0)";
+            return "invalid task (type name, priority 0-9, max_attempts 1-" +
+                   std::to_string(protocol::max_attempts_limit) + ", timeout >= 0)";
         case client_errc::task_too_large:
             return "task too large: its JSON is over " + std::to_string(protocol::max_task_bytes) + " bytes";
         case client_errc::garbage_result:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loadgen/options.hpp"
 
+#include "protocol/task.hpp"
 #include "zkco/config.hpp"
 
 #include <boost/json/object.hpp>
@@ -390,7 +391,7 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
         s.task_timeout = millis("--task-timeout", *v, 0, day_ms);
     }
     if (auto v = get("--max-attempts")) {
-        s.max_attempts = static_cast<int>(whole("--max-attempts", *v, 1, 1000));
+        s.max_attempts = static_cast<int>(whole("--max-attempts", *v, 1, zkd::protocol::max_attempts_limit));
     }
     if (auto v = get("--stall-timeout")) {
         s.stall_timeout = millis("--stall-timeout", *v, 100, day_ms);
