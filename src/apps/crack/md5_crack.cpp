@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/md5_crack.hpp"
+#include "apps/crack/md5_crack.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -12,9 +12,12 @@
 #include <optional>
 #include <stdexcept>
 
-namespace zkd::roles {
+namespace zkd::crack {
 
 namespace json = boost::json;
+using roles::handler_error;
+using roles::handler_result;
+namespace codes = roles::codes;
 
 namespace {
 
@@ -372,4 +375,8 @@ handler_result md5_crack(const json::value& args, std::stop_token stop) {
     return search_range(*target, *obj, stop);
 }
 
-}  // namespace zkd::roles
+void add_handlers(roles::registry& reg) {
+    reg.add(std::string(md5_crack_type), md5_crack);
+}
+
+}  // namespace zkd::crack

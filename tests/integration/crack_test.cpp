@@ -2,14 +2,14 @@
 // The distributed MD5 crack job (roles/crack_job.hpp, docs/crack.md) on an in-process cluster
 // against a real ZooKeeper: a master, workers with the built-in handlers, and clients
 // running run_crack, each with a session of its own.
+#include "apps/crack/crack_job.hpp"
+#include "apps/crack/md5_crack.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/builtin_handlers.hpp"
-#include "roles/crack_job.hpp"
 #include "roles/election.hpp"
 #include "protocol/ids.hpp"
 #include "roles/master.hpp"
-#include "roles/md5_crack.hpp"
 #include "roles/worker.hpp"
 #include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"
@@ -32,6 +32,7 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
 using namespace zkd::roles;
+using namespace zkd::crack;
 using namespace zkd::protocol;
 using zkd::zkco::client;
 
@@ -200,8 +201,13 @@ TEST(CrackJobCodec, RoundTripsAndRefusesGarbage) {
 // --- against ZooKeeper -----------------------------------------------------------------------
 
 // NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
-class RolesCrack : public zkd::test::roles_cluster {
+class CrackRun : public zkd::test::roles_cluster {
 protected:
+    void SetUp() override {
+        roles_cluster::SetUp();
+        zkd::crack::add_handlers(registry_);  // md5-crack, as `zkd run` serves it
+    }
+
     /// A run_crack running concurrently with the test body.
     struct crack_call {
         bool done = false;
@@ -311,7 +317,7 @@ protected:
     std::vector<std::shared_ptr<crack_call>> calls_;
 };
 
-TEST_F(RolesCrack, FindsThePreimageOfABruteForceSpace) {
+TEST_F(CrackRun, FindsThePreimageOfABruteForceSpace) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -365,7 +371,7 @@ TEST_F(RolesCrack, FindsThePreimageOfABruteForceSpace) {
     );
 }
 
-TEST_F(RolesCrack, ReportsNotFoundWhenThePreimageIsOutsideTheSpace) {
+TEST_F(CrackRun, ReportsNotFoundWhenThePreimageIsOutsideTheSpace) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -390,7 +396,7 @@ TEST_F(RolesCrack, ReportsNotFoundWhenThePreimageIsOutsideTheSpace) {
     );
 }
 
-TEST_F(RolesCrack, AFindCancelsTheRemainingPartitions) {
+TEST_F(CrackRun, AFindCancelsTheRemainingPartitions) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -427,7 +433,7 @@ TEST_F(RolesCrack, AFindCancelsTheRemainingPartitions) {
     );
 }
 
-TEST_F(RolesCrack, TwoClientsCrackingTheSameHashShareOneJob) {
+TEST_F(CrackRun, TwoClientsCrackingTheSameHashShareOneJob) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -461,7 +467,7 @@ TEST_F(RolesCrack, TwoClientsCrackingTheSameHashShareOneJob) {
     );
 }
 
-TEST_F(RolesCrack, AWorkersPartitionsAreRedoneWhenItLeaves) {
+TEST_F(CrackRun, AWorkersPartitionsAreRedoneWhenItLeaves) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -492,7 +498,7 @@ TEST_F(RolesCrack, AWorkersPartitionsAreRedoneWhenItLeaves) {
     );
 }
 
-TEST_F(RolesCrack, AWordListJob) {
+TEST_F(CrackRun, AWordListJob) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -532,7 +538,7 @@ TEST_F(RolesCrack, AWordListJob) {
     );
 }
 
-TEST_F(RolesCrack, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
+TEST_F(CrackRun, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -596,7 +602,7 @@ TEST_F(RolesCrack, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
     );
 }
 
-TEST_F(RolesCrack, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
+TEST_F(CrackRun, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -649,7 +655,7 @@ TEST_F(RolesCrack, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
     );
 }
 
-TEST_F(RolesCrack, BadInputIsRefusedBeforeAnythingIsWritten) {
+TEST_F(CrackRun, BadInputIsRefusedBeforeAnythingIsWritten) {
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "roles/crack_job.hpp"
+#include "apps/crack/crack_job.hpp"
 
 #include "reactor/task_group.hpp"
-#include "roles/election.hpp"
 #include "protocol/ids.hpp"
-#include "roles/md5_crack.hpp"
-#include "roles/registry.hpp"
+#include "apps/crack/md5_crack.hpp"
 #include "roles/task_client.hpp"
 #include "zkco/deadline.hpp"
+#include "zkco/retry.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/cancellation_type.hpp>
@@ -32,7 +31,7 @@
 namespace asio = boost::asio;
 namespace json = boost::json;
 
-namespace zkd::roles {
+namespace zkd::crack {
 
 namespace {
 
@@ -414,7 +413,7 @@ asio::awaitable<bool> retry_after(zkco::client& zk, zkco::error_code ec) {
     if (stopped) {
         co_return false;
     }
-    const bool again = co_await reconnected_after(zk, ec);
+    const bool again = co_await zkco::reconnected_after(zk, ec);
     co_return again;
 }
 
@@ -1147,7 +1146,7 @@ private:
     protocol::layout l_;
     crack_spec spec_;
     std::function<void(const crack_progress&)> on_progress_;
-    task_client tc_;
+    roles::task_client tc_;
     protocol::task_id_generator ids_;
     plan plan_;
     std::string path_;
@@ -1350,4 +1349,4 @@ asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk,
     co_return out;
 }
 
-}  // namespace zkd::roles
+}  // namespace zkd::crack

@@ -25,7 +25,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace zkd::roles {
+namespace zkd::crack {
 
 /// Why a crack job could not be started or followed. Each message says what to fix.
 enum class crack_errc {
@@ -250,7 +250,7 @@ struct crack_forgotten {
 boost::asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk,
                                                                    std::string hash);
 
-}  // namespace zkd::roles
+}  // namespace zkd::crack
 
 template <>
-struct boost::system::is_error_code_enum<zkd::roles::crack_errc> : std::true_type {};
+struct boost::system::is_error_code_enum<zkd::crack::crack_errc> : std::true_type {};
