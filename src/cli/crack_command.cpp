@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// zkd crack: a distributed MD5 preimage search (apps/crack/crack_job.hpp, docs/crack.md).
-#include "apps/crack/crack_job.hpp"
+// zkd crack: a distributed MD5 preimage search (apps/crack/run.hpp, docs/crack.md).
+#include "apps/crack/run.hpp"
+#include "apps/crack/words.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"

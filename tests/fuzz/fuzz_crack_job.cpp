@@ -4,7 +4,7 @@
 // a found job has its preimage) and survives encode + decode unchanged.
 #include "fuzz_common.hpp"
 
-#include "apps/crack/crack_job.hpp"
+#include "apps/crack/job.hpp"
 #include "protocol/ids.hpp"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // read from nodes. What a parser accepts it can also produce.
 #include "fuzz_common.hpp"
 
-#include "apps/crack/crack_job.hpp"
+#include "apps/crack/job.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"

@@ -2,7 +2,7 @@
 // What the fuzz targets (tests/fuzz, tools/fuzz.sh) found, one test per finding, each with
 // the input that showed it (also kept in tests/fuzz/corpus/<target>/regression-*).
 #include "cli/options.hpp"
-#include "apps/crack/crack_job.hpp"
+#include "apps/crack/job.hpp"
 #include "http/api.hpp"
 #include "protocol/task.hpp"
 #include "zkco/config.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The crack job node's codec (docs/crack.md §2). Pure, no I/O: kept out of crack_job.cpp (the
-// job's coroutines) so that it builds, and is fuzzed (tests/fuzz), on its own.
-#include "apps/crack/crack_job.hpp"
+// The crack job node's codec (docs/crack.md §2). Pure, no I/O: it builds, and is fuzzed
+// (tests/fuzz), on its own.
+#include "apps/crack/job.hpp"
 
 #include "protocol/ids.hpp"
 
