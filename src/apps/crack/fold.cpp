@@ -70,20 +70,20 @@ void fold_value(crack_job& j, std::size_t i, const json::value& value, std::int6
 
 }  // namespace
 
-bool apply(crack_job& j, const partition_report& item, std::int64_t now_ms) {
-    const std::size_t i = item.partition;
-    if (i >= j.tasks.size() || j.tasks[i] != item.task ||
+bool apply(crack_job& j, const partition_report& report, std::int64_t now_ms) {
+    const std::size_t i = report.partition;
+    if (i >= j.tasks.size() || j.tasks[i] != report.task ||
         j.partitions[i] != crack_partition::open) {
         return false;
     }
-    if (!item.data) {
+    if (!report.data) {
         mark_failed(
             j, i, protocol::task_state::unknown, "vanished",
             "the task and its result are gone (consumed by another client or reaped)"
         );
         return true;
     }
-    auto r = protocol::decode_result(*item.data);
+    auto r = protocol::decode_result(*report.data);
     if (!r) {
         mark_failed(j, i, protocol::task_state::unknown, "garbage_result", r.error().message);
         return true;

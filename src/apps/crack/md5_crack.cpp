@@ -220,7 +220,7 @@ handler_result search_range(
         );
     }
     if (*start < 0 || *count < 0)
-        return bad_args("\"start\" and \"count\" must not be negative");
+        return bad_args(R"("start" and "count" must not be negative)");
     const auto first = static_cast<std::uint64_t>(*start);
     const auto n = static_cast<std::uint64_t>(*count);
     if (n > max_partition_count)
@@ -367,10 +367,7 @@ handler_result md5_crack(const json::value& args, std::stop_token stop) {
     if (words != nullptr)
         return search_words(*target, *words, stop);
     if (!has_range) {
-        return bad_args(
-            "needs either \"words\" or \"charset\", \"min_len\", \"max_len\", \"start\", "
-            "\"count\""
-        );
+        return bad_args(R"(needs either "words" or "charset", "min_len", "max_len", "start", "count")");
     }
     return search_range(*target, *obj, stop);
 }

@@ -31,7 +31,7 @@ asio::awaitable<zkco::result<crack_outcome>> open_and_follow(
         co_return opened.error();
     }
     detail::follower follower(
-        zk, std::move(l), spec, *plan, std::move(*opened), std::move(on_progress), start
+        zk, l, spec, *plan, std::move(*opened), std::move(on_progress), start
     );
     auto r = co_await follower.run();
     co_return r;
@@ -49,7 +49,7 @@ asio::awaitable<zkco::result<crack_outcome>> run_crack(
     // the caller's setting is restored on the way out.
     const bool saved = co_await asio::this_coro::throw_if_cancelled();
     co_await asio::this_coro::throw_if_cancelled(false);
-    auto r = co_await open_and_follow(zk, std::move(l), std::move(spec), std::move(on_progress));
+    auto r = co_await open_and_follow(zk, l, std::move(spec), std::move(on_progress));
     co_await asio::this_coro::throw_if_cancelled(saved);
     co_return r;
 }

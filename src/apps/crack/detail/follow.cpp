@@ -69,7 +69,7 @@ follower::follower(
     clock::time_point start
 )
     : zk_(zk),
-      l_(std::move(l)),
+      l_(l),
       spec_(spec),
       plan_(plan),
       path_(std::string(crack_jobs_dir) + "/" + plan.job_id),

@@ -34,7 +34,7 @@ class job_opener {
 public:
     job_opener(zkco::client& zk, protocol::layout l, const crack_spec& spec, const crack_plan& plan)
         : zk_(zk),
-          l_(std::move(l)),
+          l_(l),
           spec_(spec),
           plan_(plan),
           path_(std::string(crack_jobs_dir) + "/" + plan.job_id) {}
@@ -311,7 +311,7 @@ private:
 asio::awaitable<zkco::result<opened_job>> open_job(
     zkco::client& zk, protocol::layout l, const crack_spec& spec, const crack_plan& plan
 ) {
-    job_opener opener(zk, std::move(l), spec, plan);
+    job_opener opener(zk, l, spec, plan);
     auto r = co_await opener.open();
     co_return r;
 }
