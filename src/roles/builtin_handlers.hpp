@@ -10,8 +10,7 @@ namespace zkd::roles {
 /// Upper bound of the `ms` argument of `sleep` and `spin`: 24 hours.
 inline constexpr std::int64_t max_builtin_ms = std::int64_t{24} * 60 * 60 * 1000;
 
-/// Registers the built-in task types (the crack application adds `md5-crack` itself:
-/// apps/crack/md5_crack.hpp, crack::add_handlers) (each returns bad_args for arguments of the wrong
+/// Registers the built-in task types (each returns bad_args for arguments of the wrong
 /// shape, never crashes or hangs on them, except `crash`):
 /// - `echo`: yields its args unchanged.
 /// - `sum`: {"values": [numbers]} or a bare array -> {"sum": n}. Integers add exactly as
