@@ -1,3 +1,6 @@
 # SPDX-License-Identifier: MIT
-# The distributed MD5 crack job (src/roles/crack_job.*, docs/crack.md) against a real ZooKeeper.
-zkd_integration_test(roles_crack integration/roles_crack_test.cpp)
+# The crack application (src/apps/crack/, docs/crack.md): its pure parts in the unit tests,
+# the job against a real ZooKeeper here.
+target_link_libraries(zkd_unit_tests PRIVATE zkd::crack)
+zkd_integration_test(crack integration/crack_test.cpp)
+target_link_libraries(crack_test PRIVATE zkd::crack)

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// zkd crack: a distributed MD5 preimage search (roles/crack_job.hpp, docs/crack.md).
+// zkd crack: a distributed MD5 preimage search (apps/crack/run.hpp, docs/crack.md).
+#include "apps/crack/run.hpp"
+#include "apps/crack/words.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
-#include "roles/crack_job.hpp"
 #include "zkco/deadline.hpp"
 
 #include <unistd.h>
@@ -68,7 +69,7 @@ std::string human_count(double n) {
 }
 
 /// "[#####.....] 12/64 partitions, 3.2M of 321M tried, 6.5M/s".
-void draw_progress(const roles::crack_progress& p) {
+void draw_progress(const crack::crack_progress& p) {
     constexpr int width = 30;
     const int filled = p.total > 0 ? p.done * width / p.total : 0;
     std::string bar(static_cast<std::size_t>(filled), '#');
@@ -79,7 +80,7 @@ void draw_progress(const roles::crack_progress& p) {
     std::fflush(stderr);
 }
 
-void print_failed(const std::vector<roles::crack_failed_partition>& failed) {
+void print_failed(const std::vector<crack::crack_failed_partition>& failed) {
     for (const auto& f : failed) {
         std::fprintf(stderr, "  partition %d (task %s): %s %s%s%s\n", f.partition,
                      printable(f.task).c_str(), std::string(protocol::to_string(f.state)).c_str(),
@@ -90,7 +91,7 @@ void print_failed(const std::vector<roles::crack_failed_partition>& failed) {
 
 /// Says why reading (or deleting) the jobs failed; the exit code for it.
 int jobs_failed(const zkco::error_code& ec, const std::string& what) {
-    if (ec.category() == roles::crack_category()) {
+    if (ec.category() == crack::crack_category()) {
         complain(ec.message());  // a bad hash
         return exit_usage;
     }
@@ -98,7 +99,7 @@ int jobs_failed(const zkco::error_code& ec, const std::string& what) {
     return exit_failed;
 }
 
-int print_status(const std::vector<roles::crack_job_info>& jobs, const std::string& hash) {
+int print_status(const std::vector<crack::crack_job_info>& jobs, const std::string& hash) {
     if (jobs.empty()) {
         std::printf("no job for %s\n", hash.c_str());
         return exit_not_found;
@@ -111,7 +112,7 @@ int print_status(const std::vector<roles::crack_job_info>& jobs, const std::stri
         }
         const auto& j = *info.job;
         std::printf("%s: %s, %d/%d partitions, %s of %s tried", printable(info.id).c_str(),
-                    std::string(roles::to_string(j.state)).c_str(), j.done(), j.total(),
+                    std::string(crack::to_string(j.state)).c_str(), j.done(), j.total(),
                     human_count(static_cast<double>(j.tried)).c_str(),
                     human_count(static_cast<double>(j.size)).c_str());
         if (j.preimage) {
@@ -140,7 +141,7 @@ int cmd_crack(int argc, char** argv) {
     if (a.positional.size() != 1) {
         throw usage_error("crack wants exactly one HASH (32 hex digits)");
     }
-    roles::crack_spec spec;
+    crack::crack_spec spec;
     spec.hash = a.positional[0];
     const bool forget = a.has("--forget");
     if (forget && a.has("--status")) {
@@ -166,7 +167,7 @@ int cmd_crack(int argc, char** argv) {
             std::ostringstream text;
             text << in.rdbuf();
             std::size_t skipped = 0;
-            spec.words = roles::parse_word_list(text.str(), &skipped);
+            spec.words = crack::parse_word_list(text.str(), &skipped);
             if (skipped > 0) {
                 std::fprintf(stderr, "zkd: %zu line(s) of %s are not UTF-8: skipped\n", skipped, file.c_str());
             }
@@ -175,7 +176,7 @@ int cmd_crack(int argc, char** argv) {
                 throw usage_error("brute force wants both --charset SET and --max-length N");
             }
             const auto set = *a.value("--charset");
-            spec.charset = roles::named_charset(set).value_or(set);
+            spec.charset = crack::named_charset(set).value_or(set);
             spec.max_len = static_cast<int>(a.number("--max-length", 0, 1, 16));
             spec.min_len = static_cast<int>(a.number("--min-length", 1, 1, 16));
         }
@@ -183,7 +184,7 @@ int cmd_crack(int argc, char** argv) {
         spec.priority = static_cast<int>(a.number("--priority", 5, 0, 9));
         spec.partition_timeout = a.duration("--partition-timeout", 0ms, 0ms, 24h);
         // Refuse a bad spec here, as a usage error, before touching the network.
-        if (auto id = roles::crack_job_id(spec); !id) {
+        if (auto id = crack::crack_job_id(spec); !id) {
             throw usage_error(id.error().message());
         }
     }
@@ -193,18 +194,18 @@ int cmd_crack(int argc, char** argv) {
     return with_cluster(target, namespace_mode::existing,
                         [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
         if (forget) {
-            auto done = co_await roles::crack_forget(zk, spec.hash);
+            auto done = co_await crack::crack_forget(zk, spec.hash);
             if (!done) {
                 co_return jobs_failed(done.error(), "cannot forget the jobs");
             }
             for (const auto& info : done->removed) {
                 std::printf("forgot %s (%s)\n", printable(info.id).c_str(),
-                            info.job ? std::string(roles::to_string(info.job->state)).c_str()
+                            info.job ? std::string(crack::to_string(info.job->state)).c_str()
                                      : "unreadable");
             }
             for (const auto& info : done->kept) {
                 std::printf("kept %s (%s)\n", printable(info.id).c_str(),
-                            info.job ? std::string(roles::to_string(info.job->state)).c_str()
+                            info.job ? std::string(crack::to_string(info.job->state)).c_str()
                                      : "changed meanwhile");
             }
             if (done->removed.empty() && done->kept.empty()) {
@@ -214,15 +215,15 @@ int cmd_crack(int argc, char** argv) {
             co_return exit_ok;
         }
         if (status_only) {
-            auto jobs = co_await roles::crack_status(zk, spec.hash);
+            auto jobs = co_await crack::crack_status(zk, spec.hash);
             if (!jobs) {
                 co_return jobs_failed(jobs.error(), "cannot read the jobs");
             }
             co_return print_status(*jobs, spec.hash);
         }
         bool announced = false;
-        std::function<void(const roles::crack_progress&)> on_progress =
-            [&](const roles::crack_progress& p) {
+        std::function<void(const crack::crack_progress&)> on_progress =
+            [&](const crack::crack_progress& p) {
                 if (!announced) {
                     announced = true;
                     std::fprintf(stderr, "zkd: %s job %s: %d partitions, %s candidates\n",
@@ -233,8 +234,8 @@ int cmd_crack(int argc, char** argv) {
                     draw_progress(p);
                 }
             };
-        auto op = roles::run_crack(zk, l, spec, std::move(on_progress));
-        zkco::result<roles::crack_outcome> r = zkco::error_code(zkco::errc::operation_timeout);
+        auto op = crack::run_crack(zk, l, spec, std::move(on_progress));
+        zkco::result<crack::crack_outcome> r = zkco::error_code(zkco::errc::operation_timeout);
         if (timeout.count() > 0) {
             r = co_await zkco::with_timeout(std::move(op), timeout);
         } else {
@@ -250,17 +251,17 @@ int cmd_crack(int argc, char** argv) {
                 co_return exit_timeout;
             }
             complain(r.error().message());
-            co_return r.error().category() == roles::crack_category() ? exit_usage : exit_failed;
+            co_return r.error().category() == crack::crack_category() ? exit_usage : exit_failed;
         }
         const auto& out = *r;
         const double secs = std::max(0.001, std::chrono::duration<double>(out.elapsed).count());
         switch (out.state) {
-        case roles::crack_state::found:
+        case crack::crack_state::found:
             std::printf("%s\n", out.preimage.value_or("").c_str());
             std::fprintf(stderr, "zkd: found in %.1f s (%s candidates tried, %d/%d partitions)\n",
                          secs, human_count(static_cast<double>(out.tried)).c_str(), out.done, out.total);
             co_return exit_ok;
-        case roles::crack_state::not_found:
+        case crack::crack_state::not_found:
             std::fprintf(stderr, "zkd: not found: all %s candidates tried in %.1f s\n",
                          human_count(static_cast<double>(out.size)).c_str(), secs);
             co_return exit_failed;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // zkd run: one cluster member (worker, candidate master, or both), until a signal drains it.
+#include "apps/crack/md5_crack.hpp"
 #include "cli/commands.hpp"
 #include "cli/logging.hpp"
 #include "cli/options.hpp"
@@ -241,6 +242,7 @@ int cmd_run(int argc, char** argv) {
 
     roles::registry reg;
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
+    crack::add_handlers(reg);  // md5-crack, the partitions of `zkd crack`
     add_exec_types(a, reg);
     reactor::compute_pool pool(threads);
     asio::io_context ioc(1);

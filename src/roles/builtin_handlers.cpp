@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "roles/builtin_handlers.hpp"
 
-#include "roles/md5_crack.hpp"
-
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
@@ -170,7 +168,6 @@ void add_builtin_handlers(registry& reg, bool with_crash) {
     if (with_crash) {
         reg.add("crash", crash_task);
     }
-    reg.add(std::string(md5_crack_type), md5_crack);
 }
 
 }  // namespace zkd::roles

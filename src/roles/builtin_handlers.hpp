@@ -18,7 +18,6 @@ inline constexpr std::int64_t max_builtin_ms = std::int64_t{24} * 60 * 60 * 1000
 /// - `sleep`: {"ms": n} or a bare n, 0..24h -> {"slept_ms": n}; wakes at once when stopped.
 /// - `spin`: like sleep but burns CPU -> {"spun_ms": n, "iterations": k}.
 /// - `fail`: always fails with handler_error; message from {"message": s} or a bare s.
-/// - `md5-crack`: see md5_crack.hpp.
 /// - `crash`, only with `with_crash`: **CALLS std::abort() AND KILLS THE WHOLE WORKER
 ///   PROCESS**, whatever its args. It exists to test poison-task quarantine (a task that
 ///   keeps killing workers ends as `lost`); any client that can submit tasks could take

@@ -18,25 +18,6 @@ namespace zkd::roles {
 
 using namespace std::chrono_literals;
 
-asio::awaitable<bool> wait_connected(zkco::client& zk) {
-    while (zk.state() != zkco::session_state::connected) {
-        if (zkco::is_terminal(zk.state())) {
-            co_return false;
-        }
-        if (auto change = co_await zk.wait_state(zk.state_generation()); !change) {
-            co_return false;
-        }
-    }
-    co_return true;
-}
-
-asio::awaitable<bool> reconnected_after(zkco::client& zk, zkco::error_code ec) {
-    if (ec != zkco::condition::retryable || zkco::is_terminal(zk.state())) {
-        co_return false;
-    }
-    co_return co_await wait_connected(zk);
-}
-
 namespace {
 
 /// Runs `op` until it gives an answer other than "outcome unknown", waiting for the

@@ -6,6 +6,7 @@
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "zkco/client.hpp"
+#include "zkco/retry.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -15,13 +16,10 @@
 
 namespace zkd::roles {
 
-/// Waits until `zk` is connected. False once its session is gone for good.
-boost::asio::awaitable<bool> wait_connected(zkco::client& zk);
-
-/// After an error: true when it left the outcome unknown (condition::retryable) and the
-/// session is connected again, i.e. when retrying makes sense. Use it as the whole condition
-/// (GCC 12 miscompiles a co_await in the right operand of && or ||).
-boost::asio::awaitable<bool> reconnected_after(zkco::client& zk, zkco::error_code ec);
+// The retry helpers live in zkco/retry.hpp (applications use them too); the roles call them
+// by these names.
+using zkco::reconnected_after;
+using zkco::wait_connected;
 
 /// With a client connected *without* a chroot: creates `chroot` ("/zkd/<ns>") and its
 /// ancestors if missing (ancestors with the open ACL, the namespace with the default one).

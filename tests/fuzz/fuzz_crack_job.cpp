@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 // A crack job node /jobs/crack-<hash>-<id> (docs/crack.md §2), as any client may write it:
-// roles::decode_crack_job. What it accepts is consistent (one partition character per task,
+// crack::decode_crack_job. What it accepts is consistent (one partition character per task,
 // a found job has its preimage) and survives encode + decode unchanged.
 #include "fuzz_common.hpp"
 
-#include "roles/crack_job.hpp"
+#include "apps/crack/job.hpp"
 #include "protocol/ids.hpp"
 
 #include <algorithm>
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::crack;
     using namespace zkd::protocol;
     const auto j = decode_crack_job(zkd::fuzz::as_text(data, size));
     if (!j) {

@@ -4,14 +4,14 @@
 // read from nodes. What a parser accepts it can also produce.
 #include "fuzz_common.hpp"
 
-#include "roles/crack_job.hpp"
+#include "apps/crack/job.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    using namespace zkd::roles;
+    using namespace zkd::crack;
     using namespace zkd::protocol;
     const auto s = zkd::fuzz::as_text(data, size);
 

@@ -2,7 +2,7 @@
 // What the fuzz targets (tests/fuzz, tools/fuzz.sh) found, one test per finding, each with
 // the input that showed it (also kept in tests/fuzz/corpus/<target>/regression-*).
 #include "cli/options.hpp"
-#include "roles/crack_job.hpp"
+#include "apps/crack/job.hpp"
 #include "http/api.hpp"
 #include "protocol/task.hpp"
 #include "zkco/config.hpp"
@@ -109,15 +109,15 @@ TEST(FuzzRegressions, CrackJobWithAnInfiniteNumberIsGarbage) {
  "state":"found", "size":5, "tried":1234567, "preimage":"zkd", "foundtptira_ion":2,
  "failed_partitions":[], "createdled_partitions":[], "crnished_ms":1763733601456,
  "client":"3fa9c2d1", "retries":0})";
-    const auto j = zkd::roles::decode_crack_job(job);
+    const auto j = zkd::crack::decode_crack_job(job);
     ASSERT_FALSE(j);
     EXPECT_NE(j.error().message.find("out of range"), std::string::npos) << j.error().message;
 
     std::string finite = job;
     finite.replace(finite.find("11e999"), 6, "1");
-    const auto ok = zkd::roles::decode_crack_job(finite);
+    const auto ok = zkd::crack::decode_crack_job(finite);
     ASSERT_TRUE(ok) << ok.error().message;
-    const auto again = zkd::roles::decode_crack_job(zkd::roles::encode(*ok));
+    const auto again = zkd::crack::decode_crack_job(zkd::crack::encode(*ok));
     ASSERT_TRUE(again) << again.error().message;
     EXPECT_EQ(*again, *ok);
 }

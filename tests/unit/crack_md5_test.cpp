@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // md5-crack: the digest, the keyspace arithmetic the job splitter relies on, and the search
 // of one partition (found, not found, word lists, bad args, cancellation).
-#include "roles/md5_crack.hpp"
+#include "apps/crack/md5_crack.hpp"
 #include "roles/registry.hpp"
 
 #include <boost/json/parse.hpp>
@@ -27,17 +27,17 @@ namespace {
 
 namespace json = boost::json;
 using namespace std::chrono_literals;
-using zkd::roles::candidate_at;
+using zkd::crack::candidate_at;
 using zkd::roles::handler_result;
-using zkd::roles::keyspace_size;
-using zkd::roles::md5_hex;
-using zkd::roles::split_keyspace;
+using zkd::crack::keyspace_size;
+using zkd::crack::md5_hex;
+using zkd::crack::split_keyspace;
 
 constexpr std::string_view lower = "abcdefghijklmnopqrstuvwxyz";
 const std::string e_acute = "\xc3\xa9";  // U+00E9, two bytes in UTF-8
 
 handler_result crack(const json::value& args, std::stop_token stop = {}) {
-    return zkd::roles::md5_crack(args, std::move(stop));
+    return zkd::crack::md5_crack(args, std::move(stop));
 }
 
 json::object range_args(
@@ -76,7 +76,7 @@ outcome expect_search(const json::value& args) {
     return o;
 }
 
-TEST(RolesMd5, KnownVectors) {
+TEST(CrackMd5, KnownVectors) {
     // RFC 1321 appendix A.5, plus one that spans two blocks.
     EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
     EXPECT_EQ(md5_hex("a"), "0cc175b9c0f1b6a831c399e269772661");
@@ -90,8 +90,8 @@ TEST(RolesMd5, KnownVectors) {
     EXPECT_EQ(md5_hex(std::string_view("\0", 1)), "93b885adfe0da089cdf634904fd59f71");
 }
 
-TEST(RolesMd5Keyspace, CharsetSymbolsAreUtf8Characters) {
-    using zkd::roles::charset_symbols;
+TEST(CrackMd5Keyspace, CharsetSymbolsAreUtf8Characters) {
+    using zkd::crack::charset_symbols;
     EXPECT_EQ(charset_symbols("abc"), (std::vector<std::string>{"a", "b", "c"}));
     EXPECT_EQ(
         charset_symbols("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
@@ -116,8 +116,8 @@ TEST(RolesMd5Keyspace, CharsetSymbolsAreUtf8Characters) {
     EXPECT_EQ(charset_symbols(big).size(), 256U);
 }
 
-TEST(RolesMd5Keyspace, SizeCountsEveryLengthAndSaturates) {
-    constexpr auto limit = zkd::roles::keyspace_limit;
+TEST(CrackMd5Keyspace, SizeCountsEveryLengthAndSaturates) {
+    constexpr auto limit = zkd::crack::keyspace_limit;
     EXPECT_EQ(keyspace_size(26, 1, 1), 26U);
     EXPECT_EQ(keyspace_size(26, 1, 2), 26U + 676U);
     EXPECT_EQ(keyspace_size(26, 2, 2), 676U);
@@ -141,7 +141,7 @@ TEST(RolesMd5Keyspace, SizeCountsEveryLengthAndSaturates) {
     EXPECT_THROW((void)keyspace_size(26, -1, 3), std::invalid_argument);
 }
 
-TEST(RolesMd5Keyspace, CandidatesGoByLengthThenCharsetOrder) {
+TEST(CrackMd5Keyspace, CandidatesGoByLengthThenCharsetOrder) {
     const std::vector<std::string> expected = {"b",  "a",   "bb",  "ba", "ab",
                                                "aa", "bbb", "bba", "bab"};
     for (std::size_t i = 0; i < expected.size(); ++i)
@@ -178,7 +178,7 @@ TEST(RolesMd5Keyspace, CandidatesGoByLengthThenCharsetOrder) {
     EXPECT_EQ(previous, "zzzz");
 }
 
-TEST(RolesMd5Keyspace, CandidateAtStopsAtLength16) {
+TEST(CrackMd5Keyspace, CandidateAtStopsAtLength16) {
     EXPECT_EQ(candidate_at("a", 1, 15), std::string(16, 'a'));
     EXPECT_THROW((void)candidate_at("a", 1, 16), std::out_of_range);
     const auto last = (std::uint64_t{1} << 17) - 3;
@@ -193,9 +193,9 @@ TEST(RolesMd5Keyspace, CandidateAtStopsAtLength16) {
     EXPECT_THROW((void)candidate_at("ab", 17, 0), std::invalid_argument);
 }
 
-TEST(RolesMd5Keyspace, SplitIsContiguousCoveringAndBalanced) {
+TEST(CrackMd5Keyspace, SplitIsContiguousCoveringAndBalanced) {
     const std::vector<std::uint64_t> sizes = {
-        0, 1, 2, 7, 100, 702, 1000003, std::uint64_t{1} << 40, zkd::roles::keyspace_limit};
+        0, 1, 2, 7, 100, 702, 1000003, std::uint64_t{1} << 40, zkd::crack::keyspace_limit};
     const std::vector<std::uint64_t> counts = {1, 2, 3, 7, 64, 1000};
     for (const auto size : sizes) {
         for (const auto partitions : counts) {
@@ -223,7 +223,7 @@ TEST(RolesMd5Keyspace, SplitIsContiguousCoveringAndBalanced) {
     EXPECT_THROW((void)split_keyspace(10, 0), std::invalid_argument);
 }
 
-TEST(RolesMd5Crack, FindsAKnownPreimage) {
+TEST(CrackMd5Crack, FindsAKnownPreimage) {
     const auto hash = md5_hex("zz");
     const auto o = expect_search(range_args(hash, lower, 1, 2, 0, 702));
     EXPECT_TRUE(o.found);
@@ -249,7 +249,7 @@ TEST(RolesMd5Crack, FindsAKnownPreimage) {
     EXPECT_EQ(utf8.preimage, e_acute + "a");
 }
 
-TEST(RolesMd5Crack, OnlyThePartitionHoldingThePreimageFindsIt) {
+TEST(CrackMd5Crack, OnlyThePartitionHoldingThePreimageFindsIt) {
     const auto size = keyspace_size(lower.size(), 1, 3);
     const std::uint64_t secret_index = 5000;
     const auto secret = candidate_at(lower, 1, secret_index);
@@ -267,7 +267,7 @@ TEST(RolesMd5Crack, OnlyThePartitionHoldingThePreimageFindsIt) {
     EXPECT_EQ(hits, 1);
 }
 
-TEST(RolesMd5Crack, SearchAgreesWithCandidateAtAcrossLengths) {
+TEST(CrackMd5Crack, SearchAgreesWithCandidateAtAcrossLengths) {
     // Partitions that start mid-length and cross into the next lengths: the last candidate
     // of each, computed by candidate_at, is found after exactly `count` tries.
     const std::string charset = "0123456789";
@@ -281,7 +281,7 @@ TEST(RolesMd5Crack, SearchAgreesWithCandidateAtAcrossLengths) {
     }
 }
 
-TEST(RolesMd5Crack, ReportsNotFound) {
+TEST(CrackMd5Crack, ReportsNotFound) {
     const auto o = expect_search(range_args(md5_hex("zzz"), lower, 1, 2, 0, 702));
     EXPECT_FALSE(o.found);
     EXPECT_EQ(o.tried, 702);
@@ -301,7 +301,7 @@ TEST(RolesMd5Crack, ReportsNotFound) {
     EXPECT_EQ(last.tried, 1);
 }
 
-TEST(RolesMd5Crack, SearchesAWordList) {
+TEST(CrackMd5Crack, SearchesAWordList) {
     const json::array words = {"letmein", "password", "", "hunter2"};
     const auto o = expect_search(json::object{{"hash", md5_hex("password")}, {"words", words}});
     EXPECT_TRUE(o.found);
@@ -322,7 +322,7 @@ TEST(RolesMd5Crack, SearchesAWordList) {
     EXPECT_EQ(none.tried, 0);
 }
 
-TEST(RolesMd5Crack, RejectsBadArgs) {
+TEST(CrackMd5Crack, RejectsBadArgs) {
     const auto hash = md5_hex("zz");
     auto with = [&](std::string_view key, json::value v) {
         auto args = range_args(hash, lower, 1, 2, 0, 702);
@@ -383,21 +383,21 @@ TEST(RolesMd5Crack, RejectsBadArgs) {
     }
 }
 
-TEST(RolesMd5Crack, AcceptsTheLargestPartitionAndHonoursAnEarlyStop) {
+TEST(CrackMd5Crack, AcceptsTheLargestPartitionAndHonoursAnEarlyStop) {
     std::stop_source source;
     source.request_stop();
     const auto r = crack(
-        range_args(md5_hex(""), lower, 1, 16, 0, zkd::roles::max_partition_count),
+        range_args(md5_hex(""), lower, 1, 16, 0, zkd::crack::max_partition_count),
         source.get_token()
     );
     ASSERT_TRUE(r.has_error());
     EXPECT_EQ(r.error().code, "cancelled");
 }
 
-TEST(RolesMd5Crack, StopFromAnotherThreadEndsAPartition) {
+TEST(CrackMd5Crack, StopFromAnotherThreadEndsAPartition) {
     // 2^40 candidates and an unreachable hash (min_len 1 excludes ""): only the stop ends it.
     const json::value args =
-        range_args(md5_hex(""), lower, 1, 16, 12345, zkd::roles::max_partition_count);
+        range_args(md5_hex(""), lower, 1, 16, 12345, zkd::crack::max_partition_count);
     std::latch started{1};
     std::stop_source source;
     auto fut = std::async(std::launch::async, [&] {

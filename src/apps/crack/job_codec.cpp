@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The crack job node's codec (docs/crack.md §2). Pure, no I/O: kept out of crack_job.cpp (the
-// job's coroutines) so that it builds, and is fuzzed (tests/fuzz), on its own.
-#include "roles/crack_job.hpp"
+// The crack job node's codec (docs/crack.md §2). Pure, no I/O: it builds, and is fuzzed
+// (tests/fuzz), on its own.
+#include "apps/crack/job.hpp"
 
 #include "protocol/ids.hpp"
-#include "roles/registry.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
@@ -16,7 +15,7 @@
 
 namespace json = boost::json;
 
-namespace zkd::roles {
+namespace zkd::crack {
 
 namespace {
 
@@ -250,4 +249,4 @@ protocol::codec_result<crack_job> decode_crack_job(std::string_view data) {
     return j;
 }
 
-}  // namespace zkd::roles
+}  // namespace zkd::crack

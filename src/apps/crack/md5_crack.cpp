@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/md5_crack.hpp"
+#include "apps/crack/md5_crack.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -12,9 +12,12 @@
 #include <optional>
 #include <stdexcept>
 
-namespace zkd::roles {
+namespace zkd::crack {
 
 namespace json = boost::json;
+using roles::handler_error;
+using roles::handler_result;
+namespace codes = roles::codes;
 
 namespace {
 
@@ -217,7 +220,7 @@ handler_result search_range(
         );
     }
     if (*start < 0 || *count < 0)
-        return bad_args("\"start\" and \"count\" must not be negative");
+        return bad_args(R"("start" and "count" must not be negative)");
     const auto first = static_cast<std::uint64_t>(*start);
     const auto n = static_cast<std::uint64_t>(*count);
     if (n > max_partition_count)
@@ -364,12 +367,13 @@ handler_result md5_crack(const json::value& args, std::stop_token stop) {
     if (words != nullptr)
         return search_words(*target, *words, stop);
     if (!has_range) {
-        return bad_args(
-            "needs either \"words\" or \"charset\", \"min_len\", \"max_len\", \"start\", "
-            "\"count\""
-        );
+        return bad_args(R"(needs either "words" or "charset", "min_len", "max_len", "start", "count")");
     }
     return search_range(*target, *obj, stop);
 }
 
-}  // namespace zkd::roles
+void add_handlers(roles::registry& reg) {
+    reg.add(std::string(md5_crack_type), md5_crack);
+}
+
+}  // namespace zkd::crack

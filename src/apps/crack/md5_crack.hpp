@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace zkd::roles {
+namespace zkd::crack {
 
 /// The task type md5_crack is registered under.
 inline constexpr std::string_view md5_crack_type = "md5-crack";
@@ -63,6 +63,10 @@ inline constexpr std::uint64_t keyspace_limit = std::uint64_t{1} << 63;
 /// 1 <= a <= b <= 16, n <= 2^40, i + n within the keyspace) or {"words": [strings]}.
 /// Yields {"found": true, "preimage": p, "tried": k} or {"found": false, "tried": k}, where
 /// k counts candidates hashed; bad_args for bad shapes; cancelled soon after `stop`.
-[[nodiscard]] handler_result md5_crack(const boost::json::value& args, std::stop_token stop);
+[[nodiscard]] roles::handler_result md5_crack(const boost::json::value& args, std::stop_token stop);
 
-}  // namespace zkd::roles
+/// Registers the crack application's task types with a worker's registry: md5_crack as
+/// md5_crack_type. Throws std::invalid_argument if that type is registered already.
+void add_handlers(roles::registry& reg);
+
+}  // namespace zkd::crack

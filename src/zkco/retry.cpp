@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#include "zkco/retry.hpp"
+
+namespace asio = boost::asio;
+
+namespace zkd::zkco {
+
+asio::awaitable<bool> wait_connected(client& zk) {
+    while (zk.state() != session_state::connected) {
+        if (is_terminal(zk.state())) {
+            co_return false;
+        }
+        if (auto change = co_await zk.wait_state(zk.state_generation()); !change) {
+            co_return false;
+        }
+    }
+    co_return true;
+}
+
+asio::awaitable<bool> reconnected_after(client& zk, error_code ec) {
+    if (ec != condition::retryable || is_terminal(zk.state())) {
+        co_return false;
+    }
+    co_return co_await wait_connected(zk);
+}
+
+}  // namespace zkd::zkco
