@@ -5,7 +5,9 @@
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
+#include "roles/txn_io.hpp"
 #include "protocol/ids.hpp"
+#include "protocol/master_txn.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -25,18 +27,6 @@ namespace asio = boost::asio;
 namespace zkd::roles {
 
 namespace {
-
-
-std::string failed_result(const std::string& tid, std::string_view code, std::string message,
-                          int attempt, protocol::task_state state = protocol::task_state::failed) {
-    protocol::task_result r;
-    r.task = tid;
-    r.state = state;
-    r.error = protocol::task_error{std::string(code), std::move(message)};
-    r.attempt = attempt;
-    r.finished_ms = protocol::now_ms();
-    return encode(r);
-}
 
 /// A pending task in the master's view. Its data is read only when it may be placed soon
 /// (near the head of the queue while slots are free): a backlog costs an id each, not a
@@ -147,8 +137,10 @@ public:
     }
 
 private:
-    using group_ops = std::vector<zkco::multi_op>;
-    using on_done = std::function<void(master_session&, zkco::error_code, std::vector<zkco::op_result>)>;
+    using group_ops = std::vector<protocol::txn_op>;
+    /// The answer to a transaction: the whole's error (for its message and whether it may be
+    /// retried) and the per-op codes protocol's readers take.
+    using on_done = std::function<void(master_session&, zkco::error_code, const protocol::txn_answer&)>;
 
     void wake() {
         dirty_ = true;
@@ -159,7 +151,7 @@ private:
 
     /// Sends a fenced group; `done` runs only while this session exists.
     void send(group_ops ops, on_done done) {
-        batcher_.async_submit(std::move(ops), [self = self_, done = std::move(done)](
+        batcher_.async_submit(to_zkco(std::move(ops)), [self = self_, done = std::move(done)](
                                                   zkco::error_code ec, std::vector<zkco::op_result> r) {
             if (*self == nullptr) {
                 return;
@@ -170,7 +162,7 @@ private:
                 m.stats_->deposed = true;
                 m.stop_ = true;
             }
-            done(m, ec, std::move(r));
+            done(m, ec, to_answer(ec, r));
             m.wake();
         });
     }
@@ -685,11 +677,9 @@ private:
             }
             if (tids.empty()) {
                 for (const auto& tid : markers) {
-                    send({zkco::op::remove{protocol::layout::cancel_marker(id, tid), zkco::any_version}},
-                         [](master_session&, zkco::error_code, auto) {});
+                    send(protocol::remove_marker_ops(id, tid), [](master_session&, zkco::error_code, auto&) {});
                 }
-                std::vector<zkco::multi_op> remove_dir{zkco::op::remove{dir, zkco::any_version}};
-                auto [ec, r] = co_await batcher_.async_submit(std::move(remove_dir),
+                auto [ec, r] = co_await batcher_.async_submit(to_zkco(protocol::remove_departed_dir_ops(id)),
                                                               asio::as_tuple(asio::use_awaitable));
                 if (!ec || ec == zkco::errc::no_node || stopping()) {
                     break;
@@ -713,65 +703,29 @@ private:
                     continue;
                 }
                 const auto& tid = tids[i];
-                group_ops ops{zkco::op::remove{paths[i], zkco::any_version}};
-                const bool cancelled = markers.contains(tid);
-                if (cancelled) {
-                    ops.emplace_back(zkco::op::remove{protocol::layout::cancel_marker(id, tid), zkco::any_version});
-                }
-                auto spec = protocol::decode_task(nodes[i]->data);
-                enum { requeue, lost, cancel, malformed } outcome = requeue;
-                if (!spec) {
-                    outcome = malformed;
-                    ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, protocol::task_error::malformed_task, spec.error().message, 0),
-                        zkco::create_mode::persistent, {}});
-                } else if (cancelled) {
-                    outcome = cancel;
-                    ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, protocol::task_error::cancelled, "cancelled", spec->attempt,
-                                      protocol::task_state::cancelled),
-                        zkco::create_mode::persistent, {}});
-                } else if (spec->attempt >= spec->max_attempts) {
-                    outcome = lost;
-                    ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, protocol::task_error::attempts_exhausted,
-                                      "its worker was lost on each of " +
-                                          std::to_string(spec->attempt) + " attempt(s)",
-                                      spec->attempt, protocol::task_state::lost),
-                        zkco::create_mode::persistent, {}});
-                } else {
-                    protocol::task_spec again = *spec;
-                    again.attempt = spec->attempt + 1;
-                    again.epoch = 0;
-                    again.assigned_ms = 0;
-                    again.worker.clear();
-                    again.running_ms = 0;
-                    ops.emplace_back(zkco::op::create{l_.pending_task(tid), encode(again),
-                                                      zkco::create_mode::persistent, {}});
-                }
+                auto plan = protocol::departed_ops(l_, id, tid, nodes[i]->data, markers.contains(tid),
+                                                   protocol::now_ms());
                 ++pending->left;
-                send(std::move(ops), [pending, tid, outcome, attempt = spec ? spec->attempt : 0,
-                                      path = paths[i]](master_session& m, zkco::error_code ec,
-                                                                std::vector<zkco::op_result> r) {
-                    if (ec) {
-                        ++pending->failed;
-                        if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
-                            m.clear_foreign(path);  // someone wrote below the assignment
-                        }
+                send(std::move(plan.ops), [pending, tid, kind = plan.kind, attempt = plan.attempt,
+                                           path = paths[i]](master_session& m, zkco::error_code,
+                                                            const protocol::txn_answer& a) {
+                    const auto outcome = protocol::read_departed(a);
+                    if (outcome == protocol::departed_outcome::foreign_below) {
+                        m.clear_foreign(path);  // someone wrote below the assignment
                     }
-                    if (!ec) {
-                        if (outcome == lost) {
-                            ++m.stats_->lost;
-                            spdlog::warn("master: task {} quarantined as lost after {} attempt(s)",
-                                         tid, attempt);
-                        } else if (outcome == requeue) {
-                            ++m.stats_->requeued;
-                            spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
-                        } else if (outcome == cancel) {
-                            ++m.stats_->cancelled;
-                        } else {
-                            ++m.stats_->rejected;
-                        }
+                    if (outcome != protocol::departed_outcome::committed) {
+                        ++pending->failed;
+                    } else if (kind == protocol::departed_kind::lost) {
+                        ++m.stats_->lost;
+                        spdlog::warn("master: task {} quarantined as lost after {} attempt(s)", tid,
+                                     attempt);
+                    } else if (kind == protocol::departed_kind::requeue) {
+                        ++m.stats_->requeued;
+                        spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
+                    } else if (kind == protocol::departed_kind::cancel) {
+                        ++m.stats_->cancelled;
+                    } else {
+                        ++m.stats_->rejected;
                     }
                     pending->done();
                 });
@@ -851,8 +805,8 @@ private:
             for (const auto& [path, ctime] : written) {
                 if (ctime < cutoff) {
                     ++expired;
-                    send({zkco::op::remove{path, zkco::any_version}},
-                         [](master_session& m, zkco::error_code e, auto) {
+                    send(protocol::collect_ops(path),
+                         [](master_session& m, zkco::error_code e, auto&) {
                              if (!e) {
                                  ++m.stats_->collected;
                              }
@@ -896,8 +850,7 @@ private:
             }
             written = rate;
             master_node_.throughput = rate;
-            send({zkco::op::set{protocol::layout::master(), encode(master_node_), zkco::any_version}},
-                 [](master_session&, zkco::error_code, auto) {});
+            send(protocol::master_report_ops(master_node_), [](master_session&, zkco::error_code, auto&) {});
         }
     }
 
@@ -981,13 +934,9 @@ private:
             if (!ours) {
                 spdlog::warn("master {}: /master was {}; writing it again", me_.id,
                              w->value ? "replaced by someone else" : "deleted");
-                group_ops ops;
-                if (w->value) {
-                    ops.emplace_back(zkco::op::remove{protocol::layout::master(), (*w->value).version});
-                }
-                ops.emplace_back(zkco::op::create{protocol::layout::master(), encode(master_node_),
-                                                  zkco::create_mode::ephemeral, {}});
-                send(std::move(ops), [](master_session&, zkco::error_code, auto) {});
+                send(protocol::master_node_ops(master_node_, w->value.has_value(),
+                                               w->value ? (*w->value).version : zkco::any_version),
+                     [](master_session&, zkco::error_code, auto&) {});
             }
             auto ev = co_await w->watch.changed();
             if (!ev) {
@@ -1018,18 +967,13 @@ private:
             }
             if (!retry && p != pending_.end() && !p->second.in_flight) {
                 p->second.in_flight = true;
-                ops = {zkco::op::remove{pending_path(tid, p->second), zkco::any_version},
-                       zkco::op::create{l_.result(tid),
-                                        failed_result(tid, protocol::task_error::cancelled, "cancelled",
-                                                      p->second.spec ? p->second.spec->attempt : 0,
-                                                      protocol::task_state::cancelled),
-                                        zkco::create_mode::persistent, {}}};
+                ops = protocol::cancel_pending_ops(l_, p->second.shard, tid,
+                                                   p->second.spec ? p->second.spec->attempt : 0,
+                                                   protocol::now_ms());
             } else if (!retry && p != pending_.end()) {
                 continue;  // an assignment of it is in flight: decide when it lands
             } else if (!retry && holder != nullptr) {
-                ops = {zkco::op::check{protocol::layout::assignment(*holder, tid), zkco::any_version},
-                       zkco::op::create{protocol::layout::cancel_marker(*holder, tid), "",
-                                        zkco::create_mode::persistent, {}}};
+                ops = protocol::cancel_assigned_ops(*holder, tid);
             } else if (!retry) {
                 // Unknown here: finished already, or submitted so recently that its shard has
                 // not been read yet. Only a request unknown for a while is dropped.
@@ -1038,24 +982,27 @@ private:
                 if (now - since < std::chrono::seconds(30)) {
                     continue;
                 }
+                ops = protocol::drop_cancel_ops(tid);
+            } else {
+                ops = protocol::drop_cancel_ops(tid);
             }
             unknown_cancels_.erase(tid);
-            ops.emplace_back(zkco::op::remove{protocol::layout::cancel_request(tid), zkco::any_version});
             cancels_in_flight_.insert(tid);
             send(std::move(ops), [tid](master_session& m, zkco::error_code ec,
-                                       std::vector<zkco::op_result> r) {
+                                       const protocol::txn_answer& a) {
+                const auto outcome = protocol::read_cancel(a);
                 m.cancels_in_flight_.erase(tid);
                 if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
                     entry->second.in_flight = false;
-                    if (!ec) {
+                    if (outcome == protocol::pending_outcome::committed) {
                         m.forget(entry);
                     }
                 }
-                if (!ec) {
+                if (outcome == protocol::pending_outcome::committed) {
                     ++m.stats_->cancelled;
                     m.cancel_failures_.erase(tid);
                     m.cancels_.erase(tid);
-                } else if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
+                } else if (outcome == protocol::pending_outcome::foreign_below) {
                     // Someone wrote below the pending node: clear it, then cancel again.
                     if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
                         m.clear_foreign(m.pending_path(tid, entry->second));
@@ -1069,27 +1016,27 @@ private:
 
     void reject(const std::string& tid, pending_entry& p, std::string_view code, std::string why) {
         p.in_flight = true;
-        send({zkco::op::remove{pending_path(tid, p), zkco::any_version},
-              zkco::op::create{l_.result(tid),
-                               failed_result(tid, code, why, p.spec ? p.spec->attempt : 0),
-                               zkco::create_mode::persistent, {}}},
+        send(protocol::reject_ops(l_, p.shard, tid, code, why, p.spec ? p.spec->attempt : 0,
+                                  protocol::now_ms()),
              [tid, code = std::string(code), why](master_session& m, zkco::error_code ec,
-                                                   std::vector<zkco::op_result> r) {
+                                                   const protocol::txn_answer& a) {
+                 const auto outcome = protocol::read_reject(a);
                  auto it = m.pending_.find(tid);
                  if (it == m.pending_.end()) {
                      return;
                  }
                  it->second.in_flight = false;
-                 if (!ec) {
+                 if (outcome == protocol::pending_outcome::committed) {
                      ++m.stats_->rejected;
                      spdlog::warn("master: task {} rejected ({}): {}", tid, code, why);
                  }
                  // Done, or its pending node is gone (cancelled): either way, not ours any more.
-                 if (!ec || (!r.empty() && r[0].ec == zkco::errc::no_node)) {
+                 if (outcome == protocol::pending_outcome::committed ||
+                     outcome == protocol::pending_outcome::task_gone) {
                      m.forget(it);
                      return;
                  }
-                 if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
+                 if (outcome == protocol::pending_outcome::foreign_below) {
                      m.clear_foreign(m.pending_path(tid, it->second));
                  }
                  if (!m.stats_->deposed) {
@@ -1169,23 +1116,17 @@ private:
             const std::string wid = slot.id;
             ++workers_[wid].in_flight;
             p.in_flight = true;
-            protocol::task_spec assigned = *p.spec;
-            assigned.epoch = epoch_;
-            assigned.assigned_ms = protocol::now_ms();
-            assigned.worker = wid;
-            send({zkco::op::check{protocol::layout::worker(wid), zkco::any_version},
-                  zkco::op::remove{pending_path(tid, p), zkco::any_version},
-                  zkco::op::create{protocol::layout::assignment(wid, tid), encode(assigned),
-                                   zkco::create_mode::persistent, {}}},
+            send(protocol::assign_ops(p.shard, tid, wid, *p.spec, epoch_, protocol::now_ms()),
                  [tid = std::string(tid), wid](master_session& m, zkco::error_code ec,
-                                               std::vector<zkco::op_result> r) {
-                     m.assigned(tid, wid, ec, r);
+                                               const protocol::txn_answer& a) {
+                     m.assigned(tid, wid, ec, protocol::read_assign(a));
                  });
         }
     }
 
     void assigned(const std::string& tid, const std::string& wid, zkco::error_code ec,
-                  const std::vector<zkco::op_result>& r) {
+                  protocol::assign_outcome outcome) {
+        using protocol::assign_outcome;
         if (auto w = workers_.find(wid); w != workers_.end()) {
             --w->second.in_flight;
             if (!ec) {
@@ -1203,24 +1144,24 @@ private:
                 opts_.on_assigned(*p->second.spec);
             }
             forget(p);
-        } else if (r.size() == 3 && (r[1].ec == zkco::errc::no_node || r[2].ec == zkco::errc::node_exists)) {
+        } else if (outcome == assign_outcome::task_gone) {
             forget(p);  // gone meanwhile, or our own earlier commit: nothing to do
-        } else if (r.size() == 3 && r[2].ec == zkco::errc::no_node) {
+        } else if (outcome == assign_outcome::worker_dir_gone) {
             // The worker's directory is gone (deleted by someone else): not the task's fault.
             if (auto w = workers_.find(wid); w != workers_.end()) {
                 w->second.dir_missing = true;
             }
-        } else if (stats_->deposed || (r.size() == 3 && r[0].ec)) {
+        } else if (stats_->deposed || outcome == assign_outcome::worker_left) {
             // Deposed, or the worker left: placed again (by whoever is master) on a next pass.
         } else {
-            if (r.size() == 3 && r[1].ec == zkco::errc::not_empty) {
+            if (outcome == assign_outcome::foreign_below) {
                 clear_foreign(pending_path(tid, p->second));  // then it can go
             }
             // Outcome unknown (a lost connection) or an error of the task's own: try again
             // later; a task that keeps failing for itself ends in a failed result, once.
             const int failures = note_trouble(tid, "assigning task", ec);
             if (ec != zkco::condition::retryable && failures >= max_assign_failures &&
-                (r.size() != 3 || r[1].ec != zkco::errc::not_empty)) {
+                outcome != assign_outcome::foreign_below) {
                 reject(tid, p->second, protocol::task_error::malformed_task,
                        "cannot be assigned: " + ec.message());
             }
