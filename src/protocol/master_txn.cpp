@@ -139,15 +139,7 @@ std::vector<txn_op> drop_cancel_ops(std::string_view tid) {
     return {txn_op::remove(layout::cancel_request(tid))};
 }
 
-pending_outcome read_cancel(const txn_answer& a) noexcept {
-    if (!a.failed) {
-        return pending_outcome::committed;
-    }
-    // Only the pending form deletes a node that can have children; no_node of its first op
-    // is not "gone" for the other forms, so only not_empty is told apart.
-    return code_at(a, 0) == op_code::not_empty ? pending_outcome::foreign_below
-                                               : pending_outcome::failed;
-}
+pending_outcome read_cancel(const txn_answer& a) noexcept { return read_delete_first(a); }
 
 // --- T6 ------------------------------------------------------------------------------------------
 

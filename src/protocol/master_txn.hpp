@@ -100,7 +100,9 @@ std::vector<txn_op> cancel_pending_ops(const layout& l, std::uint32_t shard, std
 std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_view tid);
 /// Finished or unknown: delete(/cancel/<tid>).
 std::vector<txn_op> drop_cancel_ops(std::string_view tid);
-/// For any of the three: foreign_below only for the pending form's first op.
+/// For any of the three: task_gone when the first op found no node (the pending node or the
+/// assignment moved on: assigned, finished, requeued; or the request is gone), foreign_below
+/// when the pending node has children.
 pending_outcome read_cancel(const txn_answer& a) noexcept;
 
 // --- T6 a departed worker's assignment --------------------------------------------------------

@@ -318,6 +318,7 @@ void master_state::handle_cancels(clock::time_point now) {
         a.tid = tid;
         if (!retry && p != pending_.end() && !p->second.in_flight) {
             p->second.in_flight = true;
+            a.path = path_of(tid, p->second);
             a.ops = protocol::cancel_pending_ops(l_, p->second.shard, tid,
                                                  p->second.spec ? p->second.spec->attempt : 0,
                                                  protocol::now_ms());
@@ -361,6 +362,18 @@ void master_state::cancel_done(const master_action& a, const master_txn_report& 
         // Someone wrote below the pending node: clear it, then cancel again.
         if (auto entry = pending_.find(tid); entry != pending_.end()) {
             clear_foreign(path_of(tid, entry->second));
+        }
+    } else if (outcome == protocol::pending_outcome::task_gone) {
+        // The task moved on from where the view had it: assigned, finished, or back to pending
+        // after its worker died (T6). The request stands and is decided again from where the
+        // task is next; marking it failed would drop it, and a requeued task would run again.
+        // What the view held is stale: forgotten (a shard or directory whose watch fired while
+        // this was out lists nothing again).
+        if (auto entry = pending_.find(tid); entry != pending_.end() && !a.path.empty()) {
+            forget(entry);  // the pending form: its node is gone
+        }
+        if (auto w = workers_.find(a.worker); w != workers_.end()) {
+            w->second.assigned.erase(tid);  // the marker form: the assignment is gone
         }
     } else if (!r.retryable) {
         cancel_failures_.insert(tid);  // next time: only drop the request

@@ -44,7 +44,8 @@ struct master_action {
         load,           ///< read the data of `tids` at `paths`, then tasks_loaded()
         assign,         ///< run `ops` (T2 of `tid` to `worker`), then done()
         reject,         ///< run `ops` (fail `tid` with `code`: `why`), then done()
-        cancel,         ///< run `ops` (T7 of `tid`), then done()
+        cancel,         ///< run `ops` (T7 of `tid`: at `path` if pending, else at `worker`
+                        ///< if assigned, else only the request), then done()
         clear_foreign,  ///< delete what others wrote below `path`, then foreign_cleared()
     };
     kind what = kind::load;

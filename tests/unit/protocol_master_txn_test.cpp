@@ -118,7 +118,8 @@ TEST(ProtocolMasterTxn, CancelHasThreeFormsEachDeletingTheRequest) {
 
     EXPECT_EQ(read_cancel({false, {op_code::ok}}), pending_outcome::committed);
     EXPECT_EQ(read_cancel(failed_at(3, 0, op_code::not_empty)), pending_outcome::foreign_below);
-    EXPECT_EQ(read_cancel(failed_at(3, 0, op_code::no_node)), pending_outcome::failed);
+    EXPECT_EQ(read_cancel(failed_at(3, 0, op_code::no_node)), pending_outcome::task_gone);
+    EXPECT_EQ(read_cancel(failed_at(3, 1, op_code::node_exists)), pending_outcome::failed);
     EXPECT_EQ(read_cancel({true, {}}), pending_outcome::failed);
 }
 

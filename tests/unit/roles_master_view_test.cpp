@@ -340,6 +340,64 @@ TEST_F(RolesMasterView, ACancelArrivingWhileT2IsInFlightWaitsAndTheWorkerDyingMa
     EXPECT_FALSE(view.worker_alive("w1"));
 }
 
+TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheAssignmentGoneFollowsTheTaskBackToPending) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    submit({t});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    view.cancels_listed({t});
+    view.done(assigns[0], committed(3), t0);
+    // The task sits in w1's directory: a marker goes there.
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    EXPECT_EQ(cancels[0].ops, protocol::cancel_assigned_ops("w1", t));
+    // The worker dies and T6 moves the task back to pending before the marker lands: the
+    // marker's check of the assignment fails.
+    EXPECT_EQ(leave("w1"), std::vector<std::string>{"w1"});
+    view.done(cancels[0], failed(3, 0, protocol::op_code::no_node), t0);
+    EXPECT_EQ(stats.cancelled, 0U);
+    view.shard_listed(0, {t});
+    // The request still stands: the task is cancelled where it is now, not left to run again
+    // with its request dropped.
+    auto again = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(again.size(), 1U);
+    EXPECT_EQ(again[0].ops[0], protocol::txn_op::remove(view.pending_path(t)));
+    view.done(again[0], committed(3), t0);
+    EXPECT_EQ(stats.cancelled, 1U);
+    EXPECT_EQ(view.queue_depth(), 0U);
+}
+
+TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheTaskFinishedIsDroppedAfterTheUsualWait) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    ASSERT_TRUE(view.worker_dir_listed("w1", {t}));
+    view.cancels_listed({t});
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    view.done(cancels[0], failed(3, 0, protocol::op_code::no_node), t0);  // finished meanwhile
+    // Not sent again as a marker (its directory listing is not in yet), and only dropped
+    // once unknown for the usual 30 s.
+    EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty());
+    auto drop = of_kind(view.next(t0 + milliseconds(30'000)), kind::cancel);
+    ASSERT_EQ(drop.size(), 1U);
+    EXPECT_EQ(drop[0].ops, protocol::drop_cancel_ops(t));
+}
+
+TEST_F(RolesMasterView, APendingTaskThatVanishedUnderACancelIsForgottenNotCancelledInALoop) {
+    join("w1", 1, {"other"});
+    const auto t = tid(5, 1);
+    view.shard_listed(0, {t});
+    view.cancels_listed({t});
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    // Its shard's listing came while the cancel was out (and kept it, being in flight).
+    view.shard_listed(0, {});
+    view.done(cancels[0], failed(3, 0, protocol::op_code::no_node), t0);
+    EXPECT_EQ(view.queue_depth(), 0U);
+    EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty());
+}
+
 TEST_F(RolesMasterView, ACancelForATaskUnknownHereIsDroppedOnlyAfterThirtySeconds) {
     join("w1", 1);
     const auto t = tid(5, 1);
