@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+// The master's I/O shell (its decisions are in master_view.cpp, its transactions in
+// protocol/master_txn.cpp). Still over 700 lines: the read fan-out (countdown, read_all) is
+// to move to zkco's read batch, and T6, T8, /master and the epoch watch are I/O loops of
+// their own that the view does not decide.
 #include "roles/master.hpp"
 
 #include "reactor/task_group.hpp"

@@ -107,9 +107,10 @@ struct RolesMasterView : ::testing::Test {
         load(data);
     }
 
-    /// Answers the view's read of pending tasks, all with `data`; other actions are kept.
+    /// Answers the view's read of pending tasks, all with `data` (the only action due).
     void load(const std::string& data) {
         auto step = view.next(t0);
+        ASSERT_EQ(step.actions.size(), 1U);
         auto loads = of_kind(step, kind::load);
         ASSERT_EQ(loads.size(), 1U);
         std::vector<task_read> reads;
@@ -118,13 +119,7 @@ struct RolesMasterView : ::testing::Test {
         }
         EXPECT_FALSE(view.tasks_loaded(reads));
         view.load_finished();
-        for (auto& a : step.actions) {
-            if (a.what != kind::load) {
-                kept.push_back(std::move(a));
-            }
-        }
     }
-    std::vector<master_action> kept;
 };
 
 }  // namespace
