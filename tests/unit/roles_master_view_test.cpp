@@ -75,6 +75,7 @@ std::vector<master_action> of_kind(const master_step& s, kind k) {
     return out;
 }
 
+// NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
 struct RolesMasterView : ::testing::Test {
     master_stats stats;
     clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(1);
