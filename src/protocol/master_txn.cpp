@@ -50,8 +50,14 @@ txn_op txn_op::check(std::string path, std::int32_t version) {
     return txn_op{kind::check, std::move(path), {}, version, false};
 }
 
-std::string master_result(std::string_view tid, std::string_view code, std::string message,
-                          int attempt, task_state state, std::int64_t finished_ms) {
+std::string master_result(
+    std::string_view tid,
+    std::string_view code,
+    std::string message,
+    int attempt,
+    task_state state,
+    std::int64_t finished_ms
+) {
     task_result r;
     r.task = std::string(tid);
     r.state = state;
@@ -70,8 +76,14 @@ constexpr std::size_t assign_delete_pending = 1;
 constexpr std::size_t assign_create = 2;
 }  // namespace
 
-std::vector<txn_op> assign_ops(std::uint32_t shard, std::string_view tid, std::string_view worker,
-                               task_spec task, std::int64_t epoch, std::int64_t now_ms) {
+std::vector<txn_op> assign_ops(
+    std::uint32_t shard,
+    std::string_view tid,
+    std::string_view worker,
+    task_spec task,
+    std::int64_t epoch,
+    std::int64_t now_ms
+) {
     task.epoch = epoch;
     task.assigned_ms = now_ms;
     task.worker = std::string(worker);
@@ -108,43 +120,68 @@ assign_outcome read_assign(const txn_answer& a) noexcept {
 
 // --- failing a pending task ------------------------------------------------------------------
 
-std::vector<txn_op> reject_ops(const layout& l, std::uint32_t shard, std::string_view tid,
-                               std::string_view code, std::string why, int attempt,
-                               std::int64_t now_ms) {
-    return {txn_op::remove(pending_path(shard, tid)),
-            txn_op::create(l.result(tid), master_result(tid, code, std::move(why), attempt,
-                                                        task_state::failed, now_ms))};
+std::vector<txn_op> reject_ops(
+    const layout& l,
+    std::uint32_t shard,
+    std::string_view tid,
+    std::string_view code,
+    std::string why,
+    int attempt,
+    std::int64_t now_ms
+) {
+    return {
+        txn_op::remove(pending_path(shard, tid)),
+        txn_op::create(
+            l.result(tid),
+            master_result(tid, code, std::move(why), attempt, task_state::failed, now_ms)
+        )};
 }
 
-pending_outcome read_reject(const txn_answer& a) noexcept { return read_delete_first(a); }
+pending_outcome read_reject(const txn_answer& a) noexcept {
+    return read_delete_first(a);
+}
 
 // --- T7 ------------------------------------------------------------------------------------------
 
-std::vector<txn_op> cancel_pending_ops(const layout& l, std::uint32_t shard, std::string_view tid,
-                                       int attempt, std::int64_t now_ms) {
-    return {txn_op::remove(pending_path(shard, tid)),
-            txn_op::create(l.result(tid),
-                           master_result(tid, task_error::cancelled, "cancelled", attempt,
-                                         task_state::cancelled, now_ms)),
-            txn_op::remove(layout::cancel_request(tid))};
+std::vector<txn_op> cancel_pending_ops(
+    const layout& l, std::uint32_t shard, std::string_view tid, int attempt, std::int64_t now_ms
+) {
+    return {
+        txn_op::remove(pending_path(shard, tid)),
+        txn_op::create(
+            l.result(tid),
+            master_result(
+                tid, task_error::cancelled, "cancelled", attempt, task_state::cancelled, now_ms
+            )
+        ),
+        txn_op::remove(layout::cancel_request(tid))};
 }
 
 std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_view tid) {
-    return {txn_op::check(layout::assignment(worker, tid)),
-            txn_op::create(layout::cancel_marker(worker, tid), ""),
-            txn_op::remove(layout::cancel_request(tid))};
+    return {
+        txn_op::check(layout::assignment(worker, tid)),
+        txn_op::create(layout::cancel_marker(worker, tid), ""),
+        txn_op::remove(layout::cancel_request(tid))};
 }
 
 std::vector<txn_op> drop_cancel_ops(std::string_view tid) {
     return {txn_op::remove(layout::cancel_request(tid))};
 }
 
-pending_outcome read_cancel(const txn_answer& a) noexcept { return read_delete_first(a); }
+pending_outcome read_cancel(const txn_answer& a) noexcept {
+    return read_delete_first(a);
+}
 
 // --- T6 ------------------------------------------------------------------------------------------
 
-departed_plan departed_ops(const layout& l, std::string_view worker, std::string_view tid,
-                           std::string_view data, bool marked, std::int64_t now_ms) {
+departed_plan departed_ops(
+    const layout& l,
+    std::string_view worker,
+    std::string_view tid,
+    std::string_view data,
+    bool marked,
+    std::int64_t now_ms
+) {
     departed_plan plan;
     plan.ops.push_back(txn_op::remove(layout::assignment(worker, tid)));
     if (marked) {
@@ -154,24 +191,32 @@ departed_plan departed_ops(const layout& l, std::string_view worker, std::string
     if (!spec) {
         plan.kind = departed_kind::malformed;
         plan.ops.push_back(txn_op::create(
-            l.result(tid), master_result(tid, task_error::malformed_task, spec.error().message, 0,
-                                         task_state::failed, now_ms)));
+            l.result(tid),
+            master_result(
+                tid, task_error::malformed_task, spec.error().message, 0, task_state::failed, now_ms
+            )
+        ));
         return plan;
     }
     plan.attempt = spec->attempt;
     if (marked) {
         plan.kind = departed_kind::cancel;
         plan.ops.push_back(txn_op::create(
-            l.result(tid), master_result(tid, task_error::cancelled, "cancelled", spec->attempt,
-                                         task_state::cancelled, now_ms)));
+            l.result(tid), master_result(
+                               tid, task_error::cancelled, "cancelled", spec->attempt,
+                               task_state::cancelled, now_ms
+                           )
+        ));
     } else if (spec->attempt >= spec->max_attempts) {
         plan.kind = departed_kind::lost;
         plan.ops.push_back(txn_op::create(
             l.result(tid),
-            master_result(tid, task_error::attempts_exhausted,
-                          "its worker was lost on each of " + std::to_string(spec->attempt) +
-                              " attempt(s)",
-                          spec->attempt, task_state::lost, now_ms)));
+            master_result(
+                tid, task_error::attempts_exhausted,
+                "its worker was lost on each of " + std::to_string(spec->attempt) + " attempt(s)",
+                spec->attempt, task_state::lost, now_ms
+            )
+        ));
     } else {
         plan.kind = departed_kind::requeue;
         task_spec again = std::move(*spec);
@@ -206,7 +251,9 @@ std::vector<txn_op> remove_marker_ops(std::string_view worker, std::string_view 
 
 // --- T8 and /master ------------------------------------------------------------------------------
 
-std::vector<txn_op> collect_ops(std::string path) { return {txn_op::remove(std::move(path))}; }
+std::vector<txn_op> collect_ops(std::string path) {
+    return {txn_op::remove(std::move(path))};
+}
 
 std::vector<txn_op> master_node_ops(const member_info& node, bool replaced, std::int32_t version) {
     std::vector<txn_op> ops;

@@ -23,9 +23,9 @@ struct txn_op {
     enum class kind { create, remove, set, check };
     kind what = kind::check;
     std::string path;
-    std::string data;        ///< create, set
+    std::string data;           ///< create, set
     std::int32_t version = -1;  ///< remove, set, check
-    bool ephemeral = false;  ///< create: ephemeral, else persistent
+    bool ephemeral = false;     ///< create: ephemeral, else persistent
 
     static txn_op create(std::string path, std::string data, bool ephemeral = false);
     static txn_op remove(std::string path, std::int32_t version = -1);
@@ -54,33 +54,51 @@ struct txn_answer {
 
 /// A failed result the master writes (state failed, cancelled or lost), with the attempt the
 /// task was on.
-std::string master_result(std::string_view tid, std::string_view code, std::string message,
-                          int attempt, task_state state, std::int64_t finished_ms);
+std::string master_result(
+    std::string_view tid,
+    std::string_view code,
+    std::string message,
+    int attempt,
+    task_state state,
+    std::int64_t finished_ms
+);
 
 // --- T2 assign -------------------------------------------------------------------------------
 
 /// check(/workers/<w>), delete(/pending/<shard>/<tid>), create(/assign/<w>/<tid>, task as
 /// assigned: epoch, assigned_ms and worker set).
-std::vector<txn_op> assign_ops(std::uint32_t shard, std::string_view tid, std::string_view worker,
-                               task_spec task, std::int64_t epoch, std::int64_t now_ms);
+std::vector<txn_op> assign_ops(
+    std::uint32_t shard,
+    std::string_view tid,
+    std::string_view worker,
+    task_spec task,
+    std::int64_t epoch,
+    std::int64_t now_ms
+);
 
 enum class assign_outcome {
     committed,
-    task_gone,      ///< delete no_node or create node_exists: cancelled, taken, or ours already
+    task_gone,        ///< delete no_node or create node_exists: cancelled, taken, or ours already
     worker_dir_gone,  ///< create no_node: the worker's directory was deleted
-    worker_left,    ///< the worker check failed
-    foreign_below,  ///< delete not_empty: someone wrote below the pending node
-    unknown,        ///< no per-op results (connection lost)
-    failed,         ///< any other failure
+    worker_left,      ///< the worker check failed
+    foreign_below,    ///< delete not_empty: someone wrote below the pending node
+    unknown,          ///< no per-op results (connection lost)
+    failed,           ///< any other failure
 };
 assign_outcome read_assign(const txn_answer& a) noexcept;
 
 // --- failing a pending task (§8 malformed, unknown type, cannot be assigned) ----------------
 
 /// delete(/pending/<shard>/<tid>), create(result, failed with `code`).
-std::vector<txn_op> reject_ops(const layout& l, std::uint32_t shard, std::string_view tid,
-                               std::string_view code, std::string why, int attempt,
-                               std::int64_t now_ms);
+std::vector<txn_op> reject_ops(
+    const layout& l,
+    std::uint32_t shard,
+    std::string_view tid,
+    std::string_view code,
+    std::string why,
+    int attempt,
+    std::int64_t now_ms
+);
 
 /// Outcomes of the transactions that delete a pending node first (reject, T7 on pending).
 enum class pending_outcome {
@@ -94,8 +112,9 @@ pending_outcome read_reject(const txn_answer& a) noexcept;
 // --- T7 cancel ---------------------------------------------------------------------------------
 
 /// Pending: delete(/pending/<shard>/<tid>), create(result, cancelled), delete(/cancel/<tid>).
-std::vector<txn_op> cancel_pending_ops(const layout& l, std::uint32_t shard, std::string_view tid,
-                                       int attempt, std::int64_t now_ms);
+std::vector<txn_op> cancel_pending_ops(
+    const layout& l, std::uint32_t shard, std::string_view tid, int attempt, std::int64_t now_ms
+);
 /// Assigned to `worker`: check(assignment), create(marker), delete(/cancel/<tid>).
 std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_view tid);
 /// Finished or unknown: delete(/cancel/<tid>).
@@ -122,8 +141,14 @@ struct departed_plan {
 
 /// What becomes of /assign/<worker>/<tid>, holding `data`, now that its worker is gone:
 /// delete it (and its marker when `marked`), then pending again, lost, cancelled or failed.
-departed_plan departed_ops(const layout& l, std::string_view worker, std::string_view tid,
-                           std::string_view data, bool marked, std::int64_t now_ms);
+departed_plan departed_ops(
+    const layout& l,
+    std::string_view worker,
+    std::string_view tid,
+    std::string_view data,
+    bool marked,
+    std::int64_t now_ms
+);
 
 enum class departed_outcome {
     committed,

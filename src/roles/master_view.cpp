@@ -10,7 +10,9 @@
 
 namespace zkd::roles {
 
-master_state::master_state(protocol::layout l, std::int64_t epoch, options opts, master_stats& stats)
+master_state::master_state(
+    protocol::layout l, std::int64_t epoch, options opts, master_stats& stats
+)
     : l_(l), epoch_(epoch), opts_(std::move(opts)), stats_(stats), placer_(opts_.policy) {}
 
 // --- workers ------------------------------------------------------------------------------
@@ -41,9 +43,11 @@ bool master_state::worker_read(const std::string& id, std::string_view data, boo
     if (!ephemeral) {
         // Only a live session stands for a worker: a persistent node would take tasks that
         // nobody runs, forever.
-        spdlog::warn("master: ignoring worker node /workers/{}: it is not ephemeral (written "
-                     "by someone else, not by a zkd worker's session)",
-                     id);
+        spdlog::warn(
+            "master: ignoring worker node /workers/{}: it is not ephemeral (written "
+            "by someone else, not by a zkd worker's session)",
+            id
+        );
         ignored_.insert(id);
         return false;
     }
@@ -53,8 +57,10 @@ bool master_state::worker_read(const std::string& id, std::string_view data, boo
         ignored_.insert(id);
         return false;
     }
-    spdlog::info("master: worker {} joined (capacity {}, {} type(s))", id, info->capacity.value_or(0),
-                 info->types.size());
+    spdlog::info(
+        "master: worker {} joined (capacity {}, {} type(s))", id, info->capacity.value_or(0),
+        info->types.size()
+    );
     if (info->draining) {
         spdlog::info("master: worker {} is draining", id);
     }
@@ -76,8 +82,9 @@ bool master_state::worker_updated(const std::string& id, std::string_view data) 
     return true;
 }
 
-std::optional<std::uint64_t> master_state::worker_dir_listed(const std::string& id,
-                                                             const std::vector<std::string>& names) {
+std::optional<std::uint64_t> master_state::worker_dir_listed(
+    const std::string& id, const std::vector<std::string>& names
+) {
     const auto it = workers_.find(id);
     if (it == workers_.end() || !it->second.alive) {
         return std::nullopt;  // departed: T6 owns the directory now
@@ -106,9 +113,11 @@ bool master_state::worker_dir_missing(const std::string& id) {
         return false;
     }
     if (!it->second.dir_missing) {
-        spdlog::warn("master: the assignment directory of worker {} was deleted; it gets no tasks "
-                     "until it is back",
-                     id);
+        spdlog::warn(
+            "master: the assignment directory of worker {} was deleted; it gets no tasks "
+            "until it is back",
+            id
+        );
     }
     it->second.dir_missing = true;
     return true;
@@ -125,10 +134,13 @@ bool master_state::worker_alive(const std::string& id) const {
     return it != workers_.end() && it->second.alive;
 }
 
-void master_state::departed_done(const std::string& id) { workers_.erase(id); }
+void master_state::departed_done(const std::string& id) {
+    workers_.erase(id);
+}
 
-std::vector<std::string> master_state::assign_dirs_listed(const std::vector<std::string>& names,
-                                                          const std::set<std::string>& alive) {
+std::vector<std::string> master_state::assign_dirs_listed(
+    const std::vector<std::string>& names, const std::set<std::string>& alive
+) {
     std::vector<std::string> out;
     for (const auto& id : names) {
         if (!alive.contains(id) && !workers_.contains(id) && orphans_seen_.insert(id).second) {
@@ -142,8 +154,9 @@ std::vector<std::string> master_state::assign_dirs_listed(const std::vector<std:
 // --- pending tasks and cancels -------------------------------------------------------------
 
 void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> names) {
-    const std::unordered_set<std::string> now(std::make_move_iterator(names.begin()),
-                                              std::make_move_iterator(names.end()));
+    const std::unordered_set<std::string> now(
+        std::make_move_iterator(names.begin()), std::make_move_iterator(names.end())
+    );
     // Gone without us (cancelled, or our own commit seen first): forget them.
     auto& known = shard_tasks_[shard];
     for (auto it = known.begin(); it != known.end();) {
@@ -212,16 +225,22 @@ bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
     return failed;
 }
 
-void master_state::load_finished() { loading_ = false; }
+void master_state::load_finished() {
+    loading_ = false;
+}
 
 void master_state::cancels_listed(const std::vector<std::string>& names) {
     cancels_ = std::set<std::string>(names.begin(), names.end());
     std::erase_if(unknown_cancels_, [&](const auto& e) { return !cancels_.contains(e.first); });
 }
 
-bool master_state::begin_clearing(const std::string& path) { return clearing_.insert(path).second; }
+bool master_state::begin_clearing(const std::string& path) {
+    return clearing_.insert(path).second;
+}
 
-void master_state::foreign_cleared(const std::string& path) { clearing_.erase(path); }
+void master_state::foreign_cleared(const std::string& path) {
+    clearing_.erase(path);
+}
 
 void master_state::clear_foreign(const std::string& path) {
     if (!begin_clearing(path)) {
@@ -248,16 +267,20 @@ void master_state::forget(pending_map::iterator p) {
     pending_.erase(p);
 }
 
-int master_state::note_trouble(const std::string& tid, std::string_view what,
-                               const std::string& error, clock::time_point now) {
+int master_state::note_trouble(
+    const std::string& tid, std::string_view what, const std::string& error, clock::time_point now
+) {
     auto& t = troubled_[tid];
     ++t.failures;
-    const auto wait = std::min(std::chrono::milliseconds(100) * (1 << std::min(t.failures, 6)),
-                               std::chrono::milliseconds(5000));
+    const auto wait = std::min(
+        std::chrono::milliseconds(100) * (1 << std::min(t.failures, 6)),
+        std::chrono::milliseconds(5000)
+    );
     t.not_before = now + wait;
     if (t.failures == 1) {
-        spdlog::warn("master: {} {} failed: {}; trying again in {} ms", what, tid, error,
-                     wait.count());
+        spdlog::warn(
+            "master: {} {} failed: {}; trying again in {} ms", what, tid, error, wait.count()
+        );
     }
     return t.failures;
 }
@@ -271,9 +294,9 @@ std::vector<protocol::worker_slot> master_state::slots() const {
     std::vector<protocol::worker_slot> out;
     for (const auto& [id, w] : workers_) {
         if (w.alive && !w.info.draining && !w.dir_missing) {
-            out.push_back(protocol::worker_slot{id, w.info.capacity.value_or(0),
-                                                static_cast<int>(w.assigned.size()) + w.in_flight,
-                                                w.info.types});
+            out.push_back(protocol::worker_slot{
+                id, w.info.capacity.value_or(0), static_cast<int>(w.assigned.size()) + w.in_flight,
+                w.info.types});
         }
     }
     return out;
@@ -319,9 +342,10 @@ void master_state::handle_cancels(clock::time_point now) {
         if (!retry && p != pending_.end() && !p->second.in_flight) {
             p->second.in_flight = true;
             a.path = path_of(tid, p->second);
-            a.ops = protocol::cancel_pending_ops(l_, p->second.shard, tid,
-                                                 p->second.spec ? p->second.spec->attempt : 0,
-                                                 protocol::now_ms());
+            a.ops = protocol::cancel_pending_ops(
+                l_, p->second.shard, tid, p->second.spec ? p->second.spec->attempt : 0,
+                protocol::now_ms()
+            );
         } else if (!retry && p != pending_.end()) {
             continue;  // an assignment of it is in flight: decide when it lands
         } else if (!retry && holder != nullptr) {
@@ -380,21 +404,24 @@ void master_state::cancel_done(const master_action& a, const master_txn_report& 
     }
 }
 
-void master_state::reject(const std::string& tid, pending_entry& p, std::string_view code,
-                          std::string why) {
+void master_state::reject(
+    const std::string& tid, pending_entry& p, std::string_view code, std::string why
+) {
     p.in_flight = true;
     master_action a;
     a.what = master_action::kind::reject;
     a.tid = tid;
     a.code = std::string(code);
-    a.ops = protocol::reject_ops(l_, p.shard, tid, code, why, p.spec ? p.spec->attempt : 0,
-                                 protocol::now_ms());
+    a.ops = protocol::reject_ops(
+        l_, p.shard, tid, code, why, p.spec ? p.spec->attempt : 0, protocol::now_ms()
+    );
     a.why = std::move(why);
     out_.push_back(std::move(a));
 }
 
-void master_state::reject_done(const master_action& a, const master_txn_report& r,
-                               clock::time_point now) {
+void master_state::reject_done(
+    const master_action& a, const master_txn_report& r, clock::time_point now
+) {
     const auto outcome = protocol::read_reject(r.answer);
     auto it = pending_.find(a.tid);
     if (it == pending_.end()) {
@@ -419,7 +446,9 @@ void master_state::reject_done(const master_action& a, const master_txn_report& 
     }
 }
 
-std::optional<master_state::clock::time_point> master_state::reject_unplaceable(clock::time_point now) {
+std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
+    clock::time_point now
+) {
     const auto live = slots();
     std::optional<clock::time_point> next_check;
     for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
@@ -437,8 +466,10 @@ std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
         }
         const auto since = unserved_since_.try_emplace(p.spec->type, now).first->second;
         if (now - since >= opts_.unknown_type_grace) {
-            reject(tid, p, protocol::task_error::unknown_type,
-                   "no worker serves task type '" + p.spec->type + "'");
+            reject(
+                tid, p, protocol::task_error::unknown_type,
+                "no worker serves task type '" + p.spec->type + "'"
+            );
         } else if (!next_check || since + opts_.unknown_type_grace < *next_check) {
             next_check = since + opts_.unknown_type_grace;
         }
@@ -478,8 +509,9 @@ void master_state::assign(clock::time_point now) {
     }
 }
 
-void master_state::assign_done(const master_action& a, const master_txn_report& r,
-                               clock::time_point now) {
+void master_state::assign_done(
+    const master_action& a, const master_txn_report& r, clock::time_point now
+) {
     using protocol::assign_outcome;
     const auto outcome = protocol::read_assign(r.answer);
     if (auto w = workers_.find(a.worker); w != workers_.end()) {
@@ -517,8 +549,10 @@ void master_state::assign_done(const master_action& a, const master_txn_report& 
         const int failures = note_trouble(a.tid, "assigning task", r.error, now);
         if (!r.retryable && failures >= max_assign_failures &&
             outcome != assign_outcome::foreign_below) {
-            reject(a.tid, p->second, protocol::task_error::malformed_task,
-                   "cannot be assigned: " + r.error);
+            reject(
+                a.tid, p->second, protocol::task_error::malformed_task,
+                "cannot be assigned: " + r.error
+            );
         }
     }
 }
@@ -560,7 +594,8 @@ void master_state::load_more() {
     }
     master_action a;
     a.what = master_action::kind::load;
-    for (auto it = pending_.begin(); it != pending_.end() && want > 0 && a.tids.size() < 1000; ++it) {
+    for (auto it = pending_.begin(); it != pending_.end() && want > 0 && a.tids.size() < 1000;
+         ++it) {
         auto& p = it->second;
         if (p.loading || p.in_flight || loaded_.contains(it->first)) {
             continue;

@@ -28,14 +28,14 @@ namespace zkd::roles {
 
 /// What a master has done, for logs and tests.
 struct master_stats {
-    std::uint64_t assigned = 0;     ///< T2 committed
-    std::uint64_t requeued = 0;     ///< T6 back to pending
-    std::uint64_t lost = 0;         ///< T6 with attempts exhausted
-    std::uint64_t cancelled = 0;    ///< T7 on pending tasks, or markers forwarded
-    std::uint64_t rejected = 0;     ///< malformed or unknown-type tasks failed
-    std::uint64_t finished = 0;     ///< assignments live workers completed
-    std::uint64_t collected = 0;    ///< expired results deleted (T8)
-    bool deposed = false;           ///< stopped because a newer epoch exists (reset per term)
+    std::uint64_t assigned = 0;   ///< T2 committed
+    std::uint64_t requeued = 0;   ///< T6 back to pending
+    std::uint64_t lost = 0;       ///< T6 with attempts exhausted
+    std::uint64_t cancelled = 0;  ///< T7 on pending tasks, or markers forwarded
+    std::uint64_t rejected = 0;   ///< malformed or unknown-type tasks failed
+    std::uint64_t finished = 0;   ///< assignments live workers completed
+    std::uint64_t collected = 0;  ///< expired results deleted (T8)
+    bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
 };
 
 /// One thing the view wants done.
@@ -103,8 +103,10 @@ public:
     // --- workers (/workers, /workers/<w>, /assign/<w>) -------------------------------------
 
     struct workers_change {
-        std::vector<std::string> departed;  ///< left: requeue their tasks (T6), then departed_done()
-        std::vector<std::string> to_read;   ///< new: read their nodes, then worker_read()
+        /// Left: requeue their tasks (T6), then departed_done().
+        std::vector<std::string> departed;
+        /// New: read their nodes, then worker_read().
+        std::vector<std::string> to_read;
     };
     /// /workers lists `names`.
     workers_change workers_listed(const std::vector<std::string>& names);
@@ -115,8 +117,9 @@ public:
     bool worker_updated(const std::string& id, std::string_view data);
     /// A live worker's directory lists `names`. The number of tasks finished since the last
     /// listing (for the throughput figure), or nullopt once the worker has departed.
-    std::optional<std::uint64_t> worker_dir_listed(const std::string& id,
-                                                   const std::vector<std::string>& names);
+    std::optional<std::uint64_t> worker_dir_listed(
+        const std::string& id, const std::vector<std::string>& names
+    );
     /// A live worker's directory is gone (false: the worker is gone too), or back.
     bool worker_dir_missing(const std::string& id);
     void worker_dir_back(const std::string& id);
@@ -125,8 +128,9 @@ public:
     void departed_done(const std::string& id);
     /// /assign lists `names` while /workers lists `alive`: the directories of departed
     /// workers not handed to T6 yet (each is returned once).
-    std::vector<std::string> assign_dirs_listed(const std::vector<std::string>& names,
-                                                const std::set<std::string>& alive);
+    std::vector<std::string> assign_dirs_listed(
+        const std::vector<std::string>& names, const std::set<std::string>& alive
+    );
 
     // --- pending tasks and cancels ----------------------------------------------------------
 
@@ -160,7 +164,7 @@ private:
         bool loading = false;  // its read is out
         // Once loaded. A pointer: a pending task not yet read costs no room for a task_spec.
         std::unique_ptr<protocol::task_spec> spec;
-        std::string malformed;  // why
+        std::string malformed;   // why
         bool in_flight = false;  // a transaction about it is out
     };
 
@@ -184,8 +188,12 @@ private:
     [[nodiscard]] std::string path_of(const std::string& tid, const pending_entry& p) const;
     void forget(pending_map::iterator p);
     void clear_foreign(const std::string& path);
-    int note_trouble(const std::string& tid, std::string_view what, const std::string& error,
-                     clock::time_point now);
+    int note_trouble(
+        const std::string& tid,
+        std::string_view what,
+        const std::string& error,
+        clock::time_point now
+    );
     [[nodiscard]] bool may_try(const std::string& tid, clock::time_point now) const;
     [[nodiscard]] std::vector<protocol::worker_slot> slots() const;
     void reject(const std::string& tid, pending_entry& p, std::string_view code, std::string why);

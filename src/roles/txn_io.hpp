@@ -15,10 +15,11 @@ inline zkco::multi_op to_zkco(protocol::txn_op op) {
     using kind = protocol::txn_op::kind;
     switch (op.what) {
     case kind::create:
-        return zkco::op::create{std::move(op.path), std::move(op.data),
-                                op.ephemeral ? zkco::create_mode::ephemeral
-                                             : zkco::create_mode::persistent,
-                                {}};
+        return zkco::op::create{
+            std::move(op.path),
+            std::move(op.data),
+            op.ephemeral ? zkco::create_mode::ephemeral : zkco::create_mode::persistent,
+            {}};
     case kind::remove:
         return zkco::op::remove{std::move(op.path), op.version};
     case kind::set:

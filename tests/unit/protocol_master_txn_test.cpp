@@ -68,7 +68,9 @@ TEST(ProtocolMasterTxn, AssignChecksTheWorkerMovesThePendingNodeAndStampsTheAssi
 }
 
 TEST(ProtocolMasterTxn, AssignOutcomesNameTheFailedOp) {
-    EXPECT_EQ(read_assign({false, {op_code::ok, op_code::ok, op_code::ok}}), assign_outcome::committed);
+    EXPECT_EQ(
+        read_assign({false, {op_code::ok, op_code::ok, op_code::ok}}), assign_outcome::committed
+    );
     EXPECT_EQ(read_assign(failed_at(3, 0, op_code::no_node)), assign_outcome::worker_left);
     EXPECT_EQ(read_assign(failed_at(3, 1, op_code::no_node)), assign_outcome::task_gone);
     EXPECT_EQ(read_assign(failed_at(3, 1, op_code::not_empty)), assign_outcome::foreign_below);
@@ -80,7 +82,8 @@ TEST(ProtocolMasterTxn, AssignOutcomesNameTheFailedOp) {
 
 TEST(ProtocolMasterTxn, RejectDeletesThePendingNodeAndWritesAFailedResultWithItsAttempt) {
     const auto l = test_layout();
-    const auto ops = reject_ops(l, 1, tid, task_error::unknown_type, "no worker serves 'x'", 2, now);
+    const auto ops =
+        reject_ops(l, 1, tid, task_error::unknown_type, "no worker serves 'x'", 2, now);
     ASSERT_EQ(ops.size(), 2U);
     EXPECT_EQ(ops[0], txn_op::remove(layout::pending_shard(1) + "/" + tid));
     EXPECT_EQ(ops[1].path, l.result(tid));
@@ -114,7 +117,9 @@ TEST(ProtocolMasterTxn, CancelHasThreeFormsEachDeletingTheRequest) {
     EXPECT_EQ(assigned[1], txn_op::create(layout::cancel_marker("w2", tid), ""));
     EXPECT_EQ(assigned[2], txn_op::remove(layout::cancel_request(tid)));
 
-    EXPECT_EQ(drop_cancel_ops(tid), std::vector<txn_op>{txn_op::remove(layout::cancel_request(tid))});
+    EXPECT_EQ(
+        drop_cancel_ops(tid), std::vector<txn_op>{txn_op::remove(layout::cancel_request(tid))}
+    );
 
     EXPECT_EQ(read_cancel({false, {op_code::ok}}), pending_outcome::committed);
     EXPECT_EQ(read_cancel(failed_at(3, 0, op_code::not_empty)), pending_outcome::foreign_below);
@@ -199,8 +204,12 @@ TEST(ProtocolMasterTxn, MasterNodeIsRecreatedEphemeralAfterTheForeignOneGoes) {
     EXPECT_EQ(replaced[0], txn_op::remove(layout::master(), 4));
     EXPECT_EQ(replaced[1], fresh[0]);
     EXPECT_EQ(master_report_ops(node)[0].what, txn_op::kind::set);
-    EXPECT_EQ(remove_departed_dir_ops("w1"), std::vector<txn_op>{txn_op::remove(layout::assign_dir("w1"))});
-    EXPECT_EQ(remove_marker_ops("w1", tid),
-              std::vector<txn_op>{txn_op::remove(layout::cancel_marker("w1", tid))});
+    EXPECT_EQ(
+        remove_departed_dir_ops("w1"), std::vector<txn_op>{txn_op::remove(layout::assign_dir("w1"))}
+    );
+    EXPECT_EQ(
+        remove_marker_ops("w1", tid),
+        std::vector<txn_op>{txn_op::remove(layout::cancel_marker("w1", tid))}
+    );
     EXPECT_EQ(collect_ops("/results/00/x"), std::vector<txn_op>{txn_op::remove("/results/00/x")});
 }

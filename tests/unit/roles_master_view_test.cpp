@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The master's decisions without ZooKeeper (roles/master_view.hpp): events in, actions out,
 // the answers to its transactions fed back by hand. Time is a parameter: no test sleeps.
-#include "roles/master_view.hpp"
-
 #include "protocol/ids.hpp"
+#include "roles/master_view.hpp"
 
 #include <gtest/gtest.h>
 
@@ -48,16 +47,19 @@ std::string task_data(std::string type = "echo", int attempt = 1, int max_attemp
 }
 
 master_txn_report committed(std::size_t ops) {
-    return {protocol::txn_answer{false, std::vector<protocol::op_code>(ops, protocol::op_code::ok)},
-            false, {}};
+    return {
+        protocol::txn_answer{false, std::vector<protocol::op_code>(ops, protocol::op_code::ok)},
+        false,
+        {}};
 }
 
 /// A failure of op `at` of `ops` with `code`.
-master_txn_report failed(std::size_t ops, std::size_t at, protocol::op_code code,
-                         bool retryable = false) {
-    master_txn_report r{protocol::txn_answer{true, std::vector<protocol::op_code>(
-                                                       ops, protocol::op_code::not_run)},
-                        retryable, "some error"};
+master_txn_report failed(
+    std::size_t ops, std::size_t at, protocol::op_code code, bool retryable = false
+) {
+    master_txn_report r{
+        protocol::txn_answer{true, std::vector<protocol::op_code>(ops, protocol::op_code::not_run)},
+        retryable, "some error"};
     for (std::size_t i = 0; i < at; ++i) {
         r.answer.per_op[i] = protocol::op_code::ok;
     }
@@ -66,12 +68,16 @@ master_txn_report failed(std::size_t ops, std::size_t at, protocol::op_code code
 }
 
 /// A lost answer: no per-op results.
-master_txn_report unknown() { return {protocol::txn_answer{true, {}}, true, "connection loss"}; }
+master_txn_report unknown() {
+    return {protocol::txn_answer{true, {}}, true, "connection loss"};
+}
 
 std::vector<master_action> of_kind(const master_step& s, kind k) {
     std::vector<master_action> out;
-    std::copy_if(s.actions.begin(), s.actions.end(), std::back_inserter(out),
-                 [&](const master_action& a) { return a.what == k; });
+    std::copy_if(
+        s.actions.begin(), s.actions.end(), std::back_inserter(out),
+        [&](const master_action& a) { return a.what == k; }
+    );
     return out;
 }
 
@@ -80,13 +86,12 @@ struct RolesMasterView : ::testing::Test {
     master_stats stats;
     clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(1);
     std::vector<protocol::task_spec> assigned_specs;
-    master_state view{protocol::layout{}, 7,
-                      master_state::options{protocol::placement_policy::least_loaded,
-                                            milliseconds(10'000), milliseconds(30'000),
-                                            [this](const protocol::task_spec& t) {
-                                                assigned_specs.push_back(t);
-                                            }},
-                      stats};
+    master_state view{
+        protocol::layout{}, 7,
+        master_state::options{
+            protocol::placement_policy::least_loaded, milliseconds(10'000), milliseconds(30'000),
+            [this](const protocol::task_spec& t) { assigned_specs.push_back(t); }},
+        stats};
     std::vector<std::string> live;
 
     void join(const std::string& id, int capacity, std::vector<std::string> types = {"echo"}) {
@@ -138,8 +143,12 @@ TEST_F(RolesMasterView, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorker
     EXPECT_EQ(assigns[0].tid, high);
     EXPECT_EQ(assigns[1].tid, first);
     EXPECT_EQ(assigns[0].worker, "w1");
-    EXPECT_EQ(assigns[0].ops, protocol::assign_ops(0, high, "w1", *protocol::decode_task(task_data()), 7,
-                                                   protocol::decode_task(assigns[0].ops[2].data)->assigned_ms));
+    EXPECT_EQ(
+        assigns[0].ops, protocol::assign_ops(
+                            0, high, "w1", *protocol::decode_task(task_data()), 7,
+                            protocol::decode_task(assigns[0].ops[2].data)->assigned_ms
+                        )
+    );
     // Full until an answer or the worker's directory says otherwise.
     EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());
     view.done(assigns[0], committed(3), t0);
@@ -314,7 +323,9 @@ TEST_F(RolesMasterView, CancelOfAnAssignedTaskLeavesAMarkerForItsWorker) {
     EXPECT_EQ(cancels[0].ops, protocol::cancel_assigned_ops("w1", t));
 }
 
-TEST_F(RolesMasterView, ACancelArrivingWhileT2IsInFlightWaitsAndTheWorkerDyingMakesItAPendingCancel) {
+TEST_F(
+    RolesMasterView, ACancelArrivingWhileT2IsInFlightWaitsAndTheWorkerDyingMakesItAPendingCancel
+) {
     join("w1", 1);
     const auto t = tid(5, 1);
     submit({t});
@@ -439,8 +450,9 @@ TEST_F(RolesMasterView, AWorkerLeavingWithTasksIsHandedToT6AndForgottenAfter) {
     EXPECT_EQ(assigns[0].worker, "w2");
     view.departed_done("w1");
     // A directory without a worker (a dead master's leftover) is handed to T6 once.
-    EXPECT_EQ(view.assign_dirs_listed({"w1", "w2", "w3"}, {"w2"}),
-              (std::vector<std::string>{"w1", "w3"}));
+    EXPECT_EQ(
+        view.assign_dirs_listed({"w1", "w2", "w3"}, {"w2"}), (std::vector<std::string>{"w1", "w3"})
+    );
     EXPECT_TRUE(view.assign_dirs_listed({"w1", "w3"}, {"w2"}).empty());
 }
 
@@ -458,7 +470,9 @@ TEST_F(RolesMasterView, WorkerNodesThatAreNotAWorkersSessionAreIgnored) {
 TEST_F(RolesMasterView, AFinishedBundleCountsItsTasks) {
     join("w1", 2);
     const auto bundle = protocol::bundle_id(tid(5, 1), 3);
-    ASSERT_TRUE(view.worker_dir_listed("w1", {bundle, bundle + std::string(protocol::cancel_marker_suffix)}));
+    ASSERT_TRUE(
+        view.worker_dir_listed("w1", {bundle, bundle + std::string(protocol::cancel_marker_suffix)})
+    );
     EXPECT_EQ(view.worker_dir_listed("w1", {}), 3U);
 }
 
