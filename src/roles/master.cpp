@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: MIT
+// The master's I/O shell (its decisions are in master_view.cpp, its transactions in
+// protocol/master_txn.cpp). Still over 700 lines: the read fan-out (countdown, read_all) is
+// to move to zkco's read batch, and T6, T8, /master and the epoch watch are I/O loops of
+// their own that the view does not decide.
 #include "roles/master.hpp"
 
 #include "reactor/task_group.hpp"
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
+#include "roles/txn_io.hpp"
 #include "protocol/ids.hpp"
+#include "protocol/master_txn.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -18,7 +24,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <unordered_set>
 
 namespace asio = boost::asio;
 
@@ -26,56 +31,20 @@ namespace zkd::roles {
 
 namespace {
 
-
-std::string failed_result(const std::string& tid, std::string_view code, std::string message,
-                          int attempt, protocol::task_state state = protocol::task_state::failed) {
-    protocol::task_result r;
-    r.task = tid;
-    r.state = state;
-    r.error = protocol::task_error{std::string(code), std::move(message)};
-    r.attempt = attempt;
-    r.finished_ms = protocol::now_ms();
-    return encode(r);
-}
-
-/// A pending task in the master's view. Its data is read only when it may be placed soon
-/// (near the head of the queue while slots are free): a backlog costs an id each, not a
-/// copy of every task, and a task cancelled while waiting is never read.
-struct pending_entry {
-    std::uint32_t shard = 0;
-    bool loading = false;             // its read is out
-    // Once loaded (see master_session::loaded_). A pointer: a pending task not yet read costs
-    // no room for a task_spec (a backlog is mostly such).
-    std::unique_ptr<protocol::task_spec> spec;
-    std::string malformed;            // why
-    bool in_flight = false;           // a transaction about it is out
-};
-
-struct worker_view {
-    protocol::member_info info;
-    bool alive = true;
-    std::set<std::string> assigned;  // from its directory, plus our commits
-    int in_flight = 0;               // assignments sent, not yet answered
-    bool dir_missing = false;        // its /assign/<id> was deleted: nothing can go there
-};
-
-/// A pending task whose transactions failed for reasons of its own: it waits before the
-/// next try, longer each time, so no failure turns into a loop.
-struct trouble {
-    int failures = 0;
-    std::chrono::steady_clock::time_point not_before;
-};
-
-/// Tries before a task that cannot be assigned gets a failed result instead.
-constexpr int max_assign_failures = 4;
-
+/// The master's I/O: watchers that feed what they see to master_state (master_view.hpp),
+/// the schedule loop that carries out its actions and hands the answers back, and what needs
+/// no decisions of the view (T6 for departed workers, T8, /master, the epoch, the connection).
 class master_session {
 public:
     master_session(zkco::client& zk, protocol::layout l, protocol::member_info me, std::int64_t epoch,
                    master_options opts, master_stats* stats)
         : zk_(zk), l_(l), me_(std::move(me)), epoch_(epoch), opts_(opts),
           stats_(stats != nullptr ? stats : &own_stats_), batcher_(zk), group_(zk.get_executor()),
-          wake_(zk.get_executor()), grace_(zk.get_executor()), placer_(opts.policy),
+          wake_(zk.get_executor()),
+          view_(l, epoch,
+                master_state::options{opts.policy, opts.unknown_type_grace,
+                                      std::chrono::milliseconds(30'000), opts.on_assigned},
+                *stats_),
           self_(std::make_shared<master_session*>(this)),
           retry_(zk.get_executor(), asio::steady_timer::time_point::max()) {
         // Every master transaction fails once a newer master has bumped the epoch.
@@ -131,7 +100,6 @@ public:
             opts_.on_acting(false);
         }
         stop_ = true;
-        grace_.cancel();
         retry_.cancel();
         group_.emit(asio::cancellation_type::terminal);
         co_await group_.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -147,8 +115,10 @@ public:
     }
 
 private:
-    using group_ops = std::vector<zkco::multi_op>;
-    using on_done = std::function<void(master_session&, zkco::error_code, std::vector<zkco::op_result>)>;
+    using group_ops = std::vector<protocol::txn_op>;
+    /// The answer to a transaction: the whole's error (for its message and whether it may be
+    /// retried) and the per-op codes protocol's readers take.
+    using on_done = std::function<void(master_session&, zkco::error_code, const protocol::txn_answer&)>;
 
     void wake() {
         dirty_ = true;
@@ -159,7 +129,7 @@ private:
 
     /// Sends a fenced group; `done` runs only while this session exists.
     void send(group_ops ops, on_done done) {
-        batcher_.async_submit(std::move(ops), [self = self_, done = std::move(done)](
+        batcher_.async_submit(to_zkco(std::move(ops)), [self = self_, done = std::move(done)](
                                                   zkco::error_code ec, std::vector<zkco::op_result> r) {
             if (*self == nullptr) {
                 return;
@@ -170,7 +140,7 @@ private:
                 m.stats_->deposed = true;
                 m.stop_ = true;
             }
-            done(m, ec, std::move(r));
+            done(m, ec, to_answer(ec, r));
             m.wake();
         });
     }
@@ -289,52 +259,25 @@ private:
     }
 
     asio::awaitable<bool> workers_changed(std::vector<std::string> names) {
-        const std::set<std::string> now(names.begin(), names.end());
-        for (auto& [id, w] : workers_) {
-            if (w.alive && !now.contains(id)) {
-                w.alive = false;
-                spdlog::info("master: worker {} left with {} task(s)", id, w.assigned.size());
-                group_.spawn([this, id = id] { return requeue_departed(id); }, "requeue");
-            }
+        auto change = view_.workers_listed(names);
+        for (auto& id : change.departed) {
+            group_.spawn([this, id = std::move(id)] { return requeue_departed(id); }, "requeue");
         }
-        std::erase_if(ignored_, [&](const std::string& id) { return !now.contains(id); });
-        std::vector<std::string> joined;
         std::vector<std::string> paths;
-        for (const auto& id : now) {
-            if (!workers_.contains(id) && !ignored_.contains(id)) {
-                joined.push_back(id);
-                paths.push_back(protocol::layout::worker(id));
-            }
+        paths.reserve(change.to_read.size());
+        for (const auto& id : change.to_read) {
+            paths.push_back(protocol::layout::worker(id));
         }
         auto nodes = co_await get_all(paths);
-        for (std::size_t i = 0; i < joined.size(); ++i) {
+        for (std::size_t i = 0; i < change.to_read.size(); ++i) {
             if (!nodes[i]) {
                 continue;  // gone again
             }
-            if (!is_ephemeral(nodes[i]->stat)) {
-                // Only a live session stands for a worker: a persistent node would take
-                // tasks that nobody runs, forever.
-                spdlog::warn("master: ignoring worker node /workers/{}: it is not ephemeral (written "
-                             "by someone else, not by a zkd worker's session)",
-                             joined[i]);
-                ignored_.insert(joined[i]);
-                continue;
+            const auto& id = change.to_read[i];
+            if (view_.worker_read(id, nodes[i]->data, is_ephemeral(nodes[i]->stat))) {
+                group_.spawn([this, id] { return watch_worker(id); }, "worker");
+                group_.spawn([this, id] { return follow_worker_dir(id); }, "assign");
             }
-            auto info = protocol::decode_worker(nodes[i]->data);
-            if (!info) {
-                spdlog::warn("master: ignoring worker node /workers/{}: {}", joined[i],
-                             info.error().message);
-                ignored_.insert(joined[i]);
-                continue;
-            }
-            spdlog::info("master: worker {} joined (capacity {}, {} type(s))", joined[i],
-                         info->capacity.value_or(0), info->types.size());
-            if (info->draining) {
-                spdlog::info("master: worker {} is draining", joined[i]);
-            }
-            workers_[joined[i]] = worker_view{std::move(*info), true, {}, 0};
-            group_.spawn([this, id = joined[i]] { return watch_worker(id); }, "worker");
-            group_.spawn([this, id = joined[i]] { return follow_worker_dir(id); }, "assign");
         }
         co_return true;
     }
@@ -353,17 +296,10 @@ private:
                 }
                 continue;
             }
-            const auto it = workers_.find(id);
-            if (it == workers_.end() || !it->second.alive) {
+            if (!view_.worker_updated(id, w->value.data)) {
                 co_return;
             }
-            if (auto info = protocol::decode_worker(w->value.data)) {
-                if (info->draining && !it->second.info.draining) {
-                    spdlog::info("master: worker {} is draining; it gets no new tasks", id);
-                }
-                it->second.info = std::move(*info);
-                wake();
-            }
+            wake();
             auto ev = co_await w->watch.changed();
             if (!ev) {
                 const bool go_on = co_await recover(ev.error(), protocol::layout::worker(id));
@@ -382,16 +318,9 @@ private:
         auto changed = [this, id](std::vector<std::string> n) { return worker_dir_changed(id, std::move(n)); };
         while (!stopping()) {
             co_await follow(dir, changed);
-            auto it = workers_.find(id);
-            if (stopping() || it == workers_.end() || !it->second.alive) {
+            if (stopping() || !view_.worker_dir_missing(id)) {
                 co_return;
             }
-            if (!it->second.dir_missing) {
-                spdlog::warn("master: the assignment directory of worker {} was deleted; it gets no "
-                             "tasks until it is back",
-                             id);
-            }
-            it->second.dir_missing = true;
             auto w = co_await zk_.watch_exists(dir);
             if (!w) {
                 const bool go_on = co_await recover(w.error(), dir);
@@ -409,35 +338,18 @@ private:
                     }
                 }
             }
-            if (auto again = workers_.find(id); again != workers_.end()) {
-                again->second.dir_missing = false;
-            }
+            view_.worker_dir_back(id);
         }
     }
 
     asio::awaitable<bool> worker_dir_changed(std::string id, std::vector<std::string> names) {
-        const auto it = workers_.find(id);
-        if (it == workers_.end() || !it->second.alive) {
+        const auto done = view_.worker_dir_listed(id, names);
+        if (!done) {
             co_return false;  // departed: requeue_departed owns the directory now
         }
-        std::set<std::string> now;
-        for (auto& name : names) {
-            if (!protocol::is_cancel_marker(name)) {
-                now.insert(std::move(name));
-            }
+        if (*done > 0) {
+            finishes_.emplace_back(std::chrono::steady_clock::now(), *done);
         }
-        // What left a live worker's directory was completed (T4): for the throughput figure.
-        std::uint64_t done = 0;
-        for (const auto& tid : it->second.assigned) {
-            if (!now.contains(tid)) {
-                done += std::max<std::size_t>(1, protocol::bundle_size(tid));  // a bundle: its tasks
-            }
-        }
-        if (done > 0) {
-            stats_->finished += done;
-            finishes_.emplace_back(std::chrono::steady_clock::now(), done);
-        }
-        it->second.assigned = std::move(now);
         co_return true;
     }
 
@@ -449,154 +361,50 @@ private:
             co_return true;  // the next change looks again
         }
         const std::set<std::string> alive(live->names.begin(), live->names.end());
-        for (const auto& id : names) {
-            if (!alive.contains(id) && !workers_.contains(id) && orphans_seen_.insert(id).second) {
-                spdlog::info("master: found the directory of departed worker {}", id);
-                group_.spawn([this, id] { return requeue_departed(id); }, "requeue");
-            }
+        for (auto& id : view_.assign_dirs_listed(names, alive)) {
+            group_.spawn([this, id = std::move(id)] { return requeue_departed(id); }, "requeue");
         }
         co_return true;
     }
 
     asio::awaitable<bool> shard_changed(std::uint32_t shard, std::vector<std::string> names) {
-        const std::unordered_set<std::string> now(std::make_move_iterator(names.begin()),
-                                                  std::make_move_iterator(names.end()));
-        // Gone without us (cancelled, or our own commit seen first): forget them.
-        auto& known = shard_tasks_[shard];
-        for (auto it = known.begin(); it != known.end();) {
-            auto p = pending_.find(*it);
-            if (!now.contains(*it) && (p == pending_.end() || !p->second.in_flight)) {
-                if (p != pending_.end()) {
-                    forget(p);
-                }
-                it = known.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        for (const auto& name : now) {
-            // Known, but not in our view any more: we took it (T2) and a node of the same id
-            // appeared since, a new task to us. (Trusting `known` alone left such nodes
-            // pending forever while workers idled.)
-            auto [it, fresh] = pending_.try_emplace(name);
-            if (!fresh) {
-                continue;
-            }
-            it->second.shard = shard;
-            known.insert(name);
-            if (!protocol::is_valid_task_id(name)) {
-                it->second.malformed = "'" + name + "' is not a task id";
-                loaded_.insert(name);
-            }
-        }
+        view_.shard_listed(shard, std::move(names));
         co_return true;
     }
 
-    [[nodiscard]] std::string pending_path(const std::string& tid, const pending_entry& p) const {
-        return zkco::join_path(protocol::layout::pending_shard(p.shard), tid);
-    }
-
-    void forget(std::map<std::string, pending_entry>::iterator p) {
-        loaded_.erase(p->first);
-        troubled_.erase(p->first);
-        pending_.erase(p);
-    }
-
-    /// Reads the data of the next pending tasks in queue order while fewer are loaded and
-    /// placeable than there are free slots (plus a margin), one batch of reads at a time.
-    void load_more() {
-        if (loading_) {
-            return;
-        }
-        const auto live = slots();
-        if (live.empty()) {
-            return;  // nothing can be placed: tasks wait unread
-        }
-        long want = 32;
-        for (const auto& s : live) {
-            want += s.free_slots();
-        }
-        for (const auto& tid : loaded_) {
-            const auto& p = pending_.at(tid);
-            if (!p.in_flight && p.spec && protocol::anyone_serves(live, p.spec->type)) {
-                --want;
-            }
-        }
-        std::vector<std::string> batch;
-        for (auto it = pending_.begin(); it != pending_.end() && want > 0 && batch.size() < 1000; ++it) {
-            auto& p = it->second;
-            if (p.loading || p.in_flight || loaded_.contains(it->first)) {
-                continue;
-            }
-            p.loading = true;
-            batch.push_back(it->first);
-            --want;
-        }
-        if (batch.empty()) {
-            return;
-        }
-        std::vector<std::string> paths;
-        paths.reserve(batch.size());
-        for (const auto& tid : batch) {
-            paths.push_back(pending_path(tid, pending_.at(tid)));
-        }
-        loading_ = true;
-        group_.spawn([this, batch = std::move(batch), paths = std::move(paths)]() mutable {
-            return load(std::move(batch), std::move(paths));
-        }, "load");
-    }
-
+    /// Reads the data of the pending tasks the view asks for, then tells it.
     asio::awaitable<void> load(std::vector<std::string> tids, std::vector<std::string> paths) {
         auto nodes = co_await get_all(std::move(paths));
-        bool failed = false;
+        std::vector<task_read> reads(tids.size());
         for (std::size_t i = 0; i < tids.size(); ++i) {
-            auto it = pending_.find(tids[i]);
-            if (it == pending_.end()) {
-                continue;  // cancelled or gone meanwhile
-            }
-            auto& p = it->second;
-            p.loading = false;
-            if (!nodes[i] && nodes[i].error() == zkco::errc::no_node) {
-                // Gone: forgotten now (not read again and again until the shard's watch says
-                // so); should it come back, the shard's next listing has it again.
-                shard_tasks_[p.shard].erase(it->first);
-                forget(it);
-                continue;
-            }
+            reads[i].tid = std::move(tids[i]);
             if (!nodes[i]) {
-                failed = true;  // an error: try again later
+                reads[i].st = nodes[i].error() == zkco::errc::no_node ? task_read::status::gone
+                                                                      : task_read::status::error;
                 continue;
             }
-            if (nodes[i]->stat.num_children > 0) {
-                clear_foreign(pending_path(tids[i], p));
-            }
-            if (nodes[i]->data.size() > protocol::max_task_bytes) {
-                // Written by someone else (a client refuses it): too big to assign (§4).
-                p.malformed = "the task node holds " + std::to_string(nodes[i]->data.size()) +
-                              " bytes, over the " + std::to_string(protocol::max_task_bytes) +
-                              " a task may hold";
-            } else if (auto spec = protocol::decode_task(nodes[i]->data)) {
-                p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
-            } else {
-                p.malformed = spec.error().message;
-            }
-            loaded_.insert(it->first);
+            reads[i].data = std::move(nodes[i]->data);
+            reads[i].children = nodes[i]->stat.num_children;
         }
-        if (failed) {
+        if (view_.tasks_loaded(reads)) {
             // Not while disconnected in a tight loop: the next batch waits a moment.
             asio::steady_timer pause(zk_.get_executor(), std::chrono::milliseconds(100));
             co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
         }
-        loading_ = false;
+        view_.load_finished();
         wake();
     }
 
     /// Deletes what others wrote below a node of ours (§8), once at a time per node, so the
     /// transaction that deletes the node can succeed; the schedule loop tries again after.
     void clear_foreign(const std::string& path) {
-        if (!clearing_.insert(path).second) {
-            return;
+        if (view_.begin_clearing(path)) {
+            start_clearing(path);
         }
+    }
+
+    /// Clears `path` for the view (it has begun clearing it).
+    void start_clearing(const std::string& path) {
         group_.spawn([this, path]() -> asio::awaitable<void> {
             auto removed = co_await remove_children(zk_, path);
             if (removed) {
@@ -605,39 +413,18 @@ private:
                 spdlog::warn("master: cannot delete what someone else wrote below {}: {}", path,
                              removed.error().message());
             }
-            clearing_.erase(path);
+            view_.foreign_cleared(path);
             wake();
         }, "foreign");
     }
 
-    /// Notes a failed transaction about pending task `tid`: it waits before its next try.
-    /// Yields how many times it has failed so far. The first failure is logged.
-    int note_trouble(const std::string& tid, std::string_view what, zkco::error_code ec) {
-        auto& t = troubled_[tid];
-        ++t.failures;
-        const auto wait = std::min(std::chrono::milliseconds(100) * (1 << std::min(t.failures, 6)),
-                                   std::chrono::milliseconds(5000));
-        t.not_before = std::chrono::steady_clock::now() + wait;
-        if (t.failures == 1) {
-            spdlog::warn("master: {} {} failed: {}; trying again in {} ms", what, tid, ec.message(),
-                         wait.count());
-        }
-        return t.failures;
-    }
-
-    /// Wakes the schedule loop when the next task in trouble may be tried again.
-    void arm_retry() {
-        const auto now = std::chrono::steady_clock::now();
-        auto next = asio::steady_timer::time_point::max();
-        for (const auto& [tid, t] : troubled_) {
-            if (t.not_before > now) {
-                next = std::min(next, t.not_before);
-            }
-        }
-        if (next == asio::steady_timer::time_point::max() || next == retry_.expiry()) {
+    /// Wakes the schedule loop at `at` (a task in trouble may be tried again, a type's grace
+    /// ends): the view's earliest such time.
+    void arm_retry(std::optional<std::chrono::steady_clock::time_point> at) {
+        if (!at || *at == retry_.expiry()) {
             return;
         }
-        retry_.expires_at(next);
+        retry_.expires_at(*at);
         retry_.async_wait([self = self_](zkco::error_code e) {
             if (!e && *self != nullptr) {
                 (*self)->wake();
@@ -645,15 +432,8 @@ private:
         });
     }
 
-    /// False while a task waits after a failure.
-    [[nodiscard]] bool may_try(const std::string& tid) const {
-        const auto t = troubled_.find(tid);
-        return t == troubled_.end() || t->second.not_before <= std::chrono::steady_clock::now();
-    }
-
     asio::awaitable<bool> cancels_changed(std::vector<std::string> names) {
-        cancels_ = std::set<std::string>(names.begin(), names.end());
-        std::erase_if(unknown_cancels_, [&](const auto& e) { return !cancels_.contains(e.first); });
+        view_.cancels_listed(names);
         co_return true;
     }
 
@@ -685,11 +465,9 @@ private:
             }
             if (tids.empty()) {
                 for (const auto& tid : markers) {
-                    send({zkco::op::remove{protocol::layout::cancel_marker(id, tid), zkco::any_version}},
-                         [](master_session&, zkco::error_code, auto) {});
+                    send(protocol::remove_marker_ops(id, tid), [](master_session&, zkco::error_code, auto&) {});
                 }
-                std::vector<zkco::multi_op> remove_dir{zkco::op::remove{dir, zkco::any_version}};
-                auto [ec, r] = co_await batcher_.async_submit(std::move(remove_dir),
+                auto [ec, r] = co_await batcher_.async_submit(to_zkco(protocol::remove_departed_dir_ops(id)),
                                                               asio::as_tuple(asio::use_awaitable));
                 if (!ec || ec == zkco::errc::no_node || stopping()) {
                     break;
@@ -713,65 +491,29 @@ private:
                     continue;
                 }
                 const auto& tid = tids[i];
-                group_ops ops{zkco::op::remove{paths[i], zkco::any_version}};
-                const bool cancelled = markers.contains(tid);
-                if (cancelled) {
-                    ops.emplace_back(zkco::op::remove{protocol::layout::cancel_marker(id, tid), zkco::any_version});
-                }
-                auto spec = protocol::decode_task(nodes[i]->data);
-                enum { requeue, lost, cancel, malformed } outcome = requeue;
-                if (!spec) {
-                    outcome = malformed;
-                    ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, protocol::task_error::malformed_task, spec.error().message, 0),
-                        zkco::create_mode::persistent, {}});
-                } else if (cancelled) {
-                    outcome = cancel;
-                    ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, protocol::task_error::cancelled, "cancelled", spec->attempt,
-                                      protocol::task_state::cancelled),
-                        zkco::create_mode::persistent, {}});
-                } else if (spec->attempt >= spec->max_attempts) {
-                    outcome = lost;
-                    ops.emplace_back(zkco::op::create{l_.result(tid),
-                        failed_result(tid, protocol::task_error::attempts_exhausted,
-                                      "its worker was lost on each of " +
-                                          std::to_string(spec->attempt) + " attempt(s)",
-                                      spec->attempt, protocol::task_state::lost),
-                        zkco::create_mode::persistent, {}});
-                } else {
-                    protocol::task_spec again = *spec;
-                    again.attempt = spec->attempt + 1;
-                    again.epoch = 0;
-                    again.assigned_ms = 0;
-                    again.worker.clear();
-                    again.running_ms = 0;
-                    ops.emplace_back(zkco::op::create{l_.pending_task(tid), encode(again),
-                                                      zkco::create_mode::persistent, {}});
-                }
+                auto plan = protocol::departed_ops(l_, id, tid, nodes[i]->data, markers.contains(tid),
+                                                   protocol::now_ms());
                 ++pending->left;
-                send(std::move(ops), [pending, tid, outcome, attempt = spec ? spec->attempt : 0,
-                                      path = paths[i]](master_session& m, zkco::error_code ec,
-                                                                std::vector<zkco::op_result> r) {
-                    if (ec) {
-                        ++pending->failed;
-                        if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
-                            m.clear_foreign(path);  // someone wrote below the assignment
-                        }
+                send(std::move(plan.ops), [pending, tid, kind = plan.kind, attempt = plan.attempt,
+                                           path = paths[i]](master_session& m, zkco::error_code,
+                                                            const protocol::txn_answer& a) {
+                    const auto outcome = protocol::read_departed(a);
+                    if (outcome == protocol::departed_outcome::foreign_below) {
+                        m.clear_foreign(path);  // someone wrote below the assignment
                     }
-                    if (!ec) {
-                        if (outcome == lost) {
-                            ++m.stats_->lost;
-                            spdlog::warn("master: task {} quarantined as lost after {} attempt(s)",
-                                         tid, attempt);
-                        } else if (outcome == requeue) {
-                            ++m.stats_->requeued;
-                            spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
-                        } else if (outcome == cancel) {
-                            ++m.stats_->cancelled;
-                        } else {
-                            ++m.stats_->rejected;
-                        }
+                    if (outcome != protocol::departed_outcome::committed) {
+                        ++pending->failed;
+                    } else if (kind == protocol::departed_kind::lost) {
+                        ++m.stats_->lost;
+                        spdlog::warn("master: task {} quarantined as lost after {} attempt(s)", tid,
+                                     attempt);
+                    } else if (kind == protocol::departed_kind::requeue) {
+                        ++m.stats_->requeued;
+                        spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
+                    } else if (kind == protocol::departed_kind::cancel) {
+                        ++m.stats_->cancelled;
+                    } else {
+                        ++m.stats_->rejected;
                     }
                     pending->done();
                 });
@@ -784,7 +526,7 @@ private:
                 backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
             }
         }
-        workers_.erase(id);
+        view_.departed_done(id);
         wake();
     }
 
@@ -802,13 +544,13 @@ private:
                 continue;
             }
             dirty_ = false;
-            handle_cancels();
-            reject_unplaceable();
-            assign();
-            load_more();
-            arm_retry();
+            auto step = view_.next(std::chrono::steady_clock::now());
+            for (auto& a : step.actions) {
+                carry_out(std::move(a));
+            }
+            arm_retry(step.wake_at);
             if (opts_.on_queue_depth) {
-                opts_.on_queue_depth(pending_.size());
+                opts_.on_queue_depth(view_.queue_depth());
             }
         }
     }
@@ -851,8 +593,8 @@ private:
             for (const auto& [path, ctime] : written) {
                 if (ctime < cutoff) {
                     ++expired;
-                    send({zkco::op::remove{path, zkco::any_version}},
-                         [](master_session& m, zkco::error_code e, auto) {
+                    send(protocol::collect_ops(path),
+                         [](master_session& m, zkco::error_code e, auto&) {
                              if (!e) {
                                  ++m.stats_->collected;
                              }
@@ -896,8 +638,7 @@ private:
             }
             written = rate;
             master_node_.throughput = rate;
-            send({zkco::op::set{protocol::layout::master(), encode(master_node_), zkco::any_version}},
-                 [](master_session&, zkco::error_code, auto) {});
+            send(protocol::master_report_ops(master_node_), [](master_session&, zkco::error_code, auto&) {});
         }
     }
 
@@ -981,13 +722,9 @@ private:
             if (!ours) {
                 spdlog::warn("master {}: /master was {}; writing it again", me_.id,
                              w->value ? "replaced by someone else" : "deleted");
-                group_ops ops;
-                if (w->value) {
-                    ops.emplace_back(zkco::op::remove{protocol::layout::master(), (*w->value).version});
-                }
-                ops.emplace_back(zkco::op::create{protocol::layout::master(), encode(master_node_),
-                                                  zkco::create_mode::ephemeral, {}});
-                send(std::move(ops), [](master_session&, zkco::error_code, auto) {});
+                send(protocol::master_node_ops(master_node_, w->value.has_value(),
+                                               w->value ? (*w->value).version : zkco::any_version),
+                     [](master_session&, zkco::error_code, auto&) {});
             }
             auto ev = co_await w->watch.changed();
             if (!ev) {
@@ -999,232 +736,30 @@ private:
         }
     }
 
-    void handle_cancels() {
-        for (const auto& tid : cancels_) {
-            if (cancels_in_flight_.contains(tid)) {
-                continue;
-            }
-            group_ops ops;
-            auto p = pending_.find(tid);
-            const std::string* holder = nullptr;
-            for (const auto& [id, w] : workers_) {
-                if (w.alive && w.assigned.contains(tid)) {
-                    holder = &id;
-                }
-            }
-            const bool retry = cancel_failures_.contains(tid);
-            if (p != pending_.end() && clearing_.contains(pending_path(tid, p->second))) {
-                continue;  // cancelled once what others wrote below it is gone
-            }
-            if (!retry && p != pending_.end() && !p->second.in_flight) {
-                p->second.in_flight = true;
-                ops = {zkco::op::remove{pending_path(tid, p->second), zkco::any_version},
-                       zkco::op::create{l_.result(tid),
-                                        failed_result(tid, protocol::task_error::cancelled, "cancelled",
-                                                      p->second.spec ? p->second.spec->attempt : 0,
-                                                      protocol::task_state::cancelled),
-                                        zkco::create_mode::persistent, {}}};
-            } else if (!retry && p != pending_.end()) {
-                continue;  // an assignment of it is in flight: decide when it lands
-            } else if (!retry && holder != nullptr) {
-                ops = {zkco::op::check{protocol::layout::assignment(*holder, tid), zkco::any_version},
-                       zkco::op::create{protocol::layout::cancel_marker(*holder, tid), "",
-                                        zkco::create_mode::persistent, {}}};
-            } else if (!retry) {
-                // Unknown here: finished already, or submitted so recently that its shard has
-                // not been read yet. Only a request unknown for a while is dropped.
-                const auto now = std::chrono::steady_clock::now();
-                const auto since = unknown_cancels_.try_emplace(tid, now).first->second;
-                if (now - since < std::chrono::seconds(30)) {
-                    continue;
-                }
-            }
-            unknown_cancels_.erase(tid);
-            ops.emplace_back(zkco::op::remove{protocol::layout::cancel_request(tid), zkco::any_version});
-            cancels_in_flight_.insert(tid);
-            send(std::move(ops), [tid](master_session& m, zkco::error_code ec,
-                                       std::vector<zkco::op_result> r) {
-                m.cancels_in_flight_.erase(tid);
-                if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
-                    entry->second.in_flight = false;
-                    if (!ec) {
-                        m.forget(entry);
-                    }
-                }
-                if (!ec) {
-                    ++m.stats_->cancelled;
-                    m.cancel_failures_.erase(tid);
-                    m.cancels_.erase(tid);
-                } else if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
-                    // Someone wrote below the pending node: clear it, then cancel again.
-                    if (auto entry = m.pending_.find(tid); entry != m.pending_.end()) {
-                        m.clear_foreign(m.pending_path(tid, entry->second));
-                    }
-                } else if (ec != zkco::condition::retryable) {
-                    m.cancel_failures_.insert(tid);  // next time: only drop the request
-                }
-            });
-        }
-    }
-
-    void reject(const std::string& tid, pending_entry& p, std::string_view code, std::string why) {
-        p.in_flight = true;
-        send({zkco::op::remove{pending_path(tid, p), zkco::any_version},
-              zkco::op::create{l_.result(tid),
-                               failed_result(tid, code, why, p.spec ? p.spec->attempt : 0),
-                               zkco::create_mode::persistent, {}}},
-             [tid, code = std::string(code), why](master_session& m, zkco::error_code ec,
-                                                   std::vector<zkco::op_result> r) {
-                 auto it = m.pending_.find(tid);
-                 if (it == m.pending_.end()) {
-                     return;
-                 }
-                 it->second.in_flight = false;
-                 if (!ec) {
-                     ++m.stats_->rejected;
-                     spdlog::warn("master: task {} rejected ({}): {}", tid, code, why);
-                 }
-                 // Done, or its pending node is gone (cancelled): either way, not ours any more.
-                 if (!ec || (!r.empty() && r[0].ec == zkco::errc::no_node)) {
-                     m.forget(it);
-                     return;
-                 }
-                 if (!r.empty() && r[0].ec == zkco::errc::not_empty) {
-                     m.clear_foreign(m.pending_path(tid, it->second));
-                 }
-                 if (!m.stats_->deposed) {
-                     m.note_trouble(tid, "failing task", ec);
-                 }
-             });
-    }
-
-    std::vector<protocol::worker_slot> slots() const {
-        std::vector<protocol::worker_slot> out;
-        for (const auto& [id, w] : workers_) {
-            if (w.alive && !w.info.draining && !w.dir_missing) {
-                out.push_back(protocol::worker_slot{id, w.info.capacity.value_or(0),
-                                          static_cast<int>(w.assigned.size()) + w.in_flight,
-                                          w.info.types});
-            }
-        }
-        return out;
-    }
-
-    void reject_unplaceable() {
-        const auto live = slots();
-        const auto now = std::chrono::steady_clock::now();
-        std::optional<std::chrono::steady_clock::time_point> next_check;
-        for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
-            auto& p = pending_.at(tid);
-            if (p.in_flight || !may_try(tid)) {
-                continue;
-            }
-            if (!p.spec) {
-                reject(tid, p, protocol::task_error::malformed_task, p.malformed);
-                continue;
-            }
-            if (live.empty() || protocol::anyone_serves(live, p.spec->type)) {
-                unserved_since_.erase(p.spec->type);
-                continue;
-            }
-            const auto since = unserved_since_.try_emplace(p.spec->type, now).first->second;
-            if (now - since >= opts_.unknown_type_grace) {
-                reject(tid, p, protocol::task_error::unknown_type,
-                       "no worker serves task type '" + p.spec->type + "'");
-            } else if (!next_check || since + opts_.unknown_type_grace < *next_check) {
-                next_check = since + opts_.unknown_type_grace;
-            }
-        }
-        if (next_check) {
-            grace_.expires_at(*next_check);
-            grace_.async_wait([self = self_](zkco::error_code ec) {
-                if (!ec && *self != nullptr) {
-                    (*self)->wake();
-                }
-            });
-        }
-    }
-
-    void assign() {
-        auto live = slots();
-        int free = 0;
-        for (const auto& s : live) {
-            free += s.free_slots();
-        }
-        for (const auto& tid : loaded_) {
-            if (free <= 0) {
-                break;
-            }
-            auto& p = pending_.at(tid);
-            if (p.in_flight || !p.spec || cancels_.contains(tid) || !may_try(tid)) {
-                continue;
-            }
-            const auto pick = placer_.pick(live, p.spec->type);
-            if (!pick) {
-                continue;
-            }
-            auto& slot = live[*pick];
-            ++slot.used;
-            --free;
-            const std::string wid = slot.id;
-            ++workers_[wid].in_flight;
-            p.in_flight = true;
-            protocol::task_spec assigned = *p.spec;
-            assigned.epoch = epoch_;
-            assigned.assigned_ms = protocol::now_ms();
-            assigned.worker = wid;
-            send({zkco::op::check{protocol::layout::worker(wid), zkco::any_version},
-                  zkco::op::remove{pending_path(tid, p), zkco::any_version},
-                  zkco::op::create{protocol::layout::assignment(wid, tid), encode(assigned),
-                                   zkco::create_mode::persistent, {}}},
-                 [tid = std::string(tid), wid](master_session& m, zkco::error_code ec,
-                                               std::vector<zkco::op_result> r) {
-                     m.assigned(tid, wid, ec, r);
-                 });
-        }
-    }
-
-    void assigned(const std::string& tid, const std::string& wid, zkco::error_code ec,
-                  const std::vector<zkco::op_result>& r) {
-        if (auto w = workers_.find(wid); w != workers_.end()) {
-            --w->second.in_flight;
-            if (!ec) {
-                w->second.assigned.insert(tid);
-            }
-        }
-        auto p = pending_.find(tid);
-        if (p == pending_.end()) {
+    /// Carries out one of the view's actions; the answer goes back to the view.
+    void carry_out(master_action a) {
+        switch (a.what) {
+        case master_action::kind::load:
+            group_.spawn([this, tids = std::move(a.tids), paths = std::move(a.paths)]() mutable {
+                return load(std::move(tids), std::move(paths));
+            }, "load");
             return;
+        case master_action::kind::clear_foreign:
+            start_clearing(a.path);
+            return;
+        case master_action::kind::assign:
+        case master_action::kind::reject:
+        case master_action::kind::cancel:
+            break;
         }
-        p->second.in_flight = false;
-        if (!ec) {
-            ++stats_->assigned;
-            if (opts_.on_assigned && p->second.spec) {
-                opts_.on_assigned(*p->second.spec);
-            }
-            forget(p);
-        } else if (r.size() == 3 && (r[1].ec == zkco::errc::no_node || r[2].ec == zkco::errc::node_exists)) {
-            forget(p);  // gone meanwhile, or our own earlier commit: nothing to do
-        } else if (r.size() == 3 && r[2].ec == zkco::errc::no_node) {
-            // The worker's directory is gone (deleted by someone else): not the task's fault.
-            if (auto w = workers_.find(wid); w != workers_.end()) {
-                w->second.dir_missing = true;
-            }
-        } else if (stats_->deposed || (r.size() == 3 && r[0].ec)) {
-            // Deposed, or the worker left: placed again (by whoever is master) on a next pass.
-        } else {
-            if (r.size() == 3 && r[1].ec == zkco::errc::not_empty) {
-                clear_foreign(pending_path(tid, p->second));  // then it can go
-            }
-            // Outcome unknown (a lost connection) or an error of the task's own: try again
-            // later; a task that keeps failing for itself ends in a failed result, once.
-            const int failures = note_trouble(tid, "assigning task", ec);
-            if (ec != zkco::condition::retryable && failures >= max_assign_failures &&
-                (r.size() != 3 || r[1].ec != zkco::errc::not_empty)) {
-                reject(tid, p->second, protocol::task_error::malformed_task,
-                       "cannot be assigned: " + ec.message());
-            }
-        }
+        auto ops = std::move(a.ops);
+        send(std::move(ops), [a = std::move(a)](master_session& m, zkco::error_code ec,
+                                                const protocol::txn_answer& answer) {
+            m.view_.done(a,
+                         master_txn_report{answer, ec == zkco::condition::retryable,
+                                           ec ? ec.message() : std::string()},
+                         std::chrono::steady_clock::now());
+        });
     }
 
     zkco::client& zk_;
@@ -1237,29 +772,14 @@ private:
     multi_batcher batcher_;
     reactor::task_group group_;
     asio::steady_timer wake_;
-    asio::steady_timer grace_;
-    protocol::placer placer_;
+    master_state view_;  // the workers, pending tasks and cancels, and what to do about them
     std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
 
     protocol::member_info master_node_;  // what /master says of us
-    asio::steady_timer retry_;  // wakes the loop when a task in trouble may be tried again
+    asio::steady_timer retry_;  // wakes the loop when the view wants to look again
 
     bool dirty_ = true;
     bool stop_ = false;
-    std::map<std::string, worker_view> workers_;
-    std::set<std::string> ignored_;       // worker nodes with garbage data
-    std::set<std::string> orphans_seen_;  // directories of departed workers handed to T6
-    std::map<std::string, pending_entry> pending_;  // by task id: FIFO within priority
-    std::set<std::string> loaded_;  // pending tasks whose data is read, in the same order
-    bool loading_ = false;          // a batch of reads is out
-    std::map<std::uint32_t, std::unordered_set<std::string>> shard_tasks_;
-    std::set<std::string> cancels_;
-    std::set<std::string> cancels_in_flight_;
-    std::set<std::string> cancel_failures_;
-    std::map<std::string, std::chrono::steady_clock::time_point> unknown_cancels_;
-    std::map<std::string, std::chrono::steady_clock::time_point> unserved_since_;
-    std::map<std::string, trouble> troubled_;  // pending tasks whose transactions failed
-    std::set<std::string> clearing_;           // nodes whose foreign children are being deleted
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };
 

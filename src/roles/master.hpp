@@ -4,6 +4,7 @@
 #include "protocol/layout.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
+#include "roles/master_view.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -34,18 +35,6 @@ struct master_options {
     /// when it ends, and while its session is disconnected (it cannot write then, and another
     /// master may take over once the session expires), true again if it reconnects in time.
     std::function<void(bool)> on_acting;
-};
-
-/// What a master has done, for logs and tests.
-struct master_stats {
-    std::uint64_t assigned = 0;     ///< T2 committed
-    std::uint64_t requeued = 0;     ///< T6 back to pending
-    std::uint64_t lost = 0;         ///< T6 with attempts exhausted
-    std::uint64_t cancelled = 0;    ///< T7 on pending tasks, or markers forwarded
-    std::uint64_t rejected = 0;     ///< malformed or unknown-type tasks failed
-    std::uint64_t finished = 0;     ///< assignments live workers completed
-    std::uint64_t collected = 0;    ///< expired results deleted (T8)
-    bool deposed = false;           ///< stopped because a newer epoch exists (reset per term)
 };
 
 /// Acts as master with fencing token `epoch` (from take_over) until deposed or the session

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The master's transactions (docs/protocol.md §6: T2, T6, T7, T8 and the failed results of
+// §8), each as a builder of its ops and a reader of its per-op results into a named outcome.
+// Ops are described here in protocol's own terms; the I/O layer turns them into ZooKeeper
+// multi ops and puts the fencing check(/epoch, E) in front of every one (so the results read
+// here are the group's own, without the prefix). Nothing here performs I/O.
+
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::protocol {
+
+/// One op of a transaction, as ZooKeeper's multi knows them. Version -1: any version.
+struct txn_op {
+    enum class kind { create, remove, set, check };
+    kind what = kind::check;
+    std::string path;
+    std::string data;           ///< create, set
+    std::int32_t version = -1;  ///< remove, set, check
+    bool ephemeral = false;     ///< create: ephemeral, else persistent
+
+    static txn_op create(std::string path, std::string data, bool ephemeral = false);
+    static txn_op remove(std::string path, std::int32_t version = -1);
+    static txn_op set(std::string path, std::string data, std::int32_t version = -1);
+    static txn_op check(std::string path, std::int32_t version = -1);
+    friend bool operator==(const txn_op&, const txn_op&) = default;
+};
+
+/// What one op of an answered transaction came to, as far as the readers care.
+enum class op_code {
+    ok,
+    no_node,
+    node_exists,
+    not_empty,
+    bad_version,
+    not_run,  ///< another op of the transaction failed
+    other,
+};
+
+/// The answer to a transaction: its per-op codes (empty when the server's answer was lost:
+/// the outcome is unknown) and whether it failed as a whole.
+struct txn_answer {
+    bool failed = false;
+    std::vector<op_code> per_op;
+};
+
+/// A failed result the master writes (state failed, cancelled or lost), with the attempt the
+/// task was on.
+std::string master_result(
+    std::string_view tid,
+    std::string_view code,
+    std::string message,
+    int attempt,
+    task_state state,
+    std::int64_t finished_ms
+);
+
+// --- T2 assign -------------------------------------------------------------------------------
+
+/// check(/workers/<w>), delete(/pending/<shard>/<tid>), create(/assign/<w>/<tid>, task as
+/// assigned: epoch, assigned_ms and worker set).
+std::vector<txn_op> assign_ops(
+    std::uint32_t shard,
+    std::string_view tid,
+    std::string_view worker,
+    task_spec task,
+    std::int64_t epoch,
+    std::int64_t now_ms
+);
+
+enum class assign_outcome {
+    committed,
+    task_gone,        ///< delete no_node or create node_exists: cancelled, taken, or ours already
+    worker_dir_gone,  ///< create no_node: the worker's directory was deleted
+    worker_left,      ///< the worker check failed
+    foreign_below,    ///< delete not_empty: someone wrote below the pending node
+    unknown,          ///< no per-op results (connection lost)
+    failed,           ///< any other failure
+};
+assign_outcome read_assign(const txn_answer& a) noexcept;
+
+// --- failing a pending task (§8 malformed, unknown type, cannot be assigned) ----------------
+
+/// delete(/pending/<shard>/<tid>), create(result, failed with `code`).
+std::vector<txn_op> reject_ops(
+    const layout& l,
+    std::uint32_t shard,
+    std::string_view tid,
+    std::string_view code,
+    std::string why,
+    int attempt,
+    std::int64_t now_ms
+);
+
+/// Outcomes of the transactions that delete a pending node first (reject, T7 on pending).
+enum class pending_outcome {
+    committed,
+    task_gone,      ///< the pending node is gone (cancelled or taken)
+    foreign_below,  ///< someone wrote below the pending node
+    failed,         ///< anything else, the outcome unknown included
+};
+pending_outcome read_reject(const txn_answer& a) noexcept;
+
+// --- T7 cancel ---------------------------------------------------------------------------------
+
+/// Pending: delete(/pending/<shard>/<tid>), create(result, cancelled), delete(/cancel/<tid>).
+std::vector<txn_op> cancel_pending_ops(
+    const layout& l, std::uint32_t shard, std::string_view tid, int attempt, std::int64_t now_ms
+);
+/// Assigned to `worker`: check(assignment), create(marker), delete(/cancel/<tid>).
+std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_view tid);
+/// Finished or unknown: delete(/cancel/<tid>).
+std::vector<txn_op> drop_cancel_ops(std::string_view tid);
+/// For any of the three: task_gone when the first op found no node (the pending node or the
+/// assignment moved on: assigned, finished, requeued; or the request is gone), foreign_below
+/// when the pending node has children.
+pending_outcome read_cancel(const txn_answer& a) noexcept;
+
+// --- T6 a departed worker's assignment --------------------------------------------------------
+
+enum class departed_kind {
+    requeue,    ///< back to pending with attempt + 1
+    lost,       ///< attempts exhausted: a "lost" result
+    cancel,     ///< a cancel marker was there: a "cancelled" result
+    malformed,  ///< its data is not a task: a failed result
+};
+
+struct departed_plan {
+    departed_kind kind = departed_kind::requeue;
+    int attempt = 0;  ///< the attempt it was on (0 when malformed)
+    std::vector<txn_op> ops;
+};
+
+/// What becomes of /assign/<worker>/<tid>, holding `data`, now that its worker is gone:
+/// delete it (and its marker when `marked`), then pending again, lost, cancelled or failed.
+departed_plan departed_ops(
+    const layout& l,
+    std::string_view worker,
+    std::string_view tid,
+    std::string_view data,
+    bool marked,
+    std::int64_t now_ms
+);
+
+enum class departed_outcome {
+    committed,
+    foreign_below,  ///< someone wrote below the assignment
+    failed,
+};
+departed_outcome read_departed(const txn_answer& a) noexcept;
+
+/// The end of T6: delete(/assign/<worker>) once it is empty.
+std::vector<txn_op> remove_departed_dir_ops(std::string_view worker);
+/// A departed worker's cancel marker whose assignment is gone: delete it.
+std::vector<txn_op> remove_marker_ops(std::string_view worker, std::string_view tid);
+
+// --- T8 and /master ----------------------------------------------------------------------------
+
+/// delete(<result path>).
+std::vector<txn_op> collect_ops(std::string path);
+/// Writes /master again: delete the foreign node (when `replaced`, at `version`), create ours.
+std::vector<txn_op> master_node_ops(const member_info& node, bool replaced, std::int32_t version);
+/// set(/master, node): the throughput figure.
+std::vector<txn_op> master_report_ops(const member_info& node);
+
+}  // namespace zkd::protocol

@@ -1,0 +1,615 @@
+// SPDX-License-Identifier: MIT
+#include "roles/master_view.hpp"
+
+#include "protocol/ids.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace zkd::roles {
+
+master_state::master_state(
+    protocol::layout l, std::int64_t epoch, options opts, master_stats& stats
+)
+    : l_(l), epoch_(epoch), opts_(std::move(opts)), stats_(stats), placer_(opts_.policy) {}
+
+// --- workers ------------------------------------------------------------------------------
+
+master_state::workers_change master_state::workers_listed(const std::vector<std::string>& names) {
+    const std::set<std::string> now(names.begin(), names.end());
+    workers_change out;
+    for (auto& [id, w] : workers_) {
+        if (w.alive && !now.contains(id)) {
+            w.alive = false;
+            spdlog::info("master: worker {} left with {} task(s)", id, w.assigned.size());
+            out.departed.push_back(id);
+        }
+    }
+    std::erase_if(ignored_, [&](const std::string& id) { return !now.contains(id); });
+    for (const auto& id : now) {
+        if (!workers_.contains(id) && !ignored_.contains(id)) {
+            out.to_read.push_back(id);
+        }
+    }
+    return out;
+}
+
+bool master_state::worker_read(const std::string& id, std::string_view data, bool ephemeral) {
+    if (workers_.contains(id)) {
+        return false;  // read twice (two listings raced): the first read counts
+    }
+    if (!ephemeral) {
+        // Only a live session stands for a worker: a persistent node would take tasks that
+        // nobody runs, forever.
+        spdlog::warn(
+            "master: ignoring worker node /workers/{}: it is not ephemeral (written "
+            "by someone else, not by a zkd worker's session)",
+            id
+        );
+        ignored_.insert(id);
+        return false;
+    }
+    auto info = protocol::decode_worker(data);
+    if (!info) {
+        spdlog::warn("master: ignoring worker node /workers/{}: {}", id, info.error().message);
+        ignored_.insert(id);
+        return false;
+    }
+    spdlog::info(
+        "master: worker {} joined (capacity {}, {} type(s))", id, info->capacity.value_or(0),
+        info->types.size()
+    );
+    if (info->draining) {
+        spdlog::info("master: worker {} is draining", id);
+    }
+    workers_[id] = worker_entry{std::move(*info), true, {}, 0, false};
+    return true;
+}
+
+bool master_state::worker_updated(const std::string& id, std::string_view data) {
+    const auto it = workers_.find(id);
+    if (it == workers_.end() || !it->second.alive) {
+        return false;
+    }
+    if (auto info = protocol::decode_worker(data)) {
+        if (info->draining && !it->second.info.draining) {
+            spdlog::info("master: worker {} is draining; it gets no new tasks", id);
+        }
+        it->second.info = std::move(*info);
+    }
+    return true;
+}
+
+std::optional<std::uint64_t> master_state::worker_dir_listed(
+    const std::string& id, const std::vector<std::string>& names
+) {
+    const auto it = workers_.find(id);
+    if (it == workers_.end() || !it->second.alive) {
+        return std::nullopt;  // departed: T6 owns the directory now
+    }
+    std::set<std::string> now;
+    for (const auto& name : names) {
+        if (!protocol::is_cancel_marker(name)) {
+            now.insert(name);
+        }
+    }
+    // What left a live worker's directory was completed (T4): for the throughput figure.
+    std::uint64_t done = 0;
+    for (const auto& tid : it->second.assigned) {
+        if (!now.contains(tid)) {
+            done += std::max<std::size_t>(1, protocol::bundle_size(tid));  // a bundle: its tasks
+        }
+    }
+    stats_.finished += done;
+    it->second.assigned = std::move(now);
+    return done;
+}
+
+bool master_state::worker_dir_missing(const std::string& id) {
+    const auto it = workers_.find(id);
+    if (it == workers_.end() || !it->second.alive) {
+        return false;
+    }
+    if (!it->second.dir_missing) {
+        spdlog::warn(
+            "master: the assignment directory of worker {} was deleted; it gets no tasks "
+            "until it is back",
+            id
+        );
+    }
+    it->second.dir_missing = true;
+    return true;
+}
+
+void master_state::worker_dir_back(const std::string& id) {
+    if (auto it = workers_.find(id); it != workers_.end()) {
+        it->second.dir_missing = false;
+    }
+}
+
+bool master_state::worker_alive(const std::string& id) const {
+    const auto it = workers_.find(id);
+    return it != workers_.end() && it->second.alive;
+}
+
+void master_state::departed_done(const std::string& id) {
+    workers_.erase(id);
+}
+
+std::vector<std::string> master_state::assign_dirs_listed(
+    const std::vector<std::string>& names, const std::set<std::string>& alive
+) {
+    std::vector<std::string> out;
+    for (const auto& id : names) {
+        if (!alive.contains(id) && !workers_.contains(id) && orphans_seen_.insert(id).second) {
+            spdlog::info("master: found the directory of departed worker {}", id);
+            out.push_back(id);
+        }
+    }
+    return out;
+}
+
+// --- pending tasks and cancels -------------------------------------------------------------
+
+void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> names) {
+    const std::unordered_set<std::string> now(
+        std::make_move_iterator(names.begin()), std::make_move_iterator(names.end())
+    );
+    // Gone without us (cancelled, or our own commit seen first): forget them.
+    auto& known = shard_tasks_[shard];
+    for (auto it = known.begin(); it != known.end();) {
+        auto p = pending_.find(*it);
+        if (!now.contains(*it) && (p == pending_.end() || !p->second.in_flight)) {
+            if (p != pending_.end()) {
+                forget(p);
+            }
+            it = known.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (const auto& name : now) {
+        // Known, but not in our view any more: we took it (T2) and a node of the same id
+        // appeared since, a new task to us. (Trusting `known` alone left such nodes pending
+        // forever while workers idled.)
+        auto [it, fresh] = pending_.try_emplace(name);
+        if (!fresh) {
+            continue;
+        }
+        it->second.shard = shard;
+        known.insert(name);
+        if (!protocol::is_valid_task_id(name)) {
+            it->second.malformed = "'" + name + "' is not a task id";
+            loaded_.insert(name);
+        }
+    }
+}
+
+bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
+    bool failed = false;
+    for (const auto& read : reads) {
+        auto it = pending_.find(read.tid);
+        if (it == pending_.end()) {
+            continue;  // cancelled or gone meanwhile
+        }
+        auto& p = it->second;
+        p.loading = false;
+        if (read.st == task_read::status::gone) {
+            // Gone: forgotten now (not read again and again until the shard's watch says so);
+            // should it come back, the shard's next listing has it again.
+            shard_tasks_[p.shard].erase(it->first);
+            forget(it);
+            continue;
+        }
+        if (read.st == task_read::status::error) {
+            failed = true;  // try again later
+            continue;
+        }
+        if (read.children > 0) {
+            clear_foreign(path_of(read.tid, p));
+        }
+        if (read.data.size() > protocol::max_task_bytes) {
+            // Written by someone else (a client refuses it): too big to assign (§4).
+            p.malformed = "the task node holds " + std::to_string(read.data.size()) +
+                          " bytes, over the " + std::to_string(protocol::max_task_bytes) +
+                          " a task may hold";
+        } else if (auto spec = protocol::decode_task(read.data)) {
+            p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
+        } else {
+            p.malformed = spec.error().message;
+        }
+        loaded_.insert(it->first);
+    }
+    return failed;
+}
+
+void master_state::load_finished() {
+    loading_ = false;
+}
+
+void master_state::cancels_listed(const std::vector<std::string>& names) {
+    cancels_ = std::set<std::string>(names.begin(), names.end());
+    std::erase_if(unknown_cancels_, [&](const auto& e) { return !cancels_.contains(e.first); });
+}
+
+bool master_state::begin_clearing(const std::string& path) {
+    return clearing_.insert(path).second;
+}
+
+void master_state::foreign_cleared(const std::string& path) {
+    clearing_.erase(path);
+}
+
+void master_state::clear_foreign(const std::string& path) {
+    if (!begin_clearing(path)) {
+        return;
+    }
+    master_action a;
+    a.what = master_action::kind::clear_foreign;
+    a.path = path;
+    out_.push_back(std::move(a));
+}
+
+std::string master_state::pending_path(const std::string& tid) const {
+    const auto it = pending_.find(tid);
+    return it == pending_.end() ? l_.pending_task(tid) : path_of(tid, it->second);
+}
+
+std::string master_state::path_of(const std::string& tid, const pending_entry& p) const {
+    return protocol::layout::pending_shard(p.shard) + "/" + tid;
+}
+
+void master_state::forget(pending_map::iterator p) {
+    loaded_.erase(p->first);
+    troubled_.erase(p->first);
+    pending_.erase(p);
+}
+
+int master_state::note_trouble(
+    const std::string& tid, std::string_view what, const std::string& error, clock::time_point now
+) {
+    auto& t = troubled_[tid];
+    ++t.failures;
+    const auto wait = std::min(
+        std::chrono::milliseconds(100) * (1 << std::min(t.failures, 6)),
+        std::chrono::milliseconds(5000)
+    );
+    t.not_before = now + wait;
+    if (t.failures == 1) {
+        spdlog::warn(
+            "master: {} {} failed: {}; trying again in {} ms", what, tid, error, wait.count()
+        );
+    }
+    return t.failures;
+}
+
+bool master_state::may_try(const std::string& tid, clock::time_point now) const {
+    const auto t = troubled_.find(tid);
+    return t == troubled_.end() || t->second.not_before <= now;
+}
+
+std::vector<protocol::worker_slot> master_state::slots() const {
+    std::vector<protocol::worker_slot> out;
+    for (const auto& [id, w] : workers_) {
+        if (w.alive && !w.info.draining && !w.dir_missing) {
+            out.push_back(protocol::worker_slot{
+                id, w.info.capacity.value_or(0), static_cast<int>(w.assigned.size()) + w.in_flight,
+                w.info.types});
+        }
+    }
+    return out;
+}
+
+// --- decisions ---------------------------------------------------------------------------------
+
+master_step master_state::next(clock::time_point now) {
+    handle_cancels(now);
+    auto grace_ends = reject_unplaceable(now);
+    assign(now);
+    load_more();
+    master_step step;
+    step.actions = std::exchange(out_, {});
+    step.wake_at = grace_ends;
+    for (const auto& [tid, t] : troubled_) {
+        if (t.not_before > now && (!step.wake_at || t.not_before < *step.wake_at)) {
+            step.wake_at = t.not_before;
+        }
+    }
+    return step;
+}
+
+void master_state::handle_cancels(clock::time_point now) {
+    for (const auto& tid : cancels_) {
+        if (cancels_in_flight_.contains(tid)) {
+            continue;
+        }
+        auto p = pending_.find(tid);
+        const std::string* holder = nullptr;
+        for (const auto& [id, w] : workers_) {
+            if (w.alive && w.assigned.contains(tid)) {
+                holder = &id;
+            }
+        }
+        const bool retry = cancel_failures_.contains(tid);
+        if (p != pending_.end() && clearing_.contains(path_of(tid, p->second))) {
+            continue;  // cancelled once what others wrote below it is gone
+        }
+        master_action a;
+        a.what = master_action::kind::cancel;
+        a.tid = tid;
+        if (!retry && p != pending_.end() && !p->second.in_flight) {
+            p->second.in_flight = true;
+            a.path = path_of(tid, p->second);
+            a.ops = protocol::cancel_pending_ops(
+                l_, p->second.shard, tid, p->second.spec ? p->second.spec->attempt : 0,
+                protocol::now_ms()
+            );
+        } else if (!retry && p != pending_.end()) {
+            continue;  // an assignment of it is in flight: decide when it lands
+        } else if (!retry && holder != nullptr) {
+            a.worker = *holder;
+            a.ops = protocol::cancel_assigned_ops(*holder, tid);
+        } else {
+            if (!retry) {
+                // Unknown here: finished already, or submitted so recently that its shard has
+                // not been read yet. Only a request unknown for a while is dropped.
+                const auto since = unknown_cancels_.try_emplace(tid, now).first->second;
+                if (now - since < opts_.unknown_cancel_grace) {
+                    continue;
+                }
+            }
+            a.ops = protocol::drop_cancel_ops(tid);
+        }
+        unknown_cancels_.erase(tid);
+        cancels_in_flight_.insert(tid);
+        out_.push_back(std::move(a));
+    }
+}
+
+void master_state::cancel_done(const master_action& a, const master_txn_report& r) {
+    const auto& tid = a.tid;
+    const auto outcome = protocol::read_cancel(r.answer);
+    cancels_in_flight_.erase(tid);
+    if (auto entry = pending_.find(tid); entry != pending_.end()) {
+        entry->second.in_flight = false;
+        if (outcome == protocol::pending_outcome::committed) {
+            forget(entry);
+        }
+    }
+    if (outcome == protocol::pending_outcome::committed) {
+        ++stats_.cancelled;
+        cancel_failures_.erase(tid);
+        cancels_.erase(tid);
+    } else if (outcome == protocol::pending_outcome::foreign_below) {
+        // Someone wrote below the pending node: clear it, then cancel again.
+        if (auto entry = pending_.find(tid); entry != pending_.end()) {
+            clear_foreign(path_of(tid, entry->second));
+        }
+    } else if (outcome == protocol::pending_outcome::task_gone) {
+        // The task moved on from where the view had it: assigned, finished, or back to pending
+        // after its worker died (T6). The request stands and is decided again from where the
+        // task is next; marking it failed would drop it, and a requeued task would run again.
+        // What the view held is stale: forgotten (a shard or directory whose watch fired while
+        // this was out lists nothing again).
+        if (auto entry = pending_.find(tid); entry != pending_.end() && !a.path.empty()) {
+            forget(entry);  // the pending form: its node is gone
+        }
+        if (auto w = workers_.find(a.worker); w != workers_.end()) {
+            w->second.assigned.erase(tid);  // the marker form: the assignment is gone
+        }
+    } else if (!r.retryable) {
+        cancel_failures_.insert(tid);  // next time: only drop the request
+    }
+}
+
+void master_state::reject(
+    const std::string& tid, pending_entry& p, std::string_view code, std::string why
+) {
+    p.in_flight = true;
+    master_action a;
+    a.what = master_action::kind::reject;
+    a.tid = tid;
+    a.code = std::string(code);
+    a.ops = protocol::reject_ops(
+        l_, p.shard, tid, code, why, p.spec ? p.spec->attempt : 0, protocol::now_ms()
+    );
+    a.why = std::move(why);
+    out_.push_back(std::move(a));
+}
+
+void master_state::reject_done(
+    const master_action& a, const master_txn_report& r, clock::time_point now
+) {
+    const auto outcome = protocol::read_reject(r.answer);
+    auto it = pending_.find(a.tid);
+    if (it == pending_.end()) {
+        return;
+    }
+    it->second.in_flight = false;
+    if (outcome == protocol::pending_outcome::committed) {
+        ++stats_.rejected;
+        spdlog::warn("master: task {} rejected ({}): {}", a.tid, a.code, a.why);
+    }
+    // Done, or its pending node is gone (cancelled): either way, not ours any more.
+    if (outcome == protocol::pending_outcome::committed ||
+        outcome == protocol::pending_outcome::task_gone) {
+        forget(it);
+        return;
+    }
+    if (outcome == protocol::pending_outcome::foreign_below) {
+        clear_foreign(path_of(a.tid, it->second));
+    }
+    if (!stats_.deposed) {
+        note_trouble(a.tid, "failing task", r.error, now);
+    }
+}
+
+std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
+    clock::time_point now
+) {
+    const auto live = slots();
+    std::optional<clock::time_point> next_check;
+    for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
+        auto& p = pending_.at(tid);
+        if (p.in_flight || !may_try(tid, now)) {
+            continue;
+        }
+        if (!p.spec) {
+            reject(tid, p, protocol::task_error::malformed_task, p.malformed);
+            continue;
+        }
+        if (live.empty() || protocol::anyone_serves(live, p.spec->type)) {
+            unserved_since_.erase(p.spec->type);
+            continue;
+        }
+        const auto since = unserved_since_.try_emplace(p.spec->type, now).first->second;
+        if (now - since >= opts_.unknown_type_grace) {
+            reject(
+                tid, p, protocol::task_error::unknown_type,
+                "no worker serves task type '" + p.spec->type + "'"
+            );
+        } else if (!next_check || since + opts_.unknown_type_grace < *next_check) {
+            next_check = since + opts_.unknown_type_grace;
+        }
+    }
+    return next_check;
+}
+
+void master_state::assign(clock::time_point now) {
+    auto live = slots();
+    int free = 0;
+    for (const auto& s : live) {
+        free += s.free_slots();
+    }
+    for (const auto& tid : loaded_) {
+        if (free <= 0) {
+            break;
+        }
+        auto& p = pending_.at(tid);
+        if (p.in_flight || !p.spec || cancels_.contains(tid) || !may_try(tid, now)) {
+            continue;
+        }
+        const auto pick = placer_.pick(live, p.spec->type);
+        if (!pick) {
+            continue;
+        }
+        auto& slot = live[*pick];
+        ++slot.used;
+        --free;
+        ++workers_[slot.id].in_flight;
+        p.in_flight = true;
+        master_action a;
+        a.what = master_action::kind::assign;
+        a.tid = tid;
+        a.worker = slot.id;
+        a.ops = protocol::assign_ops(p.shard, tid, slot.id, *p.spec, epoch_, protocol::now_ms());
+        out_.push_back(std::move(a));
+    }
+}
+
+void master_state::assign_done(
+    const master_action& a, const master_txn_report& r, clock::time_point now
+) {
+    using protocol::assign_outcome;
+    const auto outcome = protocol::read_assign(r.answer);
+    if (auto w = workers_.find(a.worker); w != workers_.end()) {
+        --w->second.in_flight;
+        if (outcome == assign_outcome::committed) {
+            w->second.assigned.insert(a.tid);
+        }
+    }
+    auto p = pending_.find(a.tid);
+    if (p == pending_.end()) {
+        return;
+    }
+    p->second.in_flight = false;
+    if (outcome == assign_outcome::committed) {
+        ++stats_.assigned;
+        if (opts_.on_assigned && p->second.spec) {
+            opts_.on_assigned(*p->second.spec);
+        }
+        forget(p);
+    } else if (outcome == assign_outcome::task_gone) {
+        forget(p);  // gone meanwhile, or our own earlier commit: nothing to do
+    } else if (outcome == assign_outcome::worker_dir_gone) {
+        // The worker's directory is gone (deleted by someone else): not the task's fault.
+        if (auto w = workers_.find(a.worker); w != workers_.end()) {
+            w->second.dir_missing = true;
+        }
+    } else if (stats_.deposed || outcome == assign_outcome::worker_left) {
+        // Deposed, or the worker left: placed again (by whoever is master) on a next pass.
+    } else {
+        if (outcome == assign_outcome::foreign_below) {
+            clear_foreign(path_of(a.tid, p->second));  // then it can go
+        }
+        // Outcome unknown (a lost connection) or an error of the task's own: try again later;
+        // a task that keeps failing for itself ends in a failed result, once.
+        const int failures = note_trouble(a.tid, "assigning task", r.error, now);
+        if (!r.retryable && failures >= max_assign_failures &&
+            outcome != assign_outcome::foreign_below) {
+            reject(
+                a.tid, p->second, protocol::task_error::malformed_task,
+                "cannot be assigned: " + r.error
+            );
+        }
+    }
+}
+
+void master_state::done(const master_action& a, const master_txn_report& r, clock::time_point now) {
+    switch (a.what) {
+    case master_action::kind::assign:
+        assign_done(a, r, now);
+        break;
+    case master_action::kind::reject:
+        reject_done(a, r, now);
+        break;
+    case master_action::kind::cancel:
+        cancel_done(a, r);
+        break;
+    case master_action::kind::load:
+    case master_action::kind::clear_foreign:
+        break;
+    }
+}
+
+void master_state::load_more() {
+    if (loading_) {
+        return;
+    }
+    const auto live = slots();
+    if (live.empty()) {
+        return;  // nothing can be placed: tasks wait unread
+    }
+    long want = 32;
+    for (const auto& s : live) {
+        want += s.free_slots();
+    }
+    for (const auto& tid : loaded_) {
+        const auto& p = pending_.at(tid);
+        if (!p.in_flight && p.spec && protocol::anyone_serves(live, p.spec->type)) {
+            --want;
+        }
+    }
+    master_action a;
+    a.what = master_action::kind::load;
+    for (auto it = pending_.begin(); it != pending_.end() && want > 0 && a.tids.size() < 1000;
+         ++it) {
+        auto& p = it->second;
+        if (p.loading || p.in_flight || loaded_.contains(it->first)) {
+            continue;
+        }
+        p.loading = true;
+        a.tids.push_back(it->first);
+        a.paths.push_back(path_of(it->first, p));
+        --want;
+    }
+    if (a.tids.empty()) {
+        return;
+    }
+    loading_ = true;
+    out_.push_back(std::move(a));
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The master's view of the cluster and its decisions (docs/protocol.md §7 "Master loop"),
+// with no I/O: what the watchers see goes in as events, and next() says what to do — which
+// pending tasks to read, which transactions to run (T2 assign, T7 cancel, failing a task
+// that is malformed or that no worker serves), which nodes to clear of what others wrote
+// below them — and when to look again. The answers to those transactions come back through
+// done(). master.cpp carries the actions out; tests/unit/roles_master_view_test.cpp drives
+// the view alone. The class is master_state: inspect.hpp has a master_view already.
+
+#include "protocol/master_txn.hpp"
+#include "protocol/placement.hpp"
+#include "protocol/task.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace zkd::roles {
+
+/// What a master has done, for logs and tests.
+struct master_stats {
+    std::uint64_t assigned = 0;   ///< T2 committed
+    std::uint64_t requeued = 0;   ///< T6 back to pending
+    std::uint64_t lost = 0;       ///< T6 with attempts exhausted
+    std::uint64_t cancelled = 0;  ///< T7 on pending tasks, or markers forwarded
+    std::uint64_t rejected = 0;   ///< malformed or unknown-type tasks failed
+    std::uint64_t finished = 0;   ///< assignments live workers completed
+    std::uint64_t collected = 0;  ///< expired results deleted (T8)
+    bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
+};
+
+/// One thing the view wants done.
+struct master_action {
+    enum class kind {
+        load,           ///< read the data of `tids` at `paths`, then tasks_loaded()
+        assign,         ///< run `ops` (T2 of `tid` to `worker`), then done()
+        reject,         ///< run `ops` (fail `tid` with `code`: `why`), then done()
+        cancel,         ///< run `ops` (T7 of `tid`: at `path` if pending, else at `worker`
+                        ///< if assigned, else only the request), then done()
+        clear_foreign,  ///< delete what others wrote below `path`, then foreign_cleared()
+    };
+    kind what = kind::load;
+    std::string tid;
+    std::string worker;
+    std::vector<protocol::txn_op> ops;
+    std::vector<std::string> tids;
+    std::vector<std::string> paths;
+    std::string path;
+    std::string code;
+    std::string why;
+};
+
+/// What next() decided: the actions, and when to call next() again at the latest (a task
+/// waiting after a failure, an unserved type's grace ending).
+struct master_step {
+    std::vector<master_action> actions;
+    std::optional<std::chrono::steady_clock::time_point> wake_at;
+};
+
+/// How a transaction of an action ended.
+struct master_txn_report {
+    protocol::txn_answer answer;
+    bool retryable = false;  ///< the error may go away by itself (a lost connection)
+    std::string error;       ///< the error's message, empty when it committed
+};
+
+/// A pending node's data as read for tasks_loaded().
+struct task_read {
+    enum class status { ok, gone, error };
+    std::string tid;
+    status st = status::ok;
+    std::string data;
+    std::int32_t children = 0;
+};
+
+class master_state {
+public:
+    using clock = std::chrono::steady_clock;
+
+    struct options {
+        protocol::placement_policy policy = protocol::placement_policy::least_loaded;
+        std::chrono::milliseconds unknown_type_grace{10'000};
+        /// A request to cancel a task unknown here this long is dropped (T7, last case).
+        std::chrono::milliseconds unknown_cancel_grace{30'000};
+        /// Called for each task assigned (T2 committed), with its data.
+        std::function<void(const protocol::task_spec&)> on_assigned;
+    };
+
+    /// Tries before a task that cannot be assigned gets a failed result instead.
+    static constexpr int max_assign_failures = 4;
+
+    master_state(protocol::layout l, std::int64_t epoch, options opts, master_stats& stats);
+
+    // --- workers (/workers, /workers/<w>, /assign/<w>) -------------------------------------
+
+    struct workers_change {
+        /// Left: requeue their tasks (T6), then departed_done().
+        std::vector<std::string> departed;
+        /// New: read their nodes, then worker_read().
+        std::vector<std::string> to_read;
+    };
+    /// /workers lists `names`.
+    workers_change workers_listed(const std::vector<std::string>& names);
+    /// A new worker's node: true when it joined (follow its node and directory), false when
+    /// it is ignored (not ephemeral, or not a worker's data).
+    bool worker_read(const std::string& id, std::string_view data, bool ephemeral);
+    /// A live worker's node changed; false once it is no worker of ours any more.
+    bool worker_updated(const std::string& id, std::string_view data);
+    /// A live worker's directory lists `names`. The number of tasks finished since the last
+    /// listing (for the throughput figure), or nullopt once the worker has departed.
+    std::optional<std::uint64_t> worker_dir_listed(
+        const std::string& id, const std::vector<std::string>& names
+    );
+    /// A live worker's directory is gone (false: the worker is gone too), or back.
+    bool worker_dir_missing(const std::string& id);
+    void worker_dir_back(const std::string& id);
+    [[nodiscard]] bool worker_alive(const std::string& id) const;
+    /// T6 for a departed worker is over: it is forgotten.
+    void departed_done(const std::string& id);
+    /// /assign lists `names` while /workers lists `alive`: the directories of departed
+    /// workers not handed to T6 yet (each is returned once).
+    std::vector<std::string> assign_dirs_listed(
+        const std::vector<std::string>& names, const std::set<std::string>& alive
+    );
+
+    // --- pending tasks and cancels ----------------------------------------------------------
+
+    void shard_listed(std::uint32_t shard, std::vector<std::string> names);
+    /// The data of a load action's tasks; true when a read failed (pause before the next).
+    bool tasks_loaded(const std::vector<task_read>& reads);
+    /// The load action is over (after the pause, if any).
+    void load_finished();
+    void cancels_listed(const std::vector<std::string>& names);
+    /// True when `path` is not being cleared yet: the caller clears it, then foreign_cleared().
+    bool begin_clearing(const std::string& path);
+    void foreign_cleared(const std::string& path);
+
+    // --- decisions and their answers ----------------------------------------------------------
+
+    /// Cancels, rejections, assignments and reads to start now.
+    master_step next(clock::time_point now);
+    /// The transaction of an assign, reject or cancel action ended. Actions it calls for
+    /// (a rejection, clearing) come with the next next().
+    void done(const master_action& a, const master_txn_report& r, clock::time_point now);
+
+    [[nodiscard]] std::size_t queue_depth() const { return pending_.size(); }
+    [[nodiscard]] std::string pending_path(const std::string& tid) const;
+
+private:
+    /// A pending task. Its data is read only when it may be placed soon (near the head of the
+    /// queue while slots are free): a backlog costs an id each, not a copy of every task, and
+    /// a task cancelled while waiting is never read.
+    struct pending_entry {
+        std::uint32_t shard = 0;
+        bool loading = false;  // its read is out
+        // Once loaded. A pointer: a pending task not yet read costs no room for a task_spec.
+        std::unique_ptr<protocol::task_spec> spec;
+        std::string malformed;   // why
+        bool in_flight = false;  // a transaction about it is out
+    };
+
+    struct worker_entry {
+        protocol::member_info info;
+        bool alive = true;
+        std::set<std::string> assigned;  // from its directory, plus our commits
+        int in_flight = 0;               // assignments sent, not yet answered
+        bool dir_missing = false;        // its /assign/<id> was deleted: nothing can go there
+    };
+
+    /// A pending task whose transactions failed for reasons of its own: it waits before the
+    /// next try, longer each time, so no failure turns into a loop.
+    struct trouble {
+        int failures = 0;
+        clock::time_point not_before;
+    };
+
+    using pending_map = std::map<std::string, pending_entry>;
+
+    [[nodiscard]] std::string path_of(const std::string& tid, const pending_entry& p) const;
+    void forget(pending_map::iterator p);
+    void clear_foreign(const std::string& path);
+    int note_trouble(
+        const std::string& tid,
+        std::string_view what,
+        const std::string& error,
+        clock::time_point now
+    );
+    [[nodiscard]] bool may_try(const std::string& tid, clock::time_point now) const;
+    [[nodiscard]] std::vector<protocol::worker_slot> slots() const;
+    void reject(const std::string& tid, pending_entry& p, std::string_view code, std::string why);
+
+    void handle_cancels(clock::time_point now);
+    std::optional<clock::time_point> reject_unplaceable(clock::time_point now);
+    void assign(clock::time_point now);
+    void load_more();
+
+    void assign_done(const master_action& a, const master_txn_report& r, clock::time_point now);
+    void reject_done(const master_action& a, const master_txn_report& r, clock::time_point now);
+    void cancel_done(const master_action& a, const master_txn_report& r);
+
+    protocol::layout l_;
+    std::int64_t epoch_;
+    options opts_;
+    master_stats& stats_;
+    protocol::placer placer_;
+    std::vector<master_action> out_;  // actions decided outside next(), handed out by it
+
+    std::map<std::string, worker_entry> workers_;
+    std::set<std::string> ignored_;       // worker nodes with garbage data
+    std::set<std::string> orphans_seen_;  // directories of departed workers handed to T6
+    pending_map pending_;                 // by task id: FIFO within priority
+    std::set<std::string> loaded_;        // pending tasks whose data is read, in the same order
+    bool loading_ = false;                // a batch of reads is out
+    std::map<std::uint32_t, std::unordered_set<std::string>> shard_tasks_;
+    std::set<std::string> cancels_;
+    std::set<std::string> cancels_in_flight_;
+    std::set<std::string> cancel_failures_;
+    std::map<std::string, clock::time_point> unknown_cancels_;
+    std::map<std::string, clock::time_point> unserved_since_;
+    std::map<std::string, trouble> troubled_;  // pending tasks whose transactions failed
+    std::set<std::string> clearing_;           // nodes whose foreign children are being deleted
+};
+
+}  // namespace zkd::roles

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: MIT
+// The master's decisions without ZooKeeper (roles/master_view.hpp): events in, actions out,
+// the answers to its transactions fed back by hand. Time is a parameter: no test sleeps.
+#include "protocol/ids.hpp"
+#include "roles/master_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace zkd;
+using namespace zkd::roles;
+using kind = master_action::kind;
+using clock_type = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+// Task ids of §3: t<9 - priority>-<ms>-<client><counter>; they sort FIFO within priority.
+std::string tid(int priority, int n) {
+    return "t" + std::to_string(9 - priority) + "-1763733600123-3fa9c2d1" +
+           std::string(6 - std::to_string(n).size(), '0') + std::to_string(n);
+}
+
+std::string worker_data(int capacity, std::vector<std::string> types, bool draining = false) {
+    protocol::member_info w;
+    w.id = "w";
+    w.host = "h";
+    w.pid = 1;
+    w.capacity = capacity;
+    w.types = std::move(types);
+    w.started_ms = 1;
+    w.draining = draining;
+    return protocol::encode(w);
+}
+
+std::string task_data(std::string type = "echo", int attempt = 1, int max_attempts = 3) {
+    protocol::task_spec t;
+    t.type = std::move(type);
+    t.args = "x";
+    t.attempt = attempt;
+    t.max_attempts = max_attempts;
+    t.submitted_ms = 1763733600123;
+    return protocol::encode(t);
+}
+
+master_txn_report committed(std::size_t ops) {
+    return {
+        protocol::txn_answer{false, std::vector<protocol::op_code>(ops, protocol::op_code::ok)},
+        false,
+        {}};
+}
+
+/// A failure of op `at` of `ops` with `code`.
+master_txn_report failed(
+    std::size_t ops, std::size_t at, protocol::op_code code, bool retryable = false
+) {
+    master_txn_report r{
+        protocol::txn_answer{true, std::vector<protocol::op_code>(ops, protocol::op_code::not_run)},
+        retryable, "some error"};
+    for (std::size_t i = 0; i < at; ++i) {
+        r.answer.per_op[i] = protocol::op_code::ok;
+    }
+    r.answer.per_op[at] = code;
+    return r;
+}
+
+/// A lost answer: no per-op results.
+master_txn_report unknown() {
+    return {protocol::txn_answer{true, {}}, true, "connection loss"};
+}
+
+std::vector<master_action> of_kind(const master_step& s, kind k) {
+    std::vector<master_action> out;
+    std::copy_if(
+        s.actions.begin(), s.actions.end(), std::back_inserter(out),
+        [&](const master_action& a) { return a.what == k; }
+    );
+    return out;
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
+struct RolesMasterView : ::testing::Test {
+    master_stats stats;
+    clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(1);
+    std::vector<protocol::task_spec> assigned_specs;
+    master_state view{
+        protocol::layout{}, 7,
+        master_state::options{
+            protocol::placement_policy::least_loaded, milliseconds(10'000), milliseconds(30'000),
+            [this](const protocol::task_spec& t) { assigned_specs.push_back(t); }},
+        stats};
+    std::vector<std::string> live;
+
+    void join(const std::string& id, int capacity, std::vector<std::string> types = {"echo"}) {
+        live.push_back(id);
+        const auto change = view.workers_listed(live);
+        ASSERT_EQ(change.to_read, std::vector<std::string>{id});
+        ASSERT_TRUE(view.worker_read(id, worker_data(capacity, std::move(types)), true));
+        ASSERT_TRUE(view.worker_dir_listed(id, {}));
+    }
+
+    std::vector<std::string> leave(const std::string& id) {
+        std::erase(live, id);
+        return view.workers_listed(live).departed;
+    }
+
+    /// Lists `tids` in shard 0 and answers the load the view asks for with `data`.
+    void submit(const std::vector<std::string>& tids, const std::string& data = task_data()) {
+        view.shard_listed(0, tids);
+        load(data);
+    }
+
+    /// Answers the view's read of pending tasks, all with `data` (the only action due).
+    void load(const std::string& data) {
+        auto step = view.next(t0);
+        ASSERT_EQ(step.actions.size(), 1U);
+        auto loads = of_kind(step, kind::load);
+        ASSERT_EQ(loads.size(), 1U);
+        std::vector<task_read> reads;
+        for (const auto& t : loads[0].tids) {
+            reads.push_back(task_read{t, task_read::status::ok, data, 0});
+        }
+        EXPECT_FALSE(view.tasks_loaded(reads));
+        view.load_finished();
+    }
+};
+
+}  // namespace
+
+TEST_F(RolesMasterView, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorkerCheck) {
+    join("w1", 2);
+    const auto low = tid(3, 1);
+    const auto first = tid(5, 2);
+    const auto second = tid(5, 3);
+    const auto high = tid(8, 4);
+    submit({low, second, first, high});
+    auto step = view.next(t0);
+    const auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 2U);  // two slots
+    EXPECT_EQ(assigns[0].tid, high);
+    EXPECT_EQ(assigns[1].tid, first);
+    EXPECT_EQ(assigns[0].worker, "w1");
+    EXPECT_EQ(
+        assigns[0].ops, protocol::assign_ops(
+                            0, high, "w1", *protocol::decode_task(task_data()), 7,
+                            protocol::decode_task(assigns[0].ops[2].data)->assigned_ms
+                        )
+    );
+    // Full until an answer or the worker's directory says otherwise.
+    EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());
+    view.done(assigns[0], committed(3), t0);
+    view.done(assigns[1], committed(3), t0);
+    EXPECT_EQ(stats.assigned, 2U);
+    EXPECT_EQ(assigned_specs.size(), 2U);
+    EXPECT_EQ(view.queue_depth(), 2U);
+    EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());
+    // The worker finished one: its slot goes to the next in line.
+    EXPECT_EQ(view.worker_dir_listed("w1", {first}), 1U);
+    EXPECT_EQ(stats.finished, 1U);
+    const auto next = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(next.size(), 1U);
+    EXPECT_EQ(next[0].tid, second);
+}
+
+TEST_F(RolesMasterView, OnlyWorkersServingTheTypeGetItAndDrainingOnesNone) {
+    join("w1", 4, {"other"});
+    join("w2", 4, {"echo"});
+    submit({tid(5, 1)});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].worker, "w2");
+    view.done(assigns[0], committed(3), t0);
+
+    ASSERT_TRUE(view.worker_updated("w2", worker_data(4, {"echo"}, true)));
+    submit({tid(5, 2)});
+    const auto step = view.next(t0);
+    EXPECT_TRUE(of_kind(step, kind::assign).empty());
+    // Only a draining worker serves the type now: that counts as none, after the grace.
+    EXPECT_TRUE(of_kind(step, kind::reject).empty());
+    ASSERT_TRUE(step.wake_at);
+    EXPECT_EQ(of_kind(view.next(*step.wake_at), kind::reject).size(), 1U);
+}
+
+TEST_F(RolesMasterView, AMalformedTaskAndANameThatIsNoTaskIdEndInFailedResults) {
+    join("w1", 2);
+    submit({tid(5, 1)}, "{ this is not json");
+    view.shard_listed(0, {tid(5, 1), "garbage"});
+    auto rejects = of_kind(view.next(t0), kind::reject);
+    ASSERT_EQ(rejects.size(), 2U);
+    for (const auto& r : rejects) {
+        EXPECT_EQ(r.code, protocol::task_error::malformed_task);
+        ASSERT_EQ(r.ops.size(), 2U);
+        EXPECT_EQ(r.ops[0], protocol::txn_op::remove(view.pending_path(r.tid)));
+    }
+    view.done(rejects[0], committed(2), t0);
+    view.done(rejects[1], failed(2, 0, protocol::op_code::no_node), t0);  // gone: forgotten too
+    EXPECT_EQ(stats.rejected, 1U);
+    EXPECT_EQ(view.queue_depth(), 0U);
+    EXPECT_TRUE(view.next(t0).actions.empty());
+}
+
+TEST_F(RolesMasterView, ATypeNobodyServesFailsOnlyAfterItsGrace) {
+    join("w1", 2);
+    submit({tid(5, 1)}, task_data("nobody"));
+    auto step = view.next(t0);
+    EXPECT_TRUE(of_kind(step, kind::reject).empty());
+    ASSERT_TRUE(step.wake_at);
+    EXPECT_EQ(*step.wake_at, t0 + milliseconds(10'000));
+    EXPECT_TRUE(of_kind(view.next(t0 + milliseconds(9'999)), kind::reject).empty());
+    auto rejects = of_kind(view.next(t0 + milliseconds(10'000)), kind::reject);
+    ASSERT_EQ(rejects.size(), 1U);
+    EXPECT_EQ(rejects[0].code, protocol::task_error::unknown_type);
+}
+
+TEST_F(RolesMasterView, NoWorkersAtAllIsNoReasonToRejectOrEvenRead) {
+    view.shard_listed(0, {tid(5, 1)});
+    const auto step = view.next(t0 + std::chrono::hours(1));
+    EXPECT_TRUE(step.actions.empty());
+    EXPECT_EQ(view.queue_depth(), 1U);
+}
+
+TEST_F(RolesMasterView, AFailingAssignmentBacksOffAndEndsFailedAfterMaxTries) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    submit({t});
+    auto now = t0;
+    milliseconds expected_wait(200);
+    for (int i = 1; i <= master_state::max_assign_failures; ++i) {
+        auto assigns = of_kind(view.next(now), kind::assign);
+        ASSERT_EQ(assigns.size(), 1U) << "try " << i;
+        view.done(assigns[0], failed(3, 1, protocol::op_code::other), now);
+        if (i == master_state::max_assign_failures) {
+            break;
+        }
+        const auto step = view.next(now);
+        EXPECT_TRUE(of_kind(step, kind::assign).empty()) << "no retry before its time";
+        ASSERT_TRUE(step.wake_at);
+        EXPECT_EQ(*step.wake_at, now + expected_wait);
+        now += expected_wait;
+        expected_wait *= 2;
+    }
+    auto rejects = of_kind(view.next(now), kind::reject);
+    ASSERT_EQ(rejects.size(), 1U);
+    EXPECT_EQ(rejects[0].code, protocol::task_error::malformed_task);
+    EXPECT_NE(rejects[0].why.find("cannot be assigned"), std::string::npos);
+}
+
+TEST_F(RolesMasterView, LostAnswersAreRetriedForeverNeverFailingTheTask) {
+    join("w1", 1);
+    submit({tid(5, 1)});
+    auto now = t0;
+    for (int i = 0; i < 10; ++i) {
+        const auto step = view.next(now);
+        EXPECT_TRUE(of_kind(step, kind::reject).empty());
+        auto assigns = of_kind(step, kind::assign);
+        ASSERT_EQ(assigns.size(), 1U) << "try " << i;
+        view.done(assigns[0], unknown(), now);
+        now += milliseconds(5'000);  // the longest wait
+    }
+    EXPECT_TRUE(of_kind(view.next(now), kind::reject).empty());
+}
+
+TEST_F(RolesMasterView, AnAnswerSayingTheTaskIsGoneOrTheWorkerLeftIsNoTrouble) {
+    join("w1", 2);
+    submit({tid(5, 1), tid(5, 2)});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 2U);
+    view.done(assigns[0], failed(3, 1, protocol::op_code::no_node), t0);  // cancelled meanwhile
+    view.done(assigns[1], failed(3, 0, protocol::op_code::no_node), t0);  // worker check failed
+    EXPECT_EQ(view.queue_depth(), 1U);
+    const auto again = of_kind(view.next(t0), kind::assign);  // at once, no backoff
+    ASSERT_EQ(again.size(), 1U);
+    EXPECT_EQ(again[0].tid, tid(5, 2));
+}
+
+TEST_F(RolesMasterView, ADeletedWorkerDirectoryStopsAssignmentsThereUntilItIsBack) {
+    join("w1", 2);
+    submit({tid(5, 1)});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    view.done(assigns[0], failed(3, 2, protocol::op_code::no_node), t0);
+    EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());
+    view.worker_dir_back("w1");
+    EXPECT_EQ(of_kind(view.next(t0), kind::assign).size(), 1U);
+}
+
+TEST_F(RolesMasterView, ADeposedMasterNotesNoTroubleForItsFailures) {
+    join("w1", 1);
+    submit({tid(5, 1)});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    stats.deposed = true;
+    view.done(assigns[0], failed(3, 1, protocol::op_code::other), t0);
+    const auto step = view.next(t0);
+    EXPECT_FALSE(step.wake_at);
+    EXPECT_EQ(of_kind(step, kind::assign).size(), 1U);
+}
+
+TEST_F(RolesMasterView, CancelOfAPendingTaskFailsItCancelled) {
+    join("w1", 1, {"other"});
+    const auto t = tid(5, 1);
+    view.shard_listed(0, {t});
+    view.cancels_listed({t});
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    EXPECT_EQ(cancels[0].ops[0], protocol::txn_op::remove(view.pending_path(t)));
+    EXPECT_EQ(cancels[0].ops[2], protocol::txn_op::remove(protocol::layout::cancel_request(t)));
+    EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty());  // one at a time
+    view.done(cancels[0], committed(3), t0);
+    EXPECT_EQ(stats.cancelled, 1U);
+    EXPECT_EQ(view.queue_depth(), 0U);
+}
+
+TEST_F(RolesMasterView, CancelOfAnAssignedTaskLeavesAMarkerForItsWorker) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    ASSERT_TRUE(view.worker_dir_listed("w1", {t}));
+    view.cancels_listed({t});
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    EXPECT_EQ(cancels[0].ops, protocol::cancel_assigned_ops("w1", t));
+}
+
+TEST_F(
+    RolesMasterView, ACancelArrivingWhileT2IsInFlightWaitsAndTheWorkerDyingMakesItAPendingCancel
+) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    submit({t});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    view.cancels_listed({t});
+    EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty()) << "decided when T2 lands";
+    EXPECT_EQ(leave("w1"), std::vector<std::string>{"w1"});
+    // T2 failed on the worker's check: the task is still pending here, and cancelled so.
+    view.done(assigns[0], failed(3, 0, protocol::op_code::no_node), t0);
+    auto step = view.next(t0);
+    EXPECT_TRUE(of_kind(step, kind::assign).empty());
+    auto cancels = of_kind(step, kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    EXPECT_EQ(cancels[0].ops[0], protocol::txn_op::remove(view.pending_path(t)));
+    view.done(cancels[0], committed(3), t0);
+    EXPECT_EQ(view.queue_depth(), 0U);
+    view.departed_done("w1");
+    EXPECT_FALSE(view.worker_alive("w1"));
+}
+
+TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheAssignmentGoneFollowsTheTaskBackToPending) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    submit({t});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    view.cancels_listed({t});
+    view.done(assigns[0], committed(3), t0);
+    // The task sits in w1's directory: a marker goes there.
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    EXPECT_EQ(cancels[0].ops, protocol::cancel_assigned_ops("w1", t));
+    // The worker dies and T6 moves the task back to pending before the marker lands: the
+    // marker's check of the assignment fails.
+    EXPECT_EQ(leave("w1"), std::vector<std::string>{"w1"});
+    view.done(cancels[0], failed(3, 0, protocol::op_code::no_node), t0);
+    EXPECT_EQ(stats.cancelled, 0U);
+    view.shard_listed(0, {t});
+    // The request still stands: the task is cancelled where it is now, not left to run again
+    // with its request dropped.
+    auto again = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(again.size(), 1U);
+    EXPECT_EQ(again[0].ops[0], protocol::txn_op::remove(view.pending_path(t)));
+    view.done(again[0], committed(3), t0);
+    EXPECT_EQ(stats.cancelled, 1U);
+    EXPECT_EQ(view.queue_depth(), 0U);
+}
+
+TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheTaskFinishedIsDroppedAfterTheUsualWait) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    ASSERT_TRUE(view.worker_dir_listed("w1", {t}));
+    view.cancels_listed({t});
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    view.done(cancels[0], failed(3, 0, protocol::op_code::no_node), t0);  // finished meanwhile
+    // Not sent again as a marker (its directory listing is not in yet), and only dropped
+    // once unknown for the usual 30 s.
+    EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty());
+    auto drop = of_kind(view.next(t0 + milliseconds(30'000)), kind::cancel);
+    ASSERT_EQ(drop.size(), 1U);
+    EXPECT_EQ(drop[0].ops, protocol::drop_cancel_ops(t));
+}
+
+TEST_F(RolesMasterView, APendingTaskThatVanishedUnderACancelIsForgottenNotCancelledInALoop) {
+    join("w1", 1, {"other"});
+    const auto t = tid(5, 1);
+    view.shard_listed(0, {t});
+    view.cancels_listed({t});
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    // Its shard's listing came while the cancel was out (and kept it, being in flight).
+    view.shard_listed(0, {});
+    view.done(cancels[0], failed(3, 0, protocol::op_code::no_node), t0);
+    EXPECT_EQ(view.queue_depth(), 0U);
+    EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty());
+}
+
+TEST_F(RolesMasterView, ACancelForATaskUnknownHereIsDroppedOnlyAfterThirtySeconds) {
+    join("w1", 1);
+    const auto t = tid(5, 1);
+    view.cancels_listed({t});
+    EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty());
+    EXPECT_TRUE(of_kind(view.next(t0 + milliseconds(29'999)), kind::cancel).empty());
+    auto cancels = of_kind(view.next(t0 + milliseconds(30'000)), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    EXPECT_EQ(cancels[0].ops, protocol::drop_cancel_ops(t));
+}
+
+TEST_F(RolesMasterView, ForeignChildrenAreClearedBeforeTheTaskIsCancelled) {
+    join("w1", 1, {"other"});
+    const auto t = tid(5, 1);
+    view.shard_listed(0, {t});
+    view.cancels_listed({t});
+    auto cancels = of_kind(view.next(t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    view.done(cancels[0], failed(3, 0, protocol::op_code::not_empty), t0);
+    auto step = view.next(t0);
+    auto clears = of_kind(step, kind::clear_foreign);
+    ASSERT_EQ(clears.size(), 1U);
+    EXPECT_EQ(clears[0].path, view.pending_path(t));
+    EXPECT_TRUE(of_kind(step, kind::cancel).empty());
+    EXPECT_FALSE(view.begin_clearing(clears[0].path));  // once at a time
+    view.foreign_cleared(clears[0].path);
+    EXPECT_EQ(of_kind(view.next(t0), kind::cancel).size(), 1U);
+}
+
+TEST_F(RolesMasterView, AWorkerLeavingWithTasksIsHandedToT6AndForgottenAfter) {
+    join("w1", 3);
+    join("w2", 3);
+    ASSERT_TRUE(view.worker_dir_listed("w1", {tid(5, 1), tid(5, 2)}));
+    EXPECT_EQ(leave("w1"), std::vector<std::string>{"w1"});
+    EXPECT_TRUE(leave("w9").empty());
+    EXPECT_FALSE(view.worker_dir_listed("w1", {}));  // T6 owns the directory now
+    EXPECT_FALSE(view.worker_updated("w1", worker_data(3, {"echo"})));
+    EXPECT_FALSE(view.worker_dir_missing("w1"));
+    // Its tasks come back pending (T6) and go to the live worker.
+    submit({tid(5, 1), tid(5, 2)});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 2U);
+    EXPECT_EQ(assigns[0].worker, "w2");
+    view.departed_done("w1");
+    // A directory without a worker (a dead master's leftover) is handed to T6 once.
+    EXPECT_EQ(
+        view.assign_dirs_listed({"w1", "w2", "w3"}, {"w2"}), (std::vector<std::string>{"w1", "w3"})
+    );
+    EXPECT_TRUE(view.assign_dirs_listed({"w1", "w3"}, {"w2"}).empty());
+}
+
+TEST_F(RolesMasterView, WorkerNodesThatAreNotAWorkersSessionAreIgnored) {
+    live = {"p1", "g1"};
+    const auto change = view.workers_listed(live);
+    EXPECT_EQ(change.to_read.size(), 2U);
+    EXPECT_FALSE(view.worker_read("p1", worker_data(4, {"echo"}), false));  // persistent
+    EXPECT_FALSE(view.worker_read("g1", "garbage", true));
+    EXPECT_TRUE(view.workers_listed(live).to_read.empty());  // not read again
+    view.shard_listed(0, {tid(5, 1)});
+    EXPECT_TRUE(view.next(t0).actions.empty());
+}
+
+TEST_F(RolesMasterView, AFinishedBundleCountsItsTasks) {
+    join("w1", 2);
+    const auto bundle = protocol::bundle_id(tid(5, 1), 3);
+    ASSERT_TRUE(
+        view.worker_dir_listed("w1", {bundle, bundle + std::string(protocol::cancel_marker_suffix)})
+    );
+    EXPECT_EQ(view.worker_dir_listed("w1", {}), 3U);
+}
+
+TEST_F(RolesMasterView, APendingNodeThatVanishesBeforeItIsReadIsForgotten) {
+    join("w1", 1);
+    view.shard_listed(0, {tid(5, 1)});
+    auto loads = of_kind(view.next(t0), kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    EXPECT_TRUE(of_kind(view.next(t0), kind::load).empty());  // one batch at a time
+    EXPECT_TRUE(view.tasks_loaded({task_read{tid(5, 1), task_read::status::error, {}, 0}}));
+    view.load_finished();
+    loads = of_kind(view.next(t0), kind::load);
+    ASSERT_EQ(loads.size(), 1U) << "read again after an error";
+    EXPECT_FALSE(view.tasks_loaded({task_read{tid(5, 1), task_read::status::gone, {}, 0}}));
+    view.load_finished();
+    EXPECT_EQ(view.queue_depth(), 0U);
+}
