@@ -199,7 +199,17 @@ TEST_F(RolesLostPublish, AResultConsumedBeforeTheLostAnswerIsNotPublishedAgain) 
             co_await settle(10ms);
         }
         ASSERT_TRUE(started->load()) << "the task never ran";
-        co_await settle(100ms);  // the worker's running mark (§4) is written as it starts
+        // The worker's running mark (T3, §4) is written as the task starts: wait for it, so
+        // that the only write whose answer is lost below is T4.
+        bool marked = false;
+        for (int i = 0; i < 500 && !marked; ++i) {
+            auto a = co_await direct->get(layout_.assignment(me.id, tid));
+            marked = a && a->data.find("running_ms") != std::string::npos;
+            if (!marked) {
+                co_await settle(10ms);
+            }
+        }
+        ASSERT_TRUE(marked) << "the worker never marked its task running";
 
         // T4 reaches the server; its answer never comes back. The client consumes the result.
         wire.drop_answers(true);
@@ -216,8 +226,8 @@ TEST_F(RolesLostPublish, AResultConsumedBeforeTheLostAnswerIsNotPublishedAgain) 
         for (int i = 0; i < 1000 && published->load() == 0; ++i) {
             co_await settle(10ms);
         }
+        // on_published runs after the worker's last write: a second result would be there now.
         ASSERT_EQ(published->load(), 1) << "the worker never settled its publish";
-        co_await settle(300ms);
         auto again = co_await direct->exists(layout_.result(tid));
         ASSERT_TRUE(again);
         EXPECT_FALSE(again->has_value()) << "the consumed result was published a second time";
