@@ -149,6 +149,7 @@ TEST(ProtocolTaskCodec, Validation) {
     expect_refused(d, R"({"v":1,"type":"t","priority":4.5})", R"("priority")");
     expect_refused(d, R"({"v":1,"type":"t","max_attempts":0})", R"("max_attempts")");
     expect_refused(d, R"({"v":1,"type":"t","max_attempts":3000000000})", R"("max_attempts")");
+    expect_refused(d, R"({"v":1,"type":"t","max_attempts":1001})", R"("max_attempts")");
     expect_refused(d, R"({"v":1,"type":"t","timeout_ms":-1})", R"("timeout_ms")");
     expect_refused(d, R"({"v":1,"type":"t","attempt":0})", R"("attempt")");
     expect_refused(d, R"({"v":1,"type":"t","epoch":-2})", R"("epoch")");
@@ -172,6 +173,10 @@ TEST(ProtocolTaskCodec, Validation) {
     t = example_task();
     t.max_attempts = 0;
     EXPECT_FALSE(validate(t));
+    t.max_attempts = max_attempts_limit + 1;
+    EXPECT_FALSE(validate(t));
+    t.max_attempts = max_attempts_limit;
+    EXPECT_TRUE(validate(t));
     EXPECT_THROW(decode_task("nope").value(), std::invalid_argument);
 }
 
