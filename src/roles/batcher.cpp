@@ -41,6 +41,23 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
     int in_flight = 0;
     std::size_t in_flight_groups = 0;
     stats counters;
+    std::vector<asio::any_completion_handler<void(zkco::error_code)>> idle_waiters;
+
+    /// Resumes the async_wait_idle callers once nothing is queued or in flight (posted: we
+    /// may be inside a handler of theirs), or at once with `ec` (the batcher is going).
+    void notify_idle(zkco::error_code ec = {}) {
+        if (idle_waiters.empty() || (!ec && (!queue.empty() || in_flight_groups > 0))) {
+            return;
+        }
+        auto waiters = std::move(idle_waiters);
+        idle_waiters.clear();
+        for (auto& w : waiters) {
+            auto hex = asio::get_associated_executor(w, ex);
+            asio::post(ex, [hex, ec, h = std::move(w)]() mutable {
+                asio::dispatch(hex, [ec, h = std::move(h)]() mutable { std::move(h)(ec); });
+            });
+        }
+    }
 
     // Receipts (enable_receipts): slot k is the node "<receipt_prefix><k>".
     struct receipt_slot {
@@ -205,6 +222,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         const auto n = batch.size();
         co_await resolve(self, std::move(batch), rc, lost);
         self->in_flight_groups -= n;
+        self->notify_idle();
     }
 
     void disable_receipts(zkco::error_code why) {
@@ -286,6 +304,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             complete(*g, ec, slice(*g, results));
         }
         pump();
+        notify_idle();
     }
 };
 
@@ -294,6 +313,7 @@ multi_batcher::multi_batcher(zkco::client& zk, limits lim)
 
 multi_batcher::~multi_batcher() {
     state_->zk = nullptr;
+    state_->notify_idle(asio::error::operation_aborted);
     auto queued = std::move(state_->queue);
     for (auto& g : queued) {
         // Posted: we may be inside a handler of the group's owner.
@@ -324,6 +344,11 @@ bool multi_batcher::receipts_enabled() const noexcept { return !state_->receipt_
 
 std::size_t multi_batcher::outstanding() const noexcept {
     return state_->queue.size() + state_->in_flight_groups;
+}
+
+void multi_batcher::wait_idle(asio::any_completion_handler<void(zkco::error_code)> h) {
+    state_->idle_waiters.push_back(std::move(h));  // constructed in place, never assigned
+    state_->notify_idle();
 }
 
 void multi_batcher::submit(std::vector<zkco::multi_op> ops, handler h, bool decided) {

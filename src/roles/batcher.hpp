@@ -88,6 +88,16 @@ public:
             token, std::move(ops));
     }
 
+    /// Completes, void(error_code), once no group is queued or in flight: at once when none
+    /// is, else right after the answer that leaves none. The groups' own handlers run before
+    /// and may queue more: callers that must see none loop on outstanding(). Completes with
+    /// operation_aborted when the batcher is destroyed first.
+    template <class CompletionToken>
+    auto async_wait_idle(CompletionToken&& token) {
+        return boost::asio::async_initiate<CompletionToken, void(zkco::error_code)>(
+            [this](auto h) { wait_idle(std::move(h)); }, token);
+    }
+
     [[nodiscard]] const stats& counters() const noexcept;
     /// True while transactions write receipts (enable_receipts, and none failed for good).
     [[nodiscard]] bool receipts_enabled() const noexcept;
@@ -101,6 +111,7 @@ private:
     struct state;
 
     void submit(std::vector<zkco::multi_op> ops, handler h, bool decided);
+    void wait_idle(boost::asio::any_completion_handler<void(zkco::error_code)> h);
 
     std::shared_ptr<state> state_;
 };

@@ -3,6 +3,7 @@
 
 #include "protocol/ids.hpp"
 #include "roles/task_client.hpp"
+#include "zkco/read_batch.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
@@ -24,79 +25,7 @@ namespace zkd::roles {
 
 namespace {
 
-/// Reads issued together and awaited together: each read gets a slot that its completion
-/// fills; wait() completes once every slot issued so far is filled. The slots and the counter
-/// are shared with the completions, so a caller cancelled early leaves them something alive
-/// to write to. Use from the client's executor.
-class read_batch {
-public:
-    template <class T>
-    using slot = std::shared_ptr<zkco::result<T>>;
-
-private:
-    struct state {
-        explicit state(const asio::any_io_executor& ex)
-            : timer(ex, asio::steady_timer::time_point::max()) {}
-        std::size_t left = 0;
-        asio::steady_timer timer;
-    };
-
-    template <class T>
-    slot<T> new_slot() {
-        ++st_->left;
-        return std::make_shared<zkco::result<T>>(zkco::error_code(asio::error::operation_aborted));
-    }
-
-    template <class T>
-    auto completion(slot<T> s) {
-        return [s, st = st_](zkco::error_code ec, T value) {
-            if (ec) {
-                *s = ec;
-            } else {
-                *s = std::move(value);
-            }
-            if (--st->left == 0) {
-                st->timer.cancel();
-            }
-        };
-    }
-
-    zkco::client& zk_;
-    std::shared_ptr<state> st_;
-
-public:
-    explicit read_batch(zkco::client& zk)
-        : zk_(zk), st_(std::make_shared<state>(zk.get_executor())) {}
-
-    slot<zkco::node> get(std::string path) {
-        auto s = new_slot<zkco::node>();
-        zk_.async_get(std::move(path), completion(s));
-        return s;
-    }
-
-    slot<std::optional<zkco::stat>> exists(std::string path) {
-        auto s = new_slot<std::optional<zkco::stat>>();
-        zk_.async_exists(std::move(path), completion(s));
-        return s;
-    }
-
-    slot<zkco::children> children(std::string path) {
-        auto s = new_slot<zkco::children>();
-        zk_.async_get_children(std::move(path), completion(s));
-        return s;
-    }
-
-    /// Waits for every read issued so far. operation_aborted when cancelled first.
-    asio::awaitable<zkco::result<void>> wait() {
-        if (st_->left > 0) {
-            co_await st_->timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        }
-        if (st_->left > 0) {
-            co_return zkco::error_code(asio::error::operation_aborted);
-        }
-        co_return zkco::result<void>();
-    }
-};
+using zkco::read_batch;
 
 /// no_node means "gone meanwhile", never a failure of the view; anything else is.
 template <class T>
@@ -189,7 +118,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
     read_batch first(zk);
     auto epoch = first.exists(protocol::layout::epoch());
     auto master = first.get(protocol::layout::master());
-    auto workers = first.children(protocol::layout::workers_dir());
+    auto workers = first.get_children(protocol::layout::workers_dir());
     auto cancels = first.exists(protocol::layout::cancel_dir());
     std::vector<read_batch::slot<std::optional<zkco::stat>>> pending;
     for (auto& p : l.pending_shard_paths()) {
@@ -243,7 +172,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
     std::vector<read_batch::slot<zkco::children>> dirs;
     for (const auto& id : ids) {
         infos.push_back(second.get(protocol::layout::worker(id)));
-        dirs.push_back(second.children(protocol::layout::assign_dir(id)));
+        dirs.push_back(second.get_children(protocol::layout::assign_dir(id)));
     }
     const auto second_done = co_await second.wait();
     if (!second_done) {
@@ -320,9 +249,9 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, protocol::
     read_batch first(zk);
     std::vector<read_batch::slot<zkco::children>> shards;
     for (auto& p : l.pending_shard_paths()) {
-        shards.push_back(first.children(std::move(p)));
+        shards.push_back(first.get_children(std::move(p)));
     }
-    auto dirs = first.children(protocol::layout::assign_dir());
+    auto dirs = first.get_children(protocol::layout::assign_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
         co_return first_done.error();
@@ -350,7 +279,7 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, protocol::
     std::vector<read_batch::slot<zkco::children>> listed;
     listed.reserve(owners.size());
     for (const auto& w : owners) {
-        listed.push_back(second.children(protocol::layout::assign_dir(w)));
+        listed.push_back(second.get_children(protocol::layout::assign_dir(w)));
     }
     const auto second_done = co_await second.wait();
     if (!second_done) {
@@ -508,7 +437,7 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, protocol::l
     // a task moving on between the reads is caught in its later state.
     read_batch first(zk);
     auto pending = first.exists(l.pending_task(tid));
-    auto dirs = first.children(protocol::layout::assign_dir());
+    auto dirs = first.get_children(protocol::layout::assign_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
         co_return first_done.error();

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The master's I/O shell (its decisions are in master_view.cpp, its transactions in
-// protocol/master_txn.cpp). Still over 700 lines: the read fan-out (countdown, read_all) is
-// to move to zkco's read batch, and T6, T8, /master and the epoch watch are I/O loops of
-// their own that the view does not decide.
+// protocol/master_txn.cpp); T6, T8, /master and the epoch watch are I/O loops of their own
+// that the view does not decide.
 #include "roles/master.hpp"
 
 #include "reactor/task_group.hpp"
@@ -10,6 +9,7 @@
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
 #include "roles/txn_io.hpp"
+#include "zkco/read_batch.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/master_txn.hpp"
 
@@ -104,10 +104,9 @@ public:
         group_.emit(asio::cancellation_type::terminal);
         co_await group_.async_wait(asio::as_tuple(asio::use_awaitable));
         // Answers to what we sent touch this session: wait for them (they end with the session).
-        asio::steady_timer t(zk_.get_executor());
-        while (batcher_.outstanding() > 0 && !zkco::is_terminal(zk_.state())) {
-            t.expires_after(std::chrono::milliseconds(5));
-            co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        // (A session that ends completes them all with its error.)
+        while (batcher_.outstanding() > 0) {
+            co_await batcher_.async_wait_idle(asio::as_tuple(asio::use_awaitable));
         }
         if (stats_->deposed) {
             spdlog::warn("master {}: deposed (epoch {} is no longer current)", me_.id, epoch_);
@@ -161,8 +160,9 @@ private:
         co_return false;
     }
 
-    /// Completions a coroutine waits for. Shared with the handlers, so that a coroutine
-    /// cancelled early leaves them something alive to write to.
+    /// Transactions a coroutine waits for (T6's, sent through the batcher; reads go through
+    /// zkco::read_batch). Shared with the handlers, so that a coroutine cancelled early
+    /// leaves them something alive to write to.
     struct countdown {
         explicit countdown(const asio::any_io_executor& ex)
             : timer(ex, asio::steady_timer::time_point::max()) {}
@@ -180,50 +180,6 @@ private:
             }
         }
     };
-
-    /// Runs one read per path at once (one round trip for all, not one each): `start(path,
-    /// handler)` starts it, the handler taking (error_code, T).
-    template <class T, class Start>
-    asio::awaitable<std::vector<zkco::result<T>>> read_all(std::vector<std::string> paths,
-                                                           Start start) {
-        struct state : countdown {
-            using countdown::countdown;
-            std::vector<zkco::result<T>> out;
-        };
-        auto st = std::make_shared<state>(zk_.get_executor());
-        st->out.assign(paths.size(), zkco::error_code(zkco::errc::no_node));
-        st->left = paths.size();
-        for (std::size_t i = 0; i < paths.size(); ++i) {
-            start(std::move(paths[i]), [st, i](zkco::error_code ec, T v) {
-                if (ec) {
-                    st->out[i] = ec;
-                } else {
-                    st->out[i] = std::move(v);
-                }
-                st->done();
-            });
-        }
-        co_await st->wait();
-        if (st->left > 0) {
-            // Cancelled with reads still out: their answers will still write into `out`, so
-            // it must stay whole (a moved-from vector was written through a null pointer).
-            co_return st->out;
-        }
-        co_return std::move(st->out);
-    }
-
-    /// The data of many nodes at once.
-    asio::awaitable<std::vector<zkco::result<zkco::node>>> get_all(std::vector<std::string> paths) {
-        auto start = [this](std::string p, auto h) { zk_.async_get(std::move(p), std::move(h)); };
-        return read_all<zkco::node>(std::move(paths), start);
-    }
-
-    /// The stats of many nodes at once (nullopt: no such node).
-    asio::awaitable<std::vector<zkco::result<std::optional<zkco::stat>>>> exists_all(
-        std::vector<std::string> paths) {
-        auto start = [this](std::string p, auto h) { zk_.async_exists(std::move(p), std::move(h)); };
-        return read_all<std::optional<zkco::stat>>(std::move(paths), start);
-    }
 
     // --- watchers: they keep the view, the schedule loop acts on it ----------------------
 
@@ -268,7 +224,7 @@ private:
         for (const auto& id : change.to_read) {
             paths.push_back(protocol::layout::worker(id));
         }
-        auto nodes = co_await get_all(paths);
+        auto nodes = co_await zkco::get_all(zk_, paths);
         for (std::size_t i = 0; i < change.to_read.size(); ++i) {
             if (!nodes[i]) {
                 continue;  // gone again
@@ -374,7 +330,7 @@ private:
 
     /// Reads the data of the pending tasks the view asks for, then tells it.
     asio::awaitable<void> load(std::vector<std::string> tids, std::vector<std::string> paths) {
-        auto nodes = co_await get_all(std::move(paths));
+        auto nodes = co_await zkco::get_all(zk_, std::move(paths));
         std::vector<task_read> reads(tids.size());
         for (std::size_t i = 0; i < tids.size(); ++i) {
             reads[i].tid = std::move(tids[i]);
@@ -484,7 +440,7 @@ private:
             for (const auto& tid : tids) {
                 paths.push_back(zkco::join_path(dir, tid));
             }
-            auto nodes = co_await get_all(paths);
+            auto nodes = co_await zkco::get_all(zk_, paths);
             auto pending = std::make_shared<countdown>(zk_.get_executor());
             for (std::size_t i = 0; i < tids.size(); ++i) {
                 if (!nodes[i]) {
@@ -581,7 +537,7 @@ private:
                     }
                     seen.insert(std::move(path));
                 }
-                auto stats = co_await exists_all(fresh);
+                auto stats = co_await zkco::exists_all(zk_, fresh);
                 for (std::size_t i = 0; i < fresh.size(); ++i) {
                     if (stats[i] && *stats[i]) {
                         written[fresh[i]] = (*stats[i])->ctime;

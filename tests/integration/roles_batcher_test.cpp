@@ -42,12 +42,10 @@ protected:
         return out;
     }
 
-    asio::awaitable<void> drain(multi_batcher& b) {
-        asio::steady_timer t(ioc_);
-        const auto deadline = std::chrono::steady_clock::now() + 30s;
-        while (b.outstanding() > 0 && std::chrono::steady_clock::now() < deadline) {
-            t.expires_after(1ms);
-            co_await t.async_wait(asio::use_awaitable);
+    static asio::awaitable<void> drain(multi_batcher& b) {
+        while (b.outstanding() > 0) {
+            auto [ec] = co_await b.async_wait_idle(asio::as_tuple(asio::use_awaitable));
+            EXPECT_FALSE(ec) << ec.message();
         }
     }
 
@@ -55,6 +53,61 @@ protected:
         return op::create{std::move(path), "x", create_mode::persistent, {}};
     }
 };
+
+TEST_F(RolesBatcher, WaitIdleCompletesOnceNothingIsQueuedOrInFlight) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        multi_batcher b(zk, {10, 900'000, 1});
+        // Nothing out: at once.
+        auto [none] = co_await b.async_wait_idle(asio::as_tuple(asio::use_awaitable));
+        EXPECT_FALSE(none);
+        std::vector<std::shared_ptr<outcome>> groups;
+        for (int i = 0; i < 40; ++i) {
+            groups.push_back(submit(b, {create_op("/i" + std::to_string(i))}));
+        }
+        // A handler that queues more: the waiter sees it only by looping on outstanding().
+        auto chained = std::make_shared<outcome>();
+        b.async_submit({create_op("/i-first")}, [&b, chained](error_code, std::vector<op_result>) {
+            b.async_submit({create_op("/i-chained")}, [chained](error_code ec, std::vector<op_result>) {
+                chained->done = true;
+                chained->ec = ec;
+            });
+        });
+        auto [ec] = co_await b.async_wait_idle(asio::as_tuple(asio::use_awaitable));
+        EXPECT_FALSE(ec);
+        for (const auto& g : groups) {
+            EXPECT_TRUE(g->done);  // every answer was in when it completed
+        }
+        co_await drain(b);
+        EXPECT_EQ(b.outstanding(), 0U);
+        EXPECT_TRUE(chained->done);
+        EXPECT_FALSE(chained->ec) << chained->ec.message();
+    }());
+}
+
+TEST_F(RolesBatcher, WaitIdleIsAbortedWhenTheBatcherGoes) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        auto b = std::make_unique<multi_batcher>(zk, multi_batcher::limits{10, 900'000, 1});
+        auto g = submit(*b, {create_op("/gone0")});
+        (void)submit(*b, {create_op("/gone1")});  // queued behind the one in flight
+        auto waiter = std::make_shared<outcome>();
+        b->async_wait_idle([waiter](error_code ec) {
+            waiter->done = true;
+            waiter->ec = ec;
+        });
+        b.reset();
+        asio::steady_timer t(ioc_);
+        for (int i = 0; i < 3000 && !(waiter->done && g->done); ++i) {
+            t.expires_after(1ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_TRUE(waiter->done);
+        EXPECT_EQ(waiter->ec, error_code(asio::error::operation_aborted));
+    }());
+}
 
 TEST_F(RolesBatcher, ALoneGroupGoesAtOnceAndLoadIsBatched) {
     run([&]() -> asio::awaitable<void> {
