@@ -7,9 +7,8 @@
 #include "cli/session.hpp"
 #include "http/api.hpp"
 #include "http/server.hpp"
-#include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
-#include "reactor/lag_probe.hpp"
+#include "reactor/reactor.hpp"
 #include "reactor/signals.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/exec.hpp"
@@ -20,7 +19,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
@@ -244,10 +242,14 @@ int cmd_run(int argc, char** argv) {
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
     crack::add_handlers(reg);  // md5-crack, the partitions of `zkd crack`
     add_exec_types(a, reg);
-    reactor::compute_pool pool(threads);
-    asio::io_context ioc(1);
+    // The event loop, the compute pool handlers run on, and (serving HTTP) the lag probe.
+    const auto listen = a.value("--http");
+    reactor::reactor core({.compute_threads = threads,
+                           .lag_interval = listen ? std::chrono::milliseconds(100)
+                                                  : std::chrono::milliseconds(0)});
+    const auto loop = core.get_executor();
     asio::cancellation_signal stop;
-    reactor::event drain(ioc.get_executor());
+    reactor::event drain(loop);
     roles::node_stats stats;
     int rc = exit_ok;
     reactor::shutdown_handlers handlers;
@@ -266,17 +268,16 @@ int cmd_run(int argc, char** argv) {
     };
     // The HTTP facade, when asked for: bound before joining, so a taken port fails fast.
     std::optional<http::server> web;
-    reactor::lag_probe lag(ioc.get_executor());
     asio::cancellation_signal web_stop;
-    if (const auto listen = a.value("--http")) {
+    if (listen) {
         http::server_options ho;
         ho.listen = *listen;
         configure_http(a, target, ho);
         const bool tls = !ho.tls_cert_file.empty();
         ho.zk = target.session_config(o.session_timeout);
         ho.stats = [&stats] { return stats; };
-        ho.lag = &lag;
-        web.emplace(ioc.get_executor(), std::move(ho));
+        ho.lag = &core.lag();
+        web.emplace(loop, std::move(ho));
         if (const auto ec = web->bind()) {
             complain("cannot serve HTTP on '" + *listen + "': " + ec.message());
             const bool bad_tls_file = ec.category() == asio::error::get_ssl_category();
@@ -287,12 +288,11 @@ int cmd_run(int argc, char** argv) {
                      tls ? "https" : "http",
                      ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string(),
                      ep.port());
-        lag.start();
     }
-    reactor::shutdown_controller signals(ioc.get_executor(), grace, std::move(handlers));
+    reactor::shutdown_controller signals(loop, grace, std::move(handlers));
     // A daemon waits for ZooKeeper however long it takes (logging each failed attempt),
     // unless told otherwise: --connect-timeout bounds the wait for the first session.
-    asio::steady_timer first_session(ioc, asio::steady_timer::time_point::max());
+    asio::steady_timer first_session(loop, asio::steady_timer::time_point::max());
     if (a.has("--connect-timeout")) {
         first_session.expires_after(target.connect_timeout);
         first_session.async_wait([&](boost::system::error_code ec) {
@@ -321,13 +321,13 @@ int cmd_run(int argc, char** argv) {
             web_stop.emit(asio::cancellation_type::terminal);  // the node is gone: so is its API
         }
         if (running == 0 || !web) {
-            lag.stop();
+            core.lag().stop();  // the loop then runs out of work and core.run() returns
             signals.stop();
             first_session.cancel();
         }
     };
     const roles::node_links links{&stats, &drain};
-    asio::co_spawn(ioc, roles::run_node(o, reg, pool, links),
+    asio::co_spawn(loop, roles::run_node(o, reg, core.pool(), links),
                    asio::bind_cancellation_slot(stop.slot(), [&](const std::exception_ptr& e) {
                        if (!e && !drain.is_set() && !stopped && rc == exit_ok) {
                            // It gave up by itself (e.g. a namespace it must refuse): it said why.
@@ -336,11 +336,11 @@ int cmd_run(int argc, char** argv) {
                        finished(e, "the node");
                    }));
     if (web) {
-        asio::co_spawn(ioc, web->run(), asio::bind_cancellation_slot(web_stop.slot(), [&](const std::exception_ptr& e) {
+        asio::co_spawn(loop, web->run(), asio::bind_cancellation_slot(web_stop.slot(), [&](const std::exception_ptr& e) {
                            finished(e, "the HTTP API");
                        }));
     }
-    ioc.run();
+    core.run();
     return rc;
 }
 

@@ -49,6 +49,8 @@ public:
     [[nodiscard]] executor_type get_executor() const noexcept { return ex_; }
     [[nodiscard]] compute_pool& pool() noexcept { return pool_; }
     [[nodiscard]] const lag_probe& lag() const noexcept { return lag_; }
+    /// The probe itself: an application that ends by running out of work stops it first.
+    [[nodiscard]] lag_probe& lag() noexcept { return lag_; }
     [[nodiscard]] bool owns_context() const noexcept { return owned_ != nullptr; }
 
     /// Owning only (throws std::logic_error when embedded): runs the io_context on the
