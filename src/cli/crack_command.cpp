@@ -181,7 +181,8 @@ int cmd_crack(int argc, char** argv) {
             spec.min_len = static_cast<int>(a.number("--min-length", 1, 1, 16));
         }
         spec.partitions = static_cast<int>(a.number("--partitions", 0, 1, 900));
-        spec.priority = static_cast<int>(a.number("--priority", 5, 0, 9));
+        spec.priority = static_cast<int>(a.number(
+            "--priority", protocol::default_priority, protocol::min_priority, protocol::max_priority));
         spec.partition_timeout = a.duration("--partition-timeout", 0ms, 0ms, 24h);
         // Refuse a bad spec here, as a usage error, before touching the network.
         if (auto id = crack::crack_job_id(spec); !id) {

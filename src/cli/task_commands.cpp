@@ -287,7 +287,8 @@ int cmd_submit(int argc, char** argv) {
             throw usage_error("ARGS-JSON is not JSON: " + ec.message());
         }
     }
-    req.priority = static_cast<int>(a.number("--priority", 5, 0, 9));
+    req.priority = static_cast<int>(a.number(
+        "--priority", protocol::default_priority, protocol::min_priority, protocol::max_priority));
     req.timeout = a.duration("--task-timeout", 0ms, 0ms, 24h);
     req.max_attempts = static_cast<int>(a.number("--max-attempts", 3, 1, protocol::max_attempts_limit));
     const bool wait = a.has("--wait");

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/ids.hpp"
+#include "protocol/task.hpp"
 
 #include <chrono>
 
@@ -68,7 +69,7 @@ task_id_generator::task_id_generator(std::uint32_t client, std::uint32_t first_c
     : client_(client), counter_(first_counter) {}
 
 std::string task_id_generator::next(int priority, std::int64_t now_ms) {
-    const int p = std::clamp(priority, 0, 9);
+    const int p = std::clamp(priority, min_priority, max_priority);
     const auto ms = static_cast<std::uint64_t>(std::clamp<std::int64_t>(now_ms, 0, max_id_ms));
     const std::uint32_t counter = counter_.fetch_add(1, std::memory_order_relaxed) & 0xffffffU;
     std::string id;

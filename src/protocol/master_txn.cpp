@@ -151,7 +151,7 @@ std::vector<txn_op> cancel_pending_ops(
         txn_op::create(
             l.result(tid),
             master_result(
-                tid, task_error::cancelled, "cancelled", attempt, task_state::cancelled, now_ms
+                tid, codes::cancelled, "cancelled", attempt, task_state::cancelled, now_ms
             )
         ),
         txn_op::remove(layout::cancel_request(tid))};
@@ -193,7 +193,7 @@ departed_plan departed_ops(
         plan.ops.push_back(txn_op::create(
             l.result(tid),
             master_result(
-                tid, task_error::malformed_task, spec.error().message, 0, task_state::failed, now_ms
+                tid, codes::malformed_task, spec.error().message, 1, task_state::failed, now_ms
             )
         ));
         return plan;
@@ -203,7 +203,7 @@ departed_plan departed_ops(
         plan.kind = departed_kind::cancel;
         plan.ops.push_back(txn_op::create(
             l.result(tid), master_result(
-                               tid, task_error::cancelled, "cancelled", spec->attempt,
+                               tid, codes::cancelled, "cancelled", spec->attempt,
                                task_state::cancelled, now_ms
                            )
         ));
@@ -212,7 +212,7 @@ departed_plan departed_ops(
         plan.ops.push_back(txn_op::create(
             l.result(tid),
             master_result(
-                tid, task_error::attempts_exhausted,
+                tid, codes::attempts_exhausted,
                 "its worker was lost on each of " + std::to_string(spec->attempt) + " attempt(s)",
                 spec->attempt, task_state::lost, now_ms
             )

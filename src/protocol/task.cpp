@@ -308,7 +308,7 @@ codec_result<void> validate(const task_spec& t) {
         return decode_error{"field \"type\" must be 1 to 128 characters of [A-Za-z0-9_.:-], not " +
                             brief(json::value(json::string_view(t.type.data(), t.type.size())))};
     }
-    if (t.priority < 0 || t.priority > 9) {
+    if (t.priority < min_priority || t.priority > max_priority) {
         return decode_error{"field \"priority\" must be from 0 to 9, not " +
                             std::to_string(t.priority)};
     }
@@ -384,7 +384,7 @@ codec_result<task_spec> decode_task(std::string_view data) {
         auto& tasks = bundle->get_array();
         t.bundle.assign(std::make_move_iterator(tasks.begin()), std::make_move_iterator(tasks.end()));
     }
-    t.priority = r.small_integer("priority", 5, 0, 9);
+    t.priority = r.small_integer("priority", default_priority, min_priority, max_priority);
     t.timeout = std::chrono::milliseconds(r.integer("timeout_ms", 0, 0, int64_max));
     t.max_attempts = r.small_integer("max_attempts", 3, 1, max_attempts_limit);
     t.submitted_ms = r.integer("submitted_ms", 0, int64_min, int64_max);
@@ -411,18 +411,34 @@ codec_result<task_spec> decode_task(std::string_view data) {
     return t;
 }
 
+codec_result<task_spec> decode_task_node(std::string_view tid, std::string_view data) {
+    auto t = decode_task(data);
+    if (t && t->bundle.size() != bundle_size(tid)) {  // §4.1: the id gives the size
+        return decode_error{"the node holds a bundle of " + std::to_string(t->bundle.size()) +
+                            " tasks where its id says " + std::to_string(bundle_size(tid))};
+    }
+    return t;
+}
+
 bool task_size_ok(std::string_view encoded, std::size_t limit) noexcept {
     return encoded.size() <= std::min(limit, max_task_bytes);
 }
 
 // --- result ----------------------------------------------------------------------------------
 
+task_error_exception::task_error_exception(task_error e)
+    : std::runtime_error(e.code + ": " + e.message), error_(std::move(e)) {}
+
+void throw_exception_from_error(const task_error& e, const boost::source_location& loc) {
+    boost::throw_with_location(task_error_exception(e), loc);
+}
+
 bool is_known_error_code(std::string_view code) noexcept {
-    constexpr std::array known{task_error::handler_error,    task_error::unknown_type,
-                               task_error::bad_args,         task_error::malformed_task,
-                               task_error::result_too_large, task_error::timeout,
-                               task_error::cancelled,        task_error::attempts_exhausted,
-                               task_error::output_too_large};
+    constexpr std::array known{codes::handler_error,    codes::unknown_type,
+                               codes::bad_args,         codes::malformed_task,
+                               codes::result_too_large, codes::timeout,
+                               codes::cancelled,        codes::attempts_exhausted,
+                               codes::output_too_large};
     return std::find(known.begin(), known.end(), code) != known.end();
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,10 @@ namespace zkd::protocol {
 
 /// The format this code reads and writes (the "v" field).
 inline constexpr std::int64_t format_version = 1;
+/// Task priorities (§3, §4): 0 lowest, 9 highest, 5 when not given.
+inline constexpr int min_priority = 0;
+inline constexpr int max_priority = 9;
+inline constexpr int default_priority = 5;
 /// Largest serialized task (§4); a client may lower the limit, never raise it.
 inline constexpr std::size_t max_task_bytes = std::size_t{512} * 1024;
 /// Largest serialized result (§5).
@@ -86,7 +91,7 @@ struct task_spec {
     std::string type;
     boost::json::value args;  ///< any JSON; null when absent (and in a bundle)
     std::vector<boost::json::value> bundle;  ///< a bundle's tasks' args; empty: not a bundle
-    int priority = 5;         ///< 0 (lowest) to 9 (highest)
+    int priority = default_priority;  ///< min_priority (lowest) to max_priority (highest)
     /// 0: none. Not bounded above: clamp before adding it to a time point.
     std::chrono::milliseconds timeout{0};
     int max_attempts = 3;
@@ -118,29 +123,52 @@ codec_result<void> validate(const task_spec& t);
 /// Infinite numbers (which JSON cannot hold) in `args` are written as null.
 std::string encode(const task_spec& t);
 codec_result<task_spec> decode_task(std::string_view data);
+/// decode_task() for the node of the task `tid` (pending or assigned): also an error when its
+/// `bundle` does not hold as many tasks as the id says (a plain id: none; §4.1).
+codec_result<task_spec> decode_task_node(std::string_view tid, std::string_view data);
 /// True when an encoded task is within `limit`, itself capped at max_task_bytes.
 bool task_size_ok(std::string_view encoded, std::size_t limit = max_task_bytes) noexcept;
 
 // --- result (§5) -----------------------------------------------------------------------------
 
-/// The `error` of a result. The codes of §5 are named below; decoding accepts any other
-/// non-empty code too (a newer writer may add some).
-struct task_error {
-    std::string code;
-    std::string message;
+/// The error codes of §5, the one list of them (roles::codes is this namespace). Decoding accepts any other non-empty code too (a newer writer may add some).
+namespace codes {
+inline constexpr std::string_view handler_error = "handler_error";
+inline constexpr std::string_view unknown_type = "unknown_type";
+inline constexpr std::string_view bad_args = "bad_args";
+inline constexpr std::string_view malformed_task = "malformed_task";
+inline constexpr std::string_view result_too_large = "result_too_large";
+inline constexpr std::string_view timeout = "timeout";
+inline constexpr std::string_view cancelled = "cancelled";
+inline constexpr std::string_view attempts_exhausted = "attempts_exhausted";
+/// An exec type's program wrote more than its max-output (docs/exec.md); it was killed.
+inline constexpr std::string_view output_too_large = "output_too_large";
+}  // namespace codes
 
-    static constexpr std::string_view handler_error = "handler_error";
-    static constexpr std::string_view unknown_type = "unknown_type";
-    static constexpr std::string_view bad_args = "bad_args";
-    static constexpr std::string_view malformed_task = "malformed_task";
-    static constexpr std::string_view result_too_large = "result_too_large";
-    static constexpr std::string_view timeout = "timeout";
-    static constexpr std::string_view cancelled = "cancelled";
-    static constexpr std::string_view attempts_exhausted = "attempts_exhausted";
-    static constexpr std::string_view output_too_large = "output_too_large";
+/// The `error` of a result (`{"code":c,"message":m}`); a handler's failure (roles::handler_error
+/// is this type).
+struct task_error {
+    std::string code;  ///< one of codes, or a newer writer's
+    std::string message;
 
     friend bool operator==(const task_error&, const task_error&) = default;
 };
+
+/// What value() of a boost::system::result holding a task_error throws (a handler's result,
+/// roles::handler_result).
+class task_error_exception : public std::runtime_error {
+public:
+    /// what() is "<code>: <message>".
+    explicit task_error_exception(task_error e);
+    [[nodiscard]] const task_error& error() const noexcept { return error_; }
+
+private:
+    task_error error_;
+};
+
+/// Found by ADL from boost::system::result::value(): throws task_error_exception.
+[[noreturn]] void throw_exception_from_error(const task_error& e,
+                                             const boost::source_location& loc);
 
 /// True for the nine codes of §5.
 bool is_known_error_code(std::string_view code) noexcept;

@@ -215,7 +215,7 @@ bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
             p.malformed = "the task node holds " + std::to_string(read.data.size()) +
                           " bytes, over the " + std::to_string(protocol::max_task_bytes) +
                           " a task may hold";
-        } else if (auto spec = protocol::decode_task(read.data)) {
+        } else if (auto spec = protocol::decode_task_node(read.tid, read.data)) {
             p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
         } else {
             p.malformed = spec.error().message;
@@ -413,7 +413,7 @@ void master_state::reject(
     a.tid = tid;
     a.code = std::string(code);
     a.ops = protocol::reject_ops(
-        l_, p.shard, tid, code, why, p.spec ? p.spec->attempt : 0, protocol::now_ms()
+        l_, p.shard, tid, code, why, p.spec ? p.spec->attempt : 1, protocol::now_ms()
     );
     a.why = std::move(why);
     out_.push_back(std::move(a));
@@ -457,7 +457,7 @@ std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
             continue;
         }
         if (!p.spec) {
-            reject(tid, p, protocol::task_error::malformed_task, p.malformed);
+            reject(tid, p, protocol::codes::malformed_task, p.malformed);
             continue;
         }
         if (live.empty() || protocol::anyone_serves(live, p.spec->type)) {
@@ -467,7 +467,7 @@ std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
         const auto since = unserved_since_.try_emplace(p.spec->type, now).first->second;
         if (now - since >= opts_.unknown_type_grace) {
             reject(
-                tid, p, protocol::task_error::unknown_type,
+                tid, p, protocol::codes::unknown_type,
                 "no worker serves task type '" + p.spec->type + "'"
             );
         } else if (!next_check || since + opts_.unknown_type_grace < *next_check) {
@@ -550,7 +550,7 @@ void master_state::assign_done(
         if (!r.retryable && failures >= max_assign_failures &&
             outcome != assign_outcome::foreign_below) {
             reject(
-                a.tid, p->second, protocol::task_error::malformed_task,
+                a.tid, p->second, protocol::codes::malformed_task,
                 "cannot be assigned: " + r.error
             );
         }

@@ -12,13 +12,6 @@ namespace zkd::roles {
 
 namespace json = boost::json;
 
-handler_exception::handler_exception(handler_error e)
-    : std::runtime_error(e.code + ": " + e.message), error_(std::move(e)) {}
-
-void throw_exception_from_error(const handler_error& e, const boost::source_location& loc) {
-    boost::throw_with_location(handler_exception(e), loc);
-}
-
 bool is_valid_type_name(std::string_view type) noexcept {
     if (type.empty() || type.size() > 128)
         return false;

@@ -21,46 +21,20 @@
 
 namespace zkd::roles {
 
-/// The error codes of docs/protocol.md §5 that a handler (or run_handler) produces.
-namespace codes {
-inline constexpr std::string_view handler_error = "handler_error";
-inline constexpr std::string_view bad_args = "bad_args";
-inline constexpr std::string_view timeout = "timeout";
-inline constexpr std::string_view cancelled = "cancelled";
-/// An exec type's program wrote more than its max-output (docs/exec.md); it was killed.
-inline constexpr std::string_view output_too_large = "output_too_large";
-/// Only run_handler produces this one: no handler is registered for the type.
-inline constexpr std::string_view unknown_type = "unknown_type";
-}  // namespace codes
+/// The error codes of docs/protocol.md §5 (protocol::codes). A handler fails with one of
+/// handler_error, bad_args, timeout, cancelled or output_too_large; run_handler adds
+/// unknown_type when nothing is registered for the type.
+namespace codes = protocol::codes;
 
 /// Why a task failed: becomes the result's `error` object (`{"code":c,"message":m}`).
-/// A handler sets `code` to one of handler_error, bad_args, timeout, cancelled or
-/// output_too_large.
-struct handler_error {
-    std::string code;
-    std::string message;
-
-    friend bool operator==(const handler_error&, const handler_error&) = default;
-};
+using handler_error = protocol::task_error;
 
 /// What a handler yields: its JSON value (the result's `value`), or why it failed.
 using handler_result = boost::system::result<boost::json::value, handler_error>;
 
-/// What handler_result::value() throws when the result holds an error.
-class handler_exception : public std::runtime_error {
-public:
-    /// what() is "<code>: <message>".
-    explicit handler_exception(handler_error e);
-    [[nodiscard]] const handler_error& error() const noexcept { return error_; }
-
-private:
-    handler_error error_;
-};
-
-/// Found by ADL from boost::system::result::value(): throws handler_exception.
-[[noreturn]] void throw_exception_from_error(
-    const handler_error& e, const boost::source_location& loc
-);
+/// What handler_result::value() throws when the result holds an error; error() is the
+/// handler_error, what() "<code>: <message>".
+using handler_exception = protocol::task_error_exception;
 
 /// What a running task reports of its progress: `fraction` in [0, 1] and a short message.
 /// Cheap to call often: the worker keeps the latest and publishes it throttled

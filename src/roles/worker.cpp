@@ -35,8 +35,8 @@ namespace {
 
 protocol::task_result failure(std::string_view code, std::string message) {
     protocol::task_result r;
-    r.state = code == protocol::task_error::timeout     ? protocol::task_state::timed_out
-              : code == protocol::task_error::cancelled ? protocol::task_state::cancelled
+    r.state = code == protocol::codes::timeout     ? protocol::task_state::timed_out
+              : code == protocol::codes::cancelled ? protocol::task_state::cancelled
                                               : protocol::task_state::failed;
     r.error = protocol::task_error{std::string(code), std::move(message)};
     return r;
@@ -359,7 +359,7 @@ private:
         }
         if (!spec) {
             spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
-            auto r = failure(protocol::task_error::malformed_task, spec.error().message);
+            auto r = failure(protocol::codes::malformed_task, spec.error().message);
             r.started_ms = started;
             co_return r;
         }
@@ -398,7 +398,7 @@ private:
                                              const std::string& tid) {
         // Failed until its call says otherwise (a call that never ran reports nothing).
         std::vector<protocol::task_result> entries(spec.bundle.size(),
-                                         failure(protocol::task_error::handler_error, "not run"));
+                                         failure(protocol::codes::handler_error, "not run"));
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -414,7 +414,7 @@ private:
         for (auto& e : entries) {
             // Each entry within its share of the result, and decodable where it sits.
             if (auto ok = protocol::validate_bundled(e); !ok) {
-                e = failure(protocol::task_error::handler_error,
+                e = failure(protocol::codes::handler_error,
                             "the handler's result cannot be stored: " + ok.error().message);
             }
             if (e.error) {
@@ -435,7 +435,7 @@ private:
             r = failure(entries.front().error->code, entries.front().error->message);
             r.state = entries.front().state;
         } else {
-            r = failure(protocol::task_error::handler_error, std::to_string(failed) + " of " +
+            r = failure(protocol::codes::handler_error, std::to_string(failed) + " of " +
                                                        std::to_string(entries.size()) +
                                                        " tasks of the bundle did not succeed");
         }
@@ -517,15 +517,15 @@ private:
             r.state = protocol::task_state::succeeded;
             r.value = std::move(*outcome);
             if (encode(r).size() > value_limit) {
-                r = failure(protocol::task_error::result_too_large,
+                r = failure(protocol::codes::result_too_large,
                             "the handler's result is over " + std::to_string(value_limit) +
                                 " bytes");
             }
         } else if (c->timed_out) {
-            r = failure(protocol::task_error::timeout, "timed out after " +
+            r = failure(protocol::codes::timeout, "timed out after " +
                                                  std::to_string(timeout.count()) + " ms");
         } else if (t->cancel_marker && t->stop.stop_requested()) {
-            r = failure(protocol::task_error::cancelled, "cancelled");
+            r = failure(protocol::codes::cancelled, "cancelled");
         } else {
             r = failure(outcome.error().code, outcome.error().message);
         }

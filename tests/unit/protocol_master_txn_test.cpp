@@ -83,14 +83,14 @@ TEST(ProtocolMasterTxn, AssignOutcomesNameTheFailedOp) {
 TEST(ProtocolMasterTxn, RejectDeletesThePendingNodeAndWritesAFailedResultWithItsAttempt) {
     const auto l = test_layout();
     const auto ops =
-        reject_ops(l, 1, tid, task_error::unknown_type, "no worker serves 'x'", 2, now);
+        reject_ops(l, 1, tid, codes::unknown_type, "no worker serves 'x'", 2, now);
     ASSERT_EQ(ops.size(), 2U);
     EXPECT_EQ(ops[0], txn_op::remove(layout::pending_shard(1) + "/" + tid));
     EXPECT_EQ(ops[1].path, l.result(tid));
     const auto r = result_of(ops[1]);
     EXPECT_EQ(r.state, task_state::failed);
     ASSERT_TRUE(r.error);
-    EXPECT_EQ(r.error->code, task_error::unknown_type);
+    EXPECT_EQ(r.error->code, codes::unknown_type);
     EXPECT_EQ(r.error->message, "no worker serves 'x'");
     EXPECT_EQ(r.attempt, 2);
     EXPECT_EQ(r.finished_ms, now);
@@ -159,7 +159,7 @@ TEST(ProtocolMasterTxn, DepartedPoisonTaskEndsLostOnceItsAttemptsAreUsed) {
     const auto r = result_of(plan.ops[1]);
     EXPECT_EQ(r.state, task_state::lost);
     ASSERT_TRUE(r.error);
-    EXPECT_EQ(r.error->code, task_error::attempts_exhausted);
+    EXPECT_EQ(r.error->code, codes::attempts_exhausted);
     EXPECT_EQ(r.attempt, 3);
 }
 
@@ -182,7 +182,7 @@ TEST(ProtocolMasterTxn, DepartedGarbageEndsInAMalformedResult) {
     const auto r = result_of(plan.ops[1]);
     EXPECT_EQ(r.state, task_state::failed);
     ASSERT_TRUE(r.error);
-    EXPECT_EQ(r.error->code, task_error::malformed_task);
+    EXPECT_EQ(r.error->code, codes::malformed_task);
     EXPECT_FALSE(r.error->message.empty());
 
     EXPECT_EQ(read_departed({false, {op_code::ok, op_code::ok}}), departed_outcome::committed);

@@ -269,7 +269,7 @@ TEST(ProtocolResultCodec, SucceededAndFailed) {
     task_result lost;
     lost.task = ok.task;
     lost.state = task_state::lost;
-    lost.error = task_error{std::string(task_error::attempts_exhausted), "3 workers died"};
+    lost.error = task_error{std::string(codes::attempts_exhausted), "3 workers died"};
     EXPECT_EQ(encode(lost), R"({"v":1,"task":"t4-1763733600123-3fa9c2d100002a","state":"lost",)"
                             R"("error":{"code":"attempts_exhausted","message":"3 workers died"}})");
 
@@ -286,10 +286,10 @@ TEST(ProtocolResultCodec, EveryStateAndCode) {
     for (const auto state : {task_state::failed, task_state::timed_out, task_state::cancelled,
                              task_state::lost}) {
         for (const auto code :
-             {task_error::handler_error, task_error::unknown_type, task_error::bad_args,
-              task_error::malformed_task, task_error::result_too_large, task_error::timeout,
-              task_error::cancelled, task_error::attempts_exhausted,
-              task_error::output_too_large}) {
+             {codes::handler_error, codes::unknown_type, codes::bad_args,
+              codes::malformed_task, codes::result_too_large, codes::timeout,
+              codes::cancelled, codes::attempts_exhausted,
+              codes::output_too_large}) {
             EXPECT_TRUE(is_known_error_code(code));
             task_result r;
             r.task = "t";
@@ -323,7 +323,7 @@ TEST(ProtocolResultCodec, Validate) {
     EXPECT_FALSE(validate(r));  // no error
     r.error = task_error{"", "m"};
     EXPECT_FALSE(validate(r));  // empty code
-    r.error->code = task_error::handler_error;
+    r.error->code = codes::handler_error;
     EXPECT_TRUE(validate(r));  // value is not written unless succeeded
     r.state = task_state::running;
     EXPECT_FALSE(validate(r));
@@ -631,7 +631,7 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     seeds.push_back(encode(ok));
     task_result failed = ok;
     failed.state = task_state::timed_out;
-    failed.error = task_error{std::string(task_error::timeout), "too slow"};
+    failed.error = task_error{std::string(codes::timeout), "too slow"};
     seeds.push_back(encode(failed));
     member_info w{"h-1-00000000", "h", 1, 4, {"a", "b"}, 5, std::nullopt, 0, true, std::nullopt};
     seeds.push_back(encode(w));
@@ -690,3 +690,19 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
 }
 
 }  // namespace
+
+TEST(ProtocolTaskNode, TheBundleMustHoldAsManyTasksAsItsIdSays) {
+    const std::string plain = "t4-1763733600123-3fa9c2d100002a";
+    auto bundle = example_task();
+    bundle.args = nullptr;
+    bundle.bundle = {json::value(1), json::value(2), json::value(3)};
+    EXPECT_TRUE(decode_task_node(plain + "_3", encode(bundle)));
+    expect_refused([&](std::string_view d) { return decode_task_node(plain + "_4", d); },
+                   encode(bundle), "where its id says 4");
+    expect_refused([&](std::string_view d) { return decode_task_node(plain, d); }, encode(bundle),
+                   "where its id says 0");
+    // A bundle id whose node holds a plain task (no array): refused too.
+    expect_refused([&](std::string_view d) { return decode_task_node(plain + "_2", d); },
+                   encode(example_task()), "a bundle of 0 tasks");
+    EXPECT_TRUE(decode_task_node(plain, encode(example_task())));
+}

@@ -191,7 +191,7 @@ TEST_F(RolesMasterView, AMalformedTaskAndANameThatIsNoTaskIdEndInFailedResults) 
     auto rejects = of_kind(view.next(t0), kind::reject);
     ASSERT_EQ(rejects.size(), 2U);
     for (const auto& r : rejects) {
-        EXPECT_EQ(r.code, protocol::task_error::malformed_task);
+        EXPECT_EQ(r.code, protocol::codes::malformed_task);
         ASSERT_EQ(r.ops.size(), 2U);
         EXPECT_EQ(r.ops[0], protocol::txn_op::remove(view.pending_path(r.tid)));
     }
@@ -200,6 +200,45 @@ TEST_F(RolesMasterView, AMalformedTaskAndANameThatIsNoTaskIdEndInFailedResults) 
     EXPECT_EQ(stats.rejected, 1U);
     EXPECT_EQ(view.queue_depth(), 0U);
     EXPECT_TRUE(view.next(t0).actions.empty());
+}
+
+TEST_F(RolesMasterView, MalformedResultsCarryTheAttemptTheTaskIsOn) {
+    join("w1", 2);
+    submit({tid(5, 1)}, "{ this is not json");
+    auto rejects = of_kind(view.next(t0), kind::reject);
+    ASSERT_EQ(rejects.size(), 1U);
+    ASSERT_EQ(rejects[0].ops.size(), 2U);
+    const auto r = protocol::decode_result(rejects[0].ops[1].data);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->attempt, 1);  // unreadable: the first try (§4's default), not absent (§5)
+    EXPECT_EQ(r->error->code, protocol::codes::malformed_task);
+}
+
+TEST_F(RolesMasterView, ABundleWhoseArrayDoesNotMatchItsIdFailsBeforeItIsAssigned) {
+    join("w1", 2);
+    const auto bundle = protocol::bundle_id(tid(5, 1), 3);
+    protocol::task_spec two;
+    two.type = "echo";
+    two.bundle = {boost::json::value(1), boost::json::value(2)};
+    const auto plain = tid(5, 2);
+    protocol::task_spec with_array = two;  // a plain id says: no bundle
+    view.shard_listed(0, {bundle, plain});
+    auto loads = of_kind(view.next(t0), kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    std::vector<task_read> reads;
+    for (const auto& t : loads[0].tids) {
+        reads.push_back(task_read{t, task_read::status::ok, protocol::encode(t == bundle ? two : with_array), 0});
+    }
+    EXPECT_FALSE(view.tasks_loaded(reads));
+    view.load_finished();
+    const auto step = view.next(t0);
+    EXPECT_TRUE(of_kind(step, kind::assign).empty());
+    const auto rejects = of_kind(step, kind::reject);
+    ASSERT_EQ(rejects.size(), 2U);
+    for (const auto& r : rejects) {
+        EXPECT_EQ(r.code, protocol::codes::malformed_task);
+        EXPECT_NE(r.why.find("where its id says"), std::string::npos) << r.why;
+    }
 }
 
 TEST_F(RolesMasterView, ATypeNobodyServesFailsOnlyAfterItsGrace) {
@@ -212,7 +251,7 @@ TEST_F(RolesMasterView, ATypeNobodyServesFailsOnlyAfterItsGrace) {
     EXPECT_TRUE(of_kind(view.next(t0 + milliseconds(9'999)), kind::reject).empty());
     auto rejects = of_kind(view.next(t0 + milliseconds(10'000)), kind::reject);
     ASSERT_EQ(rejects.size(), 1U);
-    EXPECT_EQ(rejects[0].code, protocol::task_error::unknown_type);
+    EXPECT_EQ(rejects[0].code, protocol::codes::unknown_type);
 }
 
 TEST_F(RolesMasterView, NoWorkersAtAllIsNoReasonToRejectOrEvenRead) {
@@ -244,7 +283,7 @@ TEST_F(RolesMasterView, AFailingAssignmentBacksOffAndEndsFailedAfterMaxTries) {
     }
     auto rejects = of_kind(view.next(now), kind::reject);
     ASSERT_EQ(rejects.size(), 1U);
-    EXPECT_EQ(rejects[0].code, protocol::task_error::malformed_task);
+    EXPECT_EQ(rejects[0].code, protocol::codes::malformed_task);
     EXPECT_NE(rejects[0].why.find("cannot be assigned"), std::string::npos);
 }
 

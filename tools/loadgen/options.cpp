@@ -385,7 +385,8 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
         s.bundle = whole("--bundle", *v, 1, 1'000);
     }
     if (auto v = get("--priority")) {
-        s.priority = static_cast<int>(whole("--priority", *v, 0, 9));
+        s.priority = static_cast<int>(
+            whole("--priority", *v, protocol::min_priority, protocol::max_priority));
     }
     if (auto v = get("--task-timeout")) {
         s.task_timeout = millis("--task-timeout", *v, 0, day_ms);

@@ -51,7 +51,7 @@ zkco::result<crack_plan> make_plan(const crack_spec& s) {
     if (s.charset.has_value() == s.words.has_value()) {
         return zkco::error_code(crack_errc::bad_search);
     }
-    if (s.priority < 0 || s.priority > 9 || s.partition_timeout.count() < 0 || s.max_attempts < 1) {
+    if (s.priority < protocol::min_priority || s.priority > protocol::max_priority || s.partition_timeout.count() < 0 || s.max_attempts < 1) {
         return zkco::error_code(crack_errc::bad_task_options);
     }
     if (s.partitions < 0 || s.partitions > max_crack_partitions) {
