@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
         --build-dir) build=${2:?--build-dir needs a directory}; shift ;;
         --out) out=${2:?--out needs a directory}; shift ;;
         --no-build) do_build=0 ;;
-        -h|--help) sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "package.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
