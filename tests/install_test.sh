@@ -72,7 +72,9 @@ else
     fi
 fi
 ns="install-test-$$-$RANDOM"
-out=$(timeout 120 "$work/example/embed_worker" --zk "$connect" --namespace "$ns" 2>&1) || { echo "$out"; fail "embed_worker exited with $?"; }
+rc=0
+out=$(timeout 120 "$work/example/embed_worker" --zk "$connect" --namespace "$ns" 2>&1) || rc=$?
+[ "$rc" = 0 ] || { echo "$out"; fail "embed_worker exited with $rc"; }
 echo "$out"
 grep -qF 'reverse("hello, zkd") = "dkz ,olleh"' <<<"$out" || fail "no result from the cluster"
 grep -qF "the application's ticker ran" <<<"$out" || fail "the application's loop did not run"

@@ -90,7 +90,9 @@ verify=$(systemd-analyze verify --root="$root" --man=no zkd.service 2>&1) || { e
 unit=$root/lib/systemd/system/zkd.service
 grace_default=30
 stop_timeout=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s$/\1/p' "$unit")
-[ -n "$stop_timeout" ] && [ "$stop_timeout" -gt "$grace_default" ] || fail "TimeoutStopSec ($stop_timeout) not above the default grace"
+if [ -z "$stop_timeout" ] || [ "$stop_timeout" -le "$grace_default" ]; then
+    fail "TimeoutStopSec (${stop_timeout:-none}) not above the default grace (${grace_default}s)"
+fi
 grep -qx '#grace = 30s' "$root/etc/zkd/zkd.conf" || fail "zkd.conf does not show the default grace of ${grace_default}s"
 
 step "the packaged config: every key is one zkd knows"

@@ -69,5 +69,9 @@ if ! cpack --config "$build/CPackConfig.cmake" -B "$out" >"$log" 2>&1; then
 fi
 rm -rf "$out/_CPack_Packages"
 deb=$(sed -n 's/^CPack: - package: \(.*\.deb\) generated\.$/\1/p' "$log" | tail -1)
-[ -n "$deb" ] && [ -f "$deb" ] || { cat "$log" >&2; echo "package.sh: no .deb came out" >&2; exit 1; }
+if [ -z "$deb" ] || [ ! -f "$deb" ]; then
+    cat "$log" >&2
+    echo "package.sh: no .deb came out" >&2
+    exit 1
+fi
 echo "$deb"
