@@ -8,11 +8,14 @@ include(GNUInstallDirs)
 set(zkd_packaging "${PROJECT_SOURCE_DIR}/packaging")
 
 # Man pages from each program's --help (help2man; tools/install-deps.sh installs it). Built
-# with `all`; without help2man there are none, and tools/package.sh refuses to package.
+# with `all`; without help2man there are none, and tools/package.sh refuses to package. Not
+# in sanitizer builds, which are never packaged (and whose leak checks would judge --help).
 find_program(ZKD_HELP2MAN help2man)
 find_program(ZKD_GZIP gzip)
 set(zkd_man_pages)
-if(ZKD_HELP2MAN AND ZKD_GZIP)
+if(NOT ZKD_SANITIZE STREQUAL "")
+    # no man pages
+elseif(ZKD_HELP2MAN AND ZKD_GZIP)
     set(zkd_man_summary_zkd "a distributed task platform coordinated by ZooKeeper")
     set(zkd_man_summary_zkd_loadgen "load a running zkd cluster and measure it")
     set(zkd_man_summary_zkd_zk_local_cli "start and stop a local ZooKeeper to try zkd out")
