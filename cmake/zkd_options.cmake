@@ -6,7 +6,10 @@ set_property(CACHE ZKD_SANITIZE PROPERTY STRINGS "" address thread)
 
 add_library(zkd_options INTERFACE)
 add_library(zkd::options ALIAS zkd_options)
-target_compile_options(zkd_options INTERFACE
+# Installed and exported (the static libraries link it privately, cmake/zkd_install.cmake):
+# an application built against an installed zkd gets the sanitizer link flags it needs, never
+# our warnings, definitions or sanitizer compile flags (all BUILD_INTERFACE).
+set(zkd_compile_options
     -Wall -Wextra -Wpedantic -Wshadow -Wold-style-cast -Wcast-align
     -Woverloaded-virtual -Wimplicit-fallthrough
     # GCC 12 false positives: Asio's coroutine-frame operator delete reported as mismatched,
@@ -14,20 +17,20 @@ target_compile_options(zkd_options INTERFACE
     $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>
     $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>
     $<$<BOOL:${ZKD_WERROR}>:-Werror>)
-target_compile_definitions(zkd_options INTERFACE
-    BOOST_ASIO_NO_DEPRECATED
-    BOOST_ASIO_DISABLE_BOOST_COROUTINE)
+set(zkd_compile_definitions BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_DISABLE_BOOST_COROUTINE)
 
 if(ZKD_SANITIZE STREQUAL "address")
-    target_compile_options(zkd_options INTERFACE
+    list(APPEND zkd_compile_options
         -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
     target_link_options(zkd_options INTERFACE -fsanitize=address,undefined)
 elseif(ZKD_SANITIZE STREQUAL "thread")
     # GCC warns that TSan does not model the fences Asio uses (-Wtsan); TSan still sees the
     # locks and atomics around them.
-    target_compile_options(zkd_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer
+    list(APPEND zkd_compile_options -fsanitize=thread -fno-omit-frame-pointer
         $<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>)
     target_link_options(zkd_options INTERFACE -fsanitize=thread)
 elseif(NOT ZKD_SANITIZE STREQUAL "")
     message(FATAL_ERROR "ZKD_SANITIZE must be empty, 'address' or 'thread', not '${ZKD_SANITIZE}'")
 endif()
+target_compile_options(zkd_options INTERFACE "$<BUILD_INTERFACE:${zkd_compile_options}>")
+target_compile_definitions(zkd_options INTERFACE "$<BUILD_INTERFACE:${zkd_compile_definitions}>")

@@ -16,6 +16,8 @@ packages=(
     clang libclang-rt-14-dev
     curl procps python3 python3-prometheus-client prometheus
     iproute2
+    # tools/package.sh and its test: man pages, dpkg-shlibdeps, systemd-analyze, systemd-sysusers
+    help2man dpkg-dev systemd
 )
 
 missing=()
