@@ -45,7 +45,7 @@ constexpr milliseconds exit_poll_interval{10};
 constexpr milliseconds term_grace{10'000};
 constexpr int max_start_attempts = 5;
 constexpr std::size_t error_log_lines = 40;
-constexpr std::uintmax_t min_tail_bytes = 64 * 1024;
+constexpr std::uintmax_t min_tail_bytes = 64ULL * 1024;
 constexpr const char* state_file_name = "zk-local.state";
 constexpr const char* log4j_file_name = "log4j.properties";
 constexpr const char* main_class = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
@@ -601,7 +601,7 @@ std::uint64_t machine_memory_bytes() {
 }
 
 std::string auto_heap(std::uint64_t memory_bytes) {
-    constexpr std::uint64_t mib = 1024 * 1024;
+    constexpr std::uint64_t mib = 1024ULL * 1024;
     constexpr std::uint64_t floor_mib = 256;
     constexpr std::uint64_t cap_mib = 4096;
     if (memory_bytes == 0) {
@@ -614,7 +614,7 @@ std::string auto_heap() { return auto_heap(machine_memory_bytes()); }
 
 std::string parse_heap(std::string_view text) {
     constexpr std::uint64_t min_mib = 64;
-    constexpr std::uint64_t max_mib = 1024 * 1024;
+    constexpr std::uint64_t max_mib = 1024ULL * 1024;
     auto bad = [&] {
         return std::invalid_argument(
             "heap size must be a number with an optional unit k, m or g, from 64m to 1024g, not '" +
@@ -635,7 +635,7 @@ std::string parse_heap(std::string_view text) {
     const char u = unit.empty() ? 'b' : static_cast<char>(std::tolower(static_cast<unsigned char>(unit[0])));
     switch (u) {
     case 'b':
-        per_mib = 1024 * 1024;
+        per_mib = 1024ULL * 1024;
         break;
     case 'k':
         per_mib = 1024;
