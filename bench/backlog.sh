@@ -10,9 +10,10 @@
 #   - SIGKILL of the master with workers joining at the same moment: the time until the
 #     first task is done (the standby takes over once the dead master's session expires:
 #     the session timeout, 10 s by default, is part of it);
-#   - the drain: every task done (no pending, none held, N results), and how long it took.
+#   - the drain: how many tasks are done per second, and whether all N are (no pending,
+#     none held, N results) within --drain-limit; if not, how long the rest would take.
 # Usage: bench/backlog.sh [--tasks N] [--workers W] [--heap SIZE] [--build DIR] [--out DIR]
-#                         [--session-timeout DUR]
+#                         [--session-timeout DUR] [--drain-limit S]
 #   --tasks N            pending tasks (default 200000)
 #   --workers W          `zkd run` processes with default options that join (default 4)
 #   --heap SIZE          zkd-zk-local start --heap (default: its own, from the machine)
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
         --out) shift; out=${1:?} ;;
         --session-timeout) shift; session=${1:?} ;;
         --drain-limit) shift; drain_limit=${1:?} ;;
-        -h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; exit 0 ;;
         *) echo "bench/backlog.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift

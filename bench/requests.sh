@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
         --dedicated-master) dedicated=1 ;;
         --one) shift; one=${1:?} ;;
         --load) shift; load=${1:?} ;;
-        -h|--help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; exit 0 ;;
         *) echo "bench/requests.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
         --out) shift; out=${1:?--out needs a directory} ;;
         --backlog) shift; backlog=${1:?--backlog needs a number} ;;
         --build) shift; build=${1:?--build needs a directory} ;;
-        -h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; exit 0 ;;
         *) echo "bench/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -377,7 +377,7 @@ done
 # --- the backlog -----------------------------------------------------------------------------
 if [ "$backlog" -gt 0 ]; then
     echo "== backlog: $backlog pending tasks (bench/backlog.sh)"
-    bench/backlog.sh --tasks "$backlog" --build "$build" --out "$out/backlog" \
+    bench/backlog.sh --tasks "$backlog" --build "$build" --out "$out/backlog" --drain-limit 300 \
         || echo "   bench/backlog.sh failed (exit $?): see $out/backlog/summary.txt"
 fi
 
