@@ -8,6 +8,8 @@ import sys
 
 MODES = [("fsync", "fsync (forceSync=yes)"), ("nosync", "forceSync=no")]
 WORKERS = [1, 2, 4]
+DEFAULTS = "defaults: 4 × `zkd run`, no options, no bundles"
+TUNED = "tuned: `zkd run --capacity 64 --threads 2`"
 
 
 def load(path):
@@ -38,6 +40,51 @@ def num(v, fmt="{:,.0f}"):
     return "n/a" if v is None else fmt.format(v)
 
 
+def requests_per_task(j):
+    """All requests (mntr writes + reads, every session) per task of a loadgen run."""
+    zk = get(j, "load", "zookeeper")
+    n = get(j, "load", "results") or get(j, "load", "submitted")
+    if not zk or not n:
+        return None
+    return (zk["reads"] + zk["writes"]) / n
+
+
+def defaults_section(out, raw, add):
+    d = os.path.join(out, "defaults")
+    one = load(os.path.join(d, "one.json"))
+    burst = load(os.path.join(d, "burst.json"))
+    spin = load(os.path.join(d, "spin.json"))
+    opn = load(os.path.join(d, "open.json"))
+    light = load(os.path.join(d, "light.json"))
+    if not any((one, burst, spin, opn, light)):
+        return None
+    rc = get(raw.get("fsync"), "raw", "creates_per_s")
+    lat = lambda x, k: num(get(x, "load", "latency_ms", k), "{:.1f}")
+    wpt = lambda x: num(get(x, "load", "zookeeper", "writes_per_task"), "{:.2f}")
+    rpt = lambda x: num(requests_per_task(x), "{:.1f}")
+    bt = get(burst, "load", "tasks_per_s")
+    add(f"## Defaults ({DEFAULTS}; fsync ZooKeeper)\n")
+    add("What a user who starts `zkd run` as the README shows gets: 4 processes with default "
+        "options, one task per node. *one at a time*: one task in flight; *burst*: every task "
+        "submitted at once, 100 per submit call; *open*: scheduled arrivals at half the burst's "
+        "rate; *light*: 100 tasks/s. Writes are write transactions (a multi counts once) and "
+        "requests are all requests (writes + reads, pings included) of every session, from the "
+        "server's `mntr`, per task.\n")
+    add("| configuration | load | tasks/s | ÷ raw creates/s | p50 / p99 ms | ZK writes/task "
+        "| ZK requests/task | errors |")
+    add("|---|---|---:|---:|---|---:|---:|---:|")
+    for name, j in (("one at a time", one), ("burst (100 per submit)", burst),
+                    ("spin:1 (1 ms CPU)", spin),
+                    (f"open at {num(get(opn, 'config', 'rate'))}/s", opn),
+                    ("open at 100/s", light)):
+        t = get(j, "load", "tasks_per_s")
+        ratio = f"{t / rc:.3f}" if t and rc and j is burst else ""
+        add(f"| defaults | {name} | {num(t)} | {ratio} | {lat(j, 'p50')} / {lat(j, 'p99')} | "
+            f"{wpt(j)} | {rpt(j)} | {num(get(j, 'load', 'errors', 'total'))} |")
+    add("")
+    return {"one": one, "burst": burst, "open": opn, "rc": rc, "bt": bt}
+
+
 def cpu(path):
     """(zk cores, zkd cores, wall s) used during a run, from its .cpu file."""
     try:
@@ -66,7 +113,9 @@ def main(out):
             f"{num(get(r, 'raw', 'creates_in_multis_per_s'))} |")
     add("")
 
-    add("## Tasks (echo, 16-byte payload unless noted)\n")
+    dflt = defaults_section(out, raw, add)
+
+    add(f"## Tuned ({TUNED}; echo, 16-byte payload unless noted)\n")
     add("burst: every task submitted at once (100 per submit call) and drained; closed: "
         "a fixed number of tasks in flight; open: scheduled arrivals at half the larger of "
         "the two (latency counted from each task's scheduled time); spin:1: tasks burning "
@@ -78,11 +127,11 @@ def main(out):
         "(its zkco counters) and the rest, i.e. the zkd processes (master and workers).\n")
     add("bundled: tasks submitted 256 per submit call in bundles of 64 (one node, one "
         "assignment, one result per bundle: protocol §4.1), 4,096 in flight.\n")
-    add("| ZooKeeper | workers | burst tasks/s | closed tasks/s | best ÷ raw creates/s "
+    add("| configuration | ZooKeeper | workers | burst tasks/s | closed tasks/s | best ÷ raw creates/s "
         "| bundled tasks/s | bundled ÷ raw | closed p50 / p99 "
         "| open rate | open p50 / p99 / p99.9 | spin:1 tasks/s | ZK writes/task | ZK reads/task "
         "| requests/task loadgen / zkd | CPU ZK / zkd / loadgen | errors |")
-    add("|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|---|---:|")
+    add("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|---|---:|")
     tput = {}
     for m, label in MODES:
         rc = get(raw[m], "raw", "creates_per_s")
@@ -120,7 +169,7 @@ def main(out):
                 mine = cl["reads"] + cl["writes"]
                 total = zk["reads"] + zk["writes"]
                 split = f"{mine / n:.2f} / {(total - mine) / n:.2f}"
-            add(f"| {label} | {w} | {num(bt)} | {num(ct)} | {ratio} | {num(bd)} | {bratio} | "
+            add(f"| tuned | {label} | {w} | {num(bt)} | {num(ct)} | {ratio} | {num(bd)} | {bratio} | "
                 f"{lat(closed, 'p50')} / {lat(closed, 'p99')} | "
                 f"{num(get(opn, 'config', 'rate'))} | "
                 f"{lat(opn, 'p50')} / {lat(opn, 'p99')} / {lat(opn, 'p999')} | "
@@ -131,17 +180,20 @@ def main(out):
             rows.append((m, w, burst, closed, opn, spin))
     add("")
 
-    add("## Latency floor (2 workers, open loop at 100 tasks/s)\n")
-    add("| ZooKeeper | p50 | p90 | p99 | p99.9 | max |")
-    add("|---|---:|---:|---:|---:|---:|")
-    for m, label in MODES:
-        j = load(os.path.join(out, m, "w2", "light.json"))
-        add(f"| {label} | " + " | ".join(
+    add("## Latency floor (open loop at 100 tasks/s)\n")
+    add("| configuration | ZooKeeper | p50 | p90 | p99 | p99.9 | max |")
+    add("|---|---|---:|---:|---:|---:|---:|")
+    floors = [("defaults (4 workers)", "fsync", os.path.join(out, "defaults", "light.json"))]
+    floors += [("tuned, 2 workers", m, os.path.join(out, m, "w2", "light.json")) for m, _ in MODES]
+    for conf, m, path in floors:
+        j = load(path)
+        label = dict(MODES)[m]
+        add(f"| {conf} | {label} | " + " | ".join(
             num(get(j, "load", "latency_ms", k), "{:.1f}")
             for k in ("p50", "p90", "p99", "p999", "max")) + " |")
     add("")
 
-    add("## Batch size (forceSync=no, 2 workers, closed loop, 512 in flight)\n")
+    add(f"## Batch size ({TUNED}; forceSync=no, 2 workers, closed loop, 512 in flight)\n")
     add("`--batch N` is the number of tasks per `task_client::submit()` call; the client's "
         "batcher folds whatever is queued into multis either way.\n")
     add("| batch | tasks/s | ZK writes/task | ZK reads/task | loadgen write transactions/task "
@@ -157,7 +209,8 @@ def main(out):
             f"{num(get(j, 'load', 'latency_ms', 'p99'), '{:.1f}')} |")
     add("")
 
-    add("## Bundle size (forceSync=no, 2 workers, 256 tasks per submit call, 4,096 in flight)\n")
+    add(f"## Bundle size ({TUNED}; forceSync=no, 2 workers, 256 tasks per submit call, "
+        "4,096 in flight)\n")
     add("Bundle 1 is no bundling (a fifth as many tasks: it is slow).\n")
     add("| bundle | tasks/s | ÷ raw creates/s | ZK writes/task | ZK reads/task | p50 / p99 ms |")
     add("|---:|---:|---:|---:|---:|---|")
@@ -178,6 +231,10 @@ def main(out):
     if len(mem) == 3:
         before, after, n = (int(x) for x in mem)
         per_task = (after - before) * 1024 / n
+    heap = text(os.path.join(out, "zk_heap.txt"), "").split()
+    heap_per_task = None
+    if len(heap) == 3 and int(heap[2]) > 0 and int(heap[1]) > 0:
+        heap_per_task = (int(heap[1]) - int(heap[0])) * 1024 / int(heap[2])
     lag = text(os.path.join(out, "lag_p99_s"))
     lag_ms = None
     try:
@@ -191,6 +248,17 @@ def main(out):
             f"→ {int(mem[1]):,} kB, {per_task:,.0f} bytes per pending task")
     else:
         add("- master memory per pending task: n/a")
+    if heap_per_task is not None:
+        add(f"- ZooKeeper's used heap after a full GC (`jcmd GC.run`, `GC.heap_info`) with the "
+            f"same {int(heap[2]):,} pending tasks: {int(heap[0]):,} kB → {int(heap[1]):,} kB, "
+            f"**{heap_per_task:,.0f} bytes per pending task**")
+    else:
+        add("- ZooKeeper heap per pending task: n/a (jcmd missing?)")
+    backlog = text(os.path.join(out, "backlog", "summary.txt"), "")
+    if backlog:
+        add("")
+        add("## Backlog (bench/backlog.sh: pending tasks with no workers, then workers join)\n")
+        add("```\n" + backlog + "\n```")
     add(f"- event-loop lag p99 of a worker with a saturated pool: "
         f"{'n/a (no --http /metrics)' if lag_ms is None else f'{lag_ms:.2f} ms'}")
     add("")
@@ -199,22 +267,44 @@ def main(out):
     add("## Targets\n")
     add("| target | measured | met |")
     add("|---|---|---|")
+    if dflt:
+        rc, bt = dflt["rc"], dflt["bt"]
+        r = bt / rc if bt and rc else None
+        add(f"| defaults: burst tasks/s ÷ raw creates/s ≥ 0.25 | "
+            f"{num(bt)} ÷ {num(rc)} = {num(r, '{:.3f}')} | "
+            f"{'n/a' if r is None else ('yes' if r >= 0.25 else 'no')} |")
+        w = get(dflt["burst"], "load", "zookeeper", "writes_per_task")
+        q = requests_per_task(dflt["burst"])
+        add(f"| defaults, under load (burst): ≤ 1 write and ≤ 4 requests per task | "
+            f"{num(w, '{:.2f}')} writes, {num(q, '{:.1f}')} requests | "
+            f"{'n/a' if w is None or q is None else ('yes' if w <= 1 and q <= 4 else 'no')} |")
+        w = get(dflt["one"], "load", "zookeeper", "writes_per_task")
+        q = requests_per_task(dflt["one"])
+        p50 = get(dflt["one"], "load", "latency_ms", "p50")
+        add(f"| defaults, one at a time: 4 writes, ≤ 8 requests, p50 ≤ 2 ms | "
+            f"{num(w, '{:.2f}')} writes, {num(q, '{:.1f}')} requests, p50 "
+            f"{num(p50, '{:.1f}')} ms | "
+            f"{'n/a' if None in (w, q, p50) else ('yes' if w <= 4.05 and q <= 8 and p50 <= 2 else 'no')} |")
+        p99 = get(dflt["open"], "load", "latency_ms", "p99")
+        add(f"| defaults: p99 ≤ 10 ms in an open loop at half the burst's rate | "
+            f"{num(p99, '{:.1f}')} ms at {num(get(dflt['open'], 'config', 'rate'))}/s | "
+            f"{'n/a' if p99 is None else ('yes' if p99 <= 10 else 'no')} |")
     best = {m: max((max(tput[(m, w)][0] or 0, tput[(m, w)][1] or 0) for w in WORKERS), default=0)
             for m, _ in MODES}
     bbest = {m: max((tput[(m, w)][3] or 0 for w in WORKERS), default=0) for m, _ in MODES}
     for m, label in MODES:
         rc = get(raw[m], "raw", "creates_per_s")
         ok = rc and best[m] >= rc
-        add(f"| no-op tasks/s ≥ raw creates/s ({label}), one task per node | best {num(best[m])} "
+        add(f"| tuned: no-op tasks/s ≥ raw creates/s ({label}), one task per node | best {num(best[m])} "
             f"vs {num(rc)} | {'yes' if ok else 'no'} |")
         ok = rc and bbest[m] >= rc
-        add(f"| no-op tasks/s ≥ raw creates/s ({label}), bundles of 64 | best {num(bbest[m])} "
+        add(f"| tuned: no-op tasks/s ≥ raw creates/s ({label}), bundles of 64 | best {num(bbest[m])} "
             f"vs {num(rc)} ({bbest[m] / rc if rc else 0:.2f}×) | {'yes' if ok else 'no'} |")
     p99s = [get(o, "load", "latency_ms", "p99") for (_, _, _, _, o, _) in rows]
     p99s = [p for p in p99s if p is not None]
     if p99s:
         worst = max(p99s)
-        add(f"| p99 submit→result at 50% of max ≤ 10 ms | {min(p99s):.1f} to {worst:.1f} ms "
+        add(f"| tuned: p99 submit→result at 50% of max ≤ 10 ms | {min(p99s):.1f} to {worst:.1f} ms "
             f"over the {len(p99s)} configurations | {'yes' if worst <= 10 else 'no'} |")
     add(f"| event-loop lag p99 ≤ 2 ms, saturated pool | "
         f"{'n/a' if lag_ms is None else f'{lag_ms:.2f} ms'} | "

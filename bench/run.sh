@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The benchmark suite (not a test): builds zkd (Release, build/release), starts its own local
-# ZooKeeper twice (fsync on, then forceSync=no), runs clusters of 1, 2 and 4 `zkd run`
-# workers against each and drives them with zkd-loadgen: the raw ceiling, a burst of no-op
-# tasks, a closed loop, an open loop at 50% of the measured maximum, 1 ms CPU tasks, a light
-# open loop (the latency floor); then
-# batch sizes, event-loop lag under a saturated pool, idle RSS and master memory per pending
-# task. Writes bench/results/<date>/ (results.md, JSON of every run, PNG plots) and stops
-# everything it started.
-# Usage: bench/run.sh [--quick] [--no-install] [--out DIR]
-#   --quick       smaller runs (a few minutes instead of about fifteen)
+# ZooKeeper twice (fsync on, then forceSync=no). Against the fsync one, first the *defaults*
+# configuration: 4 `zkd run` with default options, no bundles (one task at a time, a burst
+# of one task per node 100 per submit call, 1 ms CPU tasks, an open loop at half the burst's
+# rate, a light open loop). Then the *tuned* one against each: clusters of 1, 2 and 4
+# `zkd run --capacity 64 --threads 2` driven with zkd-loadgen: the raw ceiling, a burst of
+# no-op tasks, bundles, a closed loop, an open loop at 50% of the measured maximum, 1 ms CPU
+# tasks, a light open loop (the latency floor); then batch sizes, event-loop lag under a
+# saturated pool, idle RSS, master memory and ZooKeeper heap per pending task; then (full
+# runs) the backlog scenario, bench/backlog.sh. ZooKeeper writes and requests per task are
+# the server's own counters (mntr). Writes bench/results/<date>/ (results.md, JSON of every
+# run, PNG plots) and stops everything it started.
+# Usage: bench/run.sh [--quick] [--no-install] [--out DIR] [--backlog N] [--build DIR]
+#   --quick       smaller runs (a few minutes instead of about twenty), no backlog
 #   --no-install  do not install missing packages (gnuplot-nox, build dependencies)
 #   --out DIR     write results to DIR instead of bench/results/<date>
+#   --backlog N   pending tasks for bench/backlog.sh (default 200000; 0: skip it)
+#   --build DIR   use the binaries already built in DIR instead of building build/release
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -19,12 +25,16 @@ root=$(pwd)
 quick=0
 install=1
 out=""
+backlog=""
+build=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=1 ;;
         --no-install) install=0 ;;
         --out) shift; out=${1:?--out needs a directory} ;;
-        -h|--help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --backlog) shift; backlog=${1:?--backlog needs a number} ;;
+        --build) shift; build=${1:?--build needs a directory} ;;
+        -h|--help) awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; exit 0 ;;
         *) echo "bench/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -33,11 +43,14 @@ done
 # --- sizes -----------------------------------------------------------------------------------
 if [ "$quick" = 1 ]; then
     burst=5000; closed_s=4; open_s=4; spin_tasks=500; mem_tasks=20000; bundled=20000
-    raw_ops=10000; raw_rounds=1; batch_s=3; lag_s=6
+    raw_ops=10000; raw_rounds=1; batch_s=3; lag_s=6; one_tasks=200
+    backlog=${backlog:-0}
 else
     burst=20000; closed_s=10; open_s=10; spin_tasks=2000; mem_tasks=50000; bundled=100000
-    raw_ops=20000; raw_rounds=3; batch_s=8; lag_s=8
+    raw_ops=20000; raw_rounds=3; batch_s=8; lag_s=8; one_tasks=1000
+    backlog=${backlog:-200000}
 fi
+default_workers=4  # the defaults configuration: this many `zkd run` with no options
 worker_counts=(1 2 4)
 capacity=64        # slots per worker (echo tasks are instant: slots, not threads, bound them)
 threads=2          # compute threads per worker (the machine's cores, usually)
@@ -58,12 +71,19 @@ if [ "$install" = 1 ]; then
 fi
 command -v gnuplot >/dev/null || echo "bench: gnuplot missing: no plots (install gnuplot-nox)" >&2
 
-echo "== build (build/release)"
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
-cmake --build build/release -j "$(nproc 2>/dev/null || echo 2)" --target zkd zkd_loadgen zkd_zk_local_cli
-zkd=$root/build/release/src/zkd
-loadgen=$root/build/release/tools/loadgen/zkd-loadgen
-zklocal=$root/build/release/tools/zk_local/zkd-zk-local
+if [ -z "$build" ]; then
+    echo "== build (build/release)"
+    cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
+    cmake --build build/release -j "$(nproc 2>/dev/null || echo 2)" --target zkd zkd_loadgen zkd_zk_local_cli
+    build=build/release
+fi
+case "$build" in /*) ;; *) build=$root/$build ;; esac
+zkd=$build/src/zkd
+loadgen=$build/tools/loadgen/zkd-loadgen
+zklocal=$build/tools/zk_local/zkd-zk-local
+for b in "$zkd" "$loadgen" "$zklocal"; do
+    [ -x "$b" ] || { echo "bench/run.sh: $b missing (build it, or drop --build)" >&2; exit 2; }
+done
 
 # --- where results go ------------------------------------------------------------------------
 if [ -z "$out" ]; then
@@ -126,6 +146,24 @@ start_nodes() {  # $1: namespace, $2: count, $3...: extra flags
     done
 }
 
+# `zkd run` with default options (the defaults configuration): $1 namespace, $2 count.
+start_default_nodes() {
+    local ns=$1 n=$2 i
+    for i in $(seq 1 "$n"); do
+        "$zkd" run --zk "$connect" --namespace "$ns" --host "$ns-n$i" --log-level warn \
+            >>"$work/$ns-n$i.log" 2>&1 &
+        nodes+=($!)
+    done
+}
+
+# The JVM's used heap in kB after a full collection (young + old generation); 0 if unknown.
+zk_heap_kb() {
+    jcmd "$1" GC.run >/dev/null 2>&1 || true
+    jcmd "$1" GC.heap_info 2>/dev/null | awk '
+        /generation/ { for (i = 1; i <= NF; i++) if ($i == "used") { v = $(i + 1); sub(/K,?$/, "", v); t += v } }
+        END { print t + 0 }'
+}
+
 stop_nodes() {
     for pid in "${nodes[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in "${nodes[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -172,11 +210,13 @@ tps() { local v; v=$(jget "$1" load.tasks_per_s); [ "$v" = n/a ] && v=0; echo "$
     echo "kernel: $(uname -r)"
     echo "zookeeper: $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo unknown)"
     echo "java: $(java -version 2>&1 | head -1)"
+    echo "binaries: $build"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
     echo "mode: $([ "$quick" = 1 ] && echo quick || echo full)"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
-    echo "sizes: burst $burst, bundled $bundled, closed ${closed_s}s at concurrency $concurrency, open ${open_s}s, spin:1 x $spin_tasks, memory $mem_tasks tasks"
-    echo "cluster: per worker --capacity $capacity --threads $threads"
+    echo "sizes: burst $burst, bundled $bundled, closed ${closed_s}s at concurrency $concurrency, open ${open_s}s, spin:1 x $spin_tasks, one at a time $one_tasks, memory $mem_tasks tasks, backlog $backlog"
+    echo "defaults: $default_workers x zkd run with default options (fsync ZooKeeper)"
+    echo "tuned: per worker --capacity $capacity --threads $threads"
 } >"$out/machine.txt"
 cat "$out/machine.txt"
 
@@ -190,6 +230,34 @@ for mode in fsync nosync; do
     echo "   creates/s $(jget "$out/$mode/raw.json" raw.creates_per_s)," \
          "multi/s $(jget "$out/$mode/raw.json" raw.multis_per_s)" \
          "($(jget "$out/$mode/raw.json" raw.creates_in_multis_per_s) creates/s inside multis)"
+    if [ "$mode" = fsync ]; then
+        # The defaults configuration: what a user who runs `zkd run` as the README shows gets.
+        d=$out/defaults
+        ns=defaults
+        mkdir -p "$d"
+        echo "-- defaults: $default_workers x \`zkd run\` with default options, no bundles"
+        start_default_nodes "$ns" "$default_workers"
+        run_load "$d/one.json" --namespace "$ns" --workers "$default_workers" \
+            --tasks "$one_tasks" --concurrency 1
+        echo "   one at a time: p50 $(jget "$d/one.json" load.latency_ms.p50) ms," \
+             "$(jget "$d/one.json" load.zookeeper.writes_per_task) writes/task"
+        run_load "$d/burst.json" --namespace "$ns" --tasks "$burst" --concurrency "$burst" \
+            --batch 100
+        echo "   burst       $(tps "$d/burst.json") tasks/s," \
+             "$(jget "$d/burst.json" load.zookeeper.writes_per_task) writes/task"
+        run_load "$d/spin.json" --namespace "$ns" --tasks "$spin_tasks" --task spin:1 \
+            --concurrency "$concurrency"
+        echo "   spin:1      $(tps "$d/spin.json") tasks/s"
+        rate=$(awk -v m="$(tps "$d/burst.json")" 'BEGIN { r = m / 2; if (r < 1) r = 1; printf "%.0f", r }')
+        run_load "$d/open.json" --namespace "$ns" --duration "$open_s" --rate "$rate" \
+            --cdf "$d/open.cdf"
+        echo "   open loop at $rate/s: p50 $(jget "$d/open.json" load.latency_ms.p50) ms," \
+             "p99 $(jget "$d/open.json" load.latency_ms.p99) ms"
+        run_load "$d/light.json" --namespace "$ns" --duration "$open_s" --rate 100
+        echo "   open loop at 100/s: p50 $(jget "$d/light.json" load.latency_ms.p50) ms," \
+             "p99 $(jget "$d/light.json" load.latency_ms.p99) ms"
+        stop_nodes
+    fi
     for w in "${worker_counts[@]}"; do
         d=$out/$mode/w$w
         ns=$mode-w$w
@@ -261,6 +329,7 @@ for mode in fsync nosync; do
         done
         sleep 2
         before=$(rss_kb "${nodes[0]}")
+        heap_before=$(zk_heap_kb "$zk_pid")
         "$loadgen" --zk "$connect" --namespace mem --no-progress --json --submit-only \
             --allow-no-workers --tasks "$mem_tasks" --concurrency 5000 --batch 100 \
             >"$out/mem_submit.json" 2>"$out/mem_submit.json.err" || true
@@ -274,8 +343,10 @@ for mode in fsync nosync; do
             sleep 0.5
         done
         after=$(rss_kb "${nodes[0]}")
+        heap_after=$(zk_heap_kb "$zk_pid")
         echo "$before $after $mem_tasks" >"$out/master_mem.txt"
-        echo "   master RSS $before kB -> $after kB"
+        echo "$heap_before $heap_after $mem_tasks" >"$out/zk_heap.txt"
+        echo "   master RSS $before kB -> $after kB; ZooKeeper heap after GC $heap_before kB -> $heap_after kB"
         stop_nodes
 
         echo "-- event-loop lag with a saturated compute pool"
@@ -302,6 +373,13 @@ for mode in fsync nosync; do
     fi
     cleanup
 done
+
+# --- the backlog -----------------------------------------------------------------------------
+if [ "$backlog" -gt 0 ]; then
+    echo "== backlog: $backlog pending tasks (bench/backlog.sh)"
+    bench/backlog.sh --tasks "$backlog" --build "$build" --out "$out/backlog" --drain-limit 300 \
+        || echo "   bench/backlog.sh failed (exit $?): see $out/backlog/summary.txt"
+fi
 
 # --- report ----------------------------------------------------------------------------------
 echo "== report"

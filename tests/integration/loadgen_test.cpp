@@ -6,6 +6,7 @@
 #include "protocol/layout.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
+#include "zk_local/zk_local.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/json.hpp>
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -390,4 +392,51 @@ TEST_F(Loadgen, NoResultForTheStallTimeStopsTheRun) {
     EXPECT_EQ(load.at("results").to_number<std::uint64_t>(), 0U);
     EXPECT_EQ(load.at("errors").at("unfinished").to_number<std::uint64_t>(), 2U);
     EXPECT_NE(o.err.find("no result for 1500 ms"), std::string::npos) << o.err;
+}
+
+// zkd-loadgen's own server dies in the middle of a run (the backlog that killed the embedded
+// ZooKeeper, issue 14): the run ends with exit 3 and says so, once its session is gone (the
+// session timeout after the server went), instead of printing 0/s until someone kills it.
+TEST_F(Loadgen, AServerThatDiesMidRunEndsItWithExitThree) {
+    ZKD_REQUIRE_LOCAL_ZK_SERVER();
+    auto own = zkd::zk_local::cluster::start({});
+    const auto zk = own.connect_string();
+    nodes_.push_back(std::make_unique<zkd::test::zkd_process>(
+        ZKD_BINARY, zk, "gone", "m", dir_ / "m.log", std::vector<std::string>{"--capacity", "0"}
+    ));
+    // Far more tasks than it can submit before the kill, and a stall timeout far beyond the
+    // test's patience: only losing the server may end this run.
+    zkd::test::background_command lg(
+        {ZKD_LOADGEN_BINARY, "--zk", zk, "--namespace", "gone", "--no-progress", "--json",
+         "--submit-only", "--allow-no-workers", "--tasks", "100000000", "--concurrency", "200",
+         "--batch", "10", "--session-timeout", "2000", "--stall-timeout", "3600000",
+         "--wait-workers", "30000"},
+        dir_ / "lg.out", dir_ / "lg.err"
+    );
+    const auto znodes = [&] {
+        const auto mntr = own.four_letter(0, "mntr");
+        const auto at = mntr.find("zk_znode_count\t");
+        return at == std::string::npos ? 0L : std::stol(mntr.substr(at + 15));
+    };
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (znodes() < 1000 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_GE(znodes(), 1000) << "no tasks submitted within 60 s:\n" << lg.err();
+    own.kill_member(0);
+
+    const int code = lg.wait_exit(60s);
+    ASSERT_NE(code, -1) << "still running 60 s after its server died:\n" << lg.err();
+    EXPECT_EQ(code, 3) << lg.err();
+    EXPECT_NE(lg.err().find("lost ZooKeeper at " + zk), std::string::npos) << lg.err();
+    outcome o;
+    o.out = lg.out();
+    o.err = lg.err();
+    const auto j = parse_report(o);
+    ASSERT_TRUE(j.contains("load")) << o.out;
+    EXPECT_TRUE(j.at("load").at("session_lost").as_bool());
+    EXPECT_GT(j.at("load").at("submitted").to_number<std::uint64_t>(), 0U);
+    EXPECT_EQ(j.at("exit").as_int64(), 3);
+    nodes_.clear();
+    own.stop();
 }

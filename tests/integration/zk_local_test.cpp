@@ -6,10 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -344,3 +348,59 @@ TEST(ZkLocalSharedServer, SharedServerSurvivesRestart) {
 }
 
 } // namespace
+
+// The JVM heap: sized from the machine unless given, and given sizes are checked (issue 14:
+// a fixed -Xmx256m died of OutOfMemoryError at ~191,000 pending tasks).
+TEST(ZkLocalHeap, SizesAreParsedAndTheDefaultFollowsTheMachine) {
+    EXPECT_EQ(zl::parse_heap("300m"), "300m");
+    EXPECT_EQ(zl::parse_heap("2g"), "2048m");
+    EXPECT_EQ(zl::parse_heap("2G"), "2048m");
+    EXPECT_EQ(zl::parse_heap("1048576k"), "1024m");
+    EXPECT_EQ(zl::parse_heap("134217728"), "128m");
+    for (const char* bad : {"", "m", "12", "63m", "1.5g", "2gb", "-1g", "2000g", "1t", "g2"}) {
+        EXPECT_THROW(static_cast<void>(zl::parse_heap(bad)), std::invalid_argument) << bad;
+    }
+    constexpr std::uint64_t gib = 1024ULL * 1024 * 1024;
+    EXPECT_EQ(zl::auto_heap(0), "256m");          // unknown memory: the old fixed size
+    EXPECT_EQ(zl::auto_heap(gib / 2), "256m");    // a quarter, but never under 256m
+    EXPECT_EQ(zl::auto_heap(8 * gib), "2048m");   // a quarter
+    EXPECT_EQ(zl::auto_heap(64 * gib), "4096m");  // capped
+    EXPECT_GT(zl::machine_memory_bytes(), 0U);
+    EXPECT_EQ(zl::auto_heap(), zl::auto_heap(zl::machine_memory_bytes()));
+}
+
+TEST(ZkLocalHeap, TheServerGetsTheHeapAskedForOrTheMachinesShare) {
+    ZKD_REQUIRE_LOCAL_ZK_SERVER();
+    const auto cmdline = [](const zl::cluster& c) {
+        std::ifstream in("/proc/" + std::to_string(c.pid(0)) + "/cmdline");
+        std::string text{std::istreambuf_iterator<char>(in), {}};
+        std::replace(text.begin(), text.end(), '\0', ' ');
+        return text;
+    };
+    {
+        auto cluster = start_cluster(servers(1));
+        EXPECT_NE(cmdline(cluster).find(" -Xmx" + zl::auto_heap() + " "), std::string::npos)
+            << cmdline(cluster);
+    }
+    const auto dir = fs::temp_directory_path() / ("zkd-zk-local-heap-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    auto started = zkd::test::run_command(
+        {ZKD_ZK_LOCAL_BINARY, "start", "--dir", dir.string(), "--heap", "300m"}
+    );
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    {
+        auto cluster = zl::cluster::attach(dir);
+        EXPECT_NE(cmdline(cluster).find(" -Xmx300m "), std::string::npos) << cmdline(cluster);
+        // A restarted member keeps it.
+        cluster.stop_member(0);
+        cluster.start_member(0);
+        EXPECT_NE(cmdline(cluster).find(" -Xmx300m "), std::string::npos) << cmdline(cluster);
+    }
+    EXPECT_EQ(zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "stop", "--dir", dir.string()}).exit_code, 0);
+    fs::remove_all(dir);
+    auto bad = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--heap", "lots"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("--heap"), std::string::npos) << bad.err;
+    auto help = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--help"});
+    EXPECT_NE(help.out.find("--heap SIZE"), std::string::npos) << help.out;
+}

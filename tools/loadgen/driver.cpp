@@ -286,9 +286,14 @@ asio::awaitable<void> load_runner::watchdog() {
             rep_.stalled = true;
             abort();
         }
-        if (zkco::is_terminal(zk_.state()) && !finish_) {
+        // Without its session nothing in flight can finish (a submit waits for the session
+        // to know its outcome, a wait needs it to read the result): stop at once rather
+        // than wait for results that cannot come. zkco ends a session that stays
+        // disconnected for longer than its timeout, so this bounds a run whose ZooKeeper
+        // is gone to about the session timeout.
+        if (zkco::is_terminal(zk_.state()) && !abort_) {
             rep_.session_lost = true;
-            finish();
+            abort();
         }
     }
 }

@@ -48,6 +48,11 @@ namespace {
 struct run_state {
     zkd::loadgen::load_runner* runner = nullptr;
     int signals = 0;
+    /// The load's runner, kept until the event loop has stopped. A run stopped with submits
+    /// still queued in the task client's batcher (its session lost) leaves handlers there
+    /// that use the client when the batcher is destroyed and aborts them; destroyed after
+    /// ioc.run() has returned, the batcher's aborted handlers are dropped, never run.
+    std::unique_ptr<zkd::loadgen::load_runner> done_runner;
 };
 
 /// Workers (under /workers) that serve `type` with at least one slot: count and slots.
@@ -316,7 +321,8 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
             mntr_error = snap.error;
         }
         const auto counters_before = zk.counters();
-        zkd::loadgen::load_runner runner(zk, *layout, s);
+        state.done_runner = std::make_unique<zkd::loadgen::load_runner>(zk, *layout, s);
+        auto& runner = *state.done_runner;
         state.runner = &runner;
         auto load = co_await runner.run();
         state.runner = nullptr;
@@ -338,7 +344,17 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
         load.workers = workers.serving;
         load.capacity = workers.capacity;
         load.interrupted = state.signals > 0;
-        if (load.stalled) {
+        if (load.session_lost) {
+            rep.exit = exit_unreachable;
+            rep.message = "lost ZooKeeper at " + s.zk + ": the session " +
+                          std::string(zkd::zkco::to_string(zk.state())) +
+                          " (the servers were unreachable for longer than the " +
+                          std::to_string(zk.negotiated_timeout().count()) +
+                          " ms session timeout, or ended the session); " +
+                          std::to_string(load.submitted) + " tasks submitted, " +
+                          std::to_string(load.results) + " results, " +
+                          std::to_string(load.errors.unfinished) + " unfinished";
+        } else if (load.stalled) {
             rep.exit = exit_stalled;
             rep.message = "no result for " + std::to_string(s.stall_timeout.count()) +
                           " ms while " + std::to_string(load.errors.unfinished) +

@@ -94,7 +94,9 @@ Durations take a unit as zkd's do (500ms, 30s, 5m, 2h); a bare number is millise
 (except for --duration: seconds), as in earlier versions.
 
 Exit codes: 0 every task succeeded, 1 a task did not succeed or the run failed, 2 usage
-error, 3 ZooKeeper unreachable, 4 stalled, 5 no cluster or no worker for the task type.
+error, 3 ZooKeeper unreachable (not reached within --connect-timeout, or lost during the
+run: the session ended, which zkco declares once the servers have been unreachable for the
+session timeout), 4 stalled, 5 no cluster or no worker for the task type.
 )";
 
 /// Option names that take a value; anything else known is a switch.

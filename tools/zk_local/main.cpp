@@ -58,8 +58,8 @@ struct command_help {
 const std::map<std::string_view, command_help>& command_helps() {
     static const std::map<std::string_view, command_help> helps{
         {"start",
-         {"start [--servers N] [--port P] [--dir D] [--tick-ms N] [--max-session-ms N] [--force-sync]\n"
-          "       [--foreground]",
+         {"start [--servers N] [--port P] [--dir D] [--tick-ms N] [--max-session-ms N] [--heap SIZE]\n"
+          "       [--force-sync] [--log-requests] [--foreground]",
           R"(Starts N servers (1, or an odd N for an ensemble) and waits until all serve.
 Prints the connect string alone on stdout's first line and "dir: D" on stderr.
 
@@ -71,7 +71,16 @@ Prints the connect string alone on stdout's first line and "dir: D" on stderr.
   --tick-ms N    ZooKeeper tickTime in ms (default 200; sessions from 2 ticks)
   --max-session-ms N
                  longest session timeout granted (maxSessionTimeout; default 60000)
+  --heap SIZE    each server's JVM heap (-Xmx): a number with k, m or g (64m or more), or
+                 auto (default): a quarter of the machine's memory (or of the cgroup's
+                 limit), at least 256m and at most 4g. ZooKeeper holds every znode in its
+                 heap and dies of OutOfMemoryError when it is full; a pending zkd no-op
+                 task takes about 1,400 bytes of it (bench/backlog.sh), so 256m holds
+                 about 180,000 pending tasks, 1g about 750,000 and 4g about 3 million
   --force-sync   fsync the transaction log (default off, for speed)
+  --log-requests log every request the server processes (session id, type, path) to
+                 server<N>/server.log ("Processing request::" lines; slows the server);
+                 bench/requests.sh counts them per task
   --foreground   stay up until SIGINT/SIGTERM, then stop everything and remove
                  what was created; by default the servers keep running in the
                  background after this command exits
@@ -246,7 +255,15 @@ int cmd_start(const parsed_args& args) {
     if (auto v = args.value("dir")) {
         opts.dir = *v;
     }
+    if (auto v = args.value("heap"); v && *v != "auto") {
+        try {
+            opts.jvm_heap = zl::parse_heap(*v);
+        } catch (const std::invalid_argument& e) {
+            throw usage_error(std::string("--heap: ") + e.what());
+        }
+    }
     opts.force_sync = args.flag("force-sync");
+    opts.log_requests = args.flag("log-requests");
     bool foreground = args.flag("foreground");
     opts.detach = !foreground;
 
@@ -363,7 +380,8 @@ int run(const std::vector<std::string_view>& argv) {
     parsed_args args;
     if (command == "start") {
         args = parse_args(
-            rest, {"servers", "port", "dir", "tick-ms", "max-session-ms"}, {"force-sync", "foreground"}, 0
+            rest, {"servers", "port", "dir", "tick-ms", "max-session-ms", "heap"},
+            {"force-sync", "log-requests", "foreground"}, 0
         );
     } else if (command == "stop") {
         args = parse_args(rest, {"dir"}, {"keep-dir"}, 0);

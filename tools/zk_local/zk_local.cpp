@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -43,7 +45,7 @@ constexpr milliseconds exit_poll_interval{10};
 constexpr milliseconds term_grace{10'000};
 constexpr int max_start_attempts = 5;
 constexpr std::size_t error_log_lines = 40;
-constexpr std::uintmax_t min_tail_bytes = 64 * 1024;
+constexpr std::uintmax_t min_tail_bytes = 64ULL * 1024;
 constexpr const char* state_file_name = "zk-local.state";
 constexpr const char* log4j_file_name = "log4j.properties";
 constexpr const char* main_class = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
@@ -571,6 +573,94 @@ std::string parse_mode(std::string_view reply) {
     return {};
 }
 
+std::uint64_t machine_memory_bytes() {
+    std::uint64_t total = 0;
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::uint64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemTotal:") {
+            total = kib * 1024;
+            break;
+        }
+    }
+    // cgroup v2: "max" (no limit) or a byte count.
+    std::ifstream limit_file("/sys/fs/cgroup/memory.max");
+    std::string limit_text;
+    if (limit_file >> limit_text) {
+        std::uint64_t limit = 0;
+        auto [end, ec] =
+            std::from_chars(limit_text.data(), limit_text.data() + limit_text.size(), limit);
+        if (ec == std::errc{} && end == limit_text.data() + limit_text.size() && limit > 0 &&
+            (total == 0 || limit < total)) {
+            total = limit;
+        }
+    }
+    return total;
+}
+
+std::string auto_heap(std::uint64_t memory_bytes) {
+    constexpr std::uint64_t mib = 1024ULL * 1024;
+    constexpr std::uint64_t floor_mib = 256;
+    constexpr std::uint64_t cap_mib = 4096;
+    if (memory_bytes == 0) {
+        return std::to_string(floor_mib) + "m";
+    }
+    return std::to_string(std::clamp(memory_bytes / 4 / mib, floor_mib, cap_mib)) + "m";
+}
+
+std::string auto_heap() { return auto_heap(machine_memory_bytes()); }
+
+std::string parse_heap(std::string_view text) {
+    constexpr std::uint64_t min_mib = 64;
+    constexpr std::uint64_t max_mib = 1024ULL * 1024;
+    auto bad = [&] {
+        return std::invalid_argument(
+            "heap size must be a number with an optional unit k, m or g, from 64m to 1024g, not '" +
+            std::string(text) + "'"
+        );
+    };
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end == text.data()) {
+        throw bad();
+    }
+    std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+    std::uint64_t per_mib = 0;  // units per MiB; 0 for g (multiply instead)
+    std::uint64_t mib_value = 0;
+    if (unit.size() > 1) {
+        throw bad();
+    }
+    const char u = unit.empty() ? 'b' : static_cast<char>(std::tolower(static_cast<unsigned char>(unit[0])));
+    switch (u) {
+    case 'b':
+        per_mib = 1024ULL * 1024;
+        break;
+    case 'k':
+        per_mib = 1024;
+        break;
+    case 'm':
+        per_mib = 1;
+        break;
+    case 'g':
+        if (value > max_mib / 1024) {
+            throw bad();
+        }
+        mib_value = value * 1024;
+        break;
+    default:
+        throw bad();
+    }
+    if (per_mib != 0) {
+        mib_value = value / per_mib;
+    }
+    if (mib_value < min_mib || mib_value > max_mib) {
+        throw bad();
+    }
+    return std::to_string(mib_value) + "m";
+}
+
 bool java_and_server_available(std::string* why) {
     try {
         resolve_java({});
@@ -851,7 +941,13 @@ struct cluster::impl {
             "log4j.appender.CONSOLE.Target=System.out\n"
             "log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n"
             "log4j.appender.CONSOLE.layout.ConversionPattern="
-            "%d{ISO8601} %-5p [myid:%X{myid}] [%t:%C{1}@%L] - %m%n\n"
+            "%d{ISO8601} %-5p [myid:%X{myid}] [%t:%C{1}@%L] - %m%n\n" +
+                std::string(
+                    opts.log_requests
+                        ? "# --log-requests: one line per request processed.\n"
+                          "log4j.logger.org.apache.zookeeper.server.FinalRequestProcessor=DEBUG\n"
+                        : ""
+                )
         );
         bool ensemble = members.size() > 1;
         for (const auto& m : members) {
@@ -1061,7 +1157,7 @@ cluster cluster::start(options opts) {
     auto state = std::make_unique<impl>();
     state->java = resolve_java(opts.java);
     state->classpath = resolve_classpath(opts.classpath);
-    state->jvm_heap = opts.jvm_heap;
+    state->jvm_heap = opts.jvm_heap.empty() ? auto_heap() : parse_heap(opts.jvm_heap);
     state->start_timeout = opts.start_timeout;
     state->detached = opts.detach;
     state->keep_dir = opts.keep_dir;

@@ -52,8 +52,26 @@ struct options {
     std::string classpath;
     // Extra zoo.cfg lines, appended verbatim (later keys win).
     std::vector<std::string> extra_config;
-    std::string jvm_heap = "256m";
+    // The JVM's maximum heap (-Xmx): anything parse_heap() accepts. Empty: auto_heap().
+    // ZooKeeper holds every znode in its heap (bench/backlog.sh measures the bytes per pending
+    // task); running out of it kills the server with OutOfMemoryError.
+    std::string jvm_heap;
+    // Log every request the server processes (session, type, path: FinalRequestProcessor at
+    // DEBUG) to server.log, for counting where requests go (bench/requests.sh). Slows it down.
+    bool log_requests = false;
 };
+
+// Memory this process may use: /proc/meminfo's MemTotal, or the cgroup (v2) memory.max when
+// that is lower; 0 when neither can be read.
+[[nodiscard]] std::uint64_t machine_memory_bytes();
+// The heap ZooKeeper gets when none is given: a quarter of `memory_bytes`, at least 256 MiB and
+// at most 4 GiB, in whole MiB ("4096m"); "256m" when memory_bytes is 0 (unknown).
+[[nodiscard]] std::string auto_heap(std::uint64_t memory_bytes);
+[[nodiscard]] std::string auto_heap();
+// A heap size as a number with an optional unit k, m or g (any case; none = bytes), at least
+// 64 MiB, at most 1 TiB; returned in MiB as java spells it ("2g" -> "2048m", "300m" -> "300m").
+// Throws std::invalid_argument with a message that names the rule.
+[[nodiscard]] std::string parse_heap(std::string_view text);
 
 // Whether a server can be launched: java resolves to an executable and the ZooKeeper jar is
 // installed. On false, *why (if given) says what is missing and which packages to install.
