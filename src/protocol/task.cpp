@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+// The codecs of every node kind of docs/protocol.md §2 (task, result and a bundle's entries,
+// member, meta, epoch, cancel). Over 700 lines because they share one reader, one set of
+// limits and one validation of args and values: split by node kind, each part would
+// declare them again.
 #include "protocol/task.hpp"
 
 #include "protocol/ids.hpp"

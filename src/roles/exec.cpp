@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+// Exec task types: one child program's whole life (spawn with its fds, environment, user and
+// process group; stdin/stdout/stderr/fd 3 and the pidfd as Asio operations; the kill
+// escalation; reaping). Over 700 lines because those parts share the child's state and its
+// invariants (every child reaped, no fd leaked, no signal to a pid that may be reused), which
+// one file keeps in view; docs/exec.md is the contract.
 #include "roles/exec.hpp"
 
 #include <boost/asio/as_tuple.hpp>

@@ -2,6 +2,8 @@
 // The HTTP facade (src/http) against a real ZooKeeper and a real in-process node, driven by
 // the real `curl` binary; /metrics is checked with the Python Prometheus parser. The
 // io_context runs on a thread of its own while curl (blocking) runs on the test's thread.
+// Over 700 lines: one fixture (a node, a server, curl) serves every endpoint's tests, and a
+// second process would cost more than the length.
 #include "http/server.hpp"
 #include "support/processes.hpp"
 #include "reactor/compute_pool.hpp"

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // zkd-chaos: runs a local zkd cluster under a seeded schedule of faults while it drives a
 // load of tasks with unique args, then checks that every task got exactly one correct result
-// and nothing was left behind. See --help and docs/chaos.md.
+// and nothing was left behind. See --help and docs/chaos.md. Over 700 lines: the cluster,
+// the load, the fault schedule's actions and the report share one run's state (the checker
+// and the options are apart, unit-tested).
 #include "chaos/checker.hpp"
 #include "chaos/options.hpp"
 #include "chaos/schedule.hpp"

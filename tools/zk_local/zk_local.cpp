@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+// zkd-zk-local's library: a ZooKeeper server or 3-server ensemble on loopback for local runs
+// and tests (config, JVM, ports, readiness, stop, members killed and restarted). Over 700
+// lines because start, stop and the member control share the ensemble's state file and its
+// process handling; tests, zkd-chaos and the bench all use it.
 #include "zk_local/zk_local.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+// The C client behind zkco::client: the session, its watcher, and each operation's body
+// against a zoo_a* call and its completion. Over 700 lines because every operation follows
+// the same threading rule (a completion on the C client's thread hands over to the
+// executor, or is dropped once the caller has gone) and keeping them together keeps the rule
+// in one place.
 #include "zkco/detail/core.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
