@@ -577,7 +577,8 @@ struct server::impl {
     /// there are too many unconsumed results to list cheaply.
     asio::awaitable<void> track_failures(facade_session& s, std::uint64_t results) {
         constexpr std::uint64_t most_listed = 5'000;
-        constexpr std::size_t most_read = 20;
+        // The first look reads more (the recent past), later ones what came since.
+        const std::size_t most_read = results_seen.empty() ? 200 : 50;
         if (results > most_listed) {
             results_seen.clear();
             co_return;

@@ -200,14 +200,17 @@ protected:
 
     static std::uint16_t free_port() {
         const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (s < 0) {
+            return 0;
+        }
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
         socklen_t n = sizeof a;
-        ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &n);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+        auto* any = reinterpret_cast<sockaddr*>(&a);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+        const bool ok = ::bind(s, any, sizeof a) == 0 && ::getsockname(s, any, &n) == 0;
         ::close(s);
-        return ntohs(a.sin_port);
+        return ok ? ntohs(a.sin_port) : 0;
     }
 
     /// curl against the node's API with the token; the body.
@@ -247,6 +250,7 @@ TEST_F(StatusPage, ShowsWorkersJoiningAndLeavingAndTasksLiveWithoutConsoleErrors
                            "sleep 60\necho '{}'\n";
     fs::permissions(slow, fs::perms::owner_all);
     const auto port = free_port();
+    ASSERT_NE(port, 0) << "no free port";
     base_url_ = "http://127.0.0.1:" + std::to_string(port);
     const std::string zk = base_ + chroot_;
     zkd::test::zkd_process alpha(

@@ -89,7 +89,7 @@ std::string problems(const std::string& text, const exported_t& exported, std::s
         ++named;
         const auto found = exported.find(name);
         if (found == exported.end()) {
-            out += "unknown metric " + name + "; ";
+            out.append("unknown metric ").append(name).append("; ");
             continue;
         }
         std::stringstream inside((*it)[3].str());
@@ -97,7 +97,7 @@ std::string problems(const std::string& text, const exported_t& exported, std::s
         while (std::getline(inside, part, ',')) {
             std::smatch m;
             if (!std::regex_match(part, m, matcher)) {
-                out += "unparsed matcher '" + part + "' of " + name + "; ";
+                out.append("unparsed matcher '").append(part).append("' of ").append(name).append("; ");
                 continue;
             }
             const std::string key = m[1];
@@ -108,7 +108,7 @@ std::string problems(const std::string& text, const exported_t& exported, std::s
             }
             const auto labels = found->second.find(key);
             if (labels == found->second.end()) {
-                out += name + " has no label " + key + "; ";
+                out.append(name).append(" has no label ").append(key).append("; ");
                 continue;
             }
             if (op != "=" && op != "=~") {
@@ -122,7 +122,7 @@ std::string problems(const std::string& text, const exported_t& exported, std::s
             std::string v;
             while (std::getline(alternatives, v, '|')) {
                 if (!labels->second.contains(v)) {
-                    out += name + "{" + key + "} never has the value " + v + "; ";
+                    out.append(name).append("{").append(key).append("} never has the value ").append(v).append("; ");
                 }
             }
         }

@@ -161,7 +161,7 @@
       const cap = w.capacity || 0;
       return el('tr', { data: { worker: w.id } },
         el('td', { class: 'id' }, w.id, ' ', ...badges),
-        el('td', null, w.host || ''),
+        el('td', { class: 'host' }, w.host || ''),
         el('td', { class: 'num' }, meter(cap ? w.assigned / cap : 0, w.assigned + ' of ' + cap),
           w.assigned + ' / ' + cap),
         el('td', { class: 'num' }, w.running),
