@@ -80,6 +80,20 @@ private:
     std::size_t& n_;
 };
 
+/// Clears a flag when it goes out of scope (however the coroutine ends).
+class flag_guard {
+public:
+    explicit flag_guard(bool& f) : f_(f) {}
+    ~flag_guard() { f_ = false; }
+    flag_guard(const flag_guard&) = delete;
+    flag_guard& operator=(const flag_guard&) = delete;
+    flag_guard(flag_guard&&) = delete;
+    flag_guard& operator=(flag_guard&&) = delete;
+
+private:
+    bool& f_;
+};
+
 /// What handling one request leaves for the connection to do.
 struct request_context {
     tcp::socket* peer = nullptr;  ///< the connection's socket, to notice the client leaving
@@ -593,6 +607,9 @@ struct server::impl {
             auto r = co_await zkco::with_timeout(
                 roles::peek_result(s.zk, *s.l, id), opts.zk_timeout
             );
+            if (!r && r.error() != roles::client_errc::garbage_result) {
+                co_return;  // ZooKeeper trouble: try these again next time, not each in turn
+            }
             if (r && *r) {
                 failures.add(id, std::move(**r));
             }
@@ -657,8 +674,8 @@ struct server::impl {
         // One read at a time: others meanwhile get the last snapshot (if any).
         if (stale && !(snapshot_reading && snapshot)) {
             snapshot_reading = true;
+            const flag_guard reading(snapshot_reading);
             auto fresh = co_await read_snapshot();
-            snapshot_reading = false;
             if (!fresh) {
                 json::object body;
                 body["error"] = error_json(fresh.error().code, fresh.error().message).at("error");
