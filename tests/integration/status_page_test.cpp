@@ -261,15 +261,31 @@ TEST_F(StatusPage, ShowsWorkersJoiningAndLeavingAndTasksLiveWithoutConsoleErrors
     browser b(dir_);
     ASSERT_TRUE(b.ready().at("ok").as_bool()) << json::serialize(b.ready()) << b.stderr_text();
 
-    // The token goes in the fragment (never sent); the page polls every 250 ms.
-    auto opened = b.call({{"cmd", "open"}, {"url", base_url_ + "/#token=" + token_ + "&poll=250"}});
+    // A token goes in the fragment (never sent); the page polls every 250 ms. A wrong one
+    // gets the form, where the right one is typed.
+    const std::string wrong = "wrong-token-0123456789";
+    auto opened = b.call({{"cmd", "open"}, {"url", base_url_ + "/#token=" + wrong + "&poll=250"}});
     ASSERT_TRUE(opened["ok"].as_bool()) << json::serialize(opened);
+    ASSERT_TRUE(b.wait_for(
+        "!document.getElementById('login').hidden && "
+        "document.getElementById('login-why').textContent.includes('refused')"
+    )) << "no token form after a 401: " << json::serialize(b.last());
+    auto refused = b.call({{"cmd", "errors"}, {"clear", true}});
+    for (const auto& e : refused["errors"].as_array()) {  // the 401 itself, nothing else
+        EXPECT_NE(std::string(e.as_string()).find("401"), std::string::npos) << e;
+    }
+    ASSERT_TRUE(b.wait_for(
+        "(() => { document.getElementById('token').value = '" + token_ + "'; "
+        "document.getElementById('login').requestSubmit(); return true; })()"
+    ));
+    EXPECT_TRUE(b.wait_for("document.getElementById('login').hidden"));
     ASSERT_TRUE(b.wait_for(worker_row("alpha"), 30s))
         << "the page never showed worker alpha: " << json::serialize(b.last())
         << slurp(dir_ / "alpha.log");
     EXPECT_TRUE(b.wait_for("document.getElementById('master').textContent.includes('epoch')"))
         << json::serialize(b.last());
-    EXPECT_TRUE(b.wait_for("!location.hash.includes('token')")) << "the token stayed in the URL";
+    EXPECT_TRUE(b.wait_for("!location.hash.includes('token') && location.hash.includes('poll')"))
+        << "the token stayed in the URL";
 
     // A worker joins (only built-in types: the slow task stays on alpha) ...
     zkd::test::zkd_process beta(
@@ -316,12 +332,15 @@ TEST_F(StatusPage, ShowsWorkersJoiningAndLeavingAndTasksLiveWithoutConsoleErrors
     std::size_t status_polls = 0;
     for (const auto& r : requests["requests"].as_array()) {
         const auto url = std::string(r.at("url").as_string());
+        // (A fragment is never part of a request, the page's own included.)
         EXPECT_EQ(url.find(token_), std::string::npos) << "the token in a URL: " << url;
+        EXPECT_EQ(url.find(wrong), std::string::npos) << "a token in a URL: " << url;
         if (url.ends_with("/v1/status")) {
-            ++status_polls;
             const auto& h = r.at("headers").as_object();
             ASSERT_TRUE(h.contains("Authorization")) << json::serialize(r);
-            EXPECT_EQ(h.at("Authorization").as_string(), "Bearer " + token_);
+            const auto auth = std::string(h.at("Authorization").as_string());
+            EXPECT_TRUE(auth == "Bearer " + token_ || auth == "Bearer " + wrong) << auth;
+            status_polls += auth == "Bearer " + token_ ? 1 : 0;
         }
     }
     EXPECT_GE(status_polls, 3U) << "the page did not poll";

@@ -11,10 +11,11 @@ JSON object a line, and answers each with one JSON line on stdout:
   {"cmd": "wait", "expr": JS, "timeout_ms": N}    -> {"ok": B, "value": V}: evaluates JS until
                                                      truthy (every 50 ms) or N ms passed
   {"cmd": "eval", "expr": JS}                     -> {"ok": true, "value": V}
-  {"cmd": "errors"}                               -> {"ok": true, "errors": [text...]}: console
+  {"cmd": "errors", "clear": B}                   -> {"ok": true, "errors": [text...]}: console
                                                      errors and warnings, uncaught exceptions,
                                                      and browser log errors (failed loads, CSP
-                                                     violations) since the start
+                                                     violations) since the start or the last
+                                                     clear (B true: forget them after)
   {"cmd": "requests"}                             -> {"ok": true, "requests": [{"url","headers"}]}
   {"cmd": "screenshot", "path": P, "width": W}    -> {"ok": true}: the whole page as PNG
   {"cmd": "quit"}                                 -> {"ok": true}, then exits
@@ -279,6 +280,8 @@ def main():
             elif cmd == "errors":
                 browser.pump(0.05)
                 out["errors"] = browser.errors
+                if c.get("clear"):
+                    browser.errors = []
             elif cmd == "requests":
                 out["requests"] = browser.requests
             elif cmd == "screenshot":
