@@ -3,6 +3,9 @@
 
 # Unit tests of src/http (tests/unit/http_*_test.cpp) are in zkd_unit_tests.
 target_link_libraries(zkd_unit_tests PRIVATE zkd::http)
+# http_grafana_test.cpp checks the dashboard against what render_metrics() exports.
+target_compile_definitions(zkd_unit_tests PRIVATE
+    ZKD_GRAFANA_DASHBOARD="${PROJECT_SOURCE_DIR}/docs/grafana/zkd.json")
 
 # Against the real ZooKeeper.
 zkd_integration_test(roles_inspect integration/roles_inspect_test.cpp)
@@ -11,3 +14,8 @@ target_link_libraries(http_test PRIVATE zkd::http)
 # `zkd run --http` itself, for its flags (token, TLS, exposure rules).
 target_compile_definitions(http_test PRIVATE ZKD_BINARY="$<TARGET_FILE:zkd>")
 add_dependencies(http_test zkd)
+# The status page in headless Chromium (Debian package chromium), against real zkd processes.
+zkd_integration_test(status_page integration/status_page_test.cpp)
+target_compile_definitions(status_page_test PRIVATE ZKD_BINARY="$<TARGET_FILE:zkd>"
+    ZKD_CDP_DRIVER="${CMAKE_CURRENT_SOURCE_DIR}/support/cdp_driver.py")
+add_dependencies(status_page_test zkd)

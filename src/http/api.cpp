@@ -399,6 +399,12 @@ route match_route(std::string_view path) {
     if (path == "/metrics") {
         return {resource::metrics, {}};
     }
+    if (path == "/v1/status") {
+        return {resource::status, {}};
+    }
+    if (path == "/" || path.starts_with("/ui/")) {
+        return {resource::page, {}};
+    }
     constexpr std::string_view prefix = "/v1/tasks/";
     if (path.starts_with(prefix)) {
         const auto id = path.substr(prefix.size());
@@ -409,6 +415,10 @@ route match_route(std::string_view path) {
     return {};
 }
 
+bool is_public(resource r) {
+    return r == resource::page;
+}
+
 std::string_view allowed_methods(resource r) {
     switch (r) {
     case resource::tasks:
@@ -417,6 +427,8 @@ std::string_view allowed_methods(resource r) {
         return "GET, DELETE";
     case resource::cluster:
     case resource::metrics:
+    case resource::status:
+    case resource::page:
         return "GET";
     case resource::none:
         break;

@@ -64,6 +64,8 @@ enum class resource {
     task,     ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
     cluster,  ///< /v1/cluster: GET
     metrics,  ///< /metrics: GET
+    status,   ///< /v1/status: GET (the status page's data)
+    page,     ///< / and /ui/...: GET (the status page's static files; no token needed)
     none,     ///< anything else: 404
 };
 
@@ -76,6 +78,11 @@ struct route {
 /// Matches a path (without query) to a resource. "/v1/tasks/{id}" takes any single segment,
 /// an empty one included ("/v1/tasks/"); more segments are resource::none.
 route match_route(std::string_view path);
+
+/// Whether a resource is served without the bearer token: only the status page's static
+/// files (resource::page), which hold no data (the page's own requests carry the token). The
+/// Host and Origin checks apply to every resource.
+bool is_public(resource r);
 
 /// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET" ("" for none).
 std::string_view allowed_methods(resource r);

@@ -3,6 +3,8 @@
 
 #include "http/api.hpp"
 #include "http/metrics.hpp"
+#include "http/status.hpp"
+#include "http/status_page.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/election.hpp"
 #include "protocol/ids.hpp"
@@ -76,6 +78,20 @@ public:
 
 private:
     std::size_t& n_;
+};
+
+/// Clears a flag when it goes out of scope (however the coroutine ends).
+class flag_guard {
+public:
+    explicit flag_guard(bool& f) : f_(f) {}
+    ~flag_guard() { f_ = false; }
+    flag_guard(const flag_guard&) = delete;
+    flag_guard& operator=(const flag_guard&) = delete;
+    flag_guard(flag_guard&&) = delete;
+    flag_guard& operator=(flag_guard&&) = delete;
+
+private:
+    bool& f_;
 };
 
 /// What handling one request leaves for the connection to do.
@@ -181,6 +197,14 @@ struct server::impl {
     std::size_t rejecting = 0;                 ///< being answered 503 busy
     std::uint64_t busy_unlogged = 0;           ///< busy rejections since the last log line
     std::optional<std::chrono::steady_clock::time_point> busy_logged;
+    // The status page (GET /v1/status).
+    status_history history{opts.status_samples};
+    failure_log failures;
+    /// The cluster part of the last snapshot, and when it was read.
+    std::optional<std::pair<std::chrono::steady_clock::time_point, json::object>> snapshot;
+    /// Result names seen by the last snapshot (sorted), to read only new ones for failures.
+    std::vector<std::string> results_seen;
+    bool snapshot_reading = false;  ///< a request is reading a snapshot
 
     /// Loads the certificate chain and key into `tls`.
     boost::system::error_code load_tls() {
@@ -516,6 +540,185 @@ struct server::impl {
         );
     }
 
+    // --- the status page -------------------------------------------------------------------
+
+    static std::int64_t unix_ms() {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch()
+        )
+            .count();
+    }
+
+    /// Samples the node's counters for the page's charts every status_period, until
+    /// cancelled. A copy of a few counters: no ZooKeeper read, nothing sent anywhere.
+    asio::awaitable<void> sample_history() {
+        asio::steady_timer timer(ex);
+        for (;;) {
+            history.record(unix_ms(), opts.stats());
+            timer.expires_after(opts.status_period);
+            auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+            const auto cs = co_await asio::this_coro::cancellation_state;
+            if (ec || cs.cancelled() != asio::cancellation_type::none) {
+                co_return;
+            }
+        }
+    }
+
+    /// The names of the children of each of `dirs` (one request after another), or the
+    /// first error; a directory gone meanwhile holds none.
+    asio::awaitable<zkco::result<std::vector<std::string>>> children_of(
+        zkco::client& zk, std::vector<std::string> dirs
+    ) {
+        std::vector<std::string> names;
+        for (auto& d : dirs) {
+            auto c = co_await zk.get_children(std::move(d));
+            if (!c) {
+                if (c.error() == zkco::errc::no_node) {
+                    continue;
+                }
+                co_return c.error();
+            }
+            names.insert(
+                names.end(), std::make_move_iterator(c->names.begin()),
+                std::make_move_iterator(c->names.end())
+            );
+        }
+        std::sort(names.begin(), names.end());
+        co_return names;
+    }
+
+    /// Reads new results (at most a few per snapshot, newest first) into `failures`, unless
+    /// there are too many unconsumed results to list cheaply.
+    asio::awaitable<void> track_failures(facade_session& s, std::uint64_t results) {
+        constexpr std::uint64_t most_listed = 5'000;
+        // The first look reads more (the recent past), later ones what came since.
+        const std::size_t most_read = results_seen.empty() ? 200 : 50;
+        if (results > most_listed) {
+            results_seen.clear();
+            co_return;
+        }
+        auto names = co_await zkco::with_timeout(
+            children_of(s.zk, s.l->result_shard_paths()), opts.zk_timeout
+        );
+        if (!names) {
+            co_return;
+        }
+        for (auto& id : new_results(results_seen, *names, most_read)) {
+            auto r = co_await zkco::with_timeout(
+                roles::peek_result(s.zk, *s.l, id), opts.zk_timeout
+            );
+            if (!r && r.error() != roles::client_errc::garbage_result) {
+                co_return;  // ZooKeeper trouble: try these again next time, not each in turn
+            }
+            if (r && *r) {
+                failures.add(id, std::move(**r));
+            }
+        }
+        results_seen = std::move(*names);
+    }
+
+    /// The cluster part of GET /v1/status, read from ZooKeeper: the cluster view, the queue
+    /// by priority, the running tasks, the recent failures.
+    asio::awaitable<api_result<json::object>> read_snapshot() {
+        constexpr std::size_t running_listed = 100;
+        constexpr std::uint64_t most_pending_counted = 100'000;
+        auto s = co_await session();
+        if (!s) {
+            co_return s.error();
+        }
+        auto& zs = **s;
+        auto view =
+            co_await zkco::with_timeout(roles::read_cluster(zs.zk, *zs.l), opts.zk_timeout);
+        if (!view) {
+            co_return zk_error(view.error(), "reading the cluster");
+        }
+        auto tasks = co_await zkco::with_timeout(
+            roles::list_tasks(zs.zk, *zs.l, running_listed), opts.zk_timeout
+        );
+        if (!tasks) {
+            co_return zk_error(tasks.error(), "listing tasks");
+        }
+        json::object out;
+        json::value by_priority = nullptr;
+        if (view->pending <= most_pending_counted) {
+            auto names = co_await zkco::with_timeout(
+                children_of(zs.zk, zs.l->pending_shard_paths()), opts.zk_timeout
+            );
+            if (!names) {
+                co_return zk_error(names.error(), "listing pending tasks");
+            }
+            json::array counts;
+            for (const auto n : count_by_priority(*names)) {
+                counts.emplace_back(n);
+            }
+            by_priority = std::move(counts);
+        }
+        co_await track_failures(zs, view->results);
+        json::array running;
+        for (const auto& t : tasks->assigned) {
+            running.push_back(roles::to_json(t));
+        }
+        out["cluster"] = roles::to_json(*view);
+        out["queue"] = json::object{{"pending", view->pending}, {"by_priority", std::move(by_priority)}};
+        out["running"] = std::move(running);
+        out["assigned_total"] = tasks->assigned_total;
+        out["truncated"] = tasks->assigned_total > tasks->assigned.size();
+        co_return out;
+    }
+
+    /// GET /v1/status: the node's own figures and history (in memory), and the cluster part,
+    /// read at most once per status_max_age whoever asks (the page polls; no page, no reads).
+    asio::awaitable<response> status() {
+        const auto now = std::chrono::steady_clock::now();
+        const bool stale = !snapshot || now - snapshot->first >= opts.status_max_age;
+        // One read at a time: others meanwhile get the last snapshot (if any).
+        if (stale && !(snapshot_reading && snapshot)) {
+            snapshot_reading = true;
+            const flag_guard reading(snapshot_reading);
+            auto fresh = co_await read_snapshot();
+            if (!fresh) {
+                json::object body;
+                body["error"] = error_json(fresh.error().code, fresh.error().message).at("error");
+                snapshot.reset();
+                co_return json_response(200, status_body(std::move(body), 0));
+            }
+            snapshot.emplace(std::chrono::steady_clock::now(), std::move(*fresh));
+        }
+        const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - snapshot->first
+        );
+        co_return json_response(200, status_body(snapshot->second, age.count()));
+    }
+
+    /// `part` with the node's figures, the history and the failures added.
+    json::object status_body(json::object part, std::int64_t age_ms) const {
+        part["now_ms"] = unix_ms();
+        part["age_ms"] = age_ms;
+        part["node"] = opts.stats ? node_json(opts.stats()) : json::value(nullptr);
+        part["history"] = history.to_json();
+        part["failures"] = failures.to_json();
+        return part;
+    }
+
+    /// The status page's static files; 404 for another /ui/ path.
+    static response page(std::string_view path) {
+        const auto* file = find_page_file(path);
+        if (file == nullptr) {
+            return error_response({404, "not_found", "no such path: " + std::string(path.substr(0, 200))});
+        }
+        response res{bhttp::status::ok, 11};
+        res.set(bhttp::field::server, "zkd");
+        res.set(bhttp::field::content_type, file->content_type);
+        res.set(bhttp::field::cache_control, "no-cache");
+        res.set("Content-Security-Policy", page_content_security_policy);
+        res.set("X-Content-Type-Options", "nosniff");
+        res.set("X-Frame-Options", "DENY");
+        res.set("Referrer-Policy", "no-referrer");
+        res.body() = file->body;
+        res.prepare_payload();
+        return res;
+    }
+
     response metrics() const {
         std::optional<roles::node_stats> node;
         if (opts.stats) {
@@ -550,14 +753,18 @@ struct server::impl {
         if (const auto it = req.find("Sec-Fetch-Site"); it != req.end()) {
             who.fetch_site = std::string_view(it->value().data(), it->value().size());
         }
-        if (auto refused = check_access(access, who)) {
+        auto t = parse_target(req.target());
+        auto policy = access;
+        if (t && is_public(match_route(t->path).what)) {
+            policy.token.clear();  // static files without data; the page sends the token
+        }
+        if (auto refused = check_access(policy, who)) {
             auto res = error_response(*refused);
             if (refused->status == 401) {
                 res.set(bhttp::field::www_authenticate, R"(Bearer realm="zkd")");
             }
             co_return res;
         }
-        auto t = parse_target(req.target());
         if (!t) {
             co_return error_response(t.error());
         }
@@ -593,6 +800,16 @@ struct server::impl {
         case resource::metrics:
             if (method == bhttp::verb::get) {
                 co_return metrics();
+            }
+            break;
+        case resource::status:
+            if (method == bhttp::verb::get) {
+                co_return co_await status();
+            }
+            break;
+        case resource::page:
+            if (method == bhttp::verb::get) {
+                co_return page(t->path);
             }
             break;
         case resource::none:
@@ -875,6 +1092,9 @@ struct server::impl {
             describe(acceptor.local_endpoint()), opts.token.empty() ? "" : " (token required)"
         );
         group.spawn(keep_session(), "http-zk-session");
+        if (opts.stats) {
+            group.spawn(sample_history(), "http-status-history");
+        }
         for (;;) {
             auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
             const auto cs = co_await asio::this_coro::cancellation_state;

@@ -17,6 +17,15 @@
 //          pending, assigned or running task; 404 if unknown or finished.
 //   GET    /v1/cluster         200 roles::cluster_view JSON (see roles/inspect.hpp).
 //   GET    /metrics            Prometheus text 0.0.4 (see http/metrics.hpp).
+//   GET    /v1/status          200 the status page's data: `{"now_ms":T,"node":{..}|null (this
+//          node's figures, http/status.hpp node_json),"history":{..} (the charts' samples,
+//          status_history::to_json),"cluster":<cluster_view>,"queue":{"pending":N,
+//          "by_priority":[N x10]|null},"running":[<task_entry>..],"assigned_total":N,
+//          "truncated":B,"failures":[..] (failure_log::to_json),"age_ms":M (of the cluster
+//          part)}`; when ZooKeeper cannot be read, the cluster part is replaced by
+//          `"error":{"code":..,"message":..}` (still 200: the node's own figures stand).
+//   GET    /, /ui/status.js, /ui/status.css   the status page (http/status_page.hpp): static
+//          files holding no data, served without the token (Host and Origin checks apply).
 // Errors: `{"error":{"code":"..","message":".."}}` with 400 (bad JSON, invalid task, bad id,
 // bad query), 401 (no or a wrong token, with WWW-Authenticate), 403 (bad_host: a Host a
 // loopback bind does not answer to; cross_origin: a request from a web page of another
@@ -87,6 +96,15 @@ struct server_options {
     /// The event loop's lag probe for /metrics; null: the lag metrics are left out. Must
     /// outlive the server.
     const reactor::lag_probe* lag = nullptr;
+    /// How often the node's counters are sampled for the status page's charts (a copy of a
+    /// few counters, no ZooKeeper read), and how many samples are kept (the charts' span is
+    /// their product: 10 minutes by default). Only with `stats`.
+    std::chrono::milliseconds status_period{5'000};
+    std::size_t status_samples = 121;
+    /// How long a snapshot of the cluster read for GET /v1/status is reused: every page open
+    /// shares it, so the page costs ZooKeeper one snapshot per this period however many look
+    /// (and none when nobody does).
+    std::chrono::milliseconds status_max_age{1'000};
 };
 
 /// The HTTP facade. Construct it, bind() (optional: run() binds too), then co_spawn run() on

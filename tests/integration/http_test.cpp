@@ -249,7 +249,7 @@ protected:
             zkd::roles::node_options o;
             o.zk = base_ + chroot_;
             o.ns = ns_;
-            o.capacity = 2;
+            o.capacity = capacity_;
             o.session_timeout = 4s;
             o.host = "httptest";
             zkd::roles::node_links links;
@@ -431,6 +431,7 @@ protected:
     }
 
     std::string ns_ = "h";
+    int capacity_ = 2;  ///< the node's slots
     zkd::roles::registry registry_;
     zkd::reactor::compute_pool pool_{2};
     zkd::roles::node_stats stats_;
@@ -1168,6 +1169,108 @@ TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
         asio::use_future
     );
     EXPECT_EQ(checked.get(), "");
+}
+
+// Issue 15: the status page's files are served without the token (they hold no data) but
+// with the Host and Origin checks and a strict CSP; its data, /v1/status, needs the token.
+TEST_F(Http, TheStatusPageIsPublicItsDataIsNot) {
+    const std::string token = "status-token-0123456789";
+    start(true, {}, [&token](zkd::http::server_options& o) { o.token = token; });
+    auto page = curl("/");
+    ASSERT_EQ(page.status, 200) << page;
+    EXPECT_EQ(page.header("Content-Type"), "text/html; charset=utf-8");
+    EXPECT_NE(page.body.find("/ui/status.js"), std::string::npos);
+    const auto csp = page.header("Content-Security-Policy");
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << csp;
+    EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+    EXPECT_EQ(page.header("X-Frame-Options"), "DENY");
+    EXPECT_EQ(page.header("X-Content-Type-Options"), "nosniff");
+    auto js = curl("/ui/status.js");
+    EXPECT_EQ(js.status, 200) << js;
+    EXPECT_EQ(js.header("Content-Type"), "text/javascript; charset=utf-8");
+    EXPECT_EQ(curl("/ui/status.css").status, 200);
+    EXPECT_EQ(curl("/ui/other.js").status, 404);
+    auto posted = curl("/", {"-X", "POST", "-H", "Content-Type: application/json", "--data", "{}"});
+    EXPECT_EQ(posted.status, 405) << posted;
+    EXPECT_EQ(posted.header("Allow"), "GET");
+    // The checks that protect the API protect the page too.
+    auto foreign = curl("/", {"-H", "Host: evil.example:" + std::to_string(port_)});
+    EXPECT_EQ(foreign.status, 403) << foreign;
+    EXPECT_EQ(foreign.error_code(), "bad_host");
+    auto framed = curl("/ui/status.js", {"-H", "Sec-Fetch-Site: cross-site"});
+    EXPECT_EQ(framed.status, 403) << framed;
+    // The data needs the token.
+    auto anonymous = curl("/v1/status");
+    EXPECT_EQ(anonymous.status, 401) << anonymous;
+    curl_args_ = {"-H", "Authorization: Bearer " + token};
+    wait_ready();
+    auto status = poll("/v1/status", [](const reply& r) {
+        return r.status == 200 && r.json().as_object().contains("cluster");
+    });
+    ASSERT_EQ(status.status, 200) << status;
+    const auto v = status.json();
+    EXPECT_FALSE(v.at("cluster").at("master").is_null()) << status;
+    EXPECT_EQ(v.at("queue").at("by_priority").as_array().size(), 10U) << status;
+    EXPECT_EQ(v.at("node").at("session"), "connected") << status;
+    EXPECT_TRUE(v.at("history").at("intervals").is_array()) << status;
+    EXPECT_TRUE(v.at("running").is_array()) << status;
+}
+
+// Issue 15: /v1/status shows running tasks with their progress and lists failures found in
+// the results.
+TEST_F(Http, StatusShowsRunningTasksAndFailures) {
+    start(true, {}, [](zkd::http::server_options& o) { o.status_max_age = 200ms; });
+    wait_ready();
+    auto sleeper = post("/v1/tasks", R"({"type":"sleep","args":20000})");
+    ASSERT_EQ(sleeper.status, 201) << sleeper;
+    const auto sleeping = json::value_to<std::string>(sleeper.json().at("id"));
+    auto failing = post("/v1/tasks", R"({"type":"fail","args":"status test"})");
+    ASSERT_EQ(failing.status, 201) << failing;
+    const auto failed = json::value_to<std::string>(failing.json().at("id"));
+    auto seen = poll("/v1/status", [&](const reply& r) {
+        const auto v = r.json();
+        if (r.status != 200 || !v.as_object().contains("running")) {
+            return false;
+        }
+        bool running = false;
+        for (const auto& t : v.at("running").as_array()) {
+            running = running || (t.at("id") == sleeping.c_str() && t.at("state") == "running");
+        }
+        bool listed = false;
+        for (const auto& f : v.at("failures").as_array()) {
+            listed = listed || (f.at("id") == failed.c_str() && f.at("state") == "failed" &&
+                                f.at("error").at("message") == "status test");
+        }
+        return running && listed;
+    });
+    EXPECT_EQ(seen.status, 200) << seen;
+    const auto v = seen.json();
+    EXPECT_GE(v.at("assigned_total").to_number<std::int64_t>(), 1) << seen;
+
+}
+
+// Issue 15: the cluster part of /v1/status is read once per status_max_age, whoever asks:
+// a change in the cluster meanwhile shows only once it is over.
+TEST_F(Http, StatusSnapshotsAreSharedForTheirMaxAge) {
+    capacity_ = 0;  // a master without a worker: a submitted task stays pending
+    start(true, {}, [](zkd::http::server_options& o) { o.status_max_age = 60s; });
+    auto master = poll("/v1/cluster", [](const reply& r) {
+        return r.status == 200 && !r.json().at("master").is_null();
+    });
+    ASSERT_EQ(master.status, 200) << master;
+    auto first = curl("/v1/status");
+    ASSERT_EQ(first.status, 200) << first;
+    ASSERT_EQ(first.json().at("cluster").at("pending"), 0) << first;
+    ASSERT_EQ(post("/v1/tasks", R"({"type":"echo"})").status, 201);
+    auto pending = poll("/v1/cluster", [](const reply& r) {
+        return r.status == 200 && r.json().at("pending") == 1;
+    });
+    ASSERT_EQ(pending.json().at("pending"), 1) << pending;
+    auto second = curl("/v1/status");
+    ASSERT_EQ(second.status, 200) << second;
+    EXPECT_EQ(second.json().at("cluster"), first.json().at("cluster")) << "read again";
+    EXPECT_GT(second.json().at("age_ms").as_int64(), first.json().at("age_ms").as_int64());
 }
 
 }  // namespace

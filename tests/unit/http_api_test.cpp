@@ -89,7 +89,7 @@ TEST(HttpApi, Routes) {
     EXPECT_EQ(empty.what, resource::task);
     EXPECT_EQ(empty.task_id, "");
     for (const char* none :
-         {"/", "/v1", "/v1/tasks/a/b", "/v1/cluster/", "/metrics/x", "/v2/tasks", "/V1/tasks"}) {
+         {"/ui", "/v1", "/v1/tasks/a/b", "/v1/cluster/", "/metrics/x", "/v2/tasks", "/V1/tasks"}) {
         EXPECT_EQ(match_route(none).what, resource::none) << none;
     }
     EXPECT_EQ(allowed_methods(resource::tasks), "GET, POST");
