@@ -39,6 +39,8 @@ if [ -z "${ZKD_TEST_ZK:-}" ]; then
     fi
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
+# The sources as .clang-format says (seconds; clang-tidy runs per change: tools/tidy.sh).
+tools/format.sh --check
 
 # build DIR TARGET [cmake args...]   (TARGET "all" for everything)
 build() {
