@@ -41,14 +41,9 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-case "$build" in /*) ;; *) build=$root/$build ;; esac
-if [ ! -x "$build/src/zkd" ]; then
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
-    cmake --build "$build" -j 2 --target zkd zkd_loadgen zkd_zk_local_cli
-fi
-zkd=$build/src/zkd
-loadgen=$build/tools/loadgen/zkd-loadgen
-zklocal=$build/tools/zk_local/zkd-zk-local
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+bench_binaries "$build"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/zkd-requests-XXXXXX")
 [ -n "$out" ] || out=$work/out
