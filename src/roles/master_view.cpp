@@ -154,29 +154,36 @@ std::vector<std::string> master_state::assign_dirs_listed(
 // --- pending tasks and cancels -------------------------------------------------------------
 
 void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> names) {
+    // A listing may hold tens of thousands of names and comes after every change of the
+    // shard: only names that came or went touch the ordered view (hash lookups otherwise).
+    // `known` holds exactly the shard's names that pending_ holds (forget() keeps it so).
     const std::unordered_set<std::string> now(
         std::make_move_iterator(names.begin()), std::make_move_iterator(names.end())
     );
-    // Gone without us (cancelled, or our own commit seen first): forget them.
     auto& known = shard_tasks_[shard];
-    for (auto it = known.begin(); it != known.end();) {
-        auto p = pending_.find(*it);
-        if (!now.contains(*it) && (p == pending_.end() || !p->second.in_flight)) {
-            if (p != pending_.end()) {
-                forget(p);
-            }
-            it = known.erase(it);
-        } else {
-            ++it;
+    // Gone without us (cancelled, or taken by another master): forget them.
+    std::vector<pending_map::iterator> gone;
+    for (const auto& name : known) {
+        if (now.contains(name)) {
+            continue;
+        }
+        const auto p = pending_.find(name);
+        if (p != pending_.end() && !p->second.in_flight) {
+            gone.push_back(p);
         }
     }
+    for (const auto p : gone) {
+        forget(p);
+    }
     for (const auto& name : now) {
-        // Known, but not in our view any more: we took it (T2) and a node of the same id
-        // appeared since, a new task to us. (Trusting `known` alone left such nodes pending
-        // forever while workers idled.)
+        if (known.contains(name)) {
+            continue;
+        }
+        // New to us, or back: we took it (T2, forgotten since) and a node of the same id
+        // appeared again, a new task to us.
         auto [it, fresh] = pending_.try_emplace(name);
         if (!fresh) {
-            continue;
+            continue;  // the same name in another shard: it stays where it was seen first
         }
         it->second.shard = shard;
         known.insert(name);
@@ -199,7 +206,6 @@ bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
         if (read.st == task_read::status::gone) {
             // Gone: forgotten now (not read again and again until the shard's watch says so);
             // should it come back, the shard's next listing has it again.
-            shard_tasks_[p.shard].erase(it->first);
             forget(it);
             continue;
         }
@@ -262,6 +268,9 @@ std::string master_state::path_of(const std::string& tid, const pending_entry& p
 }
 
 void master_state::forget(pending_map::iterator p) {
+    if (auto k = shard_tasks_.find(p->second.shard); k != shard_tasks_.end()) {
+        k->second.erase(p->first);
+    }
     loaded_.erase(p->first);
     troubled_.erase(p->first);
     pending_.erase(p);

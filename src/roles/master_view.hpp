@@ -220,6 +220,7 @@ private:
     pending_map pending_;                 // by task id: FIFO within priority
     std::set<std::string> loaded_;        // pending tasks whose data is read, in the same order
     bool loading_ = false;                // a batch of reads is out
+    // Per shard, the names pending_ holds from it (kept so by shard_listed and forget).
     std::map<std::uint32_t, std::unordered_set<std::string>> shard_tasks_;
     std::set<std::string> cancels_;
     std::set<std::string> cancels_in_flight_;
