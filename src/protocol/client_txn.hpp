@@ -68,10 +68,10 @@ consume_outcome read_consume(const txn_answer& a) noexcept;
 /// T5 for tasks of a bundle: mark `indices` consumed in the bundle's result `read` (at
 /// `version`), or delete it once all `size` tasks are consumed.
 struct bundle_consume_plan {
-    std::vector<txn_op> ops;           ///< set(path, marked, version) or delete(path, version)
-    std::vector<std::size_t> marked;   ///< `consumed` as the write leaves it, ascending
-    std::vector<std::size_t> taken;    ///< of `indices`, consumed by someone else first
-    bool all = false;                  ///< the write deletes the node
+    std::vector<txn_op> ops;          ///< set(path, marked, version) or delete(path, version)
+    std::vector<std::size_t> marked;  ///< `consumed` as the write leaves it, ascending
+    std::vector<std::size_t> taken;   ///< of `indices`, consumed by someone else first
+    bool all = false;                 ///< the write deletes the node
 };
 bundle_consume_plan bundle_consume_ops(
     std::string path,

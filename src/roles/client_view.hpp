@@ -39,8 +39,12 @@ public:
 
     /// `receipts`: the batcher decides a lost answer itself (a receipt), and never completes
     /// a group with an unknown outcome while the session lives.
-    submit_plan(protocol::layout l, std::vector<std::string> tids, std::vector<std::string> data,
-                bool receipts);
+    submit_plan(
+        protocol::layout l,
+        std::vector<std::string> tids,
+        std::vector<std::string> data,
+        bool receipts
+    );
 
     [[nodiscard]] std::size_t size() const noexcept { return tids_.size(); }
     /// The ops of node `i`'s group.

@@ -75,21 +75,37 @@ TEST(ProtocolWorkerTxn, PublishWithoutItsAssignmentChecksTheWorkersNode) {
 }
 
 TEST(ProtocolWorkerTxn, PublishOutcomesNameTheFailedOp) {
-    EXPECT_EQ(read_publish({false, {op_code::ok, op_code::ok}}, fenced), publish_outcome::committed);
-    EXPECT_EQ(read_publish(failed_at(2, 0, op_code::no_node), fenced), publish_outcome::assignment_gone);
-    EXPECT_EQ(read_publish(failed_at(2, 0, op_code::not_empty), fenced), publish_outcome::foreign_below);
-    EXPECT_EQ(read_publish(failed_at(2, 1, op_code::node_exists), fenced), publish_outcome::result_exists);
-    EXPECT_EQ(read_publish(failed_at(3, 1, op_code::no_node), fenced_marked), publish_outcome::marker_gone);
+    EXPECT_EQ(
+        read_publish({false, {op_code::ok, op_code::ok}}, fenced), publish_outcome::committed
+    );
+    EXPECT_EQ(
+        read_publish(failed_at(2, 0, op_code::no_node), fenced), publish_outcome::assignment_gone
+    );
+    EXPECT_EQ(
+        read_publish(failed_at(2, 0, op_code::not_empty), fenced), publish_outcome::foreign_below
+    );
+    EXPECT_EQ(
+        read_publish(failed_at(2, 1, op_code::node_exists), fenced), publish_outcome::result_exists
+    );
+    EXPECT_EQ(
+        read_publish(failed_at(3, 1, op_code::no_node), fenced_marked), publish_outcome::marker_gone
+    );
     EXPECT_EQ(
         read_publish(failed_at(3, 2, op_code::node_exists), fenced_marked),
         publish_outcome::result_exists
     );
-    EXPECT_EQ(read_publish(failed_at(2, 0, op_code::no_node), checked), publish_outcome::worker_gone);
-    EXPECT_EQ(read_publish(failed_at(2, 1, op_code::node_exists), checked), publish_outcome::result_exists);
+    EXPECT_EQ(
+        read_publish(failed_at(2, 0, op_code::no_node), checked), publish_outcome::worker_gone
+    );
+    EXPECT_EQ(
+        read_publish(failed_at(2, 1, op_code::node_exists), checked), publish_outcome::result_exists
+    );
     EXPECT_EQ(read_publish(failed_at(2, 1, op_code::other), fenced), publish_outcome::failed);
     EXPECT_EQ(read_publish({true, {}}, fenced), publish_outcome::unknown);
     // Results of another shape than the form's: the outcome cannot be read.
-    EXPECT_EQ(read_publish(failed_at(2, 0, op_code::no_node), fenced_marked), publish_outcome::unknown);
+    EXPECT_EQ(
+        read_publish(failed_at(2, 0, op_code::no_node), fenced_marked), publish_outcome::unknown
+    );
 }
 
 TEST(ProtocolWorkerTxn, DrainSetsTheWorkersNodeDraining) {

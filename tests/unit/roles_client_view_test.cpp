@@ -97,8 +97,8 @@ TEST(ClientViewSubmit, WithReceiptsALostAnswerIsTheBatchersToDecide) {
 
 TEST(ClientViewSubmit, ALostAnswerIsNotSentAgainOnceTheSessionIsGoneOrTheBatcherAborted) {
     auto p = two(false);
-    EXPECT_EQ(p.answered(0, lost, true, false), next::wait);   // session gone
-    EXPECT_EQ(p.answered(1, lost, false, true), next::over);   // batcher gone
+    EXPECT_EQ(p.answered(0, lost, true, false), next::wait);  // session gone
+    EXPECT_EQ(p.answered(1, lost, false, true), next::over);  // batcher gone
     EXPECT_EQ(p.result(), outcome::failed);
 }
 

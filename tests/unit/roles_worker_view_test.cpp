@@ -141,8 +141,7 @@ TEST_F(WorkerView, ACancelledTasksPublishDeletesItsMarkerToo) {
     ASSERT_EQ(s.what, step_kind::send);
     EXPECT_EQ(
         s.ops, (std::vector<txn_op>{
-                   remove_assignment(a),
-                   txn_op::remove(protocol::layout::cancel_marker("w1", a)),
+                   remove_assignment(a), txn_op::remove(protocol::layout::cancel_marker("w1", a)),
                    create_result(a)})
     );
 }
@@ -185,7 +184,8 @@ TEST_F(WorkerView, AnAssignmentDeletedWhileRunningIsPublishedCheckedAgainstWorke
     s = w.publish_answered(a, failed_at(2, 0, op_code::no_node));
     ASSERT_EQ(s.what, step_kind::send);
     EXPECT_EQ(
-        s.ops, (std::vector<txn_op>{txn_op::check(protocol::layout::worker("w1")), create_result(a)})
+        s.ops,
+        (std::vector<txn_op>{txn_op::check(protocol::layout::worker("w1")), create_result(a)})
     );
     s = w.publish_answered(a, ok(2));
     ASSERT_EQ(s.what, step_kind::done);
