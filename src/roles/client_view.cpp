@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "roles/client_view.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace zkd::roles {
@@ -129,6 +130,67 @@ bundle_consume::step bundle_consume::reread_gone() {
         plan_.taken = indices_;  // consumed by others, all of it
     }
     return done(step::end::delivered);
+}
+
+// --- shared_bundle_read ----------------------------------------------------------------------
+
+shared_bundle_read::on_wake shared_bundle_read::woke(std::size_t index) {
+    switch (phase_) {
+    case phase::abandoned:
+        return on_wake::read_again;
+    case phase::waiting:
+        // Our own cancellation woke us: leave (one occurrence: another wait of ours may wait
+        // for the same task).
+        if (auto pos = std::find(indices_.begin(), indices_.end(), index); pos != indices_.end()) {
+            indices_.erase(pos);
+        }
+        return on_wake::cancelled;
+    case phase::consuming:
+        return on_wake::wait_more;
+    case phase::done:
+        break;
+    }
+    return on_wake::deliver;
+}
+
+void shared_bundle_read::gone() {
+    phase_ = phase::done;
+    gone_ = true;
+}
+
+void shared_bundle_read::consumed(protocol::task_result whole, std::vector<std::size_t> taken) {
+    phase_ = phase::done;
+    whole_ = std::move(whole);
+    taken_ = std::move(taken);
+}
+
+bool shared_bundle_read::abandon() {
+    if (phase_ == phase::waiting || phase_ == phase::consuming) {
+        phase_ = phase::abandoned;
+        return true;
+    }
+    return false;
+}
+
+shared_bundle_read::outcome shared_bundle_read::outcome_for(std::size_t index, std::string tid)
+    const {
+    outcome out;
+    if (gone_ || std::find(taken_.begin(), taken_.end(), index) != taken_.end()) {
+        out.what = outcome::kind::gone;
+        return out;
+    }
+    if (!whole_) {
+        out.what = outcome::kind::failed;
+        return out;
+    }
+    auto r = protocol::bundled_result(*whole_, index, std::move(tid));
+    if (!r) {
+        out.what = outcome::kind::garbage;
+        return out;
+    }
+    out.what = outcome::kind::result;
+    out.result = std::move(*r);
+    return out;
 }
 
 }  // namespace zkd::roles

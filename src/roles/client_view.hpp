@@ -127,4 +127,67 @@ private:
     bool unknown_ = false;  // the last write's answer was lost
 };
 
+/// The waits of one client on tasks of one bundle share one read (T5): the first wait reads
+/// the bundle's result and consumes it for every wait that joined before it read; the others
+/// wait for it and take their entries from what it read.
+class shared_bundle_read {
+public:
+    enum class phase {
+        waiting,    ///< for the node
+        consuming,  ///< the node was read: the joined tasks are being consumed
+        done,       ///< see outcome()
+        abandoned,  ///< the reader ended without an answer: the others read for themselves
+    };
+    /// What a wait that joined does once woken (by the reader, or by its own cancellation).
+    enum class on_wake {
+        read_again,  ///< abandoned: read for itself
+        cancelled,   ///< woken by its cancellation while waiting: it left the read
+        wait_more,   ///< cancelled, but its task is being consumed: wait for that, not lose it
+        deliver,     ///< done: outcome()
+    };
+    /// What the wait on one task gets.
+    struct outcome {
+        enum class kind {
+            result,   ///< `result`
+            gone,     ///< no_node: consumed by someone else (or the node was gone)
+            garbage,  ///< its entry cannot be read out of the bundle's result
+            failed,   ///< the reader's error
+        };
+        kind what = kind::failed;
+        protocol::task_result result;
+    };
+
+    explicit shared_bundle_read(std::size_t first) : indices_{first} {}
+
+    /// Another wait of the same client joins, for task `index`.
+    void join(std::size_t index) { indices_.push_back(index); }
+    /// A joined wait on `index` was woken.
+    on_wake woke(std::size_t index);
+
+    // The reader's events.
+    /// The node was gone before it was read: no_node for all.
+    void gone();
+    /// Consuming begins: the tasks joined so far are consumed (indices()).
+    void consuming() { phase_ = phase::consuming; }
+    /// Consumed: the bundle's result as read, and which of indices() others consumed first.
+    void consumed(protocol::task_result whole, std::vector<std::size_t> taken);
+    /// The consume failed with an error of its own (outcome() says failed).
+    void failed() { phase_ = phase::done; }
+    /// The reader ended otherwise (an error, a cancellation): true when the joined waits
+    /// must be woken to read for themselves.
+    bool abandon();
+
+    [[nodiscard]] phase now() const noexcept { return phase_; }
+    [[nodiscard]] const std::vector<std::size_t>& indices() const noexcept { return indices_; }
+    /// Once done: what the wait on task `index` (named `tid`) gets.
+    [[nodiscard]] outcome outcome_for(std::size_t index, std::string tid) const;
+
+private:
+    std::vector<std::size_t> indices_;  // the tasks waited for, one entry per wait
+    phase phase_ = phase::waiting;
+    std::optional<protocol::task_result> whole_;  // once consumed
+    bool gone_ = false;
+    std::vector<std::size_t> taken_;
+};
+
 }  // namespace zkd::roles

@@ -235,18 +235,14 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     co_return zkco::error_code(asio::error::operation_aborted);
 }
 
-/// The waits of one client on tasks of one bundle: the first reads and consumes for all.
+/// The waits of one client on tasks of one bundle: the first reads and consumes for all
+/// (the decisions are shared_bundle_read's); `done` wakes the others.
 struct task_client::bundle_wait {
-    explicit bundle_wait(const asio::any_io_executor& ex)
-        : done(ex, asio::steady_timer::time_point::max()) {}
+    bundle_wait(const asio::any_io_executor& ex, std::size_t first)
+        : read(first), done(ex, asio::steady_timer::time_point::max()) {}
 
-    /// waiting for the node; consuming it (the indices are taken); done; abandoned: the
-    /// reader failed, the others read for themselves.
-    enum class state { waiting, consuming, done, abandoned };
-    std::vector<std::size_t> indices;  ///< the tasks waited for
-    state st = state::waiting;
-    zkco::result<protocol::task_result> whole = zkco::error_code(zkco::errc::no_node);
-    std::vector<std::size_t> taken;    ///< of `indices`, consumed by someone else first
+    shared_bundle_read read;
+    zkco::error_code error;  ///< the consume's, when it failed
     asio::steady_timer done;
 };
 
@@ -323,35 +319,35 @@ asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
 asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(std::string bundle,
                                                                      std::size_t index,
                                                                      std::string tid) {
+    using phase = shared_bundle_read::phase;
     std::shared_ptr<bundle_wait> w;
     for (;;) {
         if (auto it = bundle_waits_.find(bundle); it != bundle_waits_.end()) {
             // Another wait of ours reads this bundle: join it.
             w = it->second;
-            w->indices.push_back(index);
+            w->read.join(index);
             co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
-            if (w->st == bundle_wait::state::abandoned) {
+            const auto next = w->read.woke(index);
+            if (next == shared_bundle_read::on_wake::read_again) {
                 continue;
             }
-            if (w->st == bundle_wait::state::waiting) {  // this wait was cancelled
-                // One occurrence: another wait of ours may wait for the same task.
-                if (auto pos = std::find(w->indices.begin(), w->indices.end(), index);
-                    pos != w->indices.end()) {
-                    w->indices.erase(pos);
-                }
+            if (next == shared_bundle_read::on_wake::cancelled) {
                 co_return zkco::error_code(asio::error::operation_aborted);
             }
-            if (w->st == bundle_wait::state::consuming) {
+            if (next == shared_bundle_read::on_wake::wait_more) {
                 // Cancelled, but our result is being consumed: take it rather than lose it.
                 co_await asio::this_coro::throw_if_cancelled(false);
-                while (w->st == bundle_wait::state::consuming) {
+                while (w->read.now() == phase::consuming) {
                     co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
+                }
+                if (w->read.now() == phase::abandoned) {
+                    // The reader failed mid-consume; we were cancelled: no reading again.
+                    co_return zkco::error_code(asio::error::operation_aborted);
                 }
             }
             break;
         }
-        w = std::make_shared<bundle_wait>(zk_.get_executor());
-        w->indices.push_back(index);
+        w = std::make_shared<bundle_wait>(zk_.get_executor(), index);
         bundle_waits_.emplace(bundle, w);
         // However this reader ends (an error, or a cancellation thrown out of a co_await),
         // its entry goes and the waits that joined it wake up: they read for themselves.
@@ -367,8 +363,7 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(s
                     it != client.bundle_waits_.end() && it->second == w) {
                     client.bundle_waits_.erase(it);
                 }
-                if (w->st == bundle_wait::state::waiting || w->st == bundle_wait::state::consuming) {
-                    w->st = bundle_wait::state::abandoned;
+                if (w->read.abandon()) {
                     w->done.cancel();
                 }
             }
@@ -381,8 +376,7 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(s
         bundle_waits_.erase(bundle);  // later waits read again
         if (!node) {
             if (node.error() == zkco::errc::no_node) {
-                w->st = bundle_wait::state::done;  // gone before we read it: for all of us
-                w->whole = node.error();
+                w->read.gone();  // gone before we read it: for all of us
                 w->done.cancel();
             }
             co_return node.error();
@@ -392,30 +386,30 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(s
         if (cs.cancelled() != asio::cancellation_type::none) {
             co_return zkco::error_code(asio::error::operation_aborted);
         }
-        w->st = bundle_wait::state::consuming;
+        w->read.consuming();
         co_await asio::this_coro::throw_if_cancelled(false);  // the others depend on this
-        auto consumed = co_await consume_bundled(bundle, std::move(*node), w->indices);
-        w->st = bundle_wait::state::done;
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), w->read.indices());
         if (consumed) {
-            w->whole = std::move(consumed->first);
-            w->taken = std::move(consumed->second);
+            w->read.consumed(std::move(consumed->first), std::move(consumed->second));
         } else {
-            w->whole = consumed.error();
+            w->error = consumed.error();
+            w->read.failed();
         }
         w->done.cancel();
         break;
     }
-    if (!w->whole) {
-        co_return w->whole.error();
-    }
-    if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
+    auto out = w->read.outcome_for(index, tid);
+    switch (out.what) {
+    case shared_bundle_read::outcome::kind::result:
+        co_return std::move(out.result);
+    case shared_bundle_read::outcome::kind::gone:
         co_return zkco::error_code(zkco::errc::no_node);
+    case shared_bundle_read::outcome::kind::garbage:
+        break;
+    case shared_bundle_read::outcome::kind::failed:
+        co_return w->error;
     }
-    auto r = protocol::bundled_result(*w->whole, index, tid);
-    if (!r) {
-        co_return zkco::error_code(client_errc::garbage_result);
-    }
-    co_return std::move(*r);
+    co_return zkco::error_code(client_errc::garbage_result);
 }
 
 asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>

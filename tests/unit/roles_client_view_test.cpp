@@ -208,3 +208,79 @@ TEST(ClientViewBundleConsume, GarbageSessionLossAndHardErrors) {
     aborted.read(bundle_data({}), 1);
     EXPECT_EQ(aborted.answered(lost, false).how, end::failed);  // the client going away
 }
+
+namespace {
+
+protocol::task_result bundle_of(std::size_t n) {
+    protocol::task_result r;
+    r.task = "bundle";
+    r.state = protocol::task_state::succeeded;
+    for (std::size_t i = 0; i < n; ++i) {
+        protocol::task_result e;
+        e.state = protocol::task_state::succeeded;
+        e.value = static_cast<int>(i);
+        r.bundle.push_back(e);
+    }
+    return r;
+}
+
+using wake = shared_bundle_read::on_wake;
+using got = shared_bundle_read::outcome::kind;
+
+}  // namespace
+
+TEST(ClientViewSharedRead, TheReaderConsumesForEveryWaitThatJoinedAndEachGetsItsEntry) {
+    shared_bundle_read r(0);
+    r.join(2);
+    r.join(2);  // two waits of ours on one task
+    EXPECT_EQ(r.indices(), (std::vector<std::size_t>{0, 2, 2}));
+    r.consuming();
+    EXPECT_EQ(r.woke(2), wake::wait_more);  // woken by a cancel while its task is consumed
+    r.consumed(bundle_of(3), {});
+    EXPECT_EQ(r.woke(2), wake::deliver);
+    const auto two = r.outcome_for(2, "b.2");
+    ASSERT_EQ(two.what, got::result);
+    EXPECT_EQ(two.result.value, boost::json::value(2));
+    EXPECT_EQ(two.result.task, "b.2");
+}
+
+TEST(ClientViewSharedRead, ACancelledJoinedWaitLeavesTheReadOnce) {
+    shared_bundle_read r(0);
+    r.join(1);
+    r.join(1);
+    EXPECT_EQ(r.woke(1), wake::cancelled);
+    EXPECT_EQ(r.indices(), (std::vector<std::size_t>{0, 1}));  // the other wait on 1 stays
+}
+
+TEST(ClientViewSharedRead, TasksConsumedByOthersFirstAndAGoneNodeAreGone) {
+    shared_bundle_read r(0);
+    r.join(1);
+    r.consuming();
+    r.consumed(bundle_of(2), {1});
+    EXPECT_EQ(r.outcome_for(0, "b.0").what, got::result);
+    EXPECT_EQ(r.outcome_for(1, "b.1").what, got::gone);
+
+    shared_bundle_read before(0);
+    before.gone();
+    EXPECT_EQ(before.woke(0), wake::deliver);
+    EXPECT_EQ(before.outcome_for(0, "b.0").what, got::gone);
+}
+
+TEST(ClientViewSharedRead, AReaderThatFailsLeavesTheOthersToReadForThemselves) {
+    shared_bundle_read waiting(0);
+    waiting.join(1);
+    EXPECT_TRUE(waiting.abandon());
+    EXPECT_EQ(waiting.woke(1), wake::read_again);
+
+    shared_bundle_read finished(0);
+    finished.consuming();
+    finished.failed();
+    EXPECT_FALSE(finished.abandon());  // over already: nobody to wake again
+    EXPECT_EQ(finished.outcome_for(0, "b.0").what, got::failed);
+
+    shared_bundle_read short_one(0);
+    short_one.join(5);
+    short_one.consuming();
+    short_one.consumed(bundle_of(2), {});
+    EXPECT_EQ(short_one.outcome_for(5, "b.5").what, got::garbage);  // no such entry
+}
