@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "roles/batcher.hpp"
 
+#include "protocol/client_txn.hpp"
+#include "roles/txn_io.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -132,13 +135,8 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         const bool decided = std::any_of(batch.begin(), batch.end(), [](const group& g) { return g.decided; });
         if (decided && !receipt_prefix.empty()) {
             rc = receipt{take_slot(), ++sequence, ops.size()};
-            const auto path = receipt_path(rc->slot);
-            if (slots[rc->slot].created) {
-                ops.emplace_back(zkco::op::set{path, std::to_string(rc->sequence), zkco::any_version});
-            } else {
-                ops.emplace_back(zkco::op::create{path, std::to_string(rc->sequence),
-                                                  zkco::create_mode::ephemeral, {}});
-            }
+            ops.push_back(to_zkco(
+                protocol::receipt_op(receipt_path(rc->slot), rc->sequence, slots[rc->slot].created)));
         }
         ++in_flight;
         in_flight_groups += batch.size();
@@ -188,7 +186,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                 applied = false;
                 self->slots[rc.slot].created = false;
             } else if (!gec) {
-                applied = node.data == std::to_string(rc.sequence);
+                applied = protocol::receipt_shows(node.data, rc.sequence);
                 self->slots[rc.slot].created = true;
             } else if (gec != zkco::condition::retryable) {
                 break;
@@ -271,9 +269,11 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                 // (someone deleted it, or an earlier transaction made it), or receipts cannot
                 // be written here at all. The groups did not apply: they go again.
                 const auto why = results[rc->index].ec;
-                if (why == zkco::errc::node_exists || why == zkco::errc::no_node) {
+                const auto says = protocol::read_receipt(to_op_code(why));
+                if (says == protocol::receipt_outcome::slot_exists ||
+                    says == protocol::receipt_outcome::slot_missing) {
                     const bool was = slots[rc->slot].created;
-                    slots[rc->slot].created = why == zkco::errc::node_exists;
+                    slots[rc->slot].created = says == protocol::receipt_outcome::slot_exists;
                     if (was == slots[rc->slot].created) {
                         disable_receipts(why);  // the directory itself is missing
                     }

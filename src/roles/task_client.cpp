@@ -1,15 +1,30 @@
 // SPDX-License-Identifier: MIT
+// The client's shell: the decisions of a submit (T1: resend or not, did it succeed) and of a
+// bundle consume (T5: write, read again, deliver) are roles/client_view; this file carries
+// their steps out over the session and the batcher.
+//
+// Cancellation, the idiom of worker.cpp: where a cancel must be answered rather than thrown
+// (submit: its writes are out, so it says operation_aborted, the outcome unknown, never
+// success; a bundle's consume, which the other waits depend on), the coroutine sets
+// `throw_if_cancelled(false)` and checks `this_coro::cancellation_state` after the waits a
+// cancel may end. The plain reads and watches keep asio's default: the next co_await after a
+// cancel throws, which ends their retry loops at once (a retry after our own
+// operation_aborted would otherwise wait on).
 #include "roles/task_client.hpp"
 
+#include "roles/client_view.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
-#include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
+#include "roles/txn_io.hpp"
+#include "protocol/client_txn.hpp"
+#include "protocol/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <boost/json/serialize.hpp>
@@ -17,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 namespace asio = boost::asio;
 
@@ -71,6 +87,7 @@ bool same_bundle(const task_request& t, const protocol::task_spec& bundle) {
 
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     std::vector<task_request> tasks, submit_options opts) {
+    co_await asio::this_coro::throw_if_cancelled(false);  // a cancel is answered, not thrown
     const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, protocol::max_bundle_tasks);
     std::vector<std::string> ids;   // what the caller gets: one per task
     std::vector<std::string> nodes; // one per node: a task's id or a bundle's
@@ -146,77 +163,86 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         }
         i = end;
     }
-    // One group per task: a task that fails does not take the others down with it. The
-    // state is shared with the handlers, which may outlive a cancelled caller.
-    struct state {
-        explicit state(const asio::any_io_executor& ex)
-            : all_done(ex, asio::steady_timer::time_point::max()) {}
-        std::vector<std::string> ids;
-        std::vector<std::string> data;
-        std::size_t left = 0;
-        zkco::error_code first_error;
-        asio::steady_timer all_done;
-    };
     if (!receipts_ && zk_.session()) {
         // One name per session and client: the session's id makes it unique (T1).
         receipts_ = true;
-        batcher_.enable_receipts(protocol::layout::receipts_dir(),
-                                 fmt::format("{:016x}-{}", static_cast<std::uint64_t>(zk_.session()->id),
-                                             ids_.client_hex()));
+        batcher_.enable_receipts(
+            protocol::layout::receipts_dir(),
+            protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex()));
     }
-    auto st = std::make_shared<state>(zk_.get_executor());
-    st->ids = std::move(nodes);
-    st->data = std::move(data);
-    st->left = st->ids.size();
+    // The plan and the wake-up are shared with the batcher's handlers, which may outlive a
+    // cancelled caller (and this client: they check `alive` before touching it).
+    struct state {
+        state(const asio::any_io_executor& ex, submit_plan p)
+            : plan(std::move(p)), all_done(ex, asio::steady_timer::time_point::max()) {}
+        submit_plan plan;
+        std::vector<zkco::error_code> errors;  // per node, for the first that failed
+        asio::steady_timer all_done;
+    };
+    auto st = std::make_shared<state>(
+        zk_.get_executor(),
+        submit_plan(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled()));
+    st->errors.resize(st->plan.size());
     auto send = std::make_shared<std::function<void(std::size_t)>>();
-    *send = [this, st, weak_send = std::weak_ptr(send)](std::size_t i) {
-        std::vector<zkco::multi_op> ops{zkco::op::create{l_.pending_task(st->ids[i]), st->data[i],
-                                                         zkco::create_mode::persistent, {}}};
-        batcher_.async_submit_decided(std::move(ops), [this, st, weak_send, i](zkco::error_code ec, auto) {
-            // With receipts the batcher decides a lost answer itself and never completes a
-            // group with an unknown outcome while the session lives. Without (a cluster whose
-            // layout has no /receipts), the create is sent again: node_exists then means it
-            // got there, but a task taken by the master meanwhile would be created twice.
-            // operation_aborted: the batcher (and maybe this client) is gone; do not retry.
-            if (!batcher_.receipts_enabled() && ec == zkco::condition::retryable &&
-                ec != boost::asio::error::operation_aborted && !zkco::is_terminal(zk_.state())) {
+    *send = [this, st, alive = alive_, weak_send = std::weak_ptr(send)](std::size_t i) {
+        auto ops = to_zkco(st->plan.ops(i));
+        batcher_.async_submit_decided(std::move(ops), [this, st, alive, weak_send, i](
+                                                          zkco::error_code ec, auto per_op) {
+            // operation_aborted: the batcher (and maybe this client) is gone: not lost.
+            const bool lost = ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
+            const bool session_alive = *alive && !zkco::is_terminal(zk_.state());
+            st->errors[i] = ec;
+            switch (st->plan.answered(i, to_answer(ec, per_op), lost, session_alive)) {
+            case submit_plan::next::resend:
                 if (auto again = weak_send.lock()) {
                     (*again)(i);
                     return;
                 }
-            }
-            if (ec && ec != zkco::errc::node_exists && !st->first_error) {
-                st->first_error = ec;
-            }
-            if (--st->left == 0) {
+                // The call is over (cancelled): nobody to resend for.
                 st->all_done.cancel();
+                break;
+            case submit_plan::next::over:
+                st->all_done.cancel();
+                break;
+            case submit_plan::next::wait:
+                break;
             }
         });
     };
-    for (std::size_t i = 0; i < st->ids.size(); ++i) {
+    for (std::size_t i = 0; i < st->plan.size(); ++i) {
         (*send)(i);
     }
-    if (st->left > 0) {
-        co_await st->all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (st->plan.result() == submit_plan::outcome::pending) {
+        // A cancel ends the wait (or came before it): the answers still out are unknown.
+        auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() == asio::cancellation_type::none) {
+            co_await st->all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+            cs = co_await asio::this_coro::cancellation_state;
+        }
+        if (cs.cancelled() != asio::cancellation_type::none) {
+            st->plan.cancelled();
+        }
     }
-    if (st->first_error) {
-        co_return st->first_error;
+    switch (st->plan.result()) {
+    case submit_plan::outcome::submitted:
+        co_return ids;
+    case submit_plan::outcome::failed:
+        co_return st->errors[*st->plan.first_failed()];
+    case submit_plan::outcome::cancelled:
+    case submit_plan::outcome::pending:
+        break;
     }
-    co_return ids;
+    co_return zkco::error_code(asio::error::operation_aborted);
 }
 
-/// The waits of one client on tasks of one bundle: the first reads and consumes for all.
+/// The waits of one client on tasks of one bundle: the first reads and consumes for all
+/// (the decisions are shared_bundle_read's); `done` wakes the others.
 struct task_client::bundle_wait {
-    explicit bundle_wait(const asio::any_io_executor& ex)
-        : done(ex, asio::steady_timer::time_point::max()) {}
+    bundle_wait(const asio::any_io_executor& ex, std::size_t first)
+        : read(first), done(ex, asio::steady_timer::time_point::max()) {}
 
-    /// waiting for the node; consuming it (the indices are taken); done; abandoned: the
-    /// reader failed, the others read for themselves.
-    enum class state { waiting, consuming, done, abandoned };
-    std::vector<std::size_t> indices;  ///< the tasks waited for
-    state st = state::waiting;
-    zkco::result<protocol::task_result> whole = zkco::error_code(zkco::errc::no_node);
-    std::vector<std::size_t> taken;    ///< of `indices`, consumed by someone else first
+    shared_bundle_read read;
+    zkco::error_code error;  ///< the consume's, when it failed
     asio::steady_timer done;
 };
 
@@ -293,35 +319,35 @@ asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
 asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(std::string bundle,
                                                                      std::size_t index,
                                                                      std::string tid) {
+    using phase = shared_bundle_read::phase;
     std::shared_ptr<bundle_wait> w;
     for (;;) {
         if (auto it = bundle_waits_.find(bundle); it != bundle_waits_.end()) {
             // Another wait of ours reads this bundle: join it.
             w = it->second;
-            w->indices.push_back(index);
+            w->read.join(index);
             co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
-            if (w->st == bundle_wait::state::abandoned) {
+            const auto next = w->read.woke(index);
+            if (next == shared_bundle_read::on_wake::read_again) {
                 continue;
             }
-            if (w->st == bundle_wait::state::waiting) {  // this wait was cancelled
-                // One occurrence: another wait of ours may wait for the same task.
-                if (auto pos = std::find(w->indices.begin(), w->indices.end(), index);
-                    pos != w->indices.end()) {
-                    w->indices.erase(pos);
-                }
+            if (next == shared_bundle_read::on_wake::cancelled) {
                 co_return zkco::error_code(asio::error::operation_aborted);
             }
-            if (w->st == bundle_wait::state::consuming) {
+            if (next == shared_bundle_read::on_wake::wait_more) {
                 // Cancelled, but our result is being consumed: take it rather than lose it.
                 co_await asio::this_coro::throw_if_cancelled(false);
-                while (w->st == bundle_wait::state::consuming) {
+                while (w->read.now() == phase::consuming) {
                     co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
+                }
+                if (w->read.now() == phase::abandoned) {
+                    // The reader failed mid-consume; we were cancelled: no reading again.
+                    co_return zkco::error_code(asio::error::operation_aborted);
                 }
             }
             break;
         }
-        w = std::make_shared<bundle_wait>(zk_.get_executor());
-        w->indices.push_back(index);
+        w = std::make_shared<bundle_wait>(zk_.get_executor(), index);
         bundle_waits_.emplace(bundle, w);
         // However this reader ends (an error, or a cancellation thrown out of a co_await),
         // its entry goes and the waits that joined it wake up: they read for themselves.
@@ -337,8 +363,7 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(s
                     it != client.bundle_waits_.end() && it->second == w) {
                     client.bundle_waits_.erase(it);
                 }
-                if (w->st == bundle_wait::state::waiting || w->st == bundle_wait::state::consuming) {
-                    w->st = bundle_wait::state::abandoned;
+                if (w->read.abandon()) {
                     w->done.cancel();
                 }
             }
@@ -351,8 +376,7 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(s
         bundle_waits_.erase(bundle);  // later waits read again
         if (!node) {
             if (node.error() == zkco::errc::no_node) {
-                w->st = bundle_wait::state::done;  // gone before we read it: for all of us
-                w->whole = node.error();
+                w->read.gone();  // gone before we read it: for all of us
                 w->done.cancel();
             }
             co_return node.error();
@@ -362,100 +386,78 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(s
         if (cs.cancelled() != asio::cancellation_type::none) {
             co_return zkco::error_code(asio::error::operation_aborted);
         }
-        w->st = bundle_wait::state::consuming;
+        w->read.consuming();
         co_await asio::this_coro::throw_if_cancelled(false);  // the others depend on this
-        auto consumed = co_await consume_bundled(bundle, std::move(*node), w->indices);
-        w->st = bundle_wait::state::done;
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), w->read.indices());
         if (consumed) {
-            w->whole = std::move(consumed->first);
-            w->taken = std::move(consumed->second);
+            w->read.consumed(std::move(consumed->first), std::move(consumed->second));
         } else {
-            w->whole = consumed.error();
+            w->error = consumed.error();
+            w->read.failed();
         }
         w->done.cancel();
         break;
     }
-    if (!w->whole) {
-        co_return w->whole.error();
-    }
-    if (std::find(w->taken.begin(), w->taken.end(), index) != w->taken.end()) {
+    auto out = w->read.outcome_for(index, tid);
+    switch (out.what) {
+    case shared_bundle_read::outcome::kind::result:
+        co_return std::move(out.result);
+    case shared_bundle_read::outcome::kind::gone:
         co_return zkco::error_code(zkco::errc::no_node);
+    case shared_bundle_read::outcome::kind::garbage:
+        break;
+    case shared_bundle_read::outcome::kind::failed:
+        co_return w->error;
     }
-    auto r = protocol::bundled_result(*w->whole, index, tid);
-    if (!r) {
-        co_return zkco::error_code(client_errc::garbage_result);
-    }
-    co_return std::move(*r);
+    co_return zkco::error_code(client_errc::garbage_result);
 }
 
 asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
 task_client::consume_bundled(std::string bundle, zkco::node node,
                              std::vector<std::size_t> indices) {
     const std::string path = l_.result(bundle);
-    const std::size_t size = protocol::bundle_size(bundle);
+    bundle_consume c(path, protocol::bundle_size(bundle), std::move(indices));
+    auto step = c.read(node.data, node.stat.version);
+    zkco::error_code last;  // the error a reconnect or failed step is about
     for (;;) {
-        auto decoded = protocol::decode_result(node.data);
-        if (!decoded) {
-            consume_result(path);  // garbage is nobody's result (§8)
-            co_return zkco::error_code(client_errc::garbage_result);
+        switch (step.what) {
+        case bundle_consume::step::kind::write: {
+            auto ops = to_zkco(std::move(step.ops));
+            auto [ec, per_op] =
+                co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
+            last = ec;
+            const bool lost = ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
+            step = c.answered(to_answer(ec, per_op), lost);
+            break;
         }
-        std::vector<std::size_t> taken;
-        auto consumed = decoded->consumed;
-        for (const auto i : indices) {
-            if (std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), i)) {
-                taken.push_back(i);
+        case bundle_consume::step::kind::reconnect: {
+            const bool retry = co_await reconnected_after(zk_, last);
+            step = c.reconnected(retry);
+            break;
+        }
+        case bundle_consume::step::kind::reread: {
+            auto again = co_await read_node(path);
+            if (again) {
+                step = c.reread(again->data, again->stat.version);
+            } else if (again.error() == zkco::errc::no_node) {
+                step = c.reread_gone();
             } else {
-                consumed.push_back(i);
-            }
-        }
-        std::sort(consumed.begin(), consumed.end());
-        consumed.erase(std::unique(consumed.begin(), consumed.end()), consumed.end());
-        const bool all = consumed.size() >= size;
-        std::vector<zkco::multi_op> ops;
-        if (all) {
-            ops.emplace_back(zkco::op::remove{path, node.stat.version});
-        } else {
-            auto marked = *decoded;
-            marked.consumed = consumed;
-            ops.emplace_back(zkco::op::set{path, encode(marked), node.stat.version});
-        }
-        auto [ec, per_op] =
-            co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
-        if (!ec) {
-            co_return std::pair(std::move(*decoded), std::move(taken));
-        }
-        const bool conflict = ec == zkco::errc::bad_version || ec == zkco::errc::no_node;
-        bool unknown = false;  // whether our write applied
-        if (!conflict) {
-            if (ec != zkco::condition::retryable || ec == asio::error::operation_aborted) {
-                co_return ec;  // no_auth, the client going away, ...
-            }
-            unknown = true;
-            const bool retry = co_await reconnected_after(zk_, ec);
-            if (!retry) {
-                // The session is gone: deliver what we read (at least once, as a plain wait).
-                co_return std::pair(std::move(*decoded), std::move(taken));
-            }
-        }
-        auto again = co_await read_node(path);
-        if (!again) {
-            if (again.error() != zkco::errc::no_node) {
                 co_return again.error();
             }
-            // Gone: others consumed all the rest (ours too, unless our write applied: when
-            // that is unknown, deliver, at least once).
-            if (!unknown) {
-                taken = std::move(indices);
-            }
-            co_return std::pair(std::move(*decoded), std::move(taken));
+            break;
         }
-        if (unknown && !all && again->stat.version == node.stat.version + 1) {
-            auto now = protocol::decode_result(again->data);
-            if (now && now->consumed == consumed) {
-                co_return std::pair(std::move(*decoded), std::move(taken));  // ours applied
+        case bundle_consume::step::kind::done:
+            switch (step.how) {
+            case bundle_consume::step::end::delivered:
+                co_return std::pair(c.result(), c.taken());
+            case bundle_consume::step::end::garbage:
+                consume_result(path);  // garbage is nobody's result (§8)
+                co_return zkco::error_code(client_errc::garbage_result);
+            case bundle_consume::step::end::failed:
+                break;
             }
+            co_return last;
         }
-        node = std::move(*again);
     }
 }
 
@@ -526,16 +528,17 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
     const auto alive = alive_;
     zkco::error_code ec;
     for (int tries = 0; tries < 10; ++tries) {
-        std::vector<zkco::multi_op> remove{zkco::op::remove{path, zkco::any_version}};
+        auto remove = to_zkco(std::vector<protocol::txn_op>{protocol::consume_op(path)});
         auto [sent, r] = co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
         ec = sent;
         if (!*alive || ec == asio::error::operation_aborted) {
             co_return asio::error::operation_aborted;  // this client is gone (or going)
         }
-        if (!ec || ec == zkco::errc::no_node) {
-            co_return zkco::error_code();  // consumed (no_node: by an earlier try, or another)
+        const auto outcome = protocol::read_consume(to_answer(ec, r));
+        if (outcome == protocol::consume_outcome::consumed) {
+            co_return zkco::error_code();  // (no node: by an earlier try, or another client)
         }
-        if (ec == zkco::errc::not_empty) {
+        if (outcome == protocol::consume_outcome::foreign_below) {
             // Someone wrote below the result: clear it (§8), then delete it.
             auto removed = co_await remove_children(zk_, path);
             if (!*alive) {

@@ -67,7 +67,9 @@ public:
 
     /// Submits the tasks and yields their ids, in order (a bundled task's id is
     /// `<bundle id>.<index>`). Validated first: nothing is sent if one is invalid
-    /// (client_errc). A retry after a lost connection is idempotent.
+    /// (client_errc). A retry after a lost connection is idempotent. Cancelled (terminal)
+    /// before every node was answered: operation_aborted, the outcome unknown (the creates
+    /// already sent may still apply), never success.
     boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit(
         std::vector<task_request> tasks, submit_options opts = {});
 

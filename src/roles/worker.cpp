@@ -1,4 +1,13 @@
 // SPDX-License-Identifier: MIT
+// The worker's shell: its decisions are roles/worker_view (worker_state: what to run, stop,
+// publish and retry, drain); this file feeds it what ZooKeeper and the handlers say and
+// carries its actions out, each task as a child of one task_group.
+//
+// Cancellation, one idiom throughout: a coroutine that must finish its cleanup (stop and
+// await handlers, settle a publish) starts with `throw_if_cancelled(false)`, so a cancel
+// never throws out of a co_await halfway, and checks `this_coro::cancellation_state` after
+// the waits a cancel should cut short. Asio's slot-based cancellation is what task_group
+// and the `||` operator emit, and an exception-free check keeps every exit path visible.
 #include "roles/worker.hpp"
 
 #include "reactor/offload.hpp"
@@ -6,7 +15,10 @@
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
+#include "roles/txn_io.hpp"
+#include "roles/worker_view.hpp"
 #include "protocol/ids.hpp"
+#include "protocol/worker_txn.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
@@ -47,7 +59,7 @@ struct running_task {
     explicit running_task(const asio::any_io_executor& ex) : mark(ex), progress_timer(ex) {}
 
     std::stop_source stop;        // stops every handler of it: cancel marker, shutdown
-    bool cancel_marker = false;   // a <tid>.cancel marker exists
+    bool cancel_marker = false;   // stopped for its <tid>.cancel marker (worker_state says)
     bool done = false;
     asio::steady_timer mark;      // when to write the running mark
     std::vector<double> progress; // what each handler call reported last (-1: nothing)
@@ -55,7 +67,8 @@ struct running_task {
 
     // Writes to the assignment node (the running mark, then progress): one at a time.
     zkco::client* zk = nullptr;
-    std::string path;
+    std::string worker;
+    std::string tid;
     protocol::task_spec marked;              // what the node holds, as we last wrote it
     std::int32_t version = 0;      // the node's version we expect
     bool writing = false;          // a write is in flight
@@ -89,9 +102,11 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
     t->writing = true;
     t->dirty = false;
     t->last_write = asio::steady_timer::clock_type::now();
-    t->zk->async_set(t->path, encode(t->marked), t->version, [t](zkco::error_code ec, zkco::stat st) {
+    auto op = protocol::running_mark_op(t->worker, t->tid, t->marked, t->version);
+    t->zk->async_set(std::move(op.path), std::move(op.data), op.version,
+                     [t](zkco::error_code ec, zkco::stat st) {
         t->writing = false;
-        if (ec) {
+        if (protocol::read_mark(static_cast<bool>(ec)) == protocol::mark_outcome::gave_up) {
             t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
             return;
         }
@@ -190,7 +205,7 @@ public:
                    reactor::compute_pool& pool, worker_options opts, worker_stats* stats)
         : zk_(zk), l_(l), me_(std::move(me)), reg_(reg), pool_(pool),
           opts_(std::move(opts)), stats_(stats != nullptr ? stats : &own_stats_), results_(zk),
-          group_(zk.get_executor()), idle_(zk.get_executor()) {}
+          state_(l, me_, *stats_), group_(zk.get_executor()), idle_(zk.get_executor()) {}
 
     asio::awaitable<void> run() {
         if (me_.types.empty()) {
@@ -201,6 +216,7 @@ public:
             spdlog::error("worker {}: cannot join: {}", me_.id, joined.error().message());
             co_return;
         }
+        state_.joined(me_);
         spdlog::info("worker {} joined (capacity {}, {} types)", me_.id, me_.capacity.value_or(0),
                      me_.types.size());
         co_await asio::this_coro::reset_cancellation_state(asio::enable_terminal_cancellation());
@@ -211,34 +227,59 @@ public:
         } else {
             co_await watch_assignments();
         }
-        // Session gone or asked to stop: stop the handlers, then wait for them; nothing of
-        // theirs is published (the master requeues what we held).
-        stopping_ = true;
-        for (auto& [tid, t] : tasks_) {
-            t->stop.request_stop();
+        // Session gone, drained or asked to stop: stop the handlers, then wait for them;
+        // nothing of theirs is published (the master requeues what we held).
+        for (const auto& tid : state_.stop()) {
+            if (auto it = tasks_.find(tid); it != tasks_.end()) {
+                it->second->stop.request_stop();
+            }
         }
         co_await group_.async_wait(asio::use_awaitable);
     }
 
 private:
-    /// Waits for the drain request, says so in /workers/<me>, then waits until every task
-    /// in hand has ended (published) and completes.
+    /// Carries out what the view decided on a listing.
+    void act(const worker_action& a) {
+        switch (a.what) {
+        case worker_action::kind::run:
+            start(a.tid);
+            break;
+        case worker_action::kind::stop:
+            if (auto it = tasks_.find(a.tid); it != tasks_.end()) {
+                it->second->cancel_marker = true;
+                it->second->stop.request_stop();
+            }
+            break;
+        case worker_action::kind::remove_marker:
+            // The answer is ignored: litter that stays goes on a later listing, or by T6.
+            for (const auto& op : a.ops) {
+                zk_.async_remove(op.path, op.version, [](zkco::error_code) {});
+            }
+            break;
+        case worker_action::kind::mark_draining:
+        case worker_action::kind::remake_dir:
+            break;  // awaited where they are decided (drain(), watch_assignments())
+        }
+    }
+
+    /// Waits for the drain request, says so in /workers/<me> (T9), then waits until every
+    /// task in hand has ended (published) and completes.
     asio::awaitable<void> drain() {
         const bool requested = co_await opts_.drain->wait();
         if (!requested) {
             co_return;
         }
-        spdlog::info("worker {}: draining: no new tasks; {} running", me_.id, tasks_.size());
-        auto marked = me_;
-        marked.draining = true;
-        auto set = co_await zk_.set(protocol::layout::worker(me_.id), encode(marked));
+        spdlog::info("worker {}: draining: no new tasks; {} running", me_.id, state_.in_hand());
+        const auto mark = state_.drain();
+        const auto& op = mark.ops.front();
+        auto set = co_await zk_.set(op.path, op.data, op.version);
         if (!set) {
             spdlog::warn("worker {}: cannot mark itself draining: {}", me_.id, set.error().message());
         }
-        while (!tasks_.empty()) {
+        while (!state_.drained()) {
             idle_.expires_at(asio::steady_timer::time_point::max());
             co_await idle_.async_wait(asio::as_tuple(asio::use_awaitable));
-            auto cs = co_await asio::this_coro::cancellation_state;
+            const auto cs = co_await asio::this_coro::cancellation_state;
             if (cs.cancelled() != asio::cancellation_type::none) {
                 co_return;
             }
@@ -249,20 +290,20 @@ private:
     asio::awaitable<void> watch_assignments() {
         const std::string dir = protocol::layout::assign_dir(me_.id);
         for (;;) {
-            auto cs = co_await asio::this_coro::cancellation_state;
+            const auto cs = co_await asio::this_coro::cancellation_state;
             if (cs.cancelled() != asio::cancellation_type::none) {
                 co_return;
             }
             auto kids = co_await zk_.watch_children(dir);
             if (!kids && kids.error() == zkco::errc::no_node) {
-                // Someone deleted our directory (it was empty: ZooKeeper deletes only empty
-                // nodes). Make it again, or the master can assign us nothing while we stay a
-                // member; a pause keeps this from racing someone who keeps deleting it.
+                // A pause keeps this from racing someone who keeps deleting it.
                 spdlog::warn("worker {}: its assignment directory {} was deleted; making it again",
                              me_.id, dir);
+                const auto remake = state_.dir_missing();
                 asio::steady_timer pause(zk_.get_executor(), std::chrono::milliseconds(100));
                 co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-                auto made = co_await zk_.create(dir, "");
+                const auto& op = remake.ops.front();
+                auto made = co_await zk_.create(op.path, op.data);
                 if (made || made.error() == zkco::errc::node_exists) {
                     continue;
                 }
@@ -276,32 +317,8 @@ private:
                 spdlog::warn("worker {}: stops: {}", me_.id, kids.error().message());
                 co_return;
             }
-            std::set<std::string> markers;
-            std::set<std::string> assigned;
-            for (auto& name : kids->value.names) {
-                if (protocol::is_cancel_marker(name)) {
-                    markers.emplace(protocol::marker_task(name));
-                } else {
-                    assigned.insert(std::move(name));
-                }
-            }
-            for (const auto& tid : assigned) {
-                if (!tasks_.contains(tid)) {
-                    start(tid);
-                }
-            }
-            for (const auto& tid : markers) {
-                if (auto it = tasks_.find(tid); it != tasks_.end()) {
-                    if (!it->second->cancel_marker) {
-                        it->second->cancel_marker = true;
-                        it->second->stop.request_stop();
-                        ++stats_->cancelled;
-                    }
-                } else if (!assigned.contains(tid)) {
-                    // Its task is gone (it finished first): the marker is litter.
-                    zk_.async_remove(protocol::layout::cancel_marker(me_.id, tid), zkco::any_version,
-                                     [](zkco::error_code) {});
-                }
+            for (const auto& a : state_.listed(kids->value.names)) {
+                act(a);
             }
             auto ev = co_await kids->watch.changed();
             if (!ev && ev.error() == zkco::condition::session_lost) {
@@ -314,7 +331,6 @@ private:
     void start(const std::string& tid) {
         auto t = std::make_shared<running_task>(zk_.get_executor());
         tasks_.emplace(tid, t);
-        ++stats_->started;
         group_.spawn([this, tid, t] { return run_task(tid, t); }, tid);
     }
 
@@ -330,25 +346,27 @@ private:
             node = co_await zk_.get(path);
         }
         if (!node) {
-            finished(tid);  // requeued or cancelled before we looked
+            finished(tid, std::nullopt);  // requeued or cancelled before we looked
             co_return;
         }
-        protocol::task_result result = co_await execute(tid, path, *node, t);
+        protocol::task_result result = co_await execute(tid, *node, t);
         result.task = tid;
         result.worker = me_.id;
         result.finished_ms = protocol::now_ms();
-        if (!stopping_) {
-            co_await publish(tid, path, std::move(result), t);
+        std::optional<publish_end> how;
+        if (!state_.stopping()) {
+            how = co_await publish(tid, result);
         }
-        finished(tid);
+        finished(tid, how);
     }
 
-    void finished(const std::string& tid) {
+    void finished(const std::string& tid, std::optional<publish_end> how) {
         tasks_.erase(tid);
+        state_.task_ended(tid, how);
         idle_.cancel();
     }
 
-    asio::awaitable<protocol::task_result> execute(const std::string& tid, const std::string& path,
+    asio::awaitable<protocol::task_result> execute(const std::string& tid,
                                          const zkco::node& node,
                                          const std::shared_ptr<running_task>& t) {
         auto spec = protocol::decode_task(node.data);
@@ -366,11 +384,12 @@ private:
         // Tasks still running after a moment get their running mark (T3).
         t->mark.expires_after(opts_.running_mark_after);
         t->zk = &zk_;
-        t->path = path;
+        t->worker = me_.id;
+        t->tid = tid;
         t->marked = *spec;
         t->version = node.stat.version;
         t->mark.async_wait([this, t](zkco::error_code ec) {
-            if (ec || t->done || stopping_) {
+            if (ec || t->done || state_.stopping()) {
                 return;
             }
             write_assignment(t);
@@ -532,95 +551,48 @@ private:
         co_return r;
     }
 
-    /// T4. The assignment's delete is the fence: only while it exists may we publish. Should
-    /// it be gone while our /workers node stands (someone else deleted it: the master takes
-    /// assignments back only from departed workers), the result goes with a check of our
-    /// /workers node instead, so the task is not lost while its client waits. But once a try
-    /// of ours went unanswered, a missing assignment means that try applied (its result may
-    /// have been consumed since): the result is not published again.
-    asio::awaitable<void> publish(const std::string& tid, const std::string& path,
-                                  protocol::task_result result, const std::shared_ptr<running_task>& t) {
-        const std::string data = encode(result);
-        bool with_result = true;
-        bool assignment_gone = false;
-        bool maybe_applied = false;  // a try went unanswered: it may have applied
-        for (int tries = 0; tries < 10; ++tries) {
-            std::vector<zkco::multi_op> ops;
-            if (assignment_gone) {
-                ops.emplace_back(zkco::op::check{protocol::layout::worker(me_.id), zkco::any_version});
-            } else {
-                ops.emplace_back(zkco::op::remove{path, zkco::any_version});
-                if (t->cancel_marker) {
-                    ops.emplace_back(zkco::op::remove{protocol::layout::cancel_marker(me_.id, tid), zkco::any_version});
-                }
+    /// T4, as worker_state's publish plan says, try by try.
+    asio::awaitable<publish_end> publish(std::string tid, protocol::task_result result) {
+        auto step = state_.publish(tid, encode(result));
+        zkco::error_code last;  // the error a reconnect step is about
+        for (;;) {
+            switch (step.what) {
+            case publish_plan::step::kind::send: {
+                auto ops = to_zkco(std::move(step.ops));
+                auto [ec, per_op] = co_await results_.async_submit(
+                    std::move(ops), asio::as_tuple(asio::use_awaitable));
+                last = ec;
+                step = state_.publish_answered(tid, to_answer(ec, per_op));
+                break;
             }
-            if (with_result) {
-                ops.emplace_back(zkco::op::create{l_.result(tid), data, zkco::create_mode::persistent, {}});
-            }
-            const std::size_t n = ops.size();
-            auto [ec, per_op] = co_await results_.async_submit(std::move(ops),
-                                                               asio::as_tuple(asio::use_awaitable));
-            if (!ec) {
-                ++stats_->published;
-                if (opts_.on_published) {
-                    opts_.on_published(result);
-                }
-                co_return;
-            }
-            const bool answered = per_op.size() == n;
-            if (answered && per_op[0].ec == zkco::errc::no_node && maybe_applied && !assignment_gone) {
-                // Our unanswered try deleted it: the result went with it (and may be
-                // consumed by now).
-                ++stats_->published;
-                if (opts_.on_published) {
-                    opts_.on_published(result);
-                }
-                spdlog::info("worker {}: the result of task {} was published by a try whose "
-                             "answer was lost", me_.id, tid);
-                co_return;
-            }
-            if (answered && per_op[0].ec == zkco::errc::no_node) {
-                if (assignment_gone) {
-                    // Our /workers node is gone too: the master took the task back.
-                    ++stats_->discarded;
-                    spdlog::info("worker {}: task {} was taken back; result discarded", me_.id, tid);
-                    co_return;
-                }
-                // Deleted by someone else (every try of ours was answered).
-                spdlog::warn("worker {}: the assignment of task {} is gone while this worker is "
-                             "still a member; publishing its result checked against /workers",
-                             me_.id, tid);
-                assignment_gone = true;
-                continue;
-            }
-            if (answered && !assignment_gone && per_op[0].ec == zkco::errc::not_empty) {
-                // Someone wrote below our assignment: clear it, then publish (§8).
-                auto removed = co_await remove_children(zk_, path);
+            case publish_plan::step::kind::clear_foreign: {
+                auto removed = co_await remove_children(zk_, step.path);
                 if (removed) {
-                    spdlog::warn("worker {}: deleted {} node(s) someone else wrote below {}", me_.id,
-                                 *removed, path);
-                    continue;
+                    spdlog::warn("worker {}: deleted {} node(s) someone else wrote below {}",
+                                 me_.id, *removed, step.path);
+                } else {
+                    last = removed.error();
                 }
-                ec = removed.error();
+                step = state_.publish_cleared(tid, removed.has_value());
+                break;
             }
-            if (answered && with_result && per_op[n - 1].ec == zkco::errc::node_exists) {
-                if (assignment_gone) {
-                    co_return;  // a result exists (ours, from an answer we lost): done
+            case publish_plan::step::kind::reconnect: {
+                const bool retry = co_await reconnected_after(zk_, last);
+                if (!retry) {
+                    spdlog::warn("worker {}: cannot publish {}: {}", me_.id, tid, last.message());
                 }
-                with_result = false;  // a result exists already: only clear our assignment
-                continue;
+                step = state_.publish_reconnected(tid, retry);
+                break;
             }
-            if (answered && t->cancel_marker && !assignment_gone && per_op[1].ec == zkco::errc::no_node) {
-                t->cancel_marker = false;  // the marker went meanwhile
-                continue;
+            case publish_plan::step::kind::done:
+                if (step.end == publish_end::published ||
+                    step.end == publish_end::published_by_lost_try) {
+                    if (opts_.on_published) {
+                        opts_.on_published(result);
+                    }
+                }
+                co_return step.end;
             }
-            const bool retry = co_await reconnected_after(zk_, ec);
-            if (retry) {
-                maybe_applied = maybe_applied || !answered;
-                continue;  // outcome unknown: a retry hits the fence if it applied
-            }
-            spdlog::warn("worker {}: cannot publish {}: {}", me_.id, tid, ec.message());
-            co_return;
         }
     }
 
@@ -633,10 +605,12 @@ private:
     worker_stats own_stats_;
     worker_stats* stats_;
     multi_batcher results_;
+    worker_state state_;
+    // The runtime side of each task in hand (handlers' stop source, timers): worker_state
+    // holds the same tasks' decisions.
     std::map<std::string, std::shared_ptr<running_task>> tasks_;
     reactor::task_group group_;
     asio::steady_timer idle_;  // cancelled whenever a task ends (drain waits on it)
-    bool stopping_ = false;
 };
 
 }  // namespace

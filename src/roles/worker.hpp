@@ -5,6 +5,7 @@
 #include "reactor/event.hpp"
 #include "protocol/layout.hpp"
 #include "roles/registry.hpp"
+#include "roles/worker_view.hpp"
 #include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
@@ -25,14 +26,6 @@ struct worker_options {
     reactor::event* drain = nullptr;
     /// Called on the executor for each result this worker published (T4 committed).
     std::function<void(const protocol::task_result&)> on_published;
-};
-
-/// What a worker has done, for logs and tests.
-struct worker_stats {
-    std::uint64_t started = 0;
-    std::uint64_t published = 0;   ///< results written (T4 committed)
-    std::uint64_t discarded = 0;   ///< results dropped: the assignment was gone (requeued)
-    std::uint64_t cancelled = 0;   ///< handlers stopped by a cancel marker
 };
 
 /// Runs `me` as a worker for as long as the session lasts (docs/protocol.md §7 "Worker"):

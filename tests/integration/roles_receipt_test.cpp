@@ -10,6 +10,8 @@
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -146,6 +148,55 @@ TEST_F(RolesReceipt, ALostSubmitThatNeverArrivedIsSentAgainOnce) {
         ASSERT_TRUE(submitted) << "submit never completed";
         ASSERT_TRUE(*submitted) << submitted->error().message();
         ASSERT_TRUE(co_await appears(direct, l->pending_task(submitted->value().front())));
+        co_await tc.flush();
+        EXPECT_EQ(co_await pending(direct, *l), 1U);
+        co_await zk.close();
+        co_await direct.close();
+        wire.stop();
+    }(), 60s);
+}
+
+// A submit cancelled while its create is out says so (operation_aborted: the outcome is
+// unknown); it used to report the ids as submitted though the create never arrived.
+TEST_F(RolesReceipt, ACancelledSubmitIsNoSuccess) {
+    run([&]() -> asio::awaitable<void> {
+        client direct(ioc_.get_executor(), make_config());
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(direct.connect(), 10s));
+        auto l = co_await ensure_layout(direct, meta_info{});
+        ASSERT_TRUE(l);
+
+        zkd::test::relay wire(ioc_, base_);
+        auto cfg = make_config(8s);
+        cfg.connect_string = wire.address() + chroot_;
+        client zk(ioc_.get_executor(), cfg);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        task_client tc(zk, *l);
+        auto warm = co_await tc.submit(one_echo());
+        ASSERT_TRUE(warm);
+        ASSERT_TRUE(co_await direct.remove(l->pending_task(warm->front())));
+
+        // The create never reaches the server; the caller gives up waiting.
+        wire.drop_requests(true);
+        asio::cancellation_signal stop;
+        std::optional<zkd::zkco::result<std::vector<std::string>>> submitted;
+        asio::co_spawn(ioc_, [&]() -> asio::awaitable<void> { submitted = co_await tc.submit(one_echo()); },
+                       asio::bind_cancellation_slot(stop.slot(), asio::detached));
+        // The spawned submit runs (up to its wait for the answer) before this resumes.
+        co_await asio::post(ioc_, asio::use_awaitable);
+        ASSERT_FALSE(submitted);
+        stop.emit(asio::cancellation_type::terminal);
+        for (int i = 0; i < 500 && !submitted; ++i) {
+            co_await pause(20ms);
+        }
+        ASSERT_TRUE(submitted) << "submit never completed";
+        ASSERT_FALSE(*submitted) << "a cancelled submit reported success";
+        EXPECT_EQ(submitted->error(), asio::error::operation_aborted) << submitted->error().message();
+        EXPECT_EQ(co_await pending(direct, *l), 0U);
+
+        // The write itself goes on (cancelling the wait cannot unsend it): once connected
+        // again the batcher decides it as for any lost answer, and the task is there once.
+        wire.drop_requests(false);
+        wire.cut();
         co_await tc.flush();
         EXPECT_EQ(co_await pending(direct, *l), 1U);
         co_await zk.close();

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The client's transactions (docs/protocol.md §6: T1 submit with its receipt, T5 consume,
+// for a task's own result and for a bundle's), each as a builder of its ops and a reader of
+// its per-op results into a named outcome, in the terms of protocol/master_txn.hpp. Nothing
+// here performs I/O.
+
+#include "protocol/layout.hpp"
+#include "protocol/master_txn.hpp"
+#include "protocol/task.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::protocol {
+
+// --- T1 submit -------------------------------------------------------------------------------
+
+/// create(/pending/<s>/<tid>, task, persistent): one task's (or bundle's) node.
+txn_op submit_op(const layout& l, std::string_view tid, std::string data);
+
+enum class submit_outcome {
+    submitted,
+    exists,   ///< node_exists: a create sent again found the node (the first got there)
+    unknown,  ///< no per-op results: the outcome is unknown
+    failed,   ///< any other failure
+};
+submit_outcome read_submit(const txn_answer& a) noexcept;
+
+/// A client's receipt name (T1): "<session, 16 hex digits>-<client's 8 hex digits>". One per
+/// session and client, so receipts of different clients never collide.
+std::string receipt_name(std::uint64_t session, std::string_view client_hex);
+
+/// The receipt op a T1 transaction ends with: the sequence number `sequence` into the
+/// receipt node `path`, created (ephemeral) unless the slot's node exists already.
+txn_op receipt_op(std::string path, std::uint64_t sequence, bool slot_created);
+
+enum class receipt_outcome {
+    written,
+    slot_exists,   ///< the create found a node: the slot's node exists after all
+    slot_missing,  ///< the set found no node: someone deleted it (or the directory is gone)
+    broken,        ///< any other failure: receipts cannot be written here
+};
+/// What the receipt op's own code says (when it is the op that failed the transaction).
+receipt_outcome read_receipt(op_code c) noexcept;
+
+/// Whether the receipt's data, read after the answer to transaction `sequence` was lost,
+/// shows that transaction applied (a multi applies whole or not at all).
+bool receipt_shows(std::string_view data, std::uint64_t sequence);
+
+// --- T5 consume --------------------------------------------------------------------------------
+
+/// delete(<result path>, any version).
+txn_op consume_op(std::string path);
+
+enum class consume_outcome {
+    consumed,       ///< deleted, or no node (consumed by an earlier try, or by someone else)
+    foreign_below,  ///< someone wrote children below the result
+    unknown,        ///< no per-op results: the outcome is unknown
+    failed,
+};
+consume_outcome read_consume(const txn_answer& a) noexcept;
+
+/// T5 for tasks of a bundle: mark `indices` consumed in the bundle's result `read` (at
+/// `version`), or delete it once all `size` tasks are consumed.
+struct bundle_consume_plan {
+    std::vector<txn_op> ops;          ///< set(path, marked, version) or delete(path, version)
+    std::vector<std::size_t> marked;  ///< `consumed` as the write leaves it, ascending
+    std::vector<std::size_t> taken;   ///< of `indices`, consumed by someone else first
+    bool all = false;                 ///< the write deletes the node
+};
+bundle_consume_plan bundle_consume_ops(
+    std::string path,
+    const task_result& read,
+    std::int32_t version,
+    std::size_t size,
+    const std::vector<std::size_t>& indices
+);
+
+enum class bundle_consume_outcome {
+    committed,
+    conflict,  ///< bad_version or no_node: someone else wrote (or deleted) it meanwhile
+    unknown,   ///< no per-op results: the outcome is unknown
+    failed,
+};
+bundle_consume_outcome read_bundle_consume(const txn_answer& a) noexcept;
+
+}  // namespace zkd::protocol

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+#include "protocol/worker_txn.hpp"
+
+#include <utility>
+
+namespace zkd::protocol {
+
+// --- T3 --------------------------------------------------------------------------------------
+
+txn_op running_mark_op(
+    std::string_view worker, std::string_view tid, const task_spec& marked, std::int32_t version
+) {
+    return txn_op::set(layout::assignment(worker, tid), encode(marked), version);
+}
+
+mark_outcome read_mark(bool failed) noexcept {
+    return failed ? mark_outcome::gave_up : mark_outcome::written;
+}
+
+// --- T4 --------------------------------------------------------------------------------------
+
+namespace {
+
+// The positions of T4's ops: the fence first, then the marker's delete (fenced form, when
+// present), the result's create last (when present).
+constexpr std::size_t publish_fence = 0;
+constexpr std::size_t publish_marker = 1;
+
+std::size_t publish_size(const publish_form& f) noexcept {
+    return 1 + (f.fenced_by_assignment && f.with_marker ? 1 : 0) + (f.with_result ? 1 : 0);
+}
+
+}  // namespace
+
+std::vector<txn_op> publish_ops(
+    const layout& l,
+    std::string_view worker,
+    std::string_view tid,
+    const std::string& result_data,
+    const publish_form& form
+) {
+    std::vector<txn_op> ops;
+    if (form.fenced_by_assignment) {
+        ops.push_back(txn_op::remove(layout::assignment(worker, tid)));
+        if (form.with_marker) {
+            ops.push_back(txn_op::remove(layout::cancel_marker(worker, tid)));
+        }
+    } else {
+        ops.push_back(txn_op::check(layout::worker(worker)));
+    }
+    if (form.with_result) {
+        ops.push_back(txn_op::create(l.result(tid), result_data));
+    }
+    return ops;
+}
+
+publish_outcome read_publish(const txn_answer& a, const publish_form& form) noexcept {
+    if (!a.failed) {
+        return publish_outcome::committed;
+    }
+    const std::size_t n = publish_size(form);
+    if (a.per_op.size() != n) {
+        return publish_outcome::unknown;
+    }
+    const auto fence = a.per_op[publish_fence];
+    if (fence == op_code::no_node) {
+        return form.fenced_by_assignment ? publish_outcome::assignment_gone
+                                         : publish_outcome::worker_gone;
+    }
+    if (form.fenced_by_assignment && fence == op_code::not_empty) {
+        return publish_outcome::foreign_below;
+    }
+    if (form.with_result && a.per_op[n - 1] == op_code::node_exists) {
+        return publish_outcome::result_exists;
+    }
+    if (form.fenced_by_assignment && form.with_marker &&
+        a.per_op[publish_marker] == op_code::no_node) {
+        return publish_outcome::marker_gone;
+    }
+    return publish_outcome::failed;
+}
+
+// --- T9 --------------------------------------------------------------------------------------
+
+txn_op drain_op(member_info me) {
+    me.draining = true;
+    auto path = layout::worker(me.id);
+    return txn_op::set(std::move(path), encode(me));
+}
+
+}  // namespace zkd::protocol

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The worker's transactions (docs/protocol.md §6: T3 mark running, T4 complete, T9 drain),
+// each as a builder of its ops and a reader of its per-op results into a named outcome, in
+// the terms of protocol/master_txn.hpp (txn_op, op_code, txn_answer). Nothing here performs
+// I/O; roles/txn_io.hpp turns the ops into ZooKeeper multi ops.
+
+#include "protocol/layout.hpp"
+#include "protocol/master_txn.hpp"
+#include "protocol/task.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::protocol {
+
+// --- T3 mark running ---------------------------------------------------------------------------
+
+/// set(/assign/<w>/<tid>, `marked`, version): the running mark, or a later progress report,
+/// at the version the worker last wrote.
+txn_op running_mark_op(
+    std::string_view worker, std::string_view tid, const task_spec& marked, std::int32_t version
+);
+
+enum class mark_outcome {
+    written,  ///< the node holds it now (at a new version)
+    gave_up,  ///< any failure: the node is gone (requeued, cancelled) or someone rewrote it;
+              ///< the worker writes nothing more to it
+};
+mark_outcome read_mark(bool failed) noexcept;
+
+// --- T4 complete -------------------------------------------------------------------------------
+
+/// How a try of T4 is fenced and what it carries.
+struct publish_form {
+    /// false: the assignment is gone while this worker is a member; the try checks
+    /// /workers/<w> instead of deleting the assignment.
+    bool fenced_by_assignment = true;
+    bool with_marker = false;  ///< delete the cancel marker too (fenced form only)
+    bool with_result = true;   ///< false: a result exists already; only the deletes go
+    friend bool operator==(const publish_form&, const publish_form&) = default;
+};
+
+/// delete(/assign/<w>/<tid>) [delete(<tid>.cancel)] [create(result)], or, unfenced,
+/// check(/workers/<w>) [create(result)].
+std::vector<txn_op> publish_ops(
+    const layout& l,
+    std::string_view worker,
+    std::string_view tid,
+    const std::string& result_data,
+    const publish_form& form
+);
+
+enum class publish_outcome {
+    committed,
+    assignment_gone,  ///< fenced: the assignment's delete found no node
+    foreign_below,    ///< fenced: someone wrote children below the assignment
+    marker_gone,      ///< fenced: the cancel marker's delete found no node
+    worker_gone,      ///< unfenced: /workers/<w> is gone (the master took the task back)
+    result_exists,    ///< the result's create found one (ours from a lost answer, or another)
+    unknown,          ///< no per-op results: the outcome is unknown
+    failed,           ///< any other failure
+};
+publish_outcome read_publish(const txn_answer& a, const publish_form& form) noexcept;
+
+// --- T9 drain ----------------------------------------------------------------------------------
+
+/// set(/workers/<w>, `me` with draining set).
+txn_op drain_op(member_info me);
+
+}  // namespace zkd::protocol

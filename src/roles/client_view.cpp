@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+#include "roles/client_view.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace zkd::roles {
+
+// --- submit_plan -----------------------------------------------------------------------------
+
+submit_plan::submit_plan(
+    protocol::layout l, std::vector<std::string> tids, std::vector<std::string> data, bool receipts
+)
+    : l_(l),
+      tids_(std::move(tids)),
+      data_(std::move(data)),
+      receipts_(receipts),
+      left_(tids_.size()) {}
+
+std::vector<protocol::txn_op> submit_plan::ops(std::size_t i) const {
+    return {protocol::submit_op(l_, tids_.at(i), data_.at(i))};
+}
+
+submit_plan::next submit_plan::answered(
+    std::size_t i, const protocol::txn_answer& a, bool lost, bool session_alive
+) {
+    switch (protocol::read_submit(a)) {
+    case protocol::submit_outcome::submitted:
+    case protocol::submit_outcome::exists:
+        break;
+    case protocol::submit_outcome::unknown:
+        if (!receipts_ && lost && session_alive) {
+            return next::resend;
+        }
+        [[fallthrough]];
+    case protocol::submit_outcome::failed:
+        if (!failed_) {
+            failed_ = i;
+        }
+        break;
+    }
+    if (left_ > 0) {
+        --left_;
+    }
+    return left_ == 0 ? next::over : next::wait;
+}
+
+submit_plan::outcome submit_plan::result() const noexcept {
+    if (left_ > 0) {
+        // Cancelled with answers out: what became of those nodes is unknown, so the call
+        // must not say they were submitted.
+        return cancelled_ ? outcome::cancelled : outcome::pending;
+    }
+    // Every node answered before the cancel was seen: the answers say how it went.
+    return failed_ ? outcome::failed : outcome::submitted;
+}
+
+// --- bundle_consume --------------------------------------------------------------------------
+
+bundle_consume::bundle_consume(std::string path, std::size_t size, std::vector<std::size_t> indices)
+    : path_(std::move(path)), size_(size), indices_(std::move(indices)) {}
+
+bundle_consume::step bundle_consume::done(step::end e) {
+    step s;
+    s.what = step::kind::done;
+    s.how = e;
+    return s;
+}
+
+bundle_consume::step bundle_consume::read(std::string_view data, std::int32_t version) {
+    unknown_ = false;
+    auto decoded = protocol::decode_result(data);
+    if (!decoded) {
+        return done(step::end::garbage);
+    }
+    read_ = std::move(*decoded);
+    version_ = version;
+    plan_ = protocol::bundle_consume_ops(path_, read_, version, size_, indices_);
+    step s;
+    s.what = step::kind::write;
+    s.ops = plan_.ops;
+    return s;
+}
+
+bundle_consume::step bundle_consume::answered(const protocol::txn_answer& a, bool lost) {
+    step s;
+    switch (protocol::read_bundle_consume(a)) {
+    case protocol::bundle_consume_outcome::committed:
+        return done(step::end::delivered);
+    case protocol::bundle_consume_outcome::conflict:
+        // Another client consumed some meanwhile: read again and retry.
+        s.what = step::kind::reread;
+        return s;
+    case protocol::bundle_consume_outcome::unknown:
+        if (lost) {
+            unknown_ = true;
+            s.what = step::kind::reconnect;
+            return s;
+        }
+        break;
+    case protocol::bundle_consume_outcome::failed:
+        break;
+    }
+    return done(step::end::failed);  // no_auth, the client going away, ...
+}
+
+bundle_consume::step bundle_consume::reconnected(bool ok) {
+    if (!ok) {
+        return done(step::end::delivered);
+    }
+    step s;
+    s.what = step::kind::reread;
+    return s;
+}
+
+bundle_consume::step bundle_consume::reread(std::string_view data, std::int32_t version) {
+    if (unknown_ && !plan_.all && version == version_ + 1) {
+        // Our set applied if the node moved on by exactly one version and holds what we
+        // wrote.
+        auto now = protocol::decode_result(data);
+        if (now && now->consumed == plan_.marked) {
+            return done(step::end::delivered);
+        }
+    }
+    return read(data, version);
+}
+
+bundle_consume::step bundle_consume::reread_gone() {
+    if (!unknown_) {
+        plan_.taken = indices_;  // consumed by others, all of it
+    }
+    return done(step::end::delivered);
+}
+
+// --- shared_bundle_read ----------------------------------------------------------------------
+
+shared_bundle_read::on_wake shared_bundle_read::woke(std::size_t index) {
+    switch (phase_) {
+    case phase::abandoned:
+        return on_wake::read_again;
+    case phase::waiting:
+        // Our own cancellation woke us: leave (one occurrence: another wait of ours may wait
+        // for the same task).
+        if (auto pos = std::find(indices_.begin(), indices_.end(), index); pos != indices_.end()) {
+            indices_.erase(pos);
+        }
+        return on_wake::cancelled;
+    case phase::consuming:
+        return on_wake::wait_more;
+    case phase::done:
+        break;
+    }
+    return on_wake::deliver;
+}
+
+void shared_bundle_read::gone() {
+    phase_ = phase::done;
+    gone_ = true;
+}
+
+void shared_bundle_read::consumed(protocol::task_result whole, std::vector<std::size_t> taken) {
+    phase_ = phase::done;
+    whole_ = std::move(whole);
+    taken_ = std::move(taken);
+}
+
+bool shared_bundle_read::abandon() {
+    if (phase_ == phase::waiting || phase_ == phase::consuming) {
+        phase_ = phase::abandoned;
+        return true;
+    }
+    return false;
+}
+
+shared_bundle_read::outcome shared_bundle_read::outcome_for(std::size_t index, std::string tid)
+    const {
+    outcome out;
+    if (gone_ || std::find(taken_.begin(), taken_.end(), index) != taken_.end()) {
+        out.what = outcome::kind::gone;
+        return out;
+    }
+    if (!whole_) {
+        out.what = outcome::kind::failed;
+        return out;
+    }
+    auto r = protocol::bundled_result(*whole_, index, std::move(tid));
+    if (!r) {
+        out.what = outcome::kind::garbage;
+        return out;
+    }
+    out.what = outcome::kind::result;
+    out.result = std::move(*r);
+    return out;
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The client's decisions (docs/protocol.md §6 T1 and T5), with no I/O: for a submit, which
+// node to send again after an answer and whether the call succeeded ("did my write apply?");
+// for a consume of a bundle's tasks, what to write, and after each answer, a lost one
+// included, whether to read again, wait for the connection, or deliver. task_client.cpp
+// carries the steps out; tests/unit/roles_client_view_test.cpp drives them alone.
+
+#include "protocol/client_txn.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::roles {
+
+/// T1 for one submit() call: one create per node (a task's or a bundle's), each a group of
+/// its own so that a node that fails does not take the others down with it.
+class submit_plan {
+public:
+    /// What an answer to a node's group calls for.
+    enum class next {
+        wait,    ///< wait for the other nodes' answers
+        resend,  ///< send this node's ops again
+        over,    ///< every node is answered: see outcome()
+    };
+    enum class outcome {
+        pending,    ///< answers are still out
+        submitted,  ///< every node is there
+        failed,     ///< a node failed (first_failed() says which)
+        cancelled,  ///< the caller cancelled before every node was answered: unknown
+    };
+
+    /// `receipts`: the batcher decides a lost answer itself (a receipt), and never completes
+    /// a group with an unknown outcome while the session lives.
+    submit_plan(
+        protocol::layout l,
+        std::vector<std::string> tids,
+        std::vector<std::string> data,
+        bool receipts
+    );
+
+    [[nodiscard]] std::size_t size() const noexcept { return tids_.size(); }
+    /// The ops of node `i`'s group.
+    [[nodiscard]] std::vector<protocol::txn_op> ops(std::size_t i) const;
+
+    /// Node `i`'s group answered. `lost`: the outcome is unknown (the connection dropped,
+    /// not the batcher going away); `session_alive`: the session may still reconnect.
+    /// Without receipts a lost create is sent again, and node_exists then means it got there
+    /// (but a task the master took meanwhile is created twice: why receipts exist).
+    next answered(std::size_t i, const protocol::txn_answer& a, bool lost, bool session_alive);
+    /// The caller cancelled its wait.
+    void cancelled() noexcept { cancelled_ = true; }
+
+    [[nodiscard]] outcome result() const noexcept;
+    /// The first node that failed, in the order the answers came.
+    [[nodiscard]] std::optional<std::size_t> first_failed() const noexcept { return failed_; }
+
+private:
+    protocol::layout l_;
+    std::vector<std::string> tids_;
+    std::vector<std::string> data_;
+    bool receipts_;
+    std::size_t left_;
+    std::optional<std::size_t> failed_;
+    bool cancelled_ = false;
+};
+
+/// T5 for tasks `indices` of a bundle's result, read and written at versions: marks them
+/// consumed (deletes the node once every task is), reads again on a conflict, and after a
+/// lost answer finds out whether its write applied.
+class bundle_consume {
+public:
+    struct step {
+        enum class kind {
+            write,      ///< run `ops`, then answered()
+            reconnect,  ///< wait until connected again, then reconnected()
+            reread,     ///< read the node again, then reread() or reread_gone()
+            done,       ///< over: `end` says how
+        };
+        enum class end {
+            delivered,  ///< result() and taken() hold the outcome
+            garbage,    ///< the node is no result: delete it (it is nobody's), say so
+            failed,     ///< the write's error, which does not go away by itself
+        };
+        kind what = kind::done;
+        std::vector<protocol::txn_op> ops;
+        end how = end::failed;
+    };
+
+    /// `size` is the bundle's (its id says it).
+    bundle_consume(std::string path, std::size_t size, std::vector<std::size_t> indices);
+
+    /// The node as first read.
+    step read(std::string_view data, std::int32_t version);
+    /// The answer to `write`. `lost`: the outcome is unknown and the session may reconnect.
+    step answered(const protocol::txn_answer& a, bool lost);
+    /// After `reconnect`: `ok` when connected again. Otherwise (the session is gone) what was
+    /// read is delivered, at least once, as a plain wait would.
+    step reconnected(bool ok);
+    /// The node as read again.
+    step reread(std::string_view data, std::int32_t version);
+    /// Read again, the node is gone: others consumed the rest (ours too, unless our own
+    /// write, whose answer was lost, deleted it: then ours are delivered).
+    step reread_gone();
+
+    /// Once delivered: the bundle's result as read, and which of `indices` someone else had
+    /// consumed first.
+    [[nodiscard]] const protocol::task_result& result() const noexcept { return read_; }
+    [[nodiscard]] const std::vector<std::size_t>& taken() const noexcept { return plan_.taken; }
+
+private:
+    static step done(step::end e);
+
+    std::string path_;
+    std::size_t size_;
+    std::vector<std::size_t> indices_;
+    protocol::task_result read_;
+    std::int32_t version_ = 0;
+    protocol::bundle_consume_plan plan_;
+    bool unknown_ = false;  // the last write's answer was lost
+};
+
+/// The waits of one client on tasks of one bundle share one read (T5): the first wait reads
+/// the bundle's result and consumes it for every wait that joined before it read; the others
+/// wait for it and take their entries from what it read.
+class shared_bundle_read {
+public:
+    enum class phase {
+        waiting,    ///< for the node
+        consuming,  ///< the node was read: the joined tasks are being consumed
+        done,       ///< see outcome()
+        abandoned,  ///< the reader ended without an answer: the others read for themselves
+    };
+    /// What a wait that joined does once woken (by the reader, or by its own cancellation).
+    enum class on_wake {
+        read_again,  ///< abandoned: read for itself
+        cancelled,   ///< woken by its cancellation while waiting: it left the read
+        wait_more,   ///< cancelled, but its task is being consumed: wait for that, not lose it
+        deliver,     ///< done: outcome()
+    };
+    /// What the wait on one task gets.
+    struct outcome {
+        enum class kind {
+            result,   ///< `result`
+            gone,     ///< no_node: consumed by someone else (or the node was gone)
+            garbage,  ///< its entry cannot be read out of the bundle's result
+            failed,   ///< the reader's error
+        };
+        kind what = kind::failed;
+        protocol::task_result result;
+    };
+
+    explicit shared_bundle_read(std::size_t first) : indices_{first} {}
+
+    /// Another wait of the same client joins, for task `index`.
+    void join(std::size_t index) { indices_.push_back(index); }
+    /// A joined wait on `index` was woken.
+    on_wake woke(std::size_t index);
+
+    // The reader's events.
+    /// The node was gone before it was read: no_node for all.
+    void gone();
+    /// Consuming begins: the tasks joined so far are consumed (indices()).
+    void consuming() { phase_ = phase::consuming; }
+    /// Consumed: the bundle's result as read, and which of indices() others consumed first.
+    void consumed(protocol::task_result whole, std::vector<std::size_t> taken);
+    /// The consume failed with an error of its own (outcome() says failed).
+    void failed() { phase_ = phase::done; }
+    /// The reader ended otherwise (an error, a cancellation): true when the joined waits
+    /// must be woken to read for themselves.
+    bool abandon();
+
+    [[nodiscard]] phase now() const noexcept { return phase_; }
+    [[nodiscard]] const std::vector<std::size_t>& indices() const noexcept { return indices_; }
+    /// Once done: what the wait on task `index` (named `tid`) gets.
+    [[nodiscard]] outcome outcome_for(std::size_t index, std::string tid) const;
+
+private:
+    std::vector<std::size_t> indices_;  // the tasks waited for, one entry per wait
+    phase phase_ = phase::waiting;
+    std::optional<protocol::task_result> whole_;  // once consumed
+    bool gone_ = false;
+    std::vector<std::size_t> taken_;
+};
+
+}  // namespace zkd::roles

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// The client's transactions (docs/protocol.md §6 T1 with its receipt, T5 for a result and for
+// a bundle's result): the ops each builds and what each reads out of the per-op results.
+#include "protocol/client_txn.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace zkd::protocol;
+
+namespace {
+
+const std::string tid = "t4-1763733600123-3fa9c2d100002a";
+
+layout test_layout() {
+    layout l;
+    l.pending_shards = 4;
+    l.result_shards = 4;
+    return l;
+}
+
+txn_answer one(op_code c) {
+    return {true, {c}};
+}
+
+task_result bundle_result(std::vector<std::size_t> consumed) {
+    task_result r;
+    r.task = "b3-" + tid;
+    r.state = task_state::succeeded;
+    r.value = 1;
+    r.consumed = std::move(consumed);
+    return r;
+}
+
+}  // namespace
+
+TEST(ProtocolClientTxn, SubmitCreatesThePendingNode) {
+    const auto l = test_layout();
+    EXPECT_EQ(submit_op(l, tid, "T"), txn_op::create(l.pending_task(tid), "T"));
+    EXPECT_EQ(read_submit({false, {op_code::ok}}), submit_outcome::submitted);
+    EXPECT_EQ(read_submit(one(op_code::node_exists)), submit_outcome::exists);
+    EXPECT_EQ(read_submit(one(op_code::no_node)), submit_outcome::failed);
+    EXPECT_EQ(read_submit({true, {}}), submit_outcome::unknown);
+}
+
+TEST(ProtocolClientTxn, TheReceiptIsCreatedOnceThenSet) {
+    EXPECT_EQ(receipt_name(0x1234abcdULL, "3fa9c2d1"), "000000001234abcd-3fa9c2d1");
+    EXPECT_EQ(receipt_name(~0ULL, "x"), "ffffffffffffffff-x");
+    EXPECT_EQ(receipt_op("/receipts/a-0", 7, false), txn_op::create("/receipts/a-0", "7", true));
+    EXPECT_EQ(receipt_op("/receipts/a-0", 8, true), txn_op::set("/receipts/a-0", "8"));
+    EXPECT_TRUE(receipt_shows("8", 8));
+    EXPECT_FALSE(receipt_shows("7", 8));
+    EXPECT_FALSE(receipt_shows("", 8));
+}
+
+TEST(ProtocolClientTxn, TheReceiptsOwnFailureSaysWhatIsWrongWithItsSlot) {
+    EXPECT_EQ(read_receipt(op_code::ok), receipt_outcome::written);
+    EXPECT_EQ(read_receipt(op_code::node_exists), receipt_outcome::slot_exists);
+    EXPECT_EQ(read_receipt(op_code::no_node), receipt_outcome::slot_missing);
+    EXPECT_EQ(read_receipt(op_code::other), receipt_outcome::broken);
+}
+
+TEST(ProtocolClientTxn, ConsumeDeletesTheResultAndAMissingOneIsConsumed) {
+    EXPECT_EQ(consume_op("/results/r1/x"), txn_op::remove("/results/r1/x"));
+    EXPECT_EQ(read_consume({false, {op_code::ok}}), consume_outcome::consumed);
+    EXPECT_EQ(read_consume(one(op_code::no_node)), consume_outcome::consumed);
+    EXPECT_EQ(read_consume(one(op_code::not_empty)), consume_outcome::foreign_below);
+    EXPECT_EQ(read_consume(one(op_code::other)), consume_outcome::failed);
+    EXPECT_EQ(read_consume({true, {}}), consume_outcome::unknown);
+}
+
+TEST(ProtocolClientTxn, ABundleConsumeMarksItsTasksAtTheVersionRead) {
+    const auto plan = bundle_consume_ops("/results/r1/b", bundle_result({0}), 4, 3, {2, 0});
+    EXPECT_FALSE(plan.all);
+    EXPECT_EQ(plan.marked, (std::vector<std::size_t>{0, 2}));
+    EXPECT_EQ(plan.taken, (std::vector<std::size_t>{0}));  // someone consumed task 0 first
+    ASSERT_EQ(plan.ops.size(), 1U);
+    EXPECT_EQ(plan.ops[0].what, txn_op::kind::set);
+    EXPECT_EQ(plan.ops[0].version, 4);
+    auto written = decode_result(plan.ops[0].data);
+    ASSERT_TRUE(written);
+    EXPECT_EQ(written->consumed, (std::vector<std::size_t>{0, 2}));
+}
+
+TEST(ProtocolClientTxn, TheLastConsumeOfABundleDeletesItsResult) {
+    const auto plan = bundle_consume_ops("/results/r1/b", bundle_result({0, 2}), 9, 3, {1});
+    EXPECT_TRUE(plan.all);
+    EXPECT_TRUE(plan.taken.empty());
+    ASSERT_EQ(plan.ops.size(), 1U);
+    EXPECT_EQ(plan.ops[0], txn_op::remove("/results/r1/b", 9));
+}
+
+TEST(ProtocolClientTxn, BundleConsumeOutcomes) {
+    EXPECT_EQ(read_bundle_consume({false, {op_code::ok}}), bundle_consume_outcome::committed);
+    EXPECT_EQ(read_bundle_consume(one(op_code::bad_version)), bundle_consume_outcome::conflict);
+    EXPECT_EQ(read_bundle_consume(one(op_code::no_node)), bundle_consume_outcome::conflict);
+    EXPECT_EQ(read_bundle_consume(one(op_code::other)), bundle_consume_outcome::failed);
+    EXPECT_EQ(read_bundle_consume({true, {}}), bundle_consume_outcome::unknown);
+}

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+// The client's decisions without ZooKeeper (roles/client_view.hpp): a submit's answers and a
+// bundle consume's answers fed by hand, lost ones and cancellations included.
+#include "roles/client_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace zkd;
+using namespace zkd::roles;
+using protocol::op_code;
+using protocol::txn_answer;
+using protocol::txn_op;
+using next = submit_plan::next;
+using outcome = submit_plan::outcome;
+using kind = bundle_consume::step::kind;
+using end = bundle_consume::step::end;
+
+namespace {
+
+const std::string a = "t4-1763733600123-3fa9c2d1000001";
+const std::string b = "t4-1763733600123-3fa9c2d1000002";
+
+protocol::layout test_layout() {
+    protocol::layout l;
+    l.pending_shards = 4;
+    l.result_shards = 4;
+    return l;
+}
+
+const txn_answer committed{false, {op_code::ok}};
+const txn_answer lost{true, {}};
+
+txn_answer failed(op_code c) {
+    return {true, {c}};
+}
+
+submit_plan two(bool receipts) {
+    return submit_plan(test_layout(), {a, b}, {"A", "B"}, receipts);
+}
+
+std::string bundle_data(std::vector<std::size_t> consumed) {
+    protocol::task_result r;
+    r.task = "bundle";
+    r.state = protocol::task_state::succeeded;
+    r.value = 1;
+    r.consumed = std::move(consumed);
+    return protocol::encode(r);
+}
+
+}  // namespace
+
+TEST(ClientViewSubmit, EachNodeIsOneCreateOfItsOwn) {
+    const auto p = two(true);
+    const auto l = test_layout();
+    ASSERT_EQ(p.size(), 2U);
+    EXPECT_EQ(p.ops(0), std::vector<txn_op>{txn_op::create(l.pending_task(a), "A")});
+    EXPECT_EQ(p.ops(1), std::vector<txn_op>{txn_op::create(l.pending_task(b), "B")});
+}
+
+TEST(ClientViewSubmit, SubmittedOnceEveryNodeIsThere) {
+    auto p = two(true);
+    EXPECT_EQ(p.result(), outcome::pending);
+    EXPECT_EQ(p.answered(1, committed, false, true), next::wait);
+    EXPECT_EQ(p.result(), outcome::pending);
+    EXPECT_EQ(p.answered(0, committed, false, true), next::over);
+    EXPECT_EQ(p.result(), outcome::submitted);
+}
+
+TEST(ClientViewSubmit, AFailedNodeFailsTheCallButTheOthersStillCount) {
+    auto p = two(true);
+    EXPECT_EQ(p.answered(1, failed(op_code::other), false, true), next::wait);
+    EXPECT_EQ(p.answered(0, committed, false, true), next::over);
+    EXPECT_EQ(p.result(), outcome::failed);
+    EXPECT_EQ(p.first_failed(), 1U);
+}
+
+TEST(ClientViewSubmit, WithoutReceiptsALostCreateIsSentAgainAndFoundThere) {
+    auto p = two(false);
+    EXPECT_EQ(p.answered(0, lost, true, true), next::resend);
+    EXPECT_EQ(p.answered(0, failed(op_code::node_exists), false, true), next::wait);
+    EXPECT_EQ(p.answered(1, committed, false, true), next::over);
+    EXPECT_EQ(p.result(), outcome::submitted);
+}
+
+TEST(ClientViewSubmit, WithReceiptsALostAnswerIsTheBatchersToDecide) {
+    // With receipts the batcher completes a group with an unknown outcome only once the
+    // session is gone: that is a failure, never a resend (which could create a task twice).
+    auto p = two(true);
+    EXPECT_EQ(p.answered(0, lost, true, true), next::wait);
+    EXPECT_EQ(p.answered(1, committed, false, true), next::over);
+    EXPECT_EQ(p.result(), outcome::failed);
+    EXPECT_EQ(p.first_failed(), 0U);
+}
+
+TEST(ClientViewSubmit, ALostAnswerIsNotSentAgainOnceTheSessionIsGoneOrTheBatcherAborted) {
+    auto p = two(false);
+    EXPECT_EQ(p.answered(0, lost, true, false), next::wait);  // session gone
+    EXPECT_EQ(p.answered(1, lost, false, true), next::over);  // batcher gone
+    EXPECT_EQ(p.result(), outcome::failed);
+}
+
+TEST(ClientViewSubmit, ACancelledSubmitWithAnswersOutIsNoSuccess) {
+    auto p = two(true);
+    EXPECT_EQ(p.answered(0, committed, false, true), next::wait);
+    p.cancelled();
+    EXPECT_EQ(p.result(), outcome::cancelled);
+    // A late answer does not turn it into a success for the caller, who is gone; but the
+    // plan stays consistent for the handlers that still run.
+    EXPECT_EQ(p.answered(1, committed, false, true), next::over);
+}
+
+TEST(ClientViewSubmit, ACancelSeenAfterEveryAnswerLeavesTheAnswersToSpeak) {
+    auto p = two(true);
+    p.answered(0, committed, false, true);
+    p.answered(1, committed, false, true);
+    p.cancelled();
+    EXPECT_EQ(p.result(), outcome::submitted);
+}
+
+TEST(ClientViewBundleConsume, MarksItsTasksAtTheVersionReadAndDelivers) {
+    bundle_consume c("/results/r1/b", 3, {1});
+    auto s = c.read(bundle_data({0}), 4);
+    ASSERT_EQ(s.what, kind::write);
+    ASSERT_EQ(s.ops.size(), 1U);
+    EXPECT_EQ(s.ops[0].what, txn_op::kind::set);
+    EXPECT_EQ(s.ops[0].version, 4);
+    s = c.answered(committed, false);
+    ASSERT_EQ(s.what, kind::done);
+    EXPECT_EQ(s.how, end::delivered);
+    EXPECT_TRUE(c.taken().empty());
+    EXPECT_EQ(c.result().consumed, (std::vector<std::size_t>{0}));  // as read
+}
+
+TEST(ClientViewBundleConsume, AConflictReadsAgainAndTasksConsumedMeanwhileAreTaken) {
+    bundle_consume c("/results/r1/b", 3, {1, 2});
+    auto s = c.read(bundle_data({}), 1);
+    s = c.answered(failed(op_code::bad_version), false);
+    ASSERT_EQ(s.what, kind::reread);
+    s = c.reread(bundle_data({2}), 2);  // someone consumed task 2
+    ASSERT_EQ(s.what, kind::write);
+    EXPECT_EQ(s.ops[0].version, 2);
+    s = c.answered(committed, false);
+    EXPECT_EQ(s.how, end::delivered);
+    EXPECT_EQ(c.taken(), std::vector<std::size_t>{2});
+}
+
+TEST(ClientViewBundleConsume, ALostAnswerWhoseSetAppliedIsNotWrittenAgain) {
+    bundle_consume c("/results/r1/b", 3, {1});
+    auto s = c.read(bundle_data({0}), 4);
+    s = c.answered(lost, true);
+    ASSERT_EQ(s.what, kind::reconnect);
+    s = c.reconnected(true);
+    ASSERT_EQ(s.what, kind::reread);
+    // One version on, holding what we wrote: ours applied.
+    s = c.reread(bundle_data({0, 1}), 5);
+    ASSERT_EQ(s.what, kind::done);
+    EXPECT_EQ(s.how, end::delivered);
+    EXPECT_TRUE(c.taken().empty());
+}
+
+TEST(ClientViewBundleConsume, ALostAnswerWhoseSetDidNotApplyWritesAgain) {
+    bundle_consume c("/results/r1/b", 3, {1});
+    auto s = c.read(bundle_data({0}), 4);
+    s = c.answered(lost, true);
+    s = c.reconnected(true);
+    s = c.reread(bundle_data({0}), 4);
+    ASSERT_EQ(s.what, kind::write);
+    EXPECT_EQ(s.ops[0].version, 4);
+}
+
+TEST(ClientViewBundleConsume, AGoneNodeMeansOthersTookOursUnlessOurLostDeleteDidIt) {
+    bundle_consume mine("/results/r1/b", 2, {1});
+    auto s = mine.read(bundle_data({0}), 4);
+    EXPECT_EQ(s.ops[0], txn_op::remove("/results/r1/b", 4));  // the last one deletes
+    s = mine.answered(lost, true);
+    s = mine.reconnected(true);
+    s = mine.reread_gone();
+    EXPECT_EQ(s.how, end::delivered);
+    EXPECT_TRUE(mine.taken().empty());  // our delete applied: ours to deliver
+
+    bundle_consume theirs("/results/r1/b", 2, {1});
+    s = theirs.read(bundle_data({0}), 4);
+    s = theirs.answered(failed(op_code::no_node), false);
+    ASSERT_EQ(s.what, kind::reread);
+    s = theirs.reread_gone();
+    EXPECT_EQ(s.how, end::delivered);
+    EXPECT_EQ(theirs.taken(), std::vector<std::size_t>{1});
+}
+
+TEST(ClientViewBundleConsume, GarbageSessionLossAndHardErrors) {
+    bundle_consume c("/results/r1/b", 3, {1});
+    EXPECT_EQ(c.read("not json", 1).how, end::garbage);
+
+    bundle_consume gone("/results/r1/b", 3, {1});
+    gone.read(bundle_data({}), 1);
+    gone.answered(lost, true);
+    const auto s = gone.reconnected(false);  // the session ended: deliver what was read
+    EXPECT_EQ(s.what, kind::done);
+    EXPECT_EQ(s.how, end::delivered);
+
+    bundle_consume denied("/results/r1/b", 3, {1});
+    denied.read(bundle_data({}), 1);
+    EXPECT_EQ(denied.answered(failed(op_code::other), false).how, end::failed);
+    bundle_consume aborted("/results/r1/b", 3, {1});
+    aborted.read(bundle_data({}), 1);
+    EXPECT_EQ(aborted.answered(lost, false).how, end::failed);  // the client going away
+}
+
+namespace {
+
+protocol::task_result bundle_of(std::size_t n) {
+    protocol::task_result r;
+    r.task = "bundle";
+    r.state = protocol::task_state::succeeded;
+    for (std::size_t i = 0; i < n; ++i) {
+        protocol::task_result e;
+        e.state = protocol::task_state::succeeded;
+        e.value = static_cast<int>(i);
+        r.bundle.push_back(e);
+    }
+    return r;
+}
+
+using wake = shared_bundle_read::on_wake;
+using got = shared_bundle_read::outcome::kind;
+
+}  // namespace
+
+TEST(ClientViewSharedRead, TheReaderConsumesForEveryWaitThatJoinedAndEachGetsItsEntry) {
+    shared_bundle_read r(0);
+    r.join(2);
+    r.join(2);  // two waits of ours on one task
+    EXPECT_EQ(r.indices(), (std::vector<std::size_t>{0, 2, 2}));
+    r.consuming();
+    EXPECT_EQ(r.woke(2), wake::wait_more);  // woken by a cancel while its task is consumed
+    r.consumed(bundle_of(3), {});
+    EXPECT_EQ(r.woke(2), wake::deliver);
+    const auto two = r.outcome_for(2, "b.2");
+    ASSERT_EQ(two.what, got::result);
+    EXPECT_EQ(two.result.value, boost::json::value(2));
+    EXPECT_EQ(two.result.task, "b.2");
+}
+
+TEST(ClientViewSharedRead, ACancelledJoinedWaitLeavesTheReadOnce) {
+    shared_bundle_read r(0);
+    r.join(1);
+    r.join(1);
+    EXPECT_EQ(r.woke(1), wake::cancelled);
+    EXPECT_EQ(r.indices(), (std::vector<std::size_t>{0, 1}));  // the other wait on 1 stays
+}
+
+TEST(ClientViewSharedRead, TasksConsumedByOthersFirstAndAGoneNodeAreGone) {
+    shared_bundle_read r(0);
+    r.join(1);
+    r.consuming();
+    r.consumed(bundle_of(2), {1});
+    EXPECT_EQ(r.outcome_for(0, "b.0").what, got::result);
+    EXPECT_EQ(r.outcome_for(1, "b.1").what, got::gone);
+
+    shared_bundle_read before(0);
+    before.gone();
+    EXPECT_EQ(before.woke(0), wake::deliver);
+    EXPECT_EQ(before.outcome_for(0, "b.0").what, got::gone);
+}
+
+TEST(ClientViewSharedRead, AReaderThatFailsLeavesTheOthersToReadForThemselves) {
+    shared_bundle_read waiting(0);
+    waiting.join(1);
+    EXPECT_TRUE(waiting.abandon());
+    EXPECT_EQ(waiting.woke(1), wake::read_again);
+
+    shared_bundle_read finished(0);
+    finished.consuming();
+    finished.failed();
+    EXPECT_FALSE(finished.abandon());  // over already: nobody to wake again
+    EXPECT_EQ(finished.outcome_for(0, "b.0").what, got::failed);
+
+    shared_bundle_read short_one(0);
+    short_one.join(5);
+    short_one.consuming();
+    short_one.consumed(bundle_of(2), {});
+    EXPECT_EQ(short_one.outcome_for(5, "b.5").what, got::garbage);  // no such entry
+}
