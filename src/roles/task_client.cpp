@@ -46,7 +46,8 @@ public:
     std::string message(int value) const override {
         switch (static_cast<client_errc>(value)) {
         case client_errc::invalid_task:
-            return "invalid task (type name, priority 0-9, max_attempts 1-" +
+            return "invalid task (type name, priority " + std::to_string(protocol::min_priority) + "-" +
+                   std::to_string(protocol::max_priority) + ", max_attempts 1-" +
                    std::to_string(protocol::max_attempts_limit) + ", timeout >= 0)";
         case client_errc::task_too_large:
             return "task too large: its JSON is over " + std::to_string(protocol::max_task_bytes) + " bytes";
@@ -69,7 +70,11 @@ zkco::error_code make_error_code(client_errc e) noexcept {
     return {static_cast<int>(e), client_category()};
 }
 
-task_client::task_client(zkco::client& zk, protocol::layout l) : zk_(zk), l_(l), batcher_(zk) {}
+task_client::task_client(zkco::client& zk, protocol::layout l)
+    : zk_(zk),
+      l_(l),
+      batcher_(zk),
+      consumed_(zk.get_executor(), asio::steady_timer::time_point::max()) {}
 
 task_client::~task_client() { *alive_ = false; }
 
@@ -517,8 +522,8 @@ void task_client::consume_result(std::string path) {
     auto consume = [](task_client* self, std::shared_ptr<bool> alive,
                       std::string p) -> asio::awaitable<void> {
         const auto ec = co_await self->consume_until_done(std::move(p));
-        if (*alive && ec != asio::error::operation_aborted) {
-            --self->consuming_;
+        if (*alive && ec != asio::error::operation_aborted && --self->consuming_ == 0) {
+            self->consumed_.cancel();
         }
     };
     asio::co_spawn(zk_.get_executor(), consume(this, alive_, std::move(path)), asio::detached);
@@ -565,10 +570,15 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
 }
 
 asio::awaitable<void> task_client::flush() {
-    asio::steady_timer t(zk_.get_executor());
-    while ((batcher_.outstanding() > 0 || consuming_ > 0) && !zkco::is_terminal(zk_.state())) {
-        t.expires_after(std::chrono::milliseconds(2));
-        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    // (A session that ends completes the batcher's groups and ends the consumes.)
+    while (!zkco::is_terminal(zk_.state())) {
+        if (batcher_.outstanding() > 0) {
+            co_await batcher_.async_wait_idle(asio::as_tuple(asio::use_awaitable));
+        } else if (consuming_ > 0) {
+            co_await consumed_.async_wait(asio::as_tuple(asio::use_awaitable));
+        } else {
+            break;
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json/value.hpp>
 
 #include <chrono>
@@ -136,6 +137,8 @@ private:
     multi_batcher batcher_;
     std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
     std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
+    /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
+    boost::asio::steady_timer consumed_;
     bool receipts_ = false;      ///< the batcher writes receipts (from the first submit on)
     /// False once this client is destroyed: background work of it checks before touching it.
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
