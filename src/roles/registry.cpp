@@ -13,15 +13,7 @@ namespace zkd::roles {
 namespace json = boost::json;
 
 bool is_valid_type_name(std::string_view type) noexcept {
-    if (type.empty() || type.size() > 128)
-        return false;
-    for (const char c : type) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == ':' || c == '-';
-        if (!ok)
-            return false;
-    }
-    return true;
+    return protocol::is_valid_task_type(type);  // the one rule (protocol §4)
 }
 
 std::chrono::milliseconds type_limits::effective(std::chrono::milliseconds requested) const {
