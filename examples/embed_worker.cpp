@@ -4,9 +4,9 @@
 // its own work (a ticker), submits a task to the cluster, prints the result, and leaves.
 //
 //   embed_worker --zk 127.0.0.1:2181 [--namespace NS]
+#include "protocol/layout.hpp"
 #include "reactor/compute_pool.hpp"
 #include "roles/election.hpp"
-#include "protocol/layout.hpp"
 #include "roles/node.hpp"
 #include "roles/registry.hpp"
 #include "roles/task_client.hpp"
@@ -20,6 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -74,7 +75,9 @@ int main(int argc, char** argv) {
 
     int ticks = 0;
     asio::cancellation_signal stop_ticker;
-    asio::co_spawn(ioc, ticker(ticks), asio::bind_cancellation_slot(stop_ticker.slot(), asio::detached));
+    asio::co_spawn(
+        ioc, ticker(ticks), asio::bind_cancellation_slot(stop_ticker.slot(), asio::detached)
+    );
 
     zkd::roles::node_options node;
     node.zk = zk;
@@ -82,8 +85,10 @@ int main(int argc, char** argv) {
     node.capacity = 2;
     node.session_timeout = 4s;
     asio::cancellation_signal stop_node;
-    asio::co_spawn(ioc, zkd::roles::run_node(node, reg, pool),
-                   asio::bind_cancellation_slot(stop_node.slot(), asio::detached));
+    asio::co_spawn(
+        ioc, zkd::roles::run_node(node, reg, pool),
+        asio::bind_cancellation_slot(stop_node.slot(), asio::detached)
+    );
 
     int rc = 1;
     auto submit_one = [&]() -> asio::awaitable<void> {
@@ -115,7 +120,9 @@ int main(int argc, char** argv) {
             if (ids) {
                 auto result = co_await zkd::zkco::with_timeout(tasks.wait(ids->front()), 30s);
                 if (result && result->state == zkd::protocol::task_state::succeeded) {
-                    std::printf("reverse(\"hello, zkd\") = %s\n", json::serialize(result->value).c_str());
+                    std::printf(
+                        "reverse(\"hello, zkd\") = %s\n", json::serialize(result->value).c_str()
+                    );
                     rc = 0;
                 }
             }

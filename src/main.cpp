@@ -6,11 +6,10 @@
 
 #include <spdlog/cfg/env.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <map>
 #include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -64,11 +63,11 @@ int main(int argc, char** argv) {
     spdlog::cfg::load_env_levels();
     const std::string cmd = argc > 1 ? argv[1] : "";
     const std::map<std::string, int (*)(int, char**)> commands{
-        {"run", zkd::cli::cmd_run},       {"submit", zkd::cli::cmd_submit},
-        {"wait", zkd::cli::cmd_wait},     {"status", zkd::cli::cmd_status},
-        {"cancel", zkd::cli::cmd_cancel}, {"tasks", zkd::cli::cmd_tasks},
+        {"run", zkd::cli::cmd_run},         {"submit", zkd::cli::cmd_submit},
+        {"wait", zkd::cli::cmd_wait},       {"status", zkd::cli::cmd_status},
+        {"cancel", zkd::cli::cmd_cancel},   {"tasks", zkd::cli::cmd_tasks},
         {"cluster", zkd::cli::cmd_cluster}, {"crack", zkd::cli::cmd_crack},
-        {"purge", zkd::cli::cmd_purge},   {"drop-namespace", zkd::cli::cmd_drop_namespace},
+        {"purge", zkd::cli::cmd_purge},     {"drop-namespace", zkd::cli::cmd_drop_namespace},
     };
     if (wants_version(argc, argv)) {
         std::printf("zkd %s\n", ZKD_VERSION);
@@ -76,9 +75,11 @@ int main(int argc, char** argv) {
     }
     // A ZKD_ variable no command knows is most likely a typo: say so (once), then go on.
     for (const auto& [name, nearest] : zkd::cli::unknown_environment(environ)) {
-        std::fprintf(stderr, "zkd: warning: ignoring %s: no zkd option has this variable%s%s%s\n",
-                     name.c_str(), nearest.empty() ? "" : " (did you mean ", nearest.c_str(),
-                     nearest.empty() ? "" : "?)");
+        std::fprintf(
+            stderr, "zkd: warning: ignoring %s: no zkd option has this variable%s%s%s\n",
+            name.c_str(), nearest.empty() ? "" : " (did you mean ", nearest.c_str(),
+            nearest.empty() ? "" : "?)"
+        );
     }
     try {
         if (const auto it = commands.find(cmd); it != commands.end()) {
@@ -88,10 +89,14 @@ int main(int argc, char** argv) {
             std::fputs(main_help, stdout);
             return zkd::cli::exit_ok;
         }
-        throw zkd::cli::usage_error(cmd.empty() ? "a command is needed" : "unknown command '" + cmd + "'");
+        throw zkd::cli::usage_error(
+            cmd.empty() ? "a command is needed" : "unknown command '" + cmd + "'"
+        );
     } catch (const zkd::cli::usage_error& e) {
-        std::fprintf(stderr, "zkd: %s\n(see 'zkd %s--help')\n", e.what(),
-                     commands.contains(cmd) ? (cmd + " ").c_str() : "");
+        std::fprintf(
+            stderr, "zkd: %s\n(see 'zkd %s--help')\n", e.what(),
+            commands.contains(cmd) ? (cmd + " ").c_str() : ""
+        );
         return zkd::cli::exit_usage;
     }
 }

@@ -7,11 +7,10 @@
 #include "cli/session.hpp"
 #include "zkco/deadline.hpp"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -20,7 +19,8 @@ namespace zkd::cli {
 
 namespace {
 
-constexpr const char* crack_help = R"(usage: zkd crack HASH (--wordlist FILE | --charset SET --max-length N) [options]
+constexpr const char* crack_help =
+    R"(usage: zkd crack HASH (--wordlist FILE | --charset SET --max-length N) [options]
        zkd crack --status HASH
        zkd crack --forget HASH
 
@@ -74,18 +74,21 @@ void draw_progress(const crack::crack_progress& p) {
     const int filled = p.total > 0 ? p.done * width / p.total : 0;
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(width, '.');
-    std::fprintf(stderr, "\r[%s] %d/%d partitions, %s of %s tried, %s/s   ", bar.c_str(), p.done,
-                 p.total, human_count(static_cast<double>(p.tried)).c_str(),
-                 human_count(static_cast<double>(p.size)).c_str(), human_count(p.rate).c_str());
+    std::fprintf(
+        stderr, "\r[%s] %d/%d partitions, %s of %s tried, %s/s   ", bar.c_str(), p.done, p.total,
+        human_count(static_cast<double>(p.tried)).c_str(),
+        human_count(static_cast<double>(p.size)).c_str(), human_count(p.rate).c_str()
+    );
     std::fflush(stderr);
 }
 
 void print_failed(const std::vector<crack::crack_failed_partition>& failed) {
     for (const auto& f : failed) {
-        std::fprintf(stderr, "  partition %d (task %s): %s %s%s%s\n", f.partition,
-                     printable(f.task).c_str(), std::string(protocol::to_string(f.state)).c_str(),
-                     printable(f.code).c_str(), f.message.empty() ? "" : ": ",
-                     printable(f.message).c_str());
+        std::fprintf(
+            stderr, "  partition %d (task %s): %s %s%s%s\n", f.partition, printable(f.task).c_str(),
+            std::string(protocol::to_string(f.state)).c_str(), printable(f.code).c_str(),
+            f.message.empty() ? "" : ": ", printable(f.message).c_str()
+        );
     }
 }
 
@@ -106,15 +109,18 @@ int print_status(const std::vector<crack::crack_job_info>& jobs, const std::stri
     }
     for (const auto& info : jobs) {
         if (!info.job) {
-            std::printf("%s: unreadable (%s)\n", printable(info.id).c_str(),
-                        printable(info.problem).c_str());
+            std::printf(
+                "%s: unreadable (%s)\n", printable(info.id).c_str(), printable(info.problem).c_str()
+            );
             continue;
         }
         const auto& j = *info.job;
-        std::printf("%s: %s, %d/%d partitions, %s of %s tried", printable(info.id).c_str(),
-                    std::string(crack::to_string(j.state)).c_str(), j.done(), j.total(),
-                    human_count(static_cast<double>(j.tried)).c_str(),
-                    human_count(static_cast<double>(j.size)).c_str());
+        std::printf(
+            "%s: %s, %d/%d partitions, %s of %s tried", printable(info.id).c_str(),
+            std::string(crack::to_string(j.state)).c_str(), j.done(), j.total(),
+            human_count(static_cast<double>(j.tried)).c_str(),
+            human_count(static_cast<double>(j.size)).c_str()
+        );
         if (j.preimage) {
             std::printf(", preimage: %s", printable(*j.preimage).c_str());
         }
@@ -127,13 +133,22 @@ int print_status(const std::vector<crack::crack_job_info>& jobs, const std::stri
 }  // namespace
 
 int cmd_crack(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2,
-                               cluster_options({{"--wordlist", true, false}, {"--charset", true, false},
-                                                {"--max-length", true, false}, {"--min-length", true, false},
-                                                {"--partitions"}, {"--priority"}, {"--partition-timeout"},
-                                                {"--timeout", true, false}, {"--status", false, false},
-                                                {"--forget", false, false},
-                                                {"--no-progress", false, false}}));
+    const auto a = args::parse(
+        argc, argv, 2,
+        cluster_options(
+            {{"--wordlist", true, false},
+             {"--charset", true, false},
+             {"--max-length", true, false},
+             {"--min-length", true, false},
+             {"--partitions"},
+             {"--priority"},
+             {"--partition-timeout"},
+             {"--timeout", true, false},
+             {"--status", false, false},
+             {"--forget", false, false},
+             {"--no-progress", false, false}}
+        )
+    );
     if (a.has("--help")) {
         std::fputs(crack_help, stdout);
         return exit_ok;
@@ -149,8 +164,9 @@ int cmd_crack(int argc, char** argv) {
     }
     const bool status_only = a.has("--status") || forget;
     if (status_only && (a.has("--wordlist") || a.has("--charset") || a.has("--max-length"))) {
-        throw usage_error(std::string(forget ? "--forget" : "--status") +
-                          " takes only HASH, no search options");
+        throw usage_error(
+            std::string(forget ? "--forget" : "--status") + " takes only HASH, no search options"
+        );
     }
     if (!status_only) {
         const bool words = a.has("--wordlist");
@@ -169,7 +185,9 @@ int cmd_crack(int argc, char** argv) {
             std::size_t skipped = 0;
             spec.words = crack::parse_word_list(text.str(), &skipped);
             if (skipped > 0) {
-                std::fprintf(stderr, "zkd: %zu line(s) of %s are not UTF-8: skipped\n", skipped, file.c_str());
+                std::fprintf(
+                    stderr, "zkd: %zu line(s) of %s are not UTF-8: skipped\n", skipped, file.c_str()
+                );
             }
         } else {
             if (!a.has("--charset") || !a.has("--max-length")) {
@@ -182,7 +200,8 @@ int cmd_crack(int argc, char** argv) {
         }
         spec.partitions = static_cast<int>(a.number("--partitions", 0, 1, 900));
         spec.priority = static_cast<int>(a.number(
-            "--priority", protocol::default_priority, protocol::min_priority, protocol::max_priority));
+            "--priority", protocol::default_priority, protocol::min_priority, protocol::max_priority
+        ));
         spec.partition_timeout = a.duration("--partition-timeout", 0ms, 0ms, 24h);
         // Refuse a bad spec here, as a usage error, before touching the network.
         if (auto id = crack::crack_job_id(spec); !id) {
@@ -192,86 +211,104 @@ int cmd_crack(int argc, char** argv) {
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool progress = !a.has("--no-progress") && ::isatty(2) == 1;
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
-        if (forget) {
-            auto done = co_await crack::crack_forget(zk, spec.hash);
-            if (!done) {
-                co_return jobs_failed(done.error(), "cannot forget the jobs");
-            }
-            for (const auto& info : done->removed) {
-                std::printf("forgot %s (%s)\n", printable(info.id).c_str(),
-                            info.job ? std::string(crack::to_string(info.job->state)).c_str()
-                                     : "unreadable");
-            }
-            for (const auto& info : done->kept) {
-                std::printf("kept %s (%s)\n", printable(info.id).c_str(),
-                            info.job ? std::string(crack::to_string(info.job->state)).c_str()
-                                     : "changed meanwhile");
-            }
-            if (done->removed.empty() && done->kept.empty()) {
-                std::printf("no job for %s\n", spec.hash.c_str());
-                co_return exit_not_found;
-            }
-            co_return exit_ok;
-        }
-        if (status_only) {
-            auto jobs = co_await crack::crack_status(zk, spec.hash);
-            if (!jobs) {
-                co_return jobs_failed(jobs.error(), "cannot read the jobs");
-            }
-            co_return print_status(*jobs, spec.hash);
-        }
-        bool announced = false;
-        std::function<void(const crack::crack_progress&)> on_progress =
-            [&](const crack::crack_progress& p) {
-                if (!announced) {
-                    announced = true;
-                    std::fprintf(stderr, "zkd: %s job %s: %d partitions, %s candidates\n",
-                                 p.joined ? "joined" : "started", p.job.c_str(), p.total,
-                                 human_count(static_cast<double>(p.size)).c_str());
+    return with_cluster(
+        target, namespace_mode::existing,
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+            if (forget) {
+                auto done = co_await crack::crack_forget(zk, spec.hash);
+                if (!done) {
+                    co_return jobs_failed(done.error(), "cannot forget the jobs");
                 }
-                if (progress) {
-                    draw_progress(p);
+                for (const auto& info : done->removed) {
+                    std::printf(
+                        "forgot %s (%s)\n", printable(info.id).c_str(),
+                        info.job ? std::string(crack::to_string(info.job->state)).c_str()
+                                 : "unreadable"
+                    );
                 }
-            };
-        auto op = crack::run_crack(zk, l, spec, std::move(on_progress));
-        zkco::result<crack::crack_outcome> r = zkco::error_code(zkco::errc::operation_timeout);
-        if (timeout.count() > 0) {
-            r = co_await zkco::with_timeout(std::move(op), timeout);
-        } else {
-            r = co_await std::move(op);
-        }
-        if (progress && announced) {
-            std::fputs("\n", stderr);
-        }
-        if (!r) {
-            if (r.error() == zkco::errc::operation_timeout) {
-                complain("no answer within " + std::to_string(timeout.count()) +
-                         " ms; the job keeps running: run the same command again to follow it");
-                co_return exit_timeout;
+                for (const auto& info : done->kept) {
+                    std::printf(
+                        "kept %s (%s)\n", printable(info.id).c_str(),
+                        info.job ? std::string(crack::to_string(info.job->state)).c_str()
+                                 : "changed meanwhile"
+                    );
+                }
+                if (done->removed.empty() && done->kept.empty()) {
+                    std::printf("no job for %s\n", spec.hash.c_str());
+                    co_return exit_not_found;
+                }
+                co_return exit_ok;
             }
-            complain(r.error().message());
-            co_return r.error().category() == crack::crack_category() ? exit_usage : exit_failed;
+            if (status_only) {
+                auto jobs = co_await crack::crack_status(zk, spec.hash);
+                if (!jobs) {
+                    co_return jobs_failed(jobs.error(), "cannot read the jobs");
+                }
+                co_return print_status(*jobs, spec.hash);
+            }
+            bool announced = false;
+            std::function<void(const crack::crack_progress&)> on_progress =
+                [&](const crack::crack_progress& p) {
+                    if (!announced) {
+                        announced = true;
+                        std::fprintf(
+                            stderr, "zkd: %s job %s: %d partitions, %s candidates\n",
+                            p.joined ? "joined" : "started", p.job.c_str(), p.total,
+                            human_count(static_cast<double>(p.size)).c_str()
+                        );
+                    }
+                    if (progress) {
+                        draw_progress(p);
+                    }
+                };
+            auto op = crack::run_crack(zk, l, spec, std::move(on_progress));
+            zkco::result<crack::crack_outcome> r = zkco::error_code(zkco::errc::operation_timeout);
+            if (timeout.count() > 0) {
+                r = co_await zkco::with_timeout(std::move(op), timeout);
+            } else {
+                r = co_await std::move(op);
+            }
+            if (progress && announced) {
+                std::fputs("\n", stderr);
+            }
+            if (!r) {
+                if (r.error() == zkco::errc::operation_timeout) {
+                    complain(
+                        "no answer within " + std::to_string(timeout.count()) +
+                        " ms; the job keeps running: run the same command again to follow it"
+                    );
+                    co_return exit_timeout;
+                }
+                complain(r.error().message());
+                co_return r.error().category() == crack::crack_category() ? exit_usage
+                                                                          : exit_failed;
+            }
+            const auto& out = *r;
+            const double secs = std::max(0.001, std::chrono::duration<double>(out.elapsed).count());
+            switch (out.state) {
+            case crack::crack_state::found:
+                std::printf("%s\n", out.preimage.value_or("").c_str());
+                std::fprintf(
+                    stderr, "zkd: found in %.1f s (%s candidates tried, %d/%d partitions)\n", secs,
+                    human_count(static_cast<double>(out.tried)).c_str(), out.done, out.total
+                );
+                co_return exit_ok;
+            case crack::crack_state::not_found:
+                std::fprintf(
+                    stderr, "zkd: not found: all %s candidates tried in %.1f s\n",
+                    human_count(static_cast<double>(out.size)).c_str(), secs
+                );
+                co_return exit_failed;
+            default:
+                std::fprintf(
+                    stderr, "zkd: the search is incomplete: %zu partition(s) failed:\n",
+                    out.failed.size()
+                );
+                print_failed(out.failed);
+                co_return exit_failed;
+            }
         }
-        const auto& out = *r;
-        const double secs = std::max(0.001, std::chrono::duration<double>(out.elapsed).count());
-        switch (out.state) {
-        case crack::crack_state::found:
-            std::printf("%s\n", out.preimage.value_or("").c_str());
-            std::fprintf(stderr, "zkd: found in %.1f s (%s candidates tried, %d/%d partitions)\n",
-                         secs, human_count(static_cast<double>(out.tried)).c_str(), out.done, out.total);
-            co_return exit_ok;
-        case crack::crack_state::not_found:
-            std::fprintf(stderr, "zkd: not found: all %s candidates tried in %.1f s\n",
-                         human_count(static_cast<double>(out.size)).c_str(), secs);
-            co_return exit_failed;
-        default:
-            std::fprintf(stderr, "zkd: the search is incomplete: %zu partition(s) failed:\n", out.failed.size());
-            print_failed(out.failed);
-            co_return exit_failed;
-        }
-    });
+    );
 }
 
 }  // namespace zkd::cli

@@ -5,6 +5,7 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
+
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
 #include <spdlog/spdlog.h>
@@ -52,12 +53,17 @@ std::string json_quote(const std::string& s) {
     return boost::json::serialize(boost::json::string(s));
 }
 
-void setup_logging(const std::string& level, const std::string& format,
-                   const std::string& level_source, const std::string& format_source) {
+void setup_logging(
+    const std::string& level,
+    const std::string& format,
+    const std::string& level_source,
+    const std::string& format_source
+) {
     const auto lv = spdlog::level::from_str(level);
     if (lv == spdlog::level::off && level != "off") {
-        throw usage_error(level_source + " wants trace, debug, info, warn, error or off, not '" +
-                          level + "'");
+        throw usage_error(
+            level_source + " wants trace, debug, info, warn, error or off, not '" + level + "'"
+        );
     }
     spdlog::set_level(lv);
     if (format == "json") {

@@ -8,8 +8,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -20,14 +20,41 @@ namespace {
 /// Every settable option some command knows: a config file key outside this set is a typo.
 const std::set<std::string>& every_settable() {
     static const std::set<std::string> all{
-        "--zk", "--namespace", "--user", "--password", "--password-file", "--connect-timeout",
-        "--capacity", "--threads", "--role", "--session-timeout", "--placement", "--host",
-        "--log-level", "--log-format", "--grace", "--result-retention", "--http",
-        "--http-token", "--http-token-file", "--http-tls-cert", "--http-tls-key",
-        "--http-insecure", "--http-max-connections",
-        "--enable-crash-task", "--priority", "--task-timeout", "--max-attempts", "--timeout",
-        "--limit", "--partitions", "--partition-timeout", "--charset", "--min-length",
-        "--max-length", "--wordlist"};
+        "--zk",
+        "--namespace",
+        "--user",
+        "--password",
+        "--password-file",
+        "--connect-timeout",
+        "--capacity",
+        "--threads",
+        "--role",
+        "--session-timeout",
+        "--placement",
+        "--host",
+        "--log-level",
+        "--log-format",
+        "--grace",
+        "--result-retention",
+        "--http",
+        "--http-token",
+        "--http-token-file",
+        "--http-tls-cert",
+        "--http-tls-key",
+        "--http-insecure",
+        "--http-max-connections",
+        "--enable-crash-task",
+        "--priority",
+        "--task-timeout",
+        "--max-attempts",
+        "--timeout",
+        "--limit",
+        "--partitions",
+        "--partition-timeout",
+        "--charset",
+        "--min-length",
+        "--max-length",
+        "--wordlist"};
     return all;
 }
 
@@ -277,8 +304,10 @@ long args::number(const std::string& name, long fallback, long min, long max) co
         }
     } catch (const std::exception&) {
     }
-    throw usage_error(source(name) + " wants a whole number from " + std::to_string(min) + " to " +
-                      std::to_string(max) + ", not '" + *v + "'");
+    throw usage_error(
+        source(name) + " wants a whole number from " + std::to_string(min) + " to " +
+        std::to_string(max) + ", not '" + *v + "'"
+    );
 }
 
 std::map<std::string, config_entry> parse_config(std::string_view text, const std::string& path) {
@@ -341,18 +370,22 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
     return std::chrono::milliseconds(n * scale);
 }
 
-std::chrono::milliseconds args::duration(const std::string& name, std::chrono::milliseconds fallback,
-                                         std::chrono::milliseconds min,
-                                         std::chrono::milliseconds max) const {
+std::chrono::milliseconds args::duration(
+    const std::string& name,
+    std::chrono::milliseconds fallback,
+    std::chrono::milliseconds min,
+    std::chrono::milliseconds max
+) const {
     const auto v = value(name);
     if (!v) {
         return fallback;
     }
     const auto d = parse_duration(*v);
     if (!d || *d < min || *d > max) {
-        throw usage_error(source(name) + " wants a duration from " + std::to_string(min.count()) +
-                          "ms to " + std::to_string(max.count() / 1000) +
-                          "s (e.g. 500ms, 30s, 5m, 2h), not '" + *v + "'");
+        throw usage_error(
+            source(name) + " wants a duration from " + std::to_string(min.count()) + "ms to " +
+            std::to_string(max.count() / 1000) + "s (e.g. 500ms, 30s, 5m, 2h), not '" + *v + "'"
+        );
     }
     return *d;
 }
@@ -369,17 +402,21 @@ cluster_target target_of(const args& a) {
     cluster_target t;
     t.hosts = a.get("--zk", "127.0.0.1:2181");
     if (!zkco::parse_connect_string(t.hosts)) {
-        throw usage_error(a.source("--zk") + " wants host:port[,host:port...][/path], not '" +
-                          t.hosts + "'");
+        throw usage_error(
+            a.source("--zk") + " wants host:port[,host:port...][/path], not '" + t.hosts + "'"
+        );
     }
     t.ns = a.get("--namespace", "default");
     if (t.ns.empty() || t.ns.find('/') != std::string::npos || t.ns == "." || t.ns == "..") {
-        throw usage_error(a.source("--namespace") + " wants a name without '/', not '" + t.ns +
-                          "'");
+        throw usage_error(
+            a.source("--namespace") + " wants a name without '/', not '" + t.ns + "'"
+        );
     }
     t.chroot = protocol::chroot_path(t.ns);
-    t.connect_timeout = a.duration("--connect-timeout", std::chrono::seconds(10),
-                                   std::chrono::milliseconds(1), std::chrono::hours(1));
+    t.connect_timeout = a.duration(
+        "--connect-timeout", std::chrono::seconds(10), std::chrono::milliseconds(1),
+        std::chrono::hours(1)
+    );
 
     const auto user = a.get("--user", "");
     std::string password = a.get("--password", "");

@@ -16,11 +16,11 @@ namespace zkd::cli {
 
 // Exit codes, for scripts (README.md lists them).
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_failed = 1;       ///< the task did not succeed / the command failed
-inline constexpr int exit_usage = 2;        ///< bad command line, config file or environment
-inline constexpr int exit_unreachable = 3;  ///< ZooKeeper could not be reached in time
-inline constexpr int exit_timeout = 4;      ///< gave up waiting (--timeout)
-inline constexpr int exit_not_found = 5;    ///< no such task (or job)
+inline constexpr int exit_failed = 1;         ///< the task did not succeed / the command failed
+inline constexpr int exit_usage = 2;          ///< bad command line, config file or environment
+inline constexpr int exit_unreachable = 3;    ///< ZooKeeper could not be reached in time
+inline constexpr int exit_timeout = 4;        ///< gave up waiting (--timeout)
+inline constexpr int exit_not_found = 5;      ///< no such task (or job)
 inline constexpr int exit_interrupted = 130;  ///< SIGINT/SIGTERM while waiting (128 + SIGINT)
 
 /// A mistake in what the user gave us: printed with a pointer to --help, exit_usage.
@@ -33,10 +33,10 @@ struct usage_error : std::runtime_error {
 /// (`session-timeout = 5s`); the command line wins over the environment, which wins over
 /// the file.
 struct option {
-    std::string name;          ///< with the dashes: "--capacity"
-    bool takes_value = true;   ///< false: a switch
-    bool settable = true;      ///< also from the environment and the config file
-    bool repeatable = false;   ///< may be given several times (values())
+    std::string name;         ///< with the dashes: "--capacity"
+    bool takes_value = true;  ///< false: a switch
+    bool settable = true;     ///< also from the environment and the config file
+    bool repeatable = false;  ///< may be given several times (values())
 };
 
 /// The options every command that talks to a cluster takes, followed by `own`.
@@ -60,10 +60,12 @@ public:
     [[nodiscard]] long number(const std::string& name, long fallback, long min, long max) const;
     /// A duration with a unit (500ms, 30s, 5m, 2h; a bare number is milliseconds) within
     /// [min, max]. Throws usage_error.
-    [[nodiscard]] std::chrono::milliseconds duration(const std::string& name,
-                                                     std::chrono::milliseconds fallback,
-                                                     std::chrono::milliseconds min,
-                                                     std::chrono::milliseconds max) const;
+    [[nodiscard]] std::chrono::milliseconds duration(
+        const std::string& name,
+        std::chrono::milliseconds fallback,
+        std::chrono::milliseconds min,
+        std::chrono::milliseconds max
+    ) const;
     /// Where the option's value came from, for error messages: "--limit" (the command line,
     /// or not given), "ZKD_LIMIT" (the environment) or "FILE:LINE: limit" (the config file).
     [[nodiscard]] std::string source(const std::string& name) const;
@@ -85,9 +87,9 @@ private:
     };
     std::map<std::string, std::vector<std::string>> repeated_;  // repeatable, command line
     std::map<std::string, std::string> exec_settings_;          // config file `exec.*`
-    std::map<std::string, std::string> given_;  // command line
-    std::map<std::string, setting> settable_;   // environment, then config file
-    std::map<std::string, bool> switch_;        // which names are switches
+    std::map<std::string, std::string> given_;                  // command line
+    std::map<std::string, setting> settable_;                   // environment, then config file
+    std::map<std::string, bool> switch_;                        // which names are switches
 };
 
 /// A config file's setting: its value and where it was set ("FILE:LINE").
@@ -112,9 +114,9 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
 
 /// The cluster a command talks to, from --zk, --namespace and the credentials.
 struct cluster_target {
-    std::string hosts;      ///< the ZooKeeper connect string as given (may carry a /path)
-    std::string ns;         ///< the namespace
-    std::string chroot;     ///< "/zkd/<ns>"
+    std::string hosts;   ///< the ZooKeeper connect string as given (may carry a /path)
+    std::string ns;      ///< the namespace
+    std::string chroot;  ///< "/zkd/<ns>"
     std::optional<zkco::credentials> auth;
     std::chrono::milliseconds connect_timeout{10'000};
 

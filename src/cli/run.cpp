@@ -7,13 +7,13 @@
 #include "cli/session.hpp"
 #include "http/api.hpp"
 #include "http/server.hpp"
+#include "protocol/placement.hpp"
 #include "reactor/event.hpp"
 #include "reactor/reactor.hpp"
 #include "reactor/signals.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/exec.hpp"
 #include "roles/node.hpp"
-#include "protocol/placement.hpp"
 #include "roles/registry.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -21,6 +21,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -139,14 +140,17 @@ void configure_http(const args& a, const cluster_target& target, http::server_op
     if (!ep) {
         return;  // bind() says so
     }
-    const auto problem =
-        http::exposure_problem(*ep, !token.empty(), !ho.tls_cert_file.empty(), target.auth.has_value());
+    const auto problem = http::exposure_problem(
+        *ep, !token.empty(), !ho.tls_cert_file.empty(), target.auth.has_value()
+    );
     if (problem.empty()) {
         return;
     }
     if (!a.has("--http-insecure")) {
-        throw usage_error("refusing to serve HTTP on '" + ho.listen + "': " + problem +
-                          " (or --http-insecure to serve anyway)");
+        throw usage_error(
+            "refusing to serve HTTP on '" + ho.listen + "': " + problem +
+            " (or --http-insecure to serve anyway)"
+        );
     }
     spdlog::warn("zkd: --http-insecure: serving HTTP on '{}' although {}", ho.listen, problem);
 }
@@ -189,17 +193,30 @@ void add_exec_types(const args& a, roles::registry& reg) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2,
-                               cluster_options({{"--capacity"}, {"--threads"}, {"--role"},
-                                                {"--session-timeout"}, {"--placement"}, {"--host"},
-                                                {"--log-level"}, {"--log-format"}, {"--grace"},
-                                                {"--result-retention"}, {"--http"},
-                                                {"--http-token"}, {"--http-token-file"},
-                                                {"--http-tls-cert"}, {"--http-tls-key"},
-                                                {"--http-insecure", false, true},
-                                                {"--http-max-connections"},
-                                                {"--enable-crash-task", false, true},
-                                                {"--exec", true, false, true}}));
+    const auto a = args::parse(
+        argc, argv, 2,
+        cluster_options(
+            {{"--capacity"},
+             {"--threads"},
+             {"--role"},
+             {"--session-timeout"},
+             {"--placement"},
+             {"--host"},
+             {"--log-level"},
+             {"--log-format"},
+             {"--grace"},
+             {"--result-retention"},
+             {"--http"},
+             {"--http-token"},
+             {"--http-token-file"},
+             {"--http-tls-cert"},
+             {"--http-tls-key"},
+             {"--http-insecure", false, true},
+             {"--http-max-connections"},
+             {"--enable-crash-task", false, true},
+             {"--exec", true, false, true}}
+        )
+    );
     if (a.has("--help")) {
         std::fputs(run_help, stdout);
         return exit_ok;
@@ -226,8 +243,9 @@ int cmd_run(int argc, char** argv) {
     } else if (role == "standby") {
         o.role = roles::node_role::standby;
     } else {
-        throw usage_error(a.source("--role") + " wants auto, worker or standby, not '" + role +
-                          "'");
+        throw usage_error(
+            a.source("--role") + " wants auto, worker or standby, not '" + role + "'"
+        );
     }
     const auto policy = protocol::parse_placement_policy(a.get("--placement", "least-loaded"));
     if (!policy) {
@@ -235,8 +253,10 @@ int cmd_run(int argc, char** argv) {
     }
     o.master.policy = *policy;
     const auto threads = static_cast<std::size_t>(a.number("--threads", cores, 1, 1024));
-    setup_logging(a.get("--log-level", "info"), a.get("--log-format", "text"),
-                  a.source("--log-level"), a.source("--log-format"));
+    setup_logging(
+        a.get("--log-level", "info"), a.get("--log-format", "text"), a.source("--log-level"),
+        a.source("--log-format")
+    );
 
     roles::registry reg;
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
@@ -244,9 +264,10 @@ int cmd_run(int argc, char** argv) {
     add_exec_types(a, reg);
     // The event loop, the compute pool handlers run on, and (serving HTTP) the lag probe.
     const auto listen = a.value("--http");
-    reactor::reactor core({.compute_threads = threads,
-                           .lag_interval = listen ? std::chrono::milliseconds(100)
-                                                  : std::chrono::milliseconds(0)});
+    reactor::reactor core(
+        {.compute_threads = threads,
+         .lag_interval = listen ? std::chrono::milliseconds(100) : std::chrono::milliseconds(0)}
+    );
     const auto loop = core.get_executor();
     asio::cancellation_signal stop;
     reactor::event drain(loop);
@@ -254,16 +275,20 @@ int cmd_run(int argc, char** argv) {
     int rc = exit_ok;
     reactor::shutdown_handlers handlers;
     handlers.on_graceful = [&](int signo) {
-        spdlog::info("zkd: signal {}: draining: no new tasks, {} s for the running ones to finish "
-                     "(signal again to exit at once)",
-                     signo, std::chrono::duration_cast<std::chrono::seconds>(grace).count());
+        spdlog::info(
+            "zkd: signal {}: draining: no new tasks, {} s for the running ones to finish "
+            "(signal again to exit at once)",
+            signo, std::chrono::duration_cast<std::chrono::seconds>(grace).count()
+        );
         drain.set();
     };
     bool stopped = false;  // told to stop: ending is then no failure
     handlers.on_grace_expired = [&] {
         stopped = true;
-        spdlog::warn("zkd: grace period over: stopping the tasks still running (they go back to "
-                     "the queue)");
+        spdlog::warn(
+            "zkd: grace period over: stopping the tasks still running (they go back to "
+            "the queue)"
+        );
         stop.emit(asio::cancellation_type::terminal);
     };
     // The HTTP facade, when asked for: bound before joining, so a taken port fails fast.
@@ -284,10 +309,11 @@ int cmd_run(int argc, char** argv) {
             return ec == std::errc::invalid_argument || bad_tls_file ? exit_usage : exit_failed;
         }
         const auto ep = web->local_endpoint();
-        spdlog::info("zkd: HTTP API on {}://{}:{}/ (metrics at /metrics)",
-                     tls ? "https" : "http",
-                     ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string(),
-                     ep.port());
+        spdlog::info(
+            "zkd: HTTP API on {}://{}:{}/ (metrics at /metrics)", tls ? "https" : "http",
+            ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string(),
+            ep.port()
+        );
     }
     reactor::shutdown_controller signals(loop, grace, std::move(handlers));
     // A daemon waits for ZooKeeper however long it takes (logging each failed attempt),
@@ -299,9 +325,10 @@ int cmd_run(int argc, char** argv) {
             if (ec || stats.sessions > 0) {
                 return;
             }
-            spdlog::error("zkd: no session with ZooKeeper at {} within {} ms ({}): giving up",
-                          target.hosts, target.connect_timeout.count(),
-                          a.source("--connect-timeout"));
+            spdlog::error(
+                "zkd: no session with ZooKeeper at {} within {} ms ({}): giving up", target.hosts,
+                target.connect_timeout.count(), a.source("--connect-timeout")
+            );
             rc = exit_unreachable;
             stopped = true;
             stop.emit(asio::cancellation_type::terminal);
@@ -327,18 +354,26 @@ int cmd_run(int argc, char** argv) {
         }
     };
     const roles::node_links links{&stats, &drain};
-    asio::co_spawn(loop, roles::run_node(o, reg, core.pool(), links),
-                   asio::bind_cancellation_slot(stop.slot(), [&](const std::exception_ptr& e) {
-                       if (!e && !drain.is_set() && !stopped && rc == exit_ok) {
-                           // It gave up by itself (e.g. a namespace it must refuse): it said why.
-                           rc = exit_failed;
-                       }
-                       finished(e, "the node");
-                   }));
+    asio::co_spawn(
+        loop, roles::run_node(o, reg, core.pool(), links),
+        asio::bind_cancellation_slot(
+            stop.slot(),
+            [&](const std::exception_ptr& e) {
+                if (!e && !drain.is_set() && !stopped && rc == exit_ok) {
+                    // It gave up by itself (e.g. a namespace it must refuse): it said why.
+                    rc = exit_failed;
+                }
+                finished(e, "the node");
+            }
+        )
+    );
     if (web) {
-        asio::co_spawn(loop, web->run(), asio::bind_cancellation_slot(web_stop.slot(), [&](const std::exception_ptr& e) {
-                           finished(e, "the HTTP API");
-                       }));
+        asio::co_spawn(
+            loop, web->run(),
+            asio::bind_cancellation_slot(
+                web_stop.slot(), [&](const std::exception_ptr& e) { finished(e, "the HTTP API"); }
+            )
+        );
     }
     core.run();
     return rc;

@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/this_coro.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
@@ -97,8 +98,10 @@ roles::namespace_place place_of(const cluster_target& t) {
 asio::awaitable<bool> connect_or_complain(zkco::client& zk, const cluster_target& t) {
     auto c = co_await roles::connect_with_backoff(zk, connect_policy_of(t));
     if (!c) {
-        complain("cannot reach ZooKeeper at " + t.hosts + " within " +
-                 std::to_string(t.connect_timeout.count()) + " ms: " + c.error().message());
+        complain(
+            "cannot reach ZooKeeper at " + t.hosts + " within " +
+            std::to_string(t.connect_timeout.count()) + " ms: " + c.error().message()
+        );
         co_await zk.close();
         co_return false;
     }
@@ -115,7 +118,9 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
     zkco::result<protocol::layout> l = co_await roles::read_layout(zk);
     if (!l && l.error() == zkco::errc::no_node && mode == namespace_mode::create) {
         // No namespace yet (no `zkd run` so far): create it from the ensemble's root.
-        const auto made = co_await roles::make_namespace(t.session_config(10s), place_of(t), connect_policy_of(t));
+        const auto made = co_await roles::make_namespace(
+            t.session_config(10s), place_of(t), connect_policy_of(t)
+        );
         if (made) {
             l = co_await roles::ensure_layout(zk, protocol::meta_info{});
         } else {
@@ -138,13 +143,19 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
             if (mode == namespace_mode::offer_create) {
                 hint += ", or pass --create-namespace to submit before any 'zkd run'";
             }
-            complain("no zkd cluster in namespace '" + t.ns + "' at " + t.hosts + " (nothing at " +
-                     t.chroot + "/meta; is --namespace right?): " + hint);
+            complain(
+                "no zkd cluster in namespace '" + t.ns + "' at " + t.hosts + " (nothing at " +
+                t.chroot + "/meta; is --namespace right?): " + hint
+            );
         } else if (l.error() == zkco::errc::no_auth) {
-            complain("not allowed to read the cluster in " + t.chroot + ": it needs credentials (--user)");
+            complain(
+                "not allowed to read the cluster in " + t.chroot + ": it needs credentials (--user)"
+            );
         } else if (l.error() == zkco::errc::data_inconsistency) {
-            complain("no usable cluster in " + t.chroot + ": " + t.chroot +
-                     "/meta is not a zkd meta node");
+            complain(
+                "no usable cluster in " + t.chroot + ": " + t.chroot +
+                "/meta is not a zkd meta node"
+            );
         } else {
             complain("no usable cluster in " + t.chroot + ": " + l.error().message());
         }

@@ -16,8 +16,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -25,6 +23,7 @@
 #include <iostream>
 #include <iterator>
 #include <set>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -104,8 +103,9 @@ std::string one_id(const args& a, const char* command) {
         throw usage_error(std::string(command) + " wants exactly one task ID");
     }
     if (!protocol::parse_task_ref(a.positional[0])) {
-        throw usage_error("'" + a.positional[0] +
-                          "' is not a task id (t<P>-<ms>-<hex>, or <bundle>.<index>)");
+        throw usage_error(
+            "'" + a.positional[0] + "' is not a task id (t<P>-<ms>-<hex>, or <bundle>.<index>)"
+        );
     }
     return a.positional[0];
 }
@@ -134,15 +134,17 @@ std::string args_text(const std::string& arg) {
         read_all(in);
     }
     if (text.size() > most) {
-        throw usage_error("ARGS-JSON from " + from + " is over 1 MiB (" +
-                          std::to_string(text.size()) + " bytes)");
+        throw usage_error(
+            "ARGS-JSON from " + from + " is over 1 MiB (" + std::to_string(text.size()) + " bytes)"
+        );
     }
     return text;
 }
 
 /// When workers are there and none serves `type`: a message saying so (who serves what).
-asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, protocol::layout l,
-                                                     std::string type) {
+asio::awaitable<std::optional<std::string>> unserved(
+    zkco::client& zk, protocol::layout l, std::string type
+) {
     auto view = co_await roles::read_cluster(zk, l);
     if (!view) {
         co_return std::nullopt;  // the master fails it later if it must; do not block on a view
@@ -163,8 +165,8 @@ asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, protocol:
         list += (list.empty() ? "" : ", ") + t;
     }
     co_return "no worker serves task type '" + type + "' (the " +
-        std::to_string(view->workers.size()) + " workers serve: " +
-        (list.empty() ? "nothing" : list) +
+        std::to_string(view->workers.size()) +
+        " workers serve: " + (list.empty() ? "nothing" : list) +
         "); nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
         "to join";
 }
@@ -193,9 +195,11 @@ asio::awaitable<void> progress_bar(zkco::client& zk, protocol::layout l, std::st
         }
         constexpr int width = 30;
         const auto filled = static_cast<int>(std::lround(info->progress * width));
-        std::fprintf(stderr, "\r\033[K[%s%s] %3.0f%% %.60s", std::string(filled, '#').c_str(),
-                     std::string(width - filled, '.').c_str(), info->progress * 100,
-                     info->progress_message.c_str());
+        std::fprintf(
+            stderr, "\r\033[K[%s%s] %3.0f%% %.60s", std::string(filled, '#').c_str(),
+            std::string(width - filled, '.').c_str(), info->progress * 100,
+            info->progress_message.c_str()
+        );
         std::fflush(stderr);
         drawn = true;
     }
@@ -205,8 +209,9 @@ asio::awaitable<void> progress_bar(zkco::client& zk, protocol::layout l, std::st
     }
 }
 
-asio::awaitable<zkco::result<protocol::task_result>> wait_for(roles::task_client& tc, std::string id,
-                                                           std::chrono::milliseconds timeout) {
+asio::awaitable<zkco::result<protocol::task_result>> wait_for(
+    roles::task_client& tc, std::string id, std::chrono::milliseconds timeout
+) {
     if (timeout.count() > 0) {
         co_return co_await zkco::with_timeout(tc.wait(id), timeout);
     }
@@ -215,9 +220,13 @@ asio::awaitable<zkco::result<protocol::task_result>> wait_for(roles::task_client
 
 /// Waits for the task's result and prints it; on a terminal, with a progress bar while the
 /// task reports progress (`bar` null: none).
-asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
-                                  std::chrono::milliseconds timeout,
-                                  zkco::client* bar = nullptr, protocol::layout l = {}) {
+asio::awaitable<int> print_result(
+    roles::task_client& tc,
+    std::string id,
+    std::chrono::milliseconds timeout,
+    zkco::client* bar = nullptr,
+    protocol::layout l = {}
+) {
     zkco::result<protocol::task_result> result = zkco::error_code(zkco::errc::operation_timeout);
     if (bar != nullptr && ::isatty(STDERR_FILENO) == 1) {
         using namespace asio::experimental::awaitable_operators;
@@ -230,8 +239,10 @@ asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
     }
     if (!result) {
         if (result.error() == zkco::errc::operation_timeout) {
-            complain("task " + id + ": no result within " + std::to_string(timeout.count()) +
-                     " ms (it goes on; 'zkd wait " + id + "' later)");
+            complain(
+                "task " + id + ": no result within " + std::to_string(timeout.count()) +
+                " ms (it goes on; 'zkd wait " + id + "' later)"
+            );
             co_return exit_timeout;
         }
         complain("task " + id + ": " + result.error().message());
@@ -244,8 +255,9 @@ asio::awaitable<int> print_result(roles::task_client& tc, std::string id,
 }
 
 /// The task's status, or an exit code after saying what went wrong.
-asio::awaitable<std::variant<roles::task_status, int>> known_status(roles::task_client& tc,
-                                                                     std::string id) {
+asio::awaitable<std::variant<roles::task_status, int>> known_status(
+    roles::task_client& tc, std::string id
+) {
     auto st = co_await tc.status(id);
     if (!st) {
         complain("task " + id + ": " + st.error().message());
@@ -261,14 +273,18 @@ asio::awaitable<std::variant<roles::task_status, int>> known_status(roles::task_
 }  // namespace
 
 int cmd_submit(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2,
-                               cluster_options({{"--wait", false, false},
-                                                {"--timeout", true, false},
-                                                {"--priority"},
-                                                {"--task-timeout"},
-                                                {"--max-attempts"},
-                                                {"--allow-unserved", false, false},
-                                                {"--create-namespace", false, false}}));
+    const auto a = args::parse(
+        argc, argv, 2,
+        cluster_options(
+            {{"--wait", false, false},
+             {"--timeout", true, false},
+             {"--priority"},
+             {"--task-timeout"},
+             {"--max-attempts"},
+             {"--allow-unserved", false, false},
+             {"--create-namespace", false, false}}
+        )
+    );
     if (wants_help(a, submit_help)) {
         return exit_ok;
     }
@@ -278,7 +294,9 @@ int cmd_submit(int argc, char** argv) {
     roles::task_request req;
     req.type = a.positional[0];
     if (!protocol::is_valid_task_type(req.type)) {
-        throw usage_error("'" + req.type + "' is not a valid task type name (1-128 of A-Z a-z 0-9 _ . : -)");
+        throw usage_error(
+            "'" + req.type + "' is not a valid task type name (1-128 of A-Z a-z 0-9 _ . : -)"
+        );
     }
     if (a.positional.size() == 2) {
         boost::system::error_code ec;
@@ -288,47 +306,56 @@ int cmd_submit(int argc, char** argv) {
         }
     }
     req.priority = static_cast<int>(a.number(
-        "--priority", protocol::default_priority, protocol::min_priority, protocol::max_priority));
+        "--priority", protocol::default_priority, protocol::min_priority, protocol::max_priority
+    ));
     req.timeout = a.duration("--task-timeout", 0ms, 0ms, 24h);
-    req.max_attempts = static_cast<int>(a.number("--max-attempts", 3, 1, protocol::max_attempts_limit));
+    req.max_attempts =
+        static_cast<int>(a.number("--max-attempts", 3, 1, protocol::max_attempts_limit));
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool check_type = !a.has("--allow-unserved");
     const auto target = target_of(a);
     const auto mode =
         a.has("--create-namespace") ? namespace_mode::create : namespace_mode::offer_create;
-    return with_cluster(target, mode, [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
-        using namespace asio::experimental::awaitable_operators;
-        if (check_type) {
-            const auto no = co_await unserved(zk, l, req.type);
-            if (no) {
-                complain(*no);
+    return with_cluster(
+        target, mode,
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+            using namespace asio::experimental::awaitable_operators;
+            if (check_type) {
+                const auto no = co_await unserved(zk, l, req.type);
+                if (no) {
+                    complain(*no);
+                    co_return exit_failed;
+                }
+            }
+            // From here on an interrupt must not lose the task's id: it is reported, not fatal.
+            asio::signal_set interrupt(co_await asio::this_coro::executor, SIGINT, SIGTERM);
+            roles::task_client tc(zk, l);
+            std::vector<roles::task_request> one{req};
+            auto ids = co_await tc.submit(std::move(one));
+            if (!ids) {
+                complain("submit failed: " + ids.error().message());
                 co_return exit_failed;
             }
+            const std::string id = ids->front();
+            if (!wait) {
+                std::printf("%s\n", id.c_str());
+                co_return exit_ok;
+            }
+            auto outcome = co_await (
+                print_result(tc, id, timeout, &zk, l) ||
+                interrupt.async_wait(asio::as_tuple(asio::use_awaitable))
+            );
+            if (outcome.index() == 0) {
+                co_return std::get<0>(outcome);
+            }
+            complain(
+                "interrupted: task " + id + " goes on; wait for its result with 'zkd wait " + id +
+                "' (or stop it: 'zkd cancel " + id + "')"
+            );
+            co_return exit_interrupted;
         }
-        // From here on an interrupt must not lose the task's id: it is reported, not fatal.
-        asio::signal_set interrupt(co_await asio::this_coro::executor, SIGINT, SIGTERM);
-        roles::task_client tc(zk, l);
-        std::vector<roles::task_request> one{req};
-        auto ids = co_await tc.submit(std::move(one));
-        if (!ids) {
-            complain("submit failed: " + ids.error().message());
-            co_return exit_failed;
-        }
-        const std::string id = ids->front();
-        if (!wait) {
-            std::printf("%s\n", id.c_str());
-            co_return exit_ok;
-        }
-        auto outcome = co_await (print_result(tc, id, timeout, &zk, l) ||
-                                 interrupt.async_wait(asio::as_tuple(asio::use_awaitable)));
-        if (outcome.index() == 0) {
-            co_return std::get<0>(outcome);
-        }
-        complain("interrupted: task " + id + " goes on; wait for its result with 'zkd wait " + id +
-                 "' (or stop it: 'zkd cancel " + id + "')");
-        co_return exit_interrupted;
-    });
+    );
 }
 
 int cmd_wait(int argc, char** argv) {
@@ -339,15 +366,17 @@ int cmd_wait(int argc, char** argv) {
     const auto id = one_id(a, "wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
-        roles::task_client tc(zk, l);
-        auto st = co_await known_status(tc, id);
-        if (std::holds_alternative<int>(st)) {
-            co_return std::get<int>(st);
+    return with_cluster(
+        target, namespace_mode::existing,
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+            roles::task_client tc(zk, l);
+            auto st = co_await known_status(tc, id);
+            if (std::holds_alternative<int>(st)) {
+                co_return std::get<int>(st);
+            }
+            co_return co_await print_result(tc, id, timeout, &zk, l);
         }
-        co_return co_await print_result(tc, id, timeout, &zk, l);
-    });
+    );
 }
 
 int cmd_status(int argc, char** argv) {
@@ -358,37 +387,52 @@ int cmd_status(int argc, char** argv) {
     const auto id = one_id(a, "status");
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
-        auto info = co_await roles::read_task(zk, l, id);
-        if (!info) {
-            complain("task " + id + ": " + info.error().message());
-            co_return exit_failed;
+    return with_cluster(
+        target, namespace_mode::existing,
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+            auto info = co_await roles::read_task(zk, l, id);
+            if (!info) {
+                complain("task " + id + ": " + info.error().message());
+                co_return exit_failed;
+            }
+            if (info->state == protocol::task_state::unknown) {
+                complain(
+                    info->garbage.empty() ? no_such_task(id) : "task " + id + ": " + info->garbage
+                );
+                co_return info->garbage.empty() ? exit_not_found : exit_failed;
+            }
+            const std::string state(protocol::to_string(info->state));
+            if (as_json) {
+                std::printf(
+                    "%s\n", json::serialize(roles::to_json(*info)).c_str()
+                );  // as GET /v1/tasks/{id}
+            } else if (info->result) {
+                std::printf(
+                    "%s %s\n%s\n", id.c_str(), state.c_str(),
+                    protocol::encode(*info->result).c_str()
+                );
+            } else if (!info->worker.empty() && info->progress >= 0) {
+                std::printf(
+                    "%s %s on %s: %.0f%% %s\n", id.c_str(), state.c_str(),
+                    printable(info->worker).c_str(), info->progress * 100,
+                    printable(info->progress_message).c_str()
+                );
+            } else if (!info->worker.empty()) {
+                std::printf(
+                    "%s %s on %s\n", id.c_str(), state.c_str(), printable(info->worker).c_str()
+                );
+            } else {
+                std::printf("%s %s\n", id.c_str(), state.c_str());
+            }
+            co_return exit_ok;
         }
-        if (info->state == protocol::task_state::unknown) {
-            complain(info->garbage.empty() ? no_such_task(id) : "task " + id + ": " + info->garbage);
-            co_return info->garbage.empty() ? exit_not_found : exit_failed;
-        }
-        const std::string state(protocol::to_string(info->state));
-        if (as_json) {
-            std::printf("%s\n", json::serialize(roles::to_json(*info)).c_str());  // as GET /v1/tasks/{id}
-        } else if (info->result) {
-            std::printf("%s %s\n%s\n", id.c_str(), state.c_str(), protocol::encode(*info->result).c_str());
-        } else if (!info->worker.empty() && info->progress >= 0) {
-            std::printf("%s %s on %s: %.0f%% %s\n", id.c_str(), state.c_str(), printable(info->worker).c_str(),
-                        info->progress * 100, printable(info->progress_message).c_str());
-        } else if (!info->worker.empty()) {
-            std::printf("%s %s on %s\n", id.c_str(), state.c_str(), printable(info->worker).c_str());
-        } else {
-            std::printf("%s %s\n", id.c_str(), state.c_str());
-        }
-        co_return exit_ok;
-    });
+    );
 }
 
 int cmd_cancel(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2,
-                               cluster_options({{"--wait", false, false}, {"--timeout", true, false}}));
+    const auto a = args::parse(
+        argc, argv, 2, cluster_options({{"--wait", false, false}, {"--timeout", true, false}})
+    );
     if (wants_help(a, cancel_help)) {
         return exit_ok;
     }
@@ -396,30 +440,38 @@ int cmd_cancel(int argc, char** argv) {
     const bool wait = a.has("--wait");
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
-        roles::task_client tc(zk, l);
-        auto known = co_await known_status(tc, id);
-        if (std::holds_alternative<int>(known)) {
-            co_return std::get<int>(known);
+    return with_cluster(
+        target, namespace_mode::existing,
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+            roles::task_client tc(zk, l);
+            auto known = co_await known_status(tc, id);
+            if (std::holds_alternative<int>(known)) {
+                co_return std::get<int>(known);
+            }
+            const auto& st = std::get<roles::task_status>(known);
+            if (st.result) {
+                complain(
+                    "task " + id + " has already finished (" +
+                    std::string(protocol::to_string(st.state)) + ")"
+                );
+                co_return exit_failed;
+            }
+            auto c = co_await tc.cancel(id);
+            if (!c) {
+                complain("cannot cancel " + id + ": " + c.error().message());
+                co_return exit_failed;
+            }
+            if (!wait) {
+                std::printf(
+                    "cancel requested for %s (%s)\n", id.c_str(),
+                    std::string(protocol::to_string(st.state)).c_str()
+                );
+                co_return exit_ok;
+            }
+            const int rc = co_await print_result(tc, id, timeout);
+            co_return rc == exit_failed ? exit_ok : rc;  // cancelled is what was asked for
         }
-        const auto& st = std::get<roles::task_status>(known);
-        if (st.result) {
-            complain("task " + id + " has already finished (" + std::string(protocol::to_string(st.state)) + ")");
-            co_return exit_failed;
-        }
-        auto c = co_await tc.cancel(id);
-        if (!c) {
-            complain("cannot cancel " + id + ": " + c.error().message());
-            co_return exit_failed;
-        }
-        if (!wait) {
-            std::printf("cancel requested for %s (%s)\n", id.c_str(), std::string(protocol::to_string(st.state)).c_str());
-            co_return exit_ok;
-        }
-        const int rc = co_await print_result(tc, id, timeout);
-        co_return rc == exit_failed ? exit_ok : rc;  // cancelled is what was asked for
-    });
+    );
 }
 
 }  // namespace zkd::cli

@@ -7,6 +7,7 @@
 #include "roles/inspect.hpp"
 
 #include <boost/json.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -49,11 +50,15 @@ std::string brief_age(std::int64_t ms) {
     } else if (ms < 60'000) {
         std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000.0);
     } else if (ms < 3'600'000) {
-        std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60'000),
-                      static_cast<long long>(ms / 1000 % 60));
+        std::snprintf(
+            buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60'000),
+            static_cast<long long>(ms / 1000 % 60)
+        );
     } else {
-        std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000),
-                      static_cast<long long>(ms / 60'000 % 60));
+        std::snprintf(
+            buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000),
+            static_cast<long long>(ms / 60'000 % 60)
+        );
     }
     return buf;
 }
@@ -76,19 +81,25 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 void print_tasks(const roles::task_list& list) {
-    std::printf("%-36s %-9s %-12s %-28s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "AGE", "ATTEMPT");
+    std::printf(
+        "%-36s %-9s %-12s %-28s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "AGE", "ATTEMPT"
+    );
     const auto row = [](const roles::task_entry& t) {
         if (!t.garbage.empty()) {
-            std::printf("%-36s %-9s (garbage: %s)\n", printable(t.id).c_str(), "?",
-                        printable(t.garbage).c_str());
+            std::printf(
+                "%-36s %-9s (garbage: %s)\n", printable(t.id).c_str(), "?",
+                printable(t.garbage).c_str()
+            );
             return;
         }
         // A bundle: its type and how many tasks it holds.
         const auto type = t.tasks > 1 ? t.type + " x" + std::to_string(t.tasks) : t.type;
-        std::printf("%-36s %-9s %-12s %-28s %8s %d", printable(t.id).c_str(),
-                    std::string(protocol::to_string(t.state)).c_str(), printable(type).c_str(),
-                    t.worker.empty() ? "-" : printable(t.worker).c_str(), brief_age(t.age_ms).c_str(),
-                    t.attempt);
+        std::printf(
+            "%-36s %-9s %-12s %-28s %8s %d", printable(t.id).c_str(),
+            std::string(protocol::to_string(t.state)).c_str(), printable(type).c_str(),
+            t.worker.empty() ? "-" : printable(t.worker).c_str(), brief_age(t.age_ms).c_str(),
+            t.attempt
+        );
         if (t.progress >= 0) {  // what the worker last reported
             std::printf("  %3.0f%% %s", t.progress * 100, printable(t.progress_message).c_str());
         }
@@ -100,9 +111,10 @@ void print_tasks(const roles::task_list& list) {
     for (const auto& t : list.pending) {
         row(t);
     }
-    std::printf("%llu held by workers, %llu pending",
-                static_cast<unsigned long long>(list.assigned_total),
-                static_cast<unsigned long long>(list.pending_total));
+    std::printf(
+        "%llu held by workers, %llu pending", static_cast<unsigned long long>(list.assigned_total),
+        static_cast<unsigned long long>(list.pending_total)
+    );
     if (list.truncated) {
         std::printf(" (lists cut at %zu each: --limit)", list.limit);
     }
@@ -110,25 +122,31 @@ void print_tasks(const roles::task_list& list) {
 }
 
 void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
-    std::printf("cluster   %s%s, epoch %lld\n", t.hosts.c_str(), t.chroot.c_str(),
-                static_cast<long long>(c.epoch));
+    std::printf(
+        "cluster   %s%s, epoch %lld\n", t.hosts.c_str(), t.chroot.c_str(),
+        static_cast<long long>(c.epoch)
+    );
     if (!c.master) {
         std::printf("master    none (an election is under way, or no zkd runs)\n");
     } else if (!c.master->garbage.empty()) {
         std::printf("master    unreadable: %s\n", printable(c.master->garbage).c_str());
     } else {
         const auto& m = *c.master;
-        std::printf("master    %s (pid %lld on %s), epoch %lld, since %s", printable(m.id).c_str(),
-                    static_cast<long long>(m.pid), printable(m.host).c_str(), static_cast<long long>(m.epoch),
-                    m.since_ms > 0 ? local_time(m.since_ms).c_str() : "?");
+        std::printf(
+            "master    %s (pid %lld on %s), epoch %lld, since %s", printable(m.id).c_str(),
+            static_cast<long long>(m.pid), printable(m.host).c_str(),
+            static_cast<long long>(m.epoch), m.since_ms > 0 ? local_time(m.since_ms).c_str() : "?"
+        );
         if (m.throughput) {
             std::printf(", %.2f tasks/s over the last minute", *m.throughput);
         }
         std::printf("\n");
     }
-    std::printf("queue     %llu pending, %llu results not consumed, %llu cancel requests\n",
-                static_cast<unsigned long long>(c.pending), static_cast<unsigned long long>(c.results),
-                static_cast<unsigned long long>(c.cancel_requests));
+    std::printf(
+        "queue     %llu pending, %llu results not consumed, %llu cancel requests\n",
+        static_cast<unsigned long long>(c.pending), static_cast<unsigned long long>(c.results),
+        static_cast<unsigned long long>(c.cancel_requests)
+    );
     std::size_t slots = 0;
     std::size_t held = 0;
     for (const auto& w : c.workers) {
@@ -142,20 +160,25 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
     std::printf("  %-28s %-16s %7s %7s  %s\n", "ID", "HOST", "LOAD", "RUNNING", "TYPES");
     for (const auto& w : c.workers) {
         if (!w.garbage.empty()) {
-            std::printf("  %-28s (garbage: %s)\n", printable(w.id).c_str(), printable(w.garbage).c_str());
+            std::printf(
+                "  %-28s (garbage: %s)\n", printable(w.id).c_str(), printable(w.garbage).c_str()
+            );
             continue;
         }
         const std::string load = std::to_string(w.assigned) + "/" + std::to_string(w.capacity);
-        std::printf("  %-28s %-16s %7s %7zu  %s%s\n", printable(w.id).c_str(), printable(w.host).c_str(),
-                    load.c_str(), w.running, printable(joined(w.types)).c_str(),
-                    w.draining ? "  (draining)" : "");
+        std::printf(
+            "  %-28s %-16s %7s %7zu  %s%s\n", printable(w.id).c_str(), printable(w.host).c_str(),
+            load.c_str(), w.running, printable(joined(w.types)).c_str(),
+            w.draining ? "  (draining)" : ""
+        );
     }
 }
 
 }  // namespace
 
 int cmd_tasks(int argc, char** argv) {
-    const auto a = args::parse(argc, argv, 2, cluster_options({{"--json", false, false}, {"--limit"}}));
+    const auto a =
+        args::parse(argc, argv, 2, cluster_options({{"--json", false, false}, {"--limit"}}));
     if (a.has("--help")) {
         std::fputs(tasks_help, stdout);
         return exit_ok;
@@ -166,20 +189,22 @@ int cmd_tasks(int argc, char** argv) {
     const auto limit = static_cast<std::size_t>(a.number("--limit", 1000, 1, 1'000'000));
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
-        auto list = co_await roles::list_tasks(zk, l, limit);
-        if (!list) {
-            complain("cannot list tasks: " + list.error().message());
-            co_return exit_failed;
+    return with_cluster(
+        target, namespace_mode::existing,
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+            auto list = co_await roles::list_tasks(zk, l, limit);
+            if (!list) {
+                complain("cannot list tasks: " + list.error().message());
+                co_return exit_failed;
+            }
+            if (as_json) {
+                std::printf("%s\n", json::serialize(roles::to_json(*list)).c_str());
+            } else {
+                print_tasks(*list);
+            }
+            co_return exit_ok;
         }
-        if (as_json) {
-            std::printf("%s\n", json::serialize(roles::to_json(*list)).c_str());
-        } else {
-            print_tasks(*list);
-        }
-        co_return exit_ok;
-    });
+    );
 }
 
 int cmd_cluster(int argc, char** argv) {
@@ -193,20 +218,22 @@ int cmd_cluster(int argc, char** argv) {
     }
     const bool as_json = a.has("--json");
     const auto target = target_of(a);
-    return with_cluster(target, namespace_mode::existing,
-                        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
-        auto view = co_await roles::read_cluster(zk, l);
-        if (!view) {
-            complain("cannot read the cluster: " + view.error().message());
-            co_return exit_failed;
+    return with_cluster(
+        target, namespace_mode::existing,
+        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+            auto view = co_await roles::read_cluster(zk, l);
+            if (!view) {
+                complain("cannot read the cluster: " + view.error().message());
+                co_return exit_failed;
+            }
+            if (as_json) {
+                std::printf("%s\n", json::serialize(roles::to_json(*view)).c_str());
+            } else {
+                print_cluster(target, *view);
+            }
+            co_return exit_ok;
         }
-        if (as_json) {
-            std::printf("%s\n", json::serialize(roles::to_json(*view)).c_str());
-        } else {
-            print_cluster(target, *view);
-        }
-        co_return exit_ok;
-    });
+    );
 }
 
 }  // namespace zkd::cli

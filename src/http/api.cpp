@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "http/api.hpp"
 
-#include "roles/registry.hpp"
 #include "protocol/task.hpp"
+#include "roles/registry.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/throw_exception.hpp>
-
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +15,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <stdexcept>
 
 namespace json = boost::json;
@@ -105,7 +104,9 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
             t.args = value;
         } else if (key == "priority") {
             if (!number || *number < int_min || *number > int_max) {
-                return bad("invalid_task", where + "\"priority\" must be a whole number from 0 to 9");
+                return bad(
+                    "invalid_task", where + "\"priority\" must be a whole number from 0 to 9"
+                );
             }
             t.priority = static_cast<int>(*number);
         } else if (key == "timeout_ms") {
@@ -115,8 +116,10 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
             t.timeout = std::chrono::milliseconds(*number);
         } else if (key == "max_attempts") {
             if (!number || *number < int_min || *number > int_max) {
-                return bad("invalid_task", where + "\"max_attempts\" must be a whole number from 1 to " +
-                                               std::to_string(protocol::max_attempts_limit));
+                return bad(
+                    "invalid_task", where + "\"max_attempts\" must be a whole number from 1 to " +
+                                        std::to_string(protocol::max_attempts_limit)
+                );
             }
             t.max_attempts = static_cast<int>(*number);
         } else {
@@ -221,15 +224,16 @@ std::optional<api_error> check_access(const access_policy& p, const access_reque
                     std::string(req.origin->substr(0, 100)) + ")"};
         }
     }
-    if (req.fetch_site && (iequal(*req.fetch_site, "cross-site") ||
-                           iequal(*req.fetch_site, "same-site"))) {
+    if (req.fetch_site &&
+        (iequal(*req.fetch_site, "cross-site") || iequal(*req.fetch_site, "same-site"))) {
         return api_error{
             403, "cross_origin", "requests from web pages of another origin are refused"};
     }
     if (!p.token.empty()) {
         constexpr std::string_view scheme = "bearer ";
         const auto auth = req.authorization.value_or("");
-        const bool bearer = auth.size() > scheme.size() && iequal(auth.substr(0, scheme.size()), scheme);
+        const bool bearer =
+            auth.size() > scheme.size() && iequal(auth.substr(0, scheme.size()), scheme);
         std::string_view given = bearer ? auth.substr(scheme.size()) : std::string_view{};
         while (!given.empty() && given.front() == ' ') {
             given.remove_prefix(1);

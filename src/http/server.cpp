@@ -5,9 +5,9 @@
 #include "http/metrics.hpp"
 #include "http/status.hpp"
 #include "http/status_page.hpp"
+#include "protocol/ids.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/election.hpp"
-#include "protocol/ids.hpp"
 #include "roles/inspect.hpp"
 #include "roles/session_keeper.hpp"
 #include "roles/task_client.hpp"
@@ -22,8 +22,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
@@ -114,9 +114,8 @@ bool peer_left(tcp::socket& s) {
 /// something instead, it is still there: waits until cancelled.
 asio::awaitable<void> client_gone(tcp::socket& s) {
     for (;;) {
-        auto [ec] = co_await s.async_wait(
-            tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable)
-        );
+        auto [ec] =
+            co_await s.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
         if (ec || peer_left(s)) {
             co_return;  // the socket failed, or end of stream, or reset (or cancelled: the
                         // wait won, and this result is ignored)
@@ -136,7 +135,7 @@ struct facade_session {
     explicit facade_session(std::shared_ptr<zkco::client> c) : client(std::move(c)), zk(*client) {}
     std::shared_ptr<zkco::client> client;  ///< from the session keeper, which closes it
     zkco::client& zk;
-    std::optional<protocol::layout> l;          ///< read from /meta on first use
+    std::optional<protocol::layout> l;       ///< read from /meta on first use
     std::unique_ptr<roles::task_client> tc;  ///< made with the layout
 };
 
@@ -191,11 +190,11 @@ struct server::impl {
     facade_counters counters;
     std::uint64_t sessions = 0;
     bool stopping = false;
-    access_policy access;                      ///< set by bind()
-    std::optional<asio::ssl::context> tls;     ///< set by bind() when serving HTTPS
-    std::size_t connections = 0;               ///< being served
-    std::size_t rejecting = 0;                 ///< being answered 503 busy
-    std::uint64_t busy_unlogged = 0;           ///< busy rejections since the last log line
+    access_policy access;                   ///< set by bind()
+    std::optional<asio::ssl::context> tls;  ///< set by bind() when serving HTTPS
+    std::size_t connections = 0;            ///< being served
+    std::size_t rejecting = 0;              ///< being answered 503 busy
+    std::uint64_t busy_unlogged = 0;        ///< busy rejections since the last log line
     std::optional<std::chrono::steady_clock::time_point> busy_logged;
     // The status page (GET /v1/status).
     status_history history{opts.status_samples};
@@ -281,7 +280,9 @@ struct server::impl {
             ++sessions;
             auto s = std::make_shared<facade_session>(zk);
             current = s;
-            spdlog::info("http: ZooKeeper session 0x{:x} established", zk->session() ? zk->session()->id : 0);
+            spdlog::info(
+                "http: ZooKeeper session 0x{:x} established", zk->session() ? zk->session()->id : 0
+            );
             while (!zkco::is_terminal(zk->state())) {
                 auto change = co_await zk->wait_state(zk->state_generation());
                 const auto cs = co_await asio::this_coro::cancellation_state;
@@ -293,7 +294,9 @@ struct server::impl {
                 current.reset();
             }
             if (!stopping) {
-                spdlog::warn("http: ZooKeeper session {}; making a new one", zkco::to_string(zk->state()));
+                spdlog::warn(
+                    "http: ZooKeeper session {}; making a new one", zkco::to_string(zk->state())
+                );
             }
             co_return !stopping;
         };
@@ -361,7 +364,8 @@ struct server::impl {
                 {400, "bad_query", "wait is for a single task; submit an array without it"}
             );
         }
-        auto bundle = query_int(t, "bundle", 1, static_cast<std::int64_t>(protocol::max_bundle_tasks));
+        auto bundle =
+            query_int(t, "bundle", 1, static_cast<std::int64_t>(protocol::max_bundle_tasks));
         if (!bundle) {
             co_return error_response(bundle.error());
         }
@@ -604,9 +608,8 @@ struct server::impl {
             co_return;
         }
         for (auto& id : new_results(results_seen, *names, most_read)) {
-            auto r = co_await zkco::with_timeout(
-                roles::peek_result(s.zk, *s.l, id), opts.zk_timeout
-            );
+            auto r =
+                co_await zkco::with_timeout(roles::peek_result(s.zk, *s.l, id), opts.zk_timeout);
             if (!r && r.error() != roles::client_errc::garbage_result) {
                 co_return;  // ZooKeeper trouble: try these again next time, not each in turn
             }
@@ -627,8 +630,7 @@ struct server::impl {
             co_return s.error();
         }
         auto& zs = **s;
-        auto view =
-            co_await zkco::with_timeout(roles::read_cluster(zs.zk, *zs.l), opts.zk_timeout);
+        auto view = co_await zkco::with_timeout(roles::read_cluster(zs.zk, *zs.l), opts.zk_timeout);
         if (!view) {
             co_return zk_error(view.error(), "reading the cluster");
         }
@@ -659,7 +661,8 @@ struct server::impl {
             running.push_back(roles::to_json(t));
         }
         out["cluster"] = roles::to_json(*view);
-        out["queue"] = json::object{{"pending", view->pending}, {"by_priority", std::move(by_priority)}};
+        out["queue"] =
+            json::object{{"pending", view->pending}, {"by_priority", std::move(by_priority)}};
         out["running"] = std::move(running);
         out["assigned_total"] = tasks->assigned_total;
         out["truncated"] = tasks->assigned_total > tasks->assigned.size();
@@ -704,7 +707,9 @@ struct server::impl {
     static response page(std::string_view path) {
         const auto* file = find_page_file(path);
         if (file == nullptr) {
-            return error_response({404, "not_found", "no such path: " + std::string(path.substr(0, 200))});
+            return error_response(
+                {404, "not_found", "no such path: " + std::string(path.substr(0, 200))}
+            );
         }
         response res{bhttp::status::ok, 11};
         res.set(bhttp::field::server, "zkd");
@@ -1047,8 +1052,8 @@ struct server::impl {
         const count_guard guard(rejecting);  // counted up by run()
         auto res = error_response(
             {503, "busy",
-             "the server is serving its most connections (" +
-                 std::to_string(opts.max_connections) + "); try again shortly"}
+             "the server is serving its most connections (" + std::to_string(opts.max_connections) +
+                 "); try again shortly"}
         );
         res.set(bhttp::field::retry_after, "1");
         if (!tls) {

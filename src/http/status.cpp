@@ -41,7 +41,8 @@ json::value nullable(std::optional<double> v) {
 
 }  // namespace
 
-status_history::status_history(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 2)) {}
+status_history::status_history(std::size_t capacity)
+    : capacity_(std::max<std::size_t>(capacity, 2)) {}
 
 void status_history::record(std::int64_t t_ms, const roles::node_stats& s) {
     history_sample h;
@@ -100,7 +101,8 @@ roles::latency_histogram histogram_delta(
 ) {
     roles::latency_histogram d;
     for (std::size_t i = 0; i < d.counts.size(); ++i) {
-        d.counts[i] = later.counts[i] >= earlier.counts[i] ? later.counts[i] - earlier.counts[i] : 0;
+        d.counts[i] =
+            later.counts[i] >= earlier.counts[i] ? later.counts[i] - earlier.counts[i] : 0;
     }
     d.sum_ms = std::max(0.0, later.sum_ms - earlier.sum_ms);
     return d;
@@ -174,8 +176,8 @@ json::value failure_log::to_json() const {
             o["finished_ms"] = e.result.finished_ms;
         }
         if (e.result.error) {
-            o["error"] = json::object{
-                {"code", e.result.error->code}, {"message", e.result.error->message}};
+            o["error"] =
+                json::object{{"code", e.result.error->code}, {"message", e.result.error->message}};
         }
         out.push_back(std::move(o));
     }

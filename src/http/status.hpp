@@ -29,7 +29,7 @@ struct history_sample {
     std::uint64_t requeued = 0;
     std::uint64_t lost = 0;
     std::uint64_t rejected = 0;
-    std::uint64_t finished = 0;  ///< as master: assignments live workers completed
+    std::uint64_t finished = 0;   ///< as master: assignments live workers completed
     std::uint64_t succeeded = 0;  ///< this node's worker, by state
     std::uint64_t failed = 0;
     std::uint64_t timed_out = 0;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/ids.hpp"
-#include "protocol/task.hpp"
 
-#include <chrono>
+#include "protocol/task.hpp"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <random>
 
 namespace zkd::protocol {
@@ -16,8 +16,12 @@ namespace {
 constexpr std::int64_t max_id_ms = 9'999'999'999'999;  // 13 digits
 constexpr std::size_t election_digits = 10;
 
-bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-bool is_lower_hex(char c) noexcept { return is_digit(c) || (c >= 'a' && c <= 'f'); }
+bool is_digit(char c) noexcept {
+    return c >= '0' && c <= '9';
+}
+bool is_lower_hex(char c) noexcept {
+    return is_digit(c) || (c >= 'a' && c <= 'f');
+}
 bool is_host_char(char c) noexcept {
     return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
            c == '_' || c == '-';
@@ -40,7 +44,8 @@ void append_padded(std::string& out, std::uint64_t value, std::size_t width) {
     std::array<char, 24> buf{};
     const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), value);
     const auto n = static_cast<std::size_t>(end - buf.data());
-    if (n < width) out.append(width - n, '0');
+    if (n < width)
+        out.append(width - n, '0');
     out.append(buf.data(), n);
 }
 
@@ -105,7 +110,8 @@ std::optional<std::size_t> parse_count(std::string_view s, std::size_t max) noex
     }
     std::size_t n = 0;
     std::from_chars(s.data(), s.data() + s.size(), n);
-    if (n > max) return std::nullopt;
+    if (n > max)
+        return std::nullopt;
     return n;
 }
 
@@ -139,19 +145,24 @@ std::string bundled_task_id(std::string_view bundle, std::size_t index) {
 }
 
 std::optional<task_ref> parse_task_ref(std::string_view id) noexcept {
-    if (is_valid_task_id(id)) return task_ref{id, std::nullopt};
+    if (is_valid_task_id(id))
+        return task_ref{id, std::nullopt};
     const auto dot = id.rfind('.');
-    if (dot == std::string_view::npos) return std::nullopt;
+    if (dot == std::string_view::npos)
+        return std::nullopt;
     const auto node = id.substr(0, dot);
     const auto n = bundle_size(node);
-    if (n == 0) return std::nullopt;
+    if (n == 0)
+        return std::nullopt;
     const auto index = parse_count(id.substr(dot + 1), n - 1);
-    if (!index) return std::nullopt;
+    if (!index)
+        return std::nullopt;
     return task_ref{node, index};
 }
 
 std::optional<int> task_id_priority(std::string_view tid) noexcept {
-    if (!is_valid_task_id(tid)) return std::nullopt;
+    if (!is_valid_task_id(tid))
+        return std::nullopt;
     return 9 - (tid[1] - '0');
 }
 
@@ -176,7 +187,8 @@ std::string new_member_id(std::string_view host, long pid) {
         id = "host";
     } else {
         id.reserve(h.size() + 30);
-        for (const char c : h) id.push_back(is_host_char(c) ? c : '_');
+        for (const char c : h)
+            id.push_back(is_host_char(c) ? c : '_');
     }
     id.push_back('-');
     append_padded(id, static_cast<std::uint64_t>(std::max(pid, 0L)), 1);
@@ -187,12 +199,15 @@ std::string new_member_id(std::string_view host, long pid) {
 
 bool is_valid_member_id(std::string_view id) noexcept {
     // Parsed from the right: the host may itself contain '-'.
-    if (id.size() < 1 + 1 + 1 + 1 + 8) return false;
+    if (id.size() < 1 + 1 + 1 + 1 + 8)
+        return false;
     const auto rand = id.substr(id.size() - 8);
-    if (!all_of(rand, is_lower_hex) || id[id.size() - 9] != '-') return false;
+    if (!all_of(rand, is_lower_hex) || id[id.size() - 9] != '-')
+        return false;
     const auto rest = id.substr(0, id.size() - 9);
     const auto dash = rest.rfind('-');
-    if (dash == std::string_view::npos) return false;
+    if (dash == std::string_view::npos)
+        return false;
     const auto pid = rest.substr(dash + 1);
     const auto host = rest.substr(0, dash);
     return !pid.empty() && pid.size() <= 19 && all_of(pid, is_digit) && !host.empty() &&
@@ -209,13 +224,15 @@ std::string election_node_prefix(std::string_view member) {
 }
 
 std::optional<election_node> parse_election_node(std::string_view name) {
-    if (name.size() < 2 + 1 + election_digits || !name.starts_with("c-")) return std::nullopt;
+    if (name.size() < 2 + 1 + election_digits || !name.starts_with("c-"))
+        return std::nullopt;
     const auto seq = name.substr(name.size() - election_digits);
     if (!all_of(seq, is_digit) || name[name.size() - election_digits - 1] != '-') {
         return std::nullopt;
     }
     const auto member = name.substr(2, name.size() - 2 - election_digits - 1);
-    if (!is_valid_member_id(member)) return std::nullopt;
+    if (!is_valid_member_id(member))
+        return std::nullopt;
     election_node node;
     node.member = std::string(member);
     std::from_chars(seq.data(), seq.data() + seq.size(), node.sequence);  // 10 digits fit
@@ -224,7 +241,8 @@ std::optional<election_node> parse_election_node(std::string_view name) {
 
 std::int64_t now_ms() noexcept {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
+               std::chrono::system_clock::now().time_since_epoch()
+    )
         .count();
 }
 

@@ -64,8 +64,8 @@ std::string bundled_task_id(std::string_view bundle, std::size_t index);
 /// What a task id a client holds refers to: a task node (a plain task or a whole bundle),
 /// or one task of a bundle.
 struct task_ref {
-    std::string_view node;              ///< the id naming the node (pending, assigned, result)
-    std::optional<std::size_t> index;   ///< set for one task of a bundle
+    std::string_view node;             ///< the id naming the node (pending, assigned, result)
+    std::optional<std::size_t> index;  ///< set for one task of a bundle
 };
 /// Parses a plain task id, a bundle id, or `<bundle id>.<index>` with index < the bundle's
 /// size (decimal, no leading zero); nullopt for anything else.

@@ -13,23 +13,28 @@ namespace {
 
 std::string path(std::initializer_list<std::string_view> segments) {
     std::size_t n = 0;
-    for (const auto s : segments) n += s.size() + 1;
+    for (const auto s : segments)
+        n += s.size() + 1;
     std::string p;
     p.reserve(n);
-    for (const auto s : segments) p.append("/").append(s);
+    for (const auto s : segments)
+        p.append("/").append(s);
     return p;
 }
 
 }  // namespace
 
-std::string chroot_path(std::string_view ns) { return path({"zkd", ns}); }
+std::string chroot_path(std::string_view ns) {
+    return path({"zkd", ns});
+}
 
 bool is_cancel_marker(std::string_view name) noexcept {
     return name.size() > cancel_marker_suffix.size() && name.ends_with(cancel_marker_suffix);
 }
 
 std::string_view marker_task(std::string_view name) noexcept {
-    if (!is_cancel_marker(name)) return {};
+    if (!is_cancel_marker(name))
+        return {};
     return name.substr(0, name.size() - cancel_marker_suffix.size());
 }
 
@@ -41,9 +46,13 @@ std::string layout::election_prefix(std::string_view member) {
     return path({"election", election_node_prefix(member)});
 }
 
-std::string layout::worker(std::string_view member) { return path({"workers", member}); }
+std::string layout::worker(std::string_view member) {
+    return path({"workers", member});
+}
 
-std::string layout::assign_dir(std::string_view member) { return path({"assign", member}); }
+std::string layout::assign_dir(std::string_view member) {
+    return path({"assign", member});
+}
 
 std::string layout::assignment(std::string_view member, std::string_view tid) {
     return path({"assign", member, tid});
@@ -55,7 +64,9 @@ std::string layout::cancel_marker(std::string_view member, std::string_view tid)
     return p;
 }
 
-std::string layout::pending_shard(std::uint32_t i) { return path({"pending", shard_name(i)}); }
+std::string layout::pending_shard(std::uint32_t i) {
+    return path({"pending", shard_name(i)});
+}
 
 std::string layout::pending_task(std::string_view tid) const {
     return path({"pending", shard_name(shard_of(tid, std::max(pending_shards, 1U))), tid});
@@ -65,11 +76,14 @@ std::vector<std::string> layout::pending_shard_paths() const {
     std::vector<std::string> paths;
     const auto n = std::max(pending_shards, 1U);
     paths.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) paths.push_back(pending_shard(i));
+    for (std::uint32_t i = 0; i < n; ++i)
+        paths.push_back(pending_shard(i));
     return paths;
 }
 
-std::string layout::result_shard(std::uint32_t i) { return path({"results", shard_name(i)}); }
+std::string layout::result_shard(std::uint32_t i) {
+    return path({"results", shard_name(i)});
+}
 
 std::string layout::result(std::string_view tid) const {
     return path({"results", shard_name(shard_of(tid, std::max(result_shards, 1U))), tid});
@@ -79,18 +93,23 @@ std::vector<std::string> layout::result_shard_paths() const {
     std::vector<std::string> paths;
     const auto n = std::max(result_shards, 1U);
     paths.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) paths.push_back(result_shard(i));
+    for (std::uint32_t i = 0; i < n; ++i)
+        paths.push_back(result_shard(i));
     return paths;
 }
 
-std::string layout::cancel_request(std::string_view tid) { return path({"cancel", tid}); }
+std::string layout::cancel_request(std::string_view tid) {
+    return path({"cancel", tid});
+}
 
 std::vector<std::string> layout::fixed_nodes() const {
-    std::vector<std::string> nodes{meta(),        epoch(),       election_dir(), workers_dir(),
-                                   assign_dir(),  pending_dir()};
-    for (auto& p : pending_shard_paths()) nodes.push_back(std::move(p));
+    std::vector<std::string> nodes{meta(),        epoch(),      election_dir(),
+                                   workers_dir(), assign_dir(), pending_dir()};
+    for (auto& p : pending_shard_paths())
+        nodes.push_back(std::move(p));
     nodes.push_back(results_dir());
-    for (auto& p : result_shard_paths()) nodes.push_back(std::move(p));
+    for (auto& p : result_shard_paths())
+        nodes.push_back(std::move(p));
     nodes.push_back(cancel_dir());
     nodes.push_back(receipts_dir());
     return nodes;

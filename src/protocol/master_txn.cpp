@@ -202,10 +202,10 @@ departed_plan departed_ops(
     if (marked) {
         plan.kind = departed_kind::cancel;
         plan.ops.push_back(txn_op::create(
-            l.result(tid), master_result(
-                               tid, codes::cancelled, "cancelled", spec->attempt,
-                               task_state::cancelled, now_ms
-                           )
+            l.result(tid),
+            master_result(
+                tid, codes::cancelled, "cancelled", spec->attempt, task_state::cancelled, now_ms
+            )
         ));
     } else if (spec->attempt >= spec->max_attempts) {
         plan.kind = departed_kind::lost;

@@ -54,8 +54,9 @@ public:
 private:
     // Among the eligible workers with at least `min_free` free slots, the first after last_
     // in id order, wrapping around.
-    std::optional<std::size_t> next_in_turn(std::span<const worker_slot> workers,
-                                            std::string_view type, int min_free) const;
+    std::optional<std::size_t> next_in_turn(
+        std::span<const worker_slot> workers, std::string_view type, int min_free
+    ) const;
 
     placement_policy policy_;
     std::mt19937_64 rng_;

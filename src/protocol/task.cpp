@@ -22,8 +22,9 @@ namespace zkd::protocol {
 
 namespace json = boost::json;
 
-json::value parse_json(std::string_view text, boost::system::error_code& ec,
-                       std::size_t extra_levels) {
+json::value parse_json(
+    std::string_view text, boost::system::error_code& ec, std::size_t extra_levels
+) {
     json::parse_options options;
     options.max_depth = max_json_depth + extra_levels;
     return json::parse(json::string_view(text.data(), text.size()), ec, {}, options);
@@ -67,7 +68,8 @@ public:
     decode_error error() const { return error_.value_or(decode_error{}); }
 
     void fail(std::string message) {
-        if (!error_) error_ = decode_error{std::move(message)};
+        if (!error_)
+            error_ = decode_error{std::move(message)};
     }
 
     json::value* find(std::string_view key) noexcept {
@@ -75,11 +77,17 @@ public:
         return v == nullptr || v->is_null() ? nullptr : v;
     }
 
-    std::int64_t integer(std::string_view key, std::int64_t fallback, std::int64_t lo,
-                         std::int64_t hi, bool required = false) {
+    std::int64_t integer(
+        std::string_view key,
+        std::int64_t fallback,
+        std::int64_t lo,
+        std::int64_t hi,
+        bool required = false
+    ) {
         const auto* v = find(key);
         if (v == nullptr) {
-            if (required) fail(quoted(key) + " is missing");
+            if (required)
+                fail(quoted(key) + " is missing");
             return fallback;
         }
         const auto n = as_int64(*v);
@@ -103,7 +111,8 @@ public:
     std::string string(std::string_view key, bool required = false) {
         const auto* v = find(key);
         if (v == nullptr) {
-            if (required) fail(quoted(key) + " is missing");
+            if (required)
+                fail(quoted(key) + " is missing");
             return {};
         }
         if (!v->is_string()) {
@@ -115,7 +124,8 @@ public:
 
     bool boolean(std::string_view key, bool fallback) {
         const auto* v = find(key);
-        if (v == nullptr) return fallback;
+        if (v == nullptr)
+            return fallback;
         if (!v->is_bool()) {
             fail(quoted(key) + " must be true or false, not " + brief(*v));
             return fallback;
@@ -126,7 +136,8 @@ public:
     /// A finite number >= 0 (integers included).
     double finite(std::string_view key, double fallback) {
         const auto* v = find(key);
-        if (v == nullptr) return fallback;
+        if (v == nullptr)
+            return fallback;
         if (!v->is_number() || is_non_finite(*v) || v->to_number<double>() < 0) {
             fail(quoted(key) + " must be a number >= 0, not " + brief(*v));
             return fallback;
@@ -149,9 +160,11 @@ void walk(Value& root, Visit visit) {
         todo.pop_back();
         visit(*v, depth);
         if (v->is_array()) {
-            for (auto& e : v->as_array()) todo.emplace_back(&e, depth + 1);
+            for (auto& e : v->as_array())
+                todo.emplace_back(&e, depth + 1);
         } else if (v->is_object()) {
-            for (auto& kv : v->as_object()) todo.emplace_back(&kv.value(), depth + 1);
+            for (auto& kv : v->as_object())
+                todo.emplace_back(&kv.value(), depth + 1);
         }
     }
 }
@@ -168,8 +181,10 @@ struct json_shape {
 json_shape shape_of(const json::value& root) {
     json_shape shape;
     walk(root, [&](const json::value& v, std::size_t depth) {
-        if (v.is_array() || v.is_object()) shape.depth = std::max(shape.depth, depth + 1);
-        if (is_non_finite(v)) shape.finite = false;
+        if (v.is_array() || v.is_object())
+            shape.depth = std::max(shape.depth, depth + 1);
+        if (is_non_finite(v))
+            shape.finite = false;
     });
     return shape;
 }
@@ -177,23 +192,28 @@ json_shape shape_of(const json::value& root) {
 // Boost.JSON parses 1e999 as infinity but writes it as `Infinity`, which is not JSON: encoders
 // write null instead, so whatever they produce parses.
 json::value finite(const json::value& v) {
-    if (shape_of(v).finite) return v;
+    if (shape_of(v).finite)
+        return v;
     json::value copy = v;
     walk(copy, [](json::value& x, std::size_t) {
-        if (is_non_finite(x)) x = nullptr;
+        if (is_non_finite(x))
+            x = nullptr;
     });
     return copy;
 }
 
 // What validate() says of a JSON field (args, value) that sits `levels` down in its document.
-std::optional<decode_error> field_problem(std::string_view key, const json::value& v,
-                                          std::size_t levels = 1) {
+std::optional<decode_error> field_problem(
+    std::string_view key, const json::value& v, std::size_t levels = 1
+) {
     const auto shape = shape_of(v);
     if (shape.depth + levels > max_json_depth) {
-        return decode_error{quoted(key) + " is nested more than " +
-                            std::to_string(max_json_depth - levels) + " levels deep"};
+        return decode_error{
+            quoted(key) + " is nested more than " + std::to_string(max_json_depth - levels) +
+            " levels deep"};
     }
-    if (!shape.finite) return decode_error{quoted(key) + " holds an infinite number"};
+    if (!shape.finite)
+        return decode_error{quoted(key) + " holds an infinite number"};
     return std::nullopt;
 }
 
@@ -201,15 +221,21 @@ std::optional<decode_error> field_problem(std::string_view key, const json::valu
 codec_result<json::object> parse_document(std::string_view data) {
     boost::system::error_code ec;
     json::value doc = parse_json(data, ec);
-    if (ec) return decode_error{"not JSON: " + ec.message()};
-    if (!shape_of(doc).finite) return decode_error{"not JSON: a number is out of range"};
-    if (!doc.is_object()) return decode_error{"not a JSON object"};
+    if (ec)
+        return decode_error{"not JSON: " + ec.message()};
+    if (!shape_of(doc).finite)
+        return decode_error{"not JSON: a number is out of range"};
+    if (!doc.is_object())
+        return decode_error{"not a JSON object"};
     auto& obj = doc.get_object();
     const auto* v = obj.if_contains("v");
-    if (v == nullptr) return decode_error{"no format version (\"v\")"};
-    if (!v->is_number()) return decode_error{"format version is not a number: " + brief(*v)};
+    if (v == nullptr)
+        return decode_error{"no format version (\"v\")"};
+    if (!v->is_number())
+        return decode_error{"format version is not a number: " + brief(*v)};
     if (const auto n = as_int64(*v)) {
-        if (*n == format_version) return std::move(obj);
+        if (*n == format_version)
+            return std::move(obj);
         if (*n > format_version) {
             return decode_error{"unsupported format version " + std::to_string(*n)};
         }
@@ -217,8 +243,8 @@ codec_result<json::object> parse_document(std::string_view data) {
     }
     // Not a whole number, or out of int64's range.
     const bool newer = v->is_uint64() || (v->is_double() && v->get_double() > 1.0);
-    return decode_error{(newer ? "unsupported format version " : "invalid format version ") +
-                        brief(*v)};
+    return decode_error{
+        (newer ? "unsupported format version " : "invalid format version ") + brief(*v)};
 }
 
 json::object new_document() {
@@ -231,7 +257,8 @@ json::object new_document() {
 std::vector<std::string> read_types(reader& r) {
     std::vector<std::string> types;
     const auto* v = r.find("types");
-    if (v == nullptr) return types;
+    if (v == nullptr)
+        return types;
     if (!v->is_array()) {
         r.fail("field \"types\" must be an array, not " + brief(*v));
         return types;
@@ -268,14 +295,16 @@ constexpr std::array<std::pair<task_state, std::string_view>, 9> state_names{{
 
 std::string_view to_string(task_state s) noexcept {
     for (const auto& [state, name] : state_names) {
-        if (state == s) return name;
+        if (state == s)
+            return name;
     }
     return "unknown";
 }
 
 std::optional<task_state> parse_task_state(std::string_view s) noexcept {
     for (const auto& [state, name] : state_names) {
-        if (name == s) return state;
+        if (name == s)
+            return state;
     }
     return std::nullopt;
 }
@@ -300,7 +329,8 @@ bool is_result_state(task_state s) noexcept {
 // --- task ------------------------------------------------------------------------------------
 
 bool is_valid_task_type(std::string_view type) noexcept {
-    if (type.empty() || type.size() > max_task_type_length) return false;
+    if (type.empty() || type.size() > max_task_type_length)
+        return false;
     return std::all_of(type.begin(), type.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                c == '_' || c == '.' || c == ':' || c == '-';
@@ -309,36 +339,40 @@ bool is_valid_task_type(std::string_view type) noexcept {
 
 codec_result<void> validate(const task_spec& t) {
     if (!is_valid_task_type(t.type)) {
-        return decode_error{"field \"type\" must be 1 to 128 characters of [A-Za-z0-9_.:-], not " +
-                            brief(json::value(json::string_view(t.type.data(), t.type.size())))};
+        return decode_error{
+            "field \"type\" must be 1 to 128 characters of [A-Za-z0-9_.:-], not " +
+            brief(json::value(json::string_view(t.type.data(), t.type.size())))};
     }
     if (t.priority < min_priority || t.priority > max_priority) {
-        return decode_error{"field \"priority\" must be from 0 to 9, not " +
-                            std::to_string(t.priority)};
+        return decode_error{
+            "field \"priority\" must be from 0 to 9, not " + std::to_string(t.priority)};
     }
     if (t.timeout.count() < 0) {
-        return decode_error{"field \"timeout_ms\" must be >= 0, not " +
-                            std::to_string(t.timeout.count())};
+        return decode_error{
+            "field \"timeout_ms\" must be >= 0, not " + std::to_string(t.timeout.count())};
     }
     if (t.max_attempts < 1 || t.max_attempts > max_attempts_limit) {
-        return decode_error{"field \"max_attempts\" must be from 1 to " + std::to_string(max_attempts_limit) +
-                            ", not " + std::to_string(t.max_attempts)};
+        return decode_error{
+            "field \"max_attempts\" must be from 1 to " + std::to_string(max_attempts_limit) +
+            ", not " + std::to_string(t.max_attempts)};
     }
     if (t.attempt < 1) {
         return decode_error{"field \"attempt\" must be >= 1, not " + std::to_string(t.attempt)};
     }
     // The task object itself is one level: args may use the rest.
-    if (auto problem = field_problem("args", t.args)) return std::move(*problem);
+    if (auto problem = field_problem("args", t.args))
+        return std::move(*problem);
     if (t.bundle.size() > max_bundle_tasks) {
-        return decode_error{"field \"bundle\" holds more than " + std::to_string(max_bundle_tasks) +
-                            " tasks"};
+        return decode_error{
+            "field \"bundle\" holds more than " + std::to_string(max_bundle_tasks) + " tasks"};
     }
     if (!t.bundle.empty() && !t.args.is_null()) {
         return decode_error{R"(a bundle has no field "args" (its tasks' are in "bundle"))"};
     }
     for (const auto& args : t.bundle) {
         // The task object and the bundle array: two levels.
-        if (auto problem = field_problem("bundle", args, 2)) return std::move(*problem);
+        if (auto problem = field_problem("bundle", args, 2))
+            return std::move(*problem);
     }
     return {};
 }
@@ -351,42 +385,55 @@ std::string encode(const task_spec& t) {
     } else {
         json::array bundle;
         bundle.reserve(t.bundle.size());
-        for (const auto& args : t.bundle) bundle.push_back(finite(args));
+        for (const auto& args : t.bundle)
+            bundle.push_back(finite(args));
         o["bundle"] = std::move(bundle);
     }
     o["priority"] = t.priority;
     o["timeout_ms"] = static_cast<std::int64_t>(t.timeout.count());
     o["max_attempts"] = t.max_attempts;
     o["submitted_ms"] = t.submitted_ms;
-    if (!t.client.empty()) o["client"] = json::string_view(t.client.data(), t.client.size());
+    if (!t.client.empty())
+        o["client"] = json::string_view(t.client.data(), t.client.size());
     // A pending task carries its attempt only once requeued (§6 T6); an assignment always.
     const bool assigned = t.epoch != 0 || t.assigned_ms != 0 || !t.worker.empty();
-    if (assigned || t.attempt != 1) o["attempt"] = t.attempt;
-    if (t.epoch != 0) o["epoch"] = t.epoch;
-    if (t.assigned_ms != 0) o["assigned_ms"] = t.assigned_ms;
-    if (!t.worker.empty()) o["worker"] = json::string_view(t.worker.data(), t.worker.size());
-    if (t.running_ms != 0) o["running_ms"] = t.running_ms;
+    if (assigned || t.attempt != 1)
+        o["attempt"] = t.attempt;
+    if (t.epoch != 0)
+        o["epoch"] = t.epoch;
+    if (t.assigned_ms != 0)
+        o["assigned_ms"] = t.assigned_ms;
+    if (!t.worker.empty())
+        o["worker"] = json::string_view(t.worker.data(), t.worker.size());
+    if (t.running_ms != 0)
+        o["running_ms"] = t.running_ms;
     if (t.progress >= 0) {
-        o["progress"] = {{"fraction", std::min(t.progress, 1.0)},
-                         {"message", json::string_view(t.progress_message.data(), t.progress_message.size())},
-                         {"at_ms", t.progress_ms}};
+        o["progress"] = {
+            {"fraction", std::min(t.progress, 1.0)},
+            {"message", json::string_view(t.progress_message.data(), t.progress_message.size())},
+            {"at_ms", t.progress_ms}};
     }
     return json::serialize(o);
 }
 
 codec_result<task_spec> decode_task(std::string_view data) {
     auto doc = parse_document(data);
-    if (!doc) return doc.error();
+    if (!doc)
+        return doc.error();
     reader r(*doc);
     task_spec t;
     t.type = r.string("type", true);
-    if (auto* args = r.find("args")) t.args = std::move(*args);
+    if (auto* args = r.find("args"))
+        t.args = std::move(*args);
     if (auto* bundle = r.find("bundle")) {
         if (!bundle->is_array() || bundle->get_array().empty()) {
-            return decode_error{"field \"bundle\" must be a non-empty array, not " + brief(*bundle)};
+            return decode_error{
+                "field \"bundle\" must be a non-empty array, not " + brief(*bundle)};
         }
         auto& tasks = bundle->get_array();
-        t.bundle.assign(std::make_move_iterator(tasks.begin()), std::make_move_iterator(tasks.end()));
+        t.bundle.assign(
+            std::make_move_iterator(tasks.begin()), std::make_move_iterator(tasks.end())
+        );
     }
     t.priority = r.small_integer("priority", default_priority, min_priority, max_priority);
     t.timeout = std::chrono::milliseconds(r.integer("timeout_ms", 0, 0, int64_max));
@@ -410,16 +457,19 @@ codec_result<task_spec> decode_task(std::string_view data) {
             t.progress_ms = at != nullptr && at->is_int64() ? at->get_int64() : 0;
         }
     }
-    if (!r.ok()) return r.error();
-    if (auto valid = validate(t); !valid) return valid.error();
+    if (!r.ok())
+        return r.error();
+    if (auto valid = validate(t); !valid)
+        return valid.error();
     return t;
 }
 
 codec_result<task_spec> decode_task_node(std::string_view tid, std::string_view data) {
     auto t = decode_task(data);
     if (t && t->bundle.size() != bundle_size(tid)) {  // §4.1: the id gives the size
-        return decode_error{"the node holds a bundle of " + std::to_string(t->bundle.size()) +
-                            " tasks where its id says " + std::to_string(bundle_size(tid))};
+        return decode_error{
+            "the node holds a bundle of " + std::to_string(t->bundle.size()) +
+            " tasks where its id says " + std::to_string(bundle_size(tid))};
     }
     return t;
 }
@@ -438,11 +488,10 @@ void throw_exception_from_error(const task_error& e, const boost::source_locatio
 }
 
 bool is_known_error_code(std::string_view code) noexcept {
-    constexpr std::array known{codes::handler_error,    codes::unknown_type,
-                               codes::bad_args,         codes::malformed_task,
-                               codes::result_too_large, codes::timeout,
-                               codes::cancelled,        codes::attempts_exhausted,
-                               codes::output_too_large};
+    constexpr std::array known{
+        codes::handler_error,  codes::unknown_type,       codes::bad_args,
+        codes::malformed_task, codes::result_too_large,   codes::timeout,
+        codes::cancelled,      codes::attempts_exhausted, codes::output_too_large};
     return std::find(known.begin(), known.end(), code) != known.end();
 }
 
@@ -454,19 +503,22 @@ codec_result<void> validate_outcome(const task_result& r, std::size_t levels) {
         return decode_error{"\"" + std::string(to_string(r.state)) + "\" is not a result state"};
     }
     if (r.state == task_state::succeeded) {
-        if (auto problem = field_problem("value", r.value, levels)) return std::move(*problem);
+        if (auto problem = field_problem("value", r.value, levels))
+            return std::move(*problem);
     } else if (!r.error) {
-        return decode_error{"a result in state " + std::string(to_string(r.state)) +
-                            " needs an error"};
+        return decode_error{
+            "a result in state " + std::string(to_string(r.state)) + " needs an error"};
     }
-    if (r.error && r.error->code.empty()) return decode_error{"error: field \"code\" is empty"};
+    if (r.error && r.error->code.empty())
+        return decode_error{"error: field \"code\" is empty"};
     return {};
 }
 
 void encode_outcome(const task_result& r, json::object& o) {
     const auto state = to_string(r.state);
     o["state"] = json::string_view(state.data(), state.size());
-    if (r.state == task_state::succeeded) o["value"] = finite(r.value);
+    if (r.state == task_state::succeeded)
+        o["value"] = finite(r.value);
     if (r.error) {
         json::object e;
         e["code"] = json::string_view(r.error->code.data(), r.error->code.size());
@@ -477,24 +529,30 @@ void encode_outcome(const task_result& r, json::object& o) {
 
 codec_result<void> decode_outcome(reader& r, task_result& res) {
     const auto state_name = r.string("state", true);
-    if (!r.ok()) return r.error();
+    if (!r.ok())
+        return r.error();
     const auto state = parse_task_state(state_name);
     if (!state || !is_result_state(*state)) {
-        return decode_error{"field \"state\" is not a result state: " +
-                            brief(json::value(json::string_view(state_name)))};
+        return decode_error{
+            "field \"state\" is not a result state: " +
+            brief(json::value(json::string_view(state_name)))};
     }
     res.state = *state;
     if (res.state == task_state::succeeded) {
-        if (auto* value = r.find("value")) res.value = std::move(*value);
+        if (auto* value = r.find("value"))
+            res.value = std::move(*value);
     }
     if (auto* e = r.find("error")) {
-        if (!e->is_object()) return decode_error{"field \"error\" must be an object"};
+        if (!e->is_object())
+            return decode_error{"field \"error\" must be an object"};
         reader er(e->get_object());
         task_error err;
         err.code = er.string("code", true);
         err.message = er.string("message");
-        if (!er.ok()) return decode_error{"error: " + er.error().message};
-        if (err.code.empty()) return decode_error{"error: field \"code\" is empty"};
+        if (!er.ok())
+            return decode_error{"error: " + er.error().message};
+        if (err.code.empty())
+            return decode_error{"error: field \"code\" is empty"};
         res.error = std::move(err);
     } else if (res.state != task_state::succeeded) {
         return decode_error{"a result in state " + std::string(state_name) + " needs an error"};
@@ -509,16 +567,20 @@ codec_result<void> validate_bundled(const task_result& entry) {
 }
 
 codec_result<void> validate(const task_result& r) {
-    if (r.task.empty()) return decode_error{"field \"task\" is empty"};
-    if (auto ok = validate_outcome(r, 1); !ok) return ok;
-    if (r.attempt < 0) return decode_error{"field \"attempt\" must be >= 0"};
+    if (r.task.empty())
+        return decode_error{"field \"task\" is empty"};
+    if (auto ok = validate_outcome(r, 1); !ok)
+        return ok;
+    if (r.attempt < 0)
+        return decode_error{"field \"attempt\" must be >= 0"};
     if (r.bundle.size() > max_bundle_tasks) {
-        return decode_error{"field \"bundle\" holds more than " + std::to_string(max_bundle_tasks) +
-                            " results"};
+        return decode_error{
+            "field \"bundle\" holds more than " + std::to_string(max_bundle_tasks) + " results"};
     }
     for (const auto& entry : r.bundle) {
         // The result object, the bundle array, the entry: value sits three levels down.
-        if (auto ok = validate_outcome(entry, 3); !ok) return ok;
+        if (auto ok = validate_outcome(entry, 3); !ok)
+            return ok;
     }
     return {};
 }
@@ -527,10 +589,14 @@ std::string encode(const task_result& r) {
     json::object o = new_document();
     o["task"] = json::string_view(r.task.data(), r.task.size());
     encode_outcome(r, o);
-    if (r.attempt != 0) o["attempt"] = r.attempt;
-    if (!r.worker.empty()) o["worker"] = json::string_view(r.worker.data(), r.worker.size());
-    if (r.started_ms != 0) o["started_ms"] = r.started_ms;
-    if (r.finished_ms != 0) o["finished_ms"] = r.finished_ms;
+    if (r.attempt != 0)
+        o["attempt"] = r.attempt;
+    if (!r.worker.empty())
+        o["worker"] = json::string_view(r.worker.data(), r.worker.size());
+    if (r.started_ms != 0)
+        o["started_ms"] = r.started_ms;
+    if (r.finished_ms != 0)
+        o["finished_ms"] = r.finished_ms;
     if (!r.bundle.empty()) {
         json::array entries;
         entries.reserve(r.bundle.size());
@@ -543,7 +609,8 @@ std::string encode(const task_result& r) {
     }
     if (!r.consumed.empty()) {
         json::array consumed;
-        for (const auto i : r.consumed) consumed.emplace_back(static_cast<std::uint64_t>(i));
+        for (const auto i : r.consumed)
+            consumed.emplace_back(static_cast<std::uint64_t>(i));
         o["consumed"] = std::move(consumed);
     }
     return json::serialize(o);
@@ -551,7 +618,8 @@ std::string encode(const task_result& r) {
 
 codec_result<task_result> decode_result(std::string_view data) {
     auto doc = parse_document(data);
-    if (!doc) return doc.error();
+    if (!doc)
+        return doc.error();
     reader r(*doc);
     task_result res;
     res.task = r.string("task", true);
@@ -559,16 +627,21 @@ codec_result<task_result> decode_result(std::string_view data) {
     res.worker = r.string("worker");
     res.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
     res.finished_ms = r.integer("finished_ms", 0, int64_min, int64_max);
-    if (!r.ok()) return r.error();
-    if (res.task.empty()) return decode_error{"field \"task\" is empty"};
-    if (auto ok = decode_outcome(r, res); !ok) return ok.error();
+    if (!r.ok())
+        return r.error();
+    if (res.task.empty())
+        return decode_error{"field \"task\" is empty"};
+    if (auto ok = decode_outcome(r, res); !ok)
+        return ok.error();
     if (auto* bundle = r.find("bundle")) {
         if (!bundle->is_array() || bundle->get_array().size() > max_bundle_tasks) {
-            return decode_error{"field \"bundle\" must be an array of at most " +
-                                std::to_string(max_bundle_tasks) + " results"};
+            return decode_error{
+                "field \"bundle\" must be an array of at most " + std::to_string(max_bundle_tasks) +
+                " results"};
         }
         for (auto& e : bundle->get_array()) {
-            if (!e.is_object()) return decode_error{"field \"bundle\" holds a non-object"};
+            if (!e.is_object())
+                return decode_error{"field \"bundle\" holds a non-object"};
             reader er(e.get_object());
             task_result entry;
             entry.state = task_state::failed;
@@ -579,7 +652,8 @@ codec_result<task_result> decode_result(std::string_view data) {
         }
     }
     if (auto* consumed = r.find("consumed")) {
-        if (!consumed->is_array()) return decode_error{"field \"consumed\" must be an array"};
+        if (!consumed->is_array())
+            return decode_error{"field \"consumed\" must be an array"};
         for (const auto& e : consumed->get_array()) {
             const auto n = as_int64(e);
             if (!n || *n < 0 || *n >= static_cast<std::int64_t>(max_bundle_tasks)) {
@@ -588,14 +662,16 @@ codec_result<task_result> decode_result(std::string_view data) {
             res.consumed.push_back(static_cast<std::size_t>(*n));
         }
         std::sort(res.consumed.begin(), res.consumed.end());
-        res.consumed.erase(std::unique(res.consumed.begin(), res.consumed.end()),
-                           res.consumed.end());
+        res.consumed.erase(
+            std::unique(res.consumed.begin(), res.consumed.end()), res.consumed.end()
+        );
     }
     return res;
 }
 
-codec_result<task_result> bundled_result(const task_result& whole, std::size_t index,
-                                         std::string id) {
+codec_result<task_result> bundled_result(
+    const task_result& whole, std::size_t index, std::string id
+) {
     task_result r;
     if (whole.bundle.empty()) {
         r = whole;
@@ -607,8 +683,9 @@ codec_result<task_result> bundled_result(const task_result& whole, std::size_t i
         r.started_ms = whole.started_ms;
         r.finished_ms = whole.finished_ms;
     } else {
-        return decode_error{"the bundle's result holds " + std::to_string(whole.bundle.size()) +
-                            " results, none for task " + std::to_string(index)};
+        return decode_error{
+            "the bundle's result holds " + std::to_string(whole.bundle.size()) +
+            " results, none for task " + std::to_string(index)};
     }
     r.task = std::move(id);
     return r;
@@ -623,20 +700,27 @@ bool result_size_ok(std::string_view encoded) noexcept {
 std::string encode(const member_info& m) {
     json::object o = new_document();
     o["id"] = json::string_view(m.id.data(), m.id.size());
-    if (m.epoch) o["epoch"] = *m.epoch;
+    if (m.epoch)
+        o["epoch"] = *m.epoch;
     o["host"] = json::string_view(m.host.data(), m.host.size());
     o["pid"] = m.pid;
-    if (m.since_ms != 0) o["since_ms"] = m.since_ms;
-    if (m.capacity) o["capacity"] = *m.capacity;
+    if (m.since_ms != 0)
+        o["since_ms"] = m.since_ms;
+    if (m.capacity)
+        o["capacity"] = *m.capacity;
     if (m.capacity || !m.types.empty()) {
         json::array types;
         types.reserve(m.types.size());
-        for (const auto& t : m.types) types.emplace_back(json::string_view(t.data(), t.size()));
+        for (const auto& t : m.types)
+            types.emplace_back(json::string_view(t.data(), t.size()));
         o["types"] = std::move(types);
     }
-    if (m.started_ms != 0) o["started_ms"] = m.started_ms;
-    if (m.draining) o["draining"] = true;
-    if (m.throughput) o["throughput"] = *m.throughput;
+    if (m.started_ms != 0)
+        o["started_ms"] = m.started_ms;
+    if (m.draining)
+        o["draining"] = true;
+    if (m.throughput)
+        o["throughput"] = *m.throughput;
     return json::serialize(o);
 }
 
@@ -646,7 +730,8 @@ enum class member_kind { any, worker, master };
 
 codec_result<member_info> decode_member_as(std::string_view data, member_kind kind) {
     auto doc = parse_document(data);
-    if (!doc) return doc.error();
+    if (!doc)
+        return doc.error();
     reader r(*doc);
     member_info m;
     m.id = r.string("id", true);
@@ -657,7 +742,8 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
         m.capacity = r.small_integer("capacity", 0, 0, int_max, worker);
     }
     // A worker must say what it serves, if only "nothing" ([]).
-    if (worker && r.find("types") == nullptr) r.fail("field \"types\" is missing");
+    if (worker && r.find("types") == nullptr)
+        r.fail("field \"types\" is missing");
     m.types = read_types(r);
     m.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
     if (r.find("epoch") != nullptr || kind == member_kind::master) {
@@ -665,9 +751,12 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     }
     m.since_ms = r.integer("since_ms", 0, int64_min, int64_max);
     m.draining = r.boolean("draining", false);
-    if (r.find("throughput") != nullptr) m.throughput = r.finite("throughput", 0.0);
-    if (!r.ok()) return r.error();
-    if (m.id.empty()) return decode_error{"field \"id\" is empty"};
+    if (r.find("throughput") != nullptr)
+        m.throughput = r.finite("throughput", 0.0);
+    if (!r.ok())
+        return r.error();
+    if (m.id.empty())
+        return decode_error{"field \"id\" is empty"};
     return m;
 }
 
@@ -697,7 +786,8 @@ std::string encode(const meta_info& m) {
 
 codec_result<meta_info> decode_meta(std::string_view data) {
     auto doc = parse_document(data);
-    if (!doc) return doc.error();
+    if (!doc)
+        return doc.error();
     reader r(*doc);
     meta_info m;
     const auto shards = [&](std::string_view key) {
@@ -706,25 +796,30 @@ codec_result<meta_info> decode_meta(std::string_view data) {
     m.pending_shards = shards("pending_shards");
     m.result_shards = shards("result_shards");
     m.created_ms = r.integer("created_ms", 0, int64_min, int64_max);
-    if (!r.ok()) return r.error();
+    if (!r.ok())
+        return r.error();
     return m;
 }
 
 std::string encode(const epoch_info& e) {
     json::object o = new_document();
-    if (!e.master.empty()) o["master"] = json::string_view(e.master.data(), e.master.size());
-    if (e.since_ms != 0) o["since_ms"] = e.since_ms;
+    if (!e.master.empty())
+        o["master"] = json::string_view(e.master.data(), e.master.size());
+    if (e.since_ms != 0)
+        o["since_ms"] = e.since_ms;
     return json::serialize(o);
 }
 
 codec_result<epoch_info> decode_epoch(std::string_view data) {
     auto doc = parse_document(data);
-    if (!doc) return doc.error();
+    if (!doc)
+        return doc.error();
     reader r(*doc);
     epoch_info e;
     e.master = r.string("master");
     e.since_ms = r.integer("since_ms", 0, int64_min, int64_max);
-    if (!r.ok()) return r.error();
+    if (!r.ok())
+        return r.error();
     return e;
 }
 
@@ -736,11 +831,13 @@ std::string encode(const cancel_info& c) {
 
 codec_result<cancel_info> decode_cancel(std::string_view data) {
     auto doc = parse_document(data);
-    if (!doc) return doc.error();
+    if (!doc)
+        return doc.error();
     reader r(*doc);
     cancel_info c;
     c.requested_ms = r.integer("requested_ms", 0, int64_min, int64_max);
-    if (!r.ok()) return r.error();
+    if (!r.ok())
+        return r.error();
     return c;
 }
 

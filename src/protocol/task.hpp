@@ -45,8 +45,9 @@ inline constexpr int max_attempts_limit = 1000;
 /// `extra_levels` for a wrapper of the caller's own, such as an array of several tasks):
 /// every reader of zkd data and of users' args goes through it, so a document one part of
 /// zkd accepts is never refused or cut short by another. Never throws on bad input.
-boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
-                              std::size_t extra_levels = 0);
+boost::json::value parse_json(
+    std::string_view text, boost::system::error_code& ec, std::size_t extra_levels = 0
+);
 
 /// Why a decoder refused its input.
 struct decode_error {
@@ -56,8 +57,9 @@ struct decode_error {
 };
 
 /// Thrown by codec_result::value() on an error (found by ADL from boost::system::result).
-[[noreturn]] void throw_exception_from_error(const decode_error& e,
-                                             const boost::source_location& loc);
+[[noreturn]] void throw_exception_from_error(
+    const decode_error& e, const boost::source_location& loc
+);
 
 template <class T>
 using codec_result = boost::system::result<T, decode_error>;
@@ -89,9 +91,9 @@ bool is_result_state(task_state s) noexcept;
 /// is one task node holding several tasks of one type: `bundle` holds each one's `args`.
 struct task_spec {
     std::string type;
-    boost::json::value args;  ///< any JSON; null when absent (and in a bundle)
+    boost::json::value args;                 ///< any JSON; null when absent (and in a bundle)
     std::vector<boost::json::value> bundle;  ///< a bundle's tasks' args; empty: not a bundle
-    int priority = default_priority;  ///< min_priority (lowest) to max_priority (highest)
+    int priority = default_priority;         ///< min_priority (lowest) to max_priority (highest)
     /// 0: none. Not bounded above: clamp before adding it to a time point.
     std::chrono::milliseconds timeout{0};
     int max_attempts = 3;
@@ -131,7 +133,8 @@ bool task_size_ok(std::string_view encoded, std::size_t limit = max_task_bytes) 
 
 // --- result (§5) -----------------------------------------------------------------------------
 
-/// The error codes of §5, the one list of them (roles::codes is this namespace). Decoding accepts any other non-empty code too (a newer writer may add some).
+/// The error codes of §5, the one list of them (roles::codes is this namespace). Decoding accepts
+/// any other non-empty code too (a newer writer may add some).
 namespace codes {
 inline constexpr std::string_view handler_error = "handler_error";
 inline constexpr std::string_view unknown_type = "unknown_type";
@@ -167,14 +170,15 @@ private:
 };
 
 /// Found by ADL from boost::system::result::value(): throws task_error_exception.
-[[noreturn]] void throw_exception_from_error(const task_error& e,
-                                             const boost::source_location& loc);
+[[noreturn]] void throw_exception_from_error(
+    const task_error& e, const boost::source_location& loc
+);
 
 /// True for the nine codes of §5.
 bool is_known_error_code(std::string_view code) noexcept;
 
 struct task_result {
-    std::string task;  ///< the task id (a bundle's: the bundle id)
+    std::string task;                          ///< the task id (a bundle's: the bundle id)
     task_state state = task_state::succeeded;  ///< one of is_result_state()
     boost::json::value value;                  ///< succeeded: the handler's JSON
     std::optional<task_error> error;           ///< required unless succeeded
@@ -194,8 +198,9 @@ struct task_result {
 /// The result of the `index`-th task of a bundle, from the bundle's result, with `task` set
 /// to `id`: its entry of `bundle`, or (no entries) the whole result. An error when `bundle`
 /// has entries but not that one.
-codec_result<task_result> bundled_result(const task_result& whole, std::size_t index,
-                                         std::string id);
+codec_result<task_result> bundled_result(
+    const task_result& whole, std::size_t index, std::string id
+);
 
 /// Checks what decode_result() requires, and that `value` will decode (finite numbers, nesting
 /// within max_json_depth - 1): a worker turns a failure here into a `failed` result.
@@ -218,9 +223,9 @@ struct member_info {
     std::string id;
     std::string host;
     std::int64_t pid = 0;
-    std::optional<int> capacity;     ///< workers
-    std::vector<std::string> types;  ///< workers; sorted and unique once decoded
-    std::int64_t started_ms = 0;     ///< workers; 0: absent
+    std::optional<int> capacity;        ///< workers
+    std::vector<std::string> types;     ///< workers; sorted and unique once decoded
+    std::int64_t started_ms = 0;        ///< workers; 0: absent
     std::optional<std::int64_t> epoch;  ///< master
     std::int64_t since_ms = 0;          ///< master; 0: absent
     bool draining = false;              ///< workers: shutting down, takes no new tasks

@@ -30,7 +30,8 @@ public:
     /// (any type the caller lets through) ended the wait first.
     boost::asio::awaitable<bool> wait() {
         while (!set_) {
-            auto [ec] = co_await timer_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+            auto [ec] =
+                co_await timer_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
             if (ec && !set_) {
                 co_return false;  // cancelled, not set
             }

@@ -8,10 +8,10 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -110,8 +110,8 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         while (!queue.empty()) {
             auto& g = queue.front();
             const bool first = batch.empty();
-            if (!first && (ops.size() + g.ops.size() > lim.max_ops ||
-                           bytes + g.bytes > lim.max_bytes)) {
+            if (!first &&
+                (ops.size() + g.ops.size() > lim.max_ops || bytes + g.bytes > lim.max_bytes)) {
                 break;  // a group alone goes even if larger: it fails or succeeds on its own
             }
             g.index.clear();
@@ -132,22 +132,24 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             queue.pop_front();
         }
         std::optional<receipt> rc;
-        const bool decided = std::any_of(batch.begin(), batch.end(), [](const group& g) { return g.decided; });
+        const bool decided =
+            std::any_of(batch.begin(), batch.end(), [](const group& g) { return g.decided; });
         if (decided && !receipt_prefix.empty()) {
             rc = receipt{take_slot(), ++sequence, ops.size()};
             ops.push_back(to_zkco(
-                protocol::receipt_op(receipt_path(rc->slot), rc->sequence, slots[rc->slot].created)));
+                protocol::receipt_op(receipt_path(rc->slot), rc->sequence, slots[rc->slot].created)
+            ));
         }
         ++in_flight;
         in_flight_groups += batch.size();
         ++counters.transactions;
         counters.ops += ops.size();
-        zk->async_multi(std::move(ops), [self = shared_from_this(), batch = std::move(batch),
-                                         prefix_size = prefix.size(), rc](
-                                            zkco::error_code ec,
-                                            std::vector<zkco::op_result> results) mutable {
-            self->done(std::move(batch), prefix_size, rc, ec, std::move(results));
-        });
+        zk->async_multi(
+            std::move(ops),
+            [self = shared_from_this(), batch = std::move(batch), prefix_size = prefix.size(), rc](
+                zkco::error_code ec, std::vector<zkco::op_result> results
+            ) mutable { self->done(std::move(batch), prefix_size, rc, ec, std::move(results)); }
+        );
     }
 
     /// The receipt a transaction writes: its slot, its sequence number, its op's index.
@@ -159,8 +161,9 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
 
     /// After a transaction whose answer was lost: once connected again, its receipt says
     /// whether it applied. Its groups then complete, or go back to the queue.
-    static boost::asio::awaitable<void> resolve(std::shared_ptr<state> self, std::vector<group> batch,
-                                                receipt rc, zkco::error_code lost) {
+    static boost::asio::awaitable<void> resolve(
+        std::shared_ptr<state> self, std::vector<group> batch, receipt rc, zkco::error_code lost
+    ) {
         const auto path = self->receipt_path(rc.slot);
         std::optional<bool> applied;
         while (!applied && self->zk != nullptr) {
@@ -169,8 +172,9 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                 break;  // the session is gone: the outcome stays unknown
             }
             if (zk.state() != zkco::session_state::connected) {
-                co_await zk.async_wait_state(zk.state_generation(),
-                                             asio::as_tuple(asio::use_awaitable));
+                co_await zk.async_wait_state(
+                    zk.state_generation(), asio::as_tuple(asio::use_awaitable)
+                );
                 continue;
             }
             // Caught up with the leader first: the receipt read must see our write, if any.
@@ -181,7 +185,8 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             if (sec) {
                 continue;  // not connected after all: wait again
             }
-            auto [gec, node] = co_await self->zk->async_get(path, asio::as_tuple(asio::use_awaitable));
+            auto [gec, node] =
+                co_await self->zk->async_get(path, asio::as_tuple(asio::use_awaitable));
             if (gec == zkco::errc::no_node) {
                 applied = false;
                 self->slots[rc.slot].created = false;
@@ -195,7 +200,11 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         self->slots[rc.slot].busy = false;
         if (!applied || self->zk == nullptr) {
             for (auto& g : batch) {
-                self->complete(g, self->zk == nullptr ? zkco::error_code(asio::error::operation_aborted) : lost, {});
+                self->complete(
+                    g,
+                    self->zk == nullptr ? zkco::error_code(asio::error::operation_aborted) : lost,
+                    {}
+                );
             }
             co_return;
         }
@@ -214,9 +223,9 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         }
     }
 
-    static boost::asio::awaitable<void> resolve_and_count(std::shared_ptr<state> self,
-                                                          std::vector<group> batch, receipt rc,
-                                                          zkco::error_code lost) {
+    static boost::asio::awaitable<void> resolve_and_count(
+        std::shared_ptr<state> self, std::vector<group> batch, receipt rc, zkco::error_code lost
+    ) {
         const auto n = batch.size();
         co_await resolve(self, std::move(batch), rc, lost);
         self->in_flight_groups -= n;
@@ -224,14 +233,17 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
     }
 
     void disable_receipts(zkco::error_code why) {
-        spdlog::warn("batcher: cannot write receipts under {}: {}; a transaction whose answer is "
-                     "lost now completes with its error",
-                     receipt_prefix, why.message());
+        spdlog::warn(
+            "batcher: cannot write receipts under {}: {}; a transaction whose answer is "
+            "lost now completes with its error",
+            receipt_prefix, why.message()
+        );
         receipt_prefix.clear();
     }
 
-    static std::vector<zkco::op_result> slice(const group& g,
-                                              const std::vector<zkco::op_result>& results) {
+    static std::vector<zkco::op_result> slice(
+        const group& g, const std::vector<zkco::op_result>& results
+    ) {
         std::vector<zkco::op_result> out;
         if (results.empty()) {
             return out;
@@ -243,17 +255,24 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         return out;
     }
 
-    void done(std::vector<group> batch, std::size_t prefix_size, std::optional<receipt> rc,
-              zkco::error_code ec, std::vector<zkco::op_result> results) {
+    void done(
+        std::vector<group> batch,
+        std::size_t prefix_size,
+        std::optional<receipt> rc,
+        zkco::error_code ec,
+        std::vector<zkco::op_result> results
+    ) {
         --in_flight;
         in_flight_groups -= batch.size();
         if (rc && ec && results.empty() && ec == zkco::condition::retryable &&
-            ec != asio::error::operation_aborted && zk != nullptr && !zkco::is_terminal(zk->state())) {
+            ec != asio::error::operation_aborted && zk != nullptr &&
+            !zkco::is_terminal(zk->state())) {
             // Applied or not: the receipt will tell, once connected again.
             ++counters.unknown;
             in_flight_groups += batch.size();  // still ours: flush() waits for them
-            asio::co_spawn(ex, resolve_and_count(shared_from_this(), std::move(batch), *rc, ec),
-                           asio::detached);
+            asio::co_spawn(
+                ex, resolve_and_count(shared_from_this(), std::move(batch), *rc, ec), asio::detached
+            );
             return;
         }
         std::optional<std::size_t> failed;
@@ -338,9 +357,13 @@ void multi_batcher::set_prefix(std::vector<zkco::multi_op> prefix) {
     state_->prefix = std::move(prefix);
 }
 
-const multi_batcher::stats& multi_batcher::counters() const noexcept { return state_->counters; }
+const multi_batcher::stats& multi_batcher::counters() const noexcept {
+    return state_->counters;
+}
 
-bool multi_batcher::receipts_enabled() const noexcept { return !state_->receipt_prefix.empty(); }
+bool multi_batcher::receipts_enabled() const noexcept {
+    return !state_->receipt_prefix.empty();
+}
 
 std::size_t multi_batcher::outstanding() const noexcept {
     return state_->queue.size() + state_->in_flight_groups;

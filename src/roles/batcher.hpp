@@ -39,11 +39,11 @@ public:
 
     /// Counters for "ZooKeeper transactions per task" figures.
     struct stats {
-        std::uint64_t transactions = 0;  ///< multis sent
-        std::uint64_t groups = 0;        ///< groups completed
-        std::uint64_t ops = 0;           ///< ops sent, prefix included
-        std::uint64_t resent = 0;        ///< groups sent again after another group failed
-        std::uint64_t unknown = 0;       ///< transactions whose answer was lost (receipts)
+        std::uint64_t transactions = 0;    ///< multis sent
+        std::uint64_t groups = 0;          ///< groups completed
+        std::uint64_t ops = 0;             ///< ops sent, prefix included
+        std::uint64_t resent = 0;          ///< groups sent again after another group failed
+        std::uint64_t unknown = 0;         ///< transactions whose answer was lost (receipts)
         std::uint64_t receipts_found = 0;  ///< of those, the ones a receipt showed applied
     };
 
@@ -73,8 +73,11 @@ public:
     auto async_submit(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
         return boost::asio::async_initiate<
             CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
-            [this](auto h, std::vector<zkco::multi_op> g) { submit(std::move(g), std::move(h), false); },
-            token, std::move(ops));
+            [this](auto h, std::vector<zkco::multi_op> g) {
+                submit(std::move(g), std::move(h), false);
+            },
+            token, std::move(ops)
+        );
     }
 
     /// As async_submit, for a group whose outcome must be known even when the answer is lost
@@ -84,8 +87,11 @@ public:
     auto async_submit_decided(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
         return boost::asio::async_initiate<
             CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
-            [this](auto h, std::vector<zkco::multi_op> g) { submit(std::move(g), std::move(h), true); },
-            token, std::move(ops));
+            [this](auto h, std::vector<zkco::multi_op> g) {
+                submit(std::move(g), std::move(h), true);
+            },
+            token, std::move(ops)
+        );
     }
 
     /// Completes, void(error_code), once no group is queued or in flight: at once when none
@@ -95,7 +101,8 @@ public:
     template <class CompletionToken>
     auto async_wait_idle(CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(zkco::error_code)>(
-            [this](auto h) { wait_idle(std::move(h)); }, token);
+            [this](auto h) { wait_idle(std::move(h)); }, token
+        );
     }
 
     [[nodiscard]] const stats& counters() const noexcept;

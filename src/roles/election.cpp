@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "roles/election.hpp"
 
-#include "roles/foreign.hpp"
 #include "protocol/ids.hpp"
+#include "roles/foreign.hpp"
 #include "zkco/deadline.hpp"
 
 #include <spdlog/spdlog.h>
@@ -48,8 +48,11 @@ std::string describe(const zkco::acl_list& acl) {
     for (const auto& e : acl) {
         std::string perms;
         for (const auto& [bit, letter] :
-             {std::pair{zkco::perms::create, 'c'}, {zkco::perms::del, 'd'}, {zkco::perms::read, 'r'},
-              {zkco::perms::write, 'w'}, {zkco::perms::admin, 'a'}}) {
+             {std::pair{zkco::perms::create, 'c'},
+              {zkco::perms::del, 'd'},
+              {zkco::perms::read, 'r'},
+              {zkco::perms::write, 'w'},
+              {zkco::perms::admin, 'a'}}) {
             if ((e.perms & bit) != 0) {
                 perms += letter;
             }
@@ -60,8 +63,9 @@ std::string describe(const zkco::acl_list& acl) {
 }
 
 /// Nullopt when `acl` grants nothing to anyone but `id` (a digest id); else a message.
-std::optional<std::string> unprotected(const std::string& path, const zkco::acl_list& acl,
-                                       const zkco::credentials& auth) {
+std::optional<std::string> unprotected(
+    const std::string& path, const zkco::acl_list& acl, const zkco::credentials& auth
+) {
     const auto mine = zkco::digest_id(auth.user, auth.password);
     const bool ours = !acl.empty() && std::all_of(acl.begin(), acl.end(), [&](const auto& e) {
         return e.perms == 0 || (e.scheme == "digest" && e.id == mine);
@@ -88,8 +92,9 @@ zkco::result<void> refuse_unprotected(const std::optional<std::string>& problem)
 
 }  // namespace
 
-asio::awaitable<std::optional<std::string>> check_protected(zkco::client& zk, protocol::layout l,
-                                                           zkco::credentials auth) {
+asio::awaitable<std::optional<std::string>> check_protected(
+    zkco::client& zk, protocol::layout l, zkco::credentials auth
+) {
     std::vector<std::string> paths{"/"};
     for (auto& p : l.fixed_nodes()) {
         paths.push_back(std::move(p));
@@ -141,10 +146,13 @@ asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std::strin
     co_return zkco::result<void>();
 }
 
-asio::awaitable<zkco::result<protocol::layout>> ensure_layout(zkco::client& zk, protocol::meta_info defaults) {
+asio::awaitable<zkco::result<protocol::layout>> ensure_layout(
+    zkco::client& zk, protocol::meta_info defaults
+) {
     // Create-if-absent, then read: whoever created /meta first decided the shard counts.
-    auto created = co_await retry_unknown(
-        zk, [&] { return zk.create(protocol::layout::meta(), encode(defaults)); });
+    auto created = co_await retry_unknown(zk, [&] {
+        return zk.create(protocol::layout::meta(), encode(defaults));
+    });
     if (auto ok = ok_or_exists(created); !ok) {
         co_return ok.error();
     }
@@ -154,9 +162,11 @@ asio::awaitable<zkco::result<protocol::layout>> ensure_layout(zkco::client& zk, 
     }
     auto meta = protocol::decode_meta(node->data);
     if (!meta) {
-        spdlog::error("cluster: /meta is not a zkd format 1 meta node ({}); refusing to guess the "
-                      "protocol::layout",
-                      meta.error().message);
+        spdlog::error(
+            "cluster: /meta is not a zkd format 1 meta node ({}); refusing to guess the "
+            "protocol::layout",
+            meta.error().message
+        );
         co_return zkco::error_code(zkco::errc::data_inconsistency);
     }
     const protocol::layout l = protocol::layout::from(*meta);
@@ -214,8 +224,9 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::me
     // Named, not braced inside the co_await: GCC 12 may destroy such temporaries twice.
     const zkco::create_options ephemeral_sequential(zkco::create_mode::ephemeral_sequential);
     while (!mine) {
-        auto created = co_await zk.create(protocol::layout::election_prefix(me.id), data,
-                                          ephemeral_sequential);
+        auto created = co_await zk.create(
+            protocol::layout::election_prefix(me.id), data, ephemeral_sequential
+        );
         if (created) {
             const auto parsed = protocol::parse_election_node(zkco::base_name(*created));
             mine = candidacy{*created, parsed ? parsed->sequence : 0};
@@ -229,13 +240,16 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::me
         if (!connected) {
             co_return zkco::error_code(zkco::errc::session_expired);
         }
-        auto kids = co_await retry_unknown(zk, [&] { return zk.get_children(protocol::layout::election_dir()); });
+        auto kids = co_await retry_unknown(zk, [&] {
+            return zk.get_children(protocol::layout::election_dir());
+        });
         if (!kids) {
             co_return kids.error();
         }
         for (const auto& c : candidates(kids->names)) {
             if (c.node.member == me.id) {
-                mine = candidacy{zkco::join_path(protocol::layout::election_dir(), c.name), c.node.sequence};
+                mine = candidacy{
+                    zkco::join_path(protocol::layout::election_dir(), c.name), c.node.sequence};
             }
         }
     }
@@ -243,7 +257,9 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::me
 
     std::set<std::string> persistent;  // well-named, but no session owns them: not candidates
     for (;;) {
-        auto kids = co_await retry_unknown(zk, [&] { return zk.get_children(protocol::layout::election_dir()); });
+        auto kids = co_await retry_unknown(zk, [&] {
+            return zk.get_children(protocol::layout::election_dir());
+        });
         if (!kids) {
             co_return kids.error();
         }
@@ -271,29 +287,35 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::me
         }
         if (!is_ephemeral(*w->value)) {
             // Written by someone else: it would lead forever without ever acting (§8).
-            spdlog::warn("election: ignoring /election/{}: it is not ephemeral (no candidate's "
-                         "session owns it)",
-                         before.name);
+            spdlog::warn(
+                "election: ignoring /election/{}: it is not ephemeral (no candidate's "
+                "session owns it)",
+                before.name
+            );
             persistent.insert(before.name);
             continue;
         }
         spdlog::debug("election: {} waits for {}", me.id, before.name);
-        if (auto ev = co_await w->watch.changed(); !ev && ev.error() == zkco::condition::session_lost) {
+        if (auto ev = co_await w->watch.changed();
+            !ev && ev.error() == zkco::condition::session_lost) {
             co_return ev.error();
         }
     }
 }
 
-asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, protocol::member_info me,
-                                                      std::int64_t now_ms) {
+asio::awaitable<zkco::result<std::int64_t>> take_over(
+    zkco::client& zk, protocol::member_info me, std::int64_t now_ms
+) {
     // The server we talk to may lag the leader: catch up before reading the epoch.
-    if (auto s = co_await retry_unknown(zk, [&] { return zk.sync(protocol::layout::epoch()); }); !s) {
+    if (auto s = co_await retry_unknown(zk, [&] { return zk.sync(protocol::layout::epoch()); });
+        !s) {
         co_return s.error();
     }
     const std::string stamp = encode(protocol::epoch_info{me.id, now_ms});
     std::int64_t epoch = 0;
     while (epoch == 0) {
-        auto current = co_await retry_unknown(zk, [&] { return zk.get(protocol::layout::epoch()); });
+        auto current =
+            co_await retry_unknown(zk, [&] { return zk.get(protocol::layout::epoch()); });
         if (!current) {
             co_return current.error();
         }
@@ -304,8 +326,7 @@ asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, protocol
         auto set = co_await zk.set(protocol::layout::epoch(), stamp, current->stat.version);
         if (set) {
             epoch = set->version;
-        } else if (set.error() != zkco::errc::bad_version &&
-                   set.error() != zkco::condition::retryable) {
+        } else if (set.error() != zkco::errc::bad_version && set.error() != zkco::condition::retryable) {
             co_return set.error();
         }
         // bad_version: someone moved it in between; unknown: look again.
@@ -313,15 +334,18 @@ asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, protocol
 
     me.epoch = epoch;
     me.since_ms = now_ms;
-    std::vector<zkco::multi_op> ops{zkco::op::check{protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}};
-    auto existing = co_await retry_unknown(zk, [&] { return zk.exists(protocol::layout::master()); });
+    std::vector<zkco::multi_op> ops{
+        zkco::op::check{protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}};
+    auto existing =
+        co_await retry_unknown(zk, [&] { return zk.exists(protocol::layout::master()); });
     if (!existing) {
         co_return existing.error();
     }
     if (*existing) {
         ops.emplace_back(zkco::op::remove{protocol::layout::master(), (*existing)->version});
     }
-    ops.emplace_back(zkco::op::create{protocol::layout::master(), encode(me), zkco::create_mode::ephemeral, {}});
+    ops.emplace_back(zkco::op::create{
+        protocol::layout::master(), encode(me), zkco::create_mode::ephemeral, {}});
     auto written = co_await zk.multi(std::move(ops));
     if (!written && written.ec != zkco::condition::retryable) {
         // A failed epoch check means another master took over meanwhile: we are not it.
@@ -334,8 +358,10 @@ asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, protocol
 asio::awaitable<zkco::result<void>> join_workers(zkco::client& zk, protocol::member_info me) {
     for (;;) {
         std::vector<zkco::multi_op> ops{
-            zkco::op::create{protocol::layout::worker(me.id), encode(me), zkco::create_mode::ephemeral, {}},
-            zkco::op::create{protocol::layout::assign_dir(me.id), "", zkco::create_mode::persistent, {}},
+            zkco::op::create{
+                protocol::layout::worker(me.id), encode(me), zkco::create_mode::ephemeral, {}},
+            zkco::op::create{
+                protocol::layout::assign_dir(me.id), "", zkco::create_mode::persistent, {}},
         };
         auto r = co_await zk.multi(std::move(ops));
         if (r) {

@@ -33,14 +33,17 @@ boost::asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std
 /// errc::data_inconsistency (and a log line saying what is wrong): it decides every path, so
 /// guessing would be worse than stopping. With credentials, the namespace and every fixed
 /// node must be protected by them, as for ensure_chroot (errc::invalid_acl otherwise).
-boost::asio::awaitable<zkco::result<protocol::layout>> ensure_layout(zkco::client& zk, protocol::meta_info defaults);
+boost::asio::awaitable<zkco::result<protocol::layout>> ensure_layout(
+    zkco::client& zk, protocol::meta_info defaults
+);
 
 /// With credentials `auth` and a client chrooted at the namespace: checks that the namespace
 /// node ("/") and each fixed node of `l` that exists grant nothing to anyone but `auth`'s
 /// digest id. Yields nullopt if so; otherwise a message naming the first node that is not,
 /// its ACL and what to do (also when an ACL cannot be read). Reads only.
-boost::asio::awaitable<std::optional<std::string>> check_protected(zkco::client& zk, protocol::layout l,
-                                                                   zkco::credentials auth);
+boost::asio::awaitable<std::optional<std::string>> check_protected(
+    zkco::client& zk, protocol::layout l, zkco::credentials auth
+);
 
 /// This member's node in /election.
 struct candidacy {
@@ -54,13 +57,16 @@ struct candidacy {
 /// Foreign children of /election are ignored. Errors: the session ended
 /// (condition::session_lost), or the node vanished (no_node). Cancellation: terminal
 /// abandons the wait; the node stays until the session ends.
-boost::asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::member_info me);
+boost::asio::awaitable<zkco::result<candidacy>> campaign(
+    zkco::client& zk, protocol::member_info me
+);
 
 /// Takes over as master after winning the election (§7 "Takeover"): syncs, bumps /epoch with
 /// a version check and yields the new epoch, the fencing token every master transaction
 /// checks; then writes /master. `now_ms` stamps both.
-boost::asio::awaitable<zkco::result<std::int64_t>> take_over(zkco::client& zk, protocol::member_info me,
-                                                             std::int64_t now_ms);
+boost::asio::awaitable<zkco::result<std::int64_t>> take_over(
+    zkco::client& zk, protocol::member_info me, std::int64_t now_ms
+);
 
 /// Registers a worker (§7 "Worker"): /workers/<id> (ephemeral, `me` with capacity and types)
 /// and /assign/<id>, in one multi. node_exists on /assign/<id> is fine (a retry).

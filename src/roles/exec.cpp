@@ -8,8 +8,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -17,28 +17,28 @@
 #include <boost/asio/write.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <grp.h>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <pwd.h>
+#include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <array>
-#include <cerrno>
-#include <csignal>
-#include <climits>
-#include <cmath>
-#include <cstring>
-#include <list>
-#include <memory>
-#include <mutex>
-#include <stdexcept>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -105,9 +105,8 @@ std::chrono::milliseconds duration_setting(std::string_view key, std::string_vie
     return *d;
 }
 
-constexpr std::array settings{"timeout",     "max-timeout", "max-output", "concurrency",
-                              "output",      "env",         "dir",        "user",
-                              "kill-grace"};
+constexpr std::array settings{"timeout", "max-timeout", "max-output", "concurrency", "output",
+                              "env",     "dir",         "user",       "kill-grace"};
 
 }  // namespace
 
@@ -150,8 +149,9 @@ program_config parse_exec_flag(std::string_view value) {
     return c;
 }
 
-void apply_setting(std::map<std::string, program_config>& types, std::string_view key,
-                   std::string_view value) {
+void apply_setting(
+    std::map<std::string, program_config>& types, std::string_view key, std::string_view value
+) {
     std::string name(key);
     std::string setting;
     for (const char* s : settings) {
@@ -188,8 +188,7 @@ void apply_setting(std::map<std::string, program_config>& types, std::string_vie
         c.max_output = *n;
     } else if (setting == "concurrency") {
         const auto n = parse_size(value);
-        if (!n || value.find_first_not_of("0123456789") != std::string_view::npos ||
-            *n > 100'000) {
+        if (!n || value.find_first_not_of("0123456789") != std::string_view::npos || *n > 100'000) {
             bad("exec." + std::string(key) + " wants a whole number from 0 to 100000, not '" + v +
                 "'");
         }
@@ -238,7 +237,8 @@ namespace {
 
 bool is_executable_file(const std::string& path) {
     struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(path.c_str(), X_OK) == 0;
 }
 
 identity look_up_user(const std::string& type, const std::string& user) {
@@ -313,7 +313,7 @@ program resolve(program_config c, const env_lookup& lookup) {
         struct stat st {};
         const bool exists = ::stat(p.path.c_str(), &st) == 0;
         bad("exec type '" + t + "': program '" + p.path + "' " +
-            (!exists             ? "does not exist"
+            (!exists               ? "does not exist"
              : S_ISDIR(st.st_mode) ? "is a directory"
                                    : "is not executable"));
     }
@@ -440,20 +440,28 @@ handler_result classify(const program_config& c, const run_outcome& o) {
         return fail(codes::handler_error, "cannot start the program: " + o.start_error);
     }
     if (o.output_too_large) {
-        return fail(codes::output_too_large,
-                    "the program wrote more than " + std::to_string(c.max_output) +
-                        " bytes on stdout (max-output); it was killed");
+        return fail(
+            codes::output_too_large, "the program wrote more than " + std::to_string(c.max_output) +
+                                         " bytes on stdout (max-output); it was killed"
+        );
     }
     if (o.signal != 0) {
-        return fail(codes::handler_error,
-                    with_stderr("the program was killed by signal " + std::to_string(o.signal) +
-                                    " (" + signal_name(o.signal) + ")",
-                                o.stderr_tail));
+        return fail(
+            codes::handler_error,
+            with_stderr(
+                "the program was killed by signal " + std::to_string(o.signal) + " (" +
+                    signal_name(o.signal) + ")",
+                o.stderr_tail
+            )
+        );
     }
     if (o.exit_code != 0) {
-        return fail(codes::handler_error,
-                    with_stderr("the program exited with code " + std::to_string(o.exit_code),
-                                o.stderr_tail));
+        return fail(
+            codes::handler_error,
+            with_stderr(
+                "the program exited with code " + std::to_string(o.exit_code), o.stderr_tail
+            )
+        );
     }
     if (c.output == output_mode::text) {
         if (!is_utf8(o.output)) {
@@ -465,10 +473,12 @@ handler_result classify(const program_config& c, const run_outcome& o) {
     json::value v = json::parse(o.output, ec);
     if (ec) {
         std::string head = printable_utf8(o.output.substr(0, 200));
-        return fail(codes::handler_error,
-                    o.output.find_first_not_of(" \t\r\n") == std::string::npos
-                        ? std::string("the program printed no JSON on stdout")
-                        : "the program's output is not JSON (" + ec.message() + "): " + head);
+        return fail(
+            codes::handler_error,
+            o.output.find_first_not_of(" \t\r\n") == std::string::npos
+                ? std::string("the program printed no JSON on stdout")
+                : "the program's output is not JSON (" + ec.message() + "): " + head
+        );
     }
     return v;
 }
@@ -489,7 +499,8 @@ std::optional<std::pair<double, std::string>> parse_progress_line(std::string_vi
     }
     f = std::clamp(f, 0.0, 1.0);
     std::string message;
-    if (const json::value* m = v.get_object().if_contains("message"); m != nullptr && m->is_string()) {
+    if (const json::value* m = v.get_object().if_contains("message");
+        m != nullptr && m->is_string()) {
         message = printable_utf8(std::string_view(m->get_string()).substr(0, 200));
     }
     return std::pair{f, std::move(message)};
@@ -544,14 +555,22 @@ enum class stage : int { pgid = 1, pdeathsig, fds, dir, groups, gid, uid, exec }
 
 const char* stage_text(stage s) {
     switch (s) {
-    case stage::pgid: return "setpgid";
-    case stage::pdeathsig: return "prctl(PR_SET_PDEATHSIG)";
-    case stage::fds: return "setting up its file descriptors";
-    case stage::dir: return "chdir to its working directory";
-    case stage::groups: return "setgroups";
-    case stage::gid: return "setgid";
-    case stage::uid: return "setuid";
-    case stage::exec: return "execve";
+    case stage::pgid:
+        return "setpgid";
+    case stage::pdeathsig:
+        return "prctl(PR_SET_PDEATHSIG)";
+    case stage::fds:
+        return "setting up its file descriptors";
+    case stage::dir:
+        return "chdir to its working directory";
+    case stage::groups:
+        return "setgroups";
+    case stage::gid:
+        return "setgid";
+    case stage::uid:
+        return "setuid";
+    case stage::exec:
+        return "execve";
     }
     return "?";
 }
@@ -646,7 +665,13 @@ struct child_plan {
 /// A started child and its pipes (the parent's ends), on the loop's executor.
 struct child : std::enable_shared_from_this<child> {
     explicit child(const asio::any_io_executor& ex)
-        : in(ex), out(ex), err(ex), progress(ex), error(ex), pidfd(ex), kill_timer(ex),
+        : in(ex),
+          out(ex),
+          err(ex),
+          progress(ex),
+          error(ex),
+          pidfd(ex),
+          kill_timer(ex),
           drain_timer(ex) {}
 
     pid_t pid = 0;
@@ -654,9 +679,9 @@ struct child : std::enable_shared_from_this<child> {
     asio::steady_timer kill_timer;   // SIGTERM → SIGKILL
     asio::steady_timer drain_timer;  // after exit: pipes held by escaped processes
     std::chrono::milliseconds grace{0};
-    bool reaped = false;             // never signal its group after: the pid may be reused
+    bool reaped = false;  // never signal its group after: the pid may be reused
     bool term_sent = false;
-    int readers = 3;                 // stdout, stderr, progress: until EOF
+    int readers = 3;  // stdout, stderr, progress: until EOF
     run_outcome outcome;
 
     void signal_group(int sig) const {
@@ -690,7 +715,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
     std::vector<char*> out;
     out.reserve(v.size() + 1);
     for (const auto& s : v) {
-        out.push_back(const_cast<char*>(s.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+        out.push_back(const_cast<char*>(s.c_str())
+        );  // NOLINT(cppcoreguidelines-pro-type-const-cast)
     }
     out.push_back(nullptr);
     return out;
@@ -698,8 +724,12 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 
 /// Forks and execs `p`; the child's outcome gets start_error if a step before exec failed
 /// (reported asynchronously on the error pipe).
-std::shared_ptr<child> spawn(const asio::any_io_executor& ex, const program& p,
-                             const std::vector<std::string>& env, std::string& error) {
+std::shared_ptr<child> spawn(
+    const asio::any_io_executor& ex,
+    const program& p,
+    const std::vector<std::string>& env,
+    std::string& error
+) {
     std::array<pipe_ends, 5> pipes;  // stdin, stdout, stderr, progress, exec error
     for (auto& pe : pipes) {
         if (!make_pipe(pe)) {
@@ -716,8 +746,8 @@ std::shared_ptr<child> spawn(const asio::any_io_executor& ex, const program& p,
     plan.dir = p.config.dir.empty() ? nullptr : p.config.dir.c_str();
     plan.user = p.user ? &*p.user : nullptr;
     plan.parent = ::getpid();
-    plan.fds = {pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(),
-                pipes[3].write.get()};
+    plan.fds = {
+        pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(), pipes[3].write.get()};
     plan.error = pipes[4].write.get();
 
     const pid_t pid = ::fork();
@@ -755,8 +785,8 @@ asio::awaitable<void> feed(std::shared_ptr<child> c, std::string input) {
 asio::awaitable<void> read_stdout(std::shared_ptr<child> c, std::size_t limit) {
     std::array<char, 65536> buf{};
     for (;;) {
-        auto [ec, n] = co_await c->out.async_read_some(asio::buffer(buf),
-                                                       asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] =
+            co_await c->out.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
         if (!c->outcome.output_too_large) {
             if (c->outcome.output.size() + n > limit) {
                 c->outcome.output_too_large = true;
@@ -777,8 +807,8 @@ asio::awaitable<void> read_stderr(std::shared_ptr<child> c) {
     std::array<char, 16384> buf{};
     std::string& tail = c->outcome.stderr_tail;
     for (;;) {
-        auto [ec, n] = co_await c->err.async_read_some(asio::buffer(buf),
-                                                       asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] =
+            co_await c->err.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
         tail.append(buf.data(), n);
         if (tail.size() > 2 * stderr_tail_bytes) {
             tail.erase(0, tail.size() - stderr_tail_bytes);
@@ -799,8 +829,9 @@ asio::awaitable<void> read_progress(std::shared_ptr<child> c, progress_fn progre
     std::string line;
     bool skipping = false;  // inside a line too long to be one
     for (;;) {
-        auto [ec, n] = co_await c->progress.async_read_some(asio::buffer(buf),
-                                                            asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] = co_await c->progress.async_read_some(
+            asio::buffer(buf), asio::as_tuple(asio::use_awaitable)
+        );
         for (std::size_t i = 0; i < n; ++i) {
             if (buf[i] != '\n') {
                 if (!skipping && line.size() < max_line) {
@@ -829,8 +860,8 @@ asio::awaitable<void> read_progress(std::shared_ptr<child> c, progress_fn progre
 asio::awaitable<void> wait_exit(std::shared_ptr<child> c) {
     // EOF on the error pipe: execve succeeded (the pipe is close-on-exec).
     std::array<int, 2> msg{};
-    auto [eec, got] = co_await asio::async_read(c->error, asio::buffer(msg),
-                                                asio::as_tuple(asio::use_awaitable));
+    auto [eec, got] =
+        co_await asio::async_read(c->error, asio::buffer(msg), asio::as_tuple(asio::use_awaitable));
     if (got == sizeof msg) {
         c->outcome.start_error = std::string(stage_text(static_cast<stage>(msg[0]))) + ": " +
                                  std::strerror(msg[1]);  // NOLINT(concurrency-mt-unsafe)
@@ -845,8 +876,9 @@ asio::awaitable<void> wait_exit(std::shared_ptr<child> c) {
     siginfo_t info{};
     for (;;) {
         if (c->pidfd.is_open()) {
-            auto [wec] = co_await c->pidfd.async_wait(asio::posix::descriptor_base::wait_read,
-                                                      asio::as_tuple(asio::use_awaitable));
+            auto [wec] = co_await c->pidfd.async_wait(
+                asio::posix::descriptor_base::wait_read, asio::as_tuple(asio::use_awaitable)
+            );
             if (wec) {
                 boost::system::error_code ignored_close;
                 c->pidfd.close(ignored_close);  // poll instead of spinning on a failing wait
@@ -856,7 +888,8 @@ asio::awaitable<void> wait_exit(std::shared_ptr<child> c) {
             co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
         }
         info = {};
-        const int rc = ::waitid(P_PID, static_cast<id_t>(c->pid), &info, WEXITED | WNOHANG | WNOWAIT);
+        const int rc =
+            ::waitid(P_PID, static_cast<id_t>(c->pid), &info, WEXITED | WNOHANG | WNOWAIT);
         if ((rc != 0 && errno != EINTR) || (rc == 0 && info.si_pid == c->pid)) {
             break;
         }
@@ -889,12 +922,17 @@ asio::awaitable<void> wait_exit(std::shared_ptr<child> c) {
 
 }  // namespace
 
-asio::awaitable<run_outcome> run_program(const program& p, std::string input, std::stop_token stop,
-                                         progress_fn progress, std::vector<std::string> extra_env) {
+asio::awaitable<run_outcome> run_program(
+    const program& p,
+    std::string input,
+    std::stop_token stop,
+    progress_fn progress,
+    std::vector<std::string> extra_env
+) {
     // Only `stop` stops a program: an abandoned wait would leave it running unreaped.
-    co_await asio::this_coro::reset_cancellation_state(
-        [](asio::cancellation_type) { return asio::cancellation_type::none; }
-    );
+    co_await asio::this_coro::reset_cancellation_state([](asio::cancellation_type) {
+        return asio::cancellation_type::none;
+    });
     const auto ex = co_await asio::this_coro::executor;
     run_outcome o;
     if (stop.stop_requested()) {
@@ -916,8 +954,10 @@ asio::awaitable<run_outcome> run_program(const program& p, std::string input, st
             });
         });
         using namespace asio::experimental::awaitable_operators;
-        co_await (feed(c, std::move(input)) && read_stdout(c, p.config.max_output) &&
-                  read_stderr(c) && read_progress(c, std::move(progress)) && wait_exit(c));
+        co_await (
+            feed(c, std::move(input)) && read_stdout(c, p.config.max_output) && read_stderr(c) &&
+            read_progress(c, std::move(progress)) && wait_exit(c)
+        );
     }
     o = std::move(c->outcome);
     o.stopped = o.stopped || stop.stop_requested();
@@ -1020,14 +1060,16 @@ void add_exec_type(registry& reg, program p) {
             ~place() { l->release(); }
         } const held{limit.get()};
         call.started();
-        std::vector<std::string> extra{"ZKD_TASK_ID=" + call.task,
-                                       "ZKD_TASK_TYPE=" + prog->config.name,
-                                       "ZKD_PROGRESS_FD=" + std::to_string(progress_fd)};
-        const auto o = co_await run_program(*prog, json::serialize(call.args), call.stop,
-                                            std::move(call.progress), std::move(extra));
+        std::vector<std::string> extra{
+            "ZKD_TASK_ID=" + call.task, "ZKD_TASK_TYPE=" + prog->config.name,
+            "ZKD_PROGRESS_FD=" + std::to_string(progress_fd)};
+        const auto o = co_await run_program(
+            *prog, json::serialize(call.args), call.stop, std::move(call.progress), std::move(extra)
+        );
         if (!o.start_error.empty()) {
-            spdlog::warn("exec type {}: cannot start {}: {}", prog->config.name, prog->path,
-                         o.start_error);
+            spdlog::warn(
+                "exec type {}: cannot start {}: {}", prog->config.name, prog->path, o.start_error
+            );
         }
         co_return classify(prog->config, o);
     };

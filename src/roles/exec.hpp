@@ -7,8 +7,6 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -17,6 +15,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <utility>
 #include <vector>
 
@@ -38,13 +37,13 @@ struct program_config {
     std::string name;               ///< the task type
     std::vector<std::string> argv;  ///< argv[0] is the program: a path, or a name in $PATH
     output_mode output = output_mode::json;
-    std::chrono::milliseconds timeout{0};      ///< for tasks that set none; 0: none
-    std::chrono::milliseconds max_timeout{0};  ///< caps a task's own timeout; 0: no cap
+    std::chrono::milliseconds timeout{0};         ///< for tasks that set none; 0: none
+    std::chrono::milliseconds max_timeout{0};     ///< caps a task's own timeout; 0: no cap
     std::size_t max_output = default_max_output;  ///< stdout bytes; more: output_too_large
-    int concurrency = 0;            ///< at most this many at once on a worker; 0: its slots
-    std::vector<std::string> env;   ///< NAME (passed from zkd's environment) or NAME=VALUE
-    std::string dir;                ///< working directory; empty: zkd's own
-    std::string user;               ///< run as this user (zkd must be root); empty: zkd's
+    int concurrency = 0;           ///< at most this many at once on a worker; 0: its slots
+    std::vector<std::string> env;  ///< NAME (passed from zkd's environment) or NAME=VALUE
+    std::string dir;               ///< working directory; empty: zkd's own
+    std::string user;              ///< run as this user (zkd must be root); empty: zkd's
     std::chrono::milliseconds kill_grace{5000};  ///< SIGTERM to SIGKILL on stop
 
     friend bool operator==(const program_config&, const program_config&) = default;
@@ -60,8 +59,9 @@ struct program_config {
 /// Applies one config file line `exec.NAME = PROGRAM [ARG...]` or `exec.NAME.SETTING =
 /// VALUE` (`key` without the "exec." prefix: "NAME" or "NAME.SETTING"; a known SETTING
 /// suffix wins over a dot in NAME). Throws std::invalid_argument naming the key.
-void apply_setting(std::map<std::string, program_config>& types, std::string_view key,
-                   std::string_view value);
+void apply_setting(
+    std::map<std::string, program_config>& types, std::string_view key, std::string_view value
+);
 
 /// "512", "64KiB", "1MiB", "2k", "3M" (binary units): bytes, or nullopt.
 [[nodiscard]] std::optional<std::size_t> parse_size(std::string_view text);
@@ -92,13 +92,13 @@ using env_lookup = std::function<std::optional<std::string>(const std::string&)>
 
 /// How one run ended, as run_program saw it.
 struct run_outcome {
-    std::string start_error;       ///< non-empty: the program could not be started
-    int exit_code = -1;            ///< its exit status when it exited
-    int signal = 0;                ///< the signal that killed it, if one did
-    bool output_too_large = false; ///< stdout went over max_output (it was killed)
-    bool stopped = false;          ///< stop was requested while it ran
-    std::string output;            ///< stdout (empty when too large)
-    std::string stderr_tail;       ///< the last stderr_tail_bytes of stderr
+    std::string start_error;        ///< non-empty: the program could not be started
+    int exit_code = -1;             ///< its exit status when it exited
+    int signal = 0;                 ///< the signal that killed it, if one did
+    bool output_too_large = false;  ///< stdout went over max_output (it was killed)
+    bool stopped = false;           ///< stop was requested while it ran
+    std::string output;             ///< stdout (empty when too large)
+    std::string stderr_tail;        ///< the last stderr_tail_bytes of stderr
 };
 
 /// The task's result from how its program ended (docs/exec.md "The contract").
@@ -117,7 +117,10 @@ struct run_outcome {
 /// then SIGKILL after kill_grace. The coroutine's own cancellation is ignored. `p` must
 /// outlive the call. `extra_env` entries (NAME=VALUE) are added to the program's environment.
 [[nodiscard]] boost::asio::awaitable<run_outcome> run_program(
-    const program& p, std::string input, std::stop_token stop, progress_fn progress,
+    const program& p,
+    std::string input,
+    std::stop_token stop,
+    progress_fn progress,
     std::vector<std::string> extra_env = {}
 );
 

@@ -10,8 +10,9 @@ namespace zkd::roles {
 namespace {
 
 /// Deletes the subtree below `path`, counting into `removed`, up to `limit` in all.
-asio::awaitable<zkco::error_code> clear(zkco::client& zk, const std::string& path,
-                                        std::size_t& removed, std::size_t limit, int depth) {
+asio::awaitable<zkco::error_code> clear(
+    zkco::client& zk, const std::string& path, std::size_t& removed, std::size_t limit, int depth
+) {
     if (depth > 32) {
         co_return zkco::error_code(zkco::errc::not_empty);  // deeper than anyone sane writes
     }
@@ -59,8 +60,9 @@ asio::awaitable<zkco::error_code> clear(zkco::client& zk, const std::string& pat
 
 }  // namespace
 
-asio::awaitable<zkco::result<std::size_t>> remove_children(zkco::client& zk, std::string path,
-                                                           std::size_t limit) {
+asio::awaitable<zkco::result<std::size_t>> remove_children(
+    zkco::client& zk, std::string path, std::size_t limit
+) {
     std::size_t removed = 0;
     if (auto ec = co_await clear(zk, path, removed, limit, 0); ec) {
         co_return ec;

@@ -17,9 +17,9 @@ namespace zkd::roles {
 /// an assignment or a result: any there were written by someone else and would make the
 /// node undeletable (not_empty), stalling the transition that deletes it. Yields how many
 /// nodes it deleted; no_node anywhere is fine (someone else deleted it).
-boost::asio::awaitable<zkco::result<std::size_t>> remove_children(zkco::client& zk,
-                                                                   std::string path,
-                                                                   std::size_t limit = 1000);
+boost::asio::awaitable<zkco::result<std::size_t>> remove_children(
+    zkco::client& zk, std::string path, std::size_t limit = 1000
+);
 
 /// True when `s` describes a node that a live session owns (an ephemeral node): only such
 /// nodes may stand for a worker or a candidate.

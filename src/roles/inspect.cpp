@@ -54,7 +54,11 @@ master_view master_from(const std::string& data) {
 }
 
 task_entry entry_from(
-    std::string id, protocol::task_state state, std::string worker, const std::string& data, std::int64_t now
+    std::string id,
+    protocol::task_state state,
+    std::string worker,
+    const std::string& data,
+    std::int64_t now
 ) {
     task_entry e;
     e.id = std::move(id);
@@ -241,7 +245,9 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
     co_return view;
 }
 
-asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, protocol::layout l, std::size_t limit) {
+asio::awaitable<zkco::result<task_list>> list_tasks(
+    zkco::client& zk, protocol::layout l, std::size_t limit
+) {
     task_list out;
     out.limit = limit;
 
@@ -338,7 +344,8 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, protocol::
             out.pending.push_back(std::move(e));
             continue;
         }
-        out.pending.push_back(entry_from(pending[i].first, protocol::task_state::pending, {}, node->data, now)
+        out.pending.push_back(
+            entry_from(pending[i].first, protocol::task_state::pending, {}, node->data, now)
         );
     }
     for (std::size_t i = 0; i < assigned.size(); ++i) {
@@ -349,9 +356,9 @@ asio::awaitable<zkco::result<task_list>> list_tasks(zkco::client& zk, protocol::
         if (!node) {
             continue;  // finished meanwhile
         }
-        out.assigned.push_back(
-            entry_from(assigned[i].second, protocol::task_state::assigned, assigned[i].first, node->data, now)
-        );
+        out.assigned.push_back(entry_from(
+            assigned[i].second, protocol::task_state::assigned, assigned[i].first, node->data, now
+        ));
     }
     co_return out;
 }
@@ -360,8 +367,9 @@ namespace {
 
 // One task of a bundle, from what was found of the bundle: nullopt once its result was
 // consumed.
-protocol::codec_result<std::optional<protocol::task_result>> bundled(const protocol::task_result& whole, std::size_t index,
-                                                 const std::string& tid) {
+protocol::codec_result<std::optional<protocol::task_result>> bundled(
+    const protocol::task_result& whole, std::size_t index, const std::string& tid
+) {
     if (std::binary_search(whole.consumed.begin(), whole.consumed.end(), index)) {
         return std::optional<protocol::task_result>();
     }
@@ -402,7 +410,9 @@ asio::awaitable<zkco::result<std::optional<protocol::task_result>>> peek_result(
     co_return std::optional<protocol::task_result>(std::move(*decoded));
 }
 
-asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, protocol::layout l, std::string tid) {
+asio::awaitable<zkco::result<task_info>> read_task(
+    zkco::client& zk, protocol::layout l, std::string tid
+) {
     task_info info;
     info.id = tid;
     const auto ref = protocol::parse_task_ref(tid);
@@ -487,7 +497,8 @@ asio::awaitable<zkco::result<task_info>> read_task(zkco::client& zk, protocol::l
             info.state = protocol::task_state::assigned;
             info.garbage = spec.error().message;
         } else {
-            info.state = spec->running_ms != 0 ? protocol::task_state::running : protocol::task_state::assigned;
+            info.state = spec->running_ms != 0 ? protocol::task_state::running
+                                               : protocol::task_state::assigned;
             info.progress = spec->progress;
             info.progress_message = std::move(spec->progress_message);
         }

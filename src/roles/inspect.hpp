@@ -79,7 +79,9 @@ struct cluster_view {
 /// lists; running from the assignments' data), and the counts of pending tasks, results and
 /// cancel requests (from the directories' stats, without listing them). Errors: see the top
 /// of this file.
-boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, protocol::layout l);
+boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(
+    zkco::client& zk, protocol::layout l
+);
 
 // --- tasks ---------------------------------------------------------------------------------
 
@@ -87,16 +89,16 @@ boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk
 struct task_entry {
     std::string id;
     protocol::task_state state = protocol::task_state::pending;  ///< pending, assigned or running
-    std::string worker;                      ///< assigned and running: the directory's owner
+    std::string worker;  ///< assigned and running: the directory's owner
     std::string type;
-    std::size_t tasks = 1;    ///< a bundle's size (docs/protocol.md §4.1); 1 for a task
+    std::size_t tasks = 1;  ///< a bundle's size (docs/protocol.md §4.1); 1 for a task
     int priority = 5;
     int attempt = 1;
     std::int64_t submitted_ms = 0;
     std::int64_t age_ms = 0;  ///< now - submitted_ms (0 when submitted_ms is absent)
     std::int64_t assigned_ms = 0;
     std::int64_t running_ms = 0;
-    double progress = -1;          ///< running: the worker's last report (0..1), -1: none
+    double progress = -1;  ///< running: the worker's last report (0..1), -1: none
     std::string progress_message;
     /// Non-empty: the node is not a zkd task (why); only id, state and worker are set.
     std::string garbage;
@@ -133,9 +135,9 @@ boost::asio::awaitable<zkco::result<std::optional<protocol::task_result>>> peek_
 struct task_info {
     std::string id;
     protocol::task_state state = protocol::task_state::unknown;
-    std::string worker;                 ///< assigned or running; else the result's worker
+    std::string worker;                           ///< assigned or running; else the result's worker
     std::optional<protocol::task_result> result;  ///< when finished and not yet consumed
-    double progress = -1;               ///< running: the worker's last report (0..1), -1: none
+    double progress = -1;  ///< running: the worker's last report (0..1), -1: none
     std::string progress_message;
     /// Non-empty: the node found is garbage (why); a garbage result leaves state unknown.
     std::string garbage;
@@ -165,7 +167,8 @@ boost::json::value to_json(const worker_view& w);
 boost::json::value to_json(const cluster_view& c);
 
 /// Pending: `{"id":..,"state":"pending","type":..,"priority":P,"attempt":A,"age_ms":M,
-/// "submitted_ms":T}`, plus `"tasks":N` for a bundle. Assigned or running: `{"id":..,"state":"assigned"|"running",
+/// "submitted_ms":T}`, plus `"tasks":N` for a bundle. Assigned or running:
+/// `{"id":..,"state":"assigned"|"running",
 /// "worker":..,"type":..,"priority":P,"attempt":A,"age_ms":M,"submitted_ms":T,
 /// "assigned_ms":T}` plus `"running_ms":T` when running. Garbage: `{"id":..,"state":..,
 /// ["worker":..,]"garbage":"why"}`.

@@ -4,19 +4,20 @@
 // that the view does not decide, hence a little over 700 lines.
 #include "roles/master.hpp"
 
+#include "protocol/ids.hpp"
+#include "protocol/master_txn.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
 #include "roles/txn_io.hpp"
 #include "zkco/read_batch.hpp"
-#include "protocol/ids.hpp"
-#include "protocol/master_txn.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -36,19 +37,36 @@ namespace {
 /// no decisions of the view (T6 for departed workers, T8, /master, the epoch, the connection).
 class master_session {
 public:
-    master_session(zkco::client& zk, protocol::layout l, protocol::member_info me, std::int64_t epoch,
-                   master_options opts, master_stats* stats)
-        : zk_(zk), l_(l), me_(std::move(me)), epoch_(epoch), opts_(opts),
-          stats_(stats != nullptr ? stats : &own_stats_), batcher_(zk), group_(zk.get_executor()),
+    master_session(
+        zkco::client& zk,
+        protocol::layout l,
+        protocol::member_info me,
+        std::int64_t epoch,
+        master_options opts,
+        master_stats* stats
+    )
+        : zk_(zk),
+          l_(l),
+          me_(std::move(me)),
+          epoch_(epoch),
+          opts_(opts),
+          stats_(stats != nullptr ? stats : &own_stats_),
+          batcher_(zk),
+          group_(zk.get_executor()),
           wake_(zk.get_executor()),
-          view_(l, epoch,
-                master_state::options{opts.policy, opts.unknown_type_grace,
-                                      std::chrono::milliseconds(30'000), opts.on_assigned},
-                *stats_),
+          view_(
+              l,
+              epoch,
+              master_state::options{
+                  opts.policy, opts.unknown_type_grace, std::chrono::milliseconds(30'000),
+                  opts.on_assigned},
+              *stats_
+          ),
           self_(std::make_shared<master_session*>(this)),
           retry_(zk.get_executor(), asio::steady_timer::time_point::max()) {
         // Every master transaction fails once a newer master has bumped the epoch.
-        batcher_.set_prefix({zkco::op::check{protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
+        batcher_.set_prefix({zkco::op::check{
+            protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
         master_node_ = me_;
         master_node_.epoch = epoch;
         if (master_node_.since_ms == 0) {
@@ -69,31 +87,40 @@ public:
         group_.spawn([this] { return follow_connection(); }, "connection");
         group_.spawn(
             [this] {
-                return follow(protocol::layout::workers_dir(),
-                              [this](std::vector<std::string> n) { return workers_changed(std::move(n)); });
+                return follow(protocol::layout::workers_dir(), [this](std::vector<std::string> n) {
+                    return workers_changed(std::move(n));
+                });
             },
-            "workers");
+            "workers"
+        );
         group_.spawn(
             [this] {
                 return follow(protocol::layout::assign_dir(), [this](std::vector<std::string> n) {
                     return assign_dirs_changed(std::move(n));
                 });
             },
-            "assign");
+            "assign"
+        );
         group_.spawn(
             [this] {
-                return follow(protocol::layout::cancel_dir(),
-                              [this](std::vector<std::string> n) { return cancels_changed(std::move(n)); });
+                return follow(protocol::layout::cancel_dir(), [this](std::vector<std::string> n) {
+                    return cancels_changed(std::move(n));
+                });
             },
-            "cancel");
+            "cancel"
+        );
         for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
             group_.spawn(
                 [this, shard] {
-                    return follow(protocol::layout::pending_shard(shard), [this, shard](std::vector<std::string> n) {
-                        return shard_changed(shard, std::move(n));
-                    });
+                    return follow(
+                        protocol::layout::pending_shard(shard),
+                        [this, shard](std::vector<std::string> n) {
+                            return shard_changed(shard, std::move(n));
+                        }
+                    );
                 },
-                "pending");
+                "pending"
+            );
         }
         co_await schedule_loop();
         if (opts_.on_acting) {
@@ -117,7 +144,8 @@ private:
     using group_ops = std::vector<protocol::txn_op>;
     /// The answer to a transaction: the whole's error (for its message and whether it may be
     /// retried) and the per-op codes protocol's readers take.
-    using on_done = std::function<void(master_session&, zkco::error_code, const protocol::txn_answer&)>;
+    using on_done =
+        std::function<void(master_session&, zkco::error_code, const protocol::txn_answer&)>;
 
     void wake() {
         dirty_ = true;
@@ -128,20 +156,23 @@ private:
 
     /// Sends a fenced group; `done` runs only while this session exists.
     void send(group_ops ops, on_done done) {
-        batcher_.async_submit(to_zkco(std::move(ops)), [self = self_, done = std::move(done)](
-                                                  zkco::error_code ec, std::vector<zkco::op_result> r) {
-            if (*self == nullptr) {
-                return;
+        batcher_.async_submit(
+            to_zkco(std::move(ops)),
+            [self = self_,
+             done = std::move(done)](zkco::error_code ec, std::vector<zkco::op_result> r) {
+                if (*self == nullptr) {
+                    return;
+                }
+                auto& m = **self;
+                // Our own ops never check versions: a bad_version is the epoch check failing.
+                if (ec == zkco::errc::bad_version) {
+                    m.stats_->deposed = true;
+                    m.stop_ = true;
+                }
+                done(m, ec, to_answer(ec, r));
+                m.wake();
             }
-            auto& m = **self;
-            // Our own ops never check versions: a bad_version is the epoch check failing.
-            if (ec == zkco::errc::bad_version) {
-                m.stats_->deposed = true;
-                m.stop_ = true;
-            }
-            done(m, ec, to_answer(ec, r));
-            m.wake();
-        });
+        );
     }
 
     /// Stops the master on a lost session; true to go on after a retryable error.
@@ -271,7 +302,9 @@ private:
     asio::awaitable<void> follow_worker_dir(std::string id) {
         const std::string dir = protocol::layout::assign_dir(id);
         // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
-        auto changed = [this, id](std::vector<std::string> n) { return worker_dir_changed(id, std::move(n)); };
+        auto changed = [this, id](std::vector<std::string> n) {
+            return worker_dir_changed(id, std::move(n));
+        };
         while (!stopping()) {
             co_await follow(dir, changed);
             if (stopping() || !view_.worker_dir_missing(id)) {
@@ -361,17 +394,24 @@ private:
 
     /// Clears `path` for the view (it has begun clearing it).
     void start_clearing(const std::string& path) {
-        group_.spawn([this, path]() -> asio::awaitable<void> {
-            auto removed = co_await remove_children(zk_, path);
-            if (removed) {
-                spdlog::warn("master: deleted {} node(s) someone else wrote below {}", *removed, path);
-            } else {
-                spdlog::warn("master: cannot delete what someone else wrote below {}: {}", path,
-                             removed.error().message());
-            }
-            view_.foreign_cleared(path);
-            wake();
-        }, "foreign");
+        group_.spawn(
+            [this, path]() -> asio::awaitable<void> {
+                auto removed = co_await remove_children(zk_, path);
+                if (removed) {
+                    spdlog::warn(
+                        "master: deleted {} node(s) someone else wrote below {}", *removed, path
+                    );
+                } else {
+                    spdlog::warn(
+                        "master: cannot delete what someone else wrote below {}: {}", path,
+                        removed.error().message()
+                    );
+                }
+                view_.foreign_cleared(path);
+                wake();
+            },
+            "foreign"
+        );
     }
 
     /// Wakes the schedule loop at `at` (a task in trouble may be tried again, a type's grace
@@ -421,10 +461,15 @@ private:
             }
             if (tids.empty()) {
                 for (const auto& tid : markers) {
-                    send(protocol::remove_marker_ops(id, tid), [](master_session&, zkco::error_code, auto&) {});
+                    send(
+                        protocol::remove_marker_ops(id, tid),
+                        [](master_session&, zkco::error_code, auto&) {}
+                    );
                 }
-                auto [ec, r] = co_await batcher_.async_submit(to_zkco(protocol::remove_departed_dir_ops(id)),
-                                                              asio::as_tuple(asio::use_awaitable));
+                auto [ec, r] = co_await batcher_.async_submit(
+                    to_zkco(protocol::remove_departed_dir_ops(id)),
+                    asio::as_tuple(asio::use_awaitable)
+                );
                 if (!ec || ec == zkco::errc::no_node || stopping()) {
                     break;
                 }
@@ -447,32 +492,38 @@ private:
                     continue;
                 }
                 const auto& tid = tids[i];
-                auto plan = protocol::departed_ops(l_, id, tid, nodes[i]->data, markers.contains(tid),
-                                                   protocol::now_ms());
+                auto plan = protocol::departed_ops(
+                    l_, id, tid, nodes[i]->data, markers.contains(tid), protocol::now_ms()
+                );
                 ++pending->left;
-                send(std::move(plan.ops), [pending, tid, kind = plan.kind, attempt = plan.attempt,
-                                           path = paths[i]](master_session& m, zkco::error_code,
-                                                            const protocol::txn_answer& a) {
-                    const auto outcome = protocol::read_departed(a);
-                    if (outcome == protocol::departed_outcome::foreign_below) {
-                        m.clear_foreign(path);  // someone wrote below the assignment
+                send(
+                    std::move(plan.ops),
+                    [pending, tid, kind = plan.kind, attempt = plan.attempt, path = paths[i]](
+                        master_session& m, zkco::error_code, const protocol::txn_answer& a
+                    ) {
+                        const auto outcome = protocol::read_departed(a);
+                        if (outcome == protocol::departed_outcome::foreign_below) {
+                            m.clear_foreign(path);  // someone wrote below the assignment
+                        }
+                        if (outcome != protocol::departed_outcome::committed) {
+                            ++pending->failed;
+                        } else if (kind == protocol::departed_kind::lost) {
+                            ++m.stats_->lost;
+                            spdlog::warn(
+                                "master: task {} quarantined as lost after {} attempt(s)", tid,
+                                attempt
+                            );
+                        } else if (kind == protocol::departed_kind::requeue) {
+                            ++m.stats_->requeued;
+                            spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
+                        } else if (kind == protocol::departed_kind::cancel) {
+                            ++m.stats_->cancelled;
+                        } else {
+                            ++m.stats_->rejected;
+                        }
+                        pending->done();
                     }
-                    if (outcome != protocol::departed_outcome::committed) {
-                        ++pending->failed;
-                    } else if (kind == protocol::departed_kind::lost) {
-                        ++m.stats_->lost;
-                        spdlog::warn("master: task {} quarantined as lost after {} attempt(s)", tid,
-                                     attempt);
-                    } else if (kind == protocol::departed_kind::requeue) {
-                        ++m.stats_->requeued;
-                        spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
-                    } else if (kind == protocol::departed_kind::cancel) {
-                        ++m.stats_->cancelled;
-                    } else {
-                        ++m.stats_->rejected;
-                    }
-                    pending->done();
-                });
+                );
             }
             co_await pending->wait();
             if (pending->failed > 0) {
@@ -549,17 +600,21 @@ private:
             for (const auto& [path, ctime] : written) {
                 if (ctime < cutoff) {
                     ++expired;
-                    send(protocol::collect_ops(path),
-                         [](master_session& m, zkco::error_code e, auto&) {
-                             if (!e) {
-                                 ++m.stats_->collected;
-                             }
-                         });
+                    send(
+                        protocol::collect_ops(path),
+                        [](master_session& m, zkco::error_code e, auto&) {
+                            if (!e) {
+                                ++m.stats_->collected;
+                            }
+                        }
+                    );
                 }
             }
             if (expired > 0) {
-                spdlog::info("master: deleting {} result(s) older than {} s that nobody consumed",
-                             expired, opts_.result_retention.count() / 1000);
+                spdlog::info(
+                    "master: deleting {} result(s) older than {} s that nobody consumed", expired,
+                    opts_.result_retention.count() / 1000
+                );
             }
         }
     }
@@ -585,16 +640,22 @@ private:
             for (const auto& f : finishes_) {
                 done += f.second;
             }
-            const double secs = std::chrono::duration<double>(std::min<std::chrono::steady_clock::duration>(
-                                                                  now - start, window))
-                                    .count();
-            const double rate = std::round(static_cast<double>(done) / std::max(secs, 1.0) * 100) / 100;
+            const double secs =
+                std::chrono::duration<double>(
+                    std::min<std::chrono::steady_clock::duration>(now - start, window)
+                )
+                    .count();
+            const double rate =
+                std::round(static_cast<double>(done) / std::max(secs, 1.0) * 100) / 100;
             if (rate == written) {
                 continue;
             }
             written = rate;
             master_node_.throughput = rate;
-            send(protocol::master_report_ops(master_node_), [](master_session&, zkco::error_code, auto&) {});
+            send(
+                protocol::master_report_ops(master_node_),
+                [](master_session&, zkco::error_code, auto&) {}
+            );
         }
     }
 
@@ -623,9 +684,11 @@ private:
             if (acting) {
                 spdlog::info("master {}: reconnected; acting again with epoch {}", me_.id, epoch_);
             } else {
-                spdlog::warn("master {}: disconnected from ZooKeeper; not acting as master until "
-                             "reconnected",
-                             me_.id);
+                spdlog::warn(
+                    "master {}: disconnected from ZooKeeper; not acting as master until "
+                    "reconnected",
+                    me_.id
+                );
             }
             if (opts_.on_acting) {
                 opts_.on_acting(acting);
@@ -676,11 +739,17 @@ private:
             }
             const bool ours = w->value && session && (*w->value).ephemeral_owner == session->id;
             if (!ours) {
-                spdlog::warn("master {}: /master was {}; writing it again", me_.id,
-                             w->value ? "replaced by someone else" : "deleted");
-                send(protocol::master_node_ops(master_node_, w->value.has_value(),
-                                               w->value ? (*w->value).version : zkco::any_version),
-                     [](master_session&, zkco::error_code, auto&) {});
+                spdlog::warn(
+                    "master {}: /master was {}; writing it again", me_.id,
+                    w->value ? "replaced by someone else" : "deleted"
+                );
+                send(
+                    protocol::master_node_ops(
+                        master_node_, w->value.has_value(),
+                        w->value ? (*w->value).version : zkco::any_version
+                    ),
+                    [](master_session&, zkco::error_code, auto&) {}
+                );
             }
             auto ev = co_await w->watch.changed();
             if (!ev) {
@@ -696,9 +765,12 @@ private:
     void carry_out(master_action a) {
         switch (a.what) {
         case master_action::kind::load:
-            group_.spawn([this, tids = std::move(a.tids), paths = std::move(a.paths)]() mutable {
-                return load(std::move(tids), std::move(paths));
-            }, "load");
+            group_.spawn(
+                [this, tids = std::move(a.tids), paths = std::move(a.paths)]() mutable {
+                    return load(std::move(tids), std::move(paths));
+                },
+                "load"
+            );
             return;
         case master_action::kind::clear_foreign:
             start_clearing(a.path);
@@ -709,13 +781,19 @@ private:
             break;
         }
         auto ops = std::move(a.ops);
-        send(std::move(ops), [a = std::move(a)](master_session& m, zkco::error_code ec,
-                                                const protocol::txn_answer& answer) {
-            m.view_.done(a,
-                         master_txn_report{answer, ec == zkco::condition::retryable,
-                                           ec ? ec.message() : std::string()},
-                         std::chrono::steady_clock::now());
-        });
+        send(
+            std::move(ops),
+            [a = std::move(a
+             )](master_session& m, zkco::error_code ec, const protocol::txn_answer& answer) {
+                m.view_.done(
+                    a,
+                    master_txn_report{
+                        answer, ec == zkco::condition::retryable,
+                        ec ? ec.message() : std::string()},
+                    std::chrono::steady_clock::now()
+                );
+            }
+        );
     }
 
     zkco::client& zk_;
@@ -732,7 +810,7 @@ private:
     std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
 
     protocol::member_info master_node_;  // what /master says of us
-    asio::steady_timer retry_;  // wakes the loop when the view wants to look again
+    asio::steady_timer retry_;           // wakes the loop when the view wants to look again
 
     bool dirty_ = true;
     bool stop_ = false;
@@ -741,8 +819,14 @@ private:
 
 }  // namespace
 
-asio::awaitable<void> run_master(zkco::client& zk, protocol::layout l, protocol::member_info me, std::int64_t epoch,
-                                 master_options opts, master_stats* stats) {
+asio::awaitable<void> run_master(
+    zkco::client& zk,
+    protocol::layout l,
+    protocol::member_info me,
+    std::int64_t epoch,
+    master_options opts,
+    master_stats* stats
+) {
     spdlog::info("master {}: acting with epoch {}", me.id, epoch);
     master_session session(zk, l, std::move(me), epoch, opts, stats);
     co_await session.run();

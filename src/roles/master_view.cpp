@@ -559,8 +559,7 @@ void master_state::assign_done(
         if (!r.retryable && failures >= max_assign_failures &&
             outcome != assign_outcome::foreign_below) {
             reject(
-                a.tid, p->second, protocol::codes::malformed_task,
-                "cannot be assigned: " + r.error
+                a.tid, p->second, protocol::codes::malformed_task, "cannot be assigned: " + r.error
             );
         }
     }

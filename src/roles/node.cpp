@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "roles/node.hpp"
 
+#include "protocol/ids.hpp"
 #include "roles/election.hpp"
 #include "roles/session_keeper.hpp"
-#include "protocol/ids.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
 
@@ -12,12 +12,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
-#include <unistd.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 
@@ -26,7 +26,6 @@ namespace zkd::roles {
 namespace {
 
 using namespace std::chrono_literals;
-
 
 std::string hostname() {
     std::array<char, 256> buf{};
@@ -61,8 +60,13 @@ asio::awaitable<void> leave_election(zkco::client& zk, const std::string& path) 
 /// is deposed while its session lives on (a newer master moved /epoch, or anyone wrote it)
 /// leaves the election and runs again behind the other candidates: whoever leads next takes
 /// over with a new epoch, itself included, so the cluster is never left without a master.
-asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, protocol::layout l, protocol::member_info me,
-                                 node_stats& stats) {
+asio::awaitable<void> mastership(
+    zkco::client& zk,
+    const node_options& o,
+    protocol::layout l,
+    protocol::member_info me,
+    node_stats& stats
+) {
     if (o.role == node_role::worker_only) {
         co_return;
     }
@@ -93,8 +97,10 @@ asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, protoc
         if (std::chrono::steady_clock::now() - started > 60s) {
             backoff = 100ms;
         }
-        spdlog::info("node {}: no longer master; leaving the election and running again in {} ms",
-                     me.id, backoff.count());
+        spdlog::info(
+            "node {}: no longer master; leaving the election and running again in {} ms", me.id,
+            backoff.count()
+        );
         co_await leave_election(zk, won->path);
         const bool waited = co_await pause(backoff);
         if (!waited) {
@@ -106,9 +112,15 @@ asio::awaitable<void> mastership(zkco::client& zk, const node_options& o, protoc
 
 /// Runs for master until the session ends or, once a drain was asked for, until the worker
 /// has finished what it held (`worker_done`): then the node leaves, and with it mastership.
-asio::awaitable<void> mastership_until_drained(zkco::client& zk, const node_options& o, protocol::layout l,
-                                               protocol::member_info me, node_stats& stats,
-                                               reactor::event* drain, reactor::event& worker_done) {
+asio::awaitable<void> mastership_until_drained(
+    zkco::client& zk,
+    const node_options& o,
+    protocol::layout l,
+    protocol::member_info me,
+    node_stats& stats,
+    reactor::event* drain,
+    reactor::event& worker_done
+) {
     using namespace asio::experimental::awaitable_operators;
     if (drain == nullptr) {
         co_await mastership(zk, o, l, me, stats);
@@ -123,9 +135,16 @@ asio::awaitable<void> mastership_until_drained(zkco::client& zk, const node_opti
     co_await (mastership(zk, o, l, me, stats) || drained(drain, worker_done));
 }
 
-asio::awaitable<void> work(zkco::client& zk, const node_options& o, protocol::layout l, protocol::member_info me,
-                           const registry& reg, reactor::compute_pool& pool, node_stats& stats,
-                           reactor::event& done) {
+asio::awaitable<void> work(
+    zkco::client& zk,
+    const node_options& o,
+    protocol::layout l,
+    protocol::member_info me,
+    const registry& reg,
+    reactor::compute_pool& pool,
+    node_stats& stats,
+    reactor::event& done
+) {
     if (o.role != node_role::standby && o.capacity > 0) {
         me.capacity = o.capacity;
         co_await run_worker(zk, l, me, reg, pool, o.worker, &stats.worker);
@@ -149,28 +168,40 @@ asio::awaitable<void> track_session(zkco::client& zk, node_stats& stats) {
 
 /// Feeds the node's counters from the roles' callbacks (keeping the caller's own).
 void observe(node_options& o, node_stats& stats) {
-    o.worker.on_published = [&stats, next = std::move(o.worker.on_published)](const protocol::task_result& r) {
-        auto count = [&stats](protocol::task_state s) {
-            switch (s) {
-                case protocol::task_state::succeeded: ++stats.succeeded; break;
-                case protocol::task_state::timed_out: ++stats.timed_out; break;
-                case protocol::task_state::cancelled: ++stats.cancelled; break;
-                default: ++stats.failed; break;
+    o.worker.on_published =
+        [&stats, next = std::move(o.worker.on_published)](const protocol::task_result& r) {
+            auto count = [&stats](protocol::task_state s) {
+                switch (s) {
+                case protocol::task_state::succeeded:
+                    ++stats.succeeded;
+                    break;
+                case protocol::task_state::timed_out:
+                    ++stats.timed_out;
+                    break;
+                case protocol::task_state::cancelled:
+                    ++stats.cancelled;
+                    break;
+                default:
+                    ++stats.failed;
+                    break;
+                }
+            };
+            if (r.bundle.empty()) {
+                count(r.state);
+            }
+            for (const auto& entry : r.bundle) {
+                count(entry.state);  // a bundle's tasks count one by one
+            }
+            if (next) {
+                next(r);
             }
         };
-        if (r.bundle.empty()) {
-            count(r.state);
-        }
-        for (const auto& entry : r.bundle) {
-            count(entry.state);  // a bundle's tasks count one by one
-        }
-        if (next) {
-            next(r);
-        }
-    };
-    o.master.on_assigned = [&stats, next = std::move(o.master.on_assigned)](const protocol::task_spec& t) {
+    o.master.on_assigned = [&stats,
+                            next = std::move(o.master.on_assigned)](const protocol::task_spec& t) {
         if (t.submitted_ms > 0) {
-            stats.assign_latency.observe(static_cast<double>(std::max<std::int64_t>(0, protocol::now_ms() - t.submitted_ms)));
+            stats.assign_latency.observe(
+                static_cast<double>(std::max<std::int64_t>(0, protocol::now_ms() - t.submitted_ms))
+            );
         }
         if (next) {
             next(t);
@@ -192,8 +223,9 @@ void observe(node_options& o, node_stats& stats) {
 
 }  // namespace
 
-asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::compute_pool& pool,
-                               node_links links) {
+asio::awaitable<void> run_node(
+    node_options o, const registry& reg, reactor::compute_pool& pool, node_links links
+) {
     using namespace asio::experimental::awaitable_operators;
     co_await asio::this_coro::throw_if_cancelled(false);
     const auto ex = co_await asio::this_coro::executor;
@@ -220,7 +252,9 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
                       : zkco::result<void>(zkco::errc::bad_arguments);
     if (!made) {
         if (made.error() != asio::error::operation_aborted) {
-            spdlog::error("node: cannot create the namespace {}: {}", chroot, made.error().message());
+            spdlog::error(
+                "node: cannot create the namespace {}: {}", chroot, made.error().message()
+            );
         }
         co_return;
     }
@@ -238,8 +272,10 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
             co_return false;
         }
         if (!l) {
-            spdlog::error("node: cannot set up the cluster layout: {}; trying again in 2 s",
-                          l.error().message());
+            spdlog::error(
+                "node: cannot set up the cluster layout: {}; trying again in 2 s",
+                l.error().message()
+            );
             const bool waited = co_await pause(2000ms);  // named: GCC 12 and co_await in if
             co_return waited;
         }
@@ -249,15 +285,19 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
         ++stats.sessions;
         me.host = host;
         me.pid = ::getpid();
-        spdlog::info("node {}: joined {} as {} (session 0x{:x})", me.id, chroot,
-                     o.role == node_role::worker_only ? "worker"
-                     : o.role == node_role::standby   ? "standby master"
-                                                       : "worker and candidate",
-                     zk.session() ? zk.session()->id : 0);
+        spdlog::info(
+            "node {}: joined {} as {} (session 0x{:x})", me.id, chroot,
+            o.role == node_role::worker_only ? "worker"
+            : o.role == node_role::standby   ? "standby master"
+                                             : "worker and candidate",
+            zk.session() ? zk.session()->id : 0
+        );
         reactor::event worker_done(ex);
-        co_await ((work(zk, o, *l, me, reg, pool, stats, worker_done) &&
-                   mastership_until_drained(zk, o, *l, me, stats, links.drain, worker_done)) ||
-                  track_session(zk, stats));
+        co_await (
+            (work(zk, o, *l, me, reg, pool, stats, worker_done) &&
+             mastership_until_drained(zk, o, *l, me, stats, links.drain, worker_done)) ||
+            track_session(zk, stats)
+        );
         stats.session = zk.state();
         stats.member.clear();
         auto cs = co_await asio::this_coro::cancellation_state;
@@ -265,7 +305,9 @@ asio::awaitable<void> run_node(node_options o, const registry& reg, reactor::com
             spdlog::info("node {}: left the cluster", me.id);
             co_return false;
         }
-        spdlog::warn("node {}: session {}; rejoining as a new member", me.id, zkco::to_string(zk.state()));
+        spdlog::warn(
+            "node {}: session {}; rejoining as a new member", me.id, zkco::to_string(zk.state())
+        );
         co_return true;
     };
     co_await keep_sessions(cfg, policy, member);

@@ -30,9 +30,9 @@ struct node_options {
     std::string ns = "default";         ///< the cluster lives in /zkd/<ns>
     std::chrono::milliseconds session_timeout{10'000};
     std::optional<zkco::credentials> auth;
-    int capacity = 0;                   ///< slots advertised when working
+    int capacity = 0;  ///< slots advertised when working
     node_role role = node_role::automatic;
-    std::string host;                   ///< in member ids and nodes; empty: the hostname
+    std::string host;  ///< in member ids and nodes; empty: the hostname
     master_options master;
     worker_options worker;
 };
@@ -56,7 +56,8 @@ struct node_links {
 /// session is a new member, so the cluster requeues what the old one held. An unreachable
 /// ZooKeeper is retried with backoff, logging each failure. `reg` and `pool` must outlive
 /// the call.
-boost::asio::awaitable<void> run_node(node_options opts, const registry& reg,
-                                      reactor::compute_pool& pool, node_links links = {});
+boost::asio::awaitable<void> run_node(
+    node_options opts, const registry& reg, reactor::compute_pool& pool, node_links links = {}
+);
 
 }  // namespace zkd::roles

@@ -113,7 +113,10 @@ handler_result normalize(handler_result r, const std::stop_token& stop) {
 }
 
 handler_result invoke_guarded(
-    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop,
+    const registry& reg,
+    std::string_view type,
+    const json::value& args,
+    std::stop_token stop,
     const progress_fn& progress
 ) {
     try {
@@ -131,14 +134,18 @@ handler_result invoke_guarded(
 }  // namespace
 
 handler_result run_handler(
-    const registry& reg, std::string_view type, const json::value& args, std::stop_token stop,
+    const registry& reg,
+    std::string_view type,
+    const json::value& args,
+    std::stop_token stop,
     const progress_fn& progress
 ) {
     if (!reg.has_sync(type)) {
         if (reg.find_async(type) != nullptr) {
             return handler_error{
                 std::string(codes::handler_error),
-                "task type \"" + std::string(type) + "\" runs on the event loop (run_async_handler)"};
+                "task type \"" + std::string(type) +
+                    "\" runs on the event loop (run_async_handler)"};
         }
         return unknown(type);
     }
@@ -162,6 +169,5 @@ boost::asio::awaitable<handler_result> run_async_handler(
     }
     co_return normalize(std::move(r), stop);
 }
-
 
 }  // namespace zkd::roles

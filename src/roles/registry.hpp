@@ -55,7 +55,6 @@ using progress_task_handler = std::function<handler_result(
     const boost::json::value& args, std::stop_token stop, const progress_fn& progress
 )>;
 
-
 /// What an asynchronous handler gets for one task.
 struct async_call {
     boost::json::value args;  ///< the task's `args` as is
@@ -147,7 +146,10 @@ private:
 /// kept: the work was done); the caller, which knows why it requested stop, may report
 /// `timeout` instead. `progress` (may be empty) receives the handler's progress reports.
 [[nodiscard]] handler_result run_handler(
-    const registry& reg, std::string_view type, const boost::json::value& args, std::stop_token stop,
+    const registry& reg,
+    std::string_view type,
+    const boost::json::value& args,
+    std::stop_token stop,
     const progress_fn& progress = {}
 );
 

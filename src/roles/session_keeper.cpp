@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -37,8 +38,9 @@ asio::awaitable<bool> cancelled() {
 }
 
 /// One connect attempt of at most `timeout`, cut short when `stop` (if any) is set.
-asio::awaitable<zkco::result<void>> attempt(zkco::client& zk, std::chrono::milliseconds timeout,
-                                            reactor::event* stop) {
+asio::awaitable<zkco::result<void>> attempt(
+    zkco::client& zk, std::chrono::milliseconds timeout, reactor::event* stop
+) {
     using namespace asio::experimental::awaitable_operators;
     if (stop == nullptr) {
         co_return co_await zkco::with_timeout(zk.connect(), timeout);
@@ -52,7 +54,9 @@ asio::awaitable<zkco::result<void>> attempt(zkco::client& zk, std::chrono::milli
 
 }  // namespace
 
-std::optional<namespace_place> place_namespace(std::string_view connect_string, std::string_view chroot) {
+std::optional<namespace_place> place_namespace(
+    std::string_view connect_string, std::string_view chroot
+) {
     auto parts = zkco::parse_connect_string(connect_string);
     if (!parts) {
         return std::nullopt;
@@ -64,22 +68,31 @@ std::optional<namespace_place> place_namespace(std::string_view connect_string, 
     return place;
 }
 
-asio::awaitable<zkco::result<void>> connect_with_backoff(zkco::client& zk, const connect_policy& p) {
+asio::awaitable<zkco::result<void>> connect_with_backoff(
+    zkco::client& zk, const connect_policy& p
+) {
     const auto start = clock::now();
     auto next_pause = p.first_pause;
     std::optional<clock::time_point> warned;
-    const auto gave_up = [&] { return p.give_up_after.count() > 0 && clock::now() - start >= p.give_up_after; };
+    const auto gave_up = [&] {
+        return p.give_up_after.count() > 0 && clock::now() - start >= p.give_up_after;
+    };
     for (;;) {
         auto timeout = p.attempt_timeout;
         if (p.give_up_after.count() > 0) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p.give_up_after - (clock::now() - start));
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                p.give_up_after - (clock::now() - start)
+            );
             timeout = std::clamp(left, 1ms, timeout);
         }
         auto c = co_await attempt(zk, timeout, p.stop);
         if (c) {
             if (warned && p.log) {
-                spdlog::info("{}: reached ZooKeeper at {} after {} ms", p.who, zk.config().connect_string,
-                             std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start).count());
+                spdlog::info(
+                    "{}: reached ZooKeeper at {} after {} ms", p.who, zk.config().connect_string,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start)
+                        .count()
+                );
             }
             co_return c;
         }
@@ -91,8 +104,10 @@ asio::awaitable<zkco::result<void>> connect_with_backoff(zkco::client& zk, const
             co_return c.error();
         }
         if (p.log && (!warned || clock::now() - *warned >= 30s)) {
-            spdlog::warn("{}: cannot reach ZooKeeper at {}: {}; {}", p.who, zk.config().connect_string,
-                         c.error().message(), warned ? "still trying" : "trying again with a growing pause");
+            spdlog::warn(
+                "{}: cannot reach ZooKeeper at {}: {}; {}", p.who, zk.config().connect_string,
+                c.error().message(), warned ? "still trying" : "trying again with a growing pause"
+            );
             warned = clock::now();
         }
         const bool waited = co_await pause(next_pause);
@@ -103,8 +118,9 @@ asio::awaitable<zkco::result<void>> connect_with_backoff(zkco::client& zk, const
     }
 }
 
-asio::awaitable<zkco::result<void>> make_namespace(zkco::config cfg, const namespace_place& place,
-                                                   const connect_policy& p) {
+asio::awaitable<zkco::result<void>> make_namespace(
+    zkco::config cfg, const namespace_place& place, const connect_policy& p
+) {
     cfg.connect_string = place.hosts;
     zkco::client root(co_await asio::this_coro::executor, std::move(cfg));
     auto made = co_await connect_with_backoff(root, p);
@@ -135,7 +151,8 @@ asio::awaitable<void> keep_sessions(zkco::config cfg, connect_policy p, session_
         }
         // Sessions that end one after the other (a server that drops each at once) are
         // made again more and more slowly; one that lasted a while, at once.
-        between = clock::now() - began > 60s ? p.first_pause : std::min(between * 2, p.longest_pause);
+        between =
+            clock::now() - began > 60s ? p.first_pause : std::min(between * 2, p.longest_pause);
         const bool waited = co_await pause(between);
         if (!waited) {
             co_return;

@@ -28,8 +28,9 @@ struct namespace_place {
 
 /// Splits `connect_string` (hosts with an optional chroot) and places `chroot` (a namespace's
 /// path, protocol::chroot_path) below it; nullopt if it is not a connect string.
-[[nodiscard]] std::optional<namespace_place> place_namespace(std::string_view connect_string,
-                                                             std::string_view chroot);
+[[nodiscard]] std::optional<namespace_place> place_namespace(
+    std::string_view connect_string, std::string_view chroot
+);
 
 /// How connect_with_backoff tries.
 struct connect_policy {
@@ -53,19 +54,21 @@ struct connect_policy {
 /// cancelled (operation_cancelled), `p.stop` is set (operation_cancelled), the client ends
 /// (its error) or `p.give_up_after` runs out (the last attempt's error, operation_timeout
 /// when it timed out).
-[[nodiscard]] boost::asio::awaitable<zkco::result<void>> connect_with_backoff(zkco::client& zk,
-                                                                              const connect_policy& p);
+[[nodiscard]] boost::asio::awaitable<zkco::result<void>> connect_with_backoff(
+    zkco::client& zk, const connect_policy& p
+);
 
 /// Creates `place.path` and its parents (roles::ensure_chroot) with a session of its own on
 /// the ensemble's root: `cfg` without its connect string, which becomes `place.hosts`.
 /// Connects as connect_with_backoff does.
-[[nodiscard]] boost::asio::awaitable<zkco::result<void>> make_namespace(zkco::config cfg,
-                                                                        const namespace_place& place,
-                                                                        const connect_policy& p);
+[[nodiscard]] boost::asio::awaitable<zkco::result<void>> make_namespace(
+    zkco::config cfg, const namespace_place& place, const connect_policy& p
+);
 
 /// What a process does with each session: runs while it is useful (usually until the session
 /// ends) and yields whether to go on with a new session.
-using session_body = std::function<boost::asio::awaitable<bool>(const std::shared_ptr<zkco::client>&)>;
+using session_body =
+    std::function<boost::asio::awaitable<bool>(const std::shared_ptr<zkco::client>&)>;
 
 /// Keeps sessions until `body` says stop, the policy gives up, or the caller cancels (any
 /// cancellation type; it completes normally): connects a new client (connect_with_backoff),

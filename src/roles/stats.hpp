@@ -14,7 +14,7 @@ namespace zkd::roles {
 /// A latency histogram with fixed buckets (milliseconds), cumulative like Prometheus's:
 /// counts[i] counts observations <= bounds_ms[i]; the last count is +Inf (all of them).
 struct latency_histogram {
-    static constexpr std::array<double, 14> bounds_ms{0.5, 1,   2,    5,    10,   25,   50,
+    static constexpr std::array<double, 14> bounds_ms{0.5, 1,   2,   5,    10,   25,   50,
                                                       100, 250, 500, 1000, 2500, 5000, 10000};
     std::array<std::uint64_t, bounds_ms.size() + 1> counts{};
     double sum_ms = 0;
@@ -34,22 +34,22 @@ struct latency_histogram {
 /// What one zkd instance (run_node) has done, cumulative over its sessions. Written and read
 /// only on the node's executor: a reader on another thread must post there first.
 struct node_stats {
-    std::string member;                 ///< the current member id (empty between sessions)
+    std::string member;  ///< the current member id (empty between sessions)
     zkco::session_state session = zkco::session_state::connecting;
-    std::uint64_t sessions = 0;         ///< sessions established (1 + rejoins)
-    bool master = false;                ///< acting master now
-    std::int64_t epoch = 0;             ///< the epoch while master
-    std::uint64_t elected = 0;          ///< times this instance became master
-    std::int64_t queue_depth = -1;      ///< pending tasks in the master's view; -1: not master
+    std::uint64_t sessions = 0;     ///< sessions established (1 + rejoins)
+    bool master = false;            ///< acting master now
+    std::int64_t epoch = 0;         ///< the epoch while master
+    std::uint64_t elected = 0;      ///< times this instance became master
+    std::int64_t queue_depth = -1;  ///< pending tasks in the master's view; -1: not master
 
-    worker_stats worker;                ///< summed over sessions
-    std::uint64_t succeeded = 0;        ///< results published by this worker, by state
+    worker_stats worker;          ///< summed over sessions
+    std::uint64_t succeeded = 0;  ///< results published by this worker, by state
     std::uint64_t failed = 0;
     std::uint64_t timed_out = 0;
     std::uint64_t cancelled = 0;
 
-    master_stats master_totals;         ///< summed over terms as master
-    latency_histogram assign_latency;   ///< submitted → assigned (T2 committed), as master
+    master_stats master_totals;        ///< summed over terms as master
+    latency_histogram assign_latency;  ///< submitted → assigned (T2 committed), as master
 };
 
 }  // namespace zkd::roles

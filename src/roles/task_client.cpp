@@ -12,13 +12,13 @@
 // operation_aborted would otherwise wait on).
 #include "roles/task_client.hpp"
 
+#include "protocol/client_txn.hpp"
+#include "protocol/ids.hpp"
 #include "roles/client_view.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
 #include "roles/inspect.hpp"
 #include "roles/txn_io.hpp"
-#include "protocol/client_txn.hpp"
-#include "protocol/ids.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -26,8 +26,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <boost/json/serialize.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -46,18 +46,18 @@ public:
     std::string message(int value) const override {
         switch (static_cast<client_errc>(value)) {
         case client_errc::invalid_task:
-            return "invalid task (type name, priority " + std::to_string(protocol::min_priority) + "-" +
-                   std::to_string(protocol::max_priority) + ", max_attempts 1-" +
+            return "invalid task (type name, priority " + std::to_string(protocol::min_priority) +
+                   "-" + std::to_string(protocol::max_priority) + ", max_attempts 1-" +
                    std::to_string(protocol::max_attempts_limit) + ", timeout >= 0)";
         case client_errc::task_too_large:
-            return "task too large: its JSON is over " + std::to_string(protocol::max_task_bytes) + " bytes";
+            return "task too large: its JSON is over " + std::to_string(protocol::max_task_bytes) +
+                   " bytes";
         case client_errc::garbage_result:
             return "the result node does not hold a zkd result";
         }
         return "unknown client error";
     }
 };
-
 
 }  // namespace
 
@@ -76,7 +76,9 @@ task_client::task_client(zkco::client& zk, protocol::layout l)
       batcher_(zk),
       consumed_(zk.get_executor(), asio::steady_timer::time_point::max()) {}
 
-task_client::~task_client() { *alive_ = false; }
+task_client::~task_client() {
+    *alive_ = false;
+}
 
 namespace {
 
@@ -84,18 +86,19 @@ namespace {
 constexpr std::size_t bundle_overhead = 1024;
 
 bool same_bundle(const task_request& t, const protocol::task_spec& bundle) {
-    return t.type == bundle.type && t.priority == bundle.priority &&
-           t.timeout == bundle.timeout && t.max_attempts == bundle.max_attempts;
+    return t.type == bundle.type && t.priority == bundle.priority && t.timeout == bundle.timeout &&
+           t.max_attempts == bundle.max_attempts;
 }
 
 }  // namespace
 
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
-    std::vector<task_request> tasks, submit_options opts) {
+    std::vector<task_request> tasks, submit_options opts
+) {
     co_await asio::this_coro::throw_if_cancelled(false);  // a cancel is answered, not thrown
     const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, protocol::max_bundle_tasks);
-    std::vector<std::string> ids;   // what the caller gets: one per task
-    std::vector<std::string> nodes; // one per node: a task's id or a bundle's
+    std::vector<std::string> ids;    // what the caller gets: one per task
+    std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
     std::vector<std::string> data;
     ids.reserve(tasks.size());
     for (std::size_t i = 0; i < tasks.size();) {
@@ -173,7 +176,8 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         receipts_ = true;
         batcher_.enable_receipts(
             protocol::layout::receipts_dir(),
-            protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex()));
+            protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex())
+        );
     }
     // The plan and the wake-up are shared with the batcher's handlers, which may outlive a
     // cancelled caller (and this client: they check `alive` before touching it).
@@ -186,33 +190,37 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     };
     auto st = std::make_shared<state>(
         zk_.get_executor(),
-        submit_plan(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled()));
+        submit_plan(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled())
+    );
     st->errors.resize(st->plan.size());
     auto send = std::make_shared<std::function<void(std::size_t)>>();
     *send = [this, st, alive = alive_, weak_send = std::weak_ptr(send)](std::size_t i) {
         auto ops = to_zkco(st->plan.ops(i));
-        batcher_.async_submit_decided(std::move(ops), [this, st, alive, weak_send, i](
-                                                          zkco::error_code ec, auto per_op) {
-            // operation_aborted: the batcher (and maybe this client) is gone: not lost.
-            const bool lost = ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
-            const bool session_alive = *alive && !zkco::is_terminal(zk_.state());
-            st->errors[i] = ec;
-            switch (st->plan.answered(i, to_answer(ec, per_op), lost, session_alive)) {
-            case submit_plan::next::resend:
-                if (auto again = weak_send.lock()) {
-                    (*again)(i);
-                    return;
+        batcher_.async_submit_decided(
+            std::move(ops),
+            [this, st, alive, weak_send, i](zkco::error_code ec, auto per_op) {
+                // operation_aborted: the batcher (and maybe this client) is gone: not lost.
+                const bool lost =
+                    ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
+                const bool session_alive = *alive && !zkco::is_terminal(zk_.state());
+                st->errors[i] = ec;
+                switch (st->plan.answered(i, to_answer(ec, per_op), lost, session_alive)) {
+                case submit_plan::next::resend:
+                    if (auto again = weak_send.lock()) {
+                        (*again)(i);
+                        return;
+                    }
+                    // The call is over (cancelled): nobody to resend for.
+                    st->all_done.cancel();
+                    break;
+                case submit_plan::next::over:
+                    st->all_done.cancel();
+                    break;
+                case submit_plan::next::wait:
+                    break;
                 }
-                // The call is over (cancelled): nobody to resend for.
-                st->all_done.cancel();
-                break;
-            case submit_plan::next::over:
-                st->all_done.cancel();
-                break;
-            case submit_plan::next::wait:
-                break;
             }
-        });
+        );
     };
     for (std::size_t i = 0; i < st->plan.size(); ++i) {
         (*send)(i);
@@ -321,9 +329,9 @@ asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
     co_return zkco::result<void>();
 }
 
-asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(std::string bundle,
-                                                                     std::size_t index,
-                                                                     std::string tid) {
+asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(
+    std::string bundle, std::size_t index, std::string tid
+) {
     using phase = shared_bundle_read::phase;
     std::shared_ptr<bundle_wait> w;
     for (;;) {
@@ -418,8 +426,9 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(s
 }
 
 asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
-task_client::consume_bundled(std::string bundle, zkco::node node,
-                             std::vector<std::size_t> indices) {
+task_client::consume_bundled(
+    std::string bundle, zkco::node node, std::vector<std::size_t> indices
+) {
     const std::string path = l_.result(bundle);
     bundle_consume c(path, protocol::bundle_size(bundle), std::move(indices));
     auto step = c.read(node.data, node.stat.version);
@@ -431,7 +440,8 @@ task_client::consume_bundled(std::string bundle, zkco::node node,
             auto [ec, per_op] =
                 co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
             last = ec;
-            const bool lost = ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
+            const bool lost =
+                ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
             step = c.answered(to_answer(ec, per_op), lost);
             break;
         }
@@ -534,7 +544,8 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
     zkco::error_code ec;
     for (int tries = 0; tries < 10; ++tries) {
         auto remove = to_zkco(std::vector<protocol::txn_op>{protocol::consume_op(path)});
-        auto [sent, r] = co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
+        auto [sent, r] =
+            co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
         ec = sent;
         if (!*alive || ec == asio::error::operation_aborted) {
             co_return asio::error::operation_aborted;  // this client is gone (or going)
@@ -550,7 +561,9 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
                 co_return asio::error::operation_aborted;
             }
             if (removed) {
-                spdlog::warn("client: deleted {} node(s) someone else wrote below {}", *removed, path);
+                spdlog::warn(
+                    "client: deleted {} node(s) someone else wrote below {}", *removed, path
+                );
                 continue;
             }
             ec = removed.error();
@@ -563,9 +576,11 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
             break;
         }
     }
-    spdlog::warn("client: could not consume {}: {}; it stays until the master's result retention "
-                 "deletes it",
-                 path, ec.message());
+    spdlog::warn(
+        "client: could not consume {}: {}; it stays until the master's result retention "
+        "deletes it",
+        path, ec.message()
+    );
     co_return ec;
 }
 
@@ -586,7 +601,9 @@ asio::awaitable<zkco::result<void>> task_client::cancel(std::string tid) {
     if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
         tid = std::string(ref->node);  // a bundle is cancelled as a whole
     }
-    auto r = co_await zk_.create(protocol::layout::cancel_request(tid), encode(protocol::cancel_info{protocol::now_ms()}));
+    auto r = co_await zk_.create(
+        protocol::layout::cancel_request(tid), encode(protocol::cancel_info{protocol::now_ms()})
+    );
     if (!r && r.error() != zkco::errc::node_exists) {
         co_return r.error();
     }

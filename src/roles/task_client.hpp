@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "roles/batcher.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
+#include "roles/batcher.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -42,10 +42,10 @@ struct task_request {
 struct submit_options {
     /// Most tasks per bundle (docs/protocol.md §4.1): consecutive tasks of one call with the
     /// same type, priority, timeout and max_attempts share one node, up to this many (at most
-    /// max_bundle_tasks) and what fits a node (max_task_bytes). A bundle moves as a unit: one worker runs its tasks,
-    /// their results come back together, a cancel of one task cancels the bundle, a retry
-    /// retries it. Fewer ZooKeeper requests per task, so far more tasks per second. 1 (the
-    /// default): every task its own node.
+    /// max_bundle_tasks) and what fits a node (max_task_bytes). A bundle moves as a unit: one
+    /// worker runs its tasks, their results come back together, a cancel of one task cancels the
+    /// bundle, a retry retries it. Fewer ZooKeeper requests per task, so far more tasks per second.
+    /// 1 (the default): every task its own node.
     std::size_t bundle = 1;
 };
 
@@ -72,7 +72,8 @@ public:
     /// before every node was answered: operation_aborted, the outcome unknown (the creates
     /// already sent may still apply), never success.
     boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit(
-        std::vector<task_request> tasks, submit_options opts = {});
+        std::vector<task_request> tasks, submit_options opts = {}
+    );
 
     /// Waits (by watch, never polling) until the task's result exists, reads it and consumes
     /// it: exactly one caller gets it. For a bundled task, the waits of one client on tasks of
@@ -123,9 +124,9 @@ private:
     void consume_result(std::string path);
     /// The delete of consume_result, awaited: no error once the node is gone.
     boost::asio::awaitable<zkco::error_code> consume_until_done(std::string path);
-    boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(std::string bundle,
-                                                                   std::size_t index,
-                                                                   std::string tid);
+    boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(
+        std::string bundle, std::size_t index, std::string tid
+    );
     /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
     /// yields the result as read, and which of `indices` someone else had consumed first.
     boost::asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
@@ -139,7 +140,7 @@ private:
     std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
     /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
     boost::asio::steady_timer consumed_;
-    bool receipts_ = false;      ///< the batcher writes receipts (from the first submit on)
+    bool receipts_ = false;  ///< the batcher writes receipts (from the first submit on)
     /// False once this client is destroyed: background work of it checks before touching it.
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -10,6 +10,8 @@
 // and the `||` operator emit, and an exception-free check keeps every exit path visible.
 #include "roles/worker.hpp"
 
+#include "protocol/ids.hpp"
+#include "protocol/worker_txn.hpp"
 #include "reactor/offload.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/batcher.hpp"
@@ -17,15 +19,14 @@
 #include "roles/foreign.hpp"
 #include "roles/txn_io.hpp"
 #include "roles/worker_view.hpp"
-#include "protocol/ids.hpp"
-#include "protocol/worker_txn.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -44,12 +45,11 @@ namespace zkd::roles {
 
 namespace {
 
-
 protocol::task_result failure(std::string_view code, std::string message) {
     protocol::task_result r;
     r.state = code == protocol::codes::timeout     ? protocol::task_state::timed_out
               : code == protocol::codes::cancelled ? protocol::task_state::cancelled
-                                              : protocol::task_state::failed;
+                                                   : protocol::task_state::failed;
     r.error = protocol::task_error{std::string(code), std::move(message)};
     return r;
 }
@@ -58,22 +58,22 @@ protocol::task_result failure(std::string_view code, std::string message) {
 struct running_task {
     explicit running_task(const asio::any_io_executor& ex) : mark(ex), progress_timer(ex) {}
 
-    std::stop_source stop;        // stops every handler of it: cancel marker, shutdown
-    bool cancel_marker = false;   // stopped for its <tid>.cancel marker (worker_state says)
+    std::stop_source stop;       // stops every handler of it: cancel marker, shutdown
+    bool cancel_marker = false;  // stopped for its <tid>.cancel marker (worker_state says)
     bool done = false;
-    asio::steady_timer mark;      // when to write the running mark
-    std::vector<double> progress; // what each handler call reported last (-1: nothing)
-    std::string progress_message; // the last message reported
+    asio::steady_timer mark;       // when to write the running mark
+    std::vector<double> progress;  // what each handler call reported last (-1: nothing)
+    std::string progress_message;  // the last message reported
 
     // Writes to the assignment node (the running mark, then progress): one at a time.
     zkco::client* zk = nullptr;
     std::string worker;
     std::string tid;
-    protocol::task_spec marked;              // what the node holds, as we last wrote it
-    std::int32_t version = 0;      // the node's version we expect
-    bool writing = false;          // a write is in flight
-    bool dirty = false;            // progress newer than what was written
-    bool gave_up = false;          // a write failed: the node is not ours to write any more
+    protocol::task_spec marked;         // what the node holds, as we last wrote it
+    std::int32_t version = 0;           // the node's version we expect
+    bool writing = false;               // a write is in flight
+    bool dirty = false;                 // progress newer than what was written
+    bool gave_up = false;               // a write failed: the node is not ours to write any more
     asio::steady_timer progress_timer;  // at most one progress write a second
     asio::steady_timer::time_point last_write{};
 };
@@ -103,23 +103,25 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
     t->dirty = false;
     t->last_write = asio::steady_timer::clock_type::now();
     auto op = protocol::running_mark_op(t->worker, t->tid, t->marked, t->version);
-    t->zk->async_set(std::move(op.path), std::move(op.data), op.version,
-                     [t](zkco::error_code ec, zkco::stat st) {
-        t->writing = false;
-        if (protocol::read_mark(static_cast<bool>(ec)) == protocol::mark_outcome::gave_up) {
-            t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
-            return;
+    t->zk->async_set(
+        std::move(op.path), std::move(op.data), op.version,
+        [t](zkco::error_code ec, zkco::stat st) {
+            t->writing = false;
+            if (protocol::read_mark(static_cast<bool>(ec)) == protocol::mark_outcome::gave_up) {
+                t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
+                return;
+            }
+            t->version = st.version;
+            if (t->dirty && !t->done) {
+                t->progress_timer.expires_at(t->last_write + std::chrono::seconds(1));
+                t->progress_timer.async_wait([t](zkco::error_code wec) {
+                    if (!wec) {
+                        write_assignment(t);
+                    }
+                });
+            }
         }
-        t->version = st.version;
-        if (t->dirty && !t->done) {
-            t->progress_timer.expires_at(t->last_write + std::chrono::seconds(1));
-            t->progress_timer.async_wait([t](zkco::error_code wec) {
-                if (!wec) {
-                    write_assignment(t);
-                }
-            });
-        }
-    });
+    );
 }
 
 /// A handler reported progress: published with the running mark, or within a second.
@@ -128,8 +130,9 @@ void progress_reported(const std::shared_ptr<running_task>& t) {
     if (t->marked.running_ms == 0 || t->writing || t->done || t->gave_up) {
         return;  // the mark carries it, or the write in flight schedules the next
     }
-    t->progress_timer.expires_at(std::max(asio::steady_timer::clock_type::now(),
-                                          t->last_write + std::chrono::seconds(1)));
+    t->progress_timer.expires_at(
+        std::max(asio::steady_timer::clock_type::now(), t->last_write + std::chrono::seconds(1))
+    );
     t->progress_timer.async_wait([t](zkco::error_code ec) {
         if (!ec) {
             write_assignment(t);
@@ -138,8 +141,9 @@ void progress_reported(const std::shared_ptr<running_task>& t) {
 }
 
 /// Keeps what a handler call (`part` of the assignment) reported, on the loop.
-void record_progress(const std::shared_ptr<running_task>& t, std::size_t part, double fraction,
-                     std::string message) {
+void record_progress(
+    const std::shared_ptr<running_task>& t, std::size_t part, double fraction, std::string message
+) {
     if (part < t->progress.size() && std::isfinite(fraction)) {
         t->progress[part] = std::clamp(fraction, 0.0, 1.0);
         t->progress_message = std::move(message);
@@ -151,7 +155,7 @@ void record_progress(const std::shared_ptr<running_task>& t, std::size_t part, d
 struct handler_call {
     explicit handler_call(const asio::any_io_executor& ex) : deadline(ex) {}
 
-    std::stop_source stop;        // the handler's stop token: its assignment's, or its timeout
+    std::stop_source stop;  // the handler's stop token: its assignment's, or its timeout
     bool timed_out = false;
     bool done = false;
     asio::steady_timer deadline;  // the task's timeout
@@ -201,11 +205,26 @@ std::size_t bundled_value_budget(std::size_t tasks) {
 
 class worker_session {
 public:
-    worker_session(zkco::client& zk, protocol::layout l, protocol::member_info me, const registry& reg,
-                   reactor::compute_pool& pool, worker_options opts, worker_stats* stats)
-        : zk_(zk), l_(l), me_(std::move(me)), reg_(reg), pool_(pool),
-          opts_(std::move(opts)), stats_(stats != nullptr ? stats : &own_stats_), results_(zk),
-          state_(l, me_, *stats_), group_(zk.get_executor()), idle_(zk.get_executor()) {}
+    worker_session(
+        zkco::client& zk,
+        protocol::layout l,
+        protocol::member_info me,
+        const registry& reg,
+        reactor::compute_pool& pool,
+        worker_options opts,
+        worker_stats* stats
+    )
+        : zk_(zk),
+          l_(l),
+          me_(std::move(me)),
+          reg_(reg),
+          pool_(pool),
+          opts_(std::move(opts)),
+          stats_(stats != nullptr ? stats : &own_stats_),
+          results_(zk),
+          state_(l, me_, *stats_),
+          group_(zk.get_executor()),
+          idle_(zk.get_executor()) {}
 
     asio::awaitable<void> run() {
         if (me_.types.empty()) {
@@ -217,8 +236,10 @@ public:
             co_return;
         }
         state_.joined(me_);
-        spdlog::info("worker {} joined (capacity {}, {} types)", me_.id, me_.capacity.value_or(0),
-                     me_.types.size());
+        spdlog::info(
+            "worker {} joined (capacity {}, {} types)", me_.id, me_.capacity.value_or(0),
+            me_.types.size()
+        );
         co_await asio::this_coro::reset_cancellation_state(asio::enable_terminal_cancellation());
         co_await asio::this_coro::throw_if_cancelled(false);
         if (opts_.drain != nullptr) {
@@ -274,7 +295,9 @@ private:
         const auto& op = mark.ops.front();
         auto set = co_await zk_.set(op.path, op.data, op.version);
         if (!set) {
-            spdlog::warn("worker {}: cannot mark itself draining: {}", me_.id, set.error().message());
+            spdlog::warn(
+                "worker {}: cannot mark itself draining: {}", me_.id, set.error().message()
+            );
         }
         while (!state_.drained()) {
             idle_.expires_at(asio::steady_timer::time_point::max());
@@ -297,8 +320,10 @@ private:
             auto kids = co_await zk_.watch_children(dir);
             if (!kids && kids.error() == zkco::errc::no_node) {
                 // A pause keeps this from racing someone who keeps deleting it.
-                spdlog::warn("worker {}: its assignment directory {} was deleted; making it again",
-                             me_.id, dir);
+                spdlog::warn(
+                    "worker {}: its assignment directory {} was deleted; making it again", me_.id,
+                    dir
+                );
                 const auto remake = state_.dir_missing();
                 asio::steady_timer pause(zk_.get_executor(), std::chrono::milliseconds(100));
                 co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -366,14 +391,16 @@ private:
         idle_.cancel();
     }
 
-    asio::awaitable<protocol::task_result> execute(const std::string& tid,
-                                         const zkco::node& node,
-                                         const std::shared_ptr<running_task>& t) {
+    asio::awaitable<protocol::task_result> execute(
+        const std::string& tid, const zkco::node& node, const std::shared_ptr<running_task>& t
+    ) {
         auto spec = protocol::decode_task(node.data);
         const std::int64_t started = protocol::now_ms();
-        if (spec && spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id gives the size
-            spec = protocol::decode_error{"the node holds a bundle of " + std::to_string(spec->bundle.size()) +
-                                " tasks where its id says " + std::to_string(protocol::bundle_size(tid))};
+        if (spec &&
+            spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id gives the size
+            spec = protocol::decode_error{
+                "the node holds a bundle of " + std::to_string(spec->bundle.size()) +
+                " tasks where its id says " + std::to_string(protocol::bundle_size(tid))};
         }
         if (!spec) {
             spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
@@ -412,18 +439,22 @@ private:
 
     /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
     /// holds one entry per task and sums them up: their common state, or failed.
-    asio::awaitable<protocol::task_result> call_bundle(const protocol::task_spec& spec,
-                                             const std::shared_ptr<running_task>& t,
-                                             const std::string& tid) {
+    asio::awaitable<protocol::task_result> call_bundle(
+        const protocol::task_spec& spec,
+        const std::shared_ptr<running_task>& t,
+        const std::string& tid
+    ) {
         // Failed until its call says otherwise (a call that never ran reports nothing).
-        std::vector<protocol::task_result> entries(spec.bundle.size(),
-                                         failure(protocol::codes::handler_error, "not run"));
+        std::vector<protocol::task_result> entries(
+            spec.bundle.size(), failure(protocol::codes::handler_error, "not run")
+        );
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
             calls.spawn([this, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
-                entries[i] = co_await call(spec, spec.bundle[i], t, budget,
-                                           tid + "#" + std::to_string(i), i);
+                entries[i] = co_await call(
+                    spec, spec.bundle[i], t, budget, tid + "#" + std::to_string(i), i
+                );
             });
         }
         co_await calls.async_wait(asio::use_awaitable);
@@ -433,8 +464,10 @@ private:
         for (auto& e : entries) {
             // Each entry within its share of the result, and decodable where it sits.
             if (auto ok = protocol::validate_bundled(e); !ok) {
-                e = failure(protocol::codes::handler_error,
-                            "the handler's result cannot be stored: " + ok.error().message);
+                e = failure(
+                    protocol::codes::handler_error,
+                    "the handler's result cannot be stored: " + ok.error().message
+                );
             }
             if (e.error) {
                 cut_utf8(e.error->message, budget / 2);
@@ -454,9 +487,11 @@ private:
             r = failure(entries.front().error->code, entries.front().error->message);
             r.state = entries.front().state;
         } else {
-            r = failure(protocol::codes::handler_error, std::to_string(failed) + " of " +
-                                                       std::to_string(entries.size()) +
-                                                       " tasks of the bundle did not succeed");
+            r = failure(
+                protocol::codes::handler_error, std::to_string(failed) + " of " +
+                                                    std::to_string(entries.size()) +
+                                                    " tasks of the bundle did not succeed"
+            );
         }
         r.bundle = std::move(entries);
         co_return r;
@@ -466,10 +501,14 @@ private:
     /// or on the loop for an asynchronous type (an exec type). `label` names it to the handler
     /// and `part` is its place in the bundle (0 alone). A value whose encoding is over
     /// `value_limit` becomes a result_too_large failure.
-    asio::awaitable<protocol::task_result> call(const protocol::task_spec& spec, const boost::json::value& args,
-                                      const std::shared_ptr<running_task>& t,
-                                      std::size_t value_limit, std::string label,
-                                      std::size_t part) {
+    asio::awaitable<protocol::task_result> call(
+        const protocol::task_spec& spec,
+        const boost::json::value& args,
+        const std::shared_ptr<running_task>& t,
+        std::size_t value_limit,
+        std::string label,
+        std::size_t part
+    ) {
         auto c = std::make_shared<handler_call>(zk_.get_executor());
         const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
         const auto timeout = reg_.limits(spec.type).effective(spec.timeout);
@@ -536,13 +575,16 @@ private:
             r.state = protocol::task_state::succeeded;
             r.value = std::move(*outcome);
             if (encode(r).size() > value_limit) {
-                r = failure(protocol::codes::result_too_large,
-                            "the handler's result is over " + std::to_string(value_limit) +
-                                " bytes");
+                r = failure(
+                    protocol::codes::result_too_large,
+                    "the handler's result is over " + std::to_string(value_limit) + " bytes"
+                );
             }
         } else if (c->timed_out) {
-            r = failure(protocol::codes::timeout, "timed out after " +
-                                                 std::to_string(timeout.count()) + " ms");
+            r = failure(
+                protocol::codes::timeout,
+                "timed out after " + std::to_string(timeout.count()) + " ms"
+            );
         } else if (t->cancel_marker && t->stop.stop_requested()) {
             r = failure(protocol::codes::cancelled, "cancelled");
         } else {
@@ -560,7 +602,8 @@ private:
             case publish_plan::step::kind::send: {
                 auto ops = to_zkco(std::move(step.ops));
                 auto [ec, per_op] = co_await results_.async_submit(
-                    std::move(ops), asio::as_tuple(asio::use_awaitable));
+                    std::move(ops), asio::as_tuple(asio::use_awaitable)
+                );
                 last = ec;
                 step = state_.publish_answered(tid, to_answer(ec, per_op));
                 break;
@@ -568,8 +611,10 @@ private:
             case publish_plan::step::kind::clear_foreign: {
                 auto removed = co_await remove_children(zk_, step.path);
                 if (removed) {
-                    spdlog::warn("worker {}: deleted {} node(s) someone else wrote below {}",
-                                 me_.id, *removed, step.path);
+                    spdlog::warn(
+                        "worker {}: deleted {} node(s) someone else wrote below {}", me_.id,
+                        *removed, step.path
+                    );
                 } else {
                     last = removed.error();
                 }
@@ -615,9 +660,15 @@ private:
 
 }  // namespace
 
-asio::awaitable<void> run_worker(zkco::client& zk, protocol::layout l, protocol::member_info me, const registry& reg,
-                                 reactor::compute_pool& pool, worker_options opts,
-                                 worker_stats* stats) {
+asio::awaitable<void> run_worker(
+    zkco::client& zk,
+    protocol::layout l,
+    protocol::member_info me,
+    const registry& reg,
+    reactor::compute_pool& pool,
+    worker_options opts,
+    worker_stats* stats
+) {
     worker_session session(zk, l, std::move(me), reg, pool, opts, stats);
     co_await session.run();
 }

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
-#include "protocol/layout.hpp"
 #include "roles/registry.hpp"
 #include "roles/worker_view.hpp"
-#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>

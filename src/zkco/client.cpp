@@ -32,7 +32,9 @@ watch& watch::operator=(watch&& other) noexcept {
     return *this;
 }
 
-watch::~watch() { release(); }
+watch::~watch() {
+    release();
+}
 
 void watch::release() noexcept {
     if (core_) {
@@ -84,22 +86,37 @@ client::~client() {
     }
 }
 
-client::executor_type client::get_executor() const noexcept { return core_->executor(); }
-const zkco::config& client::config() const noexcept { return core_->config(); }
-session_state client::state() const noexcept { return core_->state(); }
-std::uint64_t client::state_generation() const noexcept { return core_->generation(); }
-std::optional<session_handle> client::session() const { return core_->session(); }
+client::executor_type client::get_executor() const noexcept {
+    return core_->executor();
+}
+const zkco::config& client::config() const noexcept {
+    return core_->config();
+}
+session_state client::state() const noexcept {
+    return core_->state();
+}
+std::uint64_t client::state_generation() const noexcept {
+    return core_->generation();
+}
+std::optional<session_handle> client::session() const {
+    return core_->session();
+}
 std::chrono::milliseconds client::negotiated_timeout() const noexcept {
     return core_->negotiated_timeout();
 }
-client_counters client::counters() const noexcept { return core_->counters(); }
+client_counters client::counters() const noexcept {
+    return core_->counters();
+}
 
-void client::start_connect(handler<> h) { core_->connect(std::move(h)); }
+void client::start_connect(handler<> h) {
+    core_->connect(std::move(h));
+}
 void client::start_wait_state(std::uint64_t seen, handler<state_change> h) {
     core_->wait_state(seen, std::move(h));
 }
-void client::start_create(std::string path, std::string data, create_options opts,
-                          handler<std::string> h) {
+void client::start_create(
+    std::string path, std::string data, create_options opts, handler<std::string> h
+) {
     core_->create(std::move(path), std::move(data), std::move(opts), std::move(h));
 }
 void client::start_remove(std::string path, std::int32_t version, handler<> h) {
@@ -108,8 +125,9 @@ void client::start_remove(std::string path, std::int32_t version, handler<> h) {
 void client::start_exists(std::string path, handler<std::optional<zkco::stat>> h) {
     core_->exists(std::move(path), std::move(h));
 }
-void client::start_watch_exists(std::string path,
-                                handler<std::optional<zkco::stat>, zkco::watch> h) {
+void client::start_watch_exists(
+    std::string path, handler<std::optional<zkco::stat>, zkco::watch> h
+) {
     core_->watch_exists(std::move(path), std::move(h));
 }
 void client::start_get(std::string path, handler<node> h) {
@@ -118,8 +136,9 @@ void client::start_get(std::string path, handler<node> h) {
 void client::start_watch_get(std::string path, handler<node, zkco::watch> h) {
     core_->watch_get(std::move(path), std::move(h));
 }
-void client::start_set(std::string path, std::string data, std::int32_t version,
-                       handler<zkco::stat> h) {
+void client::start_set(
+    std::string path, std::string data, std::int32_t version, handler<zkco::stat> h
+) {
     core_->set(std::move(path), std::move(data), version, std::move(h));
 }
 void client::start_get_children(std::string path, handler<children> h) {
@@ -137,7 +156,9 @@ void client::start_multi(std::vector<multi_op> ops, handler<std::vector<op_resul
 void client::start_sync(std::string path, handler<> h) {
     core_->sync(std::move(path), std::move(h));
 }
-void client::start_close(asio::any_completion_handler<void()> h) { core_->close(std::move(h)); }
+void client::start_close(asio::any_completion_handler<void()> h) {
+    core_->close(std::move(h));
+}
 
 // --- coroutines ----------------------------------------------------------------------------
 
@@ -170,10 +191,11 @@ asio::awaitable<result<state_change>> client::wait_state(std::uint64_t seen) {
     co_return to_result(ec, change);
 }
 
-asio::awaitable<result<std::string>> client::create(std::string path, std::string data,
-                                                    create_options opts) {
-    auto [ec, created] = co_await async_create(std::move(path), std::move(data),
-                                               std::move(opts), tuple_awaitable);
+asio::awaitable<result<std::string>> client::create(
+    std::string path, std::string data, create_options opts
+) {
+    auto [ec, created] =
+        co_await async_create(std::move(path), std::move(data), std::move(opts), tuple_awaitable);
     co_return to_result(ec, std::move(created));
 }
 
@@ -192,8 +214,9 @@ asio::awaitable<result<node>> client::get(std::string path) {
     co_return to_result(ec, std::move(n));
 }
 
-asio::awaitable<result<zkco::stat>> client::set(std::string path, std::string data,
-                                               std::int32_t version) {
+asio::awaitable<result<zkco::stat>> client::set(
+    std::string path, std::string data, std::int32_t version
+) {
     auto [ec, st] = co_await async_set(std::move(path), std::move(data), version, tuple_awaitable);
     co_return to_result(ec, st);
 }
@@ -218,9 +241,7 @@ asio::awaitable<result<void>> client::sync(std::string path) {
     co_return to_result(ec);
 }
 
-asio::awaitable<result<watched<std::optional<zkco::stat>>>> client::watch_exists(
-    std::string path
-) {
+asio::awaitable<result<watched<std::optional<zkco::stat>>>> client::watch_exists(std::string path) {
     auto [ec, st, w] = co_await async_watch_exists(std::move(path), tuple_awaitable);
     if (ec) {
         co_return ec;
@@ -244,6 +265,8 @@ asio::awaitable<result<watched<children>>> client::watch_children(std::string pa
     co_return watched<children>{std::move(c), std::move(w)};
 }
 
-asio::awaitable<void> client::close() { co_await async_close(asio::use_awaitable); }
+asio::awaitable<void> client::close() {
+    co_await async_close(asio::use_awaitable);
+}
 
 }  // namespace zkd::zkco

@@ -67,7 +67,8 @@ public:
     template <class CompletionToken>
     auto async_connect(CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [this](auto h) { start_connect(std::move(h)); }, token);
+            [this](auto h) { start_connect(std::move(h)); }, token
+        );
     }
 
     /// Completes as soon as state_generation() differs from `seen`: yields the state and
@@ -76,8 +77,8 @@ public:
     template <class CompletionToken>
     auto async_wait_state(std::uint64_t seen, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, state_change)>(
-            [this](auto h, std::uint64_t s) { start_wait_state(s, std::move(h)); },
-            token, seen);
+            [this](auto h, std::uint64_t s) { start_wait_state(s, std::move(h)); }, token, seen
+        );
     }
 
     /// Creates a node. Yields the created path (with the counter for sequential modes).
@@ -91,7 +92,8 @@ public:
             [this](auto h, std::string p, std::string d, create_options o) {
                 start_create(std::move(p), std::move(d), std::move(o), std::move(h));
             },
-            token, std::move(path), std::move(data), std::move(opts));
+            token, std::move(path), std::move(data), std::move(opts)
+        );
     }
 
     /// Deletes a node if its version matches (any_version: any). Errors: no_node,
@@ -102,7 +104,8 @@ public:
             [this](auto h, std::string p, std::int32_t v) {
                 start_remove(std::move(p), v, std::move(h));
             },
-            token, std::move(path), version);
+            token, std::move(path), version
+        );
     }
 
     /// Yields the node's stat, or nullopt if it does not exist (not an error).
@@ -110,20 +113,18 @@ public:
     auto async_exists(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<
             CompletionToken, void(error_code, std::optional<zkco::stat>)>(
-            [this](auto h, std::string p) {
-                start_exists(std::move(p), std::move(h));
-            },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_exists(std::move(p), std::move(h)); }, token,
+            std::move(path)
+        );
     }
 
     /// Reads a node's data and stat. Errors: no_node.
     template <class CompletionToken>
     auto async_get(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, node)>(
-            [this](auto h, std::string p) {
-                start_get(std::move(p), std::move(h));
-            },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_get(std::move(p), std::move(h)); }, token,
+            std::move(path)
+        );
     }
 
     /// Writes a node's data if its version matches. Yields the new stat. Errors: no_node,
@@ -136,27 +137,26 @@ public:
             [this](auto h, std::string p, std::string d, std::int32_t v) {
                 start_set(std::move(p), std::move(d), v, std::move(h));
             },
-            token, std::move(path), std::move(data), version);
+            token, std::move(path), std::move(data), version
+        );
     }
 
     /// Lists a node's children (names, unsorted) with its stat. Errors: no_node.
     template <class CompletionToken>
     auto async_get_children(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, children)>(
-            [this](auto h, std::string p) {
-                start_get_children(std::move(p), std::move(h));
-            },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_get_children(std::move(p), std::move(h)); },
+            token, std::move(path)
+        );
     }
 
     /// Reads a node's ACL and stat. Errors: no_node.
     template <class CompletionToken>
     auto async_get_acl(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, node_acl)>(
-            [this](auto h, std::string p) {
-                start_get_acl(std::move(p), std::move(h));
-            },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_get_acl(std::move(p), std::move(h)); }, token,
+            std::move(path)
+        );
     }
 
     /// Runs the ops as one transaction: all apply or none. Yields one op_result per op
@@ -167,18 +167,18 @@ public:
     auto async_multi(std::vector<multi_op> ops, CompletionToken&& token) {
         return boost::asio::async_initiate<
             CompletionToken, void(error_code, std::vector<op_result>)>(
-            [this](auto h, std::vector<multi_op> o) {
-                start_multi(std::move(o), std::move(h));
-            },
-            token, std::move(ops));
+            [this](auto h, std::vector<multi_op> o) { start_multi(std::move(o), std::move(h)); },
+            token, std::move(ops)
+        );
     }
 
     /// Waits until the server this session talks to has caught up with the leader.
     template <class CompletionToken>
     auto async_sync(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [this](auto h, std::string p) { start_sync(std::move(p), std::move(h)); },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_sync(std::move(p), std::move(h)); }, token,
+            std::move(path)
+        );
     }
 
     /// exists() that also arms a watch: fires on create, delete or change. Works on a
@@ -187,20 +187,18 @@ public:
     auto async_watch_exists(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<
             CompletionToken, void(error_code, std::optional<zkco::stat>, watch)>(
-            [this](auto h, std::string p) {
-                start_watch_exists(std::move(p), std::move(h));
-            },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_watch_exists(std::move(p), std::move(h)); },
+            token, std::move(path)
+        );
     }
 
     /// get() that also arms a watch: fires on change or delete. No watch on error.
     template <class CompletionToken>
     auto async_watch_get(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, node, watch)>(
-            [this](auto h, std::string p) {
-                start_watch_get(std::move(p), std::move(h));
-            },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_watch_get(std::move(p), std::move(h)); }, token,
+            std::move(path)
+        );
     }
 
     /// get_children() that also arms a watch: fires when a child is added or removed, or
@@ -208,10 +206,9 @@ public:
     template <class CompletionToken>
     auto async_watch_children(std::string path, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, children, watch)>(
-            [this](auto h, std::string p) {
-                start_watch_children(std::move(p), std::move(h));
-            },
-            token, std::move(path));
+            [this](auto h, std::string p) { start_watch_children(std::move(p), std::move(h)); },
+            token, std::move(path)
+        );
     }
 
     /// Closes the session. While connected, requests already sent are first given up to
@@ -222,7 +219,8 @@ public:
     template <class CompletionToken>
     auto async_close(CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void()>(
-            [this](auto h) { start_close(std::move(h)); }, token);
+            [this](auto h) { start_close(std::move(h)); }, token
+        );
     }
 
     // --- the same as coroutines yielding result<T> ------------------------------------
@@ -232,8 +230,9 @@ public:
     boost::asio::awaitable<result<std::string>> create(
         std::string path, std::string data = {}, create_options opts = {}
     );
-    boost::asio::awaitable<result<void>> remove(std::string path,
-                                                std::int32_t version = any_version);
+    boost::asio::awaitable<result<void>> remove(
+        std::string path, std::int32_t version = any_version
+    );
     boost::asio::awaitable<result<std::optional<zkco::stat>>> exists(std::string path);
     boost::asio::awaitable<result<node>> get(std::string path);
     boost::asio::awaitable<result<zkco::stat>> set(
@@ -243,8 +242,7 @@ public:
     boost::asio::awaitable<result<node_acl>> get_acl(std::string path);
     boost::asio::awaitable<multi_result> multi(std::vector<multi_op> ops);
     boost::asio::awaitable<result<void>> sync(std::string path);
-    boost::asio::awaitable<result<watched<std::optional<zkco::stat>>>> watch_exists(
-        std::string path
+    boost::asio::awaitable<result<watched<std::optional<zkco::stat>>>> watch_exists(std::string path
     );
     boost::asio::awaitable<result<watched<node>>> watch_get(std::string path);
     boost::asio::awaitable<result<watched<children>>> watch_children(std::string path);
@@ -256,15 +254,15 @@ private:
 
     void start_connect(handler<> h);
     void start_wait_state(std::uint64_t seen, handler<state_change> h);
-    void start_create(std::string path, std::string data, create_options opts,
-                      handler<std::string> h);
+    void start_create(
+        std::string path, std::string data, create_options opts, handler<std::string> h
+    );
     void start_remove(std::string path, std::int32_t version, handler<> h);
     void start_exists(std::string path, handler<std::optional<zkco::stat>> h);
     void start_watch_exists(std::string path, handler<std::optional<zkco::stat>, zkco::watch> h);
     void start_get(std::string path, handler<node> h);
     void start_watch_get(std::string path, handler<node, zkco::watch> h);
-    void start_set(std::string path, std::string data, std::int32_t version,
-                   handler<zkco::stat> h);
+    void start_set(std::string path, std::string data, std::int32_t version, handler<zkco::stat> h);
     void start_get_children(std::string path, handler<children> h);
     void start_watch_children(std::string path, handler<children, zkco::watch> h);
     void start_get_acl(std::string path, handler<node_acl> h);

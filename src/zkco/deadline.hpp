@@ -21,7 +21,9 @@ template <class T>
 struct timeout_value;
 template <class T>
 struct timeout_value<boost::system::result<T, error_code>> {
-    static boost::system::result<T, error_code> make() { return error_code(errc::operation_timeout); }
+    static boost::system::result<T, error_code> make() {
+        return error_code(errc::operation_timeout);
+    }
 };
 template <>
 struct timeout_value<multi_result> {
@@ -41,8 +43,7 @@ boost::asio::awaitable<T> with_timeout(
     using namespace boost::asio::experimental::awaitable_operators;
     boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, timeout);
     auto outcome = co_await (
-        std::move(op) ||
-        timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable))
+        std::move(op) || timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable))
     );
     if (outcome.index() == 0) {
         co_return std::move(std::get<0>(outcome));

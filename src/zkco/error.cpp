@@ -17,7 +17,8 @@ struct entry {
 constexpr entry entries[] = {
     {errc::ok, "ZOK", "ok"},
     {errc::system_error, "ZSYSTEMERROR", "system error in the ZooKeeper client"},
-    {errc::runtime_inconsistency, "ZRUNTIMEINCONSISTENCY", "not run: another operation of the multi failed"},
+    {errc::runtime_inconsistency, "ZRUNTIMEINCONSISTENCY",
+     "not run: another operation of the multi failed"},
     {errc::data_inconsistency, "ZDATAINCONSISTENCY", "data inconsistency"},
     {errc::connection_loss, "ZCONNECTIONLOSS", "connection to ZooKeeper lost; outcome unknown"},
     {errc::marshalling_error, "ZMARSHALLINGERROR", "request or reply could not be serialized"},
@@ -32,7 +33,8 @@ constexpr entry entries[] = {
     {errc::no_node, "ZNONODE", "node does not exist"},
     {errc::no_auth, "ZNOAUTH", "not authorized"},
     {errc::bad_version, "ZBADVERSION", "version mismatch"},
-    {errc::no_children_for_ephemerals, "ZNOCHILDRENFOREPHEMERALS", "ephemeral nodes cannot have children"},
+    {errc::no_children_for_ephemerals, "ZNOCHILDRENFOREPHEMERALS",
+     "ephemeral nodes cannot have children"},
     {errc::node_exists, "ZNODEEXISTS", "node already exists"},
     {errc::not_empty, "ZNOTEMPTY", "node has children"},
     {errc::session_expired, "ZSESSIONEXPIRED", "ZooKeeper session expired"},
@@ -43,10 +45,12 @@ constexpr entry entries[] = {
     {errc::nothing, "ZNOTHING", "no server responses to process"},
     {errc::session_moved, "ZSESSIONMOVED", "session moved to another server"},
     {errc::not_read_only, "ZNOTREADONLY", "write sent to a read-only server"},
-    {errc::ephemeral_on_local_session, "ZEPHEMERALONLOCALSESSION", "ephemeral node on a local session"},
+    {errc::ephemeral_on_local_session, "ZEPHEMERALONLOCALSESSION",
+     "ephemeral node on a local session"},
     {errc::no_watcher, "ZNOWATCHER", "watcher not found"},
     {errc::reconfig_disabled, "ZRECONFIGDISABLED", "reconfiguration disabled"},
-    {errc::session_closed_require_sasl_auth, "ZSESSIONCLOSEDREQUIRESASLAUTH", "server requires SASL authentication"},
+    {errc::session_closed_require_sasl_auth, "ZSESSIONCLOSEDREQUIRESASLAUTH",
+     "server requires SASL authentication"},
     {errc::throttled_op, "ZTHROTTLEDOP", "request throttled by the server; retry"},
 };
 
@@ -131,7 +135,9 @@ const boost::system::error_category& zk_condition_category() noexcept {
     return instance;
 }
 
-error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), zk_category()}; }
+error_code make_error_code(errc e) noexcept {
+    return {static_cast<int>(e), zk_category()};
+}
 
 boost::system::error_condition make_error_condition(condition c) noexcept {
     return {static_cast<int>(c), zk_condition_category()};

@@ -11,8 +11,7 @@ namespace asio = boost::asio;
 read_batch::state::state(const asio::any_io_executor& ex)
     : timer(ex, asio::steady_timer::time_point::max()) {}
 
-read_batch::read_batch(client& zk)
-    : zk_(&zk), st_(std::make_shared<state>(zk.get_executor())) {}
+read_batch::read_batch(client& zk) : zk_(&zk), st_(std::make_shared<state>(zk.get_executor())) {}
 
 template <class T>
 read_batch::slot<T> read_batch::new_slot() {
@@ -67,8 +66,9 @@ namespace {
 // One read per path through `issue` (a read_batch member), then each slot's value in order
 // (copied, not moved, out of slots whose reads may still be out after a cancellation).
 template <class T, class Issue>
-asio::awaitable<std::vector<result<T>>> read_each(client& zk, std::vector<std::string> paths,
-                                                  Issue issue) {
+asio::awaitable<std::vector<result<T>>> read_each(
+    client& zk, std::vector<std::string> paths, Issue issue
+) {
     read_batch batch(zk);
     std::vector<read_batch::slot<T>> slots;
     slots.reserve(paths.size());
@@ -91,7 +91,8 @@ asio::awaitable<std::vector<result<node>>> get_all(client& zk, std::vector<std::
 }
 
 asio::awaitable<std::vector<result<std::optional<stat>>>> exists_all(
-    client& zk, std::vector<std::string> paths) {
+    client& zk, std::vector<std::string> paths
+) {
     return read_each<std::optional<stat>>(zk, std::move(paths), &read_batch::exists);
 }
 

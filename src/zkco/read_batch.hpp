@@ -52,10 +52,12 @@ private:
 
 /// The data of each node, in the order of `paths`, read at once. An entry holds the read's
 /// error (no_node: none there); operation_aborted for a read still out when cancelled.
-boost::asio::awaitable<std::vector<result<node>>> get_all(client& zk,
-                                                          std::vector<std::string> paths);
+boost::asio::awaitable<std::vector<result<node>>> get_all(
+    client& zk, std::vector<std::string> paths
+);
 /// The stat of each node (nullopt: none there), in the order of `paths`, read at once.
 boost::asio::awaitable<std::vector<result<std::optional<stat>>>> exists_all(
-    client& zk, std::vector<std::string> paths);
+    client& zk, std::vector<std::string> paths
+);
 
 }  // namespace zkd::zkco

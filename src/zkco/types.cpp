@@ -14,12 +14,19 @@ bool is_sequential(create_mode m) noexcept {
 }
 
 bool is_ttl(create_mode m) noexcept {
-    return m == create_mode::persistent_with_ttl || m == create_mode::persistent_sequential_with_ttl;
+    return m == create_mode::persistent_with_ttl ||
+           m == create_mode::persistent_sequential_with_ttl;
 }
 
-acl_list open_acl() { return {{perms::all, "world", "anyone"}}; }
-acl_list creator_all_acl() { return {{perms::all, "auth", ""}}; }
-acl_list read_acl() { return {{perms::read, "world", "anyone"}}; }
+acl_list open_acl() {
+    return {{perms::all, "world", "anyone"}};
+}
+acl_list creator_all_acl() {
+    return {{perms::all, "auth", ""}};
+}
+acl_list read_acl() {
+    return {{perms::read, "world", "anyone"}};
+}
 
 namespace {
 std::string base64(const unsigned char* data, std::size_t n) {
@@ -122,7 +129,8 @@ std::size_t estimated_size(const multi_op& op) noexcept {
             }
             return n;
         },
-        op);
+        op
+    );
 }
 
 error_code validate_path(std::string_view path) noexcept {

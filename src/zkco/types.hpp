@@ -79,8 +79,9 @@ std::string digest_id(std::string_view user, std::string_view password);
 
 struct create_options {
     // NOLINTNEXTLINE(google-explicit-constructor): `{create_mode::ephemeral}` reads well
-    create_options(create_mode m = create_mode::persistent, std::chrono::milliseconds t = {},
-                   acl_list a = {})
+    create_options(
+        create_mode m = create_mode::persistent, std::chrono::milliseconds t = {}, acl_list a = {}
+    )
         : mode(m), ttl(t), acl(std::move(a)) {}
 
     create_mode mode;
@@ -144,11 +145,11 @@ struct state_change {
 
 /// Requests a client has sent, for "ZooKeeper operations per task" figures.
 struct client_counters {
-    std::uint64_t reads = 0;         ///< exists, get, get_children, sync
-    std::uint64_t writes = 0;        ///< write transactions: create, remove, set, and each multi
-    std::uint64_t write_ops = 0;     ///< writes counting every op inside a multi
-    std::uint64_t multis = 0;        ///< multi transactions
-    std::uint64_t watches = 0;       ///< watches armed
+    std::uint64_t reads = 0;      ///< exists, get, get_children, sync
+    std::uint64_t writes = 0;     ///< write transactions: create, remove, set, and each multi
+    std::uint64_t write_ops = 0;  ///< writes counting every op inside a multi
+    std::uint64_t multis = 0;     ///< multi transactions
+    std::uint64_t watches = 0;    ///< watches armed
 };
 
 // --- multi -------------------------------------------------------------------------------

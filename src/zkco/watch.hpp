@@ -43,7 +43,8 @@ public:
     template <class CompletionToken>
     auto async_wait(CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, watch_event)>(
-            [this](auto handler) { start_wait(std::move(handler)); }, token);
+            [this](auto handler) { start_wait(std::move(handler)); }, token
+        );
     }
 
     /// async_wait as a coroutine; the watch must outlive the call.

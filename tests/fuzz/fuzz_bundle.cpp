@@ -5,7 +5,6 @@
 // bundle task's `bundle` array is what validate() allows, and the task's own result is found
 // in the bundle's result.
 #include "fuzz_common.hpp"
-
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
 

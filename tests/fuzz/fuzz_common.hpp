@@ -13,13 +13,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
-#include <vector>
 #include <utility>
+#include <vector>
 
 namespace zkd::fuzz {
 
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) noexcept {
-    return {reinterpret_cast<const char*>(data), size};  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+    return {
+        reinterpret_cast<const char*>(data),
+        size};  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
 }
 
 [[noreturn]] inline void check_failed(const char* what, const char* file, int line) noexcept {
@@ -56,22 +58,23 @@ inline bool json_close(const boost::json::value& a, const boost::json::value& b)
     return a == b;
 }
 
-inline bool json_close(const std::vector<boost::json::value>& a,
-                       const std::vector<boost::json::value>& b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                              [](const auto& x, const auto& y) {
-                                                  return json_close(x, y);
-                                              });
+inline bool json_close(
+    const std::vector<boost::json::value>& a, const std::vector<boost::json::value>& b
+) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+               return json_close(x, y);
+           });
 }
 
 }  // namespace zkd::fuzz
 
 /// Aborts (a crash libFuzzer saves) when `cond` is false.
-#define FUZZ_CHECK(cond)                                              \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            ::zkd::fuzz::check_failed(#cond, __FILE__, __LINE__);     \
-        }                                                             \
+#define FUZZ_CHECK(cond)                                          \
+    do {                                                          \
+        if (!(cond)) {                                            \
+            ::zkd::fuzz::check_failed(#cond, __FILE__, __LINE__); \
+        }                                                         \
     } while (false)
 
 /// Splits "first line\nrest" (no newline: all of it is the first line).

@@ -2,9 +2,8 @@
 // The config file (`zkd --config FILE`, README "Configuration"): cli::parse_config, then the
 // value parsers its keys go through (durations, the ZooKeeper connect string, the HTTP
 // listen address). Bad input is a usage_error, never a crash; a duration is never negative.
-#include "fuzz_common.hpp"
-
 #include "cli/options.hpp"
+#include "fuzz_common.hpp"
 #include "http/api.hpp"
 #include "zkco/config.hpp"
 

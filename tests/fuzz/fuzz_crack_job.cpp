@@ -2,9 +2,8 @@
 // A crack job node /jobs/crack-<hash>-<id> (docs/crack.md §2), as any client may write it:
 // crack::decode_crack_job. What it accepts is consistent (one partition character per task,
 // a found job has its preimage) and survives encode + decode unchanged.
-#include "fuzz_common.hpp"
-
 #include "apps/crack/job.hpp"
+#include "fuzz_common.hpp"
 #include "protocol/ids.hpp"
 
 #include <algorithm>
@@ -20,8 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     FUZZ_CHECK(!j->tasks.empty());
     FUZZ_CHECK(j->partitions.size() == j->tasks.size());
-    FUZZ_CHECK(std::all_of(j->tasks.begin(), j->tasks.end(),
-                           [](const std::string& t) { return is_valid_task_id(t); }));
+    FUZZ_CHECK(std::all_of(j->tasks.begin(), j->tasks.end(), [](const std::string& t) {
+        return is_valid_task_id(t);
+    }));
     FUZZ_CHECK(j->done() >= 0 && j->done() <= j->total());
     FUZZ_CHECK(j->state != crack_state::found || j->preimage.has_value());
     FUZZ_CHECK(j->found_partition < j->total());

@@ -2,7 +2,6 @@
 // /epoch's data (docs/protocol.md §2), as any member may write it: protocol::decode_epoch.
 // What it accepts survives encode + decode.
 #include "fuzz_common.hpp"
-
 #include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls

@@ -4,7 +4,6 @@
 // apart by the API's pure parts: the target and its query, the route, a task id, the body
 // of a submit. Nothing crashes or throws; every refusal's error body is JSON.
 #include "fuzz_common.hpp"
-
 #include "http/api.hpp"
 #include "http/server.hpp"
 #include "protocol/ids.hpp"

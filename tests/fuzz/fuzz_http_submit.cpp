@@ -2,7 +2,6 @@
 // The body of POST /v1/tasks (README "HTTP API"): http::parse_submit. What it accepts makes
 // tasks a worker will take (validate()); what it refuses is a 400 whose error body is JSON.
 #include "fuzz_common.hpp"
-
 #include "http/api.hpp"
 #include "protocol/task.hpp"
 

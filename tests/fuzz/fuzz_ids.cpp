@@ -2,9 +2,8 @@
 // Names any member of the namespace can create (docs/protocol.md §2, §3, §7): task ids,
 // bundle ids and bundled task refs, member ids, /election children, and the state names
 // read from nodes. What a parser accepts it can also produce.
-#include "fuzz_common.hpp"
-
 #include "apps/crack/job.hpp"
+#include "fuzz_common.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"

@@ -2,7 +2,6 @@
 // The /master node and /election children (docs/protocol.md §2, §7), as any member may write
 // them: protocol::decode_master and decode_member. What they accept survives encode + decode.
 #include "fuzz_common.hpp"
-
 #include "protocol/task.hpp"
 
 namespace {

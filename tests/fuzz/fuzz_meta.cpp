@@ -3,7 +3,6 @@
 // protocol::decode_meta (shard counts within 1..max_shards) and decode_cancel. What they
 // accept survives encode + decode.
 #include "fuzz_common.hpp"
-
 #include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls

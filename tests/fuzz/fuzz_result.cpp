@@ -3,7 +3,6 @@
 // protocol::decode_result. A result it accepts passes validate(), survives encode + decode
 // unchanged, and every bundled task's result can be taken from it.
 #include "fuzz_common.hpp"
-
 #include "protocol/task.hpp"
 
 namespace {

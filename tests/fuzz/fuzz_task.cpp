@@ -3,7 +3,6 @@
 // and the JSON reader under every codec (protocol::parse_json). A task it accepts passes
 // validate() and survives encode + decode unchanged.
 #include "fuzz_common.hpp"
-
 #include "protocol/task.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls

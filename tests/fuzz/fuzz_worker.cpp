@@ -3,7 +3,6 @@
 // protocol::decode_worker. What it accepts has a capacity >= 0, sorted unique valid types, and
 // survives encode + decode unchanged.
 #include "fuzz_common.hpp"
-
 #include "protocol/task.hpp"
 
 #include <algorithm>

@@ -3,14 +3,14 @@
 // `zkd run`: every command's help and happy path, bad flags, config file and environment,
 // an unreachable ZooKeeper, unknown task ids. Over 700 lines: one cluster fixture for every
 // command, started once.
+#include "protocol/task.hpp"
+#include "roles/election.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
-
-#include "roles/election.hpp"
-#include "protocol/task.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -29,7 +29,8 @@ protected:
     void SetUp() override {
         zk_test::SetUp();
         dir_ = zkd::test::make_test_dir(
-            "cli", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            "cli", ::testing::UnitTest::GetInstance()->current_test_info()->name()
+        );
     }
 
     void TearDown() override {
@@ -44,14 +45,18 @@ protected:
     [[nodiscard]] std::string zk() const { return base_ + chroot_; }
 
     void start_node(std::vector<std::string> extra = {}) {
-        node_ = std::make_unique<zkd::test::zkd_process>(ZKD_BINARY, zk(), "cli", "node",
-                                                         dir_ / "node.log", std::move(extra));
+        node_ = std::make_unique<zkd::test::zkd_process>(
+            ZKD_BINARY, zk(), "cli", "node", dir_ / "node.log", std::move(extra)
+        );
     }
 
     /// `zkd ARGS... --zk <ours> --namespace cli`.
-    command_result zkd(std::vector<std::string> args, bool with_cluster = true,
-                       const std::map<std::string, std::string>& env = {},
-                       std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+    command_result zkd(
+        std::vector<std::string> args,
+        bool with_cluster = true,
+        const std::map<std::string, std::string>& env = {},
+        std::chrono::milliseconds limit = std::chrono::seconds(60)
+    ) {
         args.insert(args.begin(), ZKD_BINARY);
         if (with_cluster) {
             args.insert(args.end(), {"--zk", zk(), "--namespace", "cli"});
@@ -85,8 +90,9 @@ TEST_F(Cli, EveryCommandHasHelp) {
     auto top = zkd({"--help"}, false);
     EXPECT_EQ(top.exit_code, 0);
     EXPECT_NE(top.out.find("usage: zkd <command>"), std::string::npos);
-    for (const auto* cmd : {"run", "submit", "wait", "status", "cancel", "tasks", "cluster", "crack", "purge",
-                            "drop-namespace"}) {
+    for (const auto* cmd :
+         {"run", "submit", "wait", "status", "cancel", "tasks", "cluster", "crack", "purge",
+          "drop-namespace"}) {
         EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
         auto r = zkd({cmd, "--help"}, false);
         EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
@@ -118,7 +124,8 @@ TEST_F(Cli, BadCommandLinesExitTwoWithAMessage) {
         {{"wait"}, "wait wants exactly one task ID"},
         {{"status", "not-an-id"}, "is not a task id"},
         {{"cancel", "a", "b"}, "cancel wants exactly one task ID"},
-        {{"status", "t5-0000000000000-0000000000000a", "--namespace", "a/b"}, "--namespace wants a name"},
+        {{"status", "t5-0000000000000-0000000000000a", "--namespace", "a/b"},
+         "--namespace wants a name"},
     };
     for (const auto& c : cases) {
         auto r = zkd(c.args, false);
@@ -134,18 +141,26 @@ TEST_F(Cli, ConfigFileAndEnvironment) {
     ASSERT_EQ(wait_for_cluster().exit_code, 0);  // the namespace exists once a node runs
     // A config file supplies the cluster; the command line still wins over it.
     const auto conf = dir_ / "zkd.conf";
-    std::ofstream(conf) << "# the test cluster\nzk = " << zk() << "\nnamespace = \"cli\"\npriority = 7\n";
-    auto r = run_command({ZKD_BINARY, "submit", "sum", "[20,22]", "--wait", "--config", conf.string()});
+    std::ofstream(conf) << "# the test cluster\nzk = " << zk()
+                        << "\nnamespace = \"cli\"\npriority = 7\n";
+    auto r =
+        run_command({ZKD_BINARY, "submit", "sum", "[20,22]", "--wait", "--config", conf.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out).at("value").at("sum").to_number<int>(), 42);
-    EXPECT_EQ(std::string(json::parse(r.out).at("task").as_string()).substr(0, 3), "t2-");  // priority 7
+    EXPECT_EQ(
+        std::string(json::parse(r.out).at("task").as_string()).substr(0, 3), "t2-"
+    );  // priority 7
     // The environment wins over the file: this task lands in another namespace.
-    r = run_command({ZKD_BINARY, "submit", "echo", "1", "--create-namespace", "--config", conf.string()},
-                    {{"ZKD_NAMESPACE", "elsewhere"}});
+    r = run_command(
+        {ZKD_BINARY, "submit", "echo", "1", "--create-namespace", "--config", conf.string()},
+        {{"ZKD_NAMESPACE", "elsewhere"}}
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::string id = first_line(r.out);
     EXPECT_EQ(zkd({"status", id}).exit_code, 5);
-    auto there = run_command({ZKD_BINARY, "status", id, "--config", conf.string(), "--namespace", "elsewhere"});
+    auto there = run_command(
+        {ZKD_BINARY, "status", id, "--config", conf.string(), "--namespace", "elsewhere"}
+    );
     EXPECT_EQ(there.exit_code, 0) << there.err;
     EXPECT_NE(there.out.find(" pending"), std::string::npos) << there.out;
 
@@ -170,8 +185,10 @@ TEST_F(Cli, ABadValueNamesItsSource) {
     EXPECT_NE(r.err.find("zkd: --limit wants a whole number"), std::string::npos) << r.err;
     r = zkd({"tasks"}, false, {{"ZKD_LIMIT", "abc"}});
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("zkd: ZKD_LIMIT wants a whole number from 1 to 1000000, not 'abc'"), std::string::npos)
-        << r.err;
+    EXPECT_NE(
+        r.err.find("zkd: ZKD_LIMIT wants a whole number from 1 to 1000000, not 'abc'"),
+        std::string::npos
+    ) << r.err;
     r = zkd({"status", id}, false, {{"ZKD_CONNECT_TIMEOUT", "soon"}});
     EXPECT_NE(r.err.find("ZKD_CONNECT_TIMEOUT wants a duration"), std::string::npos) << r.err;
     r = zkd({"run"}, false, {{"ZKD_ROLE", "boss"}});
@@ -181,7 +198,8 @@ TEST_F(Cli, ABadValueNamesItsSource) {
     std::ofstream(conf) << "zk = 127.0.0.1:1\n# a comment\nconnect-timeout = 100ms\nlimit = lots\n";
     r = zkd({"tasks", "--config", conf.string()}, false);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find(conf.string() + ":4: limit wants a whole number"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(conf.string() + ":4: limit wants a whole number"), std::string::npos)
+        << r.err;
     std::ofstream(conf) << "zk = not a host\n";
     r = zkd({"status", id, "--config", conf.string()}, false);
     EXPECT_NE(r.err.find(conf.string() + ":1: zk wants host:port"), std::string::npos) << r.err;
@@ -192,33 +210,39 @@ TEST_F(Cli, ABadValueNamesItsSource) {
     // partition-timeout is a key like any other option of zkd crack: this run gets as far as
     // ZooKeeper (exit 3), not refused as an unknown key (exit 2).
     std::ofstream(conf) << "zk = 127.0.0.1:1\nconnect-timeout = 100ms\npartition-timeout = 5s\n";
-    r = zkd({"crack", "--status", "0cc175b9c0f1b6a831c399e269772661", "--config", conf.string()}, false);
+    r =
+        zkd({"crack", "--status", "0cc175b9c0f1b6a831c399e269772661", "--config", conf.string()},
+            false);
     EXPECT_EQ(r.exit_code, 3) << r.err;
 }
 
 // A ZKD_ variable that is no option is a typo: warned about once, with the nearest name.
 TEST_F(Cli, AMistypedVariableIsWarnedAbout) {
-    auto r = zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1", "--connect-timeout",
-                  "100ms"},
-                 false, {{"ZKD_NAMESPAC", "x"}, {"ZKD_FROBNICATE_EVERYTHING", "1"}});
+    auto r =
+        zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1",
+             "--connect-timeout", "100ms"},
+            false, {{"ZKD_NAMESPAC", "x"}, {"ZKD_FROBNICATE_EVERYTHING", "1"}});
     EXPECT_EQ(r.exit_code, 3) << r.err;
-    EXPECT_NE(r.err.find("zkd: warning: ignoring ZKD_NAMESPAC: no zkd option has this variable (did "
-                         "you mean ZKD_NAMESPACE?)"),
-              std::string::npos)
-        << r.err;
-    EXPECT_NE(r.err.find("ignoring ZKD_FROBNICATE_EVERYTHING: no zkd option has this variable\n"),
-              std::string::npos)
-        << r.err;
+    EXPECT_NE(
+        r.err.find("zkd: warning: ignoring ZKD_NAMESPAC: no zkd option has this variable (did "
+                   "you mean ZKD_NAMESPACE?)"),
+        std::string::npos
+    ) << r.err;
+    EXPECT_NE(
+        r.err.find("ignoring ZKD_FROBNICATE_EVERYTHING: no zkd option has this variable\n"),
+        std::string::npos
+    ) << r.err;
     // Known ones, and the test harness's own, are not.
-    r = zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1", "--connect-timeout",
-             "100ms"},
+    r =
+        zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1",
+             "--connect-timeout", "100ms"},
             false, {{"ZKD_CAPACITY", "3"}, {"ZKD_ZK_CLIENT_LOG", "error"}, {"ZKD_TEST_ZK", "x"}});
     EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, VersionIsTheProjectVersion) {
-    for (const auto& args : std::vector<std::vector<std::string>>{{"--version"}, {"run", "--version"},
-                                                                   {"submit", "echo", "--version"}}) {
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"--version"}, {"run", "--version"}, {"submit", "echo", "--version"}}) {
         auto r = zkd(args, false);
         EXPECT_EQ(r.exit_code, 0) << r.err;
         EXPECT_EQ(r.out, "zkd " ZKD_VERSION "\n") << testing::PrintToString(args);
@@ -229,11 +253,13 @@ TEST_F(Cli, VersionIsTheProjectVersion) {
 
 TEST_F(Cli, AnUnreachableZooKeeperFailsInBoundedTime) {
     // A port nothing listens on.
-    auto r = zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1",
-                  "--connect-timeout", "1500ms"},
-                 false);
+    auto r =
+        zkd({"status", "t5-0000000000000-0000000000000a", "--zk", "127.0.0.1:1",
+             "--connect-timeout", "1500ms"},
+            false);
     EXPECT_EQ(r.exit_code, 3) << r.err;
-    EXPECT_NE(r.err.find("cannot reach ZooKeeper at 127.0.0.1:1 within 1500 ms"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot reach ZooKeeper at 127.0.0.1:1 within 1500 ms"), std::string::npos)
+        << r.err;
     EXPECT_LT(r.took, 10s);
     // And through the environment, for submit.
     r = zkd({"submit", "echo"}, false, {{"ZKD_ZK", "127.0.0.1:1"}, {"ZKD_CONNECT_TIMEOUT", "1s"}});
@@ -277,7 +303,8 @@ TEST_F(Cli, SubmitWaitStatusCancel) {
     st = zkd({"status", id});  // the text form shows the result too (not consumed)
     ASSERT_EQ(st.exit_code, 0) << st.err;
     EXPECT_EQ(first_line(st.out), id + " succeeded");
-    EXPECT_EQ(json::parse(st.out.substr(st.out.find('\n') + 1)).at("value").as_string(), "hello") << st.out;
+    EXPECT_EQ(json::parse(st.out.substr(st.out.find('\n') + 1)).at("value").as_string(), "hello")
+        << st.out;
     r = zkd({"wait", id, "--timeout", "30s"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out).at("value").as_string(), "hello");
@@ -324,14 +351,18 @@ TEST_F(Cli, SubmitWaitStatusCancel) {
 }
 
 TEST_F(Cli, ANamespaceWithoutAClusterIsSaidSo) {
-    auto r = zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "nothing-here"}, false,
-                 {{"ZKD_ZK", zk()}});
+    auto r =
+        zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "nothing-here"}, false,
+            {{"ZKD_ZK", zk()}});
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("no zkd cluster in namespace 'nothing-here' at " + zk() +
-                         " (nothing at /zkd/nothing-here/meta; is --namespace right?): start one with "
-                         "'zkd run --namespace nothing-here'"),
-              std::string::npos)
-        << r.err;
+    EXPECT_NE(
+        r.err.find(
+            "no zkd cluster in namespace 'nothing-here' at " + zk() +
+            " (nothing at /zkd/nothing-here/meta; is --namespace right?): start one with "
+            "'zkd run --namespace nothing-here'"
+        ),
+        std::string::npos
+    ) << r.err;
 }
 
 // A mistyped --namespace must not make a new empty cluster that a task then waits in forever.
@@ -339,9 +370,14 @@ TEST_F(Cli, ClientCommandsNeverCreateANamespace) {
     start_node();
     ASSERT_EQ(wait_for_cluster().exit_code, 0);
     for (const auto& cmd : std::vector<std::vector<std::string>>{
-             {"submit", "echo", "1"}, {"submit", "echo", "1", "--wait"}, {"tasks"}, {"cluster"},
-             {"wait", "t5-0000000000000-0000000000000a"}, {"purge", "--results"},
-             {"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "1"}}) {
+             {"submit", "echo", "1"},
+             {"submit", "echo", "1", "--wait"},
+             {"tasks"},
+             {"cluster"},
+             {"wait", "t5-0000000000000-0000000000000a"},
+             {"purge", "--results"},
+             {"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length",
+              "1"}}) {
         auto args = cmd;
         args.insert(args.end(), {"--zk", zk(), "--namespace", "cli-typo"});
         auto r = zkd(args, false);
@@ -359,7 +395,9 @@ TEST_F(Cli, ClientCommandsNeverCreateANamespace) {
         co_await zk.close();
     }());
     // Asked to, submit creates it, and the task waits there for a cluster.
-    auto r = zkd({"submit", "echo", "1", "--create-namespace", "--zk", zk(), "--namespace", "cli-typo"}, false);
+    auto r =
+        zkd({"submit", "echo", "1", "--create-namespace", "--zk", zk(), "--namespace", "cli-typo"},
+            false);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto st = zkd({"status", first_line(r.out), "--zk", zk(), "--namespace", "cli-typo"}, false);
     EXPECT_EQ(st.exit_code, 0) << st.err;
@@ -377,8 +415,10 @@ TEST_F(Cli, ArgsFromAFileOrStdin) {
     EXPECT_EQ(json::parse(r.out).at("value").as_string(), big);
 
     std::ofstream(dir_ / "stdin.json") << R"([4, 5, 6])";
-    r = run_command({ZKD_BINARY, "submit", "sum", "-", "--wait", "--zk", zk(), "--namespace", "cli"}, {}, 60s,
-                    dir_ / "stdin.json");
+    r = run_command(
+        {ZKD_BINARY, "submit", "sum", "-", "--wait", "--zk", zk(), "--namespace", "cli"}, {}, 60s,
+        dir_ / "stdin.json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out).at("value").at("sum").to_number<int>(), 15);
 
@@ -400,9 +440,11 @@ TEST_F(Cli, ArgsFromAFileOrStdin) {
 TEST_F(Cli, AnInterruptedWaitSaysHowToWait) {
     start_node();
     ASSERT_EQ(wait_for_cluster().exit_code, 0);
-    zkd::test::background_command sub({ZKD_BINARY, "submit", "sleep", R"({"ms":60000})", "--wait", "--zk", zk(),
-                                       "--namespace", "cli"},
-                                      dir_ / "submit.out", dir_ / "submit.err");
+    zkd::test::background_command sub(
+        {ZKD_BINARY, "submit", "sleep", R"({"ms":60000})", "--wait", "--zk", zk(), "--namespace",
+         "cli"},
+        dir_ / "submit.out", dir_ / "submit.err"
+    );
     command_result t;
     for (int i = 0; i < 200; ++i) {
         t = zkd({"tasks", "--json"});
@@ -415,16 +457,19 @@ TEST_F(Cli, AnInterruptedWaitSaysHowToWait) {
     const std::string id(json::parse(t.out).at("assigned").at(0).at("id").as_string());
     sub.signal(SIGINT);
     EXPECT_EQ(sub.wait_exit(20s), 130) << sub.err();
-    EXPECT_NE(sub.err().find("interrupted: task " + id + " goes on; wait for its result with 'zkd wait " + id +
-                             "'"),
-              std::string::npos)
-        << sub.err();
+    EXPECT_NE(
+        sub.err().find(
+            "interrupted: task " + id + " goes on; wait for its result with 'zkd wait " + id + "'"
+        ),
+        std::string::npos
+    ) << sub.err();
     auto st = zkd({"status", id});
     EXPECT_EQ(st.exit_code, 0) << st.err;
     // It goes on: assigned, or running once its running mark is written (after 50 ms).
-    EXPECT_TRUE(st.out.find(" running on ") != std::string::npos ||
-                st.out.find(" assigned on ") != std::string::npos)
-        << st.out;
+    EXPECT_TRUE(
+        st.out.find(" running on ") != std::string::npos ||
+        st.out.find(" assigned on ") != std::string::npos
+    ) << st.out;
 }
 
 // A type no worker serves is refused at once when there are workers to ask.
@@ -433,9 +478,10 @@ TEST_F(Cli, ATypeNoWorkerServesIsRefused) {
     ASSERT_EQ(wait_for_cluster().exit_code, 0);
     auto r = zkd({"submit", "no-such-type", "1"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("no worker serves task type 'no-such-type' (the 1 workers serve: echo, fail, "),
-              std::string::npos)
-        << r.err;
+    EXPECT_NE(
+        r.err.find("no worker serves task type 'no-such-type' (the 1 workers serve: echo, fail, "),
+        std::string::npos
+    ) << r.err;
     EXPECT_NE(r.err.find("--allow-unserved"), std::string::npos) << r.err;
     auto t = zkd({"tasks", "--json"});
     EXPECT_EQ(json::parse(t.out).at("pending_total").to_number<int>(), 0) << t.out;
@@ -468,7 +514,8 @@ TEST_F(Cli, PurgeAndDropNamespace) {
     EXPECT_NE(r.err.find("purge wants --results"), std::string::npos) << r.err;
     r = zkd({"purge", "--results", "--older-than", "1h"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("purged 0 result(s) from /zkd/cli (kept 3 newer than"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("purged 0 result(s) from /zkd/cli (kept 3 newer than"), std::string::npos)
+        << r.out;
     r = zkd({"purge", "--results"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("purged 3 result(s)"), std::string::npos) << r.out;
@@ -479,9 +526,12 @@ TEST_F(Cli, PurgeAndDropNamespace) {
     EXPECT_NE(r.err.find("pass --yes"), std::string::npos) << r.err;
     r = zkd({"drop-namespace", "--yes"});
     EXPECT_EQ(r.exit_code, 1) << r.out;
-    EXPECT_NE(r.err.find("refusing to drop " + chroot_ + "/zkd/cli: 1 worker, 1 candidate, a master alive"),
-              std::string::npos)
-        << r.err;
+    EXPECT_NE(
+        r.err.find(
+            "refusing to drop " + chroot_ + "/zkd/cli: 1 worker, 1 candidate, a master alive"
+        ),
+        std::string::npos
+    ) << r.err;
     EXPECT_EQ(zkd({"cluster"}).exit_code, 0);  // untouched
     r = zkd({"drop-namespace", "--yes", "--force"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -501,15 +551,21 @@ TEST_F(Cli, HostileStringsAreEscaped) {
         co_await zk.connect();
         zkd::protocol::member_info fake;
         fake.id = "evil-1-0000000000001";
-        fake.host = "h\x1b[2J\x1b]0;owned\x07\xc2\x9b" "31m";
+        fake.host =
+            "h\x1b[2J\x1b]0;owned\x07\xc2\x9b"
+            "31m";
         fake.pid = 1;
         fake.capacity = 1;
         fake.types = {"echo"};
-        co_await zk.create("/zkd/cli/workers/" + fake.id, zkd::protocol::encode(fake),
-                           {zkd::zkco::create_mode::ephemeral});
+        co_await zk.create(
+            "/zkd/cli/workers/" + fake.id, zkd::protocol::encode(fake),
+            {zkd::zkco::create_mode::ephemeral}
+        );
         // Garbage whose reason quotes the data.
-        co_await zk.create("/zkd/cli/workers/evil-2-0000000000002"s, "\x1b[31m{\"v\":"s,
-                           {zkd::zkco::create_mode::ephemeral});
+        co_await zk.create(
+            "/zkd/cli/workers/evil-2-0000000000002"s, "\x1b[31m{\"v\":"s,
+            {zkd::zkco::create_mode::ephemeral}
+        );
         auto c = zkd({"cluster"});
         EXPECT_EQ(c.exit_code, 0) << c.err;
         EXPECT_EQ(c.out.find('\x1b'), std::string::npos) << c.out;
@@ -530,24 +586,34 @@ TEST_F(Cli, RunSaysWhatSessionTimeoutItGot) {
     ASSERT_EQ(wait_for_cluster().exit_code, 0);
     std::ifstream in(dir_ / "node.log");
     const std::string log((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_NE(log.find("connected (timeout 4000 ms: the server's limit; 10000 ms asked)"), std::string::npos)
-        << log;
+    EXPECT_NE(
+        log.find("connected (timeout 4000 ms: the server's limit; 10000 ms asked)"),
+        std::string::npos
+    ) << log;
 }
 
 // zkd run waits for ZooKeeper as long as it takes unless --connect-timeout says otherwise;
 // meanwhile the C client's retry chatter stays out of the log at the default level.
 TEST_F(Cli, RunHonoursConnectTimeoutQuietly) {
-    auto r = zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "2500ms", "--session-timeout", "1s"}, false,
-                 {}, 30s);
+    auto r = zkd(
+        {"run", "--zk", "127.0.0.1:1", "--connect-timeout", "2500ms", "--session-timeout", "1s"},
+        false, {}, 30s
+    );
     EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
     const auto log = r.out + r.err;
-    EXPECT_NE(log.find("no session with ZooKeeper at 127.0.0.1:1 within 2500 ms (--connect-timeout): giving up"),
-              std::string::npos)
-        << log;
-    EXPECT_NE(log.find("cannot reach ZooKeeper at 127.0.0.1:1"), std::string::npos) << log;  // the node's own
+    EXPECT_NE(
+        log.find(
+            "no session with ZooKeeper at 127.0.0.1:1 within 2500 ms (--connect-timeout): giving up"
+        ),
+        std::string::npos
+    ) << log;
+    EXPECT_NE(log.find("cannot reach ZooKeeper at 127.0.0.1:1"), std::string::npos)
+        << log;  // the node's own
     EXPECT_EQ(log.find("zk-client:"), std::string::npos) << log;
     // Asked for, the C client's messages are there.
-    r = zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "1s"}, false, {{"ZKD_ZK_CLIENT_LOG", "error"}}, 30s);
+    r =
+        zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "1s"}, false,
+            {{"ZKD_ZK_CLIENT_LOG", "error"}}, 30s);
     EXPECT_EQ(r.exit_code, 3);
     EXPECT_NE((r.out + r.err).find("zk-client:"), std::string::npos) << r.out << r.err;
 }
@@ -599,12 +665,16 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
     EXPECT_EQ(status.exit_code, 5);
     EXPECT_NE(status.out.find("no job for " + hash), std::string::npos) << status.out;
 
-    auto r = zkd({"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "2"});
+    auto r =
+        zkd({"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "2"}
+        );
     ASSERT_EQ(r.exit_code, 0) << r.err;  // md5("a")
     EXPECT_EQ(r.out, "a\n");
-    EXPECT_NE(r.err.find("started job crack-0cc175b9c0f1b6a831c399e269772661-"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("started job crack-0cc175b9c0f1b6a831c399e269772661-"), std::string::npos)
+        << r.err;
     // The same search again joins the finished job: no new work.
-    r = zkd({"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "2"});
+    r = zkd({"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "2"}
+    );
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("joined job"), std::string::npos) << r.err;
     status = zkd({"crack", "--status", "0CC175B9C0F1B6A831C399E269772661"});
@@ -613,14 +683,18 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
     EXPECT_NE(status.out.find("preimage: a"), std::string::npos) << status.out;
 
     // Not found: md5("zzzz") is outside lengths 1-3 of "xyz".
-    r = zkd({"crack", "02c425157ecd32f259548b33402ff6d3", "--charset", "xyz", "--max-length", "3",
-             "--partitions", "4"});
+    r = zkd(
+        {"crack", "02c425157ecd32f259548b33402ff6d3", "--charset", "xyz", "--max-length", "3",
+         "--partitions", "4"}
+    );
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_NE(r.err.find("not found: all 39 candidates tried"), std::string::npos) << r.err;
 
     // A word list.
     std::ofstream(dir_ / "words.txt") << "alpha\nbeta\ngamma\n";
-    r = zkd({"crack", "987bcab01b929eb2c07877b224215c92", "--wordlist", (dir_ / "words.txt").string()});
+    r = zkd(
+        {"crack", "987bcab01b929eb2c07877b224215c92", "--wordlist", (dir_ / "words.txt").string()}
+    );
     EXPECT_EQ(r.exit_code, 0) << r.err;  // md5("beta")
     EXPECT_EQ(r.out, "beta\n");
 
@@ -630,7 +704,9 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
     EXPECT_NE(r.err.find("32 hex digits"), std::string::npos) << r.err;
     r = zkd({"crack", "0cc175b9c0f1b6a831c399e269772661"});
     EXPECT_EQ(r.exit_code, 2);
-    r = zkd({"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "40"});
+    r = zkd(
+        {"crack", "0cc175b9c0f1b6a831c399e269772661", "--charset", "lower", "--max-length", "40"}
+    );
     EXPECT_EQ(r.exit_code, 2);
     r = zkd({"crack", "--forget", "--status", hash});
     EXPECT_EQ(r.exit_code, 2);
@@ -652,7 +728,8 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
 // cluster started with them, naming the node and its ACL, instead of being adopted.
 TEST_F(Cli, ASquattedNamespaceIsRefused) {
     using namespace zkd::zkco;
-    const std::map<std::string, std::string> alice{{"ZKD_USER", "alice"}, {"ZKD_PASSWORD", "secret"}};
+    const std::map<std::string, std::string> alice{
+        {"ZKD_USER", "alice"}, {"ZKD_PASSWORD", "secret"}};
     run([&]() -> boost::asio::awaitable<void> {
         client anon(ioc_.get_executor(), make_config());
         co_await anon.connect();
@@ -667,8 +744,10 @@ TEST_F(Cli, ASquattedNamespaceIsRefused) {
         client alice_zk(ioc_.get_executor(), cfg);
         co_await alice_zk.connect();
         EXPECT_TRUE(co_await alice_zk.create("/zkd/sq2"s));
-        EXPECT_TRUE(co_await alice_zk.create("/zkd/sq2/meta"s, zkd::protocol::encode(zkd::protocol::meta_info{}),
-                                             {create_mode::persistent, {}, open_acl()}));
+        EXPECT_TRUE(co_await alice_zk.create(
+            "/zkd/sq2/meta"s, zkd::protocol::encode(zkd::protocol::meta_info{}),
+            {create_mode::persistent, {}, open_acl()}
+        ));
         co_await alice_zk.close();
     }());
 
@@ -676,20 +755,29 @@ TEST_F(Cli, ASquattedNamespaceIsRefused) {
     auto r = zkd({"run", "--namespace", "sq", "--zk", zk()}, false, alice, 30s);
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     const auto log = r.out + r.err;
-    EXPECT_NE(log.find("namespace node " + chroot_ + "/zkd/sq is not protected by this cluster's "
-                       "credentials (user 'alice'): its ACL is world:anyone:cdrwa"),
-              std::string::npos)
-        << log;
+    EXPECT_NE(
+        log.find(
+            "namespace node " + chroot_ +
+            "/zkd/sq is not protected by this cluster's "
+            "credentials (user 'alice'): its ACL is world:anyone:cdrwa"
+        ),
+        std::string::npos
+    ) << log;
     EXPECT_NE(log.find("zkd drop-namespace --yes"), std::string::npos) << log;
 
     // A client with credentials refuses it too (its tasks would be the squatter's to read).
-    r = zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "sq2", "--zk", zk()}, false, alice);
+    r =
+        zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "sq2", "--zk", zk()},
+            false, alice);
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("refusing the namespace /zkd/sq2: namespace node " + chroot_ +
-                         "/zkd/sq2/meta is not protected by this cluster's credentials (user 'alice'): "
-                         "its ACL is world:anyone:cdrwa"),
-              std::string::npos)
-        << r.err;
+    EXPECT_NE(
+        r.err.find(
+            "refusing the namespace /zkd/sq2: namespace node " + chroot_ +
+            "/zkd/sq2/meta is not protected by this cluster's credentials (user 'alice'): "
+            "its ACL is world:anyone:cdrwa"
+        ),
+        std::string::npos
+    ) << r.err;
     // And so does the layout a cluster member sets up.
     run([&]() -> boost::asio::awaitable<void> {
         auto cfg = make_config();
@@ -722,7 +810,9 @@ TEST_F(Cli, ASquattedNamespaceIsRefused) {
     // What alice made, only alice can delete.
     node_.reset();
     for (const auto* ns : {"cli", "sq2"}) {
-        r = zkd({"drop-namespace", "--yes", "--force", "--zk", zk(), "--namespace", ns}, false, alice);
+        r =
+            zkd({"drop-namespace", "--yes", "--force", "--zk", zk(), "--namespace", ns}, false,
+                alice);
         EXPECT_EQ(r.exit_code, 0) << ns << ": " << r.err;
     }
 }

@@ -2,14 +2,14 @@
 // The distributed MD5 crack job (roles/crack_job.hpp, docs/crack.md) on an in-process cluster
 // against a real ZooKeeper: a master, workers with the built-in handlers, and clients
 // running run_crack, each with a session of its own.
+#include "apps/crack/md5_crack.hpp"
 #include "apps/crack/run.hpp"
 #include "apps/crack/words.hpp"
-#include "apps/crack/md5_crack.hpp"
+#include "protocol/ids.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/election.hpp"
-#include "protocol/ids.hpp"
 #include "roles/master.hpp"
 #include "roles/worker.hpp"
 #include "support/roles_cluster.hpp"

@@ -4,11 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <array>
 #include <cstdio>
 #include <string>
+#include <sys/wait.h>
 
 namespace {
 

@@ -4,6 +4,7 @@
 // processes (ExecZkd). The programs are small shell scripts each test writes. Over 700
 // lines: the three fixtures share the script helpers.
 #include "roles/exec.hpp"
+
 #include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "support/processes.hpp"
@@ -15,21 +16,21 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <atomic>
 #include <set>
+#include <signal.h>
 #include <sstream>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -71,7 +72,8 @@ bool process_exists(pid_t pid) {
 
 std::size_t open_fds() {
     return static_cast<std::size_t>(
-        std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{}));
+        std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{})
+    );
 }
 
 /// This process's children (running, or zombies nobody reaped), from every thread's list.
@@ -86,9 +88,11 @@ std::set<pid_t> children() {
     return out;
 }
 
-
-exec::program make_program(const std::string& name, std::vector<std::string> argv,
-                           exec::output_mode mode = exec::output_mode::json) {
+exec::program make_program(
+    const std::string& name,
+    std::vector<std::string> argv,
+    exec::output_mode mode = exec::output_mode::json
+) {
     exec::program_config c;
     c.name = name;
     c.argv = std::move(argv);
@@ -116,8 +120,9 @@ protected:
 
     /// Registers `p` (once) and runs one task of it; `stop_when`, if given, is polled every
     /// 10 ms while it runs and requests stop once it is true.
-    handler_result call(exec::program p, json::value args,
-                        const std::function<bool()>& stop_when = {}) {
+    handler_result call(
+        exec::program p, json::value args, const std::function<bool()>& stop_when = {}
+    ) {
         const std::string type = p.config.name;
         if (reg_.find_async(type) == nullptr) {
             exec::add_exec_type(reg_, std::move(p));
@@ -130,8 +135,10 @@ protected:
         c.stop = stop.get_token();
         c.started = [] {};
         c.progress = [this](double f, std::string m) { progress_.emplace_back(f, std::move(m)); };
-        asio::co_spawn(ioc_, run_async_handler(reg_, type, std::move(c)),
-                       [&](const std::exception_ptr&, handler_result r) { got = std::move(r); });
+        asio::co_spawn(
+            ioc_, run_async_handler(reg_, type, std::move(c)),
+            [&](const std::exception_ptr&, handler_result r) { got = std::move(r); }
+        );
         asio::steady_timer poll(ioc_);
         std::function<void()> watch = [&] {
             poll.expires_after(10ms);
@@ -149,7 +156,9 @@ protected:
         if (stop_when) {
             watch();
         }
-        zkd::test::run_until(ioc_, [&] { return got.has_value(); }, 30s);
+        zkd::test::run_until(
+            ioc_, [&] { return got.has_value(); }, 30s
+        );
         poll.cancel();
         ioc_.run_for(10ms);  // let the poll timer's handler go
         return *got;
@@ -163,11 +172,17 @@ protected:
 };
 
 TEST_F(ExecProgram, ExitZeroSucceedsAndNonZeroFailsWithTheCodeAndStderr) {
-    auto ok = call(make_program("ok", {script("ok.sh", "cat >/dev/null; echo '{\"ok\": true}'")}), 1);
+    auto ok =
+        call(make_program("ok", {script("ok.sh", "cat >/dev/null; echo '{\"ok\": true}'")}), 1);
     ASSERT_TRUE(ok) << ok.error().message;
     EXPECT_EQ(*ok, json::parse(R"({"ok":true})"));
 
-    auto bad = call(make_program("bad", {script("bad.sh", "echo 'first line' >&2; echo 'bad input' >&2; exit 3")}), 1);
+    auto bad = call(
+        make_program(
+            "bad", {script("bad.sh", "echo 'first line' >&2; echo 'bad input' >&2; exit 3")}
+        ),
+        1
+    );
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().code, "handler_error");
     EXPECT_EQ(bad.error().message, "the program exited with code 3; stderr: first line\nbad input");
@@ -206,8 +221,10 @@ TEST_F(ExecProgram, StdinAndStdoutBiggerThanAPipeBufferFlowBothWaysAtOnce) {
 }
 
 TEST_F(ExecProgram, OutputOverTheLimitFailsAndKillsTheProgram) {
-    auto p = make_program("yes", {script("yes.sh", "echo $$ > " + (dir_ / "pid").string() + "; exec yes")},
-                          exec::output_mode::text);
+    auto p = make_program(
+        "yes", {script("yes.sh", "echo $$ > " + (dir_ / "pid").string() + "; exec yes")},
+        exec::output_mode::text
+    );
     p.config.max_output = 64 * 1024;
     auto r = call(std::move(p), 1);
     ASSERT_FALSE(r);
@@ -218,7 +235,9 @@ TEST_F(ExecProgram, OutputOverTheLimitFailsAndKillsTheProgram) {
 
 TEST_F(ExecProgram, StopSendsSigtermToTheGroupAndTheProgramIsReaped) {
     const auto pidfile = dir_ / "pid";
-    auto p = make_program("sleepy", {script("sleepy.sh", "echo $$ > " + pidfile.string() + "; exec sleep 30")});
+    auto p = make_program(
+        "sleepy", {script("sleepy.sh", "echo $$ > " + pidfile.string() + "; exec sleep 30")}
+    );
     auto r = call(std::move(p), 1, [&] { return pid_in(pidfile) > 0; });
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, "cancelled");
@@ -230,9 +249,12 @@ TEST_F(ExecProgram, StopSendsSigtermToTheGroupAndTheProgramIsReaped) {
 TEST_F(ExecProgram, AProgramIgnoringSigtermGetsSigkillAfterTheGrace) {
     const auto started = dir_ / "started";
     // Its trap reports the SIGTERM and carries on; only SIGKILL ends it.
-    auto p = make_program("stubborn", {script("stubborn.sh", "trap 'echo got-term >&2' TERM; touch " +
-                                                                 started.string() +
-                                                                 "; while :; do sleep 0.05; done")});
+    auto p = make_program(
+        "stubborn", {script(
+                        "stubborn.sh", "trap 'echo got-term >&2' TERM; touch " + started.string() +
+                                           "; while :; do sleep 0.05; done"
+                    )}
+    );
     auto r = call(std::move(p), 1, [&] { return fs::exists(started); });
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, "cancelled");
@@ -262,24 +284,36 @@ TEST_F(ExecProgram, TheEnvironmentHoldsOnlyWhatIsListed) {
     for (std::string line; std::getline(in, line);) {
         lines.insert(line);
     }
-    EXPECT_EQ(lines, (std::set<std::string>{"ZKD_EXEC_TEST_KEEP=kept", "MODE=fast", "ZKD_TASK_ID=t-1",
-                                            "ZKD_TASK_TYPE=env", "ZKD_PROGRESS_FD=3"}));
+    EXPECT_EQ(
+        lines, (std::set<std::string>{
+                   "ZKD_EXEC_TEST_KEEP=kept", "MODE=fast", "ZKD_TASK_ID=t-1", "ZKD_TASK_TYPE=env",
+                   "ZKD_PROGRESS_FD=3"})
+    );
 }
 
 TEST_F(ExecProgram, ArgsWithShellMetacharactersAndUnicodeArriveVerbatim) {
     const auto args = json::parse(
-        R"({"s":"'; rm -rf / $(id) `id` \"q\" \\ | & > < * ~ $HOME\n\t","u":"ünïcødé 日本 😀","n":[1,2.5,null,true]})");
+        R"({"s":"'; rm -rf / $(id) `id` \"q\" \\ | & > < * ~ $HOME\n\t","u":"ünïcødé 日本 😀","n":[1,2.5,null,true]})"
+    );
     const auto in_file = dir_ / "stdin";
-    auto r = call(make_program("raw", {script("raw.sh", "cat > " + in_file.string() + "; cat " + in_file.string())}),
-                  args);
+    auto r = call(
+        make_program(
+            "raw", {script("raw.sh", "cat > " + in_file.string() + "; cat " + in_file.string())}
+        ),
+        args
+    );
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(*r, args);
     EXPECT_EQ(read_file(in_file), json::serialize(args));  // exactly the task's JSON
 
     // The operator's argv is not a shell command line either.
-    auto lit = call(make_program("lit", {script("lit.sh", "printf '%s|%s' \"$1\" \"$2\""), "$HOME", "a;b"},
-                                 exec::output_mode::text),
-                    1);
+    auto lit = call(
+        make_program(
+            "lit", {script("lit.sh", "printf '%s|%s' \"$1\" \"$2\""), "$HOME", "a;b"},
+            exec::output_mode::text
+        ),
+        1
+    );
     ASSERT_TRUE(lit) << lit.error().message;
     EXPECT_EQ(*lit, json::value("$HOME|a;b"));
 }
@@ -288,9 +322,16 @@ TEST_F(ExecProgram, InheritedDescriptorsAreClosedInTheProgram) {
     const int leak = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC on purpose
     ASSERT_GE(leak, 0);
     ASSERT_EQ(::dup2(leak, 50), 50);
-    auto r = call(make_program("fds", {script("fds.sh", "if [ -e /proc/self/fd/50 ]; then echo '\"open\"'; "
-                                                        "else echo '\"closed\"'; fi")}),
-                  1);
+    auto r = call(
+        make_program(
+            "fds", {script(
+                       "fds.sh",
+                       "if [ -e /proc/self/fd/50 ]; then echo '\"open\"'; "
+                       "else echo '\"closed\"'; fi"
+                   )}
+        ),
+        1
+    );
     ::close(50);
     ::close(leak);
     ASSERT_TRUE(r) << r.error().message;
@@ -298,11 +339,18 @@ TEST_F(ExecProgram, InheritedDescriptorsAreClosedInTheProgram) {
 }
 
 TEST_F(ExecProgram, ProgressLinesOnFd3ReachTheCallback) {
-    auto r = call(make_program("steps", {script("steps.sh", "echo '{\"progress\":0.25,\"message\":\"a\"}' >&3; "
-                                                            "echo 'not progress' >&3; "
-                                                            "echo '{\"progress\":1,\"message\":\"done\"}' >&3; "
-                                                            "echo 7")}),
-                  1);
+    auto r = call(
+        make_program(
+            "steps", {script(
+                         "steps.sh",
+                         "echo '{\"progress\":0.25,\"message\":\"a\"}' >&3; "
+                         "echo 'not progress' >&3; "
+                         "echo '{\"progress\":1,\"message\":\"done\"}' >&3; "
+                         "echo 7"
+                     )}
+        ),
+        1
+    );
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(progress_, (std::vector<std::pair<double, std::string>>{{0.25, "a"}, {1.0, "done"}}));
 }
@@ -325,8 +373,12 @@ TEST_F(ExecProgram, AFailureToStartIsAFailedTaskNotACrash) {
 
 TEST_F(ExecProgram, ConcurrencyIsLimitedPerType) {
     const auto lock = dir_ / "lock";
-    auto p = make_program("one", {script("one.sh", "mkdir " + lock.string() + " || exit 9; sleep 0.05; rmdir " +
-                                                       lock.string() + "; echo 1")});
+    auto p = make_program(
+        "one", {script(
+                   "one.sh", "mkdir " + lock.string() + " || exit 9; sleep 0.05; rmdir " +
+                                 lock.string() + "; echo 1"
+               )}
+    );
     p.config.concurrency = 1;
     exec::add_exec_type(reg_, std::move(p));
     std::vector<handler_result> got;
@@ -335,10 +387,14 @@ TEST_F(ExecProgram, ConcurrencyIsLimitedPerType) {
         c.args = i;
         c.started = [] {};
         c.progress = [](double, const std::string&) {};
-        asio::co_spawn(ioc_, run_async_handler(reg_, "one", std::move(c)),
-                       [&](const std::exception_ptr&, handler_result r) { got.push_back(std::move(r)); });
+        asio::co_spawn(
+            ioc_, run_async_handler(reg_, "one", std::move(c)),
+            [&](const std::exception_ptr&, handler_result r) { got.push_back(std::move(r)); }
+        );
     }
-    zkd::test::run_until(ioc_, [&] { return got.size() == 4; }, 30s);
+    zkd::test::run_until(
+        ioc_, [&] { return got.size() == 4; }, 30s
+    );
     for (const auto& r : got) {
         EXPECT_TRUE(r) << r.error().message;  // exit 9: two ran at once
     }
@@ -359,13 +415,17 @@ TEST_F(ExecProgram, TwoHundredShortProgramsLeakNoDescriptorsAndNoChildren) {
         c.args = i;
         c.started = [] {};
         c.progress = [](double, const std::string&) {};
-        asio::co_spawn(ioc_, run_async_handler(reg_, "quick", std::move(c)),
-                       [&](const std::exception_ptr&, handler_result r) {
-                           ok += r ? 1 : 0;
-                           ++done;
-                       });
+        asio::co_spawn(
+            ioc_, run_async_handler(reg_, "quick", std::move(c)),
+            [&](const std::exception_ptr&, handler_result r) {
+                ok += r ? 1 : 0;
+                ++done;
+            }
+        );
     }
-    zkd::test::run_until(ioc_, [&] { return done == 200; }, 60s);
+    zkd::test::run_until(
+        ioc_, [&] { return done == 200; }, 60s
+    );
     EXPECT_EQ(ok, 200U);
     EXPECT_EQ(open_fds(), fds_before);
     EXPECT_EQ(children(), children_before_);
@@ -374,28 +434,33 @@ TEST_F(ExecProgram, TwoHundredShortProgramsLeakNoDescriptorsAndNoChildren) {
 TEST_F(ExecProgram, TheExamplesOfDocsExecMdRun) {
     const fs::path examples = fs::path(ZKD_SOURCE_DIR) / "examples" / "exec";
     const auto readme = (fs::path(ZKD_SOURCE_DIR) / "README.md").string();
-    auto words = call(make_program("wordcount", {(examples / "wordcount.py").string()}),
-                      json::value{{"files", json::array{readme}}});
+    auto words = call(
+        make_program("wordcount", {(examples / "wordcount.py").string()}),
+        json::value{{"files", json::array{readme}}}
+    );
     ASSERT_TRUE(words) << words.error().message;
     EXPECT_GT(words->at("total").as_int64(), 100);
     ASSERT_FALSE(progress_.empty());
     EXPECT_DOUBLE_EQ(progress_.back().first, 1.0);
-    auto sum = call(make_program("checksum", {(examples / "checksum.sh").string()}),
-                    json::value{{"file", readme}, {"offset", 0}, {"length", 10}});
+    auto sum = call(
+        make_program("checksum", {(examples / "checksum.sh").string()}),
+        json::value{{"file", readme}, {"offset", 0}, {"length", 10}}
+    );
     ASSERT_TRUE(sum) << sum.error().message;
     EXPECT_EQ(sum->at("sha256").as_string().size(), 64U);
     auto bad = call(make_program("wordcount", {(examples / "wordcount.py").string()}), 5);
     ASSERT_FALSE(bad);
-    EXPECT_NE(bad.error().message.find("exited with code 2"), std::string::npos) << bad.error().message;
+    EXPECT_NE(bad.error().message.find("exited with code 2"), std::string::npos)
+        << bad.error().message;
 }
 
 // --- through a worker of an in-process cluster -----------------------------------------------
 
 // Waits for `pred` (a plain condition) for up to `limit`, polling every 20 ms.
-#define ZKD_AWAIT_CONDITION(pred, limit)                                                  \
-    for (auto zkd_until_ = std::chrono::steady_clock::now() + (limit);                   \
-         !(pred) && std::chrono::steady_clock::now() < zkd_until_;) {                     \
-        co_await settle(20ms);                                                            \
+#define ZKD_AWAIT_CONDITION(pred, limit)                               \
+    for (auto zkd_until_ = std::chrono::steady_clock::now() + (limit); \
+         !(pred) && std::chrono::steady_clock::now() < zkd_until_;) {  \
+        co_await settle(20ms);                                         \
     }
 
 /// Whether `pid` is a live process (a zombie is not).
@@ -416,11 +481,22 @@ protected:
         auto cat = make_program("cat", {"/bin/cat"});
         cat.config.max_output = exec::max_max_output;
         exec::add_exec_type(registry_, std::move(cat));
-        exec::add_exec_type(registry_, make_program("bad", {write_script(dir_, "bad.sh", "echo nope >&2; exit 3")}));
+        exec::add_exec_type(
+            registry_, make_program("bad", {write_script(dir_, "bad.sh", "echo nope >&2; exit 3")})
+        );
         // Writes its pid where the test finds it by task id, then sleeps.
-        exec::add_exec_type(registry_, make_program("slow", {write_script(dir_, "slow.sh",
-            "echo $$ > " + dir_.string() + "/pid-$ZKD_TASK_ID; exec sleep 30")}));
-        exec::add_exec_type(registry_, make_program("quick", {write_script(dir_, "quick.sh", "echo 1")}));
+        exec::add_exec_type(
+            registry_,
+            make_program(
+                "slow", {write_script(
+                            dir_, "slow.sh",
+                            "echo $$ > " + dir_.string() + "/pid-$ZKD_TASK_ID; exec sleep 30"
+                        )}
+            )
+        );
+        exec::add_exec_type(
+            registry_, make_program("quick", {write_script(dir_, "quick.sh", "echo 1")})
+        );
     }
     void TearDown() override {
         roles_cluster::TearDown();
@@ -433,193 +509,224 @@ protected:
 };
 
 TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 4);
-        task_client tc(*zk, layout_);
-        const json::value args = json::parse(R"({"x":[1,"two"]})");
-        std::vector<task_request> reqs{{"cat", args}, {"bad", 1}, {"slow", 1}, {"slow", 2}};
-        reqs[2].timeout = 300ms;
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        const std::string to_cancel = (*ids)[3];
-        ZKD_AWAIT_CONDITION(pid_of(to_cancel) > 0, 20s);
-        ASSERT_TRUE(alive(pid_of(to_cancel)));
-        const auto cancelled = co_await tc.cancel(to_cancel);
-        ASSERT_TRUE(cancelled);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 4);
+            task_client tc(*zk, layout_);
+            const json::value args = json::parse(R"({"x":[1,"two"]})");
+            std::vector<task_request> reqs{{"cat", args}, {"bad", 1}, {"slow", 1}, {"slow", 2}};
+            reqs[2].timeout = 300ms;
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            const std::string to_cancel = (*ids)[3];
+            ZKD_AWAIT_CONDITION(pid_of(to_cancel) > 0, 20s);
+            ASSERT_TRUE(alive(pid_of(to_cancel)));
+            const auto cancelled = co_await tc.cancel(to_cancel);
+            ASSERT_TRUE(cancelled);
 
-        auto ok = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
-        ASSERT_TRUE(ok) << ok.error().message();
-        EXPECT_EQ(ok->state, task_state::succeeded);
-        EXPECT_EQ(ok->value, args);
-        auto bad = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
-        ASSERT_TRUE(bad);
-        EXPECT_EQ(bad->state, task_state::failed);
-        EXPECT_EQ(bad->error->message, "the program exited with code 3; stderr: nope");
-        auto late = co_await zkd::zkco::with_timeout(tc.wait((*ids)[2]), 30s);
-        ASSERT_TRUE(late);
-        EXPECT_EQ(late->state, task_state::timed_out);
-        EXPECT_EQ(late->error->message, "timed out after 300 ms");
-        EXPECT_FALSE(alive(pid_of((*ids)[2])));
-        auto gone = co_await zkd::zkco::with_timeout(tc.wait(to_cancel), 30s);
-        ASSERT_TRUE(gone);
-        EXPECT_EQ(gone->state, task_state::cancelled);
-        EXPECT_FALSE(alive(pid_of(to_cancel)));
+            auto ok = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
+            ASSERT_TRUE(ok) << ok.error().message();
+            EXPECT_EQ(ok->state, task_state::succeeded);
+            EXPECT_EQ(ok->value, args);
+            auto bad = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
+            ASSERT_TRUE(bad);
+            EXPECT_EQ(bad->state, task_state::failed);
+            EXPECT_EQ(bad->error->message, "the program exited with code 3; stderr: nope");
+            auto late = co_await zkd::zkco::with_timeout(tc.wait((*ids)[2]), 30s);
+            ASSERT_TRUE(late);
+            EXPECT_EQ(late->state, task_state::timed_out);
+            EXPECT_EQ(late->error->message, "timed out after 300 ms");
+            EXPECT_FALSE(alive(pid_of((*ids)[2])));
+            auto gone = co_await zkd::zkco::with_timeout(tc.wait(to_cancel), 30s);
+            ASSERT_TRUE(gone);
+            EXPECT_EQ(gone->state, task_state::cancelled);
+            EXPECT_FALSE(alive(pid_of(to_cancel)));
 
-        // A bundle of exec tasks: one program per task, one result.
-        std::vector<task_request> bundled{{"cat", 1}, {"cat", 2}, {"bad", 3}, {"cat", 4}};
-        submit_options so;
-        so.bundle = 4;
-        auto bids = co_await tc.submit(std::move(bundled), so);
-        ASSERT_TRUE(bids);
-        for (std::size_t i = 0; i < bids->size(); ++i) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait((*bids)[i]), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            if (i == 2) {
-                EXPECT_EQ(r->state, task_state::failed);
-            } else {
-                EXPECT_EQ(r->state, task_state::succeeded);
-                EXPECT_EQ(r->value, json::value(i + 1));
+            // A bundle of exec tasks: one program per task, one result.
+            std::vector<task_request> bundled{{"cat", 1}, {"cat", 2}, {"bad", 3}, {"cat", 4}};
+            submit_options so;
+            so.bundle = 4;
+            auto bids = co_await tc.submit(std::move(bundled), so);
+            ASSERT_TRUE(bids);
+            for (std::size_t i = 0; i < bids->size(); ++i) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait((*bids)[i]), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                if (i == 2) {
+                    EXPECT_EQ(r->state, task_state::failed);
+                } else {
+                    EXPECT_EQ(r->state, task_state::succeeded);
+                    EXPECT_EQ(r->value, json::value(i + 1));
+                }
             }
-        }
-        co_await tc.flush();
-    }(), 120s);
+            co_await tc.flush();
+        }(),
+        120s
+    );
 }
 
 TEST_F(ExecCluster, ProgressIsPublishedOnTheAssignmentAtMostOnceASecond) {
     const auto go = dir_ / "go";
     // 200 reports at once, a last one after the running mark (so it waits for the throttle);
     // then it waits to be told to finish.
-    exec::add_exec_type(registry_, make_program("steps", {write_script(dir_, "steps.sh",
-        "i=0; while [ $i -lt 200 ]; do echo \"{\\\"progress\\\":0.5,\\\"message\\\":\\\"n $i\\\"}\" >&3; i=$((i+1)); done\n"
-        "sleep 0.3; echo '{\"progress\":0.75,\"message\":\"last\"}' >&3\n"
-        "while [ ! -e " + go.string() + " ]; do sleep 0.02; done; echo 1")}));
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        auto w = co_await start_worker("w1", 2);
-        task_client tc(*zk, layout_);
-        std::vector<task_request> reqs{{"steps", 1}};
-        const auto started = std::chrono::steady_clock::now();
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        const std::string tid = ids->front();
-        task_info info;
-        for (int i = 0; i < 500 && info.progress_message != "last"; ++i) {
-            co_await settle(20ms);
-            auto got = co_await read_task(*zk, layout_, tid);
-            ASSERT_TRUE(got);
-            info = *got;
-        }
-        EXPECT_EQ(info.state, task_state::running);
-        EXPECT_DOUBLE_EQ(info.progress, 0.75);
-        EXPECT_EQ(info.progress_message, "last");
-        EXPECT_EQ(to_json(info).at("progress").at("fraction").as_double(), 0.75);
-        auto listed = co_await list_tasks(*zk, layout_, 10);
-        ASSERT_TRUE(listed);
-        ASSERT_EQ(listed->assigned.size(), 1U);
-        EXPECT_EQ(listed->assigned.front().progress_message, "last");
-        // The running mark and then at most one progress write a second (the node's version
-        // counts the writes).
-        auto node = co_await zk->get(layout::assignment(w.me.id, tid));
-        ASSERT_TRUE(node);
-        const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-            std::chrono::steady_clock::now() - started).count();
-        EXPECT_LE(node->stat.version, 2 + secs) << "writes in " << secs << " s";
-        std::ofstream(go) << "";
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 30s);
-        ASSERT_TRUE(r) << r.error().message();
-        EXPECT_EQ(r->state, task_state::succeeded);
-        co_await tc.flush();
-    }(), 120s);
+    exec::add_exec_type(
+        registry_,
+        make_program(
+            "steps",
+            {write_script(
+                dir_, "steps.sh",
+                "i=0; while [ $i -lt 200 ]; do echo \"{\\\"progress\\\":0.5,\\\"message\\\":\\\"n "
+                "$i\\\"}\" >&3; i=$((i+1)); done\n"
+                "sleep 0.3; echo '{\"progress\":0.75,\"message\":\"last\"}' >&3\n"
+                "while [ ! -e " +
+                    go.string() + " ]; do sleep 0.02; done; echo 1"
+            )}
+        )
+    );
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            auto w = co_await start_worker("w1", 2);
+            task_client tc(*zk, layout_);
+            std::vector<task_request> reqs{{"steps", 1}};
+            const auto started = std::chrono::steady_clock::now();
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            const std::string tid = ids->front();
+            task_info info;
+            for (int i = 0; i < 500 && info.progress_message != "last"; ++i) {
+                co_await settle(20ms);
+                auto got = co_await read_task(*zk, layout_, tid);
+                ASSERT_TRUE(got);
+                info = *got;
+            }
+            EXPECT_EQ(info.state, task_state::running);
+            EXPECT_DOUBLE_EQ(info.progress, 0.75);
+            EXPECT_EQ(info.progress_message, "last");
+            EXPECT_EQ(to_json(info).at("progress").at("fraction").as_double(), 0.75);
+            auto listed = co_await list_tasks(*zk, layout_, 10);
+            ASSERT_TRUE(listed);
+            ASSERT_EQ(listed->assigned.size(), 1U);
+            EXPECT_EQ(listed->assigned.front().progress_message, "last");
+            // The running mark and then at most one progress write a second (the node's version
+            // counts the writes).
+            auto node = co_await zk->get(layout::assignment(w.me.id, tid));
+            ASSERT_TRUE(node);
+            const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::steady_clock::now() - started
+            )
+                                  .count();
+            EXPECT_LE(node->stat.version, 2 + secs) << "writes in " << secs << " s";
+            std::ofstream(go) << "";
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(tid), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            co_await tc.flush();
+        }(),
+        120s
+    );
 }
 
 TEST_F(ExecCluster, ABuiltInHandlersProgressIsPublishedToo) {
     // A synchronous (compute-pool) handler that reports, then waits to be stopped or released.
     auto release = std::make_shared<std::atomic<bool>>(false);
-    registry_.add("reporting", [release](const json::value&, std::stop_token stop,
-                                         const progress_fn& progress) -> handler_result {
-        for (int i = 0; i <= 1000; ++i) {
-            progress(i / 1000.0 * 0.6, "step " + std::to_string(i));
+    registry_.add(
+        "reporting",
+        [release](
+            const json::value&, std::stop_token stop, const progress_fn& progress
+        ) -> handler_result {
+            for (int i = 0; i <= 1000; ++i) {
+                progress(i / 1000.0 * 0.6, "step " + std::to_string(i));
+            }
+            while (!release->load() && !stop.stop_requested()) {
+                std::this_thread::sleep_for(5ms);
+            }
+            return json::value("released");
         }
-        while (!release->load() && !stop.stop_requested()) {
-            std::this_thread::sleep_for(5ms);
-        }
-        return json::value("released");
-    });
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 1);
-        task_client tc(*zk, layout_);
-        std::vector<task_request> reqs{{"reporting", 1}};
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        task_info info;
-        for (int i = 0; i < 500 && info.progress_message != "step 1000"; ++i) {
-            co_await settle(20ms);
-            auto got = co_await read_task(*zk, layout_, ids->front());
-            ASSERT_TRUE(got);
-            info = *got;
-        }
-        EXPECT_DOUBLE_EQ(info.progress, 0.6);
-        EXPECT_EQ(info.progress_message, "step 1000");
-        release->store(true);
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
-        ASSERT_TRUE(r) << r.error().message();
-        EXPECT_EQ(r->value, json::value("released"));
-        co_await tc.flush();
-    }(), 120s);
+    );
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 1);
+            task_client tc(*zk, layout_);
+            std::vector<task_request> reqs{{"reporting", 1}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            task_info info;
+            for (int i = 0; i < 500 && info.progress_message != "step 1000"; ++i) {
+                co_await settle(20ms);
+                auto got = co_await read_task(*zk, layout_, ids->front());
+                ASSERT_TRUE(got);
+                info = *got;
+            }
+            EXPECT_DOUBLE_EQ(info.progress, 0.6);
+            EXPECT_EQ(info.progress_message, "step 1000");
+            release->store(true);
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->value, json::value("released"));
+            co_await tc.flush();
+        }(),
+        120s
+    );
 }
 
 TEST_F(ExecCluster, ArgsAndOutputBiggerThanAPipeBufferThroughZooKeeper) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 1);
-        task_client tc(*zk, layout_);
-        const json::value big(std::string(300 * 1024, 'z'));
-        std::vector<task_request> reqs{{"cat", big}};
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
-        ASSERT_TRUE(r) << r.error().message();
-        EXPECT_EQ(r->state, task_state::succeeded);
-        EXPECT_EQ(r->value, big);
-        co_await tc.flush();
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 1);
+            task_client tc(*zk, layout_);
+            const json::value big(std::string(300 * 1024, 'z'));
+            std::vector<task_request> reqs{{"cat", big}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->value, big);
+            co_await tc.flush();
+        }(),
+        120s
+    );
 }
 
 TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrChildren) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 16);
-        task_client tc(*zk, layout_);
-        std::vector<task_request> first{{"quick", 0}};
-        auto warm = co_await tc.submit(std::move(first));  // sockets and reactors open now
-        ASSERT_TRUE(warm);
-        const auto warmed = co_await zkd::zkco::with_timeout(tc.wait(warm->front()), 30s);
-        ASSERT_TRUE(warmed);
-        // The fixture's ZooKeeper server may be a child of ours: compare, not count.
-        const auto children_before = children();
-        const std::size_t fds_before = open_fds();
-        std::vector<task_request> reqs(200, task_request{"quick", 1});
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        std::size_t ok = 0;
-        for (const auto& id : *ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded) << (r->error ? r->error->message : "");
-            ok += r->state == task_state::succeeded ? 1 : 0;
-        }
-        EXPECT_EQ(ok, 200U);
-        EXPECT_EQ(open_fds(), fds_before);
-        EXPECT_EQ(children(), children_before);
-        co_await tc.flush();
-    }(), 180s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 16);
+            task_client tc(*zk, layout_);
+            std::vector<task_request> first{{"quick", 0}};
+            auto warm = co_await tc.submit(std::move(first));  // sockets and reactors open now
+            ASSERT_TRUE(warm);
+            const auto warmed = co_await zkd::zkco::with_timeout(tc.wait(warm->front()), 30s);
+            ASSERT_TRUE(warmed);
+            // The fixture's ZooKeeper server may be a child of ours: compare, not count.
+            const auto children_before = children();
+            const std::size_t fds_before = open_fds();
+            std::vector<task_request> reqs(200, task_request{"quick", 1});
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            std::size_t ok = 0;
+            for (const auto& id : *ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded) << (r->error ? r->error->message : "");
+                ok += r->state == task_state::succeeded ? 1 : 0;
+            }
+            EXPECT_EQ(ok, 200U);
+            EXPECT_EQ(open_fds(), fds_before);
+            EXPECT_EQ(children(), children_before);
+            co_await tc.flush();
+        }(),
+        180s
+    );
 }
 
 // --- real `zkd run` processes -----------------------------------------------------------------
@@ -642,8 +749,11 @@ protected:
     }
 
     void start(const std::string& host, std::vector<std::string> extra) {
-        nodes_.emplace(host, std::make_unique<zkd::test::zkd_process>(
-                                 ZKD_BINARY, zk_, "exec", host, dir_ / (host + ".log"), std::move(extra)));
+        nodes_.emplace(
+            host, std::make_unique<zkd::test::zkd_process>(
+                      ZKD_BINARY, zk_, "exec", host, dir_ / (host + ".log"), std::move(extra)
+                  )
+        );
     }
 
     /// A client on the cluster's namespace, once a node has created it.
@@ -678,15 +788,17 @@ protected:
 TEST_F(ExecZkd, StartUpRefusesAMissingOrNonExecutableProgramNamingTheType) {
     const auto plain = dir_ / "plain.txt";
     std::ofstream(plain) << "data\n";
-    auto missing = zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--exec",
-                                           "gone=" + (dir_ / "nope").string() + " arg"});
+    auto missing = zkd::test::run_command(
+        {ZKD_BINARY, "run", "--zk", zk_, "--exec", "gone=" + (dir_ / "nope").string() + " arg"}
+    );
     EXPECT_EQ(missing.exit_code, 2);
     EXPECT_NE(missing.err.find("exec type 'gone'"), std::string::npos) << missing.err;
     EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
 
     const auto config = dir_ / "zkd.conf";
     std::ofstream(config) << "exec.data = " << plain.string() << "\nexec.data.timeout = 5s\n";
-    auto not_exec = zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--config", config.string()});
+    auto not_exec =
+        zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--config", config.string()});
     EXPECT_EQ(not_exec.exit_code, 2);
     EXPECT_NE(not_exec.err.find("exec type 'data'"), std::string::npos) << not_exec.err;
     EXPECT_NE(not_exec.err.find("is not executable"), std::string::npos) << not_exec.err;
@@ -696,79 +808,100 @@ TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramAndTheTaskCompletesElsewhere) {
     // The first run sleeps (and is orphaned when its worker dies); the rerun answers.
     const auto pids = dir_ / "pids";
     const auto first = dir_ / "first";
-    const auto script = write_script(dir_, "once.sh",
-        "if [ -e " + first.string() + " ]; then cat; exit 0; fi\n"
-        "touch " + first.string() + "; echo $$ > " + pids.string() + "; exec sleep 60");
+    const auto script = write_script(
+        dir_, "once.sh",
+        "if [ -e " + first.string() +
+            " ]; then cat; exit 0; fi\n"
+            "touch " +
+            first.string() + "; echo $$ > " + pids.string() + "; exec sleep 60"
+    );
     start("a", {"--exec", "once=" + script});
-    run([&]() -> asio::awaitable<void> {
-        auto zk = co_await cluster_client();
-        auto l = co_await ensure_layout(*zk, meta_info{});
-        ASSERT_TRUE(l);
-        task_client tc(*zk, *l);
-        std::vector<task_request> reqs{{"once", json::value("again")}};
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        ZKD_AWAIT_CONDITION(pid_in(pids) > 0, 30s);
-        const pid_t program = pid_in(pids);
-        ASSERT_TRUE(alive(program));
-        nodes_.at("a")->kill(SIGKILL);
-        ZKD_AWAIT_CONDITION(!alive(program), 10s);
-        EXPECT_FALSE(alive(program)) << "pid " << program << " outlived its worker";
-        start("b", {"--exec", "once=" + script});
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 60s);
-        ASSERT_TRUE(r) << r.error().message();
-        EXPECT_EQ(r->state, task_state::succeeded);
-        EXPECT_EQ(r->value, json::value("again"));
-        EXPECT_EQ(r->worker.rfind("b-", 0), 0U) << r->worker;
-        co_await tc.flush();
-        co_await zk->close();
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            std::vector<task_request> reqs{{"once", json::value("again")}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            ZKD_AWAIT_CONDITION(pid_in(pids) > 0, 30s);
+            const pid_t program = pid_in(pids);
+            ASSERT_TRUE(alive(program));
+            nodes_.at("a")->kill(SIGKILL);
+            ZKD_AWAIT_CONDITION(!alive(program), 10s);
+            EXPECT_FALSE(alive(program)) << "pid " << program << " outlived its worker";
+            start("b", {"--exec", "once=" + script});
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 60s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->value, json::value("again"));
+            EXPECT_EQ(r->worker.rfind("b-", 0), 0U) << r->worker;
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
 }
 
 TEST_F(ExecZkd, DrainLetsARunningProgramFinishThenStopsThoseStillRunningAfterTheGrace) {
     const auto go = dir_ / "go";
-    const auto gated = write_script(dir_, "gated.sh",
-        "echo $$ > " + (dir_ / "gated.pid").string() + "\n"
-        "while [ ! -e " + go.string() + " ]; do sleep 0.02; done; echo '\"finished\"'");
-    const auto forever = write_script(dir_, "forever.sh",
-        "echo $$ > " + (dir_ / "forever.pid").string() + "; exec sleep 60");
+    const auto gated = write_script(
+        dir_, "gated.sh",
+        "echo $$ > " + (dir_ / "gated.pid").string() +
+            "\n"
+            "while [ ! -e " +
+            go.string() + " ]; do sleep 0.02; done; echo '\"finished\"'"
+    );
+    const auto forever = write_script(
+        dir_, "forever.sh", "echo $$ > " + (dir_ / "forever.pid").string() + "; exec sleep 60"
+    );
     start("boss", {"--role", "standby"});
     start("leaver", {"--role", "worker", "--grace", "20000", "--exec", "gated=" + gated});
     start("short", {"--role", "worker", "--grace", "300", "--exec", "forever=" + forever});
-    run([&]() -> asio::awaitable<void> {
-        auto zk = co_await cluster_client();
-        auto l = co_await ensure_layout(*zk, meta_info{});
-        ASSERT_TRUE(l);
-        task_client tc(*zk, *l);
-        std::vector<task_request> reqs{{"gated", 1}, {"forever", 2}};
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        ZKD_AWAIT_CONDITION(pid_in(dir_ / "gated.pid") > 0 && pid_in(dir_ / "forever.pid") > 0, 30s);
-        const pid_t stuck = pid_in(dir_ / "forever.pid");
-        ASSERT_TRUE(alive(stuck));
-        nodes_.at("leaver")->kill(SIGTERM);
-        nodes_.at("short")->kill(SIGTERM);
-        // Past its grace, `short` stops its program and leaves; the task goes back to the queue.
-        EXPECT_EQ(nodes_.at("short")->wait_exit(20s), 0);
-        EXPECT_FALSE(alive(stuck));
-        // `leaver` waits for its program, which finishes once told to.
-        std::ofstream(go) << "";
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
-        ASSERT_TRUE(r) << r.error().message();
-        EXPECT_EQ(r->state, task_state::succeeded);
-        EXPECT_EQ(r->value, json::value("finished"));
-        EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
-        EXPECT_EQ(nodes_.at("leaver")->wait_exit(20s), 0);
-        co_await tc.flush();
-        co_await zk->close();
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            std::vector<task_request> reqs{{"gated", 1}, {"forever", 2}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            ZKD_AWAIT_CONDITION(
+                pid_in(dir_ / "gated.pid") > 0 && pid_in(dir_ / "forever.pid") > 0, 30s
+            );
+            const pid_t stuck = pid_in(dir_ / "forever.pid");
+            ASSERT_TRUE(alive(stuck));
+            nodes_.at("leaver")->kill(SIGTERM);
+            nodes_.at("short")->kill(SIGTERM);
+            // Past its grace, `short` stops its program and leaves; the task goes back to the
+            // queue.
+            EXPECT_EQ(nodes_.at("short")->wait_exit(20s), 0);
+            EXPECT_FALSE(alive(stuck));
+            // `leaver` waits for its program, which finishes once told to.
+            std::ofstream(go) << "";
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->value, json::value("finished"));
+            EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
+            EXPECT_EQ(nodes_.at("leaver")->wait_exit(20s), 0);
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
 }
 
 TEST_F(ExecZkd, TheCommandLineShowsExecTypesAndProgress) {
     const auto go = dir_ / "go";
-    const auto script = write_script(dir_, "steps.sh",
+    const auto script = write_script(
+        dir_, "steps.sh",
         "echo '{\"progress\":0.4,\"message\":\"working\"}' >&3\n"
-        "while [ ! -e " + go.string() + " ]; do sleep 0.02; done; cat");
+        "while [ ! -e " +
+            go.string() + " ]; do sleep 0.02; done; cat"
+    );
     start("a", {"--exec", "steps=" + script});
     const auto cli = [&](std::vector<std::string> words) {
         std::vector<std::string> argv{ZKD_BINARY};

@@ -5,15 +5,15 @@
 // Over 700 lines: one fixture (a node, a server, curl) serves every endpoint's tests, and a
 // second process would cost more than the length.
 #include "http/server.hpp"
-#include "support/processes.hpp"
+#include "protocol/layout.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/lag_probe.hpp"
 #include "roles/builtin_handlers.hpp"
-#include "protocol/layout.hpp"
-#include "roles/node.hpp"
 #include "roles/inspect.hpp"
+#include "roles/node.hpp"
 #include "roles/stats.hpp"
 #include "roles/task_client.hpp"
+#include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -495,7 +495,8 @@ TEST_F(Http, SubmitWaitInspectAndMetrics) {
     ASSERT_EQ(many.status, 201) << many;
     ASSERT_EQ(many.json().at("ids").as_array().size(), 3U);
     // Many in one bundle: the ids name the bundle's tasks, each readable on its own.
-    auto bundled = post("/v1/tasks?bundle=10", R"([{"type":"echo","args":"a"},{"type":"echo","args":"b"}])");
+    auto bundled =
+        post("/v1/tasks?bundle=10", R"([{"type":"echo","args":"a"},{"type":"echo","args":"b"}])");
     ASSERT_EQ(bundled.status, 201) << bundled;
     const auto bundled_ids = bundled.json().at("ids").as_array();
     ASSERT_EQ(bundled_ids.size(), 2U);
@@ -874,8 +875,9 @@ TEST_F(Http, SlowClientsGetDroppedAndOthersA503NotAReset) {
 TEST_F(Http, ATokenIsRequiredOnEveryEndpoint) {
     const std::string token = "Zk8-secret_token.0123456789";
     start(true, {}, [&token](zkd::http::server_options& o) { o.token = token; });
-    for (const std::string path : {"/v1/cluster", "/v1/tasks", "/metrics",
-                                   "/v1/tasks/t4-1763733600123-3fa9c2d100002a", "/nowhere"}) {
+    for (const std::string path :
+         {"/v1/cluster", "/v1/tasks", "/metrics", "/v1/tasks/t4-1763733600123-3fa9c2d100002a",
+          "/nowhere"}) {
         auto r = curl(path);
         EXPECT_EQ(r.status, 401) << path << ": " << r;
         EXPECT_EQ(r.error_code(), "unauthorized") << path;
@@ -913,8 +915,7 @@ TEST_F(Http, BrowsersElsewhereAreRefused) {
         EXPECT_EQ(r.error_code(), "bad_host") << host;
     }
     for (const auto& host : std::vector<std::string>{
-             "localhost:" + port, "localhost", "127.0.0.1", "127.0.0.2:" + port,
-             "[::1]:" + port}) {
+             "localhost:" + port, "localhost", "127.0.0.1", "127.0.0.2:" + port, "[::1]:" + port}) {
         auto r = curl("/v1/cluster", {"-H", "Host: " + host});
         EXPECT_EQ(r.status, 200) << host << ": " << r;
     }
@@ -922,15 +923,15 @@ TEST_F(Http, BrowsersElsewhereAreRefused) {
     auto cross = post("/v1/tasks", R"({"type":"echo"})", {"-H", "Origin: http://evil.example"});
     EXPECT_EQ(cross.status, 403) << cross;
     EXPECT_EQ(cross.error_code(), "cross_origin");
-    auto other_port = post(
-        "/v1/tasks", R"({"type":"echo"})", {"-H", "Origin: http://127.0.0.1:3000"}
-    );
+    auto other_port =
+        post("/v1/tasks", R"({"type":"echo"})", {"-H", "Origin: http://127.0.0.1:3000"});
     EXPECT_EQ(other_port.status, 403) << other_port;
     auto fetch = curl("/v1/cluster", {"-H", "Sec-Fetch-Site: cross-site"});
     EXPECT_EQ(fetch.status, 403) << fetch;
     // What a page can send without asking first (a CORS "simple request").
     auto plain = curl(
-        "/v1/tasks", {"-X", "POST", "-H", "Content-Type: text/plain", "--data", R"({"type":"echo"})"}
+        "/v1/tasks",
+        {"-X", "POST", "-H", "Content-Type: text/plain", "--data", R"({"type":"echo"})"}
     );
     EXPECT_EQ(plain.status, 415) << plain;
     EXPECT_EQ(plain.error_code(), "unsupported_media_type");
@@ -940,8 +941,9 @@ TEST_F(Http, BrowsersElsewhereAreRefused) {
     EXPECT_EQ(none.status, 415) << none;
     // Its own origin, and JSON with a charset, are fine.
     auto same = curl(
-        "/v1/tasks", {"-X", "POST", "-H", "Origin: http://127.0.0.1:" + port, "-H",
-                      "Content-Type: application/json; charset=utf-8", "--data", R"({"type":"echo"})"}
+        "/v1/tasks",
+        {"-X", "POST", "-H", "Origin: http://127.0.0.1:" + port, "-H",
+         "Content-Type: application/json; charset=utf-8", "--data", R"({"type":"echo"})"}
     );
     EXPECT_EQ(same.status, 201) << same;
     auto m = parse_metrics(curl("/metrics").body);
@@ -1247,7 +1249,6 @@ TEST_F(Http, StatusShowsRunningTasksAndFailures) {
     EXPECT_EQ(seen.status, 200) << seen;
     const auto v = seen.json();
     EXPECT_GE(v.at("assigned_total").to_number<std::int64_t>(), 1) << seen;
-
 }
 
 // Issue 15: the cluster part of /v1/status is read once per status_max_age, whoever asks:

@@ -37,7 +37,8 @@ protected:
     void SetUp() override {
         zk_test::SetUp();
         dir_ = zkd::test::make_test_dir(
-            "loadgen", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            "loadgen", ::testing::UnitTest::GetInstance()->current_test_info()->name()
+        );
     }
 
     void TearDown() override {
@@ -367,7 +368,8 @@ TEST_F(Loadgen, ACredentialedClusterTakesTheCredentials) {
         cfg.auth = zkd::zkco::credentials{"ops", "s3cret"};
         zkd::zkco::client owner(ioc_.get_executor(), cfg);
         EXPECT_TRUE(co_await zkd::zkco::with_timeout(owner.connect(), 10s));
-        auto removed = co_await zkd::test::remove_recursive(owner, zkd::protocol::chroot_path("secured"));
+        auto removed =
+            co_await zkd::test::remove_recursive(owner, zkd::protocol::chroot_path("secured"));
         EXPECT_TRUE(removed) << removed.error().message();
         co_await owner.close();
     }());
@@ -407,10 +409,27 @@ TEST_F(Loadgen, AServerThatDiesMidRunEndsItWithExitThree) {
     // Far more tasks than it can submit before the kill, and a stall timeout far beyond the
     // test's patience: only losing the server may end this run.
     zkd::test::background_command lg(
-        {ZKD_LOADGEN_BINARY, "--zk", zk, "--namespace", "gone", "--no-progress", "--json",
-         "--submit-only", "--allow-no-workers", "--tasks", "100000000", "--concurrency", "200",
-         "--batch", "10", "--session-timeout", "2000", "--stall-timeout", "3600000",
-         "--wait-workers", "30000"},
+        {ZKD_LOADGEN_BINARY,
+         "--zk",
+         zk,
+         "--namespace",
+         "gone",
+         "--no-progress",
+         "--json",
+         "--submit-only",
+         "--allow-no-workers",
+         "--tasks",
+         "100000000",
+         "--concurrency",
+         "200",
+         "--batch",
+         "10",
+         "--session-timeout",
+         "2000",
+         "--stall-timeout",
+         "3600000",
+         "--wait-workers",
+         "30000"},
         dir_ / "lg.out", dir_ / "lg.err"
     );
     const auto znodes = [&] {

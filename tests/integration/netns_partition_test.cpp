@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,8 +49,10 @@ struct log_line {
 std::int64_t parse_time(const std::string& s) {
     std::tm tm{};
     int ms = 0;
-    if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+    if (std::sscanf(
+            s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+            &tm.tm_min, &tm.tm_sec, &ms
+        ) != 7) {
         return 0;
     }
     tm.tm_year -= 1900;
@@ -59,13 +62,17 @@ std::int64_t parse_time(const std::string& s) {
 
 std::int64_t wall_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
+               std::chrono::system_clock::now().time_since_epoch()
+    )
         .count();
 }
 
 /// The first line from `from` on whose message contains one of `needles`.
-std::optional<log_line> first_of(const std::vector<log_line>& lines, std::int64_t from,
-                                 std::initializer_list<std::string_view> needles) {
+std::optional<log_line> first_of(
+    const std::vector<log_line>& lines,
+    std::int64_t from,
+    std::initializer_list<std::string_view> needles
+) {
     for (const auto& l : lines) {
         if (l.ms < from) {
             continue;
@@ -111,7 +118,8 @@ protected:
             return;
         }
         dir_ = zkd::test::make_test_dir(
-            "netns", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            "netns", ::testing::UnitTest::GetInstance()->current_test_info()->name()
+        );
         try {
             net_.emplace();
         } catch (const std::exception& e) {
@@ -141,9 +149,12 @@ protected:
     /// the namespace, through the relay.
     void start(const std::string& host, std::vector<std::string> extra, bool cut_off = false) {
         extra.insert(extra.begin(), {"--log-format", "json"});
-        nodes_.emplace(host, std::make_unique<zkd::test::zkd_process>(
-                                 ZKD_BINARY, cut_off ? relay_->address() + chroot_ : zk_, ns_, host,
-                                 dir_ / (host + ".log"), std::move(extra), cut_off ? net_->path() : ""));
+        nodes_.emplace(
+            host, std::make_unique<zkd::test::zkd_process>(
+                      ZKD_BINARY, cut_off ? relay_->address() + chroot_ : zk_, ns_, host,
+                      dir_ / (host + ".log"), std::move(extra), cut_off ? net_->path() : ""
+                  )
+        );
     }
 
     [[nodiscard]] std::string log_of(const std::string& host) const {
@@ -157,7 +168,8 @@ protected:
         for (std::string line; std::getline(in, line);) {
             boost::system::error_code ec;
             const auto v = json::parse(line, ec);
-            if (ec || !v.is_object() || !v.as_object().contains("time") || !v.as_object().contains("msg")) {
+            if (ec || !v.is_object() || !v.as_object().contains("time") ||
+                !v.as_object().contains("msg")) {
                 continue;  // not a log line of ours (say, a message from before logging was set up)
             }
             const auto* time = v.as_object().at("time").if_string();
@@ -211,7 +223,9 @@ protected:
         throw std::runtime_error("the cluster's namespace never appeared");
     }
 
-    static asio::awaitable<std::vector<std::string>> children(zkd::zkco::client& zk, std::string path) {
+    static asio::awaitable<std::vector<std::string>> children(
+        zkd::zkco::client& zk, std::string path
+    ) {
         auto kids = co_await zk.get_children(path);
         co_return kids ? kids->names : std::vector<std::string>{};
     }
@@ -267,283 +281,302 @@ protected:
     std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
 };
 
-TEST_F(NetnsPartition, AWorkerCutOffPastItsSessionLosesItsTasksToAnotherAndItsLateResultsGoNowhere) {
-    run([&]() -> asio::awaitable<void> {
-        start("boss", {"--role", "standby"});  // the master; works nothing itself
-        auto zk = co_await cluster_client();
-        auto l = co_await ensure_layout(*zk, meta_info{});
-        ASSERT_TRUE(l);
-        task_client tc(*zk, *l);
-        start("other", {"--role", "worker"});
-        start("cut", {"--role", "worker"}, true);
-        std::string cut_member;
-        auto joined = [&]() -> asio::awaitable<bool> {
-            const auto w = co_await children(*zk, "/workers"s);
-            cut_member = member_of(w, "cut");
-            co_return !cut_member.empty() && !member_of(w, "other").empty();
-        };
-        bool ok = co_await until(joined, 30s);
-        ASSERT_TRUE(ok) << "the workers never joined";
+TEST_F(
+    NetnsPartition, AWorkerCutOffPastItsSessionLosesItsTasksToAnotherAndItsLateResultsGoNowhere
+) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            start("boss", {"--role", "standby"});  // the master; works nothing itself
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            start("other", {"--role", "worker"});
+            start("cut", {"--role", "worker"}, true);
+            std::string cut_member;
+            auto joined = [&]() -> asio::awaitable<bool> {
+                const auto w = co_await children(*zk, "/workers"s);
+                cut_member = member_of(w, "cut");
+                co_return !cut_member.empty() && !member_of(w, "other").empty();
+            };
+            bool ok = co_await until(joined, 30s);
+            ASSERT_TRUE(ok) << "the workers never joined";
 
-        // 4 slots, 4 tasks of 1.5 s: each worker runs two. Cut the link while they run.
-        std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 1500}}});
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        std::vector<std::string> on_cut;
-        auto all_running = [&]() -> asio::awaitable<bool> {
-            on_cut.clear();
-            int running = 0;
-            for (const auto& id : *ids) {
-                auto st = co_await tc.status(id);
-                running += st && st->state == task_state::running ? 1 : 0;
-                if (st && st->worker == cut_member) {
-                    on_cut.push_back(id);
+            // 4 slots, 4 tasks of 1.5 s: each worker runs two. Cut the link while they run.
+            std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 1500}}});
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            std::vector<std::string> on_cut;
+            auto all_running = [&]() -> asio::awaitable<bool> {
+                on_cut.clear();
+                int running = 0;
+                for (const auto& id : *ids) {
+                    auto st = co_await tc.status(id);
+                    running += st && st->state == task_state::running ? 1 : 0;
+                    if (st && st->worker == cut_member) {
+                        on_cut.push_back(id);
+                    }
                 }
+                co_return running == 4;
+            };
+            ok = co_await until(all_running, 20s);
+            ASSERT_TRUE(ok) << "the tasks never all ran";
+            ASSERT_FALSE(on_cut.empty()) << "the worker to cut off got no task";
+            net_->cut();
+
+            // ZooKeeper expires its session (the test's client, on loopback, sees its node go).
+            auto expired = [&]() -> asio::awaitable<bool> {
+                const auto w = co_await children(*zk, "/workers"s);
+                co_return std::find(w.begin(), w.end(), cut_member) == w.end();
+            };
+            ok = co_await until(expired, 20s);
+            ASSERT_TRUE(ok) << "the cut-off worker's session never expired";
+
+            // Every task ends with its one result; what the cut-off worker held ran again on the
+            // other worker.
+            for (const auto& id : *ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << id << ": " << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded) << id;
+                const bool was_cut = std::find(on_cut.begin(), on_cut.end(), id) != on_cut.end();
+                EXPECT_EQ(r->attempt, was_cut ? 2 : 1) << id;
+                EXPECT_EQ(r->worker.rfind("other-", 0), 0U) << id << " published by " << r->worker;
             }
-            co_return running == 4;
-        };
-        ok = co_await until(all_running, 20s);
-        ASSERT_TRUE(ok) << "the tasks never all ran";
-        ASSERT_FALSE(on_cut.empty()) << "the worker to cut off got no task";
-        net_->cut();
 
-        // ZooKeeper expires its session (the test's client, on loopback, sees its node go).
-        auto expired = [&]() -> asio::awaitable<bool> {
-            const auto w = co_await children(*zk, "/workers"s);
-            co_return std::find(w.begin(), w.end(), cut_member) == w.end();
-        };
-        ok = co_await until(expired, 20s);
-        ASSERT_TRUE(ok) << "the cut-off worker's session never expired";
-
-        // Every task ends with its one result; what the cut-off worker held ran again on the
-        // other worker.
-        for (const auto& id : *ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << id << ": " << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded) << id;
-            const bool was_cut = std::find(on_cut.begin(), on_cut.end(), id) != on_cut.end();
-            EXPECT_EQ(r->attempt, was_cut ? 2 : 1) << id;
-            EXPECT_EQ(r->worker.rfind("other-", 0), 0U) << id << " published by " << r->worker;
-        }
-
-        // Healed: the cut-off worker learns that its session is gone, and rejoins as a new
-        // member; what it finished while cut off was never published.
-        net_->heal();
-        std::string rejoined;
-        auto back = [&]() -> asio::awaitable<bool> {
-            const auto w = co_await children(*zk, "/workers"s);
-            rejoined = member_of(w, "cut");
-            co_return !rejoined.empty() && log_of("cut").find("rejoining as a new member") != std::string::npos;
-        };
-        ok = co_await until(back, 30s);
-        ASSERT_TRUE(ok) << "the cut-off worker did not come back";
-        EXPECT_NE(rejoined, cut_member);
-        for (const auto& id : on_cut) {
-            EXPECT_NE(log_of("cut").find("cannot publish " + id), std::string::npos)
-                << "the cut-off worker did not try to publish " << id << " (it should have finished it)";
-        }
-        // No second result, nothing pending, no assignment (nor the old member's directory).
-        co_await tc.flush();
-        std::string left;
-        auto clean = [&]() -> asio::awaitable<bool> {
-            left = co_await left_behind(*zk, *l);
-            co_return left.empty();
-        };
-        ok = co_await until(clean, 10s);
-        EXPECT_TRUE(ok) << "left behind:" << left;
-        co_await zk->close();
-    }(), 120s);
+            // Healed: the cut-off worker learns that its session is gone, and rejoins as a new
+            // member; what it finished while cut off was never published.
+            net_->heal();
+            std::string rejoined;
+            auto back = [&]() -> asio::awaitable<bool> {
+                const auto w = co_await children(*zk, "/workers"s);
+                rejoined = member_of(w, "cut");
+                co_return !rejoined.empty() &&
+                    log_of("cut").find("rejoining as a new member") != std::string::npos;
+            };
+            ok = co_await until(back, 30s);
+            ASSERT_TRUE(ok) << "the cut-off worker did not come back";
+            EXPECT_NE(rejoined, cut_member);
+            for (const auto& id : on_cut) {
+                EXPECT_NE(log_of("cut").find("cannot publish " + id), std::string::npos)
+                    << "the cut-off worker did not try to publish " << id
+                    << " (it should have finished it)";
+            }
+            // No second result, nothing pending, no assignment (nor the old member's directory).
+            co_await tc.flush();
+            std::string left;
+            auto clean = [&]() -> asio::awaitable<bool> {
+                left = co_await left_behind(*zk, *l);
+                co_return left.empty();
+            };
+            ok = co_await until(clean, 10s);
+            EXPECT_TRUE(ok) << "left behind:" << left;
+            co_await zk->close();
+        }(),
+        120s
+    );
 }
 
-TEST_F(NetnsPartition, AMasterCutOffPastItsSessionStandsDownBeforeANewOneActsAndRejoinsAfterTheHeal) {
-    run([&]() -> asio::awaitable<void> {
-        start("old", {}, true);  // works and runs for master, from inside the namespace
-        auto zk = co_await cluster_client();
-        auto l = co_await ensure_layout(*zk, meta_info{});
-        ASSERT_TRUE(l);
-        task_client tc(*zk, *l);
-        const auto first = co_await master(*zk);
-        ASSERT_TRUE(first);
-        ASSERT_EQ(first->host, "old");
-        const auto epoch_at_start = co_await zk->exists("/epoch"s);
-        ASSERT_TRUE(epoch_at_start && *epoch_at_start);
-        const auto epoch_old = (*epoch_at_start)->version;
-        start("new", {});
-        auto candidates = [&]() -> asio::awaitable<bool> {
-            const auto w = co_await children(*zk, "/workers"s);
-            const auto e = co_await children(*zk, "/election"s);
-            co_return w.size() == 2 && e.size() == 2;
-        };
-        bool ok = co_await until(candidates, 30s);
-        ASSERT_TRUE(ok) << "the second node never joined";
-        std::vector<task_request> warm(6, task_request{"echo", json::value("before")});
-        auto before = co_await tc.submit(std::move(warm));
-        ASSERT_TRUE(before);
-        for (const auto& id : *before) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded);
-        }
+TEST_F(
+    NetnsPartition, AMasterCutOffPastItsSessionStandsDownBeforeANewOneActsAndRejoinsAfterTheHeal
+) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            start("old", {}, true);  // works and runs for master, from inside the namespace
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            const auto first = co_await master(*zk);
+            ASSERT_TRUE(first);
+            ASSERT_EQ(first->host, "old");
+            const auto epoch_at_start = co_await zk->exists("/epoch"s);
+            ASSERT_TRUE(epoch_at_start && *epoch_at_start);
+            const auto epoch_old = (*epoch_at_start)->version;
+            start("new", {});
+            auto candidates = [&]() -> asio::awaitable<bool> {
+                const auto w = co_await children(*zk, "/workers"s);
+                const auto e = co_await children(*zk, "/election"s);
+                co_return w.size() == 2 && e.size() == 2;
+            };
+            bool ok = co_await until(candidates, 30s);
+            ASSERT_TRUE(ok) << "the second node never joined";
+            std::vector<task_request> warm(6, task_request{"echo", json::value("before")});
+            auto before = co_await tc.submit(std::move(warm));
+            ASSERT_TRUE(before);
+            for (const auto& id : *before) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+            }
 
-        const std::int64_t cut_ms = wall_ms();
-        net_->cut();
-        // Submitted while the master is cut off: the next master assigns them.
-        std::vector<task_request> more(6, task_request{"echo", json::value("during")});
-        auto during = co_await tc.submit(std::move(more));
-        ASSERT_TRUE(during);
-        std::optional<member_info> now;
-        auto replaced = [&]() -> asio::awaitable<bool> {
-            now = co_await master(*zk);
-            co_return now && now->host == "new";
-        };
-        ok = co_await until(replaced, 20s);
-        ASSERT_TRUE(ok) << "no new master while the old one is cut off";
-        const auto epoch_taken = co_await zk->exists("/epoch"s);
-        ASSERT_TRUE(epoch_taken && *epoch_taken);
-        const auto epoch_new = (*epoch_taken)->version;
-        EXPECT_GT(epoch_new, epoch_old);
-        for (const auto& id : *during) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded);
-            EXPECT_EQ(r->worker.rfind("new-", 0), 0U) << r->worker;
-        }
+            const std::int64_t cut_ms = wall_ms();
+            net_->cut();
+            // Submitted while the master is cut off: the next master assigns them.
+            std::vector<task_request> more(6, task_request{"echo", json::value("during")});
+            auto during = co_await tc.submit(std::move(more));
+            ASSERT_TRUE(during);
+            std::optional<member_info> now;
+            auto replaced = [&]() -> asio::awaitable<bool> {
+                now = co_await master(*zk);
+                co_return now && now->host == "new";
+            };
+            ok = co_await until(replaced, 20s);
+            ASSERT_TRUE(ok) << "no new master while the old one is cut off";
+            const auto epoch_taken = co_await zk->exists("/epoch"s);
+            ASSERT_TRUE(epoch_taken && *epoch_taken);
+            const auto epoch_new = (*epoch_taken)->version;
+            EXPECT_GT(epoch_new, epoch_old);
+            for (const auto& id : *during) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+                EXPECT_EQ(r->worker.rfind("new-", 0), 0U) << r->worker;
+            }
 
-        // Healed: the old node finds its session expired and comes back as a new member, a
-        // candidate behind the new master and a worker.
-        net_->heal();
-        auto rejoined = [&]() -> asio::awaitable<bool> {
-            const auto w = co_await children(*zk, "/workers"s);
-            const auto e = co_await children(*zk, "/election"s);
-            const std::string member = member_of(w, "old");
-            const bool candidate = std::any_of(e.begin(), e.end(), [&](const std::string& c) {
-                return !member.empty() && c.rfind("c-" + member + "-", 0) == 0;
-            });
-            co_return member != first->id && candidate &&
-                log_of("old").find("rejoining as a new member") != std::string::npos;
-        };
-        ok = co_await until(rejoined, 30s);
-        ASSERT_TRUE(ok) << "the old master did not come back as a candidate and worker";
+            // Healed: the old node finds its session expired and comes back as a new member, a
+            // candidate behind the new master and a worker.
+            net_->heal();
+            auto rejoined = [&]() -> asio::awaitable<bool> {
+                const auto w = co_await children(*zk, "/workers"s);
+                const auto e = co_await children(*zk, "/election"s);
+                const std::string member = member_of(w, "old");
+                const bool candidate = std::any_of(e.begin(), e.end(), [&](const std::string& c) {
+                    return !member.empty() && c.rfind("c-" + member + "-", 0) == 0;
+                });
+                co_return member !=
+                    first->id&& candidate&& log_of("old").find("rejoining as a new member") !=
+                    std::string::npos;
+            };
+            ok = co_await until(rejoined, 30s);
+            ASSERT_TRUE(ok) << "the old master did not come back as a candidate and worker";
 
-        // Item 5: the old master stopped acting (stood down, was deposed, or lost its session:
-        // whichever it logged first) before the new one was even elected.
-        const auto old_log = log_lines("old");
-        const auto new_log = log_lines("new");
-        const auto acted = first_of(old_log, 0, {"acting with epoch"});
-        ASSERT_TRUE(acted) << "the old master never said it acted";
-        const auto stood_down = first_of(old_log, cut_ms,
-                                         {"not acting as master", "deposed", "stops watching",
-                                          "no longer master", "declared expired", "expired",
-                                          "rejoining as a new member"});
-        const auto elected = first_of(new_log, cut_ms, {"elected master"});
-        const auto acting = first_of(new_log, cut_ms, {"acting with epoch"});
-        ASSERT_TRUE(stood_down) << "the old master never stopped acting";
-        ASSERT_TRUE(elected);
-        ASSERT_TRUE(acting);
-        std::cout << "cut at 0 ms; old master stopped acting at " << stood_down->ms - cut_ms << " ms ("
-                  << stood_down->msg << "); new master elected at " << elected->ms - cut_ms
-                  << " ms, acting at " << acting->ms - cut_ms << " ms (" << acting->msg << ")\n";
-        RecordProperty("old_master_stood_down_ms", static_cast<int>(stood_down->ms - cut_ms));
-        RecordProperty("new_master_elected_ms", static_cast<int>(elected->ms - cut_ms));
-        RecordProperty("new_master_acting_ms", static_cast<int>(acting->ms - cut_ms));
-        EXPECT_LT(stood_down->ms, elected->ms)
-            << "the cut-off master believed it was master until " << stood_down->ms - acting->ms
-            << " ms after the new one acted";
-        EXPECT_EQ(first_of(old_log, cut_ms, {"acting again"}), std::nullopt)
-            << "the cut-off master acted again after the heal";
+            // Item 5: the old master stopped acting (stood down, was deposed, or lost its session:
+            // whichever it logged first) before the new one was even elected.
+            const auto old_log = log_lines("old");
+            const auto new_log = log_lines("new");
+            const auto acted = first_of(old_log, 0, {"acting with epoch"});
+            ASSERT_TRUE(acted) << "the old master never said it acted";
+            const auto stood_down = first_of(
+                old_log, cut_ms,
+                {"not acting as master", "deposed", "stops watching", "no longer master",
+                 "declared expired", "expired", "rejoining as a new member"}
+            );
+            const auto elected = first_of(new_log, cut_ms, {"elected master"});
+            const auto acting = first_of(new_log, cut_ms, {"acting with epoch"});
+            ASSERT_TRUE(stood_down) << "the old master never stopped acting";
+            ASSERT_TRUE(elected);
+            ASSERT_TRUE(acting);
+            std::cout << "cut at 0 ms; old master stopped acting at " << stood_down->ms - cut_ms
+                      << " ms (" << stood_down->msg << "); new master elected at "
+                      << elected->ms - cut_ms << " ms, acting at " << acting->ms - cut_ms << " ms ("
+                      << acting->msg << ")\n";
+            RecordProperty("old_master_stood_down_ms", static_cast<int>(stood_down->ms - cut_ms));
+            RecordProperty("new_master_elected_ms", static_cast<int>(elected->ms - cut_ms));
+            RecordProperty("new_master_acting_ms", static_cast<int>(acting->ms - cut_ms));
+            EXPECT_LT(stood_down->ms, elected->ms)
+                << "the cut-off master believed it was master until " << stood_down->ms - acting->ms
+                << " ms after the new one acted";
+            EXPECT_EQ(first_of(old_log, cut_ms, {"acting again"}), std::nullopt)
+                << "the cut-off master acted again after the heal";
 
-        // Tasks flow on; the new master stays, with its epoch (nothing of the old one's applied).
-        std::vector<task_request> after(4, task_request{"echo", json::value("after")});
-        auto after_ids = co_await tc.submit(std::move(after));
-        ASSERT_TRUE(after_ids);
-        for (const auto& id : *after_ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded);
-        }
-        const auto last = co_await master(*zk);
-        ASSERT_TRUE(last);
-        EXPECT_EQ(last->host, "new");
-        const auto epoch_at_end = co_await zk->exists("/epoch"s);
-        ASSERT_TRUE(epoch_at_end && *epoch_at_end);
-        EXPECT_EQ((*epoch_at_end)->version, epoch_new);
-        co_await tc.flush();
-        std::string left;
-        auto clean = [&]() -> asio::awaitable<bool> {
-            left = co_await left_behind(*zk, *l);
-            co_return left.empty();
-        };
-        ok = co_await until(clean, 10s);
-        EXPECT_TRUE(ok) << "left behind:" << left;
-        co_await zk->close();
-    }(), 120s);
+            // Tasks flow on; the new master stays, with its epoch (nothing of the old one's
+            // applied).
+            std::vector<task_request> after(4, task_request{"echo", json::value("after")});
+            auto after_ids = co_await tc.submit(std::move(after));
+            ASSERT_TRUE(after_ids);
+            for (const auto& id : *after_ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+            }
+            const auto last = co_await master(*zk);
+            ASSERT_TRUE(last);
+            EXPECT_EQ(last->host, "new");
+            const auto epoch_at_end = co_await zk->exists("/epoch"s);
+            ASSERT_TRUE(epoch_at_end && *epoch_at_end);
+            EXPECT_EQ((*epoch_at_end)->version, epoch_new);
+            co_await tc.flush();
+            std::string left;
+            auto clean = [&]() -> asio::awaitable<bool> {
+                left = co_await left_behind(*zk, *l);
+                co_return left.empty();
+            };
+            ok = co_await until(clean, 10s);
+            EXPECT_TRUE(ok) << "left behind:" << left;
+            co_await zk->close();
+        }(),
+        120s
+    );
 }
 
 TEST_F(NetnsPartition, APartitionShorterThanTheSessionTimeoutRequeuesNothing) {
-    run([&]() -> asio::awaitable<void> {
-        start("boss", {"--role", "standby"});
-        auto zk = co_await cluster_client();
-        auto l = co_await ensure_layout(*zk, meta_info{});
-        ASSERT_TRUE(l);
-        task_client tc(*zk, *l);
-        // 4 s sessions (the test server's most), cut off for 1 s.
-        start("cut", {"--role", "worker", "--session-timeout", "4000"}, true);
-        std::string cut_member;
-        auto joined = [&]() -> asio::awaitable<bool> {
-            const auto w = co_await children(*zk, "/workers"s);
-            cut_member = member_of(w, "cut");
-            co_return !cut_member.empty();
-        };
-        bool ok = co_await until(joined, 30s);
-        ASSERT_TRUE(ok) << "the worker never joined";
+    run(
+        [&]() -> asio::awaitable<void> {
+            start("boss", {"--role", "standby"});
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            // 4 s sessions (the test server's most), cut off for 1 s.
+            start("cut", {"--role", "worker", "--session-timeout", "4000"}, true);
+            std::string cut_member;
+            auto joined = [&]() -> asio::awaitable<bool> {
+                const auto w = co_await children(*zk, "/workers"s);
+                cut_member = member_of(w, "cut");
+                co_return !cut_member.empty();
+            };
+            bool ok = co_await until(joined, 30s);
+            ASSERT_TRUE(ok) << "the worker never joined";
 
-        // Two run (its 2 slots) and finish while it is cut off; two wait for the slots.
-        std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 400}}});
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        auto two_running = [&]() -> asio::awaitable<bool> {
-            int running = 0;
+            // Two run (its 2 slots) and finish while it is cut off; two wait for the slots.
+            std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 400}}});
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            auto two_running = [&]() -> asio::awaitable<bool> {
+                int running = 0;
+                for (const auto& id : *ids) {
+                    auto st = co_await tc.status(id);
+                    running += st && st->state == task_state::running ? 1 : 0;
+                }
+                co_return running == 2;
+            };
+            ok = co_await until(two_running, 20s);
+            ASSERT_TRUE(ok) << "the tasks never ran";
+            net_->cut();
+            co_await settle(1000ms);  // the partition itself: a quarter of the session timeout
+            const std::int64_t healed_ms = wall_ms();
+            net_->heal();
+
+            int finished_while_cut = 0;
             for (const auto& id : *ids) {
-                auto st = co_await tc.status(id);
-                running += st && st->state == task_state::running ? 1 : 0;
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << id << ": " << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded) << id;
+                EXPECT_EQ(r->attempt, 1) << id << " ran twice";
+                EXPECT_EQ(r->worker, cut_member) << id;
+                finished_while_cut += r->finished_ms < healed_ms ? 1 : 0;
             }
-            co_return running == 2;
-        };
-        ok = co_await until(two_running, 20s);
-        ASSERT_TRUE(ok) << "the tasks never ran";
-        net_->cut();
-        co_await settle(1000ms);  // the partition itself: a quarter of the session timeout
-        const std::int64_t healed_ms = wall_ms();
-        net_->heal();
-
-        int finished_while_cut = 0;
-        for (const auto& id : *ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << id << ": " << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded) << id;
-            EXPECT_EQ(r->attempt, 1) << id << " ran twice";
-            EXPECT_EQ(r->worker, cut_member) << id;
-            finished_while_cut += r->finished_ms < healed_ms ? 1 : 0;
-        }
-        // The partition held back results: what finished behind it was published after it.
-        EXPECT_GE(finished_while_cut, 1);
-        // The same session, the same member: nothing expired, nothing was requeued.
-        const auto workers = co_await children(*zk, "/workers"s);
-        EXPECT_EQ(member_of(workers, "cut"), cut_member);
-        EXPECT_EQ(log_of("cut").find("rejoining as a new member"), std::string::npos);
-        EXPECT_EQ(log_of("cut").find("expired"), std::string::npos);
-        EXPECT_EQ(log_of("boss").find("requeued"), std::string::npos);
-        EXPECT_EQ(log_of("boss").find(" left with "), std::string::npos);
-        co_await tc.flush();
-        std::string left;
-        auto clean = [&]() -> asio::awaitable<bool> {
-            left = co_await left_behind(*zk, *l);
-            co_return left.empty();
-        };
-        ok = co_await until(clean, 10s);
-        EXPECT_TRUE(ok) << "left behind:" << left;
-        co_await zk->close();
-    }(), 120s);
+            // The partition held back results: what finished behind it was published after it.
+            EXPECT_GE(finished_while_cut, 1);
+            // The same session, the same member: nothing expired, nothing was requeued.
+            const auto workers = co_await children(*zk, "/workers"s);
+            EXPECT_EQ(member_of(workers, "cut"), cut_member);
+            EXPECT_EQ(log_of("cut").find("rejoining as a new member"), std::string::npos);
+            EXPECT_EQ(log_of("cut").find("expired"), std::string::npos);
+            EXPECT_EQ(log_of("boss").find("requeued"), std::string::npos);
+            EXPECT_EQ(log_of("boss").find(" left with "), std::string::npos);
+            co_await tc.flush();
+            std::string left;
+            auto clean = [&]() -> asio::awaitable<bool> {
+                left = co_await left_behind(*zk, *l);
+                co_return left.empty();
+            };
+            ok = co_await until(clean, 10s);
+            EXPECT_TRUE(ok) << "left behind:" << left;
+            co_await zk->close();
+        }(),
+        120s
+    );
 }
 
 }  // namespace

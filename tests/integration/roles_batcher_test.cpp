@@ -8,6 +8,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <gtest/gtest.h>
 
 namespace asio = boost::asio;
@@ -69,10 +70,13 @@ TEST_F(RolesBatcher, WaitIdleCompletesOnceNothingIsQueuedOrInFlight) {
         // A handler that queues more: the waiter sees it only by looping on outstanding().
         auto chained = std::make_shared<outcome>();
         b.async_submit({create_op("/i-first")}, [&b, chained](error_code, std::vector<op_result>) {
-            b.async_submit({create_op("/i-chained")}, [chained](error_code ec, std::vector<op_result>) {
-                chained->done = true;
-                chained->ec = ec;
-            });
+            b.async_submit(
+                {create_op("/i-chained")},
+                [chained](error_code ec, std::vector<op_result>) {
+                    chained->done = true;
+                    chained->ec = ec;
+                }
+            );
         });
         auto [ec] = co_await b.async_wait_idle(asio::as_tuple(asio::use_awaitable));
         EXPECT_FALSE(ec);
@@ -175,7 +179,9 @@ TEST_F(RolesBatcher, AFailedPrefixFailsEveryGroupAndChecksAreSentOnce) {
         auto blocker = submit(b, {create_op("/first")});
         std::vector<std::shared_ptr<outcome>> groups;
         for (int i = 0; i < 5; ++i) {
-            groups.push_back(submit(b, {op::check{"/w", any_version}, create_op("/t" + std::to_string(i))}));
+            groups.push_back(
+                submit(b, {op::check{"/w", any_version}, create_op("/t" + std::to_string(i))})
+            );
         }
         co_await drain(b);
         for (const auto& g : groups) {

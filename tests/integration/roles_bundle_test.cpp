@@ -8,6 +8,7 @@
 #include "support/roles_cluster.hpp"
 
 #include <boost/json.hpp>
+
 #include <gtest/gtest.h>
 
 namespace asio = boost::asio;
@@ -23,9 +24,11 @@ class RolesBundle : public zkd::test::roles_cluster {
 protected:
     /// Waits for every id at once (the waits of one client on one bundle share its read).
     asio::awaitable<std::vector<zkd::zkco::result<task_result>>> wait_all(
-        task_client& tc, std::vector<std::string> ids) {
+        task_client& tc, std::vector<std::string> ids
+    ) {
         std::vector<zkd::zkco::result<task_result>> out(
-            ids.size(), zkd::zkco::error_code(zkd::zkco::errc::operation_timeout));
+            ids.size(), zkd::zkco::error_code(zkd::zkco::errc::operation_timeout)
+        );
         zkd::reactor::task_group waits(ioc_.get_executor());
         for (std::size_t i = 0; i < ids.size(); ++i) {
             waits.spawn([&tc, &out, &ids, i]() -> asio::awaitable<void> {
@@ -46,299 +49,329 @@ protected:
 };
 
 TEST_F(RolesBundle, EachBundledTaskGetsExactlyItsResult) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 2);
-        co_await start_worker("w2", 2);
-        task_client tc(*zk, layout_);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            co_await start_worker("w2", 2);
+            task_client tc(*zk, layout_);
 
-        // sum x5, echo, sum x2, with bad args in two of them: bundles of at most 4 tasks of
-        // one type each.
-        auto reqs = sums(5);
-        reqs[3].args = "not numbers";
-        reqs.push_back({"echo", "alone"});
-        auto more = sums(2, 10);
-        more[1].args = json::object{{"x", 1}};
-        reqs.insert(reqs.end(), more.begin(), more.end());
-        submit_options how;
-        how.bundle = 4;
-        auto ids = co_await tc.submit(reqs, how);
-        ASSERT_TRUE(ids) << ids.error().message();
-        ASSERT_EQ(ids->size(), 8U);
-        const auto first = parse_task_ref((*ids)[0]);
-        ASSERT_TRUE(first && first->index);
-        EXPECT_EQ(bundle_size(first->node), 4U);
-        for (std::size_t i = 0; i < 4; ++i) {
-            EXPECT_EQ((*ids)[i], bundled_task_id(first->node, i));
-        }
-        EXPECT_EQ(bundle_size((*ids)[4]), 0U);  // the fifth sum: alone in its node
-        EXPECT_TRUE(is_valid_task_id((*ids)[4]));
-        EXPECT_TRUE(is_valid_task_id((*ids)[5]));  // echo: another type
-        const auto last = parse_task_ref((*ids)[6]);
-        ASSERT_TRUE(last && last->index);
-        EXPECT_EQ(bundle_size(last->node), 2U);
+            // sum x5, echo, sum x2, with bad args in two of them: bundles of at most 4 tasks of
+            // one type each.
+            auto reqs = sums(5);
+            reqs[3].args = "not numbers";
+            reqs.push_back({"echo", "alone"});
+            auto more = sums(2, 10);
+            more[1].args = json::object{{"x", 1}};
+            reqs.insert(reqs.end(), more.begin(), more.end());
+            submit_options how;
+            how.bundle = 4;
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            ASSERT_EQ(ids->size(), 8U);
+            const auto first = parse_task_ref((*ids)[0]);
+            ASSERT_TRUE(first && first->index);
+            EXPECT_EQ(bundle_size(first->node), 4U);
+            for (std::size_t i = 0; i < 4; ++i) {
+                EXPECT_EQ((*ids)[i], bundled_task_id(first->node, i));
+            }
+            EXPECT_EQ(bundle_size((*ids)[4]), 0U);  // the fifth sum: alone in its node
+            EXPECT_TRUE(is_valid_task_id((*ids)[4]));
+            EXPECT_TRUE(is_valid_task_id((*ids)[5]));  // echo: another type
+            const auto last = parse_task_ref((*ids)[6]);
+            ASSERT_TRUE(last && last->index);
+            EXPECT_EQ(bundle_size(last->node), 2U);
 
-        // One at a time: each wait consumes only its own task's result.
-        for (std::size_t i = 0; i < ids->size(); ++i) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[i]), 60s);
-            ASSERT_TRUE(r) << i << ": " << r.error().message();
-            EXPECT_EQ(r->task, (*ids)[i]);
-            if (i == 3 || i == 7) {
-                EXPECT_EQ(r->state, task_state::failed) << i;
-                ASSERT_TRUE(r->error);
-                EXPECT_EQ(r->error->code, "bad_args");
-            } else if (i == 5) {
-                EXPECT_EQ(r->value, json::value("alone"));
-            } else {
-                const int n = i < 5 ? static_cast<int>(i) : 10 + static_cast<int>(i) - 6;
-                EXPECT_EQ(r->state, task_state::succeeded) << i;
-                EXPECT_EQ(r->value.at("sum").to_number<std::int64_t>(), n + 1) << i;
-                EXPECT_EQ(r->attempt, 1);
-                EXPECT_FALSE(r->worker.empty());
+            // One at a time: each wait consumes only its own task's result.
+            for (std::size_t i = 0; i < ids->size(); ++i) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[i]), 60s);
+                ASSERT_TRUE(r) << i << ": " << r.error().message();
+                EXPECT_EQ(r->task, (*ids)[i]);
+                if (i == 3 || i == 7) {
+                    EXPECT_EQ(r->state, task_state::failed) << i;
+                    ASSERT_TRUE(r->error);
+                    EXPECT_EQ(r->error->code, "bad_args");
+                } else if (i == 5) {
+                    EXPECT_EQ(r->value, json::value("alone"));
+                } else {
+                    const int n = i < 5 ? static_cast<int>(i) : 10 + static_cast<int>(i) - 6;
+                    EXPECT_EQ(r->state, task_state::succeeded) << i;
+                    EXPECT_EQ(r->value.at("sum").to_number<std::int64_t>(), n + 1) << i;
+                    EXPECT_EQ(r->attempt, 1);
+                    EXPECT_FALSE(r->worker.empty());
+                }
+                // The bundle's result stays until its last task's is consumed.
+                if (i == 0) {
+                    auto st = co_await tc.status((*ids)[1]);
+                    ASSERT_TRUE(st);
+                    EXPECT_EQ(st->state, task_state::succeeded);
+                    EXPECT_EQ((co_await tc.status((*ids)[0]))->state, task_state::unknown);
+                }
             }
-            // The bundle's result stays until its last task's is consumed.
-            if (i == 0) {
-                auto st = co_await tc.status((*ids)[1]);
-                ASSERT_TRUE(st);
-                EXPECT_EQ(st->state, task_state::succeeded);
-                EXPECT_EQ((co_await tc.status((*ids)[0]))->state, task_state::unknown);
-            }
-        }
-        co_await tc.flush();
-        EXPECT_EQ(co_await queued(*zk, true), 0U);
-        EXPECT_EQ(co_await queued(*zk, false), 0U);
-        // Two bundles and two tasks: four assignments, eight results counted by the workers.
-        EXPECT_EQ(master_stats_.assigned, 4U);
-    }(), 120s);
+            co_await tc.flush();
+            EXPECT_EQ(co_await queued(*zk, true), 0U);
+            EXPECT_EQ(co_await queued(*zk, false), 0U);
+            // Two bundles and two tasks: four assignments, eight results counted by the workers.
+            EXPECT_EQ(master_stats_.assigned, 4U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesBundle, WaitsShareOneReadAndClientsShareABundle) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 4);
-        auto* other_zk = co_await session();
-        task_client a(*zk, layout_);
-        task_client b(*other_zk, layout_);
-        submit_options how;
-        how.bundle = 100;
-        auto ids = co_await a.submit(sums(40), how);
-        ASSERT_TRUE(ids) << ids.error().message();
-        ASSERT_EQ(ids->size(), 40U);
-        const std::string bundle(parse_task_ref(ids->front())->node);
-        EXPECT_EQ(bundle_size(bundle), 40U);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 4);
+            auto* other_zk = co_await session();
+            task_client a(*zk, layout_);
+            task_client b(*other_zk, layout_);
+            submit_options how;
+            how.bundle = 100;
+            auto ids = co_await a.submit(sums(40), how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            ASSERT_EQ(ids->size(), 40U);
+            const std::string bundle(parse_task_ref(ids->front())->node);
+            EXPECT_EQ(bundle_size(bundle), 40U);
 
-        // Client a waits for the first 30 at once: one watch, one read, one write.
-        const auto before = zk->counters();
-        std::vector<std::string> mine(ids->begin(), ids->begin() + 30);
-        auto got = co_await wait_all(a, mine);
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
-            EXPECT_EQ(got[i]->task, mine[i]);
-            EXPECT_EQ(got[i]->value.at("sum").to_number<std::int64_t>(), static_cast<int>(i) + 1);
-        }
-        const auto after = zk->counters();
-        EXPECT_LE(after.reads - before.reads, 3U);
-        EXPECT_LE(after.writes - before.writes, 2U);
+            // Client a waits for the first 30 at once: one watch, one read, one write.
+            const auto before = zk->counters();
+            std::vector<std::string> mine(ids->begin(), ids->begin() + 30);
+            auto got = co_await wait_all(a, mine);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->task, mine[i]);
+                EXPECT_EQ(
+                    got[i]->value.at("sum").to_number<std::int64_t>(), static_cast<int>(i) + 1
+                );
+            }
+            const auto after = zk->counters();
+            EXPECT_LE(after.reads - before.reads, 3U);
+            EXPECT_LE(after.writes - before.writes, 2U);
 
-        // Another client: a task consumed already is no longer there for it...
-        auto again = co_await zkd::zkco::with_timeout(b.wait(ids->front()), 30s);
-        ASSERT_FALSE(again);
-        EXPECT_EQ(again.error(), zkd::zkco::errc::no_node);
-        // ...the rest is, and the last one consumed takes the node away.
-        std::vector<std::string> rest(ids->begin() + 30, ids->end());
-        auto theirs = co_await wait_all(b, rest);
-        for (std::size_t i = 0; i < theirs.size(); ++i) {
-            ASSERT_TRUE(theirs[i]) << i << ": " << theirs[i].error().message();
-            EXPECT_EQ(theirs[i]->value.at("sum").to_number<std::int64_t>(), static_cast<int>(i) + 31);
-        }
-        EXPECT_EQ(co_await queued(*zk, true), 0U);
-        EXPECT_EQ(master_stats_.assigned, 1U);
-        EXPECT_EQ(worker_stats_["w1"].published, 1U);
-    }(), 120s);
+            // Another client: a task consumed already is no longer there for it...
+            auto again = co_await zkd::zkco::with_timeout(b.wait(ids->front()), 30s);
+            ASSERT_FALSE(again);
+            EXPECT_EQ(again.error(), zkd::zkco::errc::no_node);
+            // ...the rest is, and the last one consumed takes the node away.
+            std::vector<std::string> rest(ids->begin() + 30, ids->end());
+            auto theirs = co_await wait_all(b, rest);
+            for (std::size_t i = 0; i < theirs.size(); ++i) {
+                ASSERT_TRUE(theirs[i]) << i << ": " << theirs[i].error().message();
+                EXPECT_EQ(
+                    theirs[i]->value.at("sum").to_number<std::int64_t>(), static_cast<int>(i) + 31
+                );
+            }
+            EXPECT_EQ(co_await queued(*zk, true), 0U);
+            EXPECT_EQ(master_stats_.assigned, 1U);
+            EXPECT_EQ(worker_stats_["w1"].published, 1U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesBundle, AWaitThatTimesOutLeavesNothingBehind) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        task_client tc(*zk, layout_);
-        submit_options how;
-        how.bundle = 3;
-        std::vector<task_request> reqs(3, task_request{"echo", "x"});
-        auto ids = co_await tc.submit(reqs, how);
-        ASSERT_TRUE(ids);
-        // No worker yet: the first wait reads for two, and both give up.
-        std::vector<std::string> two{(*ids)[0], (*ids)[1]};
-        std::vector<zkd::zkco::result<task_result>> early(2, zkd::zkco::error_code{});
-        zkd::reactor::task_group waits(ioc_.get_executor());
-        for (std::size_t i = 0; i < 2; ++i) {
-            waits.spawn([&, i]() -> asio::awaitable<void> {
-                early[i] = co_await zkd::zkco::with_timeout(tc.wait(two[i]), 300ms);
-            });
-        }
-        co_await waits.async_wait(asio::use_awaitable);
-        for (const auto& r : early) {
-            ASSERT_FALSE(r);
-            EXPECT_EQ(r.error(), zkd::zkco::errc::operation_timeout) << r.error().message();
-        }
-        // Later waits are not stuck behind the abandoned ones, and nothing was consumed.
-        co_await start_worker("w1", 1);
-        auto got = co_await wait_all(tc, *ids);
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
-            EXPECT_EQ(got[i]->value, json::value("x"));
-        }
-        EXPECT_EQ(co_await queued(*zk, true), 0U);
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 3;
+            std::vector<task_request> reqs(3, task_request{"echo", "x"});
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids);
+            // No worker yet: the first wait reads for two, and both give up.
+            std::vector<std::string> two{(*ids)[0], (*ids)[1]};
+            std::vector<zkd::zkco::result<task_result>> early(2, zkd::zkco::error_code{});
+            zkd::reactor::task_group waits(ioc_.get_executor());
+            for (std::size_t i = 0; i < 2; ++i) {
+                waits.spawn([&, i]() -> asio::awaitable<void> {
+                    early[i] = co_await zkd::zkco::with_timeout(tc.wait(two[i]), 300ms);
+                });
+            }
+            co_await waits.async_wait(asio::use_awaitable);
+            for (const auto& r : early) {
+                ASSERT_FALSE(r);
+                EXPECT_EQ(r.error(), zkd::zkco::errc::operation_timeout) << r.error().message();
+            }
+            // Later waits are not stuck behind the abandoned ones, and nothing was consumed.
+            co_await start_worker("w1", 1);
+            auto got = co_await wait_all(tc, *ids);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->value, json::value("x"));
+            }
+            EXPECT_EQ(co_await queued(*zk, true), 0U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesBundle, ABundleIsCancelledAsAWhole) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 1);
-        task_client tc(*zk, layout_);
-        submit_options how;
-        how.bundle = 3;
-        std::vector<task_request> reqs(6, task_request{"sleep", json::value{{"ms", 60'000}}});
-        // Two bundles of three: one runs (one slot), one waits.
-        auto ids = co_await tc.submit(reqs, how);
-        ASSERT_TRUE(ids);
-        task_status st;
-        for (int i = 0; i < 200 && st.state != task_state::running; ++i) {
-            co_await settle(20ms);
-            st = (co_await tc.status((*ids)[1])).value();
-        }
-        ASSERT_EQ(st.state, task_state::running);
-        EXPECT_EQ((co_await tc.status((*ids)[4])).value().state, task_state::pending);
-        // The task list shows each bundle once, with its size.
-        auto list = co_await list_tasks(*zk, layout_);
-        ASSERT_TRUE(list);
-        ASSERT_EQ(list->pending.size(), 1U);
-        EXPECT_EQ(list->pending.front().tasks, 3U);
-        EXPECT_EQ(list->pending.front().id, std::string(parse_task_ref((*ids)[4])->node));
-        ASSERT_EQ(list->assigned.size(), 1U);
-        EXPECT_EQ(list->assigned.front().tasks, 3U);
-        EXPECT_EQ(to_json(list->pending.front()).at("tasks"), 3);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 1);
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 3;
+            std::vector<task_request> reqs(6, task_request{"sleep", json::value{{"ms", 60'000}}});
+            // Two bundles of three: one runs (one slot), one waits.
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids);
+            task_status st;
+            for (int i = 0; i < 200 && st.state != task_state::running; ++i) {
+                co_await settle(20ms);
+                st = (co_await tc.status((*ids)[1])).value();
+            }
+            ASSERT_EQ(st.state, task_state::running);
+            EXPECT_EQ((co_await tc.status((*ids)[4])).value().state, task_state::pending);
+            // The task list shows each bundle once, with its size.
+            auto list = co_await list_tasks(*zk, layout_);
+            ASSERT_TRUE(list);
+            ASSERT_EQ(list->pending.size(), 1U);
+            EXPECT_EQ(list->pending.front().tasks, 3U);
+            EXPECT_EQ(list->pending.front().id, std::string(parse_task_ref((*ids)[4])->node));
+            ASSERT_EQ(list->assigned.size(), 1U);
+            EXPECT_EQ(list->assigned.front().tasks, 3U);
+            EXPECT_EQ(to_json(list->pending.front()).at("tasks"), 3);
 
-        ASSERT_TRUE(co_await tc.cancel((*ids)[2]));  // one task of each bundle
-        ASSERT_TRUE(co_await tc.cancel((*ids)[3]));
-        auto got = co_await wait_all(tc, *ids);
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
-            EXPECT_EQ(got[i]->task, (*ids)[i]);
-            EXPECT_EQ(got[i]->state, task_state::cancelled) << i;
-        }
-        EXPECT_EQ(co_await queued(*zk, true), 0U);
-        EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
-    }(), 120s);
+            ASSERT_TRUE(co_await tc.cancel((*ids)[2]));  // one task of each bundle
+            ASSERT_TRUE(co_await tc.cancel((*ids)[3]));
+            auto got = co_await wait_all(tc, *ids);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->task, (*ids)[i]);
+                EXPECT_EQ(got[i]->state, task_state::cancelled) << i;
+            }
+            EXPECT_EQ(co_await queued(*zk, true), 0U);
+            EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesBundle, ADepartedWorkersBundleIsRequeuedWhole) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        auto doomed = co_await start_worker("doomed", 1);
-        task_client tc(*zk, layout_);
-        submit_options how;
-        how.bundle = 3;
-        std::vector<task_request> reqs(3, task_request{"sleep", json::value{{"ms", 300}}});
-        auto ids = co_await tc.submit(reqs, how);
-        ASSERT_TRUE(ids);
-        for (int i = 0; i < 200 && worker_stats_["doomed"].started < 1; ++i) {
-            co_await settle(10ms);
-        }
-        ASSERT_EQ(worker_stats_["doomed"].started, 1U);
-        co_await doomed.zk->close();
-        co_await start_worker("heir", 1);
-        auto got = co_await wait_all(tc, *ids);
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
-            EXPECT_EQ(got[i]->state, task_state::succeeded);
-            EXPECT_EQ(got[i]->attempt, 2);
-        }
-        EXPECT_EQ(master_stats_.requeued, 1U);
-        EXPECT_EQ(worker_stats_["heir"].published, 1U);
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            auto doomed = co_await start_worker("doomed", 1);
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 3;
+            std::vector<task_request> reqs(3, task_request{"sleep", json::value{{"ms", 300}}});
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids);
+            for (int i = 0; i < 200 && worker_stats_["doomed"].started < 1; ++i) {
+                co_await settle(10ms);
+            }
+            ASSERT_EQ(worker_stats_["doomed"].started, 1U);
+            co_await doomed.zk->close();
+            co_await start_worker("heir", 1);
+            auto got = co_await wait_all(tc, *ids);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->state, task_state::succeeded);
+                EXPECT_EQ(got[i]->attempt, 2);
+            }
+            EXPECT_EQ(master_stats_.requeued, 1U);
+            EXPECT_EQ(worker_stats_["heir"].published, 1U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesBundle, ABigBundlesLongErrorsAreCutToFitItsResult) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 2);
-        task_client tc(*zk, layout_);
-        // 1,000 failing tasks in one bundle, each with a 479-byte message ("x" and two-byte
-        // characters): more than each one's share of a result. Each is cut to its share,
-        // between characters (else the result would not be JSON).
-        std::string message = "x";
-        for (int i = 0; i < 239; ++i) {
-            message += "\xc3\xa9";  // é
-        }
-        std::vector<task_request> reqs(1000, task_request{"fail", json::value{{"message", message}}});
-        submit_options how;
-        how.bundle = 1000;
-        auto ids = co_await tc.submit(reqs, how);
-        ASSERT_TRUE(ids) << ids.error().message();
-        ASSERT_EQ(ids->size(), 1000U);
-        EXPECT_EQ(bundle_size(parse_task_ref(ids->front())->node), 1000U);
-        auto got = co_await wait_all(tc, *ids);
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
-            EXPECT_EQ(got[i]->state, task_state::failed);
-            ASSERT_TRUE(got[i]->error);
-            const auto& m = got[i]->error->message;
-            EXPECT_LT(m.size(), message.size()) << i;
-            EXPECT_GT(m.size(), 100U) << i;
-            EXPECT_EQ(m.size() % 2, 1U) << i;  // "x" and whole characters
-        }
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            task_client tc(*zk, layout_);
+            // 1,000 failing tasks in one bundle, each with a 479-byte message ("x" and two-byte
+            // characters): more than each one's share of a result. Each is cut to its share,
+            // between characters (else the result would not be JSON).
+            std::string message = "x";
+            for (int i = 0; i < 239; ++i) {
+                message += "\xc3\xa9";  // é
+            }
+            std::vector<task_request> reqs(
+                1000, task_request{"fail", json::value{{"message", message}}}
+            );
+            submit_options how;
+            how.bundle = 1000;
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            ASSERT_EQ(ids->size(), 1000U);
+            EXPECT_EQ(bundle_size(parse_task_ref(ids->front())->node), 1000U);
+            auto got = co_await wait_all(tc, *ids);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->state, task_state::failed);
+                ASSERT_TRUE(got[i]->error);
+                const auto& m = got[i]->error->message;
+                EXPECT_LT(m.size(), message.size()) << i;
+                EXPECT_GT(m.size(), 100U) << i;
+                EXPECT_EQ(m.size() % 2, 1U) << i;  // "x" and whole characters
+            }
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesBundle, ABundleThatLiesAboutItsSizeEndsMalformed) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await cluster_session();
-        co_await start_master();
-        co_await start_worker("w1", 2);
-        task_client tc(*zk, layout_);
-        // Written by hand: the id says 3 tasks, the node holds 2.
-        task_id_generator gen(0xabcdef01U);
-        const auto bid = bundle_id(gen.next(5, now_ms()), 3);
-        task_spec spec;
-        spec.type = "echo";
-        spec.bundle = {1, 2};
-        ASSERT_TRUE(co_await zk->create(layout_.pending_task(bid), encode(spec)));
-        // And a bundle with garbage for data.
-        const auto junk = bundle_id(gen.next(5, now_ms()), 2);
-        ASSERT_TRUE(co_await zk->create(layout_.pending_task(junk), "{\"v\":1,\"type\":\"echo\",\"bundle\":7}"s));
-        // And a plain task under a bundle's name.
-        const auto plain = bundle_id(gen.next(5, now_ms()), 2);
-        task_spec alone;
-        alone.type = "echo";
-        ASSERT_TRUE(co_await zk->create(layout_.pending_task(plain), encode(alone)));
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            task_client tc(*zk, layout_);
+            // Written by hand: the id says 3 tasks, the node holds 2.
+            task_id_generator gen(0xabcdef01U);
+            const auto bid = bundle_id(gen.next(5, now_ms()), 3);
+            task_spec spec;
+            spec.type = "echo";
+            spec.bundle = {1, 2};
+            ASSERT_TRUE(co_await zk->create(layout_.pending_task(bid), encode(spec)));
+            // And a bundle with garbage for data.
+            const auto junk = bundle_id(gen.next(5, now_ms()), 2);
+            ASSERT_TRUE(co_await zk->create(
+                layout_.pending_task(junk), "{\"v\":1,\"type\":\"echo\",\"bundle\":7}"s
+            ));
+            // And a plain task under a bundle's name.
+            const auto plain = bundle_id(gen.next(5, now_ms()), 2);
+            task_spec alone;
+            alone.type = "echo";
+            ASSERT_TRUE(co_await zk->create(layout_.pending_task(plain), encode(alone)));
 
-        std::vector<std::string> lied{bundled_task_id(bid, 0), bundled_task_id(bid, 2),
-                                      bundled_task_id(junk, 1), bundled_task_id(plain, 1)};
-        auto got = co_await wait_all(tc, lied);
-        for (const auto& r : got) {
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::failed);
-            ASSERT_TRUE(r->error);
-            EXPECT_EQ(r->error->code, "malformed_task");
-        }
-        // The cluster carries on.
-        submit_options how;
-        how.bundle = 3;
-        auto ids = co_await tc.submit(sums(3), how);
-        ASSERT_TRUE(ids);
-        auto ok = co_await wait_all(tc, *ids);
-        for (const auto& r : ok) {
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded);
-        }
-    }(), 120s);
+            std::vector<std::string> lied{
+                bundled_task_id(bid, 0), bundled_task_id(bid, 2), bundled_task_id(junk, 1),
+                bundled_task_id(plain, 1)};
+            auto got = co_await wait_all(tc, lied);
+            for (const auto& r : got) {
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::failed);
+                ASSERT_TRUE(r->error);
+                EXPECT_EQ(r->error->code, "malformed_task");
+            }
+            // The cluster carries on.
+            submit_options how;
+            how.bundle = 3;
+            auto ids = co_await tc.submit(sums(3), how);
+            ASSERT_TRUE(ids);
+            auto ok = co_await wait_all(tc, *ids);
+            for (const auto& r : ok) {
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+            }
+        }(),
+        120s
+    );
 }
 
 }  // namespace

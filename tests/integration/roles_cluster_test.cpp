@@ -2,10 +2,12 @@
 // The roles together against a real ZooKeeper, in one process: a master, workers and a
 // client, each with a session of its own. Tasks flow pending -> assigned -> result; bad
 // input ends in error results; a departed worker's tasks are requeued or end lost.
-#include "roles/task_client.hpp"
 #include "support/roles_cluster.hpp"
 
+#include "roles/task_client.hpp"
+
 #include <boost/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -26,360 +28,391 @@ protected:
 };
 
 TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        auto l = co_await ensure_layout(*zk, meta_info{});
-        ASSERT_TRUE(l);
-        layout_ = *l;
-        co_await start_master();
-        co_await start_worker("w1", 3);
-        co_await start_worker("w2", 3);
-        task_client tc(*zk, layout_);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            layout_ = *l;
+            co_await start_master();
+            co_await start_worker("w1", 3);
+            co_await start_worker("w2", 3);
+            task_client tc(*zk, layout_);
 
-        std::vector<task_request> batch;
-        for (int i = 0; i < 120; ++i) {
-            switch (i % 4) {
-            case 0:
-                batch.push_back({"echo", json::value{{"i", i}}});
-                break;
-            case 1:
-                batch.push_back({"sum", json::array{i, 1, 2}});
-                break;
-            case 2:
-                batch.push_back({"sleep", json::value{{"ms", 1}}});
-                break;
-            default:
-                batch.push_back({"fail", json::value{{"message", "no " + std::to_string(i)}}});
-                break;
+            std::vector<task_request> batch;
+            for (int i = 0; i < 120; ++i) {
+                switch (i % 4) {
+                case 0:
+                    batch.push_back({"echo", json::value{{"i", i}}});
+                    break;
+                case 1:
+                    batch.push_back({"sum", json::array{i, 1, 2}});
+                    break;
+                case 2:
+                    batch.push_back({"sleep", json::value{{"ms", 1}}});
+                    break;
+                default:
+                    batch.push_back({"fail", json::value{{"message", "no " + std::to_string(i)}}});
+                    break;
+                }
             }
-        }
-        auto ids = co_await tc.submit(std::move(batch));
-        ASSERT_TRUE(ids) << ids.error().message();
-        ASSERT_EQ(ids->size(), 120U);
-        for (int i = 0; i < 120; ++i) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[static_cast<std::size_t>(i)]), 60s);
-            ASSERT_TRUE(r) << "task " << i << ": " << r.error().message();
-            EXPECT_EQ(r->task, (*ids)[static_cast<std::size_t>(i)]);
-            switch (i % 4) {
-            case 0:
-                EXPECT_EQ(r->state, task_state::succeeded);
-                EXPECT_EQ(r->value, (json::value{{"i", i}}));
-                break;
-            case 1:
-                EXPECT_EQ(r->state, task_state::succeeded);
-                EXPECT_EQ(r->value.at("sum").to_number<std::int64_t>(), i + 3);
-                break;
-            case 2:
-                EXPECT_EQ(r->state, task_state::succeeded);
-                break;
-            default:
-                EXPECT_EQ(r->state, task_state::failed);
-                ASSERT_TRUE(r->error);
-                EXPECT_EQ(r->error->code, "handler_error");
-                break;
+            auto ids = co_await tc.submit(std::move(batch));
+            ASSERT_TRUE(ids) << ids.error().message();
+            ASSERT_EQ(ids->size(), 120U);
+            for (int i = 0; i < 120; ++i) {
+                auto r = co_await zkd::zkco::with_timeout(
+                    tc.wait((*ids)[static_cast<std::size_t>(i)]), 60s
+                );
+                ASSERT_TRUE(r) << "task " << i << ": " << r.error().message();
+                EXPECT_EQ(r->task, (*ids)[static_cast<std::size_t>(i)]);
+                switch (i % 4) {
+                case 0:
+                    EXPECT_EQ(r->state, task_state::succeeded);
+                    EXPECT_EQ(r->value, (json::value{{"i", i}}));
+                    break;
+                case 1:
+                    EXPECT_EQ(r->state, task_state::succeeded);
+                    EXPECT_EQ(r->value.at("sum").to_number<std::int64_t>(), i + 3);
+                    break;
+                case 2:
+                    EXPECT_EQ(r->state, task_state::succeeded);
+                    break;
+                default:
+                    EXPECT_EQ(r->state, task_state::failed);
+                    ASSERT_TRUE(r->error);
+                    EXPECT_EQ(r->error->code, "handler_error");
+                    break;
+                }
             }
-        }
-        // ZooKeeper requests per task, all sessions together (client, master, workers).
-        zkd::zkco::client_counters sum;
-        for (const auto& s : sessions_) {
-            const auto c = s->counters();
-            sum.writes += c.writes;
-            sum.write_ops += c.write_ops;
-            sum.reads += c.reads;
-        }
-        RecordProperty("write_transactions_per_task_x100", static_cast<int>(sum.writes * 100 / 120));
-        RecordProperty("write_ops_per_task_x100", static_cast<int>(sum.write_ops * 100 / 120));
-        RecordProperty("reads_per_task_x100", static_cast<int>(sum.reads * 100 / 120));
-        EXPECT_EQ(master_stats_.assigned, 120U);
-        EXPECT_EQ(worker_stats_["w1"].published + worker_stats_["w2"].published, 120U);
-        EXPECT_GT(worker_stats_["w1"].published, 0U);  // least-loaded spreads the work
-        EXPECT_GT(worker_stats_["w2"].published, 0U);
-        // Consumed results are gone; nothing is left pending or assigned.
-        for (const auto& shard : layout_.result_shard_paths()) {
-            EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
-        }
-        for (const auto& shard : layout_.pending_shard_paths()) {
-            EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
-        }
-    }(), 120s);
+            // ZooKeeper requests per task, all sessions together (client, master, workers).
+            zkd::zkco::client_counters sum;
+            for (const auto& s : sessions_) {
+                const auto c = s->counters();
+                sum.writes += c.writes;
+                sum.write_ops += c.write_ops;
+                sum.reads += c.reads;
+            }
+            RecordProperty(
+                "write_transactions_per_task_x100", static_cast<int>(sum.writes * 100 / 120)
+            );
+            RecordProperty("write_ops_per_task_x100", static_cast<int>(sum.write_ops * 100 / 120));
+            RecordProperty("reads_per_task_x100", static_cast<int>(sum.reads * 100 / 120));
+            EXPECT_EQ(master_stats_.assigned, 120U);
+            EXPECT_EQ(worker_stats_["w1"].published + worker_stats_["w2"].published, 120U);
+            EXPECT_GT(worker_stats_["w1"].published, 0U);  // least-loaded spreads the work
+            EXPECT_GT(worker_stats_["w2"].published, 0U);
+            // Consumed results are gone; nothing is left pending or assigned.
+            for (const auto& shard : layout_.result_shard_paths()) {
+                EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+            }
+            for (const auto& shard : layout_.pending_shard_paths()) {
+                EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+            }
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesCluster, BadInputEndsInErrorResultsAndTheMasterCarriesOn) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        master_options opts;
-        opts.unknown_type_grace = 200ms;
-        co_await start_master(opts);
-        co_await start_worker("w1", 2);
-        task_client tc(*zk, layout_);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            master_options opts;
+            opts.unknown_type_grace = 200ms;
+            co_await start_master(opts);
+            co_await start_worker("w1", 2);
+            task_client tc(*zk, layout_);
 
-        // Garbage written into a pending shard by another client.
-        task_id_generator gen;
-        const std::string garbage_id = gen.next(5, 1);
-        ASSERT_TRUE(co_await zk->create(layout_.pending_task(garbage_id), "\xff{not json"s));
-        ASSERT_TRUE(co_await zk->create("/pending/00/not-a-task-id"s, "{}"s));
-        auto garbage = co_await zkd::zkco::with_timeout(tc.wait(garbage_id), 30s);
-        ASSERT_TRUE(garbage) << garbage.error().message();
-        EXPECT_EQ(garbage->state, task_state::failed);
-        EXPECT_EQ(garbage->error->code, "malformed_task");
+            // Garbage written into a pending shard by another client.
+            task_id_generator gen;
+            const std::string garbage_id = gen.next(5, 1);
+            ASSERT_TRUE(co_await zk->create(layout_.pending_task(garbage_id), "\xff{not json"s));
+            ASSERT_TRUE(co_await zk->create("/pending/00/not-a-task-id"s, "{}"s));
+            auto garbage = co_await zkd::zkco::with_timeout(tc.wait(garbage_id), 30s);
+            ASSERT_TRUE(garbage) << garbage.error().message();
+            EXPECT_EQ(garbage->state, task_state::failed);
+            EXPECT_EQ(garbage->error->code, "malformed_task");
 
-        // A type no worker serves, and bad arguments for a known one.
-        std::vector<task_request> reqs{{"no-such-type", json::value{}}, {"sum", json::value("x")}};
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        auto unknown = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
-        ASSERT_TRUE(unknown);
-        EXPECT_EQ(unknown->error->code, "unknown_type");
-        auto bad_args = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
-        ASSERT_TRUE(bad_args);
-        EXPECT_EQ(bad_args->error->code, "bad_args");
+            // A type no worker serves, and bad arguments for a known one.
+            std::vector<task_request> reqs{
+                {"no-such-type", json::value{}}, {"sum", json::value("x")}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            auto unknown = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
+            ASSERT_TRUE(unknown);
+            EXPECT_EQ(unknown->error->code, "unknown_type");
+            auto bad_args = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
+            ASSERT_TRUE(bad_args);
+            EXPECT_EQ(bad_args->error->code, "bad_args");
 
-        // Refused before sending: an invalid type name, a task over the size limit.
-        std::vector<task_request> invalid{{"bad type!", json::value{}}};
-        EXPECT_EQ((co_await tc.submit(std::move(invalid))).error(), client_errc::invalid_task);
-        std::vector<task_request> huge{{"echo", json::value(std::string(600'000, 'x'))}};
-        EXPECT_EQ((co_await tc.submit(std::move(huge))).error(), client_errc::task_too_large);
+            // Refused before sending: an invalid type name, a task over the size limit.
+            std::vector<task_request> invalid{{"bad type!", json::value{}}};
+            EXPECT_EQ((co_await tc.submit(std::move(invalid))).error(), client_errc::invalid_task);
+            std::vector<task_request> huge{{"echo", json::value(std::string(600'000, 'x'))}};
+            EXPECT_EQ((co_await tc.submit(std::move(huge))).error(), client_errc::task_too_large);
 
-        // And the cluster still works.
-        std::vector<task_request> fine{{"echo", json::value(1)}};
-        auto ok = co_await tc.submit(std::move(fine));
-        ASSERT_TRUE(ok);
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ok->front()), 30s);
-        ASSERT_TRUE(r);
-        EXPECT_EQ(r->state, task_state::succeeded);
-        EXPECT_GE(master_stats_.rejected, 3U);
-    }(), 120s);
+            // And the cluster still works.
+            std::vector<task_request> fine{{"echo", json::value(1)}};
+            auto ok = co_await tc.submit(std::move(fine));
+            ASSERT_TRUE(ok);
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ok->front()), 30s);
+            ASSERT_TRUE(r);
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_GE(master_stats_.rejected, 3U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        co_await start_master();
-        co_await start_worker("w1", 1);
-        task_client tc(*zk, layout_);
-        std::vector<task_request> reqs{{"sleep", json::value{{"ms", 60'000}}},
-                                       {"sleep", json::value{{"ms", 60'000}}}};
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        // One slot: the first runs, the second waits.
-        task_status st;
-        for (int i = 0; i < 200 && st.state != task_state::running; ++i) {
-            co_await settle(20ms);
-            st = (co_await tc.status(ids->front())).value();
-        }
-        EXPECT_EQ(st.state, task_state::running);
-        EXPECT_EQ((co_await tc.status((*ids)[1])).value().state, task_state::pending);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            co_await start_master();
+            co_await start_worker("w1", 1);
+            task_client tc(*zk, layout_);
+            std::vector<task_request> reqs{
+                {"sleep", json::value{{"ms", 60'000}}}, {"sleep", json::value{{"ms", 60'000}}}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            // One slot: the first runs, the second waits.
+            task_status st;
+            for (int i = 0; i < 200 && st.state != task_state::running; ++i) {
+                co_await settle(20ms);
+                st = (co_await tc.status(ids->front())).value();
+            }
+            EXPECT_EQ(st.state, task_state::running);
+            EXPECT_EQ((co_await tc.status((*ids)[1])).value().state, task_state::pending);
 
-        // Cancelled the moment it is submitted: the master may see the request before it
-        // has read the task from its shard, and must not drop the request then.
-        std::vector<task_request> late{{"sleep", json::value{{"ms", 60'000}}}};
-        auto late_id = co_await tc.submit(std::move(late));
-        ASSERT_TRUE(late_id);
-        ASSERT_TRUE(co_await tc.cancel(late_id->front()));
-        ids->push_back(late_id->front());
+            // Cancelled the moment it is submitted: the master may see the request before it
+            // has read the task from its shard, and must not drop the request then.
+            std::vector<task_request> late{{"sleep", json::value{{"ms", 60'000}}}};
+            auto late_id = co_await tc.submit(std::move(late));
+            ASSERT_TRUE(late_id);
+            ASSERT_TRUE(co_await tc.cancel(late_id->front()));
+            ids->push_back(late_id->front());
 
-        ASSERT_TRUE(co_await tc.cancel((*ids)[1]));
-        ASSERT_TRUE(co_await tc.cancel((*ids)[0]));
-        for (const auto& id : *ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::cancelled);
-        }
-        EXPECT_EQ(worker_stats_["w1"].cancelled, 1U);
-        EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
-        EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
-    }(), 120s);
+            ASSERT_TRUE(co_await tc.cancel((*ids)[1]));
+            ASSERT_TRUE(co_await tc.cancel((*ids)[0]));
+            for (const auto& id : *ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::cancelled);
+            }
+            EXPECT_EQ(worker_stats_["w1"].cancelled, 1U);
+            EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
+            EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesCluster, ADepartedWorkersTasksAreRequeuedOrLost) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        co_await start_master();
-        auto doomed = co_await start_worker("doomed", 2);
-        task_client tc(*zk, layout_);
-        task_request again{"sleep", json::value{{"ms", 300}}};
-        task_request once{"sleep", json::value{{"ms", 300}}};
-        once.max_attempts = 1;
-        std::vector<task_request> reqs{again, once};
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        for (int i = 0; i < 200 && worker_stats_["doomed"].started < 2; ++i) {
-            co_await settle(10ms);
-        }
-        ASSERT_EQ(worker_stats_["doomed"].started, 2U);
-        // The worker's session ends while both tasks run; another worker joins.
-        co_await doomed.zk->close();
-        co_await start_worker("heir", 2);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            co_await start_master();
+            auto doomed = co_await start_worker("doomed", 2);
+            task_client tc(*zk, layout_);
+            task_request again{"sleep", json::value{{"ms", 300}}};
+            task_request once{"sleep", json::value{{"ms", 300}}};
+            once.max_attempts = 1;
+            std::vector<task_request> reqs{again, once};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            for (int i = 0; i < 200 && worker_stats_["doomed"].started < 2; ++i) {
+                co_await settle(10ms);
+            }
+            ASSERT_EQ(worker_stats_["doomed"].started, 2U);
+            // The worker's session ends while both tasks run; another worker joins.
+            co_await doomed.zk->close();
+            co_await start_worker("heir", 2);
 
-        auto requeued = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
-        ASSERT_TRUE(requeued) << requeued.error().message();
-        EXPECT_EQ(requeued->state, task_state::succeeded);
-        EXPECT_EQ(requeued->attempt, 2);
-        auto lost = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
-        ASSERT_TRUE(lost);
-        EXPECT_EQ(lost->state, task_state::lost);
-        EXPECT_EQ(lost->error->code, "attempts_exhausted");
-        EXPECT_EQ(master_stats_.requeued, 1U);
-        EXPECT_EQ(master_stats_.lost, 1U);
-        // The departed worker's directory is cleaned up.
-        for (int i = 0; i < 100 && (co_await zk->get_children("/assign"s))->names.size() > 1; ++i) {
-            co_await settle(20ms);
-        }
-        EXPECT_EQ((co_await zk->get_children("/assign"s))->names.size(), 1U);
-    }(), 120s);
+            auto requeued = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
+            ASSERT_TRUE(requeued) << requeued.error().message();
+            EXPECT_EQ(requeued->state, task_state::succeeded);
+            EXPECT_EQ(requeued->attempt, 2);
+            auto lost = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
+            ASSERT_TRUE(lost);
+            EXPECT_EQ(lost->state, task_state::lost);
+            EXPECT_EQ(lost->error->code, "attempts_exhausted");
+            EXPECT_EQ(master_stats_.requeued, 1U);
+            EXPECT_EQ(master_stats_.lost, 1U);
+            // The departed worker's directory is cleaned up.
+            for (int i = 0; i < 100 && (co_await zk->get_children("/assign"s))->names.size() > 1;
+                 ++i) {
+                co_await settle(20ms);
+            }
+            EXPECT_EQ((co_await zk->get_children("/assign"s))->names.size(), 1U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesCluster, ResultsNobodyConsumesAreCollectedAfterTheRetention) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        master_options opts;
-        opts.result_retention = 1500ms;
-        opts.gc_interval = 100ms;
-        co_await start_master(opts);
-        co_await start_worker("w1", 4);
-        task_client tc(*zk, layout_);
-        std::vector<task_request> reqs(3, task_request{"echo", json::value("keep")});
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        std::size_t left = 0;
-        for (int i = 0; i < 200 && left < 3; ++i) {
-            co_await settle(10ms);
-            left = co_await results_left(*zk);
-        }
-        ASSERT_EQ(left, 3U);
-        // Sweeps run every 100 ms, but nothing is young enough to go yet.
-        co_await settle(500ms);
-        EXPECT_EQ(co_await results_left(*zk), 3U);
-        EXPECT_EQ(master_stats_.collected, 0U);
-        for (int i = 0; i < 100 && left > 0; ++i) {
-            co_await settle(50ms);
-            left = co_await results_left(*zk);
-        }
-        EXPECT_EQ(left, 0U);
-        EXPECT_EQ(master_stats_.collected, 3U);
-        EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            master_options opts;
+            opts.result_retention = 1500ms;
+            opts.gc_interval = 100ms;
+            co_await start_master(opts);
+            co_await start_worker("w1", 4);
+            task_client tc(*zk, layout_);
+            std::vector<task_request> reqs(3, task_request{"echo", json::value("keep")});
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            std::size_t left = 0;
+            for (int i = 0; i < 200 && left < 3; ++i) {
+                co_await settle(10ms);
+                left = co_await results_left(*zk);
+            }
+            ASSERT_EQ(left, 3U);
+            // Sweeps run every 100 ms, but nothing is young enough to go yet.
+            co_await settle(500ms);
+            EXPECT_EQ(co_await results_left(*zk), 3U);
+            EXPECT_EQ(master_stats_.collected, 0U);
+            for (int i = 0; i < 100 && left > 0; ++i) {
+                co_await settle(50ms);
+                left = co_await results_left(*zk);
+            }
+            EXPECT_EQ(left, 0U);
+            EXPECT_EQ(master_stats_.collected, 3U);
+            EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesCluster, TasksWaitWhileNoWorkerExistsAndRunWhenOneJoins) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        master_options opts;
-        opts.unknown_type_grace = 100ms;  // would reject at once if "no worker" meant "unknown type"
-        co_await start_master(opts);
-        task_client tc(*zk, layout_);
-        std::vector<task_request> reqs(3, task_request{"echo", json::value("patience")});
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        co_await settle(800ms);
-        for (const auto& id : *ids) {
-            EXPECT_EQ((co_await tc.status(id)).value().state, task_state::pending) << id;
-        }
-        co_await start_worker("late", 2);
-        for (const auto& id : *ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded);
-        }
-        EXPECT_EQ(master_stats_.rejected, 0U);
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            master_options opts;
+            opts.unknown_type_grace =
+                100ms;  // would reject at once if "no worker" meant "unknown type"
+            co_await start_master(opts);
+            task_client tc(*zk, layout_);
+            std::vector<task_request> reqs(3, task_request{"echo", json::value("patience")});
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            co_await settle(800ms);
+            for (const auto& id : *ids) {
+                EXPECT_EQ((co_await tc.status(id)).value().state, task_state::pending) << id;
+            }
+            co_await start_worker("late", 2);
+            for (const auto& id : *ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+            }
+            EXPECT_EQ(master_stats_.rejected, 0U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesCluster, ADrainingWorkerFinishesWhatItHoldsAndGetsNothingNew) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        co_await start_master();
-        zkd::reactor::event drain(ioc_.get_executor());
-        worker_options wo;
-        wo.drain = &drain;
-        co_await start_worker("leaver", 2, {}, wo);
-        task_client tc(*zk, layout_);
-        std::vector<task_request> slow(2, task_request{"sleep", json::value{{"ms", 800}}});
-        auto slow_ids = co_await tc.submit(std::move(slow));
-        ASSERT_TRUE(slow_ids);
-        for (int i = 0; i < 200 && worker_stats_["leaver"].started < 2; ++i) {
-            co_await settle(10ms);
-        }
-        ASSERT_EQ(worker_stats_["leaver"].started, 2U);
-        drain.set();
-        // The master hears of it through the worker's node.
-        bool marked = false;
-        for (int i = 0; i < 200 && !marked; ++i) {
-            co_await settle(10ms);
-            auto kids = co_await zk->get_children("/workers"s);
-            for (const auto& name : kids ? kids->names : std::vector<std::string>{}) {
-                auto node = co_await zk->get("/workers/" + name);
-                marked = marked || (node && decode_worker(node->data).value().draining);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            co_await start_master();
+            zkd::reactor::event drain(ioc_.get_executor());
+            worker_options wo;
+            wo.drain = &drain;
+            co_await start_worker("leaver", 2, {}, wo);
+            task_client tc(*zk, layout_);
+            std::vector<task_request> slow(2, task_request{"sleep", json::value{{"ms", 800}}});
+            auto slow_ids = co_await tc.submit(std::move(slow));
+            ASSERT_TRUE(slow_ids);
+            for (int i = 0; i < 200 && worker_stats_["leaver"].started < 2; ++i) {
+                co_await settle(10ms);
             }
-        }
-        ASSERT_TRUE(marked);
-        // Its two slots are busy: fresh tasks wait either way now. Whether the master heeds
-        // `draining` shows once those end: then they must go to the heir, not to the leaver.
-        std::vector<task_request> fresh(3, task_request{"echo", json::value("new")});
-        auto fresh_ids = co_await tc.submit(std::move(fresh));
-        ASSERT_TRUE(fresh_ids);
-        co_await settle(300ms);
-        for (const auto& id : *fresh_ids) {
-            EXPECT_EQ((co_await tc.status(id)).value().state, task_state::pending) << id;
-        }
-        // What it held ends normally, on its first attempt, by its hand.
-        for (const auto& id : *slow_ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded);
-            EXPECT_EQ(r->attempt, 1);
-            EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
-        }
-        EXPECT_EQ(worker_stats_["leaver"].published, 2U);
-        co_await start_worker("heir", 2);
-        for (const auto& id : *fresh_ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->worker.rfind("heir-", 0), 0U) << r->worker;
-        }
-        EXPECT_EQ(worker_stats_["leaver"].started, 2U);
-    }(), 120s);
+            ASSERT_EQ(worker_stats_["leaver"].started, 2U);
+            drain.set();
+            // The master hears of it through the worker's node.
+            bool marked = false;
+            for (int i = 0; i < 200 && !marked; ++i) {
+                co_await settle(10ms);
+                auto kids = co_await zk->get_children("/workers"s);
+                for (const auto& name : kids ? kids->names : std::vector<std::string>{}) {
+                    auto node = co_await zk->get("/workers/" + name);
+                    marked = marked || (node && decode_worker(node->data).value().draining);
+                }
+            }
+            ASSERT_TRUE(marked);
+            // Its two slots are busy: fresh tasks wait either way now. Whether the master heeds
+            // `draining` shows once those end: then they must go to the heir, not to the leaver.
+            std::vector<task_request> fresh(3, task_request{"echo", json::value("new")});
+            auto fresh_ids = co_await tc.submit(std::move(fresh));
+            ASSERT_TRUE(fresh_ids);
+            co_await settle(300ms);
+            for (const auto& id : *fresh_ids) {
+                EXPECT_EQ((co_await tc.status(id)).value().state, task_state::pending) << id;
+            }
+            // What it held ends normally, on its first attempt, by its hand.
+            for (const auto& id : *slow_ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+                EXPECT_EQ(r->attempt, 1);
+                EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
+            }
+            EXPECT_EQ(worker_stats_["leaver"].published, 2U);
+            co_await start_worker("heir", 2);
+            for (const auto& id : *fresh_ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->worker.rfind("heir-", 0), 0U) << r->worker;
+            }
+            EXPECT_EQ(worker_stats_["leaver"].started, 2U);
+        }(),
+        120s
+    );
 }
 
 TEST_F(RolesCluster, TheMasterReadsABacklogOnlyAsSlotsFree) {
-    run([&]() -> asio::awaitable<void> {
-        auto* zk = co_await session();
-        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-        // Shared: the master outlives this coroutine (it stops at TearDown) and calls back.
-        auto depth_seen = std::make_shared<std::size_t>(0);
-        auto& depth = *depth_seen;
-        master_options opts;
-        opts.on_queue_depth = [depth_seen](std::size_t n) { *depth_seen = n; };
-        co_await start_master(std::move(opts));
-        client* master_zk = sessions_.back().get();
-        task_client tc(*zk, layout_);
-        std::vector<task_request> reqs(300, task_request{"echo", json::value("backlog")});
-        auto ids = co_await tc.submit(std::move(reqs));
-        ASSERT_TRUE(ids);
-        // Once the master knows all 300, give it time to (wrongly) read them.
-        std::function<bool()> known = [&depth] { return depth == 300; };
-        const bool all_known = co_await zkd::test::wait_for(std::move(known));
-        ASSERT_TRUE(all_known) << "the master saw " << depth << " pending tasks";
-        co_await settle(300ms);
-        // No worker: the master lists its shards but reads none of the 300 tasks.
-        const auto idle_reads = master_zk->counters().reads;
-        EXPECT_LT(idle_reads, 150U);
-        co_await start_worker("w1", 2);
-        for (const auto& id : *ids) {
-            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
-            ASSERT_TRUE(r) << r.error().message();
-            EXPECT_EQ(r->state, task_state::succeeded);
-        }
-        EXPECT_EQ(master_stats_.assigned, 300U);
-        RecordProperty("master_reads_idle", static_cast<int>(idle_reads));
-        RecordProperty("master_reads_total", static_cast<int>(master_zk->counters().reads));
-    }(), 120s);
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            // Shared: the master outlives this coroutine (it stops at TearDown) and calls back.
+            auto depth_seen = std::make_shared<std::size_t>(0);
+            auto& depth = *depth_seen;
+            master_options opts;
+            opts.on_queue_depth = [depth_seen](std::size_t n) { *depth_seen = n; };
+            co_await start_master(std::move(opts));
+            client* master_zk = sessions_.back().get();
+            task_client tc(*zk, layout_);
+            std::vector<task_request> reqs(300, task_request{"echo", json::value("backlog")});
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            // Once the master knows all 300, give it time to (wrongly) read them.
+            std::function<bool()> known = [&depth] { return depth == 300; };
+            const bool all_known = co_await zkd::test::wait_for(std::move(known));
+            ASSERT_TRUE(all_known) << "the master saw " << depth << " pending tasks";
+            co_await settle(300ms);
+            // No worker: the master lists its shards but reads none of the 300 tasks.
+            const auto idle_reads = master_zk->counters().reads;
+            EXPECT_LT(idle_reads, 150U);
+            co_await start_worker("w1", 2);
+            for (const auto& id : *ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+            }
+            EXPECT_EQ(master_stats_.assigned, 300U);
+            RecordProperty("master_reads_idle", static_cast<int>(idle_reads));
+            RecordProperty("master_reads_total", static_cast<int>(master_zk->counters().reads));
+        }(),
+        120s
+    );
 }
 
 }  // namespace

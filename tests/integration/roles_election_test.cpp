@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Joining a cluster against a real ZooKeeper: the fixed layout, herd-free election,
 // takeover with epoch fencing, worker registration.
+#include "protocol/ids.hpp"
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
-#include "protocol/ids.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -101,10 +102,13 @@ TEST_F(RolesElection, OnlyTheLowestLeadsAndEachWatchesItsPredecessor) {
 
         std::vector<std::optional<result<candidacy>>> won(3);
         for (int i = 0; i < 3; ++i) {
-            asio::co_spawn(ioc_, campaign(*sessions[static_cast<std::size_t>(i)], member("h" + std::to_string(i))),
-                           [&won, i](std::exception_ptr, result<candidacy> r) {
-                               won[static_cast<std::size_t>(i)] = std::move(r);
-                           });
+            asio::co_spawn(
+                ioc_,
+                campaign(*sessions[static_cast<std::size_t>(i)], member("h" + std::to_string(i))),
+                [&won, i](std::exception_ptr, result<candidacy> r) {
+                    won[static_cast<std::size_t>(i)] = std::move(r);
+                }
+            );
             // Candidates in order 0, 1, 2: wait until this one's node exists (2 foreign + i+1).
             const std::size_t want = 3 + static_cast<std::size_t>(i);
             for (int tries = 0; tries < 1000; ++tries) {
@@ -167,8 +171,13 @@ TEST_F(RolesElection, TakeoverBumpsTheEpochAndFencesTheOldMaster) {
         fenced.set_prefix({op::check{"/epoch", static_cast<std::int32_t>(*ea)}});
         error_code before;
         bool done = false;
-        fenced.async_submit({op::create{"/pending/00/t1", "{}", create_mode::persistent, {}}},
-                            [&](error_code ec, std::vector<op_result>) { before = ec; done = true; });
+        fenced.async_submit(
+            {op::create{"/pending/00/t1", "{}", create_mode::persistent, {}}},
+            [&](error_code ec, std::vector<op_result>) {
+                before = ec;
+                done = true;
+            }
+        );
         while (!done) {
             co_await settle(5ms);
         }
@@ -181,8 +190,13 @@ TEST_F(RolesElection, TakeoverBumpsTheEpochAndFencesTheOldMaster) {
         EXPECT_EQ(decode_master((co_await b.get("/master"s))->data)->id, mb.id);
         error_code after;
         done = false;
-        fenced.async_submit({op::create{"/pending/00/t2", "{}", create_mode::persistent, {}}},
-                            [&](error_code ec, std::vector<op_result>) { after = ec; done = true; });
+        fenced.async_submit(
+            {op::create{"/pending/00/t2", "{}", create_mode::persistent, {}}},
+            [&](error_code ec, std::vector<op_result>) {
+                after = ec;
+                done = true;
+            }
+        );
         while (!done) {
             co_await settle(5ms);
         }

@@ -8,6 +8,7 @@
 #include "support/roles_cluster.hpp"
 
 #include <boost/json.hpp>
+
 #include <gtest/gtest.h>
 
 namespace asio = boost::asio;
@@ -108,49 +109,52 @@ std::string foreign_task(const std::string& type, json::value args) {
 // --- item 1: a deposed master rejoins the election --------------------------------------
 
 TEST_F(RolesHostile, AnyoneMovingTheEpochDeposesTheMasterAndANewTermStarts) {
-    run([&]() -> asio::awaitable<void> {
-        node_options o;
-        o.zk = base_ + chroot_;
-        o.ns = "epoch"s;
-        o.session_timeout = 4s;
-        o.capacity = 1;
-        o.host = "solo"s;
-        roles_.spawn(run_node(o, registry_, pool_), "node"s);
-        auto cfg = make_config();
-        cfg.connect_string += chroot_path(o.ns);
-        sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), cfg));
-        auto& zk = *sessions_.back();
-        ASSERT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
-        auto master_is = [&](std::int64_t epoch) {
-            return [&zk, epoch]() -> asio::awaitable<bool> {
-                auto m = co_await zk.get(layout::master());
-                if (!m) {
-                    co_return false;
-                }
-                const std::int64_t now = epoch_of(m->data);
-                co_return now == epoch;
+    run(
+        [&]() -> asio::awaitable<void> {
+            node_options o;
+            o.zk = base_ + chroot_;
+            o.ns = "epoch"s;
+            o.session_timeout = 4s;
+            o.capacity = 1;
+            o.host = "solo"s;
+            roles_.spawn(run_node(o, registry_, pool_), "node"s);
+            auto cfg = make_config();
+            cfg.connect_string += chroot_path(o.ns);
+            sessions_.push_back(std::make_unique<client>(ioc_.get_executor(), cfg));
+            auto& zk = *sessions_.back();
+            ASSERT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+            auto master_is = [&](std::int64_t epoch) {
+                return [&zk, epoch]() -> asio::awaitable<bool> {
+                    auto m = co_await zk.get(layout::master());
+                    if (!m) {
+                        co_return false;
+                    }
+                    const std::int64_t now = epoch_of(m->data);
+                    co_return now == epoch;
+                };
             };
-        };
-        auto epoch1 = master_is(1);
-        const bool first = co_await eventually(epoch1);
-        ASSERT_TRUE(first);
+            auto epoch1 = master_is(1);
+            const bool first = co_await eventually(epoch1);
+            ASSERT_TRUE(first);
 
-        // A stranger moves /epoch: the master is deposed (epoch 1 is no longer current).
-        ASSERT_TRUE(co_await zk.set(layout::epoch(), R"({"v":1})"s));
-        // It leaves the election and, the only candidate, takes over again with epoch 3.
-        auto epoch3 = master_is(3);
-        const bool again = co_await eventually(epoch3);
-        EXPECT_TRUE(again) << "no master acts after /epoch was moved";
-        auto l = co_await ensure_layout(zk, meta_info{});
-        ASSERT_TRUE(l);
-        task_client tc(zk, *l);
-        auto ids = co_await tc.submit(one("echo"s, json::value("after")));
-        ASSERT_TRUE(ids);
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
-        ASSERT_TRUE(r) << r.error().message();
-        EXPECT_EQ(r->state, task_state::succeeded);
-        co_await tc.flush();
-    }(), 60s);
+            // A stranger moves /epoch: the master is deposed (epoch 1 is no longer current).
+            ASSERT_TRUE(co_await zk.set(layout::epoch(), R"({"v":1})"s));
+            // It leaves the election and, the only candidate, takes over again with epoch 3.
+            auto epoch3 = master_is(3);
+            const bool again = co_await eventually(epoch3);
+            EXPECT_TRUE(again) << "no master acts after /epoch was moved";
+            auto l = co_await ensure_layout(zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(zk, *l);
+            auto ids = co_await tc.submit(one("echo"s, json::value("after")));
+            ASSERT_TRUE(ids);
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            co_await tc.flush();
+        }(),
+        60s
+    );
 }
 
 // --- item 2: only ephemeral nodes stand for workers and candidates ----------------------
@@ -233,9 +237,13 @@ TEST_F(RolesHostile, APendingNodeWithAChildIsAssignedOnceTheChildIsGone) {
         const auto tid = gen.next(5, now_ms());
         // The task and a child below it in one transaction: the master never sees it bare.
         std::vector<zkd::zkco::multi_op> ops{
-            zkd::zkco::op::create{layout_.pending_task(tid), foreign_task("echo"s, json::value("hi")),
-                                  zkd::zkco::create_mode::persistent, {}},
-            zkd::zkco::op::create{layout_.pending_task(tid) + "/junk"s, ""s, zkd::zkco::create_mode::persistent, {}},
+            zkd::zkco::op::create{
+                layout_.pending_task(tid),
+                foreign_task("echo"s, json::value("hi")),
+                zkd::zkco::create_mode::persistent,
+                {}},
+            zkd::zkco::op::create{
+                layout_.pending_task(tid) + "/junk"s, ""s, zkd::zkco::create_mode::persistent, {}},
         };
         ASSERT_TRUE(co_await zk->multi(std::move(ops)));
         task_client tc(*zk, layout_);
@@ -261,9 +269,13 @@ TEST_F(RolesHostile, ACancelOfAPendingNodeWithAChildIsNotDropped) {
         task_id_generator gen;
         const auto tid = gen.next(5, now_ms());
         std::vector<zkd::zkco::multi_op> ops{
-            zkd::zkco::op::create{layout_.pending_task(tid), foreign_task("echo"s, json::value("x")),
-                                  zkd::zkco::create_mode::persistent, {}},
-            zkd::zkco::op::create{layout_.pending_task(tid) + "/junk"s, ""s, zkd::zkco::create_mode::persistent, {}},
+            zkd::zkco::op::create{
+                layout_.pending_task(tid),
+                foreign_task("echo"s, json::value("x")),
+                zkd::zkco::create_mode::persistent,
+                {}},
+            zkd::zkco::op::create{
+                layout_.pending_task(tid) + "/junk"s, ""s, zkd::zkco::create_mode::persistent, {}},
         };
         ASSERT_TRUE(co_await zk->multi(std::move(ops)));
         ASSERT_TRUE(co_await tc.cancel(tid));

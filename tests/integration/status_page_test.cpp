@@ -15,16 +15,15 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <vector>
 
 namespace json = boost::json;
@@ -54,15 +53,18 @@ public:
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             ::dup2(in[0], 0);
             ::dup2(out[1], 1);
-            const int err = ::open((workdir / "driver.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int err =
+                ::open((workdir / "driver.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
             ::dup2(err, 2);
             ::close(in[1]);
             ::close(out[0]);
             const std::string script = ZKD_CDP_DRIVER;
             const std::string chromium = "/usr/bin/chromium";
             const std::string dir = workdir.string();
-            ::execl("/usr/bin/python3", "python3", script.c_str(), chromium.c_str(), dir.c_str(),
-                    static_cast<char*>(nullptr));
+            ::execl(
+                "/usr/bin/python3", "python3", script.c_str(), chromium.c_str(), dir.c_str(),
+                static_cast<char*>(nullptr)
+            );
             ::_exit(127);
         }
         ::close(in[0]);
@@ -103,9 +105,8 @@ public:
 
     /// Evaluates `expr` in the page until it is truthy: true if it became so within `limit`.
     bool wait_for(const std::string& expr, std::chrono::milliseconds limit = 20s) {
-        auto r = call(
-            {{"cmd", "wait"}, {"expr", expr}, {"timeout_ms", limit.count()}}, limit + 30s
-        );
+        auto r =
+            call({{"cmd", "wait"}, {"expr", expr}, {"timeout_ms", limit.count()}}, limit + 30s);
         last_ = r;
         return r["ok"].is_bool() && r["ok"].as_bool();
     }
@@ -159,7 +160,8 @@ private:
 /// A JavaScript expression: whether a row of the workers table has host `host`.
 std::string worker_row(const std::string& host) {
     return "[...document.querySelectorAll('#workers tbody tr')].some(r => r.children.length > 1 && "
-           "r.children[1].textContent === '" + host + "')";
+           "r.children[1].textContent === '" +
+           host + "')";
 }
 
 class StatusPage : public zkd::test::zk_test {
@@ -207,7 +209,8 @@ protected:
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         socklen_t n = sizeof a;
-        auto* any = reinterpret_cast<sockaddr*>(&a);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+        auto* any =
+            reinterpret_cast<sockaddr*>(&a);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
         const bool ok = ::bind(s, any, sizeof a) == 0 && ::getsockname(s, any, &n) == 0;
         ::close(s);
         return ok ? ntohs(a.sin_port) : 0;
@@ -215,15 +218,17 @@ protected:
 
     /// curl against the node's API with the token; the body.
     zkd::test::command_result api(const std::vector<std::string>& args) {
-        std::vector<std::string> argv{"/usr/bin/curl", "-sS", "--max-time", "30", "-H",
-                                      "Authorization: Bearer " + token_};
+        std::vector<std::string> argv{
+            "/usr/bin/curl", "-sS", "--max-time", "30", "-H", "Authorization: Bearer " + token_};
         argv.insert(argv.end(), args.begin(), args.end());
         return zkd::test::run_command(argv, {}, 40s);
     }
 
     std::string submit(const std::string& task) {
-        auto r = api({"-X", "POST", "-H", "Content-Type: application/json", "--data", task,
-                      base_url_ + "/v1/tasks"});
+        auto r = api(
+            {"-X", "POST", "-H", "Content-Type: application/json", "--data", task,
+             base_url_ + "/v1/tasks"}
+        );
         boost::system::error_code ec;
         auto v = json::parse(r.out, ec);
         if (ec || !v.is_object() || !v.as_object().contains("id")) {
@@ -266,16 +271,18 @@ TEST_F(StatusPage, ShowsWorkersJoiningAndLeavingAndTasksLiveWithoutConsoleErrors
     const std::string wrong = "wrong-token-0123456789";
     auto opened = b.call({{"cmd", "open"}, {"url", base_url_ + "/#token=" + wrong + "&poll=250"}});
     ASSERT_TRUE(opened["ok"].as_bool()) << json::serialize(opened);
-    ASSERT_TRUE(b.wait_for(
-        "!document.getElementById('login').hidden && "
-        "document.getElementById('login-why').textContent.includes('refused')"
-    )) << "no token form after a 401: " << json::serialize(b.last());
+    ASSERT_TRUE(
+        b.wait_for("!document.getElementById('login').hidden && "
+                   "document.getElementById('login-why').textContent.includes('refused')")
+    ) << "no token form after a 401: "
+      << json::serialize(b.last());
     auto refused = b.call({{"cmd", "errors"}, {"clear", true}});
     for (const auto& e : refused["errors"].as_array()) {  // the 401 itself, nothing else
         EXPECT_NE(std::string(e.as_string()).find("401"), std::string::npos) << e;
     }
     ASSERT_TRUE(b.wait_for(
-        "(() => { document.getElementById('token').value = '" + token_ + "'; "
+        "(() => { document.getElementById('token').value = '" + token_ +
+        "'; "
         "document.getElementById('login').requestSubmit(); return true; })()"
     ));
     EXPECT_TRUE(b.wait_for("document.getElementById('login').hidden"));
@@ -297,17 +304,19 @@ TEST_F(StatusPage, ShowsWorkersJoiningAndLeavingAndTasksLiveWithoutConsoleErrors
     const auto running = submit(R"({"type":"slow"})");
     EXPECT_TRUE(b.wait_for(
         "[...document.querySelectorAll('#running tbody tr')].some(r => r.dataset.task === '" +
-        running + "' && r.textContent.includes('running') && r.textContent.includes('40%') && "
+        running +
+        "' && r.textContent.includes('running') && r.textContent.includes('40%') && "
         "r.textContent.includes('step 2 of 5'))"
-    )) << "the page never showed task " << running << " running with its progress: "
-       << json::serialize(b.last());
+    )) << "the page never showed task "
+       << running << " running with its progress: " << json::serialize(b.last());
 
     // ... one fails ...
     const auto failed = submit(R"({"type":"fail","args":"on purpose","max_attempts":1})");
     EXPECT_TRUE(b.wait_for(
         "[...document.querySelectorAll('#failures tbody tr')].some(r => r.dataset.task === '" +
         failed + "' && r.textContent.includes('on purpose'))"
-    )) << "the page never listed the failed task " << failed;
+    )) << "the page never listed the failed task "
+       << failed;
 
     // ... and the worker leaves (SIGTERM: it drains, holding nothing, and goes).
     beta.kill(SIGTERM);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // zk_local against the real ZooKeeper from the Debian package, checked with four-letter words.
+#include "zk_local/zk_local.hpp"
+
 #include "support/processes.hpp"
 #include "support/zk_server.hpp"
-#include "zk_local/zk_local.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,13 +16,12 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <netinet/in.h>
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <thread>
-
-#include <netinet/in.h>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 namespace {
@@ -45,7 +45,9 @@ bool eventually(Condition condition, std::chrono::milliseconds timeout = 15s) {
     }
 }
 
-bool process_gone(int pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+bool process_gone(int pid) {
+    return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
 
 bool serving_in_quorum(const zl::cluster& cluster, int member) {
     auto mode = cluster.mode(member);
@@ -106,14 +108,15 @@ TEST(ZkLocalStandalone, StartsServesAndStopsCleanly) {
     EXPECT_TRUE(process_gone(pid)) << "pid " << pid;
     EXPECT_FALSE(fs::exists(dir)) << dir;
     EXPECT_EQ(cluster.four_letter(0, "srvr", 500ms), "");
-    cluster.stop(); // idempotent
+    cluster.stop();  // idempotent
 }
 
 // The zkd-zk-local program: sessions up to 60 s (ZooKeeper's own cap, 20 ticks, is 4 s at
 // our tick), and `stop` says why it keeps a dir it did not make.
 TEST(ZkLocalTool, GrantsLongSessionsAndSaysWhyItKeepsTheDir) {
     ZKD_REQUIRE_LOCAL_ZK_SERVER();
-    const auto dir = fs::temp_directory_path() / ("zkd-zk-local-tool-" + std::to_string(::getpid()));
+    const auto dir =
+        fs::temp_directory_path() / ("zkd-zk-local-tool-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     auto started = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--dir", dir.string()});
     ASSERT_EQ(started.exit_code, 0) << started.err;
@@ -130,8 +133,9 @@ TEST(ZkLocalTool, GrantsLongSessionsAndSaysWhyItKeepsTheDir) {
 
     auto stopped = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "stop", "--dir", dir.string()});
     EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
-    EXPECT_NE(stopped.err.find("kept " + dir.string() + " (given to start with --dir"), std::string::npos)
-        << stopped.err;
+    EXPECT_NE(
+        stopped.err.find("kept " + dir.string() + " (given to start with --dir"), std::string::npos
+    ) << stopped.err;
     EXPECT_TRUE(fs::exists(dir));
     auto bad = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--max-session-ms", "10"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
@@ -158,8 +162,7 @@ TEST(ZkLocalEnsemble, FollowerStopLeavesQuorumAndRestartRejoins) {
     std::set<std::uint16_t> ports;
     std::string expected;
     for (int i = 0; i < 3; ++i) {
-        EXPECT_TRUE(serving_in_quorum(cluster, i)) << "server " << i + 1 << ": "
-                                                   << cluster.mode(i);
+        EXPECT_TRUE(serving_in_quorum(cluster, i)) << "server " << i + 1 << ": " << cluster.mode(i);
         ports.insert(cluster.client_port(i));
         expected += (i == 0 ? "" : ",") + ("127.0.0.1:" + std::to_string(cluster.client_port(i)));
     }
@@ -182,17 +185,16 @@ TEST(ZkLocalEnsemble, FollowerStopLeavesQuorumAndRestartRejoins) {
     // Two of three keep the quorum, so the others serve without an election.
     for (int i = 0; i < 3; ++i) {
         if (i != follower) {
-            EXPECT_TRUE(serving_in_quorum(cluster, i)) << "server " << i + 1 << ": "
-                                                       << cluster.mode(i);
+            EXPECT_TRUE(serving_in_quorum(cluster, i))
+                << "server " << i + 1 << ": " << cluster.mode(i);
         }
     }
 
     cluster.start_member(follower);
     EXPECT_TRUE(cluster.running(follower));
-    EXPECT_NO_THROW(cluster.wait_serving(follower, 1s)); // start_member already waited
+    EXPECT_NO_THROW(cluster.wait_serving(follower, 1s));  // start_member already waited
     for (int i = 0; i < 3; ++i) {
-        EXPECT_TRUE(serving_in_quorum(cluster, i)) << "server " << i + 1 << ": "
-                                                   << cluster.mode(i);
+        EXPECT_TRUE(serving_in_quorum(cluster, i)) << "server " << i + 1 << ": " << cluster.mode(i);
     }
     EXPECT_EQ(count_mode(cluster, "leader"), 1);
 }
@@ -209,10 +211,11 @@ TEST(ZkLocalEnsemble, LeaderKillElectsNewLeader) {
     cluster.kill_member(leader);
     EXPECT_TRUE(eventually([&] {
         return count_mode(cluster, "leader") == 1 && count_mode(cluster, "follower") == 1;
-    })) << "after killing server " << leader + 1;
+    })) << "after killing server "
+        << leader + 1;
 
     cluster.start_member(leader);
-    EXPECT_EQ(cluster.mode(leader), "follower"); // the new leader keeps its role
+    EXPECT_EQ(cluster.mode(leader), "follower");  // the new leader keeps its role
     EXPECT_EQ(count_mode(cluster, "leader"), 1);
 }
 
@@ -347,7 +350,7 @@ TEST(ZkLocalSharedServer, SharedServerSurvivesRestart) {
     EXPECT_EQ(zkd::test::shared_zk_connect_string(), "127.0.0.1:" + std::to_string(port));
 }
 
-} // namespace
+}  // namespace
 
 // The JVM heap: sized from the machine unless given, and given sizes are checked (issue 14:
 // a fixed -Xmx256m died of OutOfMemoryError at ~191,000 pending tasks).
@@ -382,7 +385,8 @@ TEST(ZkLocalHeap, TheServerGetsTheHeapAskedForOrTheMachinesShare) {
         EXPECT_NE(cmdline(cluster).find(" -Xmx" + zl::auto_heap() + " "), std::string::npos)
             << cmdline(cluster);
     }
-    const auto dir = fs::temp_directory_path() / ("zkd-zk-local-heap-" + std::to_string(::getpid()));
+    const auto dir =
+        fs::temp_directory_path() / ("zkd-zk-local-heap-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     auto started = zkd::test::run_command(
         {ZKD_ZK_LOCAL_BINARY, "start", "--dir", dir.string(), "--heap", "300m"}
@@ -396,7 +400,9 @@ TEST(ZkLocalHeap, TheServerGetsTheHeapAskedForOrTheMachinesShare) {
         cluster.start_member(0);
         EXPECT_NE(cmdline(cluster).find(" -Xmx300m "), std::string::npos) << cmdline(cluster);
     }
-    EXPECT_EQ(zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "stop", "--dir", dir.string()}).exit_code, 0);
+    EXPECT_EQ(
+        zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "stop", "--dir", dir.string()}).exit_code, 0
+    );
     fs::remove_all(dir);
     auto bad = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--heap", "lots"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;

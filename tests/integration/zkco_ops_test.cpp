@@ -9,6 +9,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -263,8 +264,8 @@ TEST_F(ZkcoOps, OversizedRequestsAreRefusedAndTheSessionSurvives) {
         EXPECT_EQ((co_await zk.set("/small"s, big)).error(), errc::bad_arguments);
         std::vector<multi_op> ops;
         for (int i = 0; i < 20; ++i) {
-            ops.emplace_back(op::create{"/m" + std::to_string(i), std::string(60'000, 'y'),
-                                        create_mode::persistent, {}});
+            ops.emplace_back(op::create{
+                "/m" + std::to_string(i), std::string(60'000, 'y'), create_mode::persistent, {}});
         }
         EXPECT_EQ((co_await zk.multi(std::move(ops))).ec, errc::bad_arguments);
         EXPECT_EQ(zk.state(), session_state::connected);
@@ -364,10 +365,13 @@ TEST_F(ZkcoOps, DigestAuthAndAcls) {
 
         // An explicit digest ACL, and a world-readable one.
         acl_list digest_acl{{perms::all, "digest", digest_id("alice", "secret")}};
-        ASSERT_TRUE(co_await anon.create("/owned"s, "o"s, {create_mode::persistent, {}, digest_acl}));
+        ASSERT_TRUE(co_await anon.create("/owned"s, "o"s, {create_mode::persistent, {}, digest_acl})
+        );
         EXPECT_EQ((co_await anon.get("/owned"s)).error(), errc::no_auth);
         EXPECT_TRUE(co_await alice.get("/owned"s));
-        ASSERT_TRUE(co_await alice.create("/public"s, "r"s, {create_mode::persistent, {}, read_acl()}));
+        ASSERT_TRUE(
+            co_await alice.create("/public"s, "r"s, {create_mode::persistent, {}, read_acl()})
+        );
         EXPECT_TRUE(co_await anon.get("/public"s));
         EXPECT_EQ((co_await anon.set("/public"s, "w"s)).error(), errc::no_auth);
 
@@ -395,8 +399,10 @@ TEST_F(ZkcoOps, DigestAuthAndAcls) {
 
         // A bad ACL is refused by the server.
         acl_list bad{{perms::all, "nosuchscheme", "x"}};
-        EXPECT_EQ((co_await anon.create("/bad"s, ""s, {create_mode::persistent, {}, bad})).error(),
-                  errc::invalid_acl);
+        EXPECT_EQ(
+            (co_await anon.create("/bad"s, ""s, {create_mode::persistent, {}, bad})).error(),
+            errc::invalid_acl
+        );
         // Deleting needs rights on the parent only (open here).
         EXPECT_TRUE(co_await anon.remove("/private"s));
         co_await alice.close();
@@ -416,13 +422,15 @@ TEST_F(ZkcoOps, TenThousandOperationsInFlight) {
         int done = 0;
         asio::steady_timer all_done(ioc_, asio::steady_timer::time_point::max());
         for (int i = 0; i < n; ++i) {
-            zk.async_create("/many/n" + std::to_string(i), std::to_string(i), {},
-                            [&](error_code ec, const std::string&) {
-                                ++(ec ? failed : ok);
-                                if (++done == n) {
-                                    all_done.cancel();
-                                }
-                            });
+            zk.async_create(
+                "/many/n" + std::to_string(i), std::to_string(i), {},
+                [&](error_code ec, const std::string&) {
+                    ++(ec ? failed : ok);
+                    if (++done == n) {
+                        all_done.cancel();
+                    }
+                }
+            );
         }
         EXPECT_LT(done, n);  // they really were in flight together
         (void)co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -442,7 +450,8 @@ TEST_F(ZkcoOps, CancelAbandonsTheWaitAndDropsTheLateReply) {
         co_await connect(zk);
         ASSERT_TRUE(co_await zk.create("/c"s, "v"s));
 
-        for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial}) {
+        for (const auto type :
+             {asio::cancellation_type::terminal, asio::cancellation_type::partial}) {
             // A read, cancelled right after it was sent: aborted at once; its reply, when it
             // comes, is dropped.
             asio::cancellation_signal sig;
@@ -493,14 +502,18 @@ TEST_F(ZkcoOps, CancelAWatchWaitKeepsTheWatch) {
         auto w = co_await zk.watch_get("/cw"s);
         ASSERT_TRUE(w);
 
-        for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial}) {
+        for (const auto type :
+             {asio::cancellation_type::terminal, asio::cancellation_type::partial}) {
             asio::cancellation_signal sig;
             error_code got;
             bool called = false;
-            w->watch.async_wait(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, watch_event) {
-                called = true;
-                got = ec;
-            }));
+            w->watch.async_wait(asio::bind_cancellation_slot(
+                sig.slot(),
+                [&](error_code ec, watch_event) {
+                    called = true;
+                    got = ec;
+                }
+            ));
             sig.emit(type);
             asio::steady_timer t(ioc_, 0ms);
             co_await t.async_wait(asio::use_awaitable);
@@ -522,7 +535,8 @@ TEST_F(ZkcoOps, CancelAWatchWaitKeepsTheWatch) {
         auto w2 = co_await zk.watch_get("/cw"s);
         ASSERT_TRUE(w2);
         asio::cancellation_signal sig;
-        w2->watch.async_wait(asio::bind_cancellation_slot(sig.slot(), [](error_code, watch_event) {}));
+        w2->watch.async_wait(asio::bind_cancellation_slot(sig.slot(), [](error_code, watch_event) {
+        }));
         auto second = co_await w2->watch.changed();
         EXPECT_EQ(second.error(), asio::error::already_started);
         sig.emit(asio::cancellation_type::terminal);

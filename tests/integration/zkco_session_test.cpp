@@ -9,6 +9,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -29,8 +30,9 @@ protected:
     }
 
     // Waits until the client reaches `want` (or any terminal state), at most `timeout`.
-    static asio::awaitable<session_state> wait_for_state(client& zk, session_state want,
-                                                         std::chrono::milliseconds timeout) {
+    static asio::awaitable<session_state> wait_for_state(
+        client& zk, session_state want, std::chrono::milliseconds timeout
+    ) {
         const auto deadline = std::chrono::steady_clock::now() + timeout;
         while (zk.state() != want && !is_terminal(zk.state())) {
             const auto left = deadline - std::chrono::steady_clock::now();
@@ -67,11 +69,14 @@ TEST_F(ZkcoSession, SurvivesAServerRestartWithinTheSessionTimeout) {
         ASSERT_TRUE(w);
 
         server.stop_member(0);
-        EXPECT_EQ(co_await wait_for_state(zk, session_state::disconnected, 30s),
-                  session_state::disconnected);
+        EXPECT_EQ(
+            co_await wait_for_state(zk, session_state::disconnected, 30s),
+            session_state::disconnected
+        );
         server.start_member(0);
-        EXPECT_EQ(co_await wait_for_state(zk, session_state::connected, 30s),
-                  session_state::connected);
+        EXPECT_EQ(
+            co_await wait_for_state(zk, session_state::connected, 30s), session_state::connected
+        );
         EXPECT_EQ(zk.session()->id, session->id);
 
         // The session, its ephemeral node and its watch survived.
@@ -106,10 +111,11 @@ TEST_F(ZkcoSession, DeclaresExpiryLocallyWhenDisconnectedPastTheTimeout) {
 
         // The server is gone: the C client would retry forever without learning of expiry.
         server->kill_member(0);
-        EXPECT_EQ(co_await wait_for_state(zk, session_state::disconnected, 10s),
-                  session_state::disconnected);
-        EXPECT_EQ(co_await wait_for_state(zk, session_state::expired, 10s),
-                  session_state::expired);
+        EXPECT_EQ(
+            co_await wait_for_state(zk, session_state::disconnected, 10s),
+            session_state::disconnected
+        );
+        EXPECT_EQ(co_await wait_for_state(zk, session_state::expired, 10s), session_state::expired);
         asio::steady_timer t(ioc_, 0ms);
         co_await t.async_wait(asio::use_awaitable);
         EXPECT_TRUE(watch_done);
@@ -139,88 +145,101 @@ TEST_F(ZkcoSession, ServerSideExpiryFailsWatchesAndRemovesEphemerals) {
     opts.servers = 3;
     opts.tick_ms = 500;
     auto ensemble = zkd::zk_local::cluster::start(opts);
-    run([&]() -> asio::awaitable<void> {
-        client zk(ioc_.get_executor(), config_for(ensemble.connect_string(0), 8s));
-        co_await connect(zk);
-        ASSERT_TRUE(co_await zk.create("/e"s, ""s, {create_mode::ephemeral}));
-        ASSERT_TRUE(co_await zk.create("/n"s));
-        auto w = co_await zk.watch_get("/n"s);
-        ASSERT_TRUE(w);
-        error_code watch_ec;
-        w->watch.async_wait([&](error_code ec, watch_event) { watch_ec = ec; });
+    run(
+        [&]() -> asio::awaitable<void> {
+            client zk(ioc_.get_executor(), config_for(ensemble.connect_string(0), 8s));
+            co_await connect(zk);
+            ASSERT_TRUE(co_await zk.create("/e"s, ""s, {create_mode::ephemeral}));
+            ASSERT_TRUE(co_await zk.create("/n"s));
+            auto w = co_await zk.watch_get("/n"s);
+            ASSERT_TRUE(w);
+            error_code watch_ec;
+            w->watch.async_wait([&](error_code ec, watch_event) { watch_ec = ec; });
 
-        ensemble.stop_member(0);
-        EXPECT_EQ(co_await wait_for_state(zk, session_state::disconnected, 10s),
-                  session_state::disconnected);
-        zkd::zkco::config cfg = config_for(ensemble.connect_string(1), 8s);
-        cfg.resume = zk.session();
-        {
-            client twin(ioc_.get_executor(), cfg);
-            co_await connect(twin);
-            EXPECT_EQ(twin.session()->id, zk.session()->id);
-            co_await twin.close();
-        }
-        const auto stopped_at = std::chrono::steady_clock::now();
-        ensemble.start_member(0);
-        EXPECT_EQ(co_await wait_for_state(zk, session_state::expired, 30s),
-                  session_state::expired);
-        RecordProperty("expiry_seen_after_ms",
-                       static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::steady_clock::now() - stopped_at)
-                                            .count()));
-        asio::steady_timer t(ioc_, 0ms);
-        co_await t.async_wait(asio::use_awaitable);
-        EXPECT_EQ(watch_ec, errc::session_expired);
-        EXPECT_EQ((co_await zk.create("/x"s)).error(), errc::session_expired);
-        EXPECT_EQ((co_await zk.connect()).error(), errc::session_expired);
+            ensemble.stop_member(0);
+            EXPECT_EQ(
+                co_await wait_for_state(zk, session_state::disconnected, 10s),
+                session_state::disconnected
+            );
+            zkd::zkco::config cfg = config_for(ensemble.connect_string(1), 8s);
+            cfg.resume = zk.session();
+            {
+                client twin(ioc_.get_executor(), cfg);
+                co_await connect(twin);
+                EXPECT_EQ(twin.session()->id, zk.session()->id);
+                co_await twin.close();
+            }
+            const auto stopped_at = std::chrono::steady_clock::now();
+            ensemble.start_member(0);
+            EXPECT_EQ(
+                co_await wait_for_state(zk, session_state::expired, 30s), session_state::expired
+            );
+            RecordProperty(
+                "expiry_seen_after_ms",
+                static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - stopped_at
+                )
+                                     .count())
+            );
+            asio::steady_timer t(ioc_, 0ms);
+            co_await t.async_wait(asio::use_awaitable);
+            EXPECT_EQ(watch_ec, errc::session_expired);
+            EXPECT_EQ((co_await zk.create("/x"s)).error(), errc::session_expired);
+            EXPECT_EQ((co_await zk.connect()).error(), errc::session_expired);
 
-        client fresh(ioc_.get_executor(), config_for(ensemble.connect_string(), 8s));
-        co_await connect(fresh);
-        EXPECT_FALSE((co_await fresh.exists("/e"s)).value());
-        co_await fresh.close();
-        co_await zk.close();
-    }(), 120s);
+            client fresh(ioc_.get_executor(), config_for(ensemble.connect_string(), 8s));
+            co_await connect(fresh);
+            EXPECT_FALSE((co_await fresh.exists("/e"s)).value());
+            co_await fresh.close();
+            co_await zk.close();
+        }(),
+        120s
+    );
 }
 
 TEST_F(ZkcoSession, EnsembleLosingAMemberKeepsTheSession) {
     ZKD_REQUIRE_LOCAL_ZK_SERVER();
     auto ensemble = zkd::test::start_private_cluster(3);
     ASSERT_EQ(ensemble->size(), 3);
-    run([&]() -> asio::awaitable<void> {
-        client zk(ioc_.get_executor(), config_for(ensemble->connect_string(), 4s));
-        co_await connect(zk);
-        const auto session = zk.session();
-        ASSERT_TRUE(co_await zk.create("/n"s, "0"s));
-        auto w = co_await zk.watch_get("/n"s);
-        ASSERT_TRUE(w);
+    run(
+        [&]() -> asio::awaitable<void> {
+            client zk(ioc_.get_executor(), config_for(ensemble->connect_string(), 4s));
+            co_await connect(zk);
+            const auto session = zk.session();
+            ASSERT_TRUE(co_await zk.create("/n"s, "0"s));
+            auto w = co_await zk.watch_get("/n"s);
+            ASSERT_TRUE(w);
 
-        // Stop each member in turn: whichever one the session uses, it moves to another.
-        for (int member = 0; member < 3; ++member) {
-            ensemble->stop_member(member);
-            auto created = co_await with_timeout(zk.create("/m" + std::to_string(member)), 20s);
-            for (int tries = 0; !created && created.error() == condition::retryable && tries < 20;
-                 ++tries) {
-                // Connection loss: the create may or may not have applied. Check, then retry.
-                (void)co_await wait_for_state(zk, session_state::connected, 20s);
-                auto there = co_await zk.exists("/m" + std::to_string(member));
-                if (there && there->has_value()) {
-                    created = "/m" + std::to_string(member);
-                    break;
+            // Stop each member in turn: whichever one the session uses, it moves to another.
+            for (int member = 0; member < 3; ++member) {
+                ensemble->stop_member(member);
+                auto created = co_await with_timeout(zk.create("/m" + std::to_string(member)), 20s);
+                for (int tries = 0;
+                     !created && created.error() == condition::retryable && tries < 20; ++tries) {
+                    // Connection loss: the create may or may not have applied. Check, then retry.
+                    (void)co_await wait_for_state(zk, session_state::connected, 20s);
+                    auto there = co_await zk.exists("/m" + std::to_string(member));
+                    if (there && there->has_value()) {
+                        created = "/m" + std::to_string(member);
+                        break;
+                    }
+                    created = co_await with_timeout(zk.create("/m" + std::to_string(member)), 20s);
                 }
-                created = co_await with_timeout(zk.create("/m" + std::to_string(member)), 20s);
+                EXPECT_TRUE(created) << "member " << member << ": " << created.error().message();
+                ensemble->start_member(member);
             }
-            EXPECT_TRUE(created) << "member " << member << ": " << created.error().message();
-            ensemble->start_member(member);
-        }
-        EXPECT_EQ(co_await wait_for_state(zk, session_state::connected, 30s),
-                  session_state::connected);
-        EXPECT_EQ(zk.session()->id, session->id);
-        ASSERT_TRUE(co_await zk.set("/n"s, "1"s));
-        auto ev = co_await with_timeout(w->watch.changed(), 30s);
-        ASSERT_TRUE(ev) << ev.error().message();
-        EXPECT_EQ(ev->type, event_type::changed);
-        co_await zk.close();
-    }(), 180s);
+            EXPECT_EQ(
+                co_await wait_for_state(zk, session_state::connected, 30s), session_state::connected
+            );
+            EXPECT_EQ(zk.session()->id, session->id);
+            ASSERT_TRUE(co_await zk.set("/n"s, "1"s));
+            auto ev = co_await with_timeout(w->watch.changed(), 30s);
+            ASSERT_TRUE(ev) << ev.error().message();
+            EXPECT_EQ(ev->type, event_type::changed);
+            co_await zk.close();
+        }(),
+        180s
+    );
 }
 
 TEST_F(ZkcoSession, CloseRunsOffTheEventLoop) {

@@ -22,6 +22,6 @@ struct throw_after_assertion {
 }  // namespace zkd::test
 
 #undef GTEST_FATAL_FAILURE_
-#define GTEST_FATAL_FAILURE_(message)                                                        \
-    ::zkd::test::throw_after_assertion{},                                                    \
+#define GTEST_FATAL_FAILURE_(message)     \
+    ::zkd::test::throw_after_assertion{}, \
         GTEST_MESSAGE_(message, ::testing::TestPartResult::kFatalFailure)

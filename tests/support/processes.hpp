@@ -3,22 +3,21 @@
 // completion with its output captured (run_command).
 #pragma once
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <string>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace zkd::test {
@@ -27,12 +26,30 @@ namespace zkd::test {
 /// `netns` (a network namespace's file, support/netns.hpp), it runs inside that namespace.
 class zkd_process {
 public:
-    zkd_process(const std::string& binary, const std::string& connect, const std::string& ns,
-                const std::string& host, const std::filesystem::path& log,
-                std::vector<std::string> extra = {}, const std::string& netns = {}) {
-        std::vector<std::string> argv{binary, "run", "--zk", connect, "--namespace", ns,
-                                      "--host", host, "--session-timeout", "2000",
-                                      "--capacity", "2", "--threads", "2"};
+    zkd_process(
+        const std::string& binary,
+        const std::string& connect,
+        const std::string& ns,
+        const std::string& host,
+        const std::filesystem::path& log,
+        std::vector<std::string> extra = {},
+        const std::string& netns = {}
+    ) {
+        std::vector<std::string> argv{
+            binary,
+            "run",
+            "--zk",
+            connect,
+            "--namespace",
+            ns,
+            "--host",
+            host,
+            "--session-timeout",
+            "2000",
+            "--capacity",
+            "2",
+            "--threads",
+            "2"};
         argv.insert(argv.end(), extra.begin(), extra.end());
         pid_ = ::fork();
         if (pid_ == 0) {
@@ -43,8 +60,10 @@ public:
             if (!netns.empty()) {
                 const int in = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
                 if (in < 0 || ::setns(in, CLONE_NEWNET) != 0) {
-                    ::dprintf(2, "cannot enter the network namespace %s: %s\n", netns.c_str(),
-                              std::strerror(errno));
+                    ::dprintf(
+                        2, "cannot enter the network namespace %s: %s\n", netns.c_str(),
+                        std::strerror(errno)
+                    );
                     ::_exit(126);
                 }
             }
@@ -104,10 +123,12 @@ struct command_result {
 
 /// Runs argv[0] with `argv` and extra environment variables (empty value: unset), capturing
 /// stdout and stderr; kills it after `limit`. Its stdin is `stdin_file` when given.
-inline command_result run_command(const std::vector<std::string>& argv,
-                                  const std::map<std::string, std::string>& env = {},
-                                  std::chrono::milliseconds limit = std::chrono::seconds(60),
-                                  const std::filesystem::path& stdin_file = {}) {
+inline command_result run_command(
+    const std::vector<std::string>& argv,
+    const std::map<std::string, std::string>& env = {},
+    std::chrono::milliseconds limit = std::chrono::seconds(60),
+    const std::filesystem::path& stdin_file = {}
+) {
     int out_pipe[2];
     int err_pipe[2];
     if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
@@ -134,7 +155,8 @@ inline command_result run_command(const std::vector<std::string>& argv,
         }
         std::vector<char*> raw;
         for (const auto& a : argv) {
-            raw.push_back(const_cast<char*>(a.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+            raw.push_back(const_cast<char*>(a.c_str())
+            );  // NOLINT(cppcoreguidelines-pro-type-const-cast)
         }
         raw.push_back(nullptr);
         ::execv(raw[0], raw.data());
@@ -172,7 +194,9 @@ inline command_result run_command(const std::vector<std::string>& argv,
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
-    r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    r.took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start
+    );
     r.exit_code = killed ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
 }
@@ -181,8 +205,9 @@ inline command_result run_command(const std::vector<std::string>& argv,
 /// (SIGKILL) when the test is done with it.
 class background_command {
 public:
-    background_command(const std::vector<std::string>& argv, std::filesystem::path out,
-                       std::filesystem::path err)
+    background_command(
+        const std::vector<std::string>& argv, std::filesystem::path out, std::filesystem::path err
+    )
         : out_(std::move(out)), err_(std::move(err)) {
         pid_ = ::fork();
         if (pid_ == 0) {
@@ -193,7 +218,8 @@ public:
             ::dup2(e, 2);
             std::vector<char*> raw;
             for (const auto& a : argv) {
-                raw.push_back(const_cast<char*>(a.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                raw.push_back(const_cast<char*>(a.c_str())
+                );  // NOLINT(cppcoreguidelines-pro-type-const-cast)
             }
             raw.push_back(nullptr);
             ::execv(raw[0], raw.data());

@@ -23,11 +23,14 @@ class relay {
 public:
     /// Listens on a free port of `listen` (an address of this host; loopback by default) and
     /// relays each connection to `to` (address:port).
-    relay(boost::asio::io_context& ioc, const std::string& to, const std::string& listen = "127.0.0.1")
+    relay(
+        boost::asio::io_context& ioc, const std::string& to, const std::string& listen = "127.0.0.1"
+    )
         : ioc_(ioc), acceptor_(ioc, {boost::asio::ip::make_address(listen), 0}) {
         const auto colon = to.rfind(':');
-        upstream_ = {boost::asio::ip::make_address(to.substr(0, colon)),
-                     static_cast<unsigned short>(std::stoi(to.substr(colon + 1)))};
+        upstream_ = {
+            boost::asio::ip::make_address(to.substr(0, colon)),
+            static_cast<unsigned short>(std::stoi(to.substr(colon + 1)))};
         boost::asio::co_spawn(ioc_, accept(), boost::asio::detached);
     }
     relay(const relay&) = delete;
@@ -82,27 +85,36 @@ private:
                 continue;
             }
             conns_.push_back(c);
-            boost::asio::co_spawn(ioc_, pump(c, c->client, c->server, drop_up_), boost::asio::detached);
-            boost::asio::co_spawn(ioc_, pump(c, c->server, c->client, drop_down_), boost::asio::detached);
+            boost::asio::co_spawn(
+                ioc_, pump(c, c->client, c->server, drop_up_), boost::asio::detached
+            );
+            boost::asio::co_spawn(
+                ioc_, pump(c, c->server, c->client, drop_down_), boost::asio::detached
+            );
         }
     }
 
-    static boost::asio::awaitable<void> pump(std::shared_ptr<conn> keep,
-                                             boost::asio::ip::tcp::socket& from,
-                                             boost::asio::ip::tcp::socket& to, const bool& drop) {
+    static boost::asio::awaitable<void> pump(
+        std::shared_ptr<conn> keep,
+        boost::asio::ip::tcp::socket& from,
+        boost::asio::ip::tcp::socket& to,
+        const bool& drop
+    ) {
         using boost::asio::as_tuple;
         using boost::asio::use_awaitable;
         std::array<char, 16384> buf{};
         for (;;) {
-            auto [ec, n] = co_await from.async_read_some(boost::asio::buffer(buf), as_tuple(use_awaitable));
+            auto [ec, n] =
+                co_await from.async_read_some(boost::asio::buffer(buf), as_tuple(use_awaitable));
             if (ec) {
                 break;
             }
             if (drop) {
                 continue;
             }
-            auto [wec, w] = co_await boost::asio::async_write(to, boost::asio::buffer(buf.data(), n),
-                                                             as_tuple(use_awaitable));
+            auto [wec, w] = co_await boost::asio::async_write(
+                to, boost::asio::buffer(buf.data(), n), as_tuple(use_awaitable)
+            );
             if (wec) {
                 break;
             }

@@ -3,11 +3,11 @@
 // their own (run_master / run_worker), against the fixture's real ZooKeeper.
 #pragma once
 
+#include "protocol/ids.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/election.hpp"
-#include "protocol/ids.hpp"
 #include "roles/master.hpp"
 #include "roles/worker.hpp"
 #include "support/zk_fixture.hpp"
@@ -100,28 +100,36 @@ protected:
         if (!epoch) {
             throw std::runtime_error("take_over: " + epoch.error().message());
         }
-        roles_.spawn(roles::run_master(*zk, layout_, me, *epoch, std::move(opts), &master_stats_),
-                     "master");
+        roles_.spawn(
+            roles::run_master(*zk, layout_, me, *epoch, std::move(opts), &master_stats_), "master"
+        );
         co_return me;
     }
 
     /// Runs a worker `name` (its stats in worker_stats_[name]) on a session of its own.
-    boost::asio::awaitable<started_worker> start_worker(const std::string& name, int capacity,
-                                                       std::vector<std::string> types = {},
-                                                       roles::worker_options opts = {}) {
+    boost::asio::awaitable<started_worker> start_worker(
+        const std::string& name,
+        int capacity,
+        std::vector<std::string> types = {},
+        roles::worker_options opts = {}
+    ) {
         auto* zk = co_await session();
         auto me = member(name, capacity);
         me.types = std::move(types);
-        roles_.spawn(roles::run_worker(*zk, layout_, me, registry_, pool_, std::move(opts),
-                                       &worker_stats_[name]),
-                     name);
+        roles_.spawn(
+            roles::run_worker(
+                *zk, layout_, me, registry_, pool_, std::move(opts), &worker_stats_[name]
+            ),
+            name
+        );
         co_return started_worker{zk, me};
     }
 
     /// Children of every pending shard (or result shard).
     boost::asio::awaitable<std::size_t> queued(zkco::client& zk, bool results) {
         std::size_t n = 0;
-        for (const auto& shard : results ? layout_.result_shard_paths() : layout_.pending_shard_paths()) {
+        for (const auto& shard :
+             results ? layout_.result_shard_paths() : layout_.pending_shard_paths()) {
             auto kids = co_await zk.get_children(shard);
             n += kids ? kids->names.size() : 0;
         }

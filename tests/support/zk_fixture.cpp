@@ -69,12 +69,15 @@ void zk_test::SetUp() {
     ZKD_REQUIRE_ZK_SERVER();
     base_ = shared_zk_connect_string();
     chroot_ = test_chroot();
-    auto made = run(with_root(base_, [chroot = chroot_](zkco::client& zk) -> asio::awaitable<zkco::result<void>> {
-        if (auto r = co_await remove_recursive(zk, chroot); !r) {
-            co_return r;
+    auto made = run(with_root(
+        base_,
+        [chroot = chroot_](zkco::client& zk) -> asio::awaitable<zkco::result<void>> {
+            if (auto r = co_await remove_recursive(zk, chroot); !r) {
+                co_return r;
+            }
+            co_return co_await create_all(zk, chroot);
         }
-        co_return co_await create_all(zk, chroot);
-    }));
+    ));
     ASSERT_TRUE(made) << "cannot make chroot " << chroot_ << ": " << made.error().message();
     ready_ = true;
 }

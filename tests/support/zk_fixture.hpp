@@ -7,6 +7,7 @@
 #include "zkco/client.hpp"
 
 #include <boost/asio/io_context.hpp>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -27,12 +28,16 @@ protected:
     /// Runs a coroutine on ioc_ to completion (see run_co).
     /// A failed ASSERT_* inside the coroutine ends it; the failure is already recorded.
     template <class T>
-    T run(boost::asio::awaitable<T> aw,
-          std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)) {
+    T run(
+        boost::asio::awaitable<T> aw,
+        std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)
+    ) {
         return run_co(ioc_, std::move(aw), timeout);
     }
-    void run(boost::asio::awaitable<void> aw,
-             std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)) {
+    void run(
+        boost::asio::awaitable<void> aw,
+        std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)
+    ) {
         try {
             run_co(ioc_, std::move(aw), timeout);
         } catch (const fatal_failure&) {

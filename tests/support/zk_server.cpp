@@ -52,8 +52,9 @@ shared_server& shared() {
 
 zk_local::cluster& shared_cluster_locked(shared_server& server) {
     if (!server.start_error.empty()) {
-        throw std::runtime_error("the shared ZooKeeper failed to start earlier: " +
-                                 server.start_error);
+        throw std::runtime_error(
+            "the shared ZooKeeper failed to start earlier: " + server.start_error
+        );
     }
     if (!server.cluster) {
         try {
@@ -126,11 +127,15 @@ public:
     return true;
 }();
 
-} // namespace
+}  // namespace
 
-bool zk_required() { return env_equals("CI", "true") || env_equals("ZKD_REQUIRE_ZK", "1"); }
+bool zk_required() {
+    return env_equals("CI", "true") || env_equals("ZKD_REQUIRE_ZK", "1");
+}
 
-bool zk_server_is_external() { return external_server() != nullptr; }
+bool zk_server_is_external() {
+    return external_server() != nullptr;
+}
 
 bool zk_server_available(std::string* why) {
     return zk_server_is_external() || local_zk_available(why);
@@ -169,8 +174,9 @@ zk_local::cluster& shared_zk_cluster() {
     return shared_cluster_locked(server);
 }
 
-std::unique_ptr<zk_local::cluster> start_private_cluster(int servers,
-                                                         std::vector<std::string> extra_config) {
+std::unique_ptr<zk_local::cluster> start_private_cluster(
+    int servers, std::vector<std::string> extra_config
+) {
     auto opts = test_options(servers);
     opts.extra_config.insert(opts.extra_config.end(), extra_config.begin(), extra_config.end());
     auto cluster = std::make_unique<zk_local::cluster>(zk_local::cluster::start(std::move(opts)));
@@ -181,7 +187,7 @@ std::unique_ptr<zk_local::cluster> start_private_cluster(int servers,
         reg.entries.push_back(entry);
     }
     cluster->on_stop([entry](const zk_local::cluster& stopping) {
-        static_cast<void>(entry); // held here so that the registry entry dies with the cluster
+        static_cast<void>(entry);  // held here so that the registry entry dies with the cluster
         if (::testing::Test::HasFailure()) {
             print_zk_logs(stopping, failure_log_lines);
         }
@@ -193,7 +199,7 @@ void print_zk_logs(const zk_local::cluster& cluster, std::size_t lines) {
     for (int i = 0; i < cluster.size(); ++i) {
         auto tail = cluster.log_tail(i, lines);
         if (tail.empty()) {
-            continue; // stopped and its dir removed
+            continue;  // stopped and its dir removed
         }
         std::cerr << "===== last " << lines << " lines of ZooKeeper server " << i + 1 << " log "
                   << cluster.log_path(i).string() << " =====\n"
@@ -211,4 +217,4 @@ void install_zk_log_on_failure() {
     });
 }
 
-} // namespace zkd::test
+}  // namespace zkd::test

@@ -55,7 +55,8 @@ zk_local::cluster& shared_zk_cluster();
 // Keep it in the unique_ptr (don't move the cluster out): the log printer tracks its address.
 // `extra_config`: zoo.cfg lines of its own (e.g. "maxSessionTimeout=60000").
 [[nodiscard]] std::unique_ptr<zk_local::cluster> start_private_cluster(
-    int servers = 1, std::vector<std::string> extra_config = {});
+    int servers = 1, std::vector<std::string> extra_config = {}
+);
 
 // Prints the last `lines` lines of each member's log to stderr.
 void print_zk_logs(const zk_local::cluster& cluster, std::size_t lines = 60);
@@ -63,7 +64,7 @@ void print_zk_logs(const zk_local::cluster& cluster, std::size_t lines = 60);
 // Appends the print-logs-on-failure listener to GoogleTest; idempotent (see above).
 void install_zk_log_on_failure();
 
-} // namespace zkd::test
+}  // namespace zkd::test
 
 // At the top of a test body or SetUp(): skips the test when no ZooKeeper can be had, or fails
 // it when zk_required() (a missing ZooKeeper in CI must fail the run).
@@ -74,19 +75,19 @@ void install_zk_log_on_failure();
 
 // For tests that stop or restart the shared server through shared_zk_cluster(): also skips
 // (never fails) when ZKD_TEST_ZK names an external server, which we cannot restart.
-#define ZKD_REQUIRE_SHARED_ZK_CLUSTER()                                                          \
-    ZKD_DETAIL_REQUIRE_ZK(::zkd::test::local_zk_available);                                      \
-    if (::zkd::test::zk_server_is_external()) {                                                  \
-        GTEST_SKIP() << "needs the local shared ZooKeeper, but ZKD_TEST_ZK is set";              \
-    }                                                                                            \
+#define ZKD_REQUIRE_SHARED_ZK_CLUSTER()                                             \
+    ZKD_DETAIL_REQUIRE_ZK(::zkd::test::local_zk_available);                         \
+    if (::zkd::test::zk_server_is_external()) {                                     \
+        GTEST_SKIP() << "needs the local shared ZooKeeper, but ZKD_TEST_ZK is set"; \
+    }                                                                               \
     static_assert(true)
 
-#define ZKD_DETAIL_REQUIRE_ZK(available)                                                         \
-    if (std::string zkd_zk_why_; !available(&zkd_zk_why_)) {                                     \
-        if (::zkd::test::zk_required()) {                                                        \
+#define ZKD_DETAIL_REQUIRE_ZK(available)                                                          \
+    if (std::string zkd_zk_why_; !available(&zkd_zk_why_)) {                                      \
+        if (::zkd::test::zk_required()) {                                                         \
             ADD_FAILURE() << "ZooKeeper required (CI=true or ZKD_REQUIRE_ZK=1): " << zkd_zk_why_; \
-            return;                                                                              \
-        }                                                                                        \
-        GTEST_SKIP() << zkd_zk_why_;                                                             \
-    }                                                                                            \
+            return;                                                                               \
+        }                                                                                         \
+        GTEST_SKIP() << zkd_zk_why_;                                                              \
+    }                                                                                             \
     static_assert(true)

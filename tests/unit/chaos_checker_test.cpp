@@ -62,8 +62,9 @@ TEST(ChaosChecker, SecondResultOrLeftoverOfAnAnsweredTaskIsDuplicated) {
     const auto rep = check(r);
     bool shown = false;
     for (const auto& v : rep.violations) {
-        shown = shown || v == "duplicated: t5: 1 results read (worker w1, attempt 1), and another left in "
-                              "/results after ours was consumed (succeeded, worker w1, attempt 1)";
+        shown = shown ||
+                v == "duplicated: t5: 1 results read (worker w1, attempt 1), and another left in "
+                     "/results after ours was consumed (succeeded, worker w1, attempt 1)";
     }
     EXPECT_TRUE(shown);
     EXPECT_FALSE(rep.ok());
@@ -99,8 +100,8 @@ TEST(ChaosChecker, LeftoversAndSubmitFailuresAreViolations) {
 
 TEST(ChaosChecker, OnlyEndsChaosCausedAreClean) {
     auto r = clean_run(3);
-    r.ends.push_back({"zkd1#1", -1, 9, true, ""});   // our SIGKILL
-    r.ends.push_back({"zkd2#1", 0, 0, true, ""});    // exit 0 after our SIGTERM
+    r.ends.push_back({"zkd1#1", -1, 9, true, ""});  // our SIGKILL
+    r.ends.push_back({"zkd2#1", 0, 0, true, ""});   // exit 0 after our SIGTERM
     EXPECT_TRUE(check(r).ok());
     r.ends.push_back({"zkd3#1", -1, 6, false, ""});  // SIGABRT by itself
     r.ends.push_back({"zkd4#2", 0, 0, true, "==1==ERROR: AddressSanitizer: heap-use-after-free"});
@@ -111,10 +112,11 @@ TEST(ChaosChecker, OnlyEndsChaosCausedAreClean) {
 
 TEST(ChaosChecker, LongestStallCountsOnlyTimeWithTasksOut) {
     std::vector<submitted_task> sub{{"a", 0, {}}, {"b", 100, {}}, {"c", 1000, {}}, {"d", 1010, {}}};
-    std::vector<observed_result> res{{"a", 50, "succeeded", {}, "", 1},
-                                     {"b", 400, "succeeded", {}, "", 1},
-                                     {"b", 900, "succeeded", {}, "", 1},  // a duplicate: no progress
-                                     {"c", 1100, "succeeded", {}, "", 1}};
+    std::vector<observed_result> res{
+        {"a", 50, "succeeded", {}, "", 1},
+        {"b", 400, "succeeded", {}, "", 1},
+        {"b", 900, "succeeded", {}, "", 1},  // a duplicate: no progress
+        {"c", 1100, "succeeded", {}, "", 1}};
     // Idle from 400 to 1000 is no stall; b waits 100..400 (300 after a's result at 50: 350);
     // d is never answered: from c's result at 1100 until the end at 3000.
     const auto [len, from] = longest_stall(sub, res, 3000);
@@ -127,7 +129,7 @@ TEST(ChaosChecker, LongestStallCountsOnlyTimeWithTasksOut) {
 }
 
 TEST(ChaosChecker, RecoveryIsTheFirstResultOfATaskSubmittedAfterTheFault) {
-    auto r = clean_run(10);  // submits at 0..90, results 5 ms later
+    auto r = clean_run(10);    // submits at 0..90, results 5 ms later
     r.results[6].at_ms = 300;  // t6 (submitted at 60) waits until 300
     injected_fault f;
     f.planned.kind = fault_kind::zk_kill;
@@ -153,12 +155,17 @@ TEST(ChaosZkLog, PhasesOfTheLastStart) {
         "2026-11-23 21:28:40,000 INFO  [myid:] - Reading configuration from: zoo.cfg\n"
         "2026-11-23 21:28:41,605 INFO  [myid:2] - Peer state changed: following - broadcast\n"
         "===== zk_local: starting ZooKeeper server 2 =====\n"
-        "2026-11-23 21:28:49,332 INFO  [myid:] [main:QuorumPeerConfig@177] - Reading configuration from: zoo.cfg\n"
-        "2026-11-23 21:28:50,091 INFO  [myid:2] [main:ZKDatabase@289] - Snapshot loaded in 274 ms, highest zxid is 0x1\n"
+        "2026-11-23 21:28:49,332 INFO  [myid:] [main:QuorumPeerConfig@177] - Reading configuration "
+        "from: zoo.cfg\n"
+        "2026-11-23 21:28:50,091 INFO  [myid:2] [main:ZKDatabase@289] - Snapshot loaded in 274 ms, "
+        "highest zxid is 0x1\n"
         "2026-11-23 21:28:50,137 INFO  [myid:2] [QuorumPeer[myid=2]:QuorumPeer@1455] - LOOKING\n"
-        "2026-11-23 21:28:50,177 INFO  [myid:2] [QuorumPeer[myid=2]:QuorumPeer@903] - Peer state changed: following\n"
-        "2026-11-23 21:28:50,268 INFO  [myid:2] [QuorumPeer@922] - Peer state changed: following - synchronization - diff\n"
-        "2026-11-23 21:28:50,486 INFO  [myid:2] [QuorumPeer@917] - Peer state changed: following - broadcast\n";
+        "2026-11-23 21:28:50,177 INFO  [myid:2] [QuorumPeer[myid=2]:QuorumPeer@903] - Peer state "
+        "changed: following\n"
+        "2026-11-23 21:28:50,268 INFO  [myid:2] [QuorumPeer@922] - Peer state changed: following - "
+        "synchronization - diff\n"
+        "2026-11-23 21:28:50,486 INFO  [myid:2] [QuorumPeer@917] - Peer state changed: following - "
+        "broadcast\n";
     // The process started 900 ms before its first line (whatever the local time zone).
     std::tm tm{};
     tm.tm_year = 2026 - 1900;
@@ -176,7 +183,9 @@ TEST(ChaosZkLog, PhasesOfTheLastStart) {
     EXPECT_EQ(p.election_ms, 40);
     EXPECT_EQ(p.sync_ms, 309);
     EXPECT_EQ(p.sync_kind, "diff");
-    EXPECT_EQ(describe(p), "jvm 0.90s, load 0.81s (snapshot 0.27s), election 0.04s, sync 0.31s (diff)");
+    EXPECT_EQ(
+        describe(p), "jvm 0.90s, load 0.81s (snapshot 0.27s), election 0.04s, sync 0.31s (diff)"
+    );
     EXPECT_EQ(describe(parse_restart("no marker here\n", 0)), "phases not in the log");
     // The first of two starts: its lines only, up to the second marker.
     EXPECT_EQ(count_starts(log), 2U);

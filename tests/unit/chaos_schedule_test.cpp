@@ -30,11 +30,13 @@ TEST(ChaosSchedule, KnownSeedGivesKnownFaults) {
     for (const auto& f : make_schedule(p)) {
         got.push_back(describe(f));
     }
-    EXPECT_EQ(got, (std::vector<std::string>{
-        "4.023s zkd-kill zkd3, restart after 2.702s",
-        "7.674s zk-kill zk1, restart after 1.365s",
-        "10.977s zkd-kill zkd3, restart after 2.724s",
-    }));
+    EXPECT_EQ(
+        got, (std::vector<std::string>{
+                 "4.023s zkd-kill zkd3, restart after 2.702s",
+                 "7.674s zk-kill zk1, restart after 1.365s",
+                 "10.977s zkd-kill zkd3, restart after 2.724s",
+             })
+    );
 }
 
 TEST(ChaosSchedule, GapsTargetsAndHoldsStayInBounds) {
@@ -100,8 +102,10 @@ TEST(ChaosSchedule, NamesRoundTrip) {
 }
 
 TEST(ChaosOptions, ParsesAndRejects) {
-    auto p = parse_args({"--seed", "5", "--duration", "12s", "--rate", "150", "--every=2500ms",
-                         "--faults", "zkd-kill,master-kill", "--zkd-count", "3", "--json"});
+    auto p = parse_args(
+        {"--seed", "5", "--duration", "12s", "--rate", "150", "--every=2500ms", "--faults",
+         "zkd-kill,master-kill", "--zkd-count", "3", "--json"}
+    );
     EXPECT_EQ(p.s.seed, 5U);
     EXPECT_EQ(p.s.duration, 12s);
     EXPECT_DOUBLE_EQ(p.s.rate, 150.0);
@@ -125,6 +129,8 @@ TEST(ChaosOptions, ParsesAndRejects) {
     EXPECT_TRUE(part.partitions);
     EXPECT_EQ(part.kinds.back(), fault_kind::zkd_partition);
     EXPECT_EQ(part.kinds.size(), 6U);
-    EXPECT_EQ(parse_args({"--partitions", "--faults", "zkd-kill"}).s.kinds,
-              std::vector{fault_kind::zkd_kill});
+    EXPECT_EQ(
+        parse_args({"--partitions", "--faults", "zkd-kill"}).s.kinds,
+        std::vector{fault_kind::zkd_kill}
+    );
 }

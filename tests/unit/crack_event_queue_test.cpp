@@ -34,7 +34,9 @@ std::optional<std::size_t> partition_of(const std::optional<follow_event>& ev) {
 
 /// Runs pop(deadline) on `ioc`, bound to `signal`, until it ends; its result.
 std::optional<follow_event> run_pop(
-    asio::io_context& ioc, event_queue& q, event_queue::clock::time_point deadline,
+    asio::io_context& ioc,
+    event_queue& q,
+    event_queue::clock::time_point deadline,
     asio::cancellation_signal& signal
 ) {
     std::optional<follow_event> out;

@@ -85,7 +85,9 @@ TEST(CrackFold, ReportsOfOtherTasksOrPartitionsAreIgnored) {
     auto j = running_job(2);
     const auto before = j;
     // An older task of partition 0 (it was resubmitted since).
-    EXPECT_FALSE(apply(j, partition_report{0, "t5-0000000000000-00000000-00000000", succeeded(not_found(1))}, t0));
+    EXPECT_FALSE(apply(
+        j, partition_report{0, "t5-0000000000000-00000000-00000000", succeeded(not_found(1))}, t0
+    ));
     EXPECT_FALSE(apply(j, partition_report{2, j.tasks[0], succeeded(not_found(1))}, t0));
     EXPECT_EQ(j, before);
 }
@@ -105,7 +107,8 @@ TEST(CrackFold, TheFirstFindEndsTheJobWithItsPreimage) {
     EXPECT_EQ(j.finished_ms, t0 + 5);
     EXPECT_EQ(j.partitions, "f-f");
     // After the find, cancelled partitions are 'c', not failures.
-    ASSERT_TRUE(apply(j, report(j, 1, ended(task_state::cancelled, "cancelled", "by a client")), t0));
+    ASSERT_TRUE(apply(j, report(j, 1, ended(task_state::cancelled, "cancelled", "by a client")), t0)
+    );
     EXPECT_EQ(j.partitions, "fcf");
     EXPECT_TRUE(j.failed.empty());
     EXPECT_FALSE(settle(j, t0 + 10)) << "a found job is terminal already";
@@ -187,8 +190,15 @@ TEST(CrackPlan, ABruteForcePlanCoversItsKeyspace) {
     EXPECT_EQ(p->job_id, crack_job_id(spec).value());
     EXPECT_EQ(p->job_id.rfind("crack-" + p->hash + "-", 0), 0U);
     const auto args = partition_args(*p, {2, 3});
-    EXPECT_EQ(args, (json::object{{"hash", p->hash}, {"charset", "ab"}, {"min_len", 1},
-                                  {"max_len", 2}, {"start", 2}, {"count", 3}}));
+    EXPECT_EQ(
+        args, (json::object{
+                  {"hash", p->hash},
+                  {"charset", "ab"},
+                  {"min_len", 1},
+                  {"max_len", 2},
+                  {"start", 2},
+                  {"count", 3}})
+    );
 }
 
 TEST(CrackPlan, AWordListPlanCarriesItsWords) {
@@ -201,21 +211,23 @@ TEST(CrackPlan, AWordListPlanCarriesItsWords) {
     EXPECT_EQ(p->size, 3U);
     EXPECT_EQ(p->canonical.at("words"), 3);
     EXPECT_EQ(p->canonical.at("words_sha1").as_string().size(), 40U);
-    EXPECT_EQ(partition_args(*p, {1, 2}),
-              (json::object{{"hash", p->hash}, {"words", json::array{"beta", "gamma"}}}));
+    EXPECT_EQ(
+        partition_args(*p, {1, 2}),
+        (json::object{{"hash", p->hash}, {"words", json::array{"beta", "gamma"}}})
+    );
     spec.words->push_back("\xff");
     EXPECT_EQ(make_plan(spec).error(), crack_errc::bad_word);
 }
 
 TEST(CrackPlan, PartitionCountFollowsTheRequestTheWorkersAndTheSpace) {
     auto big = make_plan(brute("abcdefghijklmnopqrstuvwxyz", 6)).value();  // 321,272,406
-    EXPECT_EQ(partition_count(big, 7, 100), 7U);                                // as asked
+    EXPECT_EQ(partition_count(big, 7, 100), 7U);                           // as asked
     EXPECT_EQ(partition_count(big, 0, 0), static_cast<std::uint64_t>(default_crack_partitions));
-    EXPECT_EQ(partition_count(big, 0, 50), 200U);                               // 4 per slot
+    EXPECT_EQ(partition_count(big, 0, 50), 200U);  // 4 per slot
     EXPECT_EQ(partition_count(big, 0, 10'000), static_cast<std::uint64_t>(max_crack_partitions));
-    auto small = make_plan(brute("ab", 2)).value();                             // 6 candidates
-    EXPECT_EQ(partition_count(small, 0, 50), 1U);  // one per 65,536 candidates at least
-    EXPECT_EQ(partition_count(small, 900, 0), 6U);  // never more than one per candidate
+    auto small = make_plan(brute("ab", 2)).value();  // 6 candidates
+    EXPECT_EQ(partition_count(small, 0, 50), 1U);    // one per 65,536 candidates at least
+    EXPECT_EQ(partition_count(small, 900, 0), 6U);   // never more than one per candidate
     // A keyspace of more than 2^40 candidates needs at least one partition per 2^40.
     auto huge = make_plan(brute("abcdefghijklmnopqrstuvwxyz0123456789", 9)).value();
     EXPECT_GE(partition_count(huge, 1, 0) * max_partition_count, huge.size);

@@ -28,10 +28,10 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 using zkd::crack::candidate_at;
-using zkd::roles::handler_result;
 using zkd::crack::keyspace_size;
 using zkd::crack::md5_hex;
 using zkd::crack::split_keyspace;
+using zkd::roles::handler_result;
 
 constexpr std::string_view lower = "abcdefghijklmnopqrstuvwxyz";
 const std::string e_acute = "\xc3\xa9";  // U+00E9, two bytes in UTF-8

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the fuzz targets (tests/fuzz, tools/fuzz.sh) found, one test per finding, each with
 // the input that showed it (also kept in tests/fuzz/corpus/<target>/regression-*).
-#include "cli/options.hpp"
 #include "apps/crack/job.hpp"
+#include "cli/options.hpp"
 #include "http/api.hpp"
 #include "protocol/task.hpp"
 #include "zkco/config.hpp"
@@ -24,8 +24,10 @@ TEST(FuzzRegressions, DurationThatOverflowsIsNoDuration) {
     EXPECT_FALSE(zkd::cli::parse_duration("999999999999999h"));
     EXPECT_FALSE(zkd::cli::parse_duration("999999999999999m"));
     EXPECT_FALSE(zkd::cli::parse_duration("9999999999999999s").has_value());
-    EXPECT_EQ(zkd::cli::parse_duration("999999999999999s"),
-              std::chrono::milliseconds(999'999'999'999'999'000));
+    EXPECT_EQ(
+        zkd::cli::parse_duration("999999999999999s"),
+        std::chrono::milliseconds(999'999'999'999'999'000)
+    );
     EXPECT_EQ(zkd::cli::parse_duration("2562047788015h"), std::chrono::hours(2'562'047'788'015));
     EXPECT_FALSE(zkd::cli::parse_duration("2562047788016h"));  // past 2^63 ms
 
@@ -56,7 +58,8 @@ TEST(FuzzRegressions, ErrorBodyIsUtf8) {
     ASSERT_TRUE(t);
     const auto wait = zkd::http::query_int(*t, "wait", 0, 300'000);
     ASSERT_FALSE(wait);
-    const auto body = json::serialize(zkd::http::error_json(wait.error().code, wait.error().message));
+    const auto body =
+        json::serialize(zkd::http::error_json(wait.error().code, wait.error().message));
     boost::system::error_code ec;
     const auto doc = json::parse(body, ec);
     ASSERT_FALSE(ec) << body;
@@ -67,7 +70,8 @@ TEST(FuzzRegressions, ErrorBodyIsUtf8) {
     const auto kept = json::serialize(zkd::http::error_json("bad", "caf\xC3\xA9 \xF0\x9F\x98\x80"));
     EXPECT_NE(kept.find("caf\xC3\xA9 \xF0\x9F\x98\x80"), std::string::npos);
     for (const auto& [code, text] :
-         {std::pair<std::string, std::string>{"bad", "x\xF0\x9F\x98"}, {"\xFF", "\xED\xA0\x80"},
+         {std::pair<std::string, std::string>{"bad", "x\xF0\x9F\x98"},
+          {"\xFF", "\xED\xA0\x80"},
           {"bad", "\xC0\xAF overlong"}}) {
         const auto replaced = json::serialize(zkd::http::error_json(code, text));
         const auto parsed = json::parse(replaced, ec);
@@ -81,7 +85,8 @@ TEST(FuzzRegressions, ErrorBodyIsUtf8) {
 // again (as the master does when it assigns it). Not fixable with Boost 1.81 (no precise
 // parsing before 1.83); this pins that it stays within a few ulp.
 TEST(FuzzRegressions, DoublesInArgsMoveAtMostAFewUlp) {
-    const std::string task = R"({"v":1.0,"type":"a.b:c-d_e","args":[-5,1e308,-1.5e-300,1844674407370184467440737095516159551615,-92232372036854775808,"\u00e9\ud83d\ude00",null,true,false,{}],"priority":9,"timeout_ms":9223372036854775807,"max_atteopts":2147928700})";
+    const std::string task =
+        R"({"v":1.0,"type":"a.b:c-d_e","args":[-5,1e308,-1.5e-300,1844674407370184467440737095516159551615,-92232372036854775808,"\u00e9\ud83d\ude00",null,true,false,{}],"priority":9,"timeout_ms":9223372036854775807,"max_atteopts":2147928700})";
     const auto first = zkd::protocol::decode_task(task);
     ASSERT_TRUE(first) << first.error().message;
     const auto second = zkd::protocol::decode_task(zkd::protocol::encode(*first));

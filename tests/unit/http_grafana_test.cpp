@@ -97,7 +97,11 @@ std::string problems(const std::string& text, const exported_t& exported, std::s
         while (std::getline(inside, part, ',')) {
             std::smatch m;
             if (!std::regex_match(part, m, matcher)) {
-                out.append("unparsed matcher '").append(part).append("' of ").append(name).append("; ");
+                out.append("unparsed matcher '")
+                    .append(part)
+                    .append("' of ")
+                    .append(name)
+                    .append("; ");
                 continue;
             }
             const std::string key = m[1];
@@ -122,7 +126,12 @@ std::string problems(const std::string& text, const exported_t& exported, std::s
             std::string v;
             while (std::getline(alternatives, v, '|')) {
                 if (!labels->second.contains(v)) {
-                    out.append(name).append("{").append(key).append("} never has the value ").append(v).append("; ");
+                    out.append(name)
+                        .append("{")
+                        .append(key)
+                        .append("} never has the value ")
+                        .append(v)
+                        .append("; ");
                 }
             }
         }
@@ -174,7 +183,15 @@ TEST(GrafanaDashboard, TheCheckCatchesUnknownMetricsLabelsAndValues) {
     std::size_t named = 0;
     EXPECT_NE(problems("rate(zkd_tasks_finished_total[1m])", exported, named), "");
     EXPECT_NE(problems(R"(zkd_tasks_completed_total{status="failed"})", exported, named), "");
-    EXPECT_NE(problems(R"(zkd_tasks_completed_total{state=~"failed|crashed"})", exported, named), "");
-    EXPECT_EQ(problems(R"(zkd_tasks_completed_total{state=~"failed|timed_out", instance=~"$i"})", exported, named), "");
+    EXPECT_NE(
+        problems(R"(zkd_tasks_completed_total{state=~"failed|crashed"})", exported, named), ""
+    );
+    EXPECT_EQ(
+        problems(
+            R"(zkd_tasks_completed_total{state=~"failed|timed_out", instance=~"$i"})", exported,
+            named
+        ),
+        ""
+    );
     EXPECT_EQ(problems(R"(zkd_zk_session_state{state!="connected"} == 1)", exported, named), "");
 }

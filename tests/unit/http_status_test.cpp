@@ -108,7 +108,9 @@ TEST(HttpStatus, QueueByPriorityFromTaskNames) {
     EXPECT_EQ(counts[9], 2U);
     EXPECT_EQ(counts[0], 1U);
     EXPECT_EQ(counts[5], 4U);  // a bundle counts its tasks
-    EXPECT_EQ(counts[1] + counts[2] + counts[3] + counts[4] + counts[6] + counts[7] + counts[8], 0U);
+    EXPECT_EQ(
+        counts[1] + counts[2] + counts[3] + counts[4] + counts[6] + counts[7] + counts[8], 0U
+    );
 }
 
 TEST(HttpStatus, NewResultsAreTheUnseenOnesNewestFirst) {
@@ -130,7 +132,7 @@ TEST(HttpStatus, FailureLogKeepsFailuresNewestFirstOnce) {
     log.add("a", result(task_state::succeeded, 10));  // not a failure
     log.add("b", result(task_state::failed, 20));
     log.add("c", result(task_state::lost, 40));
-    log.add("b", result(task_state::failed, 20));  // known
+    log.add("b", result(task_state::failed, 20));     // known
     log.add("d", result(task_state::timed_out, 30));  // between: c, d; b drops
     ASSERT_EQ(log.entries().size(), 2U);
     EXPECT_EQ(log.entries()[0].id, "c");
@@ -162,8 +164,9 @@ TEST(HttpStatus, OnlyThePagesStaticFilesArePublic) {
     EXPECT_EQ(match_route("/ui/status.js").what, resource::page);
     EXPECT_EQ(match_route("/v1/status").what, resource::status);
     EXPECT_TRUE(is_public(resource::page));
-    for (const auto r : {resource::tasks, resource::task, resource::cluster, resource::metrics,
-                         resource::status, resource::none}) {
+    for (const auto r :
+         {resource::tasks, resource::task, resource::cluster, resource::metrics, resource::status,
+          resource::none}) {
         EXPECT_FALSE(is_public(r));
     }
     EXPECT_EQ(allowed_methods(resource::status), "GET");

@@ -233,8 +233,10 @@ TEST(LoadgenOptions, BadArgumentsAreUsageErrors) {
 
 // Durations take units as zkd's do; bare numbers keep their old meaning (ms; --duration: s).
 TEST(LoadgenOptions, DurationsTakeUnits) {
-    auto s = parse({"--connect-timeout", "2s", "--session-timeout", "1m", "--wait-workers", "250ms",
-                    "--stall-timeout", "1h", "--task-timeout", "1500", "--duration", "2m"});
+    auto s = parse(
+        {"--connect-timeout", "2s", "--session-timeout", "1m", "--wait-workers", "250ms",
+         "--stall-timeout", "1h", "--task-timeout", "1500", "--duration", "2m"}
+    );
     EXPECT_EQ(s.connect_timeout.count(), 2000);
     EXPECT_EQ(s.session_timeout.count(), 60'000);
     EXPECT_EQ(s.wait_workers.count(), 250);
@@ -247,8 +249,12 @@ TEST(LoadgenOptions, DurationsTakeUnits) {
     s = parse({"--duration", "2"});
     EXPECT_EQ(s.duration->count(), 2000);  // seconds, as before
     for (const auto& bad : std::vector<std::vector<std::string>>{
-             {"--connect-timeout", "2 s"}, {"--connect-timeout", "5d"}, {"--session-timeout", "100ms"},
-             {"--duration", "1.5s"}, {"--duration", "0s"}, {"--stall-timeout", "s"}}) {
+             {"--connect-timeout", "2 s"},
+             {"--connect-timeout", "5d"},
+             {"--session-timeout", "100ms"},
+             {"--duration", "1.5s"},
+             {"--duration", "0s"},
+             {"--stall-timeout", "s"}}) {
         try {
             parse_args(bad, env_of(no_env));
             ADD_FAILURE() << bad[0] << " " << bad[1] << ": no usage_error";

@@ -86,9 +86,10 @@ TEST(ProtocolIds, BundleIdsAndTheirTasks) {
     EXPECT_EQ(one->index, 63U);
 
     // The size bounds the index; numbers are plain decimals; a plain task has no tasks.
-    for (const auto& bad : {bid + ".64", bid + ".07", bid + ".", bid + ".-1", bid + ".x", tid + ".0",
-                            tid + "_0", tid + "_01", tid + "_1001", tid + "_", tid + "_64.1.2",
-                            tid + "_64_2", std::string("t4-1763733600123-3fa9c2d100002A_2")}) {
+    for (const auto& bad :
+         {bid + ".64", bid + ".07", bid + ".", bid + ".-1", bid + ".x", tid + ".0", tid + "_0",
+          tid + "_01", tid + "_1001", tid + "_", tid + "_64.1.2", tid + "_64_2",
+          std::string("t4-1763733600123-3fa9c2d100002A_2")}) {
         EXPECT_FALSE(parse_task_ref(bad)) << bad;
     }
     EXPECT_FALSE(is_valid_task_id(bid + ".1"));  // a bundled task names no node
@@ -105,14 +106,17 @@ TEST(ProtocolIds, TaskIdGeneratorIsThreadSafe) {
     a.reserve(5000);
     b.reserve(5000);
     std::thread t([&] {
-        for (int i = 0; i < 5000; ++i) a.push_back(gen.next(5, 7));
+        for (int i = 0; i < 5000; ++i)
+            a.push_back(gen.next(5, 7));
     });
-    for (int i = 0; i < 5000; ++i) b.push_back(gen.next(5, 7));
+    for (int i = 0; i < 5000; ++i)
+        b.push_back(gen.next(5, 7));
     t.join();
     std::set<std::string> all(a.begin(), a.end());
     all.insert(b.begin(), b.end());
     EXPECT_EQ(all.size(), 10000U);
-    for (const auto& id : all) ASSERT_TRUE(is_valid_task_id(id)) << id;
+    for (const auto& id : all)
+        ASSERT_TRUE(is_valid_task_id(id)) << id;
 }
 
 TEST(ProtocolIds, RandomClientIds) {
@@ -167,7 +171,8 @@ TEST(ProtocolShards, ShardOfIsFnvModulo) {
 TEST(ProtocolShards, SpreadEvenly) {
     task_id_generator gen(0xcafef00d);
     std::vector<int> counts(16);
-    for (int i = 0; i < 16000; ++i) ++counts[shard_of(gen.next(5, 1763733600000 + i / 7), 16)];
+    for (int i = 0; i < 16000; ++i)
+        ++counts[shard_of(gen.next(5, 1763733600000 + i / 7), 16)];
     for (const int c : counts) {
         EXPECT_GT(c, 800);
         EXPECT_LT(c, 1200);
@@ -191,8 +196,9 @@ TEST(ProtocolMemberIds, HostIsSanitized) {
     EXPECT_TRUE(new_member_id("h", -5).starts_with("h-0-"));
     const auto long_host = new_member_id(std::string(1000, 'x'), 1);
     EXPECT_EQ(long_host.size(), max_member_host_length + 1 + 1 + 1 + 8);
-    for (const auto& id : {new_member_id("my host/\xc3\xa9!", 7), new_member_id("", 7),
-                           new_member_id("h", -5), long_host}) {
+    for (const auto& id :
+         {new_member_id("my host/\xc3\xa9!", 7), new_member_id("", 7), new_member_id("h", -5),
+          long_host}) {
         EXPECT_TRUE(is_valid_member_id(id)) << id;
     }
 }
@@ -201,10 +207,10 @@ TEST(ProtocolMemberIds, Validation) {
     for (const auto* good : {"host-1234-9f0c1a2b", "a-b-c-1-00000000", "h.x_y-0-ffffffff"}) {
         EXPECT_TRUE(is_valid_member_id(good)) << good;
     }
-    for (const auto* bad : {"", "host-1234-9f0c1a2", "host-1234-9F0C1A2B", "host-1234-9f0c1a2bb",
-                            "-1234-9f0c1a2b", "host--9f0c1a2b", "host-12a4-9f0c1a2b",
-                            "host1234-9f0c1a2b", "ho st-1234-9f0c1a2b", "host-1234_9f0c1a2b",
-                            "host/x-1234-9f0c1a2b", "host-12345678901234567890-9f0c1a2b"}) {
+    for (const auto* bad :
+         {"", "host-1234-9f0c1a2", "host-1234-9F0C1A2B", "host-1234-9f0c1a2bb", "-1234-9f0c1a2b",
+          "host--9f0c1a2b", "host-12a4-9f0c1a2b", "host1234-9f0c1a2b", "ho st-1234-9f0c1a2b",
+          "host-1234_9f0c1a2b", "host/x-1234-9f0c1a2b", "host-12345678901234567890-9f0c1a2b"}) {
         EXPECT_FALSE(is_valid_member_id(bad)) << bad;
     }
     EXPECT_FALSE(is_valid_member_id(std::string(max_member_host_length + 1, 'h') + "-1-00000000"));
@@ -222,8 +228,7 @@ TEST(ProtocolElection, PrefixAndParse) {
     EXPECT_EQ(big->sequence, 2147483647);
     // What we create parses back, whatever the member.
     const auto me = new_member_id("x-y", 99);
-    EXPECT_EQ(parse_election_node(election_node_prefix(me) + "0000000007"),
-              (election_node{me, 7}));
+    EXPECT_EQ(parse_election_node(election_node_prefix(me) + "0000000007"), (election_node{me, 7}));
 }
 
 TEST(ProtocolElection, ForeignNamesAreRejected) {

@@ -34,10 +34,14 @@ TEST(ProtocolLayout, MemberPaths) {
     EXPECT_EQ(layout::election_prefix(member), "/election/c-host-1234-9f0c1a2b-");
     EXPECT_EQ(layout::worker(member), "/workers/host-1234-9f0c1a2b");
     EXPECT_EQ(layout::assign_dir(member), "/assign/host-1234-9f0c1a2b");
-    EXPECT_EQ(layout::assignment(member, tid),
-              "/assign/host-1234-9f0c1a2b/t4-1763733600123-3fa9c2d100002a");
-    EXPECT_EQ(layout::cancel_marker(member, tid),
-              "/assign/host-1234-9f0c1a2b/t4-1763733600123-3fa9c2d100002a.cancel");
+    EXPECT_EQ(
+        layout::assignment(member, tid),
+        "/assign/host-1234-9f0c1a2b/t4-1763733600123-3fa9c2d100002a"
+    );
+    EXPECT_EQ(
+        layout::cancel_marker(member, tid),
+        "/assign/host-1234-9f0c1a2b/t4-1763733600123-3fa9c2d100002a.cancel"
+    );
     EXPECT_EQ(layout::cancel_request(tid), "/cancel/t4-1763733600123-3fa9c2d100002a");
 }
 
@@ -50,10 +54,12 @@ TEST(ProtocolLayout, TaskPathsUseTheShardOfTheId) {
     EXPECT_EQ(l.result(tid), "/results/" + s + "/" + std::string(tid));
 
     const layout odd{3, 1000};
-    EXPECT_EQ(odd.pending_task(tid),
-              "/pending/" + shard_name(fnv1a32(tid) % 3) + "/" + std::string(tid));
-    EXPECT_EQ(odd.result(tid),
-              "/results/" + shard_name(fnv1a32(tid) % 1000) + "/" + std::string(tid));
+    EXPECT_EQ(
+        odd.pending_task(tid), "/pending/" + shard_name(fnv1a32(tid) % 3) + "/" + std::string(tid)
+    );
+    EXPECT_EQ(
+        odd.result(tid), "/results/" + shard_name(fnv1a32(tid) % 1000) + "/" + std::string(tid)
+    );
     EXPECT_EQ(layout::pending_shard(0), "/pending/00");
     EXPECT_EQ(layout::pending_shard(5), "/pending/05");
     EXPECT_EQ(layout::result_shard(15), "/results/15");
@@ -73,8 +79,10 @@ TEST(ProtocolLayout, FromMeta) {
 
 TEST(ProtocolLayout, ShardLists) {
     const layout l{3, 2};
-    EXPECT_EQ(l.pending_shard_paths(),
-              (std::vector<std::string>{"/pending/00", "/pending/01", "/pending/02"}));
+    EXPECT_EQ(
+        l.pending_shard_paths(),
+        (std::vector<std::string>{"/pending/00", "/pending/01", "/pending/02"})
+    );
     EXPECT_EQ(l.result_shard_paths(), (std::vector<std::string>{"/results/00", "/results/01"}));
 }
 
@@ -90,14 +98,16 @@ TEST(ProtocolLayout, FixedNodesParentsFirst) {
             EXPECT_TRUE(parent == "/" || seen.contains(parent)) << p << " before " << parent;
             EXPECT_TRUE(seen.insert(p).second) << "twice: " << p;
         }
-        for (const auto& must : {layout::epoch(), layout::election_dir(), layout::workers_dir(),
-                                 layout::assign_dir(), layout::pending_dir(),
-                                 layout::results_dir(), layout::cancel_dir(),
-                                 layout::receipts_dir()}) {
+        for (const auto& must :
+             {layout::epoch(), layout::election_dir(), layout::workers_dir(), layout::assign_dir(),
+              layout::pending_dir(), layout::results_dir(), layout::cancel_dir(),
+              layout::receipts_dir()}) {
             EXPECT_TRUE(seen.contains(must)) << must;
         }
-        for (const auto& p : l.pending_shard_paths()) EXPECT_TRUE(seen.contains(p)) << p;
-        for (const auto& p : l.result_shard_paths()) EXPECT_TRUE(seen.contains(p)) << p;
+        for (const auto& p : l.pending_shard_paths())
+            EXPECT_TRUE(seen.contains(p)) << p;
+        for (const auto& p : l.result_shard_paths())
+            EXPECT_TRUE(seen.contains(p)) << p;
         // Ephemeral nodes are not fixed.
         EXPECT_FALSE(seen.contains(layout::master()));
     }

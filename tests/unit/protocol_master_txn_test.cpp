@@ -82,8 +82,7 @@ TEST(ProtocolMasterTxn, AssignOutcomesNameTheFailedOp) {
 
 TEST(ProtocolMasterTxn, RejectDeletesThePendingNodeAndWritesAFailedResultWithItsAttempt) {
     const auto l = test_layout();
-    const auto ops =
-        reject_ops(l, 1, tid, codes::unknown_type, "no worker serves 'x'", 2, now);
+    const auto ops = reject_ops(l, 1, tid, codes::unknown_type, "no worker serves 'x'", 2, now);
     ASSERT_EQ(ops.size(), 2U);
     EXPECT_EQ(ops[0], txn_op::remove(layout::pending_shard(1) + "/" + tid));
     EXPECT_EQ(ops[1].path, l.result(tid));

@@ -13,9 +13,8 @@ using namespace zkd::protocol;
 
 namespace {
 
-constexpr placement_policy all_policies[] = {placement_policy::least_loaded,
-                                             placement_policy::round_robin,
-                                             placement_policy::random};
+constexpr placement_policy all_policies[] = {
+    placement_policy::least_loaded, placement_policy::round_robin, placement_policy::random};
 
 worker_slot slot(std::string id, int capacity, int used, std::vector<std::string> types) {
     return worker_slot{std::move(id), capacity, used, std::move(types)};
@@ -23,12 +22,14 @@ worker_slot slot(std::string id, int capacity, int used, std::vector<std::string
 
 // Places `n` tasks of `type`, counting each pick as a used slot. Returns picks per worker id;
 // stops early when nothing is eligible.
-std::map<std::string, int> place(placer& p, std::vector<worker_slot>& workers,
-                                 std::string_view type, int n) {
+std::map<std::string, int> place(
+    placer& p, std::vector<worker_slot>& workers, std::string_view type, int n
+) {
     std::map<std::string, int> picks;
     for (int i = 0; i < n; ++i) {
         const auto at = p.pick(workers, type);
-        if (!at) break;
+        if (!at)
+            break;
         EXPECT_LT(*at, workers.size());
         auto& w = workers[*at];
         EXPECT_TRUE(w.serves(type)) << w.id;
@@ -43,7 +44,8 @@ TEST(ProtocolPlacement, PolicyNames) {
     EXPECT_EQ(to_string(placement_policy::least_loaded), "least-loaded");
     EXPECT_EQ(to_string(placement_policy::round_robin), "round-robin");
     EXPECT_EQ(to_string(placement_policy::random), "random");
-    for (const auto p : all_policies) EXPECT_EQ(parse_placement_policy(to_string(p)), p);
+    for (const auto p : all_policies)
+        EXPECT_EQ(parse_placement_policy(to_string(p)), p);
     for (const auto* bad : {"", "least_loaded", "Random", "round robin", "fastest"}) {
         EXPECT_FALSE(parse_placement_policy(bad)) << bad;
     }
@@ -69,8 +71,9 @@ TEST(ProtocolPlacement, NothingEligible) {
     for (const auto policy : all_policies) {
         placer p(policy, 1);
         EXPECT_FALSE(p.pick({}, "sum")) << to_string(policy);
-        std::vector<worker_slot> ws{slot("a", 2, 2, {"sum"}), slot("b", 4, 0, {"md5"}),
-                                    slot("c", 0, 0, {"sum"}), slot("d", 1, 3, {"sum"})};
+        std::vector<worker_slot> ws{
+            slot("a", 2, 2, {"sum"}), slot("b", 4, 0, {"md5"}), slot("c", 0, 0, {"sum"}),
+            slot("d", 1, 3, {"sum"})};
         EXPECT_FALSE(p.pick(ws, "sum")) << to_string(policy);
         EXPECT_FALSE(p.pick(ws, "other")) << to_string(policy);
         EXPECT_EQ(p.pick(ws, "md5"), 1U) << to_string(policy);
@@ -80,22 +83,25 @@ TEST(ProtocolPlacement, NothingEligible) {
 TEST(ProtocolPlacement, NeverExceedsCapacityAndRespectsTypes) {
     for (const auto policy : all_policies) {
         placer p(policy, 42);
-        std::vector<worker_slot> ws{slot("w1", 3, 0, {"md5", "sum"}), slot("w2", 1, 0, {"sum"}),
-                                    slot("w3", 5, 2, {"md5"}), slot("w4", 2, 0, {"sort", "sum"})};
+        std::vector<worker_slot> ws{
+            slot("w1", 3, 0, {"md5", "sum"}), slot("w2", 1, 0, {"sum"}), slot("w3", 5, 2, {"md5"}),
+            slot("w4", 2, 0, {"sort", "sum"})};
         auto sums = place(p, ws, "sum", 100);
         EXPECT_EQ(sums, (std::map<std::string, int>{{"w1", 3}, {"w2", 1}, {"w4", 2}}))
             << to_string(policy);
         auto md5s = place(p, ws, "md5", 100);
         EXPECT_EQ(md5s, (std::map<std::string, int>{{"w3", 3}})) << to_string(policy);
-        for (const auto& w : ws) EXPECT_EQ(w.used, w.capacity) << w.id;
+        for (const auto& w : ws)
+            EXPECT_EQ(w.used, w.capacity) << w.id;
     }
 }
 
 TEST(ProtocolPlacement, RoundRobinRotatesInIdOrder) {
     placer p(placement_policy::round_robin, 7);
     // Not in id order in the span: the rotation follows ids, not positions.
-    std::vector<worker_slot> ws{slot("c", 100, 0, {"t"}), slot("a", 100, 50, {"t"}),
-                                slot("b", 100, 0, {"u"}), slot("d", 100, 0, {"t"})};
+    std::vector<worker_slot> ws{
+        slot("c", 100, 0, {"t"}), slot("a", 100, 50, {"t"}), slot("b", 100, 0, {"u"}),
+        slot("d", 100, 0, {"t"})};
     std::string order;
     for (int i = 0; i < 7; ++i) {
         const auto at = p.pick(ws, "t");
@@ -121,15 +127,18 @@ TEST(ProtocolPlacement, RoundRobinIsFair) {
     placer p(placement_policy::round_robin, 7);
     std::vector<worker_slot> ws;
     ws.reserve(5);
-    for (int i = 0; i < 5; ++i) ws.push_back(slot("w" + std::to_string(i), 1000, 0, {"t"}));
+    for (int i = 0; i < 5; ++i)
+        ws.push_back(slot("w" + std::to_string(i), 1000, 0, {"t"}));
     const auto picks = place(p, ws, "t", 1000);
-    for (const auto& [id, n] : picks) EXPECT_EQ(n, 200) << id;
+    for (const auto& [id, n] : picks)
+        EXPECT_EQ(n, 200) << id;
 }
 
 TEST(ProtocolPlacement, LeastLoadedPicksMostFreeSlots) {
     placer p(placement_policy::least_loaded, 7);
-    std::vector<worker_slot> ws{slot("a", 4, 3, {"t"}), slot("b", 8, 2, {"t"}),
-                                slot("c", 4, 0, {"t"}), slot("d", 10, 0, {"u"})};
+    std::vector<worker_slot> ws{
+        slot("a", 4, 3, {"t"}), slot("b", 8, 2, {"t"}), slot("c", 4, 0, {"t"}),
+        slot("d", 10, 0, {"u"})};
     EXPECT_EQ(p.pick(ws, "t"), 1U);  // b: 6 free
     // As slots fill, the most-free worker changes; everyone ends full.
     const auto picks = place(p, ws, "t", 100);
@@ -139,7 +148,8 @@ TEST(ProtocolPlacement, LeastLoadedPicksMostFreeSlots) {
 TEST(ProtocolPlacement, LeastLoadedSpreadsOverEqualWorkers) {
     placer p(placement_policy::least_loaded, 7);
     std::vector<worker_slot> ws;
-    for (const auto* id : {"w3", "w1", "w2"}) ws.push_back(slot(id, 4, 0, {"t"}));
+    for (const auto* id : {"w3", "w1", "w2"})
+        ws.push_back(slot(id, 4, 0, {"t"}));
     std::string order;
     for (int i = 0; i < 6; ++i) {
         const auto at = p.pick(ws, "t");
@@ -164,9 +174,9 @@ TEST(ProtocolPlacement, LeastLoadedSpreadsOverEqualWorkers) {
 
 TEST(ProtocolPlacement, RandomCoversAllEligible) {
     placer p(placement_policy::random, 12345);
-    std::vector<worker_slot> ws{slot("a", 1, 0, {"t"}), slot("b", 1, 1, {"t"}),
-                                slot("c", 1, 0, {"u"}), slot("d", 1, 0, {"t"}),
-                                slot("e", 1, 0, {"t"})};
+    std::vector<worker_slot> ws{
+        slot("a", 1, 0, {"t"}), slot("b", 1, 1, {"t"}), slot("c", 1, 0, {"u"}),
+        slot("d", 1, 0, {"t"}), slot("e", 1, 0, {"t"})};
     std::map<std::string, int> picks;
     for (int i = 0; i < 3000; ++i) {
         const auto at = p.pick(ws, "t");  // used unchanged: every pick sees the same slots
@@ -183,7 +193,8 @@ TEST(ProtocolPlacement, RandomCoversAllEligible) {
 TEST(ProtocolPlacement, DeterministicGivenTheSeed) {
     std::vector<worker_slot> ws;
     ws.reserve(10);
-    for (int i = 0; i < 10; ++i) ws.push_back(slot("w" + std::to_string(i), 50, i, {"t"}));
+    for (int i = 0; i < 10; ++i)
+        ws.push_back(slot("w" + std::to_string(i), 50, i, {"t"}));
     for (const auto policy : all_policies) {
         placer a(policy, 99);
         placer b(policy, 99);

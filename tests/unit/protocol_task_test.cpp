@@ -5,6 +5,7 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -72,13 +73,17 @@ TEST(ProtocolTaskState, Names) {
 // --- tasks -----------------------------------------------------------------------------------
 
 TEST(ProtocolTaskCodec, EncodesTheProtocolExample) {
-    EXPECT_EQ(encode(example_task()),
-              R"({"v":1,"type":"sum","args":{"values":[1,2,3]},"priority":5,"timeout_ms":0,)"
-              R"("max_attempts":3,"submitted_ms":1763733600123,"client":"3fa9c2d1"})");
-    EXPECT_EQ(encode(assigned_task()),
-              R"({"v":1,"type":"sum","args":{"values":[1,2,3]},"priority":5,"timeout_ms":0,)"
-              R"("max_attempts":3,"submitted_ms":1763733600123,"client":"3fa9c2d1","attempt":1,)"
-              R"("epoch":7,"assigned_ms":1763733600130,"worker":"host-1234-9f0c1a2b"})");
+    EXPECT_EQ(
+        encode(example_task()),
+        R"({"v":1,"type":"sum","args":{"values":[1,2,3]},"priority":5,"timeout_ms":0,)"
+        R"("max_attempts":3,"submitted_ms":1763733600123,"client":"3fa9c2d1"})"
+    );
+    EXPECT_EQ(
+        encode(assigned_task()),
+        R"({"v":1,"type":"sum","args":{"values":[1,2,3]},"priority":5,"timeout_ms":0,)"
+        R"("max_attempts":3,"submitted_ms":1763733600123,"client":"3fa9c2d1","attempt":1,)"
+        R"("epoch":7,"assigned_ms":1763733600130,"worker":"host-1234-9f0c1a2b"})"
+    );
 }
 
 TEST(ProtocolTaskCodec, RoundTrips) {
@@ -122,8 +127,9 @@ TEST(ProtocolTaskCodec, DefaultsAndUnknownFields) {
 }
 
 TEST(ProtocolTaskCodec, ArgsAreAnyJson) {
-    for (const auto* args : {"null", "0", "-1.5", "\"text\"", "[]", "[1,[2,[3]]]", "{}",
-                             R"({"a":{"b":[true,false,null]}})", "18446744073709551615"}) {
+    for (const auto* args :
+         {"null", "0", "-1.5", "\"text\"", "[]", "[1,[2,[3]]]", "{}",
+          R"({"a":{"b":[true,false,null]}})", "18446744073709551615"}) {
         const auto data = std::string(R"({"v":1,"type":"t","args":)") + args + "}";
         const auto t = decode_task(data);
         ASSERT_TRUE(t) << data << ": " << t.error().message;
@@ -156,8 +162,9 @@ TEST(ProtocolTaskCodec, Validation) {
     expect_refused(d, R"({"v":1,"type":"t","worker":5})", R"("worker")");
     expect_refused(d, R"({"v":1,"type":"t","client":[]})", R"("client")");
     expect_refused(d, R"({"v":1,"type":"t","submitted_ms":1e300})", R"("submitted_ms")");
-    expect_refused(d, R"({"v":1,"type":"t","submitted_ms":18446744073709551615})",
-                   R"("submitted_ms")");
+    expect_refused(
+        d, R"({"v":1,"type":"t","submitted_ms":18446744073709551615})", R"("submitted_ms")"
+    );
 
     // validate() enforces the same on a task about to be encoded.
     auto t = example_task();
@@ -262,16 +269,20 @@ TEST(ProtocolResultCodec, SucceededAndFailed) {
     ok.worker = "host-1234-9f0c1a2b";
     ok.started_ms = 1763733600131;
     ok.finished_ms = 1763733600140;
-    EXPECT_EQ(encode(ok), R"({"v":1,"task":"t4-1763733600123-3fa9c2d100002a","state":"succeeded",)"
-                          R"("value":{"sum":6},"attempt":1,"worker":"host-1234-9f0c1a2b",)"
-                          R"("started_ms":1763733600131,"finished_ms":1763733600140})");
+    EXPECT_EQ(
+        encode(ok), R"({"v":1,"task":"t4-1763733600123-3fa9c2d100002a","state":"succeeded",)"
+                    R"("value":{"sum":6},"attempt":1,"worker":"host-1234-9f0c1a2b",)"
+                    R"("started_ms":1763733600131,"finished_ms":1763733600140})"
+    );
 
     task_result lost;
     lost.task = ok.task;
     lost.state = task_state::lost;
     lost.error = task_error{std::string(codes::attempts_exhausted), "3 workers died"};
-    EXPECT_EQ(encode(lost), R"({"v":1,"task":"t4-1763733600123-3fa9c2d100002a","state":"lost",)"
-                            R"("error":{"code":"attempts_exhausted","message":"3 workers died"}})");
+    EXPECT_EQ(
+        encode(lost), R"({"v":1,"task":"t4-1763733600123-3fa9c2d100002a","state":"lost",)"
+                      R"("error":{"code":"attempts_exhausted","message":"3 workers died"}})"
+    );
 
     task_result null_value;
     null_value.task = "x";
@@ -283,12 +294,11 @@ TEST(ProtocolResultCodec, SucceededAndFailed) {
 }
 
 TEST(ProtocolResultCodec, EveryStateAndCode) {
-    for (const auto state : {task_state::failed, task_state::timed_out, task_state::cancelled,
-                             task_state::lost}) {
+    for (const auto state :
+         {task_state::failed, task_state::timed_out, task_state::cancelled, task_state::lost}) {
         for (const auto code :
-             {codes::handler_error, codes::unknown_type, codes::bad_args,
-              codes::malformed_task, codes::result_too_large, codes::timeout,
-              codes::cancelled, codes::attempts_exhausted,
+             {codes::handler_error, codes::unknown_type, codes::bad_args, codes::malformed_task,
+              codes::result_too_large, codes::timeout, codes::cancelled, codes::attempts_exhausted,
               codes::output_too_large}) {
             EXPECT_TRUE(is_known_error_code(code));
             task_result r;
@@ -305,8 +315,9 @@ TEST(ProtocolResultCodec, EveryStateAndCode) {
     }
     EXPECT_FALSE(is_known_error_code("new_code"));
     // A code we don't know is still a result (from a newer writer).
-    const auto newer = decode_result(
-        R"({"v":1,"task":"t","state":"failed","error":{"code":"new_code"},"extra":1})");
+    const auto newer =
+        decode_result(R"({"v":1,"task":"t","state":"failed","error":{"code":"new_code"},"extra":1})"
+        );
     ASSERT_TRUE(newer) << newer.error().message;
     EXPECT_EQ(newer->error->code, "new_code");
     EXPECT_EQ(newer->error->message, "");
@@ -357,8 +368,10 @@ TEST(ProtocolBundleCodec, ATaskBundleRoundTrips) {
     t.submitted_ms = 7;
     EXPECT_TRUE(validate(t));
     const auto text = encode(t);
-    EXPECT_EQ(text, R"({"v":1,"type":"sum","bundle":[[1,2],[3],null],"priority":5,)"
-                    R"("timeout_ms":0,"max_attempts":3,"submitted_ms":7})");
+    EXPECT_EQ(
+        text, R"({"v":1,"type":"sum","bundle":[[1,2],[3],null],"priority":5,)"
+              R"("timeout_ms":0,"max_attempts":3,"submitted_ms":7})"
+    );
     const auto back = decode_task(text);
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, t);
@@ -377,7 +390,8 @@ TEST(ProtocolBundleCodec, ATaskBundleIsChecked) {
     EXPECT_TRUE(validate(t));
     // A bundled task's args sit one level deeper than a task's.
     json::value deep = 0;
-    for (std::size_t i = 0; i + 2 < max_json_depth; ++i) deep = json::array{deep};
+    for (std::size_t i = 0; i + 2 < max_json_depth; ++i)
+        deep = json::array{deep};
     t.bundle = {deep};
     EXPECT_TRUE(validate(t));
     EXPECT_TRUE(decode_task(encode(t)));
@@ -402,11 +416,12 @@ TEST(ProtocolBundleCodec, ABundlesResultRoundTripsAndSplits) {
     whole.consumed = {0, 2};
     EXPECT_TRUE(validate(whole));
     const auto text = encode(whole);
-    EXPECT_NE(text.find(R"("bundle":[{"state":"succeeded","value":6},{"state":"failed",)"
-                        R"("error":{"code":"bad_args","message":"no"}},{"state":"succeeded",)"
-                        R"("value":6}],"consumed":[0,2])"),
-              std::string::npos)
-        << text;
+    EXPECT_NE(
+        text.find(R"("bundle":[{"state":"succeeded","value":6},{"state":"failed",)"
+                  R"("error":{"code":"bad_args","message":"no"}},{"state":"succeeded",)"
+                  R"("value":6}],"consumed":[0,2])"),
+        std::string::npos
+    ) << text;
     auto back = decode_result(text);
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, whole);
@@ -459,12 +474,15 @@ TEST(ProtocolMemberCodec, WorkerCandidateMaster) {
     w.capacity = 4;
     w.types = {"md5", "sum"};
     w.started_ms = 1763733600000;
-    EXPECT_EQ(encode(w), R"({"v":1,"id":"host-1234-9f0c1a2b","host":"host","pid":1234,)"
-                         R"("capacity":4,"types":["md5","sum"],"started_ms":1763733600000})");
+    EXPECT_EQ(
+        encode(w), R"({"v":1,"id":"host-1234-9f0c1a2b","host":"host","pid":1234,)"
+                   R"("capacity":4,"types":["md5","sum"],"started_ms":1763733600000})"
+    );
     EXPECT_EQ(decode_worker(encode(w)).value(), w);
     EXPECT_EQ(decode_member(encode(w)).value(), w);
-    expect_refused([](std::string_view s) { return decode_master(s); }, encode(w),
-                   R"("epoch" is missing)");
+    expect_refused(
+        [](std::string_view s) { return decode_master(s); }, encode(w), R"("epoch" is missing)"
+    );
 
     member_info c;
     c.id = w.id;
@@ -472,14 +490,17 @@ TEST(ProtocolMemberCodec, WorkerCandidateMaster) {
     c.pid = 1234;
     EXPECT_EQ(encode(c), R"({"v":1,"id":"host-1234-9f0c1a2b","host":"host","pid":1234})");
     EXPECT_EQ(decode_member(encode(c)).value(), c);
-    expect_refused([](std::string_view s) { return decode_worker(s); }, encode(c),
-                   R"("capacity" is missing)");
+    expect_refused(
+        [](std::string_view s) { return decode_worker(s); }, encode(c), R"("capacity" is missing)"
+    );
 
     member_info m = c;
     m.epoch = 7;
     m.since_ms = 1763733600500;
-    EXPECT_EQ(encode(m), R"({"v":1,"id":"host-1234-9f0c1a2b","epoch":7,"host":"host","pid":1234,)"
-                         R"("since_ms":1763733600500})");
+    EXPECT_EQ(
+        encode(m), R"({"v":1,"id":"host-1234-9f0c1a2b","epoch":7,"host":"host","pid":1234,)"
+                   R"("since_ms":1763733600500})"
+    );
     EXPECT_EQ(decode_master(encode(m)).value(), m);
     m.throughput = 12.25;
     EXPECT_EQ(decode_master(encode(m)).value(), m);
@@ -515,14 +536,17 @@ TEST(ProtocolMemberCodec, WorkerTypes) {
     expect_refused(d, R"({"v":1,"id":"a","capacity":-1,"types":[]})", R"("capacity")");
     expect_refused(d, R"({"v":1,"capacity":1,"types":[]})", R"("id" is missing)");
     expect_refused(d, R"({"v":1,"id":"","capacity":1,"types":[]})", R"("id" is empty)");
-    expect_refused([](std::string_view s) { return decode_master(s); },
-                   R"({"v":1,"id":"a","epoch":0})", R"("epoch")");
+    expect_refused(
+        [](std::string_view s) { return decode_master(s); }, R"({"v":1,"id":"a","epoch":0})",
+        R"("epoch")"
+    );
 }
 
 TEST(ProtocolMetaCodec, RoundTripAndLimits) {
     const meta_info m{16, 32, 1763733600000};
-    EXPECT_EQ(encode(m),
-              R"({"v":1,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})");
+    EXPECT_EQ(
+        encode(m), R"({"v":1,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})"
+    );
     EXPECT_EQ(decode_meta(encode(m)).value(), m);
     const auto d = [](std::string_view s) { return decode_meta(s); };
     expect_refused(d, R"({"v":1,"result_shards":16})", R"("pending_shards" is missing)");
@@ -586,9 +610,20 @@ void decode_everything(std::string_view data) {
 
 TEST(ProtocolCodecFuzz, AdversarialInputs) {
     const std::vector<std::string> inputs{
-        "", " ", "null", "true", "0", "-0", "1e999", "{}", "[]", "\"\"", "{\"v\":1}",
-        std::string(100000, '['), std::string(100000, '{'), std::string(50000, '[') + "1" +
-        std::string(50000, ']'),
+        "",
+        " ",
+        "null",
+        "true",
+        "0",
+        "-0",
+        "1e999",
+        "{}",
+        "[]",
+        "\"\"",
+        "{\"v\":1}",
+        std::string(100000, '['),
+        std::string(100000, '{'),
+        std::string(50000, '[') + "1" + std::string(50000, ']'),
         R"({"v":1,"args":)" + std::string(63, '[') + std::string(63, ']') + "}",
         R"({"v":1,"type":"t","args":123456789012345678901234567890})",
         R"({"v":1,"type":"t","args":-123456789012345678901234567890})",
@@ -597,19 +632,29 @@ TEST(ProtocolCodecFuzz, AdversarialInputs) {
         R"({"v":1,"type":"t","timeout_ms":9223372036854775807})",
         R"({"v":1,"type":"t","timeout_ms":-9223372036854775808})",
         R"({"v":1,"type":"t","submitted_ms":9007199254740993.0})",
-        R"({"v":1e-400,"type":"t"})", R"({"v":-0.0,"type":"t"})", R"({"v":1,"v":2})",
-        R"({"v":1,"type":"t","type":"u"})", R"({"v":[1],"type":"t"})", R"({"v":{},"type":"t"})",
-        R"({"v":true})", R"({"v":1,"id":"a","capacity":2147483648,"types":[]})",
+        R"({"v":1e-400,"type":"t"})",
+        R"({"v":-0.0,"type":"t"})",
+        R"({"v":1,"v":2})",
+        R"({"v":1,"type":"t","type":"u"})",
+        R"({"v":[1],"type":"t"})",
+        R"({"v":{},"type":"t"})",
+        R"({"v":true})",
+        R"({"v":1,"id":"a","capacity":2147483648,"types":[]})",
         R"({"v":1,"id":"a","capacity":2,"types":[[],{}]})",
         R"({"v":1,"task":"t","state":"failed","error":{"code":"x","message":[]}})",
         R"({"v":1,"task":"t","state":"succeeded","value":)" + std::string(62, '[') +
             std::string(62, ']') + "}",
         R"({"v":1,"pending_shards":1.5,"result_shards":1})",
         R"({"v":1,"pending_shards":4294967296,"result_shards":1})",
-        R"({"v":1,"type":"t","\u0000":1})", R"({"v":1,"type":"\ud800"})",
-        "\xef\xbb\xbf{\"v\":1}", std::string("{\"v\":1}\0", 8), "/* c */{\"v\":1}", "{\"v\":1,}",
+        R"({"v":1,"type":"t","\u0000":1})",
+        R"({"v":1,"type":"\ud800"})",
+        "\xef\xbb\xbf{\"v\":1}",
+        std::string("{\"v\":1}\0", 8),
+        "/* c */{\"v\":1}",
+        "{\"v\":1,}",
     };
-    for (const auto& in : inputs) decode_everything(in);
+    for (const auto& in : inputs)
+        decode_everything(in);
 }
 
 TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
@@ -642,10 +687,38 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     seeds.push_back(encode(cancel_info{3}));
 
     static constexpr std::string_view tokens[] = {
-        "{", "}", "[", "]", ",", ":", "\"", "\\", "null", "true", "false", "0", "-1", "1e400",
-        "18446744073709551616", "-9223372036854775809", "1.5", "\"v\"", "\"type\"", "\"args\"",
-        "\"state\"", "\"error\"", "\"types\"", "\"capacity\"", "\"epoch\"", "\\u0000", "\xff",
-        "\xc3\xa9", "\"succeeded\"", "\"failed\"", "2", "{\"a\":[[[[1]]]]}"};
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"",
+        "\\",
+        "null",
+        "true",
+        "false",
+        "0",
+        "-1",
+        "1e400",
+        "18446744073709551616",
+        "-9223372036854775809",
+        "1.5",
+        "\"v\"",
+        "\"type\"",
+        "\"args\"",
+        "\"state\"",
+        "\"error\"",
+        "\"types\"",
+        "\"capacity\"",
+        "\"epoch\"",
+        "\\u0000",
+        "\xff",
+        "\xc3\xa9",
+        "\"succeeded\"",
+        "\"failed\"",
+        "2",
+        "{\"a\":[[[[1]]]]}"};
 
     int accepted = 0;
     constexpr int iterations = 6000;
@@ -654,7 +727,8 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
         if (i % 10 == 0) {
             // Pure noise.
             s.resize(pick(200));
-            for (auto& c : s) c = static_cast<char>(pick(256));
+            for (auto& c : s)
+                c = static_cast<char>(pick(256));
         } else {
             s = seeds[pick(seeds.size())];
             const auto edits = 1 + pick(4);
@@ -662,7 +736,8 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
                 const auto at = s.empty() ? 0 : pick(s.size() + 1);
                 switch (pick(5)) {
                 case 0:  // flip a byte
-                    if (!s.empty()) s[std::min(at, s.size() - 1)] = static_cast<char>(pick(256));
+                    if (!s.empty())
+                        s[std::min(at, s.size() - 1)] = static_cast<char>(pick(256));
                     break;
                 case 1:  // insert a token
                     s.insert(at, tokens[pick(std::size(tokens))]);
@@ -682,8 +757,10 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
             }
         }
         decode_everything(s);
-        if (decode_task(s) || decode_result(s) || decode_member(s)) ++accepted;
-        if (HasFailure()) break;
+        if (decode_task(s) || decode_result(s) || decode_member(s))
+            ++accepted;
+        if (HasFailure())
+            break;
     }
     // Mutations leave a fair share of inputs valid, so the accepting paths get exercised too.
     EXPECT_GT(accepted, iterations / 20);
@@ -697,12 +774,18 @@ TEST(ProtocolTaskNode, TheBundleMustHoldAsManyTasksAsItsIdSays) {
     bundle.args = nullptr;
     bundle.bundle = {json::value(1), json::value(2), json::value(3)};
     EXPECT_TRUE(decode_task_node(plain + "_3", encode(bundle)));
-    expect_refused([&](std::string_view d) { return decode_task_node(plain + "_4", d); },
-                   encode(bundle), "where its id says 4");
-    expect_refused([&](std::string_view d) { return decode_task_node(plain, d); }, encode(bundle),
-                   "where its id says 0");
+    expect_refused(
+        [&](std::string_view d) { return decode_task_node(plain + "_4", d); }, encode(bundle),
+        "where its id says 4"
+    );
+    expect_refused(
+        [&](std::string_view d) { return decode_task_node(plain, d); }, encode(bundle),
+        "where its id says 0"
+    );
     // A bundle id whose node holds a plain task (no array): refused too.
-    expect_refused([&](std::string_view d) { return decode_task_node(plain + "_2", d); },
-                   encode(example_task()), "a bundle of 0 tasks");
+    expect_refused(
+        [&](std::string_view d) { return decode_task_node(plain + "_2", d); },
+        encode(example_task()), "a bundle of 0 tasks"
+    );
     EXPECT_TRUE(decode_task_node(plain, encode(example_task())));
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/compute_pool.hpp"
-#include "support/run_co.hpp"
 #include "reactor/offload.hpp"
+#include "support/run_co.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -28,18 +28,14 @@
 namespace {
 
 namespace asio = boost::asio;
-using zkd::test::wait_for;
-using zkd::test::run_until;
 using zkd::test::run_co;
+using zkd::test::run_until;
+using zkd::test::wait_for;
 using namespace std::chrono_literals;
 using zkd::reactor::compute_pool;
 using zkd::reactor::offload;
 using zkd::reactor::on_cancel;
 using zkd::reactor::stop_token;
-
-
-
-
 
 // Blocks a pool thread until a stop is requested.
 void block_until_stopped(const stop_token& token) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/reactor.hpp"
-#include "support/run_co.hpp"
 
 #include "reactor/offload.hpp"
+#include "support/run_co.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

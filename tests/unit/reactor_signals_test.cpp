@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "reactor/signals.hpp"
-#include "support/run_co.hpp"
 #include "reactor/task_group.hpp"
+#include "support/run_co.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -29,7 +29,6 @@ using namespace std::chrono_literals;
 using zkd::reactor::shutdown_controller;
 using zkd::reactor::shutdown_handlers;
 using zkd::reactor::shutdown_phase;
-
 
 // Records the calls the controller makes.
 struct recorder {

@@ -23,11 +23,10 @@
 namespace {
 
 namespace asio = boost::asio;
-using zkd::test::wait_for;
 using zkd::test::run_until;
+using zkd::test::wait_for;
 using namespace std::chrono_literals;
 using zkd::reactor::task_group;
-
 
 struct outcome {
     std::exception_ptr error;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // One nesting limit everywhere (docs/protocol.md §1): what one part of zkd accepts, no other
 // part refuses or turns into null.
-#include "roles/inspect.hpp"
 #include "protocol/task.hpp"
+#include "roles/inspect.hpp"
 
 #include <boost/json/serialize.hpp>
+
 #include <gtest/gtest.h>
 
 #include <string>

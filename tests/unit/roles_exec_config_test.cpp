@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Exec types without processes: argv splitting, configuration, start-up checks, how a run's
 // outcome becomes a result, progress lines, and the registry's asynchronous handlers.
+#include "protocol/task.hpp"
 #include "roles/exec.hpp"
 #include "roles/registry.hpp"
-#include "protocol/task.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
 
-#include <signal.h>
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <signal.h>
+#include <unistd.h>
 
 namespace json = boost::json;
 namespace asio = boost::asio;
@@ -27,8 +27,9 @@ namespace {
 
 TEST(RolesExecConfig, SplitsOnSpacesWithoutAShell) {
     EXPECT_EQ(split_argv("  prog  a\tb  "), (std::vector<std::string>{"prog", "a", "b"}));
-    EXPECT_EQ(split_argv("sh -c 'echo hi'"),
-              (std::vector<std::string>{"sh", "-c", "'echo", "hi'"}));  // no quoting
+    EXPECT_EQ(
+        split_argv("sh -c 'echo hi'"), (std::vector<std::string>{"sh", "-c", "'echo", "hi'"})
+    );  // no quoting
     EXPECT_EQ(split_argv("$HOME;|&>"), (std::vector<std::string>{"$HOME;|&>"}));
     EXPECT_TRUE(split_argv("   ").empty());
 }
@@ -128,14 +129,16 @@ TEST_F(RolesExecResolve, FindsTheProgramAndPassesOnlyListedVariables) {
     c.name = "t";
     c.argv = {"prog.sh", "x"};
     c.env = {"LANG", "UNSET", "MODE=fast"};
-    const auto p = resolve(c, env({{"PATH", "/nonexistent:" + dir_.string()}, {"LANG", "C.UTF-8"}}));
+    const auto p =
+        resolve(c, env({{"PATH", "/nonexistent:" + dir_.string()}, {"LANG", "C.UTF-8"}}));
     EXPECT_EQ(p.path, script_.string());
     EXPECT_EQ(p.env, (std::vector<std::string>{"LANG=C.UTF-8", "MODE=fast"}));
     EXPECT_FALSE(p.user);
 }
 
 TEST_F(RolesExecResolve, RefusesWhatCannotRunNamingTheType) {
-    const auto cfg = [](std::vector<std::string> argv, std::string dir = {}, std::string user = {}) {
+    const auto cfg = [](std::vector<std::string> argv, std::string dir = {},
+                        std::string user = {}) {
         program_config c;
         c.argv = std::move(argv);
         c.dir = std::move(dir);
@@ -152,18 +155,26 @@ TEST_F(RolesExecResolve, RefusesWhatCannotRunNamingTheType) {
         return std::string("accepted");
     };
     EXPECT_NE(refused(cfg({(dir_ / "missing").string()})).find("'my-type'"), std::string::npos);
-    EXPECT_NE(refused(cfg({(dir_ / "missing").string()})).find("does not exist"), std::string::npos);
+    EXPECT_NE(
+        refused(cfg({(dir_ / "missing").string()})).find("does not exist"), std::string::npos
+    );
     EXPECT_NE(refused(cfg({plain_.string()})).find("is not executable"), std::string::npos);
     EXPECT_NE(refused(cfg({dir_.string()})).find("is a directory"), std::string::npos);
     EXPECT_NE(refused(cfg({"no-such-program-anywhere"})).find("not in PATH"), std::string::npos);
     EXPECT_NE(refused(cfg({})).find("no program"), std::string::npos);
-    EXPECT_NE(refused(cfg({script_.string()}, "/nonexistent")).find("working directory"),
-              std::string::npos);
-    EXPECT_NE(refused(cfg({script_.string()}, {}, "no-such-user-zkd")).find("no such user"),
-              std::string::npos);
+    EXPECT_NE(
+        refused(cfg({script_.string()}, "/nonexistent")).find("working directory"),
+        std::string::npos
+    );
+    EXPECT_NE(
+        refused(cfg({script_.string()}, {}, "no-such-user-zkd")).find("no such user"),
+        std::string::npos
+    );
     if (::geteuid() != 0) {
-        EXPECT_NE(refused(cfg({script_.string()}, {}, "root")).find("needs zkd to run as root"),
-                  std::string::npos);
+        EXPECT_NE(
+            refused(cfg({script_.string()}, {}, "root")).find("needs zkd to run as root"),
+            std::string::npos
+        );
     }
 }
 
@@ -204,11 +215,15 @@ TEST(RolesExecClassify, MapsEveryEnding) {
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("not JSON"), std::string::npos);
     not_json.output = "\n";
-    EXPECT_EQ(classify(json_type, not_json).error().message, "the program printed no JSON on stdout");
+    EXPECT_EQ(
+        classify(json_type, not_json).error().message, "the program printed no JSON on stdout"
+    );
 
     run_outcome binary = ok;
     binary.output = "\xff\xfe";
-    EXPECT_EQ(classify(text_type, binary).error().message, "the program's output is not UTF-8 text");
+    EXPECT_EQ(
+        classify(text_type, binary).error().message, "the program's output is not UTF-8 text"
+    );
     binary.output = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
     EXPECT_EQ(classify(text_type, binary).value(), json::value(binary.output));
     binary.output = "\xed\xa0\x80";  // a surrogate: not UTF-8
@@ -221,8 +236,10 @@ TEST(RolesExecClassify, MapsEveryEnding) {
 
     run_outcome not_started;
     not_started.start_error = "execve: Permission denied";
-    EXPECT_EQ(classify(json_type, not_started).error().message,
-              "cannot start the program: execve: Permission denied");
+    EXPECT_EQ(
+        classify(json_type, not_started).error().message,
+        "cannot start the program: execve: Permission denied"
+    );
 }
 
 TEST(RolesExecProgress, ParsesProgressLines) {
@@ -232,9 +249,11 @@ TEST(RolesExecProgress, ParsesProgressLines) {
     EXPECT_EQ(p->second, "step 2 of 5");
     EXPECT_DOUBLE_EQ(parse_progress_line(R"({"progress":7})")->first, 1.0);
     EXPECT_DOUBLE_EQ(parse_progress_line(R"({"progress":-1})")->first, 0.0);
-    EXPECT_EQ(parse_progress_line(R"({"progress":1,"message":")" + std::string(500, 'x') + "\"}")
-                  ->second.size(),
-              200U);
+    EXPECT_EQ(
+        parse_progress_line(R"({"progress":1,"message":")" + std::string(500, 'x') + "\"}")
+            ->second.size(),
+        200U
+    );
     EXPECT_FALSE(parse_progress_line("40%"));
     EXPECT_FALSE(parse_progress_line(R"({"message":"no fraction"})"));
     EXPECT_FALSE(parse_progress_line(R"({"progress":"half"})"));
@@ -242,11 +261,15 @@ TEST(RolesExecProgress, ParsesProgressLines) {
 
 TEST(RolesRegistryProgress, SynchronousHandlersReportProgressThroughRunHandler) {
     registry reg;
-    reg.add("counted", [](const json::value& args, std::stop_token, const progress_fn& progress) -> handler_result {
-        progress(0.5, "half");
-        progress(1, "all");
-        return args;
-    });
+    reg.add(
+        "counted",
+        [](const json::value& args, std::stop_token,
+           const progress_fn& progress) -> handler_result {
+            progress(0.5, "half");
+            progress(1, "all");
+            return args;
+        }
+    );
     EXPECT_TRUE(reg.has_sync("counted"));
     EXPECT_EQ(reg.find("counted"), nullptr);
     ASSERT_NE(reg.find_with_progress("counted"), nullptr);
@@ -290,8 +313,10 @@ TEST(RolesRegistryAsync, RunsAsynchronousHandlersWithTheSameErrorRules) {
     ASSERT_NE(reg.find_async("later"), nullptr);
     EXPECT_EQ(reg.limits("later").max_timeout, 2s);
     EXPECT_EQ(reg.types(), std::vector<std::string>{"later"});
-    EXPECT_THROW(reg.add("later", [](const json::value& a, std::stop_token) -> handler_result { return a; }),
-                 std::invalid_argument);
+    EXPECT_THROW(
+        reg.add("later", [](const json::value& a, std::stop_token) -> handler_result { return a; }),
+        std::invalid_argument
+    );
     // The synchronous entry point refuses it clearly.
     EXPECT_EQ(run_handler(reg, "later", 1, {}).error().code, "handler_error");
 
@@ -303,12 +328,16 @@ TEST(RolesRegistryAsync, RunsAsynchronousHandlersWithTheSameErrorRules) {
         c.args = args;
         c.started = [] {};
         c.progress = [&](double f, const std::string&) { reported = f; };
-        asio::co_spawn(ioc, run_async_handler(reg, "later", c),
-                       [&](const std::exception_ptr&, handler_result r) { got.push_back(r); });
+        asio::co_spawn(
+            ioc, run_async_handler(reg, "later", c),
+            [&](const std::exception_ptr&, handler_result r) { got.push_back(r); }
+        );
     }
     async_call unknown;
-    asio::co_spawn(ioc, run_async_handler(reg, "nope", unknown),
-                   [&](const std::exception_ptr&, handler_result r) { got.push_back(r); });
+    asio::co_spawn(
+        ioc, run_async_handler(reg, "nope", unknown),
+        [&](const std::exception_ptr&, handler_result r) { got.push_back(r); }
+    );
     ioc.run();
     ASSERT_EQ(got.size(), 4U);
     EXPECT_EQ(got[0].value(), json::value(5));
@@ -336,8 +365,9 @@ TEST(RolesTaskProgress, RoundTripsOnTheAssignmentAndBadShapesAreDropped) {
     EXPECT_EQ(*back, t);
     t.progress = -1;  // none: not written
     EXPECT_EQ(encode(t).find("progress"), std::string::npos);
-    for (const char* bad : {R"("progress":7)", R"("progress":{"fraction":2})",
-                            R"("progress":{"message":"x"})", R"("progress":{"fraction":"half"})"}) {
+    for (const char* bad :
+         {R"("progress":7)", R"("progress":{"fraction":2})", R"("progress":{"message":"x"})",
+          R"("progress":{"fraction":"half"})"}) {
         const auto odd = decode_task(std::string(R"({"v":1,"type":"steps",)") + bad + "}");
         ASSERT_TRUE(odd) << bad;
         EXPECT_EQ(odd->progress, -1) << bad;

@@ -227,7 +227,8 @@ TEST_F(RolesMasterView, ABundleWhoseArrayDoesNotMatchItsIdFailsBeforeItIsAssigne
     ASSERT_EQ(loads.size(), 1U);
     std::vector<task_read> reads;
     for (const auto& t : loads[0].tids) {
-        reads.push_back(task_read{t, task_read::status::ok, protocol::encode(t == bundle ? two : with_array), 0});
+        reads.push_back(task_read{
+            t, task_read::status::ok, protocol::encode(t == bundle ? two : with_array), 0});
     }
     EXPECT_FALSE(view.tasks_loaded(reads));
     view.load_finished();

@@ -5,6 +5,7 @@
 #include "zkco/types.hpp"
 
 #include <boost/asio/error.hpp>
+
 #include <gtest/gtest.h>
 
 using namespace zkd::zkco;
@@ -29,8 +30,9 @@ TEST(ZkcoError, ConditionsGroupTheCodes) {
         EXPECT_EQ(make_error_code(e), condition::retryable) << errc_name(e);
         EXPECT_NE(make_error_code(e), condition::check_failed);
     }
-    for (const auto e : {errc::no_node, errc::node_exists, errc::bad_version, errc::not_empty,
-                         errc::no_children_for_ephemerals}) {
+    for (const auto e :
+         {errc::no_node, errc::node_exists, errc::bad_version, errc::not_empty,
+          errc::no_children_for_ephemerals}) {
         EXPECT_EQ(make_error_code(e), condition::check_failed) << errc_name(e);
         EXPECT_NE(make_error_code(e), condition::session_lost);
     }
@@ -48,7 +50,8 @@ TEST(ZkcoPath, Validation) {
     for (const auto* good : {"/", "/a", "/a/b", "/a-b/c_d.e", "/zkd/tasks/t-0000000001"}) {
         EXPECT_FALSE(validate_path(good)) << good;
     }
-    for (const auto* bad : {"", "a", "a/b", "/a/", "//", "/a//b", "/a/./b", "/a/../b", "/.", "/.."}) {
+    for (const auto* bad :
+         {"", "a", "a/b", "/a/", "//", "/a//b", "/a/./b", "/a/../b", "/.", "/.."}) {
         EXPECT_EQ(validate_path(bad), errc::bad_arguments) << bad;
     }
     EXPECT_EQ(validate_path(std::string_view("/a\0b", 4)), errc::bad_arguments);
@@ -97,9 +100,10 @@ TEST(ZkcoConfig, ParsesConnectStrings) {
     ASSERT_TRUE(root);
     EXPECT_EQ(root->chroot, "");
 
-    for (const auto* bad : {"", "/chroot", ":1", "h:", "h:0", "h:65536", "h:12x", "::1:2181",
-                            "[::1", "[::1]x", "[::1]:", "h:1,", ",h:1", "h:1/bad/", "h:1//",
-                            "no port here!", "h st:1", "h@x:1", "[::1;]:1"}) {
+    for (const auto* bad :
+         {"", "/chroot", ":1", "h:", "h:0", "h:65536", "h:12x", "::1:2181", "[::1", "[::1]x",
+          "[::1]:", "h:1,", ",h:1", "h:1/bad/", "h:1//", "no port here!", "h st:1", "h@x:1",
+          "[::1;]:1"}) {
         EXPECT_EQ(parse_connect_string(bad).error(), errc::bad_arguments) << bad;
     }
 }
@@ -124,9 +128,10 @@ TEST(ZkcoMulti, SizesAndFailedOp) {
     EXPECT_TRUE(r);
     EXPECT_FALSE(r.failed_op());
     r.ec = errc::bad_version;
-    r.results = {{errc::runtime_inconsistency, {}, {}},
-                 {errc::bad_version, {}, {}},
-                 {errc::runtime_inconsistency, {}, {}}};
+    r.results = {
+        {errc::runtime_inconsistency, {}, {}},
+        {errc::bad_version, {}, {}},
+        {errc::runtime_inconsistency, {}, {}}};
     EXPECT_FALSE(r);
     EXPECT_EQ(r.failed_op(), 1U);
 }

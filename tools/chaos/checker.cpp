@@ -44,9 +44,11 @@ std::string shown(const boost::json::value& v) {
 
 }  // namespace
 
-std::pair<std::int64_t, std::int64_t> longest_stall(const std::vector<submitted_task>& submitted,
-                                                    const std::vector<observed_result>& results,
-                                                    std::int64_t end_ms) {
+std::pair<std::int64_t, std::int64_t> longest_stall(
+    const std::vector<submitted_task>& submitted,
+    const std::vector<observed_result>& results,
+    std::int64_t end_ms
+) {
     // +1 at a submit, -1 at a task's first result; a result before its submit's record (the
     // load records the submit once the call returns) counts from its result on.
     std::vector<std::pair<std::int64_t, int>> events;
@@ -104,8 +106,10 @@ check_report check(const recording& r) {
     rep.submit_failures = r.submit_failures;
     rep.results = r.results.size();
     if (r.submit_failures > 0) {
-        v.add("submit failed", std::to_string(r.submit_failures) +
-                                   " submit calls failed (outcome unknown to the client)");
+        v.add(
+            "submit failed", std::to_string(r.submit_failures) +
+                                 " submit calls failed (outcome unknown to the client)"
+        );
     }
 
     std::unordered_map<std::string, const submitted_task*> by_id;
@@ -121,7 +125,9 @@ check_report check(const recording& r) {
         }
         got[res.id].push_back(&res);
     }
-    const std::set<std::string> left_results(r.leftovers.results.begin(), r.leftovers.results.end());
+    const std::set<std::string> left_results(
+        r.leftovers.results.begin(), r.leftovers.results.end()
+    );
 
     for (const auto& t : r.submitted) {
         const auto it = got.find(t.id);
@@ -129,9 +135,12 @@ check_report check(const recording& r) {
         if (it == got.end()) {
             ++rep.lost;
             const auto why = r.wait_errors.find(t.id);
-            v.add("lost", t.id + " (submitted at " + std::to_string(t.at_ms) + " ms) got no result" +
-                              (left ? " (but one was left in /results)" : "") +
-                              (why != r.wait_errors.end() ? " (waiting failed: " + why->second + ")" : ""));
+            v.add(
+                "lost",
+                t.id + " (submitted at " + std::to_string(t.at_ms) + " ms) got no result" +
+                    (left ? " (but one was left in /results)" : "") +
+                    (why != r.wait_errors.end() ? " (waiting failed: " + why->second + ")" : "")
+            );
             continue;
         }
         const auto& list = it->second;
@@ -139,20 +148,28 @@ check_report check(const recording& r) {
         if (dup) {
             ++rep.duplicated;
             const auto info = r.leftovers.result_info.find(t.id);
-            v.add("duplicated", t.id + ": " + std::to_string(list.size()) + " results read (worker " +
-                                    list.front()->worker + ", attempt " + std::to_string(list.front()->attempt) + ")" +
-                                    (left ? ", and another left in /results after ours was consumed" : "") +
-                                    (info != r.leftovers.result_info.end() ? " (" + info->second + ")" : ""));
+            v.add(
+                "duplicated",
+                t.id + ": " + std::to_string(list.size()) + " results read (worker " +
+                    list.front()->worker + ", attempt " + std::to_string(list.front()->attempt) +
+                    ")" + (left ? ", and another left in /results after ours was consumed" : "") +
+                    (info != r.leftovers.result_info.end() ? " (" + info->second + ")" : "")
+            );
         }
         bool all_right = true;
         for (const auto* res : list) {
             if (res->state != "succeeded") {
                 all_right = false;
-                v.add("wrong", t.id + " ended " + res->state + " (attempt " +
-                                   std::to_string(res->attempt) + ", worker " + res->worker + ")");
+                v.add(
+                    "wrong", t.id + " ended " + res->state + " (attempt " +
+                                 std::to_string(res->attempt) + ", worker " + res->worker + ")"
+                );
             } else if (res->value != t.expected) {
                 all_right = false;
-                v.add("wrong", t.id + " carried " + shown(res->value) + ", expected " + shown(t.expected));
+                v.add(
+                    "wrong",
+                    t.id + " carried " + shown(res->value) + ", expected " + shown(t.expected)
+                );
             }
         }
         if (!all_right) {
@@ -182,11 +199,14 @@ check_report check(const recording& r) {
             continue;
         }
         ++rep.crashes;
-        std::string how = e.signal != 0 ? "killed by signal " + std::to_string(e.signal)
+        std::string how = e.signal != 0      ? "killed by signal " + std::to_string(e.signal)
                           : e.exit_code >= 0 ? "exited with " + std::to_string(e.exit_code)
                                              : "still running at the end";
-        v.add("crash", e.name + " " + how + (e.expected ? " (as chaos made it)" : " (not caused by chaos)") +
-                           (e.evidence.empty() ? "" : "; its log: " + e.evidence));
+        v.add(
+            "crash", e.name + " " + how +
+                         (e.expected ? " (as chaos made it)" : " (not caused by chaos)") +
+                         (e.evidence.empty() ? "" : "; its log: " + e.evidence)
+        );
     }
 
     const auto [stall, from] = longest_stall(r.submitted, r.results, r.end_ms);

@@ -43,11 +43,11 @@ struct leftover_nodes {
 
 /// How one `zkd run` process ended.
 struct process_end {
-    std::string name;      ///< "zkd2#3": slot 2, its third start
-    int exit_code = -1;    ///< -1: killed by a signal (or never reaped)
-    int signal = 0;        ///< the signal that ended it, 0: none
-    bool expected = false; ///< the end chaos caused (its SIGKILL, or exit 0 after its SIGTERM)
-    std::string evidence;  ///< a sanitizer or abort line from its log; empty: none
+    std::string name;       ///< "zkd2#3": slot 2, its third start
+    int exit_code = -1;     ///< -1: killed by a signal (or never reaped)
+    int signal = 0;         ///< the signal that ended it, 0: none
+    bool expected = false;  ///< the end chaos caused (its SIGKILL, or exit 0 after its SIGTERM)
+    std::string evidence;   ///< a sanitizer or abort line from its log; empty: none
 };
 
 /// A fault as it was carried out.
@@ -90,12 +90,13 @@ struct fault_outcome {
 /// The invariants' outcome.
 struct check_report {
     std::uint64_t submitted = 0;
-    std::uint64_t results = 0;     ///< results read (a duplicate counts once more)
-    std::uint64_t correct = 0;     ///< tasks with exactly one result, succeeded, value as expected
-    std::uint64_t lost = 0;        ///< submitted tasks without any result
-    std::uint64_t duplicated = 0;  ///< tasks with a second result (read twice, or left over after ours)
-    std::uint64_t wrong = 0;       ///< tasks whose result is not succeeded or not their value
-    std::uint64_t foreign = 0;     ///< results read for ids never submitted
+    std::uint64_t results = 0;  ///< results read (a duplicate counts once more)
+    std::uint64_t correct = 0;  ///< tasks with exactly one result, succeeded, value as expected
+    std::uint64_t lost = 0;     ///< submitted tasks without any result
+    std::uint64_t duplicated =
+        0;                    ///< tasks with a second result (read twice, or left over after ours)
+    std::uint64_t wrong = 0;  ///< tasks whose result is not succeeded or not their value
+    std::uint64_t foreign = 0;  ///< results read for ids never submitted
     std::uint64_t submit_failures = 0;
     std::uint64_t leftover_pending = 0;
     std::uint64_t leftover_assigned = 0;
@@ -117,8 +118,10 @@ check_report check(const recording& r);
 
 /// The longest time (and its start) without a result while submitted tasks had none yet.
 /// Only the first result of a task counts; an unanswered task stalls until end_ms.
-std::pair<std::int64_t, std::int64_t> longest_stall(const std::vector<submitted_task>& submitted,
-                                                    const std::vector<observed_result>& results,
-                                                    std::int64_t end_ms);
+std::pair<std::int64_t, std::int64_t> longest_stall(
+    const std::vector<submitted_task>& submitted,
+    const std::vector<observed_result>& results,
+    std::int64_t end_ms
+);
 
 }  // namespace zkd::chaos

@@ -8,12 +8,12 @@
 #include "chaos/options.hpp"
 #include "chaos/schedule.hpp"
 #include "chaos/zk_log.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/offload.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/inspect.hpp"
-#include "protocol/layout.hpp"
-#include "protocol/task.hpp"
 #include "roles/task_client.hpp"
 #include "zk_local/zk_local.hpp"
 #include "zkco/client.hpp"
@@ -103,9 +103,14 @@ std::string find_zkd(const std::string& given) {
 /// uncaught exception. Empty: none.
 std::string crash_evidence(const fs::path& log) {
     static const char* const markers[] = {
-        "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
-        "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer", "terminate called",
-        "Assertion `", " critical "};
+        "ERROR: AddressSanitizer",
+        "ERROR: LeakSanitizer",
+        "WARNING: ThreadSanitizer",
+        "runtime error:",
+        "SUMMARY: UndefinedBehaviorSanitizer",
+        "terminate called",
+        "Assertion `",
+        " critical "};
     std::ifstream in(log);
     std::string line;
     while (std::getline(in, line)) {
@@ -129,9 +134,9 @@ struct zkd_slot {
     pid_t pid = 0;  ///< 0: not running
     int starts = 0;
     bool paused = false;
-    bool killed = false;      ///< chaos sent SIGKILL to the current process
-    bool terminated = false;  ///< chaos sent SIGTERM (the final stop)
-    bool partitioned = false; ///< its veth link is down
+    bool killed = false;       ///< chaos sent SIGKILL to the current process
+    bool terminated = false;   ///< chaos sent SIGTERM (the final stop)
+    bool partitioned = false;  ///< its veth link is down
     fs::path log;
     // --partitions: its network namespace, the veth pair's ends, and how it reaches ZooKeeper.
     std::string netns;
@@ -156,8 +161,16 @@ std::string find_ip() {
 
 class chaos_run {
 public:
-    chaos_run(asio::io_context& ioc, settings s, std::uint64_t seed, fs::path dir,
-              zk_local::cluster& ensemble, std::string zkd, bool break_result, std::string ip)
+    chaos_run(
+        asio::io_context& ioc,
+        settings s,
+        std::uint64_t seed,
+        fs::path dir,
+        zk_local::cluster& ensemble,
+        std::string zkd,
+        bool break_result,
+        std::string ip
+    )
         : ioc_(ioc),
           s_(std::move(s)),
           seed_(seed),
@@ -185,7 +198,8 @@ public:
 
 private:
     [[nodiscard]] std::int64_t now_ms() const {
-        return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start_).count();
+        return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start_)
+            .count();
     }
     void say(const std::string& line) const {
         std::fprintf(stderr, "zkd-chaos: [%8s] %s\n", seconds(now_ms()).c_str(), line.c_str());
@@ -219,10 +233,12 @@ private:
     asio::awaitable<void> faults(std::vector<fault> plan);
     asio::awaitable<void> inject(fault f);
     zkd_slot* pick_zkd(int target);
-    asio::awaitable<void> restore_zkd(std::size_t rec, int slot, pid_t pid, bool pause,
-                                      clock_type::time_point until);
-    asio::awaitable<void> restore_member(std::size_t rec, int member, pid_t pid, bool pause,
-                                         clock_type::time_point until);
+    asio::awaitable<void> restore_zkd(
+        std::size_t rec, int slot, pid_t pid, bool pause, clock_type::time_point until
+    );
+    asio::awaitable<void> restore_member(
+        std::size_t rec, int member, pid_t pid, bool pause, clock_type::time_point until
+    );
     asio::awaitable<std::optional<pid_t>> master_pid();
 
     asio::awaitable<leftover_nodes> scan_leftovers();
@@ -273,10 +289,22 @@ bool chaos_run::spawn_zkd(zkd_slot& z) {
         argv = {ip_, "netns", "exec", z.netns};
     }
     const std::vector<std::string> run{
-        zkd_, "run", "--zk", z.connect.empty() ? connect_ : z.connect, "--namespace", s_.ns,
-        "--host", "chaos" + z.name(),
-        "--session-timeout", std::to_string(s_.session_timeout.count()) + "ms",
-        "--capacity", std::to_string(s_.capacity), "--threads", "1", "--grace", "5s"};
+        zkd_,
+        "run",
+        "--zk",
+        z.connect.empty() ? connect_ : z.connect,
+        "--namespace",
+        s_.ns,
+        "--host",
+        "chaos" + z.name(),
+        "--session-timeout",
+        std::to_string(s_.session_timeout.count()) + "ms",
+        "--capacity",
+        std::to_string(s_.capacity),
+        "--threads",
+        "1",
+        "--grace",
+        "5s"};
     argv.insert(argv.end(), run.begin(), run.end());
     std::vector<char*> raw;
     raw.reserve(argv.size() + 1);
@@ -349,25 +377,28 @@ bool chaos_run::set_up_netns() {
         z.veth_ns = "zcn" + tag;
         const auto host_ip = net + std::to_string(4 * z.index + 1);
         const auto ns_ip = net + std::to_string(4 * z.index + 2);
-        const bool ok = ip({"netns", "add", z.netns}) &&
-                        ip({"link", "add", z.veth_host, "type", "veth", "peer", "name", z.veth_ns}) &&
-                        ip({"link", "set", z.veth_ns, "netns", z.netns}) &&
-                        ip({"addr", "add", host_ip + "/30", "dev", z.veth_host}) &&
-                        ip({"link", "set", z.veth_host, "up"}) &&
-                        ip({"netns", "exec", z.netns, ip_, "addr", "add", ns_ip + "/30", "dev", z.veth_ns}) &&
-                        ip({"netns", "exec", z.netns, ip_, "link", "set", z.veth_ns, "up"}) &&
-                        ip({"netns", "exec", z.netns, ip_, "link", "set", "lo", "up"});
+        const bool ok =
+            ip({"netns", "add", z.netns}) &&
+            ip({"link", "add", z.veth_host, "type", "veth", "peer", "name", z.veth_ns}) &&
+            ip({"link", "set", z.veth_ns, "netns", z.netns}) &&
+            ip({"addr", "add", host_ip + "/30", "dev", z.veth_host}) &&
+            ip({"link", "set", z.veth_host, "up"}) &&
+            ip({"netns", "exec", z.netns, ip_, "addr", "add", ns_ip + "/30", "dev", z.veth_ns}) &&
+            ip({"netns", "exec", z.netns, ip_, "link", "set", z.veth_ns, "up"}) &&
+            ip({"netns", "exec", z.netns, ip_, "link", "set", "lo", "up"});
         if (!ok) {
-            say("setting up network namespace " + z.netns + " failed (see " + (dir_ / "netns.log").string() + ")");
+            say("setting up network namespace " + z.netns + " failed (see " +
+                (dir_ / "netns.log").string() + ")");
             return false;
         }
         z.connect.clear();
         for (int m = 0; m < ensemble_.size(); ++m) {
-            z.connect += (m == 0 ? "" : ",") + host_ip + ":" + std::to_string(ensemble_.client_port(m));
+            z.connect +=
+                (m == 0 ? "" : ",") + host_ip + ":" + std::to_string(ensemble_.client_port(m));
         }
     }
-    say("each zkd runs in a network namespace of its own (zkd-chaos-" + std::to_string(pid % 100'000) +
-        "-N), reaching ZooKeeper over a veth pair");
+    say("each zkd runs in a network namespace of its own (zkd-chaos-" +
+        std::to_string(pid % 100'000) + "-N), reaching ZooKeeper over a veth pair");
     return true;
 }
 
@@ -417,7 +448,8 @@ void chaos_run::reaped(zkd_slot& z, int status) {
     e.evidence = crash_evidence(z.log);
     if (!e.expected) {
         say(e.name + " (pid " + std::to_string(z.pid) + ") ended by itself: " +
-            (e.signal != 0 ? "signal " + std::to_string(e.signal) : "exit " + std::to_string(e.exit_code)) +
+            (e.signal != 0 ? "signal " + std::to_string(e.signal)
+                           : "exit " + std::to_string(e.exit_code)) +
             "; see " + z.log.string());
     }
     rec_.ends.push_back(std::move(e));
@@ -433,7 +465,8 @@ void chaos_run::reaped(zkd_slot& z, int status) {
 asio::awaitable<bool> chaos_run::wait_ready(std::chrono::milliseconds limit) {
     const auto until = clock_type::now() + limit;
     while (clock_type::now() < until) {
-        auto workers = co_await zkco::with_timeout(zk_->get_children(protocol::layout::workers_dir()), 5s);
+        auto workers =
+            co_await zkco::with_timeout(zk_->get_children(protocol::layout::workers_dir()), 5s);
         auto master = co_await zkco::with_timeout(zk_->exists(protocol::layout::master()), 5s);
         if (workers && workers->names.size() >= slots_.size() && master && master->has_value()) {
             co_return true;
@@ -460,7 +493,8 @@ asio::awaitable<void> chaos_run::load() {
             continue;
         }
         // Whatever is due goes in one call (the client's batcher folds calls anyway).
-        const auto due_ms = std::chrono::duration_cast<std::chrono::milliseconds>(due(k) - start_).count();
+        const auto due_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(due(k) - start_).count();
         std::vector<roles::task_request> reqs;
         while (k < total && due(k) <= clock_type::now() && reqs.size() < 200) {
             roles::task_request r;
@@ -478,7 +512,9 @@ asio::awaitable<void> chaos_run::load() {
     say("load done: " + std::to_string(k) + " tasks submitted or in submission");
 }
 
-asio::awaitable<void> chaos_run::submit(std::vector<roles::task_request> reqs, std::int64_t due_ms) {
+asio::awaitable<void> chaos_run::submit(
+    std::vector<roles::task_request> reqs, std::int64_t due_ms
+) {
     std::vector<json::value> expected;
     expected.reserve(reqs.size());
     for (const auto& r : reqs) {
@@ -525,7 +561,8 @@ asio::awaitable<void> chaos_run::wait_one(std::string id) {
 }
 
 zkd_slot* chaos_run::pick_zkd(int target) {
-    const auto active = std::count_if(slots_.begin(), slots_.end(), [](const auto& z) { return z.active(); });
+    const auto active =
+        std::count_if(slots_.begin(), slots_.end(), [](const auto& z) { return z.active(); });
     if (active < 2) {
         return nullptr;  // never take out the last one
     }
@@ -587,7 +624,9 @@ asio::awaitable<void> chaos_run::inject(fault f) {
                 skip("no master in /master");
                 co_return;
             }
-            const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& s) { return s.pid == *pid; });
+            const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& s) {
+                return s.pid == *pid;
+            });
             if (it == slots_.end() || !it->active()) {
                 skip("the master (pid " + std::to_string(*pid) + ") is not a running zkd of ours");
                 co_return;
@@ -605,14 +644,16 @@ asio::awaitable<void> chaos_run::inject(fault f) {
             }
         }
         const bool pause = f.kind == fault_kind::zkd_pause;
-        r.target = z->name() + " (pid " + std::to_string(z->pid) + (master == z->pid ? ", master)" : ")");
+        r.target =
+            z->name() + " (pid " + std::to_string(z->pid) + (master == z->pid ? ", master)" : ")");
         if (f.kind == fault_kind::zkd_partition) {
             if (z->netns.empty() || !ip({"link", "set", z->veth_host, "down"})) {
                 skip("no veth link to cut (run with --partitions)");
                 co_return;
             }
             z->partitioned = true;
-            say(std::string(name(f.kind)) + " " + r.target + " cut off for " + seconds(f.hold.count()));
+            say(std::string(name(f.kind)) + " " + r.target + " cut off for " +
+                seconds(f.hold.count()));
             rec_.faults.push_back(r);
             restores_.spawn(restore_link(z->index, until), "restore");
             break;
@@ -624,9 +665,12 @@ asio::awaitable<void> chaos_run::inject(fault f) {
             z->killed = true;
             ::kill(z->pid, SIGKILL);
         }
-        say(std::string(name(f.kind)) + " " + r.target + (pause ? " for " : ", restart in ") + seconds(f.hold.count()));
+        say(std::string(name(f.kind)) + " " + r.target + (pause ? " for " : ", restart in ") +
+            seconds(f.hold.count()));
         rec_.faults.push_back(r);
-        restores_.spawn(restore_zkd(rec_.faults.size() - 1, z->index, z->pid, pause, until), "restore");
+        restores_.spawn(
+            restore_zkd(rec_.faults.size() - 1, z->index, z->pid, pause, until), "restore"
+        );
         break;
     }
     case fault_kind::zk_kill:
@@ -652,7 +696,8 @@ asio::awaitable<void> chaos_run::inject(fault f) {
             auto kill = [this, m] { ensemble_.kill_member(m); };
             co_await reactor::offload(zk_pool_, std::move(kill));
         }
-        say(std::string(name(f.kind)) + " " + r.target + (pause ? " for " : ", restart in ") + seconds(f.hold.count()));
+        say(std::string(name(f.kind)) + " " + r.target + (pause ? " for " : ", restart in ") +
+            seconds(f.hold.count()));
         rec_.faults.push_back(r);
         restores_.spawn(restore_member(rec_.faults.size() - 1, m, pid, pause, until), "restore");
         break;
@@ -660,8 +705,9 @@ asio::awaitable<void> chaos_run::inject(fault f) {
     }
 }
 
-asio::awaitable<void> chaos_run::restore_zkd(std::size_t rec, int slot, pid_t pid, bool pause,
-                                             clock_type::time_point until) {
+asio::awaitable<void> chaos_run::restore_zkd(
+    std::size_t rec, int slot, pid_t pid, bool pause, clock_type::time_point until
+) {
     co_await hold_until(until);
     auto& z = slots_[static_cast<std::size_t>(slot)];
     if (pause) {
@@ -682,8 +728,9 @@ asio::awaitable<void> chaos_run::restore_zkd(std::size_t rec, int slot, pid_t pi
     (void)rec;
 }
 
-asio::awaitable<void> chaos_run::restore_member(std::size_t rec, int member, pid_t pid, bool pause,
-                                                clock_type::time_point until) {
+asio::awaitable<void> chaos_run::restore_member(
+    std::size_t rec, int member, pid_t pid, bool pause, clock_type::time_point until
+) {
     co_await hold_until(until);
     const auto name = "zk" + std::to_string(member + 1);
     if (pause) {
@@ -703,7 +750,8 @@ asio::awaitable<void> chaos_run::restore_member(std::size_t rec, int member, pid
         // Which start of the member's log this is, to read its phases at the end of the run.
         rec_.faults[rec].restart_epoch_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                                 std::chrono::system_clock::now().time_since_epoch()
-        ).count();
+        )
+                                                .count();
         auto start = [this, member]() -> std::pair<std::string, std::size_t> {
             try {
                 ensemble_.start_member(member);
@@ -724,7 +772,8 @@ asio::awaitable<void> chaos_run::restore_member(std::size_t rec, int member, pid
         }
     }
     if (rec_.faults[rec].served_again_ms) {
-        say(name + " serves again, " + seconds(*rec_.faults[rec].served_again_ms - rec_.faults[rec].at_ms) +
+        say(name + " serves again, " +
+            seconds(*rec_.faults[rec].served_again_ms - rec_.faults[rec].at_ms) +
             " after the fault");
     }
     member_out_ = -1;
@@ -737,9 +786,12 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
             out.pending.insert(out.pending.end(), kids->names.begin(), kids->names.end());
         }
     }
-    if (auto workers = co_await zkco::with_timeout(zk_->get_children(protocol::layout::assign_dir()), 10s)) {
+    if (auto workers =
+            co_await zkco::with_timeout(zk_->get_children(protocol::layout::assign_dir()), 10s)) {
         for (const auto& w : workers->names) {
-            if (auto kids = co_await zkco::with_timeout(zk_->get_children(protocol::layout::assign_dir(w)), 10s)) {
+            if (auto kids = co_await zkco::with_timeout(
+                    zk_->get_children(protocol::layout::assign_dir(w)), 10s
+                )) {
                 for (const auto& k : kids->names) {
                     std::string name = w;
                     name += '/';
@@ -760,8 +812,9 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
                     continue;
                 }
                 if (auto res = protocol::decode_result(node->data)) {
-                    out.result_info[id] = std::string(protocol::to_string(res->state)) + ", worker " + res->worker +
-                                          ", attempt " + std::to_string(res->attempt);
+                    out.result_info[id] = std::string(protocol::to_string(res->state)) +
+                                          ", worker " + res->worker + ", attempt " +
+                                          std::to_string(res->attempt);
                 }
             }
         }
@@ -789,7 +842,8 @@ asio::awaitable<void> chaos_run::stop_zkds() {
         if (z.pid > 0) {
             process_end e;
             e.name = z.name() + "#" + std::to_string(z.starts);
-            e.evidence = "did not exit within " + std::to_string(stop_limit.count()) + " s of SIGTERM";
+            e.evidence =
+                "did not exit within " + std::to_string(stop_limit.count()) + " s of SIGTERM";
             rec_.ends.push_back(e);
             say(e.name + " " + e.evidence + "; killing it");
             ::kill(z.pid, SIGKILL);
@@ -799,26 +853,37 @@ asio::awaitable<void> chaos_run::stop_zkds() {
     }
 }
 
-std::string text_report(const check_report& c, const recording& r, std::uint64_t seed,
-                        const settings& s, const fs::path& dir, std::uint64_t starts) {
+std::string text_report(
+    const check_report& c,
+    const recording& r,
+    std::uint64_t seed,
+    const settings& s,
+    const fs::path& dir,
+    std::uint64_t starts
+) {
     std::string out;
     char line[512];
-    std::snprintf(line, sizeof line,
-                  "zkd-chaos: seed %llu, %s at %.0f tasks/s, a fault every ~%s, %d zkd (session %s), run dir %s\n",
-                  static_cast<unsigned long long>(seed), seconds(s.duration.count()).c_str(), s.rate,
-                  seconds(s.every.count()).c_str(), s.zkd_count,
-                  seconds(s.session_timeout.count()).c_str(), dir.c_str());
+    std::snprintf(
+        line, sizeof line,
+        "zkd-chaos: seed %llu, %s at %.0f tasks/s, a fault every ~%s, %d zkd (session %s), run dir "
+        "%s\n",
+        static_cast<unsigned long long>(seed), seconds(s.duration.count()).c_str(), s.rate,
+        seconds(s.every.count()).c_str(), s.zkd_count, seconds(s.session_timeout.count()).c_str(),
+        dir.c_str()
+    );
     out += line;
     out += "timeline (recovery: first result of a task submitted after the fault):\n";
     for (const auto& o : c.timeline) {
-        std::snprintf(line, sizeof line, "  %9s  %-13s  %-34s  %s%s%s\n",
-                      seconds(o.f.at_ms).c_str(), std::string(name(o.f.planned.kind)).c_str(),
-                      o.f.skipped ? "-" : o.f.target.c_str(),
-                      o.f.skipped ? ("skipped: " + o.f.note).c_str()
-                      : o.recovery_ms ? ("recovery " + seconds(*o.recovery_ms)).c_str()
-                                      : "no later result",
-                      o.served_after_ms ? (", served again after " + seconds(*o.served_after_ms)).c_str() : "",
-                      !o.f.skipped && !o.f.note.empty() ? ("; " + o.f.note).c_str() : "");
+        std::snprintf(
+            line, sizeof line, "  %9s  %-13s  %-34s  %s%s%s\n", seconds(o.f.at_ms).c_str(),
+            std::string(name(o.f.planned.kind)).c_str(), o.f.skipped ? "-" : o.f.target.c_str(),
+            o.f.skipped     ? ("skipped: " + o.f.note).c_str()
+            : o.recovery_ms ? ("recovery " + seconds(*o.recovery_ms)).c_str()
+                            : "no later result",
+            o.served_after_ms ? (", served again after " + seconds(*o.served_after_ms)).c_str()
+                              : "",
+            !o.f.skipped && !o.f.note.empty() ? ("; " + o.f.note).c_str() : ""
+        );
         out += line;
     }
     std::string kinds;
@@ -827,29 +892,41 @@ std::string text_report(const check_report& c, const recording& r, std::uint64_t
         kinds += (kinds.empty() ? "" : ", ") + k + " " + std::to_string(n);
         injected += n;
     }
-    std::snprintf(line, sizeof line, "faults: %llu injected (%s), %llu skipped\n",
-                  static_cast<unsigned long long>(injected), kinds.c_str(),
-                  static_cast<unsigned long long>(c.faults_skipped));
+    std::snprintf(
+        line, sizeof line, "faults: %llu injected (%s), %llu skipped\n",
+        static_cast<unsigned long long>(injected), kinds.c_str(),
+        static_cast<unsigned long long>(c.faults_skipped)
+    );
     out += line;
-    std::snprintf(line, sizeof line,
-                  "tasks: %llu submitted, %llu results, %llu correct; lost %llu, duplicated %llu, wrong %llu, "
-                  "foreign %llu, failed submits %llu\n",
-                  static_cast<unsigned long long>(c.submitted), static_cast<unsigned long long>(c.results),
-                  static_cast<unsigned long long>(c.correct), static_cast<unsigned long long>(c.lost),
-                  static_cast<unsigned long long>(c.duplicated), static_cast<unsigned long long>(c.wrong),
-                  static_cast<unsigned long long>(c.foreign), static_cast<unsigned long long>(c.submit_failures));
+    std::snprintf(
+        line, sizeof line,
+        "tasks: %llu submitted, %llu results, %llu correct; lost %llu, duplicated %llu, wrong "
+        "%llu, "
+        "foreign %llu, failed submits %llu\n",
+        static_cast<unsigned long long>(c.submitted), static_cast<unsigned long long>(c.results),
+        static_cast<unsigned long long>(c.correct), static_cast<unsigned long long>(c.lost),
+        static_cast<unsigned long long>(c.duplicated), static_cast<unsigned long long>(c.wrong),
+        static_cast<unsigned long long>(c.foreign),
+        static_cast<unsigned long long>(c.submit_failures)
+    );
     out += line;
-    std::snprintf(line, sizeof line, "leftovers: /pending %llu, /assign %llu, /results %llu\n",
-                  static_cast<unsigned long long>(c.leftover_pending),
-                  static_cast<unsigned long long>(c.leftover_assigned),
-                  static_cast<unsigned long long>(c.leftover_results));
+    std::snprintf(
+        line, sizeof line, "leftovers: /pending %llu, /assign %llu, /results %llu\n",
+        static_cast<unsigned long long>(c.leftover_pending),
+        static_cast<unsigned long long>(c.leftover_assigned),
+        static_cast<unsigned long long>(c.leftover_results)
+    );
     out += line;
-    std::snprintf(line, sizeof line, "processes: %llu zkd started, %zu ended, %llu crashed\n",
-                  static_cast<unsigned long long>(starts), r.ends.size(),
-                  static_cast<unsigned long long>(c.crashes));
+    std::snprintf(
+        line, sizeof line, "processes: %llu zkd started, %zu ended, %llu crashed\n",
+        static_cast<unsigned long long>(starts), r.ends.size(),
+        static_cast<unsigned long long>(c.crashes)
+    );
     out += line;
-    std::snprintf(line, sizeof line, "longest stall: %s (from %s)\n", seconds(c.longest_stall_ms).c_str(),
-                  seconds(c.longest_stall_from_ms).c_str());
+    std::snprintf(
+        line, sizeof line, "longest stall: %s (from %s)\n", seconds(c.longest_stall_ms).c_str(),
+        seconds(c.longest_stall_from_ms).c_str()
+    );
     out += line;
     for (const auto& v : c.violations) {
         out += "violation: " + v + "\n";
@@ -858,11 +935,13 @@ std::string text_report(const check_report& c, const recording& r, std::uint64_t
     return out;
 }
 
-json::value json_report(const check_report& c, std::uint64_t seed, const settings& s, const fs::path& dir) {
+json::value json_report(
+    const check_report& c, std::uint64_t seed, const settings& s, const fs::path& dir
+) {
     json::array timeline;
     for (const auto& o : c.timeline) {
-        json::object f{{"at_ms", o.f.at_ms}, {"kind", std::string(name(o.f.planned.kind))},
-                       {"target", o.f.target}, {"hold_ms", o.f.planned.hold.count()},
+        json::object f{{"at_ms", o.f.at_ms},     {"kind", std::string(name(o.f.planned.kind))},
+                       {"target", o.f.target},   {"hold_ms", o.f.planned.hold.count()},
                        {"skipped", o.f.skipped}, {"note", o.f.note}};
         if (o.recovery_ms) {
             f["recovery_ms"] = *o.recovery_ms;
@@ -881,16 +960,31 @@ json::value json_report(const check_report& c, std::uint64_t seed, const setting
         violations.emplace_back(v);
     }
     return json::object{
-        {"seed", seed}, {"duration_ms", s.duration.count()}, {"rate", s.rate},
-        {"every_ms", s.every.count()}, {"zkd_count", s.zkd_count}, {"run_dir", dir.string()},
-        {"submitted", c.submitted}, {"results", c.results}, {"correct", c.correct},
-        {"lost", c.lost}, {"duplicated", c.duplicated}, {"wrong", c.wrong}, {"foreign", c.foreign},
-        {"submit_failures", c.submit_failures}, {"leftover_pending", c.leftover_pending},
-        {"leftover_assigned", c.leftover_assigned}, {"leftover_results", c.leftover_results},
-        {"crashes", c.crashes}, {"longest_stall_ms", c.longest_stall_ms},
-        {"longest_stall_from_ms", c.longest_stall_from_ms}, {"faults_by_kind", std::move(kinds)},
-        {"faults_skipped", c.faults_skipped}, {"timeline", std::move(timeline)},
-        {"violations", std::move(violations)}, {"verdict", c.ok() ? "pass" : "fail"}};
+        {"seed", seed},
+        {"duration_ms", s.duration.count()},
+        {"rate", s.rate},
+        {"every_ms", s.every.count()},
+        {"zkd_count", s.zkd_count},
+        {"run_dir", dir.string()},
+        {"submitted", c.submitted},
+        {"results", c.results},
+        {"correct", c.correct},
+        {"lost", c.lost},
+        {"duplicated", c.duplicated},
+        {"wrong", c.wrong},
+        {"foreign", c.foreign},
+        {"submit_failures", c.submit_failures},
+        {"leftover_pending", c.leftover_pending},
+        {"leftover_assigned", c.leftover_assigned},
+        {"leftover_results", c.leftover_results},
+        {"crashes", c.crashes},
+        {"longest_stall_ms", c.longest_stall_ms},
+        {"longest_stall_from_ms", c.longest_stall_from_ms},
+        {"faults_by_kind", std::move(kinds)},
+        {"faults_skipped", c.faults_skipped},
+        {"timeline", std::move(timeline)},
+        {"violations", std::move(violations)},
+        {"verdict", c.ok() ? "pass" : "fail"}};
 }
 
 asio::awaitable<int> chaos_run::run() {
@@ -905,12 +999,15 @@ asio::awaitable<int> chaos_run::run() {
         co_return exit_setup;
     }
     if (zk_->negotiated_timeout() < client_session_timeout) {
-        say("the servers granted this tool's session " + seconds(zk_->negotiated_timeout().count()) +
-            " (asked " + seconds(std::chrono::milliseconds(client_session_timeout).count()) +
+        say("the servers granted this tool's session " +
+            seconds(zk_->negotiated_timeout().count()) + " (asked " +
+            seconds(std::chrono::milliseconds(client_session_timeout).count()) +
             "): a member fault may expire it (raise maxSessionTimeout)");
     }
-    if (auto meta = co_await zkco::with_timeout(zk_->exists(protocol::layout::meta()), 10s); !meta || meta->has_value()) {
-        say(meta ? "namespace " + s_.ns + " is in use (" + chroot + "/meta exists): pick another --namespace"
+    if (auto meta = co_await zkco::with_timeout(zk_->exists(protocol::layout::meta()), 10s);
+        !meta || meta->has_value()) {
+        say(meta ? "namespace " + s_.ns + " is in use (" + chroot +
+                       "/meta exists): pick another --namespace"
                  : "reading " + chroot + "/meta: " + meta.error().message());
         co_await zk_->close();
         co_return exit_setup;
@@ -927,7 +1024,8 @@ asio::awaitable<int> chaos_run::run() {
             co_return exit_setup;
         }
     }
-    say("started " + std::to_string(slots_.size()) + " zkd (" + zkd_ + "); waiting for the workers and a master");
+    say("started " + std::to_string(slots_.size()) + " zkd (" + zkd_ +
+        "); waiting for the workers and a master");
     if (!co_await wait_ready(120s)) {
         say("the cluster did not come up within 120 s (see the zkd logs in " + dir_.string() + ")");
         co_await abandon();
@@ -990,7 +1088,8 @@ asio::awaitable<int> chaos_run::run() {
     for (;;) {
         rec_.leftovers = co_await scan_leftovers();
         const auto& lo = rec_.leftovers;
-        if ((lo.pending.empty() && lo.assigned.empty() && lo.results.empty()) || clock_type::now() > scan_until) {
+        if ((lo.pending.empty() && lo.assigned.empty() && lo.results.empty()) ||
+            clock_type::now() > scan_until) {
             break;
         }
         co_await sleep_until(clock_type::now() + 250ms);
@@ -1048,21 +1147,27 @@ int main(int argc, char** argv) {
         return exit_ok;
     }
     const settings s = parsed.s;
-    const std::uint64_t seed = s.seed.value_or(std::random_device{}() * 0x100000000ULL + std::random_device{}());
-    const char* brk = std::getenv("ZKD_CHAOS_BREAK");  // NOLINT(concurrency-mt-unsafe): no threads yet
+    const std::uint64_t seed =
+        s.seed.value_or(std::random_device{}() * 0x100000000ULL + std::random_device{}());
+    const char* brk =
+        std::getenv("ZKD_CHAOS_BREAK");  // NOLINT(concurrency-mt-unsafe): no threads yet
     const bool break_result = brk != nullptr && std::string(brk) == "drop-result";
 
     const std::string zkd = find_zkd(s.zkd_binary);
     if (zkd.empty() || ::access(zkd.c_str(), X_OK) != 0) {
-        std::fprintf(stderr, "zkd-chaos: no zkd program found%s: give --zkd PATH\n",
-                     zkd.empty() ? "" : (" at " + zkd).c_str());
+        std::fprintf(
+            stderr, "zkd-chaos: no zkd program found%s: give --zkd PATH\n",
+            zkd.empty() ? "" : (" at " + zkd).c_str()
+        );
         return exit_usage;
     }
     std::string ip_program;
     if (s.partitions) {
         ip_program = find_ip();
         if (::geteuid() != 0 || ip_program.empty()) {
-            std::fprintf(stderr, "zkd-chaos: --partitions needs root and the ip program (iproute2)\n");
+            std::fprintf(
+                stderr, "zkd-chaos: --partitions needs root and the ip program (iproute2)\n"
+            );
             return exit_usage;
         }
     }
@@ -1076,11 +1181,15 @@ int main(int argc, char** argv) {
         }
         dir = tmpl;
     } else if (fs::create_directories(dir, ec); ec) {
-        std::fprintf(stderr, "zkd-chaos: cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
+        std::fprintf(
+            stderr, "zkd-chaos: cannot create %s: %s\n", dir.c_str(), ec.message().c_str()
+        );
         return exit_setup;
     }
-    std::fprintf(stderr, "zkd-chaos: seed %llu, run directory %s\n", static_cast<unsigned long long>(seed),
-                 dir.c_str());
+    std::fprintf(
+        stderr, "zkd-chaos: seed %llu, run directory %s\n", static_cast<unsigned long long>(seed),
+        dir.c_str()
+    );
 
     std::optional<zkd::zk_local::cluster> ensemble;
     try {
@@ -1126,8 +1235,11 @@ int main(int argc, char** argv) {
                     // Our children (zkd and, unless attached, the JVMs) die with us.
                     std::_Exit(exit_violation);
                 }
-                std::fprintf(stderr, "zkd-chaos: interrupted: stopping the load, then checking "
-                                     "(again to quit at once)\n");
+                std::fprintf(
+                    stderr,
+                    "zkd-chaos: interrupted: stopping the load, then checking "
+                    "(again to quit at once)\n"
+                );
                 run.interrupt();
                 arm();
             });

@@ -17,20 +17,25 @@ T number(const std::string& flag, const std::string& v, T lo, T hi) {
     const auto* end = v.data() + v.size();
     auto [p, ec] = std::from_chars(v.data(), end, out);
     if (ec != std::errc{} || p != end || out < lo || out > hi) {
-        throw usage_error(flag + " wants a number from " + std::to_string(lo) + " to " +
-                          std::to_string(hi) + ", not '" + v + "'");
+        throw usage_error(
+            flag + " wants a number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+            ", not '" + v + "'"
+        );
     }
     return out;
 }
 
-std::chrono::milliseconds duration(const std::string& flag, const std::string& v,
-                                   std::chrono::milliseconds lo) {
+std::chrono::milliseconds duration(
+    const std::string& flag, const std::string& v, std::chrono::milliseconds lo
+) {
     auto d = parse_duration(v);
     if (!d) {
         throw usage_error(flag + " wants a duration with a unit (500ms, 6s, 2m), not '" + v + "'");
     }
     if (*d < lo) {
-        throw usage_error(flag + " wants at least " + std::to_string(lo.count()) + "ms, not '" + v + "'");
+        throw usage_error(
+            flag + " wants at least " + std::to_string(lo.count()) + "ms, not '" + v + "'"
+        );
     }
     return *d;
 }
@@ -43,15 +48,18 @@ std::vector<fault_kind> kinds_of(const std::string& v) {
     std::size_t from = 0;
     while (from <= v.size()) {
         const auto comma = v.find(',', from);
-        const auto part = v.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+        const auto part =
+            v.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
         if (part == "all") {
             out.insert(out.end(), std::begin(all_fault_kinds), std::end(all_fault_kinds));
         } else if (auto k = parse_fault_kind(part)) {
             out.push_back(*k);
         } else {
-            throw usage_error("--faults: unknown fault '" + part +
-                              "' (zkd-kill, zkd-pause, master-kill, zk-kill, zk-pause, "
-                              "zkd-partition, all, none)");
+            throw usage_error(
+                "--faults: unknown fault '" + part +
+                "' (zkd-kill, zkd-pause, master-kill, zk-kill, zk-pause, "
+                "zkd-partition, all, none)"
+            );
         }
         if (comma == std::string::npos) {
             break;
@@ -125,7 +133,8 @@ parsed_args parse_args(const std::vector<std::string>& args) {
             return args[++i];
         };
         if (flag == "--seed") {
-            s.seed = number<std::uint64_t>(flag, value(), 0, std::numeric_limits<std::uint64_t>::max());
+            s.seed =
+                number<std::uint64_t>(flag, value(), 0, std::numeric_limits<std::uint64_t>::max());
         } else if (flag == "--duration") {
             s.duration = duration(flag, value(), std::chrono::seconds(1));
         } else if (flag == "--rate") {
@@ -137,7 +146,9 @@ parsed_args parse_args(const std::vector<std::string>& args) {
                     throw std::invalid_argument(v);
                 }
             } catch (const std::exception&) {
-                throw usage_error("--rate wants tasks per second, more than 0 and at most 100000, not '" + v + "'");
+                throw usage_error(
+                    "--rate wants tasks per second, more than 0 and at most 100000, not '" + v + "'"
+                );
             }
         } else if (flag == "--every") {
             s.every = duration(flag, value(), std::chrono::milliseconds(100));
@@ -180,8 +191,10 @@ parsed_args parse_args(const std::vector<std::string>& args) {
         s.kinds.push_back(fault_kind::zkd_partition);
     }
     if (s.partitions && !s.zk_dir.empty()) {
-        throw usage_error("--partitions needs an ensemble of its own (not --zk-dir): the zkds "
-                          "reach it over veth links, and an attached one listens on loopback only");
+        throw usage_error(
+            "--partitions needs an ensemble of its own (not --zk-dir): the zkds "
+            "reach it over veth links, and an attached one listens on loopback only"
+        );
     }
     return out;
 }

@@ -82,7 +82,9 @@ std::vector<fault> make_schedule(const schedule_params& p) {
         }
         fault f;
         f.at = std::chrono::milliseconds(at);
-        f.kind = kinds[static_cast<std::size_t>(draw(g, 0, static_cast<std::int64_t>(kinds.size()) - 1))];
+        f.kind =
+            kinds[static_cast<std::size_t>(draw(g, 0, static_cast<std::int64_t>(kinds.size()) - 1)
+            )];
         switch (f.kind) {
         case fault_kind::zkd_kill:
         case fault_kind::zkd_pause:
@@ -99,8 +101,10 @@ std::vector<fault> make_schedule(const schedule_params& p) {
         }
         const bool pause = f.kind == fault_kind::zkd_pause || f.kind == fault_kind::zk_pause ||
                            f.kind == fault_kind::zkd_partition;
-        f.hold = pause ? std::chrono::milliseconds(draw(g, p.pause_min.count(), p.pause_max.count()))
-                       : std::chrono::milliseconds(draw(g, p.restart_min.count(), p.restart_max.count()));
+        f.hold =
+            pause
+                ? std::chrono::milliseconds(draw(g, p.pause_min.count(), p.pause_max.count()))
+                : std::chrono::milliseconds(draw(g, p.restart_min.count(), p.restart_max.count()));
         out.push_back(f);
     }
     return out;

@@ -15,7 +15,8 @@ namespace zkd::chaos {
 enum class fault_kind {
     zkd_kill,     ///< SIGKILL of a `zkd run`; restarted after `hold`
     zkd_pause,    ///< SIGSTOP of a `zkd run`, SIGCONT after `hold`
-    master_kill,  ///< SIGKILL of the acting master (found at injection time); restarted after `hold`
+    master_kill,  ///< SIGKILL of the acting master (found at injection time); restarted after
+                  ///< `hold`
     zk_kill,      ///< SIGKILL of a ZooKeeper member; restarted after `hold`
     zk_pause,     ///< SIGSTOP of a ZooKeeper member, SIGCONT after `hold`
     /// A zkd cut off ZooKeeper (its network namespace's veth down), back after `hold`. Only
@@ -25,8 +26,8 @@ enum class fault_kind {
 
 /// The kinds a run draws from by default.
 inline constexpr fault_kind all_fault_kinds[] = {
-    fault_kind::zkd_kill, fault_kind::zkd_pause, fault_kind::master_kill,
-    fault_kind::zk_kill, fault_kind::zk_pause};
+    fault_kind::zkd_kill, fault_kind::zkd_pause, fault_kind::master_kill, fault_kind::zk_kill,
+    fault_kind::zk_pause};
 
 /// "zkd-kill", "zkd-pause", "master-kill", "zk-kill", "zk-pause", "zkd-partition".
 std::string_view name(fault_kind k) noexcept;
@@ -39,7 +40,7 @@ constexpr bool hits_zookeeper(fault_kind k) noexcept {
 
 /// One planned fault.
 struct fault {
-    std::chrono::milliseconds at{0};    ///< since the load started
+    std::chrono::milliseconds at{0};  ///< since the load started
     fault_kind kind = fault_kind::zkd_kill;
     int target = 0;                     ///< zkd slot or ZooKeeper member (0-based); master_kill: 0
     std::chrono::milliseconds hold{0};  ///< pause length, or delay before the restart

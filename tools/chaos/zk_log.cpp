@@ -18,8 +18,10 @@ std::optional<std::int64_t> stamp(std::string_view line) {
     std::tm tm{};
     int ms = 0;
     const std::string head(line.substr(0, 23));
-    if (std::sscanf(head.c_str(), "%4d-%2d-%2d %2d:%2d:%2d,%3d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+    if (std::sscanf(
+            head.c_str(), "%4d-%2d-%2d %2d:%2d:%2d,%3d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+            &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms
+        ) != 7) {
         return std::nullopt;
     }
     tm.tm_year -= 1900;
@@ -83,7 +85,8 @@ restart_phases parse_restart(std::string_view log, std::int64_t started_ms, std:
             first = t;
             p.jvm_ms = *t - started_ms;
         }
-        if (const auto s = line.find("Snapshot loaded in "); s != std::string_view::npos && !p.snapshot_ms) {
+        if (const auto s = line.find("Snapshot loaded in ");
+            s != std::string_view::npos && !p.snapshot_ms) {
             long long ms = 0;
             if (std::sscanf(std::string(line.substr(s + 19)).c_str(), "%lld", &ms) == 1) {
                 p.snapshot_ms = ms;
@@ -94,7 +97,8 @@ restart_phases parse_restart(std::string_view log, std::int64_t started_ms, std:
             p.load_ms = *t - *first;
         }
         if (looking && !elected &&
-            (line.ends_with("Peer state changed: following") || line.ends_with("Peer state changed: leading"))) {
+            (line.ends_with("Peer state changed: following") ||
+             line.ends_with("Peer state changed: leading"))) {
             elected = t;
             p.election_ms = *t - *looking;
         }
@@ -115,7 +119,8 @@ restart_phases parse_restart(std::string_view log, std::int64_t started_ms, std:
 
 std::string describe(const restart_phases& p) {
     std::string s;
-    const auto add = [&](const char* what, const std::optional<std::int64_t>& v, const std::string& extra) {
+    const auto add = [&](const char* what, const std::optional<std::int64_t>& v,
+                         const std::string& extra) {
         if (v) {
             s += (s.empty() ? "" : ", ") + std::string(what) + " " + secs(*v) + extra;
         }

@@ -12,8 +12,8 @@ namespace zkd::chaos {
 
 /// The phases of a member's last start, in ms; a phase whose end is not logged is nullopt.
 struct restart_phases {
-    std::optional<std::int64_t> jvm_ms;       ///< process started -> its first log line
-    std::optional<std::int64_t> load_ms;      ///< first line -> LOOKING (config, snapshot + txn log)
+    std::optional<std::int64_t> jvm_ms;   ///< process started -> its first log line
+    std::optional<std::int64_t> load_ms;  ///< first line -> LOOKING (config, snapshot + txn log)
     std::optional<std::int64_t> snapshot_ms;  ///< "Snapshot loaded in N ms" (part of load)
     std::optional<std::int64_t> election_ms;  ///< LOOKING -> following/leading
     std::optional<std::int64_t> sync_ms;      ///< following/leading -> broadcast (serving)

@@ -5,8 +5,8 @@
 
 #include "loadgen/options.hpp"
 #include "loadgen/report.hpp"
-#include "reactor/task_group.hpp"
 #include "protocol/layout.hpp"
+#include "reactor/task_group.hpp"
 #include "roles/task_client.hpp"
 #include "zkco/client.hpp"
 

@@ -7,11 +7,11 @@
 #include "loadgen/options.hpp"
 #include "loadgen/raw.hpp"
 #include "loadgen/report.hpp"
-#include "roles/election.hpp"
-#include "roles/inspect.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
+#include "roles/election.hpp"
+#include "roles/inspect.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
 
@@ -226,9 +226,11 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
     }
 
     if (zk.negotiated_timeout() != s.session_timeout) {
-        std::fprintf(stderr, "zkd-loadgen: the server granted a session timeout of %lld ms (asked %lld)\n",
-                     static_cast<long long>(zk.negotiated_timeout().count()),
-                     static_cast<long long>(s.session_timeout.count()));
+        std::fprintf(
+            stderr, "zkd-loadgen: the server granted a session timeout of %lld ms (asked %lld)\n",
+            static_cast<long long>(zk.negotiated_timeout().count()),
+            static_cast<long long>(s.session_timeout.count())
+        );
     }
     std::optional<zkd::protocol::layout> layout;
     worker_census workers;

@@ -8,8 +8,8 @@
 #include <boost/json/string.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -102,14 +102,34 @@ session timeout), 4 stalled, 5 no cluster or no worker for the task type.
 /// Option names that take a value; anything else known is a switch.
 const std::vector<std::string>& valued() {
     static const std::vector<std::string> v{
-        "--zk",           "--namespace",     "--connect-timeout", "--session-timeout",
-        "--user",         "--password",      "--password-file",
-        "--wait-workers", "--workers",       "--tasks",           "--duration",
-        "--concurrency",  "--rate",          "--max-in-flight",   "--task",
-        "--payload",      "--batch",         "--bundle",          "--priority",
+        "--zk",
+        "--namespace",
+        "--connect-timeout",
+        "--session-timeout",
+        "--user",
+        "--password",
+        "--password-file",
+        "--wait-workers",
+        "--workers",
+        "--tasks",
+        "--duration",
+        "--concurrency",
+        "--rate",
+        "--max-in-flight",
+        "--task",
+        "--payload",
+        "--batch",
+        "--bundle",
+        "--priority",
         "--task-timeout",
-        "--max-attempts", "--stall-timeout", "--raw-ops",         "--raw-window",
-        "--raw-batch",    "--raw-rounds",    "--raw-warmup",      "--raw-payload",
+        "--max-attempts",
+        "--stall-timeout",
+        "--raw-ops",
+        "--raw-window",
+        "--raw-batch",
+        "--raw-rounds",
+        "--raw-warmup",
+        "--raw-payload",
         "--cdf",
     };
     return v;
@@ -199,9 +219,10 @@ std::chrono::milliseconds millis(
 ) {
     const auto ms = duration_ms(text);
     if (!ms || *ms < min || *ms > max) {
-        throw usage_error(name + " wants a duration from " + std::to_string(min) + "ms to " +
-                          std::to_string(max) + "ms (500ms, 30s, 5m, 2h; a bare number is ms), not '" +
-                          text + "'");
+        throw usage_error(
+            name + " wants a duration from " + std::to_string(min) + "ms to " +
+            std::to_string(max) + "ms (500ms, 30s, 5m, 2h; a bare number is ms), not '" + text + "'"
+        );
     }
     return std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
 }
@@ -322,7 +343,9 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
             throw usage_error("--user must not contain ':'");
         }
         if (password.empty()) {
-            throw usage_error("--user needs a password (--password, --password-file or ZKD_PASSWORD)");
+            throw usage_error(
+                "--user needs a password (--password, --password-file or ZKD_PASSWORD)"
+            );
         }
         s.auth = zkco::credentials{user, password};
     }
@@ -351,7 +374,8 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
         const bool bare = v->find_first_not_of("0123456789.") == std::string::npos;
         if (bare) {
             const double secs = positive("--duration", *v, 7.0 * 86'400);
-            s.duration = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(secs * 1000)));
+            s.duration =
+                std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(secs * 1000)));
         } else {
             s.duration = millis("--duration", *v, 1, 7ULL * 86'400'000);
         }
@@ -387,14 +411,16 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
         s.bundle = whole("--bundle", *v, 1, 1'000);
     }
     if (auto v = get("--priority")) {
-        s.priority = static_cast<int>(
-            whole("--priority", *v, protocol::min_priority, protocol::max_priority));
+        s.priority =
+            static_cast<int>(whole("--priority", *v, protocol::min_priority, protocol::max_priority)
+            );
     }
     if (auto v = get("--task-timeout")) {
         s.task_timeout = millis("--task-timeout", *v, 0, day_ms);
     }
     if (auto v = get("--max-attempts")) {
-        s.max_attempts = static_cast<int>(whole("--max-attempts", *v, 1, zkd::protocol::max_attempts_limit));
+        s.max_attempts =
+            static_cast<int>(whole("--max-attempts", *v, 1, zkd::protocol::max_attempts_limit));
     }
     if (auto v = get("--stall-timeout")) {
         s.stall_timeout = millis("--stall-timeout", *v, 100, day_ms);

@@ -44,8 +44,8 @@ boost::json::value task_args(const task_kind& kind, std::size_t payload);
 
 /// Everything one zkd-loadgen run is told.
 struct settings {
-    std::string zk = "127.0.0.1:2181";  ///< hosts[/path], validated
-    std::string ns = "default";         ///< the cluster is <path>/zkd/<ns>
+    std::string zk = "127.0.0.1:2181";      ///< hosts[/path], validated
+    std::string ns = "default";             ///< the cluster is <path>/zkd/<ns>
     std::optional<zkco::credentials> auth;  ///< --user and its password
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds session_timeout{10'000};
@@ -57,8 +57,8 @@ struct settings {
     std::uint64_t concurrency = 64;                     ///< closed loop: tasks in flight
     task_kind kind;
     std::size_t payload = 16;
-    std::uint64_t batch = 1;  ///< tasks per task_client::submit call
-    std::uint64_t bundle = 1; ///< most tasks per bundle (submit_options::bundle)
+    std::uint64_t batch = 1;   ///< tasks per task_client::submit call
+    std::uint64_t bundle = 1;  ///< most tasks per bundle (submit_options::bundle)
     int priority = 5;
     std::chrono::milliseconds task_timeout{0};
     int max_attempts = 3;

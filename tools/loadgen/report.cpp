@@ -205,8 +205,9 @@ std::string to_text(const run_report& r) {
                                   : "closed loop, concurrency " + std::to_string(s.concurrency);
         t += "load: " + task_spec_text(s) + ", payload " + std::to_string(s.payload) +
              " B, batch " + std::to_string(s.batch) +
-             (s.bundle > 1 ? ", bundle " + std::to_string(s.bundle) : std::string()) + ", " + mode + "; " +
-             std::to_string(l.workers) + " workers, " + std::to_string(l.capacity) + " slots\n";
+             (s.bundle > 1 ? ", bundle " + std::to_string(s.bundle) : std::string()) + ", " + mode +
+             "; " + std::to_string(l.workers) + " workers, " + std::to_string(l.capacity) +
+             " slots\n";
         t += "  submitted " + grouped(static_cast<double>(l.submitted)) + ", results " +
              grouped(static_cast<double>(l.results)) + ", succeeded " +
              grouped(static_cast<double>(l.succeeded)) + " in " + fmt("%.2f", l.elapsed_s) + " s\n";

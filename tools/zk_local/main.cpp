@@ -58,7 +58,8 @@ struct command_help {
 const std::map<std::string_view, command_help>& command_helps() {
     static const std::map<std::string_view, command_help> helps{
         {"start",
-         {"start [--servers N] [--port P] [--dir D] [--tick-ms N] [--max-session-ms N] [--heap SIZE]\n"
+         {"start [--servers N] [--port P] [--dir D] [--tick-ms N] [--max-session-ms N] [--heap "
+          "SIZE]\n"
           "       [--force-sync] [--log-requests] [--foreground]",
           R"(Starts N servers (1, or an odd N for an ensemble) and waits until all serve.
 Prints the connect string alone on stdout's first line and "dir: D" on stderr.
@@ -94,8 +95,7 @@ Prints the connect string alone on stdout's first line and "dir: D" on stderr.
   --keep-dir    keep D (logs, data) even when start created it
 )"}},
         {"stop-member",
-         {"stop-member --dir D N",
-          "Stops server N (SIGTERM, SIGKILL after 10 s).\n"}},
+         {"stop-member --dir D N", "Stops server N (SIGTERM, SIGKILL after 10 s).\n"}},
         {"kill-member", {"kill-member --dir D N", "Kills server N with SIGKILL, like a crash.\n"}},
         {"start-member",
          {"start-member --dir D N",
@@ -323,8 +323,8 @@ int cmd_member(std::string_view command, const parsed_args& args) {
         std::cerr << program << ": server " << index + 1 << " killed\n";
     } else {
         cluster.start_member(index);
-        std::cerr << program << ": server " << index + 1 << " serving as "
-                  << cluster.mode(index) << "\n";
+        std::cerr << program << ": server " << index + 1 << " serving as " << cluster.mode(index)
+                  << "\n";
     }
     return exit_ok;
 }
@@ -409,7 +409,7 @@ int run(const std::vector<std::string_view>& argv) {
     return cmd_member(command, args);
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     // Progress and warnings go to stderr: stdout carries only the connect string.

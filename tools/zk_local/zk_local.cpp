@@ -8,34 +8,33 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fcntl.h>
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <netinet/in.h>
 #include <optional>
+#include <poll.h>
 #include <sstream>
 #include <stdexcept>
-#include <system_error>
-#include <thread>
-#include <utility>
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <system_error>
+#include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace zkd::zk_local {
 namespace {
@@ -442,12 +441,7 @@ void move_fd_to(int from, int to) {
 
 // Runs in the forked child of a possibly multi-threaded parent: async-signal-safe calls only.
 [[noreturn]] void exec_child(
-    const spawn_spec& spec,
-    char* const* argv,
-    int log_fd,
-    int null_fd,
-    int error_fd,
-    pid_t parent
+    const spawn_spec& spec, char* const* argv, int log_fd, int null_fd, int error_fd, pid_t parent
 ) noexcept {
     if (spec.detach) {
         if (::setsid() < 0) {
@@ -460,7 +454,7 @@ void move_fd_to(int from, int to) {
             child_fail(error_fd);
         }
         if (::getppid() != parent) {
-            ::_exit(1); // The parent died before prctl took effect.
+            ::_exit(1);  // The parent died before prctl took effect.
         }
     }
     // Blocked and ignored signals survive exec; the JVM must see SIGTERM.
@@ -537,7 +531,7 @@ pid_t spawn_process(const spawn_spec& spec) {
 }
 
 struct member {
-    int id = 0; // myid, and the N in server<N>/
+    int id = 0;  // myid, and the N in server<N>/
     std::uint16_t client_port = 0;
     std::uint16_t peer_port = 0;
     std::uint16_t election_port = 0;
@@ -546,7 +540,7 @@ struct member {
     // /proc, where the command line guards against a recycled pid.
     bool child = false;
     std::string last_exit;
-    std::uintmax_t log_offset = 0; // where the current run's output starts in server.log
+    std::uintmax_t log_offset = 0;  // where the current run's output starts in server.log
 };
 
 bool log_shows_bind_failure(std::string_view log) {
@@ -554,7 +548,7 @@ bool log_shows_bind_failure(std::string_view log) {
            log.find("java.net.BindException") != std::string_view::npos;
 }
 
-} // namespace
+}  // namespace
 
 std::string parse_mode(std::string_view reply) {
     constexpr std::string_view key = "Mode: ";
@@ -614,7 +608,9 @@ std::string auto_heap(std::uint64_t memory_bytes) {
     return std::to_string(std::clamp(memory_bytes / 4 / mib, floor_mib, cap_mib)) + "m";
 }
 
-std::string auto_heap() { return auto_heap(machine_memory_bytes()); }
+std::string auto_heap() {
+    return auto_heap(machine_memory_bytes());
+}
 
 std::string parse_heap(std::string_view text) {
     constexpr std::uint64_t min_mib = 64;
@@ -636,7 +632,8 @@ std::string parse_heap(std::string_view text) {
     if (unit.size() > 1) {
         throw bad();
     }
-    const char u = unit.empty() ? 'b' : static_cast<char>(std::tolower(static_cast<unsigned char>(unit[0])));
+    const char u =
+        unit.empty() ? 'b' : static_cast<char>(std::tolower(static_cast<unsigned char>(unit[0])));
     switch (u) {
     case 'b':
         per_mib = 1024ULL * 1024;
@@ -705,12 +702,8 @@ struct cluster::impl {
     [[nodiscard]] fs::path member_dir(const member& m) const {
         return dir / ("server" + std::to_string(m.id));
     }
-    [[nodiscard]] fs::path config_path(const member& m) const {
-        return member_dir(m) / "zoo.cfg";
-    }
-    [[nodiscard]] fs::path log_path(const member& m) const {
-        return member_dir(m) / "server.log";
-    }
+    [[nodiscard]] fs::path config_path(const member& m) const { return member_dir(m) / "zoo.cfg"; }
+    [[nodiscard]] fs::path log_path(const member& m) const { return member_dir(m) / "server.log"; }
     static std::string name(const member& m) { return "ZooKeeper server " + std::to_string(m.id); }
 
     [[nodiscard]] std::string log_tail(const member& m, std::size_t lines) const {
@@ -1045,8 +1038,8 @@ struct cluster::impl {
             << "jvm_heap " << jvm_heap << "\n"
             << "start_timeout_s " << start_timeout.count() << "\n";
         for (const auto& m : members) {
-            out << "member " << m.id << " " << m.pid << " " << m.client_port << " "
-                << m.peer_port << " " << m.election_port << "\n";
+            out << "member " << m.id << " " << m.pid << " " << m.client_port << " " << m.peer_port
+                << " " << m.election_port << "\n";
         }
         write_file(dir / state_file_name, out.str());
     }
@@ -1136,8 +1129,9 @@ cluster::~cluster() {
     try {
         stop();
     } catch (const std::exception& e) {
-        spdlog::error("zk_local: stopping the cluster in {} failed: {}",
-                      impl_->dir.string(), e.what());
+        spdlog::error(
+            "zk_local: stopping the cluster in {} failed: {}", impl_->dir.string(), e.what()
+        );
     }
 }
 
@@ -1195,8 +1189,8 @@ cluster cluster::start(options opts) {
             for (auto& m : previous->members) {
                 if (previous->alive(m)) {
                     throw std::runtime_error(
-                        "zk_local: a cluster is already running in " + state->dir.string() +
-                        " (" + impl::name(m) + ", pid " + std::to_string(m.pid) + ")"
+                        "zk_local: a cluster is already running in " + state->dir.string() + " (" +
+                        impl::name(m) + ", pid " + std::to_string(m.pid) + ")"
                     );
                 }
             }
@@ -1214,8 +1208,7 @@ cluster cluster::start(options opts) {
         throw;
     }
     spdlog::debug(
-        "zk_local: {} server(s) serving after {} ms in {}",
-        opts.servers,
+        "zk_local: {} server(s) serving after {} ms in {}", opts.servers,
         std::chrono::duration_cast<milliseconds>(steady::now() - started).count(),
         state->dir.string()
     );
@@ -1242,11 +1235,17 @@ std::string cluster::connect_string(int member) const {
     return "127.0.0.1:" + std::to_string(client_port(member));
 }
 
-int cluster::size() const { return static_cast<int>(state().members.size()); }
+int cluster::size() const {
+    return static_cast<int>(state().members.size());
+}
 
-std::uint16_t cluster::client_port(int member) const { return state().at(member).client_port; }
+std::uint16_t cluster::client_port(int member) const {
+    return state().at(member).client_port;
+}
 
-const std::filesystem::path& cluster::dir() const { return state().dir; }
+const std::filesystem::path& cluster::dir() const {
+    return state().dir;
+}
 
 std::filesystem::path cluster::log_path(int member) const {
     auto& s = state();
@@ -1362,10 +1361,12 @@ void cluster::stop(bool keep_dir) {
     }
 }
 
-void cluster::release() { state().released = true; }
+void cluster::release() {
+    state().released = true;
+}
 
 void cluster::on_stop(std::function<void(const cluster&)> hook) {
     state().on_stop = std::move(hook);
 }
 
-} // namespace zkd::zk_local
+}  // namespace zkd::zk_local

@@ -143,4 +143,4 @@ private:
 // Parses the Mode line of a `srvr` reply; "" when the server is not serving.
 [[nodiscard]] std::string parse_mode(std::string_view srvr_reply);
 
-} // namespace zkd::zk_local
+}  // namespace zkd::zk_local

@@ -11,16 +11,17 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
-#include <functional>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -62,7 +63,8 @@ void usage(std::FILE* out) {
         "  --json           one JSON object on stdout instead of the table\n"
         "  --help           this text\n"
         "Exit: 0 done, 1 failure, 2 usage error.\n",
-        out);
+        out
+    );
 }
 
 std::optional<settings> parse(int argc, char** argv) {
@@ -88,8 +90,10 @@ std::optional<settings> parse(int argc, char** argv) {
                     throw std::invalid_argument(*v);
                 }
             } catch (const std::exception&) {
-                std::fprintf(stderr, "zkd-zkco-bench: %s wants a whole number >= %d, not '%s'\n",
-                             a.c_str(), min, v->c_str());
+                std::fprintf(
+                    stderr, "zkd-zkco-bench: %s wants a whole number >= %d, not '%s'\n", a.c_str(),
+                    min, v->c_str()
+                );
                 return false;
             }
             return true;
@@ -236,9 +240,10 @@ struct raw_client {
         run.total = s.ops;
         run.issue = [&](raw_run& r, int i) {
             const std::string path = parent + "/n" + std::to_string(i);
-            const int rc = zoo_acreate(r.zh, path.c_str(), data.data(),
-                                       static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, 0,
-                                       raw_string_done, &r);
+            const int rc = zoo_acreate(
+                r.zh, path.c_str(), data.data(), static_cast<int>(data.size()),
+                &ZOO_OPEN_ACL_UNSAFE, 0, raw_string_done, &r
+            );
             if (rc != ZOK) {
                 r.complete(rc);
             }
@@ -268,13 +273,15 @@ struct raw_client {
             for (std::size_t i = 0; i < n; ++i) {
                 call->paths[i] = parent + "/m" + std::to_string(c) + "-" + std::to_string(i);
                 call->buffers[i].assign(call->paths[i].size() + 16, '\0');
-                zoo_create_op_init(&call->ops[i], call->paths[i].c_str(), data.data(),
-                                   static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, 0,
-                                   call->buffers[i].data(),
-                                   static_cast<int>(call->buffers[i].size()));
+                zoo_create_op_init(
+                    &call->ops[i], call->paths[i].c_str(), data.data(),
+                    static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, 0, call->buffers[i].data(),
+                    static_cast<int>(call->buffers[i].size())
+                );
             }
-            const int rc = zoo_amulti(r.zh, s.batch, call->ops.data(), call->results.data(),
-                                      raw_multi_done, call);
+            const int rc = zoo_amulti(
+                r.zh, s.batch, call->ops.data(), call->results.data(), raw_multi_done, call
+            );
             if (rc != ZOK) {
                 delete call;  // NOLINT(cppcoreguidelines-owning-memory)
                 r.complete(rc);
@@ -308,26 +315,30 @@ public:
     double creates(const std::string& parent, const settings& s) {
         const std::string data(s.payload, 'x');
         return drive(s.ops, s.window, [&](int i, auto done) {
-            zk_.async_create(parent + "/n" + std::to_string(i), data, {},
-                             [done](zkd::zkco::error_code ec, const std::string&) { done(ec); });
+            zk_.async_create(
+                parent + "/n" + std::to_string(i), data, {},
+                [done](zkd::zkco::error_code ec, const std::string&) { done(ec); }
+            );
         });
     }
 
     double multis(const std::string& parent, const settings& s) {
         const std::string data(s.payload, 'x');
         const int calls = std::max(1, s.ops / s.batch);
-        const double per_s =
-            drive(calls, std::max(1, s.window / s.batch), [&](int c, auto done) {
-                std::vector<zkd::zkco::multi_op> ops;
-                ops.reserve(static_cast<std::size_t>(s.batch));
-                for (int i = 0; i < s.batch; ++i) {
-                    ops.emplace_back(zkd::zkco::op::create{
-                        parent + "/m" + std::to_string(c) + "-" + std::to_string(i), data,
-                        zkd::zkco::create_mode::persistent, {}});
-                }
-                zk_.async_multi(std::move(ops),
-                                [done](zkd::zkco::error_code ec, const auto&) { done(ec); });
+        const double per_s = drive(calls, std::max(1, s.window / s.batch), [&](int c, auto done) {
+            std::vector<zkd::zkco::multi_op> ops;
+            ops.reserve(static_cast<std::size_t>(s.batch));
+            for (int i = 0; i < s.batch; ++i) {
+                ops.emplace_back(zkd::zkco::op::create{
+                    parent + "/m" + std::to_string(c) + "-" + std::to_string(i),
+                    data,
+                    zkd::zkco::create_mode::persistent,
+                    {}});
+            }
+            zk_.async_multi(std::move(ops), [done](zkd::zkco::error_code ec, const auto&) {
+                done(ec);
             });
+        });
         return per_s;
     }
 
@@ -422,13 +433,15 @@ int main(int argc, char** argv) {
             const bool raw_first = r % 2 == 0;
             auto run_creates = [&](bool is_raw) {
                 (is_raw ? raw_c : zk_c)
-                    .push_back(is_raw ? raw.creates(base + "/raw", s)
-                                      : runner.creates(base + "/zkco", s));
+                    .push_back(
+                        is_raw ? raw.creates(base + "/raw", s) : runner.creates(base + "/zkco", s)
+                    );
             };
             auto run_multis = [&](bool is_raw) {
                 (is_raw ? raw_m : zk_m)
-                    .push_back(is_raw ? raw.multis(base + "/raw", s)
-                                      : runner.multis(base + "/zkco", s));
+                    .push_back(
+                        is_raw ? raw.multis(base + "/raw", s) : runner.multis(base + "/zkco", s)
+                    );
             };
             run_creates(raw_first);
             run_creates(!raw_first);
@@ -444,11 +457,13 @@ int main(int argc, char** argv) {
             ratio_c.push_back(zk_c.back() / raw_c.back());
             ratio_m.push_back(zk_m.back() / raw_m.back());
             if (!s.json) {
-                std::fprintf(stderr,
-                             "round %d: creates/s raw %.0f zkco %.0f (%.2fx); multi/s raw %.0f "
-                             "zkco %.0f (%.2fx)\n",
-                             r + 1 - s.warmup, raw_c.back(), zk_c.back(), ratio_c.back(), raw_m.back(),
-                             zk_m.back(), ratio_m.back());
+                std::fprintf(
+                    stderr,
+                    "round %d: creates/s raw %.0f zkco %.0f (%.2fx); multi/s raw %.0f "
+                    "zkco %.0f (%.2fx)\n",
+                    r + 1 - s.warmup, raw_c.back(), zk_c.back(), ratio_c.back(), raw_m.back(),
+                    zk_m.back(), ratio_m.back()
+                );
             }
         }
 
@@ -460,20 +475,29 @@ int main(int argc, char** argv) {
                 "\"multis_ratio\":%.3f,\"zkco_multi_creates_per_s\":%.0f}\n",
                 s.ops, s.window, s.batch, s.payload, s.rounds, s.force_sync ? "true" : "false",
                 median(raw_c), median(zk_c), median(ratio_c), median(raw_m), median(zk_m),
-                median(ratio_m), median(zk_m) * s.batch);
+                median(ratio_m), median(zk_m) * s.batch
+            );
         } else {
-            std::printf("zkco vs raw C client, %d creates/round, window %d, %zu-byte nodes, "
-                        "multi of %d, %d rounds (medians), forceSync=%s\n",
-                        s.ops, s.window, s.payload, s.batch, s.rounds,
-                        local ? (s.force_sync ? "yes" : "no") : "server's own");
+            std::printf(
+                "zkco vs raw C client, %d creates/round, window %d, %zu-byte nodes, "
+                "multi of %d, %d rounds (medians), forceSync=%s\n",
+                s.ops, s.window, s.payload, s.batch, s.rounds,
+                local ? (s.force_sync ? "yes" : "no") : "server's own"
+            );
             std::printf("| measurement | raw C client | zkco | zkco / raw |\n");
             std::printf("|---|---:|---:|---:|\n");
-            std::printf("| creates/s | %.0f | %.0f | %.2fx |\n", median(raw_c), median(zk_c),
-                        median(ratio_c));
-            std::printf("| multi/s (%d creates each) | %.0f | %.0f | %.2fx |\n", s.batch,
-                        median(raw_m), median(zk_m), median(ratio_m));
-            std::printf("| creates/s inside multi | %.0f | %.0f | |\n", median(raw_m) * s.batch,
-                        median(zk_m) * s.batch);
+            std::printf(
+                "| creates/s | %.0f | %.0f | %.2fx |\n", median(raw_c), median(zk_c),
+                median(ratio_c)
+            );
+            std::printf(
+                "| multi/s (%d creates each) | %.0f | %.0f | %.2fx |\n", s.batch, median(raw_m),
+                median(zk_m), median(ratio_m)
+            );
+            std::printf(
+                "| creates/s inside multi | %.0f | %.0f | |\n", median(raw_m) * s.batch,
+                median(zk_m) * s.batch
+            );
         }
         zk.async_close([] {});
         ioc.restart();

@@ -7,6 +7,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -21,11 +22,13 @@ using namespace zkd::zkco;
 namespace {
 
 void usage(std::FILE* out) {
-    std::fputs("usage: zkd-zkco-smoke --zk CONNECT [--root PATH]\n"
-               "Runs a short tour of the zkco library against a ZooKeeper server and prints\n"
-               "each step. Everything it creates lives under PATH (default /zkco-smoke) and is\n"
-               "removed at the end. Exit: 0 ok, 1 a step failed, 2 usage error.\n",
-               out);
+    std::fputs(
+        "usage: zkd-zkco-smoke --zk CONNECT [--root PATH]\n"
+        "Runs a short tour of the zkco library against a ZooKeeper server and prints\n"
+        "each step. Everything it creates lives under PATH (default /zkco-smoke) and is\n"
+        "removed at the end. Exit: 0 ok, 1 a step failed, 2 usage error.\n",
+        out
+    );
 }
 
 /// Prints a step's outcome; throws on failure so the tour stops at the first problem.
@@ -47,9 +50,11 @@ asio::awaitable<void> tour(std::string connect, std::string root) {
     client zk(co_await asio::this_coro::executor, cfg);
 
     check("connect within 10 s", co_await with_timeout(zk.connect(), 10s));
-    std::printf("      session 0x%llx, timeout %lld ms\n",
-                static_cast<unsigned long long>(zk.session()->id),
-                static_cast<long long>(zk.negotiated_timeout().count()));
+    std::printf(
+        "      session 0x%llx, timeout %lld ms\n",
+        static_cast<unsigned long long>(zk.session()->id),
+        static_cast<long long>(zk.negotiated_timeout().count())
+    );
 
     // Start from a clean slate: remove what an earlier run may have left.
     if (auto old = co_await zk.get_children(root + "/queue")) {
@@ -63,19 +68,26 @@ asio::awaitable<void> tour(std::string connect, std::string root) {
 
     check("create root", co_await zk.create(root, "zkco smoke"s));
     check("create members dir", co_await zk.create(root + "/members"));
-    check("join as an ephemeral member",
-          co_await zk.create(root + "/members/me", "pid " + std::to_string(::getpid()),
-                             {create_mode::ephemeral}));
+    check(
+        "join as an ephemeral member",
+        co_await zk.create(
+            root + "/members/me", "pid " + std::to_string(::getpid()), {create_mode::ephemeral}
+        )
+    );
     check("create queue", co_await zk.create(root + "/queue"));
 
-    auto watched_queue = check("list the queue and watch it", co_await zk.watch_children(root + "/queue"));
+    auto watched_queue =
+        check("list the queue and watch it", co_await zk.watch_children(root + "/queue"));
     std::printf("      queue has %zu items\n", watched_queue.value.names.size());
 
     // Three items in one transaction: all or none.
     std::vector<multi_op> batch;
     for (int i = 0; i < 3; ++i) {
-        batch.emplace_back(op::create{root + "/queue/item-", R"({"n":)" + std::to_string(i) + "}",
-                                      create_mode::persistent_sequential, {}});
+        batch.emplace_back(op::create{
+            root + "/queue/item-",
+            R"({"n":)" + std::to_string(i) + "}",
+            create_mode::persistent_sequential,
+            {}});
     }
     auto committed = co_await zk.multi(std::move(batch));
     if (!committed) {
@@ -87,15 +99,19 @@ asio::awaitable<void> tour(std::string connect, std::string root) {
     }
     std::printf("\n");
 
-    auto event = check("the child watch fired", co_await with_timeout(watched_queue.watch.changed(), 10s));
-    std::printf("      event: %s on %s\n", std::string(to_string(event.type)).c_str(),
-                event.path.c_str());
+    auto event =
+        check("the child watch fired", co_await with_timeout(watched_queue.watch.changed(), 10s));
+    std::printf(
+        "      event: %s on %s\n", std::string(to_string(event.type)).c_str(), event.path.c_str()
+    );
 
     check("create config", co_await zk.create(root + "/config", "v1"s));
     auto st = check("update config at version 0", co_await zk.set(root + "/config", "v2"s, 0));
     auto stale = co_await zk.set(root + "/config", "v3"s, 0);
-    std::printf("  ok  a stale update is refused: %s (version is %d)\n",
-                stale ? "applied?!" : stale.error().message().c_str(), st.version);
+    std::printf(
+        "  ok  a stale update is refused: %s (version is %d)\n",
+        stale ? "applied?!" : stale.error().message().c_str(), st.version
+    );
     if (stale) {
         throw std::runtime_error("a stale version check passed");
     }
@@ -112,11 +128,12 @@ asio::awaitable<void> tour(std::string connect, std::string root) {
         (void)co_await zk.remove(root + leaf);
     }
     const auto n = zk.counters();
-    std::printf("      requests sent: %llu reads, %llu writes (%llu ops; %llu multi), %llu watches\n",
-                static_cast<unsigned long long>(n.reads), static_cast<unsigned long long>(n.writes),
-                static_cast<unsigned long long>(n.write_ops),
-                static_cast<unsigned long long>(n.multis),
-                static_cast<unsigned long long>(n.watches));
+    std::printf(
+        "      requests sent: %llu reads, %llu writes (%llu ops; %llu multi), %llu watches\n",
+        static_cast<unsigned long long>(n.reads), static_cast<unsigned long long>(n.writes),
+        static_cast<unsigned long long>(n.write_ops), static_cast<unsigned long long>(n.multis),
+        static_cast<unsigned long long>(n.watches)
+    );
     co_await zk.close();
     std::printf("  ok  closed\n");
 }

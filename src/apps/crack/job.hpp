@@ -44,10 +44,11 @@ inline constexpr char cancelled = 'c';  ///< cancelled after the job was found
 /// A partition that ended without searching its part.
 struct crack_failed_partition {
     int partition = 0;
-    std::string task;                       ///< its task id then
-    protocol::task_state state = protocol::task_state::failed;  ///< the result's state; unknown: vanished
-    std::string code;                       ///< the result's error code, or "vanished",
-                                            ///< "garbage_result", "bad_value"
+    std::string task;  ///< its task id then
+    protocol::task_state state =
+        protocol::task_state::failed;  ///< the result's state; unknown: vanished
+    std::string code;                  ///< the result's error code, or "vanished",
+                                       ///< "garbage_result", "bad_value"
     std::string message;
 
     friend bool operator==(const crack_failed_partition&, const crack_failed_partition&) = default;

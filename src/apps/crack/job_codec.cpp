@@ -2,7 +2,6 @@
 // The crack job node's codec (docs/crack.md §2). Pure, no I/O: it builds, and is fuzzed
 // (tests/fuzz), on its own.
 #include "apps/crack/job.hpp"
-
 #include "protocol/ids.hpp"
 
 #include <boost/json/array.hpp>
@@ -178,7 +177,8 @@ protocol::codec_result<crack_job> decode_crack_job(std::string_view data) {
     }
     const json::value* parts = o->if_contains("partitions");
     if (parts == nullptr || !parts->is_string() || parts->get_string().size() != j.tasks.size()) {
-        return protocol::decode_error{"\"partitions\" must be a string with one character per task"};
+        return protocol::decode_error{
+            "\"partitions\" must be a string with one character per task"};
     }
     j.partitions = std::string(parts->get_string());
     for (const char c : j.partitions) {
@@ -232,7 +232,8 @@ protocol::codec_result<crack_job> decode_crack_job(std::string_view data) {
                                                       : std::string();
             };
             fp.task = text("task");
-            fp.state = protocol::parse_task_state(text("state")).value_or(protocol::task_state::unknown);
+            fp.state =
+                protocol::parse_task_state(text("state")).value_or(protocol::task_state::unknown);
             fp.code = text("code");
             fp.message = text("message");
             j.failed.push_back(std::move(fp));

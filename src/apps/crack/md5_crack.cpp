@@ -367,7 +367,9 @@ handler_result md5_crack(const json::value& args, std::stop_token stop) {
     if (words != nullptr)
         return search_words(*target, *words, stop);
     if (!has_range) {
-        return bad_args(R"(needs either "words" or "charset", "min_len", "max_len", "start", "count")");
+        return bad_args(
+            R"(needs either "words" or "charset", "min_len", "max_len", "start", "count")"
+        );
     }
     return search_range(*target, *obj, stop);
 }

@@ -51,7 +51,8 @@ zkco::result<crack_plan> make_plan(const crack_spec& s) {
     if (s.charset.has_value() == s.words.has_value()) {
         return zkco::error_code(crack_errc::bad_search);
     }
-    if (s.priority < protocol::min_priority || s.priority > protocol::max_priority || s.partition_timeout.count() < 0 || s.max_attempts < 1) {
+    if (s.priority < protocol::min_priority || s.priority > protocol::max_priority ||
+        s.partition_timeout.count() < 0 || s.max_attempts < 1) {
         return zkco::error_code(crack_errc::bad_task_options);
     }
     if (s.partitions < 0 || s.partitions > max_crack_partitions) {
@@ -178,7 +179,8 @@ std::uint64_t partition_count(const crack_plan& p, int requested, int live_capac
         parts = static_cast<std::uint64_t>(
             std::clamp(4 * live_capacity, default_crack_partitions, max_crack_partitions)
         );
-        const std::uint64_t unit = p.words_mode ? min_auto_partition_words : min_auto_partition_candidates;
+        const std::uint64_t unit =
+            p.words_mode ? min_auto_partition_words : min_auto_partition_candidates;
         parts = std::min(parts, std::max<std::uint64_t>(1, (p.size + unit - 1) / unit));
     }
     if (!p.words_mode) {

@@ -62,7 +62,6 @@ struct crack_spec {
     std::chrono::milliseconds reconcile_interval{60'000};
 };
 
-
 /// A validated spec and what follows from it.
 struct crack_plan {
     std::string hash;  ///< lowercase
@@ -71,7 +70,7 @@ struct crack_plan {
     int min_len = 1;
     int max_len = 0;
     std::vector<std::string> words;
-    std::uint64_t size = 0;          ///< candidates in the whole search
+    std::uint64_t size = 0;         ///< candidates in the whole search
     boost::json::object canonical;  ///< the job node's "spec"
     std::string job_id;             ///< crack-<hash>-<8 hex>
 };
@@ -90,7 +89,9 @@ zkco::result<std::string> crack_job_id(const crack_spec& spec);
 std::uint64_t partition_count(const crack_plan& p, int requested, int live_capacity);
 
 /// The md5-crack args of the partition covering candidates (start, count) of the plan.
-boost::json::value partition_args(const crack_plan& p, std::pair<std::uint64_t, std::uint64_t> range);
+boost::json::value partition_args(
+    const crack_plan& p, std::pair<std::uint64_t, std::uint64_t> range
+);
 
 /// The pending-node create (T1) of one partition's task `tid`, or bad_task_options /
 /// job_too_large (the task is over max_task_bytes).

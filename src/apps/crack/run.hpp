@@ -82,7 +82,7 @@ struct crack_job_info {
     std::string id;
     std::optional<crack_job> job;  ///< nullopt: the node is garbage (see `problem`)
     std::string problem;
-    std::int32_t version = -1;     ///< the node's data version when read
+    std::int32_t version = -1;  ///< the node's data version when read
 };
 
 /// The crack jobs of `hash` (any case): every /jobs child named crack-<hash>-*, oldest
@@ -102,7 +102,8 @@ struct crack_forgotten {
 /// each only if unchanged since it was read (a failed job being retried is kept); running
 /// jobs stay. Their partitions' unconsumed results, if any, go with the results' retention
 /// (docs/protocol.md T8). Errors: bad_hash, the session's errors.
-boost::asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk,
-                                                                   std::string hash);
+boost::asio::awaitable<zkco::result<crack_forgotten>> crack_forget(
+    zkco::client& zk, std::string hash
+);
 
 }  // namespace zkd::crack

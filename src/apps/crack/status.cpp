@@ -60,8 +60,7 @@ asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
     co_return out;
 }
 
-asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk,
-                                                              std::string hash) {
+asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk, std::string hash) {
     auto jobs = co_await crack_status(zk, std::move(hash));
     if (!jobs) {
         co_return jobs.error();
@@ -72,7 +71,8 @@ asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk,
             out.kept.push_back(std::move(info));
             continue;
         }
-        auto removed = co_await zk.remove(std::string(crack_jobs_dir) + "/" + info.id, info.version);
+        auto removed =
+            co_await zk.remove(std::string(crack_jobs_dir) + "/" + info.id, info.version);
         if (removed) {
             out.removed.push_back(std::move(info));
         } else if (removed.error() == zkco::errc::bad_version) {

@@ -14,6 +14,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <zookeeper/zookeeper.h>
@@ -52,7 +53,9 @@ void invoke(
     } else {
         // The handler's executor type-erased as any_completion_executor cannot be posted to
         // (no blocking.never); hop through ours, then dispatch to it.
-        asio::post(io_ex, [ex, fn = std::move(fn)]() mutable { asio::dispatch(ex, std::move(fn)); });
+        asio::post(io_ex, [ex, fn = std::move(fn)]() mutable {
+            asio::dispatch(ex, std::move(fn));
+        });
     }
 }
 
@@ -63,8 +66,12 @@ void post_void(const asio::any_io_executor& io_ex, asio::any_completion_handler<
 }
 
 template <class... Args>
-void post_result(const asio::any_io_executor& io_ex, handler<Args...> h, error_code ec,
-                 std::tuple<Args...> args = {}) {
+void post_result(
+    const asio::any_io_executor& io_ex,
+    handler<Args...> h,
+    error_code ec,
+    std::tuple<Args...> args = {}
+) {
     invoke(io_ex, std::move(h), ec, std::move(args), completion_mode::post);
 }
 
@@ -152,8 +159,8 @@ std::unique_ptr<op_ctx> take_ctx(const void* data) {
 }
 
 zkco::stat to_stat(const Stat& s) {
-    return {s.czxid, s.mzxid, s.ctime, s.mtime, s.version, s.cversion, s.aversion,
-            s.ephemeralOwner, s.dataLength, s.numChildren, s.pzxid};
+    return {s.czxid,    s.mzxid,          s.ctime,      s.mtime,       s.version, s.cversion,
+            s.aversion, s.ephemeralOwner, s.dataLength, s.numChildren, s.pzxid};
 }
 
 void push_reply(const op_ctx& ctx, zk_event&& ev) {
@@ -230,8 +237,10 @@ void on_acl(int rc, ACL_vector* acl, Stat* st, const void* data) {
         if (acl != nullptr) {
             for (std::int32_t i = 0; i < acl->count; ++i) {
                 const ACL& a = acl->data[i];  // NOLINT: C array
-                ev.acl.push_back({a.perms, a.id.scheme != nullptr ? a.id.scheme : "",
-                                  a.id.id != nullptr ? a.id.id : ""});
+                ev.acl.push_back(
+                    {a.perms, a.id.scheme != nullptr ? a.id.scheme : "",
+                     a.id.id != nullptr ? a.id.id : ""}
+                );
             }
         }
         if (st != nullptr) {
@@ -422,7 +431,9 @@ void* watch_ctx(std::uint64_t id) {
     return reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));  // NOLINT
 }
 
-int data_len(const std::string& data) { return static_cast<int>(data.size()); }
+int data_len(const std::string& data) {
+    return static_cast<int>(data.size());
+}
 
 // Conversions from a reply to a handler's arguments. `ec` may be rewritten (exists: a
 // missing node is an answer, not an error).
@@ -453,7 +464,8 @@ auto multi_value = [](core&, std::uint64_t, error_code&, zk_event& ev) {
     return std::tuple<std::vector<op_result>>(std::move(ev.multi));
 };
 auto watch_event_value = [](core&, std::uint64_t, error_code&, zk_event& ev) {
-    return std::tuple<watch_event>(watch_event{static_cast<event_type>(ev.code), std::move(ev.text)});
+    return std::tuple<watch_event>(watch_event{static_cast<event_type>(ev.code), std::move(ev.text)}
+    );
 };
 
 /// Adds the watch to a read's conversion: handed out on success, forgotten on error.
@@ -538,10 +550,12 @@ template <class... Args, class Convert>
 std::uint64_t core::add_op(handler<Args...> h, Convert convert, std::uint64_t watch_id) {
     const std::uint64_t id = ++next_id_;
     auto slot = asio::get_associated_cancellation_slot(h);
-    auto work = asio::prefer(asio::get_associated_executor(h, ex_),
-                             asio::execution::outstanding_work.tracked);
-    auto op = std::make_unique<op_impl<Convert, Args...>>(std::move(h), std::move(convert),
-                                                          std::move(work), watch_id);
+    auto work = asio::prefer(
+        asio::get_associated_executor(h, ex_), asio::execution::outstanding_work.tracked
+    );
+    auto op = std::make_unique<op_impl<Convert, Args...>>(
+        std::move(h), std::move(convert), std::move(work), watch_id
+    );
     if (slot.is_connected()) {
         slot.assign([w = weak_from_this(), id](asio::cancellation_type type) {
             // Total cancellation would promise "nothing happened", which a request already
@@ -653,7 +667,8 @@ void core::resolve_next(std::shared_ptr<resolve_state> st) {
                 }
                 ++st->next;
                 c->resolve_next(st);
-            });
+            }
+        );
         return;
     }
     auto& hosts = st->hosts;
@@ -661,8 +676,7 @@ void core::resolve_next(std::shared_ptr<resolve_state> st) {
     hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
     if (hosts.empty()) {
         started_ = false;
-        complete_connect_waiters(st->last_error ? st->last_error
-                                                : error_code(errc::bad_arguments));
+        complete_connect_waiters(st->last_error ? st->last_error : error_code(errc::bad_arguments));
         return;
     }
     std::string joined;
@@ -677,15 +691,18 @@ void core::init_handle(const std::string& hosts) {
     const clientid_t* idp = nullptr;
     if (cfg_.resume) {
         id.client_id = cfg_.resume->id;
-        std::memcpy(id.passwd, cfg_.resume->password.data(),
-                    std::min(sizeof(id.passwd), cfg_.resume->password.size()));
+        std::memcpy(
+            id.passwd, cfg_.resume->password.data(),
+            std::min(sizeof(id.passwd), cfg_.resume->password.size())
+        );
         idp = &id;
     }
     sctx_ = new session_ctx{shared_from_this()};  // NOLINT(cppcoreguidelines-owning-memory)
     errno = 0;
-    zh_ = zookeeper_init2(hosts.c_str(), on_session_event,
-                          static_cast<int>(cfg_.session_timeout.count()), idp, sctx_, 0,
-                          on_client_log);
+    zh_ = zookeeper_init2(
+        hosts.c_str(), on_session_event, static_cast<int>(cfg_.session_timeout.count()), idp, sctx_,
+        0, on_client_log
+    );
     if (zh_ == nullptr) {
         const int err = errno != 0 ? errno : EINVAL;
         delete std::exchange(sctx_, nullptr);  // NOLINT(cppcoreguidelines-owning-memory)
@@ -726,7 +743,8 @@ void core::wait_state(std::uint64_t seen, handler<state_change> h) {
         [](core& c, std::uint64_t, error_code&, zk_event&) {
             return std::tuple(state_change{c.state(), c.generation()});
         },
-        0));
+        0
+    ));
 }
 
 void core::arm_expiry_timer() {
@@ -738,9 +756,11 @@ void core::arm_expiry_timer() {
         if (ec || !c || c->state_ != session_state::disconnected || c->generation_ != gen) {
             return;
         }
-        spdlog::warn("zk: session 0x{:x} declared expired: disconnected for longer than its "
-                     "{} ms timeout",
-                     c->session_ ? c->session_->id : 0, c->negotiated_.count());
+        spdlog::warn(
+            "zk: session 0x{:x} declared expired: disconnected for longer than its "
+            "{} ms timeout",
+            c->session_ ? c->session_->id : 0, c->negotiated_.count()
+        );
         c->terminate(session_state::expired, errc::session_expired);
     });
 }
@@ -758,14 +778,17 @@ void core::on_session(zk_event&& ev) {
         expiry_timer_->cancel();
         if (state_ != session_state::connected) {
             if (negotiated_ == cfg_.session_timeout) {
-                spdlog::info("zk: session 0x{:x} connected (timeout {} ms)",
-                             session_ ? session_->id : 0, negotiated_.count());
+                spdlog::info(
+                    "zk: session 0x{:x} connected (timeout {} ms)", session_ ? session_->id : 0,
+                    negotiated_.count()
+                );
             } else {
                 // The server clamps to its [minSessionTimeout, maxSessionTimeout].
-                spdlog::info("zk: session 0x{:x} connected (timeout {} ms: the server's limit; "
-                             "{} ms asked)",
-                             session_ ? session_->id : 0, negotiated_.count(),
-                             cfg_.session_timeout.count());
+                spdlog::info(
+                    "zk: session 0x{:x} connected (timeout {} ms: the server's limit; "
+                    "{} ms asked)",
+                    session_ ? session_->id : 0, negotiated_.count(), cfg_.session_timeout.count()
+                );
             }
             set_state(session_state::connected);
         }
@@ -865,7 +888,9 @@ void core::close(asio::any_completion_handler<void()> h) {
         settle_waiters_.push_back(std::move(h));
         if (!settle_timer_) {
             settle_timer_ = std::make_unique<asio::steady_timer>(
-                ex_, std::min<std::chrono::milliseconds>(cfg_.session_timeout, std::chrono::seconds(2)));
+                ex_,
+                std::min<std::chrono::milliseconds>(cfg_.session_timeout, std::chrono::seconds(2))
+            );
             settle_timer_->async_wait([w = weak_from_this()](error_code ec) {
                 if (auto c = w.lock(); c && !ec) {
                     c->settled();
@@ -962,7 +987,9 @@ void core::drain() {
     draining_.clear();
 }
 
-void core::on_reply(zk_event&& ev) { complete_op(ev.id, from_zk_rc(ev.code), &ev); }
+void core::on_reply(zk_event&& ev) {
+    complete_op(ev.id, from_zk_rc(ev.code), &ev);
+}
 
 void core::on_watch(zk_event&& ev) {
     const auto it = watches_.find(ev.id);
@@ -1032,8 +1059,7 @@ void core::watch_release(std::uint64_t id) noexcept {
 
 // --- operations --------------------------------------------------------------------------
 
-void core::create(std::string path, std::string data, create_options opts,
-                  handler<std::string> h) {
+void core::create(std::string path, std::string data, create_options opts, handler<std::string> h) {
     if (!check_usable(h, path, path.size() + data.size())) {
         return;
     }
@@ -1044,11 +1070,15 @@ void core::create(std::string path, std::string data, create_options opts,
     ++counters_.write_ops;
     int rc = ZOK;
     if (is_ttl(opts.mode)) {
-        rc = zoo_acreate_ttl(zh_, path.c_str(), data.data(), data_len(data), acl.get(),
-                             to_zk_mode(opts.mode), opts.ttl.count(), on_string, ctx.get());
+        rc = zoo_acreate_ttl(
+            zh_, path.c_str(), data.data(), data_len(data), acl.get(), to_zk_mode(opts.mode),
+            opts.ttl.count(), on_string, ctx.get()
+        );
     } else {
-        rc = zoo_acreate(zh_, path.c_str(), data.data(), data_len(data), acl.get(),
-                         to_zk_mode(opts.mode), on_string, ctx.get());
+        rc = zoo_acreate(
+            zh_, path.c_str(), data.data(), data_len(data), acl.get(), to_zk_mode(opts.mode),
+            on_string, ctx.get()
+        );
     }
     if (rc != ZOK) {
         fail_start(id, rc);
@@ -1130,8 +1160,7 @@ void core::watch_get(std::string path, handler<node, watch> h) {
     const auto id = add_op(std::move(h), with_watch(node_value), wid);
     auto ctx = std::make_unique<op_ctx>(this, id);
     ++counters_.reads;
-    const int rc =
-        zoo_awget(zh_, path.c_str(), on_watch_event, watch_ctx(wid), on_data, ctx.get());
+    const int rc = zoo_awget(zh_, path.c_str(), on_watch_event, watch_ctx(wid), on_data, ctx.get());
     if (rc != ZOK) {
         fail_start(id, rc);
         return;
@@ -1182,8 +1211,9 @@ void core::watch_children(std::string path, handler<children, watch> h) {
     const auto id = add_op(std::move(h), with_watch(children_value), wid);
     auto ctx = std::make_unique<op_ctx>(this, id);
     ++counters_.reads;
-    const int rc = zoo_awget_children2(zh_, path.c_str(), on_watch_event, watch_ctx(wid),
-                                       on_strings_stat, ctx.get());
+    const int rc = zoo_awget_children2(
+        zh_, path.c_str(), on_watch_event, watch_ctx(wid), on_strings_stat, ctx.get()
+    );
     if (rc != ZOK) {
         fail_start(id, rc);
         return;
@@ -1233,7 +1263,8 @@ void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
                     bad_path = o.path.empty() ? std::string_view("?") : o.path;
                 }
             },
-            op);
+            op
+        );
     }
     if (!check_usable(h, bad_path.empty() ? "/" : bad_path, bytes)) {
         return;
@@ -1271,30 +1302,37 @@ void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
                 using T = std::decay_t<decltype(o)>;
                 if constexpr (std::is_same_v<T, op::create>) {
                     acls.push_back(
-                        std::make_unique<acl_holder>(o.acl.empty() ? default_acl_ : o.acl));
+                        std::make_unique<acl_holder>(o.acl.empty() ? default_acl_ : o.acl)
+                    );
                     auto& buf = ctx->path_buffers[i];
                     buf.assign(o.path.size() + 32, '\0');  // room for the sequence suffix
-                    zoo_create_op_init(zop, o.path.c_str(), o.data.data(), data_len(o.data),
-                                       acls.back()->get(), to_zk_mode(o.mode), buf.data(),
-                                       static_cast<int>(buf.size()));
+                    zoo_create_op_init(
+                        zop, o.path.c_str(), o.data.data(), data_len(o.data), acls.back()->get(),
+                        to_zk_mode(o.mode), buf.data(), static_cast<int>(buf.size())
+                    );
                 } else if constexpr (std::is_same_v<T, op::remove>) {
                     zoo_delete_op_init(zop, o.path.c_str(), o.version);
                 } else if constexpr (std::is_same_v<T, op::set>) {
-                    zoo_set_op_init(zop, o.path.c_str(), o.data.data(), data_len(o.data),
-                                    o.version, &ctx->stats[i]);
+                    zoo_set_op_init(
+                        zop, o.path.c_str(), o.data.data(), data_len(o.data), o.version,
+                        &ctx->stats[i]
+                    );
                 } else {
                     zoo_check_op_init(zop, o.path.c_str(), o.version);
                 }
             },
-            ops[i]);
+            ops[i]
+        );
     }
     const auto id = add_op(std::move(h), multi_value, 0);
     ctx->id = id;
     ++counters_.writes;
     ++counters_.multis;
     counters_.write_ops += n;
-    const int rc = zoo_amulti(zh_, static_cast<int>(n), ctx->ops.data(), ctx->results.data(),
-                              on_multi, static_cast<op_ctx*>(ctx.get()));
+    const int rc = zoo_amulti(
+        zh_, static_cast<int>(n), ctx->ops.data(), ctx->results.data(), on_multi,
+        static_cast<op_ctx*>(ctx.get())
+    );
     if (rc != ZOK) {
         fail_start(id, rc);
         return;

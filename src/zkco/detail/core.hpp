@@ -42,8 +42,8 @@ struct zk_event {
     std::optional<zkco::stat> st;
     std::vector<std::string> names;
     std::vector<op_result> multi;
-    acl_list acl;  ///< reply of get_acl
-    std::chrono::milliseconds timeout{0};  ///< session: negotiated timeout
+    acl_list acl;                           ///< reply of get_acl
+    std::chrono::milliseconds timeout{0};   ///< session: negotiated timeout
     std::optional<session_handle> session;  ///< session: id and password when connected
 };
 
@@ -112,8 +112,12 @@ private:
     bool check_usable(handler<Args...>& h, std::string_view path, std::size_t request_bytes = 0);
     template <class... Args, class Convert>
     std::uint64_t add_op(handler<Args...> h, Convert convert, std::uint64_t watch_id);
-    void complete_op(std::uint64_t id, error_code ec, zk_event* ev,
-                     completion_mode mode = completion_mode::dispatch);
+    void complete_op(
+        std::uint64_t id,
+        error_code ec,
+        zk_event* ev,
+        completion_mode mode = completion_mode::dispatch
+    );
     void fail_start(std::uint64_t id, int rc);
     std::uint64_t new_watch();
     error_code terminal_error() const noexcept;

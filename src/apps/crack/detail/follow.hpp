@@ -108,7 +108,6 @@ private:
         const std::map<std::string, std::size_t>& open
     );
 
-
     boost::asio::awaitable<void> watch_result(std::size_t partition, std::string tid);
     boost::asio::awaitable<void> watch_job();
     /// A watcher's error ends the follow with it, unless the watcher was cancelled (the

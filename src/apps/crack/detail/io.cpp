@@ -36,8 +36,9 @@ asio::awaitable<bool> retry_after(zkco::client& zk, zkco::error_code ec) {
     co_return again;
 }
 
-asio::awaitable<zkco::result<std::optional<zkco::node>>> read_job(zkco::client& zk,
-                                                                   std::string path) {
+asio::awaitable<zkco::result<std::optional<zkco::node>>> read_job(
+    zkco::client& zk, std::string path
+) {
     for (;;) {
         auto node = co_await zk.get(path);
         if (node) {

@@ -33,8 +33,9 @@ boost::asio::awaitable<bool> retry_after(zkco::client& zk, zkco::error_code ec);
 
 /// The job node at `path`, or nullopt if it does not exist; read again after a connection
 /// loss the session survives.
-boost::asio::awaitable<zkco::result<std::optional<zkco::node>>> read_job(zkco::client& zk,
-                                                                          std::string path);
+boost::asio::awaitable<zkco::result<std::optional<zkco::node>>> read_job(
+    zkco::client& zk, std::string path
+);
 
 /// The job node at `path`, decoded: job_vanished if it is gone, garbage_job if it does not
 /// hold a job.

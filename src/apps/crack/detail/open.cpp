@@ -81,7 +81,9 @@ private:
     zkco::result<void> adopt_existing(const zkco::node& node) {
         auto doc = decode_crack_job(node.data);
         if (!doc) {
-            spdlog::warn("crack {}: the job node is garbage: {}", plan_.job_id, doc.error().message);
+            spdlog::warn(
+                "crack {}: the job node is garbage: {}", plan_.job_id, doc.error().message
+            );
             return zkco::error_code(crack_errc::garbage_job);
         }
         if (doc->hash != plan_.hash || doc->spec != plan_.canonical || doc->size != plan_.size) {
@@ -139,7 +141,8 @@ private:
     }
 
     /// The job node and every partition's pending node, as one multi: the ops and the job.
-    asio::awaitable<zkco::result<std::pair<std::vector<zkco::multi_op>, crack_job>>> creation_ops() {
+    asio::awaitable<zkco::result<std::pair<std::vector<zkco::multi_op>, crack_job>>> creation_ops(
+    ) {
         int capacity = 0;
         if (spec_.partitions <= 0) {
             capacity = co_await live_capacity();
@@ -205,7 +208,8 @@ private:
                     co_return creation::exists;
                 }
                 spdlog::warn(
-                    "crack {}: cannot create the job (op {}): {}", plan_.job_id, *failed, ec.message()
+                    "crack {}: cannot create the job (op {}): {}", plan_.job_id, *failed,
+                    ec.message()
                 );
                 co_return ec;
             }
