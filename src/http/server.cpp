@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+// The HTTP facade: connections (deadlines, limits, TLS), the request checks (token, Host,
+// Origin, content type) and each endpoint's handler over one shared ZooKeeper session. Over
+// 700 lines: the handlers share the session, its reconnects and the checks; routing and
+// bodies are apart (api.cpp, unit-tested), as are the status page's figures (status.cpp).
 #include "http/server.hpp"
 
 #include "http/api.hpp"

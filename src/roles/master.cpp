@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The master's I/O shell (its decisions are in master_view.cpp, its transactions in
 // protocol/master_txn.cpp); T6, T8, /master and the epoch watch are I/O loops of their own
-// that the view does not decide, hence a little over 700 lines.
+// that the view does not decide, hence over 700 lines.
 #include "roles/master.hpp"
 
 #include "protocol/ids.hpp"
