@@ -27,9 +27,16 @@ mkdir -p "$work"
 root=$work/root
 zk_dir=$work/zk
 zkd_pid=
+# Stops the ZooKeeper we started, with the packaged zkd-zk-local or, once the package is
+# purged, the build's (a purged one left the server running after every test run).
+stop_zk() {
+    local bin=$root/usr/bin/zkd-zk-local
+    [ -x "$bin" ] || bin=$build/tools/zk_local/zkd-zk-local
+    [ ! -d "$zk_dir" ] || "$bin" stop --dir "$zk_dir" >/dev/null 2>&1
+}
 cleanup() {
     [ -z "$zkd_pid" ] || kill -KILL "$zkd_pid" 2>/dev/null || true
-    [ ! -d "$zk_dir" ] || "$root/usr/bin/zkd-zk-local" stop --dir "$zk_dir" >/dev/null 2>&1 || true
+    stop_zk || true
 }
 trap cleanup EXIT
 
@@ -132,6 +139,8 @@ wait "$zkd_pid" || rc=$?
 zkd_pid=
 [ "$rc" = 0 ] || { cat "$work/zkd.log"; fail "zkd run exited $rc on SIGTERM"; }
 grep -q 'left the cluster' "$work/zkd.log" || { cat "$work/zkd.log"; fail "zkd did not leave the cluster on SIGTERM"; }
+stop_zk || fail "the packaged zkd-zk-local could not stop its ZooKeeper"
+rm -rf "$zk_dir"
 
 step "reinstall keeps an edited conffile; purge"
 echo "namespace = edited" >>"$root/etc/zkd/zkd.conf"
