@@ -358,6 +358,10 @@ TEST_F(RolesBundle, ABundleThatLiesAboutItsSizeEndsMalformed) {
                 EXPECT_EQ(r->state, task_state::failed);
                 ASSERT_TRUE(r->error);
                 EXPECT_EQ(r->error->code, "malformed_task");
+                // Failed by the master before any worker got it (protocol §4.1, §8), and
+                // carrying the try it was on (§5).
+                EXPECT_TRUE(r->worker.empty()) << r->worker;
+                EXPECT_EQ(r->attempt, 1);
             }
             // The cluster carries on.
             submit_options how;
