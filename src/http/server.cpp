@@ -17,6 +17,7 @@
 #include "roles/task_client.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
+#include "zkco/read_batch.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -577,18 +578,27 @@ struct server::impl {
     asio::awaitable<zkco::result<std::vector<std::string>>> children_of(
         zkco::client& zk, std::vector<std::string> dirs
     ) {
-        std::vector<std::string> names;
+        // All listed at once: one round trip, not one per directory.
+        zkco::read_batch batch(zk);
+        std::vector<zkco::read_batch::slot<zkco::children>> lists;
+        lists.reserve(dirs.size());
         for (auto& d : dirs) {
-            auto c = co_await zk.get_children(std::move(d));
-            if (!c) {
-                if (c.error() == zkco::errc::no_node) {
+            lists.push_back(batch.get_children(std::move(d)));
+        }
+        if (auto all = co_await batch.wait(); !all) {
+            co_return all.error();
+        }
+        std::vector<std::string> names;
+        for (auto& c : lists) {
+            if (!*c) {
+                if (c->error() == zkco::errc::no_node) {
                     continue;
                 }
-                co_return c.error();
+                co_return c->error();
             }
             names.insert(
-                names.end(), std::make_move_iterator(c->names.begin()),
-                std::make_move_iterator(c->names.end())
+                names.end(), std::make_move_iterator((*c)->names.begin()),
+                std::make_move_iterator((*c)->names.end())
             );
         }
         std::sort(names.begin(), names.end());
