@@ -11,6 +11,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <spdlog/spdlog.h>
@@ -30,10 +31,12 @@ struct multi_batcher::group {
     handler h;
     std::vector<std::size_t> index;  // where each op sits in the transaction being sent
     bool decided = false;            // its transaction writes a receipt (async_submit_decided)
+    bool deferred = false;           // queued by async_submit_deferred, not sent yet
 };
 
 struct multi_batcher::state : std::enable_shared_from_this<state> {
-    state(zkco::client& z, limits l) : zk(&z), ex(z.get_executor()), lim(l) {}
+    state(zkco::client& z, limits l)
+        : zk(&z), ex(z.get_executor()), lim(l), defer_timer(z.get_executor()) {}
 
     zkco::client* zk;  // null once the batcher is gone
     asio::any_io_executor ex;
@@ -43,6 +46,10 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
     std::deque<group> queue;
     int in_flight = 0;
     std::size_t in_flight_groups = 0;
+    bool pump_posted = false;         // a pump() is posted: groups queued this turn go together
+    std::size_t deferred_queued = 0;  // queued groups that wait for company (or the timer)
+    asio::steady_timer defer_timer;
+    bool defer_armed = false;
     stats counters;
     std::vector<asio::any_completion_handler<void(zkco::error_code)>> idle_waiters;
 
@@ -95,8 +102,46 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         });
     }
 
+    /// Sends on the next turn of the event loop, so that the groups queued in this turn (a
+    /// master placing many tasks in one step, a worker finishing several) share transactions
+    /// instead of each taking one of the free in-flight slots alone.
+    void pump_soon() {
+        if (pump_posted) {
+            return;
+        }
+        pump_posted = true;
+        asio::post(ex, [self = shared_from_this()] {
+            self->pump_posted = false;
+            self->pump();
+        });
+    }
+
+    /// Deferred groups go with the next transaction, or once they waited `defer_for`.
+    void arm_deferral() {
+        if (defer_armed) {
+            return;
+        }
+        defer_armed = true;
+        defer_timer.expires_after(lim.defer_for);
+        defer_timer.async_wait([self = shared_from_this()](zkco::error_code ec) {
+            self->defer_armed = false;
+            if (!ec) {
+                self->send_deferred();
+            }
+        });
+    }
+
+    void send_deferred() {
+        for (auto& g : queue) {
+            g.deferred = false;
+        }
+        deferred_queued = 0;
+        pump();
+    }
+
     void pump() {
-        while (zk != nullptr && in_flight < lim.max_in_flight && !queue.empty()) {
+        // Deferred groups alone do not start a transaction.
+        while (zk != nullptr && in_flight < lim.max_in_flight && queue.size() > deferred_queued) {
             send_one();
         }
     }
@@ -128,6 +173,10 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                 ops.push_back(op);
             }
             bytes += g.bytes;
+            if (g.deferred) {
+                g.deferred = false;
+                --deferred_queued;
+            }
             batch.push_back(std::move(g));
             queue.pop_front();
         }
@@ -332,6 +381,7 @@ multi_batcher::multi_batcher(zkco::client& zk, limits lim)
 
 multi_batcher::~multi_batcher() {
     state_->zk = nullptr;
+    state_->defer_timer.cancel();
     state_->notify_idle(asio::error::operation_aborted);
     auto queued = std::move(state_->queue);
     for (auto& g : queued) {
@@ -371,18 +421,28 @@ std::size_t multi_batcher::outstanding() const noexcept {
 
 void multi_batcher::wait_idle(asio::any_completion_handler<void(zkco::error_code)> h) {
     state_->idle_waiters.push_back(std::move(h));  // constructed in place, never assigned
+    if (state_->deferred_queued > 0) {
+        state_->send_deferred();  // someone waits for them: no reason to hold them back
+    }
     state_->notify_idle();
 }
 
-void multi_batcher::submit(std::vector<zkco::multi_op> ops, handler h, bool decided) {
+void multi_batcher::submit(
+    std::vector<zkco::multi_op> ops, handler h, bool decided, bool deferred
+) {
     std::size_t bytes = 0;
     for (const auto& op : ops) {
         bytes += zkco::estimated_size(op);
     }
     // Constructed, never assigned: Boost 1.81's any_completion_handler move assignment wraps
     // its source again and again until the stack overflows.
-    state_->queue.push_back(group{std::move(ops), bytes, std::move(h), {}, decided});
-    state_->pump();
+    state_->queue.push_back(group{std::move(ops), bytes, std::move(h), {}, decided, deferred});
+    if (deferred) {
+        ++state_->deferred_queued;
+        state_->arm_deferral();
+    } else {
+        state_->pump_soon();
+    }
 }
 
 }  // namespace zkd::roles

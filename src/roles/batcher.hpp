@@ -7,6 +7,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -17,8 +18,10 @@ namespace zkd::roles {
 /// Folds groups of ops into multi() transactions (docs/protocol.md §1 "Batching").
 ///
 /// A group is ops that must commit together (one task's delete + create). Whatever is
-/// queued goes at once when fewer than `max_in_flight` transactions are out, so a lone group
-/// is never held back; under load groups pile up and share transactions. A transaction is
+/// queued goes on the next turn of the event loop when fewer than `max_in_flight`
+/// transactions are out, so a lone group is never held back for a timer, and the groups
+/// queued in one turn share a transaction; under load groups pile up and share
+/// transactions. Deferred groups (async_submit_deferred) wait for company. A transaction is
 /// bounded by `max_ops` and `max_bytes`. Identical check ops of different groups are sent
 /// once. Every transaction starts with the prefix (a master's `check(/epoch, E)`).
 ///
@@ -35,6 +38,8 @@ public:
         std::size_t max_ops = 1000;
         std::size_t max_bytes = 900'000;
         int max_in_flight = 4;
+        /// How long a deferred group (async_submit_deferred) waits for a transaction to ride.
+        std::chrono::milliseconds defer_for{20};
     };
 
     /// Counters for "ZooKeeper transactions per task" figures.
@@ -74,7 +79,7 @@ public:
         return boost::asio::async_initiate<
             CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
             [this](auto h, std::vector<zkco::multi_op> g) {
-                submit(std::move(g), std::move(h), false);
+                submit(std::move(g), std::move(h), false, false);
             },
             token, std::move(ops)
         );
@@ -88,7 +93,22 @@ public:
         return boost::asio::async_initiate<
             CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
             [this](auto h, std::vector<zkco::multi_op> g) {
-                submit(std::move(g), std::move(h), true);
+                submit(std::move(g), std::move(h), true, false);
+            },
+            token, std::move(ops)
+        );
+    }
+
+    /// As async_submit, for a group nobody waits for (a client deleting a result it has
+    /// read, T5): it does not start a transaction of its own but goes with the next one
+    /// (the next task submitted, say), or once it has waited `limits::defer_for`, or at once
+    /// when someone waits for the batcher to be idle.
+    template <class CompletionToken>
+    auto async_submit_deferred(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
+        return boost::asio::async_initiate<
+            CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
+            [this](auto h, std::vector<zkco::multi_op> g) {
+                submit(std::move(g), std::move(h), false, true);
             },
             token, std::move(ops)
         );
@@ -117,7 +137,7 @@ private:
     struct group;
     struct state;
 
-    void submit(std::vector<zkco::multi_op> ops, handler h, bool decided);
+    void submit(std::vector<zkco::multi_op> ops, handler h, bool decided, bool deferred);
     void wait_idle(boost::asio::any_completion_handler<void(zkco::error_code)> h);
 
     std::shared_ptr<state> state_;

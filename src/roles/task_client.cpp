@@ -531,7 +531,7 @@ void task_client::consume_result(std::string path) {
     // No captures: a coroutine lambda's captures die with the lambda, its parameters do not.
     auto consume = [](task_client* self, std::shared_ptr<bool> alive,
                       std::string p) -> asio::awaitable<void> {
-        const auto ec = co_await self->consume_until_done(std::move(p));
+        const auto ec = co_await self->consume_until_done(std::move(p), true);
         if (*alive && ec != asio::error::operation_aborted && --self->consuming_ == 0) {
             self->consumed_.cancel();
         }
@@ -539,13 +539,18 @@ void task_client::consume_result(std::string path) {
     asio::co_spawn(zk_.get_executor(), consume(this, alive_, std::move(path)), asio::detached);
 }
 
-asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string path) {
+asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string path, bool deferred) {
     const auto alive = alive_;
     zkco::error_code ec;
     for (int tries = 0; tries < 10; ++tries) {
         auto remove = to_zkco(std::vector<protocol::txn_op>{protocol::consume_op(path)});
-        auto [sent, r] =
-            co_await batcher_.async_submit(std::move(remove), asio::as_tuple(asio::use_awaitable));
+        // A deferred first try rides with the next transaction (the next submit, say):
+        // nobody waits for it, and one task at a time then costs one write transaction less.
+        const auto token = asio::as_tuple(asio::use_awaitable);
+        auto send = deferred && tries == 0
+                        ? batcher_.async_submit_deferred(std::move(remove), token)
+                        : batcher_.async_submit(std::move(remove), token);
+        auto [sent, r] = co_await std::move(send);
         ec = sent;
         if (!*alive || ec == asio::error::operation_aborted) {
             co_return asio::error::operation_aborted;  // this client is gone (or going)

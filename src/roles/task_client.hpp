@@ -101,7 +101,8 @@ public:
     boost::asio::awaitable<zkco::result<task_status>> status(std::string tid);
 
     /// Completes once every write this client queued has been answered (the deletes that
-    /// consume results are sent without waiting, and retried after a connection loss): call
+    /// consume results after wait() are sent without waiting, with the client's next
+    /// transaction or within 20 ms, and retried after a connection loss): call
     /// it before closing the session, or they may never reach the server. Completes at once
     /// when the session is gone.
     boost::asio::awaitable<void> flush();
@@ -122,8 +123,11 @@ private:
     /// a connection loss the session survives, after deleting what others wrote below it;
     /// what cannot be deleted is logged (it stays until the master's retention, T8).
     void consume_result(std::string path);
-    /// The delete of consume_result, awaited: no error once the node is gone.
-    boost::asio::awaitable<zkco::error_code> consume_until_done(std::string path);
+    /// The delete of consume_result, awaited: no error once the node is gone. `deferred`:
+    /// its first try waits for a transaction to ride with (multi_batcher's deferred groups).
+    boost::asio::awaitable<zkco::error_code> consume_until_done(
+        std::string path, bool deferred = false
+    );
     boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(
         std::string bundle, std::size_t index, std::string tid
     );

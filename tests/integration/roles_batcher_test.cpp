@@ -43,6 +43,12 @@ protected:
         return out;
     }
 
+    // Lets one turn of the event loop pass: groups queued before it are sent.
+    static asio::awaitable<void> next_turn() {
+        auto ex = co_await asio::this_coro::executor;
+        co_await asio::post(ex, asio::use_awaitable);
+    }
+
     static asio::awaitable<void> drain(multi_batcher& b) {
         while (b.outstanding() > 0) {
             auto [ec] = co_await b.async_wait_idle(asio::as_tuple(asio::use_awaitable));
@@ -96,6 +102,7 @@ TEST_F(RolesBatcher, WaitIdleIsAbortedWhenTheBatcherGoes) {
         co_await connect(zk);
         auto b = std::make_unique<multi_batcher>(zk, multi_batcher::limits{10, 900'000, 1});
         auto g = submit(*b, {create_op("/gone0")});
+        co_await next_turn();
         (void)submit(*b, {create_op("/gone1")});  // queued behind the one in flight
         auto waiter = std::make_shared<outcome>();
         b->async_wait_idle([waiter](error_code ec) {
@@ -119,7 +126,10 @@ TEST_F(RolesBatcher, ALoneGroupGoesAtOnceAndLoadIsBatched) {
         co_await connect(zk);
         multi_batcher b(zk, {100, 900'000, 1});
         auto first = submit(b, {create_op("/a0")});
-        // Sent at once: it is in flight before anything else is queued.
+        // Sent on the next turn of the event loop, with no timer: in flight before anything
+        // else is queued.
+        EXPECT_EQ(b.counters().transactions, 0U);
+        co_await next_turn();
         EXPECT_EQ(b.counters().transactions, 1U);
         std::vector<std::shared_ptr<outcome>> rest;
         for (int i = 1; i <= 250; ++i) {
@@ -141,13 +151,93 @@ TEST_F(RolesBatcher, ALoneGroupGoesAtOnceAndLoadIsBatched) {
     }());
 }
 
+TEST_F(RolesBatcher, GroupsQueuedInOneTurnShareATransactionWhateverTheFreeSlots) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        multi_batcher b(zk, {1000, 900'000, 4});
+        // A master placing ten tasks in one step: one transaction, not four (one per free
+        // in-flight slot) and a fifth for the rest.
+        std::vector<std::shared_ptr<outcome>> groups;
+        for (int i = 0; i < 10; ++i) {
+            groups.push_back(submit(b, {create_op("/s" + std::to_string(i))}));
+        }
+        co_await drain(b);
+        for (const auto& g : groups) {
+            EXPECT_TRUE(g->done);
+            EXPECT_FALSE(g->ec) << g->ec.message();
+        }
+        EXPECT_EQ(b.counters().transactions, 1U);
+        EXPECT_EQ((co_await zk.get_children("/"s))->names.size(), 10U);
+        co_await zk.close();
+    }());
+}
+
+TEST_F(RolesBatcher, ADeferredGroupRidesWithTheNextTransactionOrGoesAfterItsWait) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        auto deferred = [](multi_batcher& b, std::string path) {
+            auto out = std::make_shared<outcome>();
+            b.async_submit_deferred(
+                {create_op(std::move(path))},
+                [out](error_code ec, std::vector<op_result> r) {
+                    out->done = true;
+                    out->ec = ec;
+                    out->results = std::move(r);
+                }
+            );
+            return out;
+        };
+        asio::steady_timer t(ioc_);
+        {
+            // A long wait: it goes only with the next group, in that group's transaction.
+            multi_batcher b(zk, {1000, 900'000, 4, std::chrono::milliseconds(60'000)});
+            auto lazy = deferred(b, "/lazy");
+            co_await next_turn();
+            co_await next_turn();
+            EXPECT_EQ(b.counters().transactions, 0U);
+            EXPECT_FALSE(lazy->done);
+            auto eager = submit(b, {create_op("/eager")});
+            for (int i = 0; i < 3000 && !(lazy->done && eager->done); ++i) {
+                t.expires_after(1ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            EXPECT_TRUE(lazy->done && eager->done);
+            EXPECT_FALSE(lazy->ec) << lazy->ec.message();
+            EXPECT_EQ(b.counters().transactions, 1U);
+            // Someone waiting for the batcher to be idle sends it at once.
+            auto flushed = deferred(b, "/flushed");
+            co_await drain(b);
+            EXPECT_TRUE(flushed->done);
+            EXPECT_EQ(b.counters().transactions, 2U);
+        }
+        {
+            // Alone, it goes once its wait is over.
+            multi_batcher b(zk, {1000, 900'000, 4, std::chrono::milliseconds(30)});
+            auto alone = deferred(b, "/alone");
+            for (int i = 0; i < 3000 && !alone->done; ++i) {
+                t.expires_after(1ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            EXPECT_TRUE(alone->done);
+            EXPECT_FALSE(alone->ec) << alone->ec.message();
+            EXPECT_EQ(b.counters().transactions, 1U);
+        }
+        EXPECT_TRUE((co_await zk.exists("/lazy"s)).value());
+        EXPECT_TRUE((co_await zk.exists("/alone"s)).value());
+        co_await zk.close();
+    }());
+}
+
 TEST_F(RolesBatcher, AFailingGroupDoesNotSinkTheOthers) {
     run([&]() -> asio::awaitable<void> {
         client zk(ioc_.get_executor(), make_config());
         co_await connect(zk);
         ASSERT_TRUE(co_await zk.create("/exists"s));
         multi_batcher b(zk, {1000, 900'000, 1});
-        auto blocker = submit(b, {create_op("/blocker")});  // in flight: the rest queue up
+        auto blocker = submit(b, {create_op("/blocker")});
+        co_await next_turn();  // in flight: the rest queue up
         auto ok1 = submit(b, {create_op("/ok1"), create_op("/ok1/child")});
         auto bad = submit(b, {create_op("/bad"), create_op("/exists")});
         auto ok2 = submit(b, {create_op("/ok2")});
@@ -177,6 +267,7 @@ TEST_F(RolesBatcher, AFailedPrefixFailsEveryGroupAndChecksAreSentOnce) {
         multi_batcher b(zk, {1000, 900'000, 1});
         b.set_prefix({op::check{"/epoch", 0}});
         auto blocker = submit(b, {create_op("/first")});
+        co_await next_turn();
         std::vector<std::shared_ptr<outcome>> groups;
         for (int i = 0; i < 5; ++i) {
             groups.push_back(
@@ -209,6 +300,7 @@ TEST_F(RolesBatcher, ConnectionLevelFailuresReachEveryGroup) {
         co_await connect(zk);
         auto b = std::make_unique<multi_batcher>(zk, multi_batcher::limits{1000, 900'000, 1});
         auto in_flight = submit(*b, {create_op("/x")});
+        co_await next_turn();
         auto queued = submit(*b, {create_op("/y")});
         b.reset();  // the queued group is aborted; the one in flight completes normally
         co_await zk.close();

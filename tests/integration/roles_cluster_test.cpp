@@ -101,7 +101,9 @@ TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
             EXPECT_EQ(worker_stats_["w1"].published + worker_stats_["w2"].published, 120U);
             EXPECT_GT(worker_stats_["w1"].published, 0U);  // least-loaded spreads the work
             EXPECT_GT(worker_stats_["w2"].published, 0U);
-            // Consumed results are gone; nothing is left pending or assigned.
+            // Consumed results are gone once the client's deferred deletes went (flush sends
+            // them at once); nothing is left pending or assigned.
+            co_await tc.flush();
             for (const auto& shard : layout_.result_shard_paths()) {
                 EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
             }
@@ -203,6 +205,7 @@ TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
             }
             EXPECT_EQ(worker_stats_["w1"].cancelled, 1U);
             EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
+            co_await tc.flush();  // the consumes (T5) went
             EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
         }(),
         120s

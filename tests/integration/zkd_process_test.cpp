@@ -287,6 +287,7 @@ TEST_F(ZkdProcess, AFrozenWorkersTasksMoveOnAndItsLateResultsAreDiscarded) {
                 frozen_worked = frozen_worked || r->worker.rfind("frozen-", 0) == 0;
             }
             EXPECT_TRUE(frozen_worked);
+            co_await tc.flush();  // the consumes (T5) went
             for (const auto& shard : l->result_shard_paths()) {
                 EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
             }
