@@ -54,6 +54,7 @@ public:
           batcher_(zk),
           group_(zk.get_executor()),
           wake_(zk.get_executor()),
+          dir_listing_(zk.get_executor(), asio::steady_timer::time_point::max()),
           view_(
               l,
               epoch,
@@ -218,6 +219,15 @@ private:
     /// until stopping, until `on_change` says false, or until the node is gone.
     template <class OnChange>
     asio::awaitable<void> follow(std::string path, OnChange on_change) {
+        auto at_once = [](const zkco::watch_event&) -> asio::awaitable<void> { co_return; };
+        co_await follow(std::move(path), std::move(on_change), at_once);
+    }
+
+    /// As follow(), and after a change, `before_listing(event)` decides when to list again.
+    template <class OnChange, class BeforeListing>
+    asio::awaitable<void> follow(
+        std::string path, OnChange on_change, BeforeListing before_listing
+    ) {
         while (!stopping()) {
             auto kids = co_await zk_.watch_children(path);
             if (!kids) {
@@ -241,6 +251,8 @@ private:
                 if (!go_on) {
                     co_return;
                 }
+            } else {
+                co_await before_listing(*ev);
             }
         }
     }
@@ -305,8 +317,11 @@ private:
         auto changed = [this, id](std::vector<std::string> n) {
             return worker_dir_changed(id, std::move(n));
         };
+        auto when_wanted = [this, id](const zkco::watch_event& ev) {
+            return until_dir_listing_wanted(id, ev);
+        };
         while (!stopping()) {
-            co_await follow(dir, changed);
+            co_await follow(dir, changed, when_wanted);
             if (stopping() || !view_.worker_dir_missing(id)) {
                 co_return;
             }
@@ -328,6 +343,24 @@ private:
                 }
             }
             view_.worker_dir_back(id);
+        }
+    }
+
+    /// A live worker's directory changed: lists it again at once if it was deleted, else
+    /// once the view needs it (master_state::worker_dir_listing_wanted). Most changes are
+    /// our own assignments; the slots T4 frees are counted when the count is in the way.
+    asio::awaitable<void> until_dir_listing_wanted(std::string id, zkco::watch_event ev) {
+        if (ev.type != zkco::event_type::child) {
+            co_return;
+        }
+        for (;;) {
+            auto cs = co_await asio::this_coro::cancellation_state;
+            if (stopping() || cs.cancelled() != asio::cancellation_type::none ||
+                view_.worker_dir_listing_wanted(id)) {
+                co_return;
+            }
+            // Woken after every step of the schedule loop (its expiry never comes).
+            co_await dir_listing_.async_wait(asio::as_tuple(asio::use_awaitable));
         }
     }
 
@@ -555,6 +588,7 @@ private:
             for (auto& a : step.actions) {
                 carry_out(std::move(a));
             }
+            dir_listing_.cancel();  // directories waiting to be listed look whether they must
             arm_retry(step.wake_at);
             if (opts_.on_queue_depth) {
                 opts_.on_queue_depth(view_.queue_depth());
@@ -806,6 +840,7 @@ private:
     multi_batcher batcher_;
     reactor::task_group group_;
     asio::steady_timer wake_;
+    asio::steady_timer dir_listing_;  // never expires: cancelled to wake until_dir_listing_wanted
     master_state view_;  // the workers, pending tasks and cancels, and what to do about them
     std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
 

@@ -104,7 +104,30 @@ std::optional<std::uint64_t> master_state::worker_dir_listed(
     }
     stats_.finished += done;
     it->second.assigned = std::move(now);
+    it->second.dir_missing = false;  // listed: it is there
     return done;
+}
+
+bool master_state::worker_dir_listing_wanted(const std::string& id) const {
+    const auto it = workers_.find(id);
+    if (it == workers_.end() || !it->second.alive || !cancels_.empty()) {
+        return true;
+    }
+    const auto& w = it->second;
+    if (w.dir_missing) {
+        return true;  // an assignment found it gone: the listing says whether it is back
+    }
+    const auto held = w.assigned.size() + static_cast<std::size_t>(w.in_flight);
+    if (w.info.draining ||
+        held < static_cast<std::size_t>(std::max(0, w.info.capacity.value_or(0)))) {
+        return false;  // no task goes there, or the count leaves room: it can wait
+    }
+    // Full by the count: wanted once some pending task is not on its way to a worker.
+    std::size_t sent = 0;
+    for (const auto& [other, o] : workers_) {
+        sent += static_cast<std::size_t>(std::max(0, o.in_flight));
+    }
+    return pending_.size() > sent;
 }
 
 bool master_state::worker_dir_missing(const std::string& id) {

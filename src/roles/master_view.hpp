@@ -120,6 +120,15 @@ public:
     std::optional<std::uint64_t> worker_dir_listed(
         const std::string& id, const std::vector<std::string>& names
     );
+    /// A live worker's directory changed since it was listed: must it be listed now? Most
+    /// such changes are our own assignments; the ones that matter are slots freed by T4.
+    /// The view counts a worker's assignments from its last listing plus what we assigned
+    /// since, so it never counts fewer than there are: a listing can wait until the count
+    /// stands in the way, that is while the worker is full by it and a pending task waits
+    /// for a slot, or while a cancel request is open (it is forwarded to the holder). False
+    /// otherwise: the listing waits, and one task at a time costs no listing of the
+    /// directory per assignment and per completion.
+    [[nodiscard]] bool worker_dir_listing_wanted(const std::string& id) const;
     /// A live worker's directory is gone (false: the worker is gone too), or back.
     bool worker_dir_missing(const std::string& id);
     void worker_dir_back(const std::string& id);

@@ -165,6 +165,67 @@ TEST_F(RolesMasterView, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorker
     EXPECT_EQ(next[0].tid, second);
 }
 
+TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay) {
+    join("w1", 2);
+    join("w2", 2);
+    // Room by the count: a change of the directory (our own assignment, or a T4) can wait.
+    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
+    const auto a = tid(5, 1);
+    const auto b = tid(5, 2);
+    submit({a, b});
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 2U);  // least loaded: one each
+    for (const auto& x : assigns) {
+        view.done(x, committed(3), t0);
+    }
+    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));  // 1 of 2 by the count
+    const auto c = tid(5, 3);
+    const auto d = tid(5, 4);
+    submit({c, d});
+    assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 2U);
+    // Full by the count, and nothing waits: no need yet.
+    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
+    // A task waits while both are full by the count: both directories are wanted, also
+    // while the assignments are still out.
+    const auto e = tid(5, 5);
+    submit({e});
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
+    for (const auto& x : assigns) {
+        view.done(x, committed(3), t0);
+    }
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
+    // The listing shows w1's tasks finished: room again, and the waiting task goes there.
+    ASSERT_TRUE(view.worker_dir_listed("w1", {}));
+    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
+    const auto next = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(next.size(), 1U);
+    EXPECT_EQ(next[0].worker, "w1");
+    EXPECT_EQ(next[0].tid, e);
+    view.done(next[0], committed(3), t0);
+    // The one still full: not wanted once the waiting task is on its way elsewhere.
+    EXPECT_FALSE(view.worker_dir_listing_wanted("w2"));
+    // An assignment that found the directory gone wants it listed (is it back?), and a
+    // listing that finds it clears that.
+    const auto f = tid(5, 6);
+    submit({f});
+    auto to_w1 = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(to_w1.size(), 1U);
+    view.done(to_w1[0], failed(3, 2, protocol::op_code::no_node), t0);
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
+    ASSERT_TRUE(view.worker_dir_listed("w1", {e}));
+    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
+    // An open cancel request wants every directory (it goes to the task's holder).
+    view.cancels_listed({tid(5, 9)});
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
+    // A departed worker: listing (and finding it gone) ends its follower.
+    std::erase(live, "w2");
+    (void)view.workers_listed(live);
+    view.cancels_listed({});
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
+}
+
 TEST_F(RolesMasterView, OnlyWorkersServingTheTypeGetItAndDrainingOnesNone) {
     join("w1", 4, {"other"});
     join("w2", 4, {"echo"});
