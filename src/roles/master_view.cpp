@@ -188,6 +188,9 @@ void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> na
             forget(p);
         }
     }
+    if (known.size() + fresh.size() > known.bucket_count()) {
+        known.reserve(known.size() + fresh.size());  // one rehash for a big listing, not many
+    }
     for (const auto i : fresh) {
         // New to us, or back: we took it (T2, forgotten since) and a node of the same id
         // appeared again, a new task to us.

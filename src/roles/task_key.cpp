@@ -34,25 +34,48 @@ std::uint64_t hex_value(char c) noexcept {
 // suffix sorts before the longer ones it begins ("_1" < "_10"), and a plain id (no suffix:
 // all padding) before its bundles.
 task_key::task_key(std::string_view name) : lo_(0) {
-    if (!protocol::is_valid_task_id(name)) {
+    // One pass that checks the form protocol::is_valid_task_id checks and reads its fields
+    // (a listing of a pending shard brings tens of thousands of names at a time).
+    const auto other = [&] {
         hi_ = other_tag;
         other_ = new std::string(name);  // NOLINT(cppcoreguidelines-owning-memory)
+    };
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    if (name.size() < protocol::task_id_length || name[0] != 't' || !digit(name[1]) ||
+        name[2] != '-' || name[ms_at + ms_digits] != '-') {
+        other();
         return;
     }
     std::uint64_t ms = 0;
     for (std::size_t i = ms_at; i < ms_at + ms_digits; ++i) {
+        if (!digit(name[i])) {
+            other();
+            return;
+        }
         ms = ms * 10 + static_cast<std::uint64_t>(name[i] - '0');
     }
     std::uint64_t hex = 0;
     for (std::size_t i = hex_at; i < hex_at + hex_digits; ++i) {
-        hex = (hex << 4) | hex_value(name[i]);
+        const char c = name[i];
+        if (!digit(c) && (c < 'a' || c > 'f')) {
+            other();
+            return;
+        }
+        hex = (hex << 4) | hex_value(c);
     }
     std::uint64_t suffix = 0;
-    const auto digits = name.size() > protocol::task_id_length
-                            ? name.substr(protocol::task_id_length + 1)
-                            : std::string_view{};
-    for (std::size_t i = 0; i < suffix_digits; ++i) {
-        suffix = suffix * 11 + (i < digits.size() ? static_cast<std::uint64_t>(digits[i] - '0') + 1 : 0);
+    if (name.size() > protocol::task_id_length) {
+        // `_<n>`: 1 ≤ n ≤ max_bundle_tasks, no leading zero.
+        const auto digits = name.substr(protocol::task_id_length + 1);
+        if (name[protocol::task_id_length] != '_' ||
+            protocol::bundle_size(name) == 0) {
+            other();
+            return;
+        }
+        for (std::size_t i = 0; i < suffix_digits; ++i) {
+            suffix = suffix * 11 +
+                     (i < digits.size() ? static_cast<std::uint64_t>(digits[i] - '0') + 1 : 0);
+        }
     }
     hi_ = (static_cast<std::uint64_t>(name[1] - '0') << 60) | (ms << 16) | (hex >> 40);
     lo_ = ((hex & low40) << 24) | suffix;
