@@ -24,7 +24,8 @@ static_assert(protocol::max_bundle_tasks < 10'000);
 static_assert(task_key::max_compact_length == protocol::task_id_length + 1 + suffix_digits);
 
 std::uint64_t hex_value(char c) noexcept {
-    return c <= '9' ? static_cast<std::uint64_t>(c - '0') : static_cast<std::uint64_t>(c - 'a' + 10);
+    return c <= '9' ? static_cast<std::uint64_t>(c - '0')
+                    : static_cast<std::uint64_t>(c - 'a' + 10);
 }
 
 }  // namespace
@@ -38,7 +39,7 @@ task_key::task_key(std::string_view name) : lo_(0) {
     // (a listing of a pending shard brings tens of thousands of names at a time).
     const auto other = [&] {
         hi_ = other_tag;
-        other_ = new std::string(name);  // NOLINT(cppcoreguidelines-owning-memory)
+        other_ = new std::string(name);
     };
     const auto digit = [](char c) { return c >= '0' && c <= '9'; };
     if (name.size() < protocol::task_id_length || name[0] != 't' || !digit(name[1]) ||
@@ -67,8 +68,7 @@ task_key::task_key(std::string_view name) : lo_(0) {
     if (name.size() > protocol::task_id_length) {
         // `_<n>`: 1 ≤ n ≤ max_bundle_tasks, no leading zero.
         const auto digits = name.substr(protocol::task_id_length + 1);
-        if (name[protocol::task_id_length] != '_' ||
-            protocol::bundle_size(name) == 0) {
+        if (name[protocol::task_id_length] != '_' || protocol::bundle_size(name) == 0) {
             other();
             return;
         }
@@ -83,7 +83,7 @@ task_key::task_key(std::string_view name) : lo_(0) {
 
 task_key::task_key(const task_key& other) : hi_(other.hi_), lo_(other.lo_) {
     if (!other.compact()) {
-        other_ = new std::string(*other.other_);  // NOLINT(cppcoreguidelines-owning-memory)
+        other_ = new std::string(*other.other_);
     }
 }
 
@@ -105,7 +105,7 @@ task_key& task_key::operator=(task_key&& other) noexcept {
 
 task_key::~task_key() {
     if (!compact()) {
-        delete other_;  // NOLINT(cppcoreguidelines-owning-memory)
+        delete other_;
     }
 }
 

@@ -21,9 +21,9 @@ public:
 
     // Not explicit: a name converts to its key like a string literal to a string, so maps
     // keyed by task_key are looked up with the names the rest of the code holds.
-    task_key(std::string_view name);  // NOLINT(google-explicit-constructor)
-    task_key(const std::string& name) : task_key(std::string_view(name)) {}  // NOLINT
-    task_key(const char* name) : task_key(std::string_view(name)) {}         // NOLINT
+    task_key(std::string_view name);
+    task_key(const std::string& name) : task_key(std::string_view(name)) {}
+    task_key(const char* name) : task_key(std::string_view(name)) {}
 
     task_key(const task_key& other);
     task_key(task_key&& other) noexcept : hi_(other.hi_), lo_(other.lo_) {

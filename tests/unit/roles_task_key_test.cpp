@@ -66,7 +66,9 @@ std::vector<std::string> names() {
     std::uniform_int_distribution<std::uint32_t> client(0, 3);
     std::uniform_int_distribution<std::size_t> bundle(0, 1200);
     for (int i = 0; i < 2000; ++i) {
-        zkd::protocol::task_id_generator gen(client(rng) * 0x40000001U, static_cast<std::uint32_t>(i));
+        zkd::protocol::task_id_generator gen(
+            client(rng) * 0x40000001U, static_cast<std::uint32_t>(i)
+        );
         auto id = gen.next(priority(rng), ms(rng));
         const auto n = bundle(rng);
         if (n > 0 && n <= 1000 && i % 2 == 0) {
