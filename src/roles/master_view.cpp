@@ -161,22 +161,24 @@ void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> na
     std::size_t still = 0;  // names of `known` listed again
     std::vector<task_key> listed;
     listed.reserve(names.size());
-    std::vector<std::size_t> fresh;  // indexes in `listed` of the names new to `known`
+    std::vector<task_key> fresh;  // the names new to `known`
     for (const auto& name : names) {
         listed.emplace_back(name);
         if (known.contains(listed.back())) {
             ++still;
         } else {
-            fresh.push_back(listed.size() - 1);
+            fresh.push_back(listed.back());
         }
     }
     names = {};
     if (still < known.size()) {
-        // Gone without us (cancelled, or taken by another master): forget them.
-        const std::unordered_set<task_key, task_key_hash> now(listed.begin(), listed.end());
+        // Gone without us (cancelled, or taken by another master): forget them. (Or taken by
+        // us, the answer on its way: a listing during a drain. Sorted keys, not a hash set: no
+        // allocation per name.)
+        std::sort(listed.begin(), listed.end());
         std::vector<pending_map::iterator> gone;
         for (const auto& key : known) {
-            if (now.contains(key)) {
+            if (std::binary_search(listed.begin(), listed.end(), key)) {
                 continue;
             }
             const auto p = pending_.find(key);
@@ -191,10 +193,10 @@ void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> na
     if (known.size() + fresh.size() > known.bucket_count()) {
         known.reserve(known.size() + fresh.size());  // one rehash for a big listing, not many
     }
-    for (const auto i : fresh) {
+    for (auto& key : fresh) {
         // New to us, or back: we took it (T2, forgotten since) and a node of the same id
         // appeared again, a new task to us.
-        auto [it, added] = pending_.try_emplace(std::move(listed[i]));
+        auto [it, added] = pending_.try_emplace(std::move(key));
         if (!added) {
             continue;  // the same name in another shard: it stays where it was seen first
         }

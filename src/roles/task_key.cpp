@@ -153,36 +153,19 @@ std::string task_key::str() const {
     return {buf.data(), write(buf.data())};
 }
 
-std::size_t task_key::hash() const noexcept {
-    if (!compact()) {
-        return std::hash<std::string_view>{}(*other_);
-    }
-    // A 64-bit mix (the finalizer of MurmurHash3) of both halves.
-    auto h = hi_ * 0x9e3779b97f4a7c15U ^ lo_;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdU;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53U;
-    h ^= h >> 33;
-    return static_cast<std::size_t>(h);
+std::size_t task_key::other_hash() const noexcept {
+    return std::hash<std::string_view>{}(*other_);
 }
 
-bool operator==(const task_key& a, const task_key& b) noexcept {
-    if (a.hi_ != b.hi_) {
-        return false;
-    }
-    return a.compact() ? a.lo_ == b.lo_ : *a.other_ == *b.other_;
+bool task_key::other_equal(const task_key& b) const noexcept {
+    return *other_ == *b.other_;
 }
 
-std::strong_ordering operator<=>(const task_key& a, const task_key& b) noexcept {
-    if (a.compact() && b.compact()) {
-        return a.hi_ != b.hi_ ? a.hi_ <=> b.hi_ : a.lo_ <=> b.lo_;
-    }
-    // A name that is no task id: compare as strings (rare: garbage in a pending shard).
-    std::array<char, task_key::max_compact_length> abuf{};
-    std::array<char, task_key::max_compact_length> bbuf{};
-    const std::string_view as = a.compact() ? std::string_view(abuf.data(), a.write(abuf.data()))
-                                            : std::string_view(*a.other_);
+std::strong_ordering task_key::compare_as_strings(const task_key& b) const noexcept {
+    std::array<char, max_compact_length> abuf{};
+    std::array<char, max_compact_length> bbuf{};
+    const std::string_view as =
+        compact() ? std::string_view(abuf.data(), write(abuf.data())) : std::string_view(*other_);
     const std::string_view bs = b.compact() ? std::string_view(bbuf.data(), b.write(bbuf.data()))
                                             : std::string_view(*b.other_);
     return as <=> bs;
