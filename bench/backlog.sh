@@ -9,11 +9,11 @@
 #   - how long `zkd tasks`, `zkd cluster`, GET /v1/cluster and GET /v1/tasks take to answer;
 #   - SIGKILL of the master with workers joining at the same moment: the time until the
 #     first task is done (the standby takes over once the dead master's session expires:
-#     the session timeout, 10 s by default, is part of it);
+#     the session timeout, 10 s by default, is part of it: kill_to_standby_elected_s);
 #   - the drain: how many tasks are done per second, and whether all N are (no pending,
 #     none held, N results) within --drain-limit; if not, how long the rest would take.
 # Usage: bench/backlog.sh [--tasks N] [--workers W] [--heap SIZE] [--build DIR] [--out DIR]
-#                         [--session-timeout DUR] [--drain-limit S]
+#                         [--session-timeout DUR] [--drain-limit S] [--perf S]
 #   --tasks N            pending tasks (default 200000)
 #   --workers W          `zkd run` processes with default options that join (default 4)
 #   --heap SIZE          zkd-zk-local start --heap (default: its own, from the machine)
@@ -22,7 +22,10 @@
 #   --session-timeout D  the master's and standby's session timeout (default: zkd's, 10s)
 #   --drain-limit S      stop watching the drain after S seconds (default 600) and report the
 #                        rate so far and the time the rest would take at that rate
-# Writes summary.txt (one "key value" line per figure) and the raw outputs to --out.
+#   --perf S             `perf record -g` the standby for S seconds from the kill
+#                        (takeover.perf.data in --out; perf report -i it)
+# Writes summary.txt (one "key value" line per figure), the raw outputs and the zkd processes'
+# logs to --out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -34,6 +37,7 @@ build=build/release
 out=""
 session=""
 drain_limit=600
+perf_s=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --tasks) shift; tasks=${1:?} ;;
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
         --out) shift; out=${1:?} ;;
         --session-timeout) shift; session=${1:?} ;;
         --drain-limit) shift; drain_limit=${1:?} ;;
+        --perf) shift; perf_s=${1:?} ;;
         -h|--help) awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; exit 0 ;;
         *) echo "bench/backlog.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -62,6 +67,7 @@ nodes=()
 cleanup() {
     for pid in "${nodes[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in "${nodes[@]}"; do wait "$pid" 2>/dev/null || true; done
+    cp "$work"/*.log "$out/" 2>/dev/null || true
     "$zklocal" stop --dir "$zkdir" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
@@ -192,6 +198,10 @@ worker_ports=()
 t_kill=$(now)
 kill -KILL "$master"
 wait "$master" 2>/dev/null || true
+if [ -n "$perf_s" ]; then
+    perf record -g -o "$out/takeover.perf.data" -p "$standby" -- sleep "$perf_s" \
+        >"$out/perf.err" 2>&1 &
+fi
 for i in $(seq 1 "$workers"); do
     p=$(free_port)
     worker_ports+=("$p")
@@ -209,10 +219,17 @@ done_count() {
     echo "$t"
 }
 first=""
+elected=""
 for _ in $(seq 1 1200); do
+    if [ -z "$elected" ] && grep -q "elected master" "$work/standby.log"; then
+        elected=$(since "$t_kill")
+    fi
     if [ "$(done_count)" -gt 0 ]; then first=$(since "$t_kill"); break; fi
     sleep 0.05
 done
+# The standby is elected once the dead master's session expires (the session timeout): the
+# rest of the failover is its takeover.
+say kill_to_standby_elected_s "${elected:-not seen}"
 say kill_to_first_task_done_s "${first:-none within 60 s}"
 say standby_rss_kb_as_master "$(rss_kb "$standby")"
 

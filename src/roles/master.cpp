@@ -111,17 +111,7 @@ public:
             "cancel"
         );
         for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
-            group_.spawn(
-                [this, shard] {
-                    return follow(
-                        protocol::layout::pending_shard(shard),
-                        [this, shard](std::vector<std::string> n) {
-                            return shard_changed(shard, std::move(n));
-                        }
-                    );
-                },
-                "pending"
-            );
+            group_.spawn([this, shard] { return follow_shard(shard); }, "pending");
         }
         co_await schedule_loop();
         if (opts_.on_acting) {
@@ -389,9 +379,40 @@ private:
         co_return true;
     }
 
+    asio::awaitable<void> follow_shard(std::uint32_t shard) {
+        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+        auto changed = [this, shard](std::vector<std::string> n) {
+            return shard_changed(shard, std::move(n));
+        };
+        co_await follow(protocol::layout::pending_shard(shard), changed);
+        shard_seen(shard);  // the shard is gone, or we stop: nothing to wait for
+        wake();
+    }
+
     asio::awaitable<bool> shard_changed(std::uint32_t shard, std::vector<std::string> names) {
         view_.shard_listed(shard, std::move(names));
+        shard_seen(shard);
         co_return true;
+    }
+
+    /// The queue is ordered across shards (§3): until every pending shard has been listed
+    /// once, the head of what was listed may not be the head of the queue, so a new master
+    /// decides nothing before (a backlog of 1,000,000 is listed in a few seconds).
+    void shard_seen(std::uint32_t shard) {
+        if (shard >= shard_listed_.size() || shard_listed_[shard]) {
+            return;
+        }
+        shard_listed_[shard] = true;
+        if (--shards_unlisted_ == 0) {
+            spdlog::info(
+                "master {}: {} pending shards listed, {} pending task(s), in {} ms", me_.id,
+                l_.pending_shards, view_.queue_depth(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - started_
+                )
+                    .count()
+            );
+        }
     }
 
     /// Reads the data of the pending tasks the view asks for, then tells it.
@@ -578,7 +599,7 @@ private:
             if (stopping() || cs.cancelled() != asio::cancellation_type::none) {
                 co_return;
             }
-            if (!dirty_) {
+            if (!dirty_ || shards_unlisted_ > 0) {
                 wake_.expires_at(asio::steady_timer::time_point::max());
                 co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
                 continue;
@@ -849,6 +870,9 @@ private:
 
     bool dirty_ = true;
     bool stop_ = false;
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    std::vector<bool> shard_listed_ = std::vector<bool>(l_.pending_shards, false);
+    std::size_t shards_unlisted_ = l_.pending_shards;  // shards not listed once yet
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };
 

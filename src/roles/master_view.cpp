@@ -180,39 +180,55 @@ void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> na
     // A listing may hold tens of thousands of names and comes after every change of the
     // shard: only names that came or went touch the ordered view (hash lookups otherwise).
     // `known` holds exactly the shard's names that pending_ holds (forget() keeps it so).
-    const std::unordered_set<std::string> now(
-        std::make_move_iterator(names.begin()), std::make_move_iterator(names.end())
-    );
     auto& known = shard_tasks_[shard];
-    // Gone without us (cancelled, or taken by another master): forget them.
-    std::vector<pending_map::iterator> gone;
-    for (const auto& name : known) {
-        if (now.contains(name)) {
-            continue;
-        }
-        const auto p = pending_.find(name);
-        if (p != pending_.end() && !p->second.in_flight) {
-            gone.push_back(p);
+    std::size_t still = 0;  // names of `known` listed again
+    std::vector<task_key> listed;
+    listed.reserve(names.size());
+    std::vector<task_key> fresh;  // the names new to `known`
+    for (const auto& name : names) {
+        listed.emplace_back(name);
+        if (known.contains(listed.back())) {
+            ++still;
+        } else {
+            fresh.push_back(listed.back());
         }
     }
-    for (const auto p : gone) {
-        forget(p);
-    }
-    for (const auto& name : now) {
-        if (known.contains(name)) {
-            continue;
+    names = {};
+    if (still < known.size()) {
+        // Gone without us (cancelled, or taken by another master): forget them. (Or taken by
+        // us, the answer on its way: a listing during a drain. Sorted keys, not a hash set: no
+        // allocation per name.)
+        std::sort(listed.begin(), listed.end());
+        std::vector<pending_map::iterator> gone;
+        for (const auto& key : known) {
+            if (std::binary_search(listed.begin(), listed.end(), key)) {
+                continue;
+            }
+            const auto p = pending_.find(key);
+            if (p != pending_.end() && !p->second.in_flight) {
+                gone.push_back(p);
+            }
         }
+        for (const auto p : gone) {
+            forget(p);
+        }
+    }
+    if (known.size() + fresh.size() > known.bucket_count()) {
+        known.reserve(known.size() + fresh.size());  // one rehash for a big listing, not many
+    }
+    for (auto& key : fresh) {
         // New to us, or back: we took it (T2, forgotten since) and a node of the same id
         // appeared again, a new task to us.
-        auto [it, fresh] = pending_.try_emplace(name);
-        if (!fresh) {
+        auto [it, added] = pending_.try_emplace(std::move(key));
+        if (!added) {
             continue;  // the same name in another shard: it stays where it was seen first
         }
         it->second.shard = shard;
-        known.insert(name);
-        if (!protocol::is_valid_task_id(name)) {
-            it->second.malformed = "'" + name + "' is not a task id";
-            loaded_.insert(name);
+        known.insert(it->first);
+        if (!it->first.compact()) {
+            auto name = it->first.str();
+            it->second.malformed = std::make_unique<std::string>("'" + name + "' is not a task id");
+            loaded_.insert(std::move(name));
         }
     }
 }
@@ -241,15 +257,16 @@ bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
         }
         if (read.data.size() > protocol::max_task_bytes) {
             // Written by someone else (a client refuses it): too big to assign (§4).
-            p.malformed = "the task node holds " + std::to_string(read.data.size()) +
-                          " bytes, over the " + std::to_string(protocol::max_task_bytes) +
-                          " a task may hold";
+            p.malformed = std::make_unique<std::string>(
+                "the task node holds " + std::to_string(read.data.size()) + " bytes, over the " +
+                std::to_string(protocol::max_task_bytes) + " a task may hold"
+            );
         } else if (auto spec = protocol::decode_task_node(read.tid, read.data)) {
             p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
         } else {
-            p.malformed = spec.error().message;
+            p.malformed = std::make_unique<std::string>(spec.error().message);
         }
-        loaded_.insert(it->first);
+        loaded_.insert(read.tid);
     }
     return failed;
 }
@@ -294,8 +311,11 @@ void master_state::forget(pending_map::iterator p) {
     if (auto k = shard_tasks_.find(p->second.shard); k != shard_tasks_.end()) {
         k->second.erase(p->first);
     }
-    loaded_.erase(p->first);
-    troubled_.erase(p->first);
+    if (!loaded_.empty() || !troubled_.empty()) {
+        const auto tid = p->first.str();
+        loaded_.erase(tid);
+        troubled_.erase(tid);
+    }
     pending_.erase(p);
 }
 
@@ -489,7 +509,7 @@ std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
             continue;
         }
         if (!p.spec) {
-            reject(tid, p, protocol::codes::malformed_task, p.malformed);
+            reject(tid, p, protocol::codes::malformed_task, p.malformed ? *p.malformed : "");
             continue;
         }
         if (live.empty() || protocol::anyone_serves(live, p.spec->type)) {
@@ -628,12 +648,16 @@ void master_state::load_more() {
     for (auto it = pending_.begin(); it != pending_.end() && want > 0 && a.tids.size() < 1000;
          ++it) {
         auto& p = it->second;
-        if (p.loading || p.in_flight || loaded_.contains(it->first)) {
+        if (p.loading || p.in_flight) {
+            continue;
+        }
+        auto tid = it->first.str();
+        if (loaded_.contains(tid)) {
             continue;
         }
         p.loading = true;
-        a.tids.push_back(it->first);
-        a.paths.push_back(path_of(it->first, p));
+        a.paths.push_back(path_of(tid, p));
+        a.tids.push_back(std::move(tid));
         --want;
     }
     if (a.tids.empty()) {

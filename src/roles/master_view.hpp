@@ -12,6 +12,7 @@
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
+#include "roles/task_key.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -170,11 +171,12 @@ private:
     /// a task cancelled while waiting is never read.
     struct pending_entry {
         std::uint32_t shard = 0;
-        bool loading = false;  // its read is out
-        // Once loaded. A pointer: a pending task not yet read costs no room for a task_spec.
-        std::unique_ptr<protocol::task_spec> spec;
-        std::string malformed;   // why
+        bool loading = false;    // its read is out
         bool in_flight = false;  // a transaction about it is out
+        // Once loaded, one of the two. Pointers: a pending task not yet read costs no room for
+        // either (a million pending tasks are a million entries: docs/performance.md).
+        std::unique_ptr<protocol::task_spec> spec;
+        std::unique_ptr<std::string> malformed;  // why
     };
 
     struct worker_entry {
@@ -192,7 +194,8 @@ private:
         clock::time_point not_before;
     };
 
-    using pending_map = std::map<std::string, pending_entry>;
+    // Keyed by the compact form of the id: one node per task, no string on the heap.
+    using pending_map = std::map<task_key, pending_entry>;
 
     [[nodiscard]] std::string path_of(const std::string& tid, const pending_entry& p) const;
     void forget(pending_map::iterator p);
@@ -230,7 +233,7 @@ private:
     std::set<std::string> loaded_;        // pending tasks whose data is read, in the same order
     bool loading_ = false;                // a batch of reads is out
     // Per shard, the names pending_ holds from it (kept so by shard_listed and forget).
-    std::map<std::uint32_t, std::unordered_set<std::string>> shard_tasks_;
+    std::map<std::uint32_t, std::unordered_set<task_key, task_key_hash>> shard_tasks_;
     std::set<std::string> cancels_;
     std::set<std::string> cancels_in_flight_;
     std::set<std::string> cancel_failures_;

@@ -591,3 +591,50 @@ TEST_F(RolesMasterView, APendingNodeThatVanishesBeforeItIsReadIsForgotten) {
     view.load_finished();
     EXPECT_EQ(view.queue_depth(), 0U);
 }
+
+TEST_F(RolesMasterView, ListingsAreDiffedPerShardAndTheQueueKeepsIdOrderWithBundlesAndGarbage) {
+    // The view keeps ids in a compact form (roles/task_key.hpp): its order is still the ids'
+    // string order, bundles ("_10" before "_9") and names that are no task id included.
+    join("w1", 1);
+    const auto a = tid(5, 1);
+    const auto a10 = protocol::bundle_id(a, 10);
+    const auto a9 = protocol::bundle_id(a, 9);
+    const auto b = tid(5, 2);
+    const auto c = tid(9, 3);
+    view.shard_listed(0, {b, a9, "not-a-task", a, a10});
+    view.shard_listed(1, {c, b});  // b is pending in shard 0 already: it stays there
+    EXPECT_EQ(view.queue_depth(), 6U);
+    EXPECT_EQ(view.pending_path(b), protocol::layout::pending_shard(0) + "/" + b);
+    EXPECT_EQ(view.pending_path(c), protocol::layout::pending_shard(1) + "/" + c);
+    auto step = view.next(t0);
+    const auto rejects = of_kind(step, kind::reject);
+    ASSERT_EQ(rejects.size(), 1U);
+    EXPECT_EQ(rejects[0].tid, "not-a-task");
+    const auto loads = of_kind(step, kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    EXPECT_EQ(loads[0].tids, (std::vector<std::string>{c, a, a10, a9, b}));
+    std::vector<task_read> reads;
+    for (const auto& t : loads[0].tids) {
+        reads.push_back(task_read{t, task_read::status::ok, task_data(), 0});
+    }
+    EXPECT_FALSE(view.tasks_loaded(reads));
+    view.load_finished();
+    step = view.next(t0);
+    const auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, c);  // the highest priority first, from whichever shard
+    // c's node is gone while its assignment is out: kept until the answer says so.
+    view.shard_listed(1, {});
+    EXPECT_EQ(view.queue_depth(), 6U);
+    // a is gone from shard 0 without us: forgotten; the others stay.
+    view.shard_listed(0, {b, "not-a-task", a9, a10});
+    EXPECT_EQ(view.queue_depth(), 5U);
+    view.done(assigns[0], committed(assigns[0].ops.size()), t0);
+    EXPECT_EQ(view.queue_depth(), 4U);
+    // b came back in shard 1 after shard 0 lost it: a new task there.
+    view.shard_listed(0, {"not-a-task", a9, a10});
+    EXPECT_EQ(view.queue_depth(), 3U);
+    view.shard_listed(1, {b});
+    EXPECT_EQ(view.queue_depth(), 4U);
+    EXPECT_EQ(view.pending_path(b), protocol::layout::pending_shard(1) + "/" + b);
+}
