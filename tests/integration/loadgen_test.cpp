@@ -32,7 +32,7 @@ namespace {
 /// What a finished child process left (exit_code -1: killed at its time limit).
 using outcome = zkd::test::command_result;
 
-class Loadgen : public zkd::test::zk_test {
+class Loadgen : public zkd::test::zk_test {  // NOLINT(readability-identifier-naming)
 protected:
     void SetUp() override {
         zk_test::SetUp();

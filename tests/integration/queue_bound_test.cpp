@@ -58,7 +58,7 @@ http_reply http_post(std::uint16_t port, const std::string& target, const std::s
     return r;
 }
 
-class QueueBound : public zkd::test::zk_test {
+class QueueBound : public zkd::test::zk_test {  // NOLINT(readability-identifier-naming)
 protected:
     void SetUp() override {
         zk_test::SetUp();
