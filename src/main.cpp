@@ -38,7 +38,8 @@ Options come from the command line, then the environment (ZKD_ plus the option's
 A ZKD_ variable that is no option is warned about (with the nearest name) and ignored.
 
 Exit codes: 0 ok, 1 failed (the task or the command), 2 usage error, 3 ZooKeeper
-unreachable, 4 timed out, 5 no such task; 130 for an interrupted 'submit --wait'.
+unreachable, 4 timed out, 5 no such task, 6 queue full (submit); 130 for an interrupted
+'submit --wait'.
 
 'zkd --version' (or --version after any command) prints the version.
 )";

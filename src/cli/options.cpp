@@ -36,6 +36,7 @@ const std::set<std::string>& every_settable() {
         "--log-format",
         "--grace",
         "--result-retention",
+        "--max-pending",
         "--http",
         "--http-token",
         "--http-token-file",

@@ -21,6 +21,7 @@ inline constexpr int exit_usage = 2;          ///< bad command line, config file
 inline constexpr int exit_unreachable = 3;    ///< ZooKeeper could not be reached in time
 inline constexpr int exit_timeout = 4;        ///< gave up waiting (--timeout)
 inline constexpr int exit_not_found = 5;      ///< no such task (or job)
+inline constexpr int exit_queue_full = 6;     ///< the cluster's bound on pending tasks is reached
 inline constexpr int exit_interrupted = 130;  ///< SIGINT/SIGTERM while waiting (128 + SIGINT)
 
 /// A mistake in what the user gave us: printed with a pointer to --help, exit_usage.

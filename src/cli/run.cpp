@@ -72,6 +72,9 @@ bare number is milliseconds).
   --password-file FILE      --password-file: flags show in ps)
   --placement POLICY      when master: least-loaded (default), round-robin, random
   --result-retention DUR  when master: delete results nobody consumed after DUR (default 24h)
+  --max-pending N         when master: the bound on pending tasks clients keep to; a submit
+                          past it fails with "queue full" (default 1000000, what the embedded
+                          ZooKeeper holds; 0: no bound)
   --host NAME             name in member ids (default: the hostname)
   --log-level LEVEL       trace, debug, info (default), warn, error, off
   --log-format FORMAT     text (default) or json (one object per line)
@@ -207,6 +210,7 @@ int cmd_run(int argc, char** argv) {
              {"--log-format"},
              {"--grace"},
              {"--result-retention"},
+             {"--max-pending"},
              {"--http"},
              {"--http-token"},
              {"--http-token-file"},
@@ -241,6 +245,9 @@ int cmd_run(int argc, char** argv) {
         static_cast<int>(a.number("--capacity", 4 * static_cast<long>(threads), 0, 100'000));
     o.session_timeout = a.duration("--session-timeout", 10s, 400ms, 1h);
     o.master.result_retention = a.duration("--result-retention", 24h, 1s, 24h * 365);
+    o.master.max_pending = static_cast<std::uint64_t>(a.number(
+        "--max-pending", static_cast<long>(roles::default_max_pending), 0, 1'000'000'000'000
+    ));
     const auto grace = a.duration("--grace", 30s, 0ms, 24h);
     o.host = a.get("--host", "");
     const auto role = a.get("--role", "auto");

@@ -53,7 +53,9 @@ waiting, it says the task's id and how to wait for it on stderr and exits 130; t
 goes on.
 
 The namespace must hold a cluster (a 'zkd run' made it), and when workers are there, one of
-them must serve TYPE: otherwise submit fails (exit 1) and says so, sending nothing.
+them must serve TYPE: otherwise submit fails (exit 1) and says so, sending nothing. When the
+cluster's queue is full (as many tasks pending as the master's 'zkd run --max-pending'
+allows) submit fails with exit 6, sending nothing: submit again once tasks have drained.
 
   --wait                  wait for the result and print it
   --timeout DUR           with --wait: give up after DUR (exit 4; the task goes on)
@@ -333,6 +335,16 @@ int cmd_submit(int argc, char** argv) {
             roles::task_client tc(zk, l);
             std::vector<roles::task_request> one{req};
             auto ids = co_await tc.submit(std::move(one));
+            if (!ids && ids.error() == roles::client_errc::queue_full) {
+                const auto& q = tc.last_queue_check();
+                complain(
+                    "queue full: " + std::to_string(q.pending) + " pending, bound " +
+                    std::to_string(q.bound) +
+                    " (zkd run --max-pending); nothing was submitted: try again once tasks "
+                    "have drained"
+                );
+                co_return exit_queue_full;
+            }
             if (!ids) {
                 complain("submit failed: " + ids.error().message());
                 co_return exit_failed;

@@ -143,10 +143,14 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
         std::printf("\n");
     }
     std::printf(
-        "queue     %llu pending, %llu results not consumed, %llu cancel requests\n",
+        "queue     %llu pending, %llu results not consumed, %llu cancel requests",
         static_cast<unsigned long long>(c.pending), static_cast<unsigned long long>(c.results),
         static_cast<unsigned long long>(c.cancel_requests)
     );
+    if (c.master && c.master->max_pending.value_or(0) > 0) {
+        std::printf("; bound %lld pending", static_cast<long long>(*c.master->max_pending));
+    }
+    std::printf("\n");
     std::size_t slots = 0;
     std::size_t held = 0;
     for (const auto& w : c.workers) {

@@ -111,6 +111,14 @@ void render_node(writer& w, const roles::node_stats& n) {
             n.queue_depth
         );
     }
+    if (n.max_pending >= 0) {
+        w.single(
+            "zkd_max_pending", "gauge",
+            "The bound on pending tasks this master publishes (zkd run --max-pending; 0: none; "
+            "master only).",
+            n.max_pending
+        );
+    }
 
     constexpr std::string_view hist = "zkd_assign_latency_seconds";
     w.family(hist, "histogram", "Time from submission to assignment, as master.");

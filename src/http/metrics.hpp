@@ -39,6 +39,7 @@ struct facade_counters {
 ///   zkd_tasks_assigned_total, zkd_tasks_requeued_total, zkd_tasks_lost_total,
 ///   zkd_tasks_rejected_total                       counters (master_totals)
 ///   zkd_queue_depth                                gauge, only while master (queue_depth >= 0)
+///   zkd_max_pending                                gauge, only while master (max_pending >= 0)
 ///   zkd_assign_latency_seconds                     histogram (buckets in seconds)
 ///   zkd_master                                     gauge, 0 or 1
 ///   zkd_master_epoch                               gauge

@@ -392,6 +392,18 @@ struct server::impl {
             if (ids.error() == roles::client_errc::task_too_large) {
                 co_return error_response({413, "task_too_large", ids.error().message()});
             }
+            if (ids.error() == roles::client_errc::queue_full) {
+                // The client reads the pending count at most a second before: try after one.
+                const auto& q = zs.tc->last_queue_check();
+                auto res = error_response(
+                    {429, "queue_full",
+                     "queue full: " + std::to_string(q.pending) + " pending, bound " +
+                         std::to_string(q.bound) +
+                         " (zkd run --max-pending); nothing was submitted"}
+                );
+                res.set(bhttp::field::retry_after, "1");
+                co_return res;
+            }
             co_return error_response(
                 zk_error(ids.error(), "submitting (some tasks may be submitted)")
             );

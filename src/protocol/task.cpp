@@ -721,6 +721,8 @@ std::string encode(const member_info& m) {
         o["draining"] = true;
     if (m.throughput)
         o["throughput"] = *m.throughput;
+    if (m.max_pending)
+        o["max_pending"] = *m.max_pending;
     return json::serialize(o);
 }
 
@@ -753,6 +755,8 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     m.draining = r.boolean("draining", false);
     if (r.find("throughput") != nullptr)
         m.throughput = r.finite("throughput", 0.0);
+    if (r.find("max_pending") != nullptr)
+        m.max_pending = r.integer("max_pending", 0, 0, int64_max);
     if (!r.ok())
         return r.error();
     if (m.id.empty())

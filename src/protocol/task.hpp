@@ -217,8 +217,8 @@ bool result_size_ok(std::string_view encoded) noexcept;
 
 // --- members (§2: /election, /master, /workers) ----------------------------------------------
 
-/// The data of a member's node. /election children use id, host, pid; /master adds epoch and
-/// since_ms; /workers adds capacity, types and started_ms.
+/// The data of a member's node. /election children use id, host, pid; /master adds epoch,
+/// since_ms, throughput and max_pending; /workers adds capacity, types and started_ms.
 struct member_info {
     std::string id;
     std::string host;
@@ -230,6 +230,9 @@ struct member_info {
     std::int64_t since_ms = 0;          ///< master; 0: absent
     bool draining = false;              ///< workers: shutting down, takes no new tasks
     std::optional<double> throughput;   ///< master: tasks finished per second, last minute
+    /// master: the bound on pending task nodes clients keep to (docs/protocol.md §7 "Client");
+    /// 0: no bound; nullopt: not said (a master before the bound: no bound either)
+    std::optional<std::int64_t> max_pending;
 
     friend bool operator==(const member_info&, const member_info&) = default;
 };

@@ -50,6 +50,7 @@ master_view master_from(const std::string& data) {
     m.pid = decoded->pid;
     m.since_ms = decoded->since_ms;
     m.throughput = decoded->throughput;
+    m.max_pending = decoded->max_pending;
     return m;
 }
 
@@ -523,6 +524,7 @@ json::value to_json(const master_view& m) {
     o["pid"] = m.pid;
     o["since_ms"] = m.since_ms;
     o["throughput"] = m.throughput ? json::value(*m.throughput) : json::value(nullptr);
+    o["max_pending"] = m.max_pending ? json::value(*m.max_pending) : json::value(nullptr);
     return o;
 }
 

@@ -45,6 +45,9 @@ struct master_view {
     std::int64_t since_ms = 0;
     /// Tasks finished per second over the last minute: /master's "throughput", if written.
     std::optional<double> throughput;
+    /// The bound on pending tasks clients keep to: /master's "max_pending" (0: none), if
+    /// written (a master before the bound writes none).
+    std::optional<std::int64_t> max_pending;
     /// Non-empty: /master does not hold a zkd master node (why); the fields above are empty.
     std::string garbage;
 };
@@ -154,8 +157,8 @@ boost::asio::awaitable<zkco::result<task_info>> read_task(
 
 // --- JSON ----------------------------------------------------------------------------------
 
-/// `{"id":..,"epoch":E,"host":..,"pid":P,"since_ms":T,"throughput":F|null}`, or
-/// `{"garbage":"why"}`.
+/// `{"id":..,"epoch":E,"host":..,"pid":P,"since_ms":T,"throughput":F|null,
+/// "max_pending":N|null}`, or `{"garbage":"why"}`.
 boost::json::value to_json(const master_view& m);
 
 /// `{"id":..,"host":..,"pid":P,"capacity":N,"types":[..],"started_ms":T,"draining":B,

@@ -70,6 +70,7 @@ public:
             protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
         master_node_ = me_;
         master_node_.epoch = epoch;
+        master_node_.max_pending = published_bound(opts.max_pending);
         if (master_node_.since_ms == 0) {
             master_node_.since_ms = protocol::now_ms();
         }

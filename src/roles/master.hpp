@@ -5,6 +5,7 @@
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
 #include "roles/master_view.hpp"
+#include "roles/queue_bound.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -24,6 +25,9 @@ struct master_options {
     std::chrono::milliseconds result_retention{24L * 3600 * 1000};
     /// How often T8 looks for expired results.
     std::chrono::milliseconds gc_interval{60'000};
+    /// The bound on pending task nodes the master publishes in /master ("max_pending") for
+    /// clients to keep to on submit (docs/protocol.md §7 "Client"); 0: no bound.
+    std::uint64_t max_pending = default_max_pending;
     /// How often the master refreshes the throughput figure in /master (only when it changed).
     std::chrono::milliseconds report_interval{5'000};
     /// Called on the executor for each task assigned (T2 committed), with its assigned data.

@@ -78,13 +78,18 @@ asio::awaitable<void> mastership(
         }
         spdlog::info("node {}: elected master", me.id);
         const auto started = std::chrono::steady_clock::now();
-        auto epoch = co_await take_over(zk, me, protocol::now_ms());
+        // /master holds the queue's bound from the start (run_master writes it so thereafter).
+        auto as_master = me;
+        as_master.max_pending = published_bound(o.master.max_pending);
+        auto epoch = co_await take_over(zk, as_master, protocol::now_ms());
         if (epoch) {
             ++stats.elected;
             stats.epoch = *epoch;  // stats.master follows on_acting
+            stats.max_pending = *as_master.max_pending;
             co_await run_master(zk, l, me, *epoch, o.master, &stats.master_totals);
             stats.master = false;
             stats.queue_depth = -1;
+            stats.max_pending = -1;
         } else {
             spdlog::warn("node {}: could not take over: {}", me.id, epoch.error().message());
         }

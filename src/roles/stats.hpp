@@ -41,6 +41,7 @@ struct node_stats {
     std::int64_t epoch = 0;         ///< the epoch while master
     std::uint64_t elected = 0;      ///< times this instance became master
     std::int64_t queue_depth = -1;  ///< pending tasks in the master's view; -1: not master
+    std::int64_t max_pending = -1;  ///< the bound it publishes as master (0: none); -1: not master
 
     worker_stats worker;          ///< summed over sessions
     std::uint64_t succeeded = 0;  ///< results published by this worker, by state

@@ -19,6 +19,7 @@
 #include "roles/foreign.hpp"
 #include "roles/inspect.hpp"
 #include "roles/txn_io.hpp"
+#include "zkco/read_batch.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -54,6 +55,9 @@ public:
                    " bytes";
         case client_errc::garbage_result:
             return "the result node does not hold a zkd result";
+        case client_errc::queue_full:
+            return "queue full: the cluster's bound on pending tasks (zkd run --max-pending) "
+                   "would be passed";
         }
         return "unknown client error";
     }
@@ -74,7 +78,8 @@ task_client::task_client(zkco::client& zk, protocol::layout l)
     : zk_(zk),
       l_(l),
       batcher_(zk),
-      consumed_(zk.get_executor(), asio::steady_timer::time_point::max()) {}
+      consumed_(zk.get_executor(), asio::steady_timer::time_point::max()),
+      queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()) {}
 
 task_client::~task_client() {
     *alive_ = false;
@@ -171,6 +176,14 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         }
         i = end;
     }
+    // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent.
+    auto admitted = co_await check_queue(nodes.size());
+    if (!admitted) {
+        co_return admitted.error();
+    }
+    if (!admitted->admitted) {
+        co_return zkco::error_code(client_errc::queue_full);
+    }
     if (!receipts_ && zk_.session()) {
         // One name per session and client: the session's id makes it unique (T1).
         receipts_ = true;
@@ -246,6 +259,71 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         break;
     }
     co_return zkco::error_code(asio::error::operation_aborted);
+}
+
+asio::awaitable<zkco::result<queue_check>> task_client::check_queue(std::uint64_t adding) {
+    while (gauge_.stale(pending_gauge::clock::now())) {
+        if (reading_queue_) {
+            co_await queue_read_.async_wait(asio::as_tuple(asio::use_awaitable));
+        } else {
+            reading_queue_ = true;
+            const auto ec = co_await read_queue();
+            reading_queue_ = false;
+            queue_read_.cancel();  // wakes the submits that waited for this read
+            if (ec) {
+                co_return ec;
+            }
+        }
+        const auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
+    }
+    last_check_ = gauge_.admit(adding);
+    co_return last_check_;
+}
+
+asio::awaitable<zkco::error_code> task_client::read_queue() {
+    for (;;) {
+        // /master and the shards' stats in one round trip; the stats only when they matter.
+        const bool counts = gauge_.wants_counts();
+        zkco::read_batch batch(zk_);
+        auto master = batch.get(protocol::layout::master());
+        std::vector<zkco::read_batch::slot<std::optional<zkco::stat>>> shards;
+        if (counts) {
+            for (auto& p : l_.pending_shard_paths()) {
+                shards.push_back(batch.exists(std::move(p)));
+            }
+        }
+        const auto done = co_await batch.wait();
+        zkco::error_code ec = done ? zkco::error_code() : done.error();
+        std::optional<std::uint64_t> bound;
+        if (!ec && *master) {
+            // A master of an older zkd says nothing, garbage says nothing usable: no bound.
+            const auto m = protocol::decode_master((*master)->data);
+            bound = m && m->max_pending ? static_cast<std::uint64_t>(*m->max_pending) : 0;
+        } else if (!ec && master->error() != zkco::errc::no_node) {
+            ec = master->error();
+        }
+        std::optional<std::uint64_t> pending;
+        if (counts) {
+            pending = 0;
+            for (const auto& s : shards) {
+                if (*s && **s) {
+                    *pending += static_cast<std::uint64_t>(std::max(0, (**s)->num_children));
+                } else if (!*s && !ec && s->error() != zkco::errc::no_node) {
+                    ec = s->error();
+                }
+            }
+        }
+        if (!ec) {
+            gauge_.read(bound, pending, pending_gauge::clock::now());
+            co_return ec;
+        }
+        if (ec == asio::error::operation_aborted || !co_await reconnected_after(zk_, ec)) {
+            co_return ec;
+        }
+    }
 }
 
 /// The waits of one client on tasks of one bundle: the first reads and consumes for all

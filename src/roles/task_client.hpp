@@ -5,6 +5,7 @@
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "roles/batcher.hpp"
+#include "roles/queue_bound.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -25,6 +26,9 @@ enum class client_errc {
     invalid_task = 1,  ///< bad type name, priority, attempts or timeout
     task_too_large,    ///< the encoded task is over max_task_bytes
     garbage_result,    ///< the result node does not hold a zkd result
+    /// the cluster's bound on pending tasks (the master's max_pending) would be passed:
+    /// nothing was submitted; task_client::last_queue_check() has the figures
+    queue_full,
 };
 const boost::system::error_category& client_category() noexcept;
 zkco::error_code make_error_code(client_errc e) noexcept;
@@ -68,7 +72,9 @@ public:
 
     /// Submits the tasks and yields their ids, in order (a bundled task's id is
     /// `<bundle id>.<index>`). Validated first: nothing is sent if one is invalid
-    /// (client_errc). A retry after a lost connection is idempotent. Cancelled (terminal)
+    /// (client_errc), nor when its nodes would take the pending count past the master's
+    /// bound (queue_full; the count and bound are read at most a second before, docs/
+    /// protocol.md §7). A retry after a lost connection is idempotent. Cancelled (terminal)
     /// before every node was answered: operation_aborted, the outcome unknown (the creates
     /// already sent may still apply), never success.
     boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit(
@@ -112,8 +118,19 @@ public:
 
     [[nodiscard]] const protocol::task_id_generator& ids() const noexcept { return ids_; }
 
+    /// What the last submit that got as far as the bound was decided on (its pending count,
+    /// nodes and bound): the figures of a queue_full.
+    [[nodiscard]] const queue_check& last_queue_check() const noexcept { return last_check_; }
+
 private:
     struct bundle_wait;
+
+    /// Admits a submit of `adding` nodes against the bound (gauge_), reading /master and the
+    /// pending shards' stats first when the figures are over a second old (one read at a time:
+    /// concurrent submits wait for it). Errors: the session's, operation_aborted.
+    boost::asio::awaitable<zkco::result<queue_check>> check_queue(std::uint64_t adding);
+    /// One read of the figures into gauge_, again after a connection loss the session survives.
+    boost::asio::awaitable<zkco::error_code> read_queue();
 
     /// Waits until `path` exists and reads it.
     boost::asio::awaitable<zkco::result<zkco::node>> await_node(std::string path);
@@ -145,6 +162,11 @@ private:
     /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
     boost::asio::steady_timer consumed_;
     bool receipts_ = false;  ///< the batcher writes receipts (from the first submit on)
+    pending_gauge gauge_;    ///< the bound and the pending count, as last read
+    queue_check last_check_;
+    bool reading_queue_ = false;  ///< a read_queue is out: others wait for queue_read_
+    /// Cancelled when a read_queue ends (a timer used as a condvar).
+    boost::asio::steady_timer queue_read_;
     /// False once this client is destroyed: background work of it checks before touching it.
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -32,7 +32,7 @@ namespace {
 /// What a finished child process left (exit_code -1: killed at its time limit).
 using outcome = zkd::test::command_result;
 
-class Loadgen : public zkd::test::zk_test {
+class Loadgen : public zkd::test::zk_test {  // NOLINT(readability-identifier-naming)
 protected:
     void SetUp() override {
         zk_test::SetUp();
@@ -458,4 +458,28 @@ TEST_F(Loadgen, AServerThatDiesMidRunEndsItWithExitThree) {
     EXPECT_EQ(j.at("exit").as_int64(), 3);
     nodes_.clear();
     own.stop();
+}
+
+// Issue 14: a full queue (zkd run --max-pending) makes zkd-loadgen wait and submit again,
+// counting the refusals, instead of failing tasks: 30 tasks at once against a bound of 5 are
+// all submitted and finish. (The client counts its own submits against the bound between
+// its reads of the pending count, so the sixth submit is refused however fast workers are.)
+TEST_F(Loadgen, AFullQueueIsWaitedOut) {
+    ZKD_REQUIRE_ZK_SERVER();
+    start_node("qf", "n1", {"--max-pending", "5"});
+    const auto lg = loadgen(
+        {"--namespace", "qf", "--tasks", "30", "--concurrency", "30", "--wait-workers", "30000",
+         "--json"}
+    );
+    ASSERT_NE(lg.exit_code, -1) << "timed out";
+    EXPECT_EQ(lg.exit_code, 0) << lg.err;
+    const auto r = parse_report(lg);
+    ASSERT_TRUE(r.contains("load")) << lg.out;
+    const auto& load = r.at("load").as_object();
+    expect_sound_load(load, 30);
+    EXPECT_GT(load.at("queue_full").to_number<std::uint64_t>(), 0U) << json::serialize(load);
+    // Refused submits wrote nothing (expect_sound_load bounds the client's write ops by one
+    // create and one delete per task plus a receipt per transaction), and nothing is left.
+    EXPECT_EQ(run(count_under_shards("qf", "/pending")), 0U);
+    EXPECT_EQ(run(count_under_shards("qf", "/results")), 0U);
 }

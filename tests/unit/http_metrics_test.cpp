@@ -98,6 +98,7 @@ zkd::roles::node_stats some_node() {
     n.master = true;
     n.epoch = 7;
     n.queue_depth = 42;
+    n.max_pending = 1000000;
     n.worker.started = 11;
     n.worker.discarded = 1;
     n.succeeded = 5;
@@ -157,6 +158,8 @@ TEST(HttpMetrics, NodeFigures) {
     EXPECT_NE(text.find("# TYPE zkd_assign_latency_seconds histogram"), std::string::npos);
     EXPECT_NE(text.find("# TYPE zkd_tasks_completed_total counter"), std::string::npos);
     EXPECT_NE(text.find("# TYPE zkd_queue_depth gauge"), std::string::npos);
+    EXPECT_EQ(s.at("zkd_max_pending"), "1000000");
+    EXPECT_NE(text.find("# TYPE zkd_max_pending gauge"), std::string::npos);
 }
 
 TEST(HttpMetrics, AssignLatencyIsACumulativeHistogramInSeconds) {
@@ -184,9 +187,11 @@ TEST(HttpMetrics, QueueDepthOnlyWhileMaster) {
     auto n = some_node();
     n.master = false;
     n.queue_depth = -1;
+    n.max_pending = -1;
     n.session = zkd::zkco::session_state::disconnected;
     const auto text = render_metrics(n, std::nullopt, facade_counters{});
     EXPECT_EQ(text.find("zkd_queue_depth"), std::string::npos);
+    EXPECT_EQ(text.find("zkd_max_pending"), std::string::npos);
     const auto s = samples(text);
     EXPECT_EQ(s.at("zkd_master"), "0");
     EXPECT_EQ(s.at("zkd_zk_session_state{state=\"connected\"}"), "0");

@@ -521,6 +521,24 @@ TEST(ProtocolMemberCodec, DrainingAndThroughput) {
     expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"throughput":"fast"})", R"("throughput")");
 }
 
+// The bound on pending tasks the master publishes (docs/protocol.md §2, §7 "Client").
+TEST(ProtocolMemberCodec, MasterMaxPending) {
+    member_info m;
+    m.id = "a";
+    m.epoch = 2;
+    m.max_pending = 5;
+    EXPECT_EQ(encode(m), R"({"v":1,"id":"a","epoch":2,"host":"","pid":0,"max_pending":5})");
+    EXPECT_EQ(decode_master(encode(m)).value(), m);
+    m.max_pending = 0;  // no bound, said
+    EXPECT_EQ(decode_master(encode(m)).value().max_pending, 0);
+    // A master before the bound says nothing.
+    EXPECT_FALSE(decode_master(R"({"v":1,"id":"a","epoch":2})").value().max_pending);
+    const auto dm = [](std::string_view s) { return decode_master(s); };
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"max_pending":-1})", R"("max_pending")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"max_pending":"lots"})", R"("max_pending")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"max_pending":1.5})", R"("max_pending")");
+}
+
 TEST(ProtocolMemberCodec, WorkerTypes) {
     const auto d = [](std::string_view s) { return decode_worker(s); };
     const auto sorted = decode_worker(R"({"v":1,"id":"a","capacity":2,"types":["z","a","z"]})");
@@ -678,9 +696,10 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     failed.state = task_state::timed_out;
     failed.error = task_error{std::string(codes::timeout), "too slow"};
     seeds.push_back(encode(failed));
-    member_info w{"h-1-00000000", "h", 1, 4, {"a", "b"}, 5, std::nullopt, 0, true, std::nullopt};
+    member_info w{"h-1-00000000", "h",          1,           4, {"a", "b"}, 5, std::nullopt, 0,
+                  true,           std::nullopt, std::nullopt};
     seeds.push_back(encode(w));
-    member_info m{"h-1-00000000", "h", 1, std::nullopt, {}, 0, 3, 9, false, 12.5};
+    member_info m{"h-1-00000000", "h", 1, std::nullopt, {}, 0, 3, 9, false, 12.5, 1000};
     seeds.push_back(encode(m));
     seeds.push_back(encode(meta_info{16, 16, 1}));
     seeds.push_back(encode(epoch_info{"m", 2}));

@@ -194,10 +194,36 @@ asio::awaitable<void> load_runner::submit_batch(std::vector<clock_type::time_poi
         r.max_attempts = s_.max_attempts;
         reqs.push_back(std::move(r));
     }
-    const auto t0 = clock_type::now();
     roles::submit_options how;
     how.bundle = static_cast<std::size_t>(s_.bundle);
-    auto ids = co_await client_.submit(std::move(reqs), how);
+    // A full queue (zkd run --max-pending) is waited out, backing off up to a second (the
+    // client reads the pending count about once a second), rather than failing the run;
+    // should it never drain, the stall timeout ends the run.
+    auto pause = std::chrono::milliseconds(20);
+    auto t0 = clock_type::now();
+    auto ids = co_await client_.submit(reqs, how);
+    while (!ids && ids.error() == roles::client_errc::queue_full && !stopping()) {
+        const auto& q = client_.last_queue_check();
+        if (q.adding > q.bound) {
+            break;  // this one submit is over the bound by itself: it never fits
+        }
+        ++rep_.queue_full;
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        t.expires_after(pause);
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(1));
+        if (abort_) {
+            break;
+        }
+        t0 = clock_type::now();
+        ids = co_await client_.submit(reqs, how);
+    }
+    if (!ids && ids.error() == roles::client_errc::queue_full && stopping()) {
+        issued_ -= n;  // told to stop while the queue was full: these were never submitted
+        in_flight_ -= n;
+        wake();
+        co_return;
+    }
     const auto t1 = clock_type::now();
     rep_.submit_us.record(micros(t1 - t0));
     last_submit_ = std::max(last_submit_, t1);

@@ -127,6 +127,7 @@ json::object to_json(const run_report& r) {
         j["latency_ms"] = latency_json(l.latency_us);
         j["submit_ms"] = latency_json(l.submit_us);
         j["schedule_lag_max_ms"] = round3(l.schedule_lag_max_ms);
+        j["queue_full"] = l.queue_full;
         const auto& e = l.errors;
         json::object errors;
         errors["total"] = e.total();
@@ -228,6 +229,11 @@ std::string to_text(const run_report& r) {
              fmt("%.3f", ms(sh.value_at(0.99))) + "  max " + fmt("%.3f", ms(sh.max())) + "\n";
         if (s.rate) {
             t += "  behind schedule at most " + fmt("%.1f", l.schedule_lag_max_ms) + " ms\n";
+        }
+        if (l.queue_full > 0) {
+            t += "  queue full: " + std::to_string(l.queue_full) +
+                 " submit calls refused (zkd run --max-pending), each tried again after a "
+                 "pause\n";
         }
         const auto& e = l.errors;
         t += "  errors " + std::to_string(e.total());

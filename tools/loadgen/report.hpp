@@ -55,6 +55,9 @@ struct load_report {
     zkco::client_counters client;    ///< this session's requests during the run
     std::uint64_t workers = 0;       ///< workers serving the type at the start
     std::uint64_t capacity = 0;      ///< their slots
+    /// submit() calls refused because the cluster's queue was full (zkd run --max-pending):
+    /// each was tried again after a pause, so its tasks are not errors
+    std::uint64_t queue_full = 0;
 
     /// results / elapsed_s (submitted / elapsed_s with --submit-only).
     [[nodiscard]] double tasks_per_s(bool submit_only) const noexcept {
@@ -93,7 +96,7 @@ struct run_report {
 ///  "load":{"workers":n, "capacity":n, "submitted":n, "results":n, "succeeded":n,
 ///          "elapsed_s":x, "submit_s":x, "tasks_per_s":x,
 ///          "latency_ms":{"count":n,"min":x,"mean":x,"p50":x,"p90":x,"p99":x,"p999":x,"max":x},
-///          "submit_ms":{same keys}, "schedule_lag_max_ms":x,
+///          "submit_ms":{same keys}, "schedule_lag_max_ms":x, "queue_full":n,
 ///          "errors":{"total":n,"failed":n,"timed_out":n,"cancelled":n,"lost":n,
 ///                    "wrong_result":n,"garbage_result":n,"submit":n,"session":n,"wait":n,
 ///                    "unfinished":n},
