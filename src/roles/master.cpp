@@ -211,7 +211,7 @@ private:
     template <class OnChange>
     asio::awaitable<void> follow(std::string path, OnChange on_change) {
         auto at_once = [](const zkco::watch_event&) -> asio::awaitable<void> { co_return; };
-        co_await follow(std::move(path), std::move(on_change), at_once);
+        return follow(std::move(path), std::move(on_change), at_once);
     }
 
     /// As follow(), and after a change, `before_listing(event)` decides when to list again.

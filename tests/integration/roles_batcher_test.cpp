@@ -159,6 +159,7 @@ TEST_F(RolesBatcher, GroupsQueuedInOneTurnShareATransactionWhateverTheFreeSlots)
         // A master placing ten tasks in one step: one transaction, not four (one per free
         // in-flight slot) and a fifth for the rest.
         std::vector<std::shared_ptr<outcome>> groups;
+        groups.reserve(10);
         for (int i = 0; i < 10; ++i) {
             groups.push_back(submit(b, {create_op("/s" + std::to_string(i))}));
         }
