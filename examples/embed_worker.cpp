@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
                     rc = 0;
                 }
             }
+            co_await tasks.flush();  // the result's delete reaches the server before we close
         }
         co_await client.close();
         std::printf("the application's ticker ran %d times meanwhile\n", ticks);
