@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace zkd::roles {
@@ -76,13 +77,7 @@ public:
     /// own op results (empty when the transaction had none), in the group's order.
     template <class CompletionToken>
     auto async_submit(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
-        return boost::asio::async_initiate<
-            CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
-            [this](auto h, std::vector<zkco::multi_op> g) {
-                submit(std::move(g), std::move(h), false, false);
-            },
-            token, std::move(ops)
-        );
+        return initiate(std::move(ops), std::forward<CompletionToken>(token), kind::plain);
     }
 
     /// As async_submit, for a group whose outcome must be known even when the answer is lost
@@ -90,13 +85,7 @@ public:
     /// are enabled (enable_receipts).
     template <class CompletionToken>
     auto async_submit_decided(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
-        return boost::asio::async_initiate<
-            CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
-            [this](auto h, std::vector<zkco::multi_op> g) {
-                submit(std::move(g), std::move(h), true, false);
-            },
-            token, std::move(ops)
-        );
+        return initiate(std::move(ops), std::forward<CompletionToken>(token), kind::decided);
     }
 
     /// As async_submit, for a group nobody waits for (a client deleting a result it has
@@ -105,13 +94,7 @@ public:
     /// when someone waits for the batcher to be idle.
     template <class CompletionToken>
     auto async_submit_deferred(std::vector<zkco::multi_op> ops, CompletionToken&& token) {
-        return boost::asio::async_initiate<
-            CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
-            [this](auto h, std::vector<zkco::multi_op> g) {
-                submit(std::move(g), std::move(h), false, true);
-            },
-            token, std::move(ops)
-        );
+        return initiate(std::move(ops), std::forward<CompletionToken>(token), kind::deferred);
     }
 
     /// Completes, void(error_code), once no group is queued or in flight: at once when none
@@ -132,6 +115,19 @@ public:
     [[nodiscard]] std::size_t outstanding() const noexcept;
 
 private:
+    enum class kind { plain, decided, deferred };
+
+    template <class CompletionToken>
+    auto initiate(std::vector<zkco::multi_op> ops, CompletionToken&& token, kind k) {
+        return boost::asio::async_initiate<
+            CompletionToken, void(zkco::error_code, std::vector<zkco::op_result>)>(
+            [this, k](auto h, std::vector<zkco::multi_op> g) {
+                submit(std::move(g), std::move(h), k == kind::decided, k == kind::deferred);
+            },
+            token, std::move(ops)
+        );
+    }
+
     using handler =
         boost::asio::any_completion_handler<void(zkco::error_code, std::vector<zkco::op_result>)>;
     struct group;
