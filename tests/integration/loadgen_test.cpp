@@ -98,6 +98,27 @@ protected:
         co_return n;
     }
 
+    /// The bound the master of cluster `ns` publishes (`max_pending` in /master), or -1
+    /// while there is no master or it publishes none.
+    asio::awaitable<std::int64_t> published_bound(std::string ns) {
+        zkd::zkco::config cfg = make_config();
+        cfg.connect_string = base_ + chroot_ + zkd::protocol::chroot_path(ns);
+        zkd::zkco::client zk(ioc_.get_executor(), cfg);
+        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 10s);
+        EXPECT_TRUE(c);
+        std::int64_t bound = -1;
+        auto m = co_await zk.get(std::string(zkd::protocol::layout::master()));
+        if (m) {
+            boost::system::error_code ec;
+            auto v = json::parse(m->data, ec);
+            if (!ec && v.is_object() && v.as_object().contains("max_pending")) {
+                bound = v.at("max_pending").to_number<std::int64_t>();
+            }
+        }
+        co_await zk.close();
+        co_return bound;
+    }
+
     /// Children of `path` (relative to the test's chroot).
     asio::awaitable<std::vector<std::string>> children_of(std::string path) {
         zkd::zkco::config cfg = make_config();
@@ -467,6 +488,12 @@ TEST_F(Loadgen, AServerThatDiesMidRunEndsItWithExitThree) {
 TEST_F(Loadgen, AFullQueueIsWaitedOut) {
     ZKD_REQUIRE_ZK_SERVER();
     start_node("qf", "n1", {"--max-pending", "5"});
+    // Until a master publishes the bound, a client sees none (an older master's cluster).
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (run(published_bound("qf")) != 5 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_EQ(run(published_bound("qf")), 5) << "no master published the bound within 30 s";
     const auto lg = loadgen(
         {"--namespace", "qf", "--tasks", "30", "--concurrency", "30", "--wait-workers", "30000",
          "--json"}
