@@ -253,8 +253,11 @@ asio::awaitable<void> run_node(
     // The namespace must exist before a chrooted session can use it: create it from the
     // ensemble's root.
     const auto place = place_namespace(o.zk, chroot);
-    auto made = place ? co_await make_namespace(cfg, *place, policy)
-                      : zkco::result<void>(zkco::errc::bad_arguments);
+    // Not in ?: : GCC 12 miscompiles a co_await inside && or ?:.
+    zkco::result<void> made(zkco::errc::bad_arguments);
+    if (place) {
+        made = co_await make_namespace(cfg, *place, policy);
+    }
     if (!made) {
         if (made.error() != asio::error::operation_aborted) {
             spdlog::error(

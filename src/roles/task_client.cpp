@@ -320,7 +320,12 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
             gauge_.read(bound, pending, pending_gauge::clock::now());
             co_return ec;
         }
-        if (ec == asio::error::operation_aborted || !co_await reconnected_after(zk_, ec)) {
+        if (ec == asio::error::operation_aborted) {
+            co_return ec;
+        }
+        // A separate statement: GCC 12 miscompiles a co_await inside || or ?:.
+        const bool back = co_await reconnected_after(zk_, ec);
+        if (!back) {
             co_return ec;
         }
     }
