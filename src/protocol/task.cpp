@@ -753,8 +753,13 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     }
     m.since_ms = r.integer("since_ms", 0, int64_min, int64_max);
     m.draining = r.boolean("draining", false);
-    if (r.find("throughput") != nullptr)
-        m.throughput = r.finite("throughput", 0.0);
+    if (r.find("throughput") != nullptr) {
+        // Information only: kept to 3 decimals within 0..1e12 tasks/s, so that it survives
+        // encode + decode exactly (Boost.JSON 1.81 reads some 17-digit doubles back one ulp
+        // off; a number of 15 digits or fewer it reads exactly).
+        const double t = std::min(r.finite("throughput", 0.0), 1e12);
+        m.throughput = std::round(t * 1000.0) / 1000.0;
+    }
     if (r.find("max_pending") != nullptr)
         m.max_pending = r.integer("max_pending", 0, 0, int64_max);
     if (!r.ok())

@@ -126,3 +126,23 @@ TEST(FuzzRegressions, CrackJobWithAnInfiniteNumberIsGarbage) {
     ASSERT_TRUE(again) << again.error().message;
     EXPECT_EQ(*again, *ok);
 }
+
+// fuzz_worker, regression-huge-throughput: a /master or /workers node with a throughput of
+// 1.2e22 decoded, but encode + decode gave another double (Boost.JSON 1.81 reads some
+// 17-digit numbers back one ulp off). Throughput is kept to 3 decimals within 0..1e12.
+TEST(FuzzRegressions, AHugeThroughputSurvivesEncodeAndDecode) {
+    const auto w = zkd::protocol::decode_worker(
+        R"({"v":1,"id":"hosta3b","st":"hsp","pid":1234,"capacity":8,"types":["648d5-:rack"],)"
+        R"("throughput":12147483648637733600079})"
+    );
+    ASSERT_TRUE(w) << w.error().message;
+    EXPECT_EQ(w->throughput, 1e12);
+    const auto again = zkd::protocol::decode_worker(zkd::protocol::encode(*w));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(*again, *w);
+    const auto m =
+        zkd::protocol::decode_master(R"({"v":1,"id":"a","epoch":2,"throughput":0.1234567891})");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->throughput, 0.123);
+    EXPECT_EQ(zkd::protocol::decode_master(zkd::protocol::encode(*m)).value(), *m);
+}
