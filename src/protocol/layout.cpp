@@ -50,6 +50,16 @@ std::string layout::worker(std::string_view member) {
     return path({"workers", member});
 }
 
+bool is_logged_dir(std::string_view dir) noexcept {
+    for (const std::string_view top :
+         {std::string_view("/pending/"), std::string_view("/assign/")}) {
+        if (dir.size() > top.size() && dir.starts_with(top)) {
+            return dir.find('/', top.size()) == std::string_view::npos;
+        }
+    }
+    return false;
+}
+
 std::string layout::assign_dir(std::string_view member) {
     return path({"assign", member});
 }

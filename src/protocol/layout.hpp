@@ -23,6 +23,10 @@ bool is_cancel_marker(std::string_view name) noexcept;
 /// The task id of a cancel marker's name; empty when `name` is not a marker.
 std::string_view marker_task(std::string_view name) noexcept;
 
+/// True for a directory whose children are created with a change log in its data (§6
+/// "Change logs"): "/pending/<s>" and "/assign/<member>".
+bool is_logged_dir(std::string_view dir) noexcept;
+
 /// The paths of a cluster with the given shard counts (from /meta). A shard count of 0 acts
 /// as 1 (never a division by zero).
 struct layout {

@@ -217,8 +217,10 @@ std::optional<decode_error> field_problem(
     return std::nullopt;
 }
 
-// Parses a document of the format: a JSON object whose "v" is format_version.
-codec_result<json::object> parse_document(std::string_view data) {
+// Parses a document of the format: a JSON object whose "v" is `version`.
+codec_result<json::object> parse_document(
+    std::string_view data, std::int64_t version = format_version
+) {
     boost::system::error_code ec;
     json::value doc = parse_json(data, ec);
     if (ec)
@@ -234,15 +236,16 @@ codec_result<json::object> parse_document(std::string_view data) {
     if (!v->is_number())
         return decode_error{"format version is not a number: " + brief(*v)};
     if (const auto n = as_int64(*v)) {
-        if (*n == format_version)
+        if (*n == version)
             return std::move(obj);
-        if (*n > format_version) {
+        if (*n > version) {
             return decode_error{"unsupported format version " + std::to_string(*n)};
         }
         return decode_error{"invalid format version " + std::to_string(*n)};
     }
     // Not a whole number, or out of int64's range.
-    const bool newer = v->is_uint64() || (v->is_double() && v->get_double() > 1.0);
+    const bool newer =
+        v->is_uint64() || (v->is_double() && v->get_double() > static_cast<double>(version));
     return decode_error{
         (newer ? "unsupported format version " : "invalid format version ") + brief(*v)};
 }
@@ -786,7 +789,8 @@ codec_result<member_info> decode_master(std::string_view data) {
 // --- /meta, /epoch, /cancel ------------------------------------------------------------------
 
 std::string encode(const meta_info& m) {
-    json::object o = new_document();
+    json::object o;
+    o["v"] = protocol_format;
     o["pending_shards"] = m.pending_shards;
     o["result_shards"] = m.result_shards;
     o["created_ms"] = m.created_ms;
@@ -794,9 +798,16 @@ std::string encode(const meta_info& m) {
 }
 
 codec_result<meta_info> decode_meta(std::string_view data) {
-    auto doc = parse_document(data);
-    if (!doc)
+    auto doc = parse_document(data, protocol_format);
+    if (!doc) {
+        if (parse_document(data)) {
+            return decode_error{
+                "a namespace of zkd protocol format 1 (this zkd speaks format " +
+                std::to_string(protocol_format) +
+                "): let its tasks finish with the zkd that made it, or use another namespace"};
+        }
         return doc.error();
+    }
     reader r(*doc);
     meta_info m;
     const auto shards = [&](std::string_view key) {
@@ -848,6 +859,53 @@ codec_result<cancel_info> decode_cancel(std::string_view data) {
     if (!r.ok())
         return r.error();
     return c;
+}
+
+std::string encode(const change_log& log) {
+    json::array created;
+    created.reserve(log.created.size());
+    for (const auto& e : log.created) {
+        json::object o;
+        o["name"] = json::string_view(e.name.data(), e.name.size());
+        if (e.data) {
+            o["data"] = json::string_view(e.data->data(), e.data->size());
+        }
+        created.emplace_back(std::move(o));
+    }
+    json::object o = new_document();
+    o["created"] = std::move(created);
+    return json::serialize(o);
+}
+
+codec_result<change_log> decode_change_log(std::string_view data) {
+    auto doc = parse_document(data);
+    if (!doc)
+        return doc.error();
+    const auto* created = doc->if_contains("created");
+    if (created == nullptr || !created->is_array())
+        return decode_error{"field \"created\" must be an array"};
+    const auto& entries = created->get_array();
+    if (entries.size() > max_log_entries)
+        return decode_error{"more than " + std::to_string(max_log_entries) + " entries"};
+    change_log log;
+    log.created.reserve(entries.size());
+    for (const auto& v : entries) {
+        const auto* o = v.if_object();
+        const auto* name = o != nullptr ? o->if_contains("name") : nullptr;
+        if (name == nullptr || !name->is_string())
+            return decode_error{"an entry without a \"name\" string: " + brief(v)};
+        const auto& n = name->get_string();
+        if (n.empty() || n.size() > 255 || n.find('/') != json::string::npos)
+            return decode_error{"not a child name: " + brief(*name)};
+        log_entry e{std::string(n), std::nullopt};
+        if (const auto* d = o->if_contains("data"); d != nullptr && !d->is_null()) {
+            if (!d->is_string())
+                return decode_error{"field \"data\" must be a string, not " + brief(*d)};
+            e.data = std::string(d->get_string());
+        }
+        log.created.push_back(std::move(e));
+    }
+    return log;
 }
 
 std::optional<std::int64_t> as_int64(const json::value& v) noexcept {

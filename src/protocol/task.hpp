@@ -22,8 +22,12 @@
 
 namespace zkd::protocol {
 
-/// The format this code reads and writes (the "v" field).
+/// The format of the documents this code reads and writes (their "v" field).
 inline constexpr std::int64_t format_version = 1;
+/// The protocol format a namespace speaks, /meta's "v" (docs/protocol.md §1): 2 since
+/// directories carry change logs (§6 "Change logs"). zkd of format 1 refuses a /meta of
+/// format 2, and this code refuses one of format 1: the two cannot share a namespace.
+inline constexpr std::int64_t protocol_format = 2;
 /// Task priorities (§3, §4): 0 lowest, 9 highest, 5 when not given.
 inline constexpr int min_priority = 0;
 inline constexpr int max_priority = 9;
@@ -256,8 +260,10 @@ struct meta_info {
     friend bool operator==(const meta_info&, const meta_info&) = default;
 };
 
+/// Writes "v": protocol_format.
 std::string encode(const meta_info& m);
-/// Requires both shard counts, each from 1 to max_shards.
+/// Requires "v" to be protocol_format (an older namespace's /meta is refused, saying so) and
+/// both shard counts, each from 1 to max_shards.
 codec_result<meta_info> decode_meta(std::string_view data);
 
 /// The data of /epoch; the epoch itself is the node's data version.
@@ -280,6 +286,34 @@ struct cancel_info {
 
 std::string encode(const cancel_info& c);
 codec_result<cancel_info> decode_cancel(std::string_view data);
+
+// --- a directory's change log (/pending/<s>, /assign/<member>) -----------------------------
+
+/// Most entries a change log may hold (a transaction holds at most 1,000 ops).
+inline constexpr std::size_t max_log_entries = 1000;
+/// Most bytes of children's data a change log carries; later children go by name only.
+inline constexpr std::size_t max_log_inline_bytes = std::size_t{64} * 1024;
+
+/// A child a transaction created, as its directory's change log names it.
+struct log_entry {
+    std::string name;
+    std::optional<std::string> data;  ///< the child's data, when it came along
+
+    friend bool operator==(const log_entry&, const log_entry&) = default;
+};
+
+/// The data of a directory readers follow by its data watch (§6 "Change logs"): the children
+/// the last transaction that created any there created, in order.
+struct change_log {
+    std::vector<log_entry> created;
+
+    friend bool operator==(const change_log&, const change_log&) = default;
+};
+
+std::string encode(const change_log& log);
+/// Requires "created": an array of at most max_log_entries objects, each with a "name" that
+/// is a valid child name (1 to 255 bytes, no '/') and, optionally, "data", a string.
+codec_result<change_log> decode_change_log(std::string_view data);
 
 /// For argument checks in handlers: `v` as an int64 if it is an integral JSON number (an
 /// int64, a uint64 up to INT64_MAX, or a double holding an integer of magnitude up to 2^53,

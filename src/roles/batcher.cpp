@@ -2,6 +2,8 @@
 #include "roles/batcher.hpp"
 
 #include "protocol/client_txn.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "roles/txn_io.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -32,6 +34,7 @@ struct multi_batcher::group {
     std::vector<std::size_t> index;  // where each op sits in the transaction being sent
     bool decided = false;            // its transaction writes a receipt (async_submit_decided)
     bool deferred = false;           // queued by async_submit_deferred, not sent yet
+    std::size_t logged = 0;          // its creates that go in a directory's change log
 };
 
 struct multi_batcher::state : std::enable_shared_from_this<state> {
@@ -50,6 +53,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
     std::size_t deferred_queued = 0;  // queued groups that wait for company (or the timer)
     asio::steady_timer defer_timer;
     bool defer_armed = false;
+    bool change_logs = false;  // enable_change_logs()
     stats counters;
     std::vector<asio::any_completion_handler<void(zkco::error_code)>> idle_waiters;
 
@@ -151,12 +155,16 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         std::size_t bytes = prefix_bytes;
         // Identical checks (same path and version) are sent once per transaction.
         std::map<std::pair<std::string, std::int32_t>, std::size_t> checks;
+        // The change log of each directory the transaction creates children in (§6).
+        std::map<std::string, protocol::change_log, std::less<>> logs;
+        std::size_t inline_left = protocol::max_log_inline_bytes;
         std::vector<group> batch;
         while (!queue.empty()) {
             auto& g = queue.front();
             const bool first = batch.empty();
-            if (!first &&
-                (ops.size() + g.ops.size() > lim.max_ops || bytes + g.bytes > lim.max_bytes)) {
+            // Each directory logged adds one set: count the group's creates as new ones.
+            if (!first && (ops.size() + logs.size() + g.ops.size() + g.logged > lim.max_ops ||
+                           bytes + g.bytes > lim.max_bytes)) {
                 break;  // a group alone goes even if larger: it fails or succeeds on its own
             }
             g.index.clear();
@@ -171,6 +179,9 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                 }
                 g.index.push_back(ops.size());
                 ops.push_back(op);
+                if (g.logged > 0) {
+                    note(logs, inline_left, op);
+                }
             }
             bytes += g.bytes;
             if (g.deferred) {
@@ -180,6 +191,11 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             batch.push_back(std::move(g));
             queue.pop_front();
         }
+        const std::size_t notes_from = ops.size();
+        for (const auto& [dir, log] : logs) {
+            ops.emplace_back(zkco::op::set{dir, protocol::encode(log), -1});
+        }
+        const std::size_t notes = logs.size();
         std::optional<receipt> rc;
         const bool decided =
             std::any_of(batch.begin(), batch.end(), [](const group& g) { return g.decided; });
@@ -195,10 +211,52 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         counters.ops += ops.size();
         zk->async_multi(
             std::move(ops),
-            [self = shared_from_this(), batch = std::move(batch), prefix_size = prefix.size(), rc](
-                zkco::error_code ec, std::vector<zkco::op_result> results
-            ) mutable { self->done(std::move(batch), prefix_size, rc, ec, std::move(results)); }
+            [self = shared_from_this(), batch = std::move(batch),
+             fixed = fixed_ops{prefix.size(), notes_from, notes},
+             rc](zkco::error_code ec, std::vector<zkco::op_result> results) mutable {
+                self->done(std::move(batch), fixed, rc, ec, std::move(results));
+            }
         );
+    }
+
+    /// The ops of a transaction that belong to no group: the prefix in front, the change
+    /// logs' sets after the groups.
+    struct fixed_ops {
+        std::size_t prefix = 0;
+        std::size_t notes_from = 0;
+        std::size_t notes = 0;
+
+        [[nodiscard]] bool owns(std::size_t i) const noexcept {
+            return i < prefix || (i >= notes_from && i < notes_from + notes);
+        }
+    };
+
+    /// Adds a create to its directory's change log, with its data while the transaction's
+    /// budget for data in logs lasts.
+    static void note(
+        std::map<std::string, protocol::change_log, std::less<>>& logs,
+        std::size_t& inline_left,
+        const zkco::multi_op& op
+    ) {
+        const auto* c = std::get_if<zkco::op::create>(&op);
+        if (c == nullptr) {
+            return;
+        }
+        const auto slash = c->path.rfind('/');
+        const std::string_view dir = std::string_view(c->path).substr(0, slash);
+        if (slash == std::string::npos || !protocol::is_logged_dir(dir)) {
+            return;
+        }
+        protocol::log_entry e{c->path.substr(slash + 1), std::nullopt};
+        if (c->data.size() <= inline_left) {
+            inline_left -= c->data.size();
+            e.data = c->data;
+        }
+        auto it = logs.find(dir);
+        if (it == logs.end()) {
+            it = logs.emplace(std::string(dir), protocol::change_log{}).first;
+        }
+        it->second.created.push_back(std::move(e));
     }
 
     /// The receipt a transaction writes: its slot, its sequence number, its op's index.
@@ -306,7 +364,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
 
     void done(
         std::vector<group> batch,
-        std::size_t prefix_size,
+        fixed_ops fixed,
         std::optional<receipt> rc,
         zkco::error_code ec,
         std::vector<zkco::op_result> results
@@ -351,13 +409,14 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             }
         }
         // Groups that did not apply because another one failed go back to the front, in
-        // order, before anyone's handler runs (a handler may submit more).
+        // order, before anyone's handler runs (a handler may submit more). A failed op of
+        // the transaction's own (the prefix, a change log's set) fails every group.
         std::vector<group*> finished;
         std::vector<group> resend;
         for (auto& g : batch) {
             const bool owns_failure =
                 failed && std::find(g.index.begin(), g.index.end(), *failed) != g.index.end();
-            if (ec && failed && *failed >= prefix_size && !owns_failure) {
+            if (ec && failed && !fixed.owns(*failed) && !owns_failure) {
                 resend.push_back(std::move(g));
             } else {
                 finished.push_back(&g);
@@ -399,6 +458,10 @@ void multi_batcher::enable_receipts(std::string dir, std::string name) {
     state_->receipt_prefix = zkco::join_path(dir, name) + "-";
 }
 
+void multi_batcher::enable_change_logs() {
+    state_->change_logs = true;
+}
+
 void multi_batcher::set_prefix(std::vector<zkco::multi_op> prefix) {
     state_->prefix_bytes = 0;
     for (const auto& op : prefix) {
@@ -436,7 +499,21 @@ void multi_batcher::submit(
     }
     // Constructed, never assigned: Boost 1.81's any_completion_handler move assignment wraps
     // its source again and again until the stack overflows.
-    state_->queue.push_back(group{std::move(ops), bytes, std::move(h), {}, decided, deferred});
+    std::size_t logged = 0;
+    if (state_->change_logs) {
+        for (const auto& op : ops) {
+            if (const auto* c = std::get_if<zkco::op::create>(&op)) {
+                const auto slash = c->path.rfind('/');
+                if (slash != std::string::npos &&
+                    protocol::is_logged_dir(std::string_view(c->path).substr(0, slash))) {
+                    ++logged;
+                    bytes += c->path.size() - slash + 32;  // its name in the log
+                }
+            }
+        }
+    }
+    state_->queue.push_back(group{
+        std::move(ops), bytes, std::move(h), {}, decided, deferred, logged});
     if (deferred) {
         ++state_->deferred_queued;
         state_->arm_deferral();

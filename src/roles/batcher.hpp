@@ -24,7 +24,8 @@ namespace zkd::roles {
 /// queued in one turn share a transaction; under load groups pile up and share
 /// transactions. Deferred groups (async_submit_deferred) wait for company. A transaction is
 /// bounded by `max_ops` and `max_bytes`. Identical check ops of different groups are sent
-/// once. Every transaction starts with the prefix (a master's `check(/epoch, E)`).
+/// once. Every transaction starts with the prefix (a master's `check(/epoch, E)`), and may end
+/// with change logs (enable_change_logs).
 ///
 /// Failures stay with their group: when a transaction fails, the group owning the failed op
 /// completes with the error and its own op results, and the other groups, which did not
@@ -72,6 +73,13 @@ public:
     /// and never completes with an unknown outcome while the session lives. `dir` must
     /// exist; `name` must be unique among the sessions that may use `dir` at once.
     void enable_receipts(std::string dir, std::string name);
+
+    /// From now on every create of a child of a directory with a change log (/pending/<s>,
+    /// /assign/<member>; docs/protocol.md §6 "Change logs") is noted in it: each
+    /// transaction also sets the data of each such directory it creates children in to the
+    /// log of those children, with their data while 64 KiB of data per transaction lasts.
+    /// Call before submitting.
+    void enable_change_logs();
 
     /// Queues a group. Signature: void(error_code, std::vector<zkco::op_result>): the group's
     /// own op results (empty when the transaction had none), in the group's order.

@@ -163,9 +163,9 @@ asio::awaitable<zkco::result<protocol::layout>> ensure_layout(
     auto meta = protocol::decode_meta(node->data);
     if (!meta) {
         spdlog::error(
-            "cluster: /meta is not a zkd format 1 meta node ({}); refusing to guess the "
-            "protocol::layout",
-            meta.error().message
+            "cluster: refusing this namespace: its /meta is not one of zkd protocol format {} "
+            "({})",
+            protocol::protocol_format, meta.error().message
         );
         co_return zkco::error_code(zkco::errc::data_inconsistency);
     }

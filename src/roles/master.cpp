@@ -68,6 +68,8 @@ public:
         // Every master transaction fails once a newer master has bumped the epoch.
         batcher_.set_prefix({zkco::op::check{
             protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
+        // T2 and T7 create in workers' directories, T6 in pending shards: logged there (§6).
+        batcher_.enable_change_logs();
         master_node_ = me_;
         master_node_.epoch = epoch;
         master_node_.max_pending = published_bound(opts.max_pending);

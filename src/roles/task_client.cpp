@@ -79,7 +79,9 @@ task_client::task_client(zkco::client& zk, protocol::layout l)
       l_(l),
       batcher_(zk),
       consumed_(zk.get_executor(), asio::steady_timer::time_point::max()),
-      queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()) {}
+      queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()) {
+    batcher_.enable_change_logs();  // T1's creates go in their shards' change logs (§6)
+}
 
 task_client::~task_client() {
     *alive_ = false;

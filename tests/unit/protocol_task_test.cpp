@@ -563,15 +563,47 @@ TEST(ProtocolMemberCodec, WorkerTypes) {
 TEST(ProtocolMetaCodec, RoundTripAndLimits) {
     const meta_info m{16, 32, 1763733600000};
     EXPECT_EQ(
-        encode(m), R"({"v":1,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})"
+        encode(m), R"({"v":2,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})"
     );
     EXPECT_EQ(decode_meta(encode(m)).value(), m);
     const auto d = [](std::string_view s) { return decode_meta(s); };
-    expect_refused(d, R"({"v":1,"result_shards":16})", R"("pending_shards" is missing)");
-    expect_refused(d, R"({"v":1,"pending_shards":0,"result_shards":16})", R"("pending_shards")");
-    expect_refused(d, R"({"v":1,"pending_shards":16,"result_shards":5000})", R"("result_shards")");
-    expect_refused(d, R"({"v":1,"pending_shards":-16,"result_shards":1})", R"("pending_shards")");
-    EXPECT_TRUE(decode_meta(R"({"v":1,"pending_shards":1,"result_shards":4096})"));
+    expect_refused(d, R"({"v":2,"result_shards":16})", R"("pending_shards" is missing)");
+    expect_refused(d, R"({"v":2,"pending_shards":0,"result_shards":16})", R"("pending_shards")");
+    expect_refused(d, R"({"v":2,"pending_shards":16,"result_shards":5000})", R"("result_shards")");
+    expect_refused(d, R"({"v":2,"pending_shards":-16,"result_shards":1})", R"("pending_shards")");
+    EXPECT_TRUE(decode_meta(R"({"v":2,"pending_shards":1,"result_shards":4096})"));
+}
+
+TEST(ProtocolMetaCodec, ANamespaceOfFormatOneIsRefusedSayingSo) {
+    const auto d = [](std::string_view s) { return decode_meta(s); };
+    // A namespace an older zkd made: no change logs, so this zkd would never see its tasks.
+    expect_refused(d, R"({"v":1,"pending_shards":16,"result_shards":16})", "zkd protocol format 1");
+    expect_refused(d, R"({"v":3,"pending_shards":16,"result_shards":16})", "version 3");
+}
+
+TEST(ProtocolChangeLogCodec, RoundTripAndRefusals) {
+    const change_log log{
+        {{"t5-1763733600123-3fa9c2d100002a", R"({"v":1,"type":"echo"})"},
+         {"t5-1763733600123-3fa9c2d100002a.cancel", std::nullopt}}};
+    EXPECT_EQ(
+        encode(log),
+        R"({"v":1,"created":[{"name":"t5-1763733600123-3fa9c2d100002a","data":"{\"v\":1,\"type\":\"echo\"}"},)"
+        R"({"name":"t5-1763733600123-3fa9c2d100002a.cancel"}]})"
+    );
+    EXPECT_EQ(decode_change_log(encode(log)).value(), log);
+    EXPECT_TRUE(decode_change_log(R"({"v":1,"created":[]})"));
+    const auto d = [](std::string_view s) { return decode_change_log(s); };
+    expect_refused(d, "", "not JSON");
+    expect_refused(d, R"({"v":1})", R"("created")");
+    expect_refused(d, R"({"v":1,"created":[{"name":""}]})", "not a child name");
+    expect_refused(d, R"({"v":1,"created":[{"name":"a/b"}]})", "not a child name");
+    expect_refused(d, R"({"v":1,"created":[{"name":7}]})", "without a");
+    expect_refused(d, R"({"v":1,"created":[{"name":"a","data":{}}]})", R"("data")");
+    std::string many = R"({"v":1,"created":[)";
+    for (std::size_t i = 0; i <= max_log_entries; ++i) {
+        many += (i == 0 ? "" : ",") + std::string(R"({"name":"a"})");
+    }
+    expect_refused(d, many + "]}", "more than 1000 entries");
 }
 
 TEST(ProtocolEpochCodec, RoundTrip) {
