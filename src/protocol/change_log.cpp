@@ -12,8 +12,7 @@ log_follower::step log_follower::read(dir_stat s, std::optional<std::size_t> cre
     step next = step::list;
     if (s.version == base_->version && moved == own) {
         next = step::skip;
-    } else if (static_cast<std::int64_t>(s.version) == std::int64_t{base_->version} + 1 &&
-               created && moved == own + static_cast<std::int64_t>(*created)) {
+    } else if (static_cast<std::int64_t>(s.version) == std::int64_t{base_->version} + 1 && created && moved == own + static_cast<std::int64_t>(*created)) {
         next = step::apply;
     }
     if (next != step::list) {

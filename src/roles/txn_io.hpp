@@ -4,12 +4,18 @@
 // Between protocol's transaction descriptions (protocol/master_txn.hpp) and zkco's multi:
 // ops out, per-op codes back.
 
+#include "protocol/change_log.hpp"
 #include "protocol/master_txn.hpp"
 #include "zkco/types.hpp"
 
 #include <vector>
 
 namespace zkd::roles {
+
+/// What a change log's reader needs of a directory's stat (protocol/change_log.hpp).
+inline protocol::dir_stat to_dir_stat(const zkco::stat& s) noexcept {
+    return protocol::dir_stat{s.czxid, s.version, s.cversion};
+}
 
 inline zkco::multi_op to_zkco(protocol::txn_op op) {
     using kind = protocol::txn_op::kind;

@@ -263,7 +263,7 @@ private:
     void act(const worker_action& a) {
         switch (a.what) {
         case worker_action::kind::run:
-            start(a.tid);
+            start(a.tid, a.data);
             break;
         case worker_action::kind::stop:
             if (auto it = tasks_.find(a.tid); it != tasks_.end()) {
@@ -310,6 +310,10 @@ private:
         spdlog::info("worker {}: drained", me_.id);
     }
 
+    /// Follows our assignment directory by its change log (docs/protocol.md §6): a data
+    /// watch, so our own T4 deletes wake nothing, and a read that names the new assignments
+    /// (with their data, mostly); the directory is listed only when the log does not account
+    /// for every change (worker_state::log_read says).
     asio::awaitable<void> watch_assignments() {
         const std::string dir = protocol::layout::assign_dir(me_.id);
         for (;;) {
@@ -317,8 +321,23 @@ private:
             if (cs.cancelled() != asio::cancellation_type::none) {
                 co_return;
             }
-            auto kids = co_await zk_.watch_children(dir);
-            if (!kids && kids.error() == zkco::errc::no_node) {
+            auto read = co_await zk_.watch_get(dir);
+            if (read) {
+                auto actions = state_.log_read(to_dir_stat(read->value.stat), read->value.data);
+                if (!actions) {
+                    auto kids = co_await zk_.get_children(dir);
+                    if (!kids) {
+                        read = kids.error();
+                    } else {
+                        actions = state_.listed(kids->names, to_dir_stat(kids->stat));
+                    }
+                }
+                for (const auto& a : actions.value_or(std::vector<worker_action>{})) {
+                    act(a);
+                }
+            }
+            if (!read && read.error() == zkco::errc::no_node) {
+                state_.dir_gone();
                 // A pause keeps this from racing someone who keeps deleting it.
                 spdlog::warn(
                     "worker {}: its assignment directory {} was deleted; making it again", me_.id,
@@ -332,20 +351,17 @@ private:
                 if (made || made.error() == zkco::errc::node_exists) {
                     continue;
                 }
-                kids = made.error();
+                read = made.error();
             }
-            if (!kids) {
-                const bool retry = co_await reconnected_after(zk_, kids.error());
+            if (!read) {
+                const bool retry = co_await reconnected_after(zk_, read.error());
                 if (retry) {
                     continue;
                 }
-                spdlog::warn("worker {}: stops: {}", me_.id, kids.error().message());
+                spdlog::warn("worker {}: stops: {}", me_.id, read.error().message());
                 co_return;
             }
-            for (const auto& a : state_.listed(kids->value.names)) {
-                act(a);
-            }
-            auto ev = co_await kids->watch.changed();
+            auto ev = co_await read->watch.changed();
             if (!ev && ev.error() == zkco::condition::session_lost) {
                 spdlog::warn("worker {}: session lost: {}", me_.id, ev.error().message());
                 co_return;
@@ -353,16 +369,29 @@ private:
         }
     }
 
-    void start(const std::string& tid) {
+    /// Runs `tid`, whose assignment holds `data` (nullopt: read it first).
+    void start(const std::string& tid, std::optional<std::string> data) {
         auto t = std::make_shared<running_task>(zk_.get_executor());
         tasks_.emplace(tid, t);
-        group_.spawn([this, tid, t] { return run_task(tid, t); }, tid);
+        group_.spawn(
+            [this, tid, t, data = std::move(data)]() mutable {
+                return run_task(tid, t, std::move(data));
+            },
+            tid
+        );
     }
 
-    asio::awaitable<void> run_task(std::string tid, std::shared_ptr<running_task> t) {
+    asio::awaitable<void> run_task(
+        std::string tid, std::shared_ptr<running_task> t, std::optional<std::string> data
+    ) {
         co_await asio::this_coro::throw_if_cancelled(false);
         const std::string path = protocol::layout::assignment(me_.id, tid);
-        auto node = co_await zk_.get(path);
+        zkco::result<zkco::node> node = zkco::node{};
+        if (data) {
+            node->data = std::move(*data);  // as created (version 0): only we write it since
+        } else {
+            node = co_await zk_.get(path);
+        }
         while (!node) {
             const bool retry = co_await reconnected_after(zk_, node.error());
             if (!retry) {

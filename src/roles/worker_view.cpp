@@ -5,7 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 namespace zkd::roles {
@@ -126,7 +129,10 @@ publish_plan::step publish_plan::reconnected(bool ok) {
 worker_state::worker_state(protocol::layout l, protocol::member_info me, worker_stats& stats)
     : l_(l), me_(std::move(me)), stats_(stats) {}
 
-std::vector<worker_action> worker_state::listed(const std::vector<std::string>& names) {
+template <class DataOf>
+std::vector<worker_action> worker_state::take(
+    const std::vector<std::string>& names, DataOf data_of
+) {
     std::vector<worker_action> out;
     if (stopping_) {
         return out;
@@ -143,7 +149,7 @@ std::vector<worker_action> worker_state::listed(const std::vector<std::string>& 
     for (const auto& tid : assigned) {
         if (tasks_.try_emplace(tid).second) {
             ++stats_.started;
-            out.push_back(worker_action{worker_action::kind::run, tid, {}});
+            out.push_back(worker_action{worker_action::kind::run, tid, {}, data_of(tid)});
         }
     }
     for (const auto& tid : markers) {
@@ -154,24 +160,68 @@ std::vector<worker_action> worker_state::listed(const std::vector<std::string>& 
                     it->second.plan->marker_seen();
                 }
                 ++stats_.cancelled;
-                out.push_back(worker_action{worker_action::kind::stop, tid, {}});
+                out.push_back(worker_action{worker_action::kind::stop, tid, {}, std::nullopt});
             }
         } else if (!assigned.contains(tid)) {
             // Its task is gone (it finished first): the marker is litter.
             out.push_back(worker_action{
                 worker_action::kind::remove_marker,
                 tid,
-                {protocol::txn_op::remove(protocol::layout::cancel_marker(me_.id, tid))}});
+                {protocol::txn_op::remove(protocol::layout::cancel_marker(me_.id, tid))},
+                std::nullopt});
         }
     }
     return out;
+}
+
+std::vector<worker_action> worker_state::listed(const std::vector<std::string>& names) {
+    return take(names, [](const std::string&) { return std::optional<std::string>(); });
+}
+
+std::vector<worker_action> worker_state::listed(
+    const std::vector<std::string>& names, protocol::dir_stat s
+) {
+    follower_.listed(s);
+    ++stats_.listings;
+    return listed(names);
+}
+
+std::optional<std::vector<worker_action>> worker_state::log_read(
+    protocol::dir_stat s, std::string_view data
+) {
+    auto log = protocol::decode_change_log(data);
+    const auto created = log ? std::optional<std::size_t>(log->created.size()) : std::nullopt;
+    switch (follower_.read(s, created)) {
+    case protocol::log_follower::step::list:
+        return std::nullopt;
+    case protocol::log_follower::step::skip:
+        return std::vector<worker_action>{};
+    case protocol::log_follower::step::apply:
+        break;
+    }
+    ++stats_.logs_read;
+    std::vector<std::string> names;
+    std::map<std::string, std::string, std::less<>> data_of;
+    names.reserve(log->created.size());
+    for (auto& e : log->created) {
+        names.push_back(e.name);
+        if (e.data) {
+            data_of.emplace(std::move(e.name), std::move(*e.data));
+        }
+    }
+    return take(names, [&data_of](const std::string& tid) {
+        const auto it = data_of.find(tid);
+        return it != data_of.end() ? std::optional<std::string>(std::move(it->second))
+                                   : std::nullopt;
+    });
 }
 
 worker_action worker_state::dir_missing() const {
     return worker_action{
         worker_action::kind::remake_dir,
         {},
-        {protocol::txn_op::create(protocol::layout::assign_dir(me_.id), "")}};
+        {protocol::txn_op::create(protocol::layout::assign_dir(me_.id), "")},
+        std::nullopt};
 }
 
 publish_plan* worker_state::plan_of(const std::string& tid) {
@@ -190,7 +240,13 @@ publish_plan::step worker_state::publish_answered(
 ) {
     // No plan: answers for a task whose publish never began (a caller's bug): over.
     auto* p = plan_of(tid);
-    return p != nullptr ? p->answered(a) : publish_plan::step{};
+    if (p == nullptr) {
+        return publish_plan::step{};
+    }
+    if (!a.failed && !a.per_op.empty()) {
+        follower_.removed(p->removes_sent());  // our own deletes, not a stranger's
+    }
+    return p->answered(a);
 }
 
 publish_plan::step worker_state::publish_cleared(const std::string& tid, bool ok) {
@@ -226,7 +282,8 @@ void worker_state::task_ended(const std::string& tid, std::optional<publish_end>
 
 worker_action worker_state::drain() {
     draining_ = true;
-    return worker_action{worker_action::kind::mark_draining, {}, {protocol::drain_op(me_)}};
+    return worker_action{
+        worker_action::kind::mark_draining, {}, {protocol::drain_op(me_)}, std::nullopt};
 }
 
 std::vector<std::string> worker_state::stop() {

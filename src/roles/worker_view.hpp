@@ -8,6 +8,7 @@
 // what to do after each answer, a lost one included. worker.cpp carries the actions out
 // (handlers, timers, ZooKeeper); tests/unit/roles_worker_view_test.cpp drives the view alone.
 
+#include "protocol/change_log.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "protocol/worker_txn.hpp"
@@ -27,6 +28,8 @@ struct worker_stats {
     std::uint64_t published = 0;  ///< results written (T4 committed)
     std::uint64_t discarded = 0;  ///< results dropped: the assignment was gone (requeued)
     std::uint64_t cancelled = 0;  ///< handlers stopped by a cancel marker
+    std::uint64_t listings = 0;   ///< listings of the assignment directory
+    std::uint64_t logs_read = 0;  ///< its change log read and applied instead (§6)
 };
 
 /// How a publish (T4) ended.
@@ -80,6 +83,11 @@ public:
 
     /// The form of the next try.
     [[nodiscard]] const protocol::publish_form& form() const noexcept { return form_; }
+    /// How many children of the worker's directory the try in flight deletes, if it applies
+    /// (the assignment and its marker; none when fenced by /workers instead).
+    [[nodiscard]] std::size_t removes_sent() const noexcept {
+        return sent_.fenced_by_assignment ? (sent_.with_marker ? 2 : 1) : 0;
+    }
     [[nodiscard]] bool maybe_applied() const noexcept { return maybe_applied_; }
 
 private:
@@ -100,7 +108,8 @@ private:
 /// One thing the worker view wants done.
 struct worker_action {
     enum class kind {
-        run,            ///< read the assignment of `tid`, run it, publish; then task_ended()
+        run,            ///< run `tid` (its assignment's data: `data`, else read it), publish;
+                        ///< then task_ended()
         stop,           ///< stop the handlers of `tid` (its cancel marker appeared)
         remove_marker,  ///< run `ops` (delete the marker of a task no longer here); no answer
         remake_dir,     ///< pause, then run `ops` (create our assignment directory); list again
@@ -109,6 +118,7 @@ struct worker_action {
     kind what = kind::run;
     std::string tid;
     std::vector<protocol::txn_op> ops;
+    std::optional<std::string> data;  ///< run: the assignment's data, when the log carried it
 };
 
 class worker_state {
@@ -124,6 +134,17 @@ public:
     /// in hand nor assigned is litter. An assignment missing from the listing while its task
     /// runs changes nothing here: the publish finds out (see publish_plan).
     std::vector<worker_action> listed(const std::vector<std::string>& names);
+    /// listed(names), for a listing taken when the directory's stat was `s`: reads of its
+    /// change log (log_read) follow on from there.
+    std::vector<worker_action> listed(const std::vector<std::string>& names, protocol::dir_stat s);
+    /// The directory's data was read at `s` (docs/protocol.md §6 "Change logs"). When its
+    /// change log accounts for every change since the worker last looked, the actions it
+    /// calls for, as listed() would decide them for the children it names (a run carries
+    /// the assignment's data when the log did); nullopt when the directory must be listed
+    /// instead (a missed version, garbage, a change nobody logged): then listed(names, s).
+    std::optional<std::vector<worker_action>> log_read(protocol::dir_stat s, std::string_view data);
+    /// The directory is gone: the next read lists it (once it is made again).
+    void dir_gone() noexcept { follower_.forget(); }
     /// The assignment directory is gone (someone deleted it while empty): make it again, or
     /// the master can assign nothing while this worker stays a member.
     [[nodiscard]] worker_action dir_missing() const;
@@ -162,11 +183,15 @@ private:
         std::optional<publish_plan> plan;  // once publishing
     };
     publish_plan* plan_of(const std::string& tid);
+    /// listed() and log_read(): `data_of(tid)` gives the data a new task's run carries.
+    template <class DataOf>
+    std::vector<worker_action> take(const std::vector<std::string>& names, DataOf data_of);
 
     protocol::layout l_;
     protocol::member_info me_;
     worker_stats& stats_;
     std::map<std::string, task> tasks_;
+    protocol::log_follower follower_;  // our directory, through its change log
     bool draining_ = false;
     bool stopping_ = false;
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // multi_batcher against a real ZooKeeper: groups share transactions, a failing group does
 // not sink the others, a failed prefix fails all, identical checks are sent once.
+#include "protocol/task.hpp"
 #include "roles/batcher.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
@@ -227,6 +228,45 @@ TEST_F(RolesBatcher, ADeferredGroupRidesWithTheNextTransactionOrGoesAfterItsWait
         }
         EXPECT_TRUE((co_await zk.exists("/lazy"s)).value());
         EXPECT_TRUE((co_await zk.exists("/alone"s)).value());
+        co_await zk.close();
+    }());
+}
+
+TEST_F(RolesBatcher, ATransactionLogsWhatItCreatesInEachLoggedDirectory) {
+    // docs/protocol.md §6 "Change logs": one set per directory per transaction, naming the
+    // children its groups created there, with their data while the budget lasts.
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        for (const auto* dir : {"/pending", "/pending/00", "/pending/01", "/assign", "/other"}) {
+            ASSERT_TRUE(co_await zk.create(dir));
+        }
+        multi_batcher b(zk, {1000, 900'000, 4});
+        b.enable_change_logs();
+        const std::string big(zkd::protocol::max_log_inline_bytes, 'x');
+        std::vector<std::shared_ptr<outcome>> groups;
+        groups.push_back(submit(b, {create_op("/pending/00/a")}));
+        groups.push_back(submit(b, {create_op("/pending/01/b"), create_op("/other/c")}));
+        groups.push_back(submit(b, {op::create{"/pending/00/d", big, create_mode::persistent, {}}})
+        );
+        co_await drain(b);
+        for (const auto& g : groups) {
+            EXPECT_FALSE(g->ec) << g->ec.message();
+        }
+        EXPECT_EQ(b.counters().transactions, 1U);
+        auto s0 = co_await zk.get("/pending/00"s);
+        ASSERT_TRUE(s0);
+        EXPECT_EQ(s0->stat.version, 1) << "one set per directory";
+        const auto log0 = zkd::protocol::decode_change_log(s0->data);
+        ASSERT_TRUE(log0) << log0.error().message;
+        ASSERT_EQ(log0->created.size(), 2U);
+        EXPECT_EQ(log0->created[0], (zkd::protocol::log_entry{"a", "x"}));
+        EXPECT_EQ(log0->created[1].name, "d");
+        EXPECT_FALSE(log0->created[1].data) << "over the budget: by name only";
+        auto s1 = co_await zk.get("/pending/01"s);
+        ASSERT_TRUE(s1);
+        EXPECT_EQ(zkd::protocol::decode_change_log(s1->data).value().created.size(), 1U);
+        EXPECT_EQ((co_await zk.get("/other"s))->stat.version, 0) << "not a logged directory";
         co_await zk.close();
     }());
 }

@@ -320,6 +320,36 @@ TEST_F(RolesCluster, TasksWaitWhileNoWorkerExistsAndRunWhenOneJoins) {
     );
 }
 
+TEST_F(RolesCluster, AWorkerFollowsItsDirectoryByTheChangeLogNotByListings) {
+    // docs/protocol.md §6 "Change logs": the master's T2 names the assignment (and carries
+    // its data) in the directory's data, so one task at a time costs the worker no listing
+    // of its directory (format 1 listed it twice per task: after T2 and after its own T4).
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            task_client tc(*zk, layout_);
+            constexpr int tasks = 10;
+            for (int i = 0; i < tasks; ++i) {
+                std::vector<task_request> reqs{task_request{"echo", json::value(i)}};
+                auto ids = co_await tc.submit(std::move(reqs));
+                ASSERT_TRUE(ids);
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->value, json::value(i));
+            }
+            const auto& w = worker_stats_["w1"];
+            EXPECT_EQ(w.started, std::uint64_t{tasks});
+            EXPECT_EQ(w.logs_read, std::uint64_t{tasks});
+            EXPECT_EQ(w.listings, 1U) << "listed once, when it joined";
+            co_await tc.flush();
+        }(),
+        60s
+    );
+}
+
 TEST_F(RolesCluster, ADrainingWorkerFinishesWhatItHoldsAndGetsNothingNew) {
     run(
         [&]() -> asio::awaitable<void> {
@@ -366,6 +396,10 @@ TEST_F(RolesCluster, ADrainingWorkerFinishesWhatItHoldsAndGetsNothingNew) {
                 EXPECT_EQ(r->state, task_state::succeeded);
                 EXPECT_EQ(r->attempt, 1);
                 EXPECT_EQ(r->worker.rfind("leaver-", 0), 0U) << r->worker;
+            }
+            // The client may see a result before the worker has handled its T4's answer.
+            for (int i = 0; i < 200 && worker_stats_["leaver"].published < 2; ++i) {
+                co_await settle(10ms);
             }
             EXPECT_EQ(worker_stats_["leaver"].published, 2U);
             co_await start_worker("heir", 2);

@@ -366,6 +366,33 @@ TEST_F(RolesHostile, AWorkerWhoseDirectoryIsDeletedMakesItAgainAndWorks) {
     }());
 }
 
+TEST_F(RolesHostile, GarbageInAWorkersDirectoryDataMakesItListAndWorkOn) {
+    // The directory's data is its change log (§6): garbage there, or a change nobody
+    // logged, is no log the worker can follow: it lists the directory instead.
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        auto first = co_await tc.submit(one("echo"s, json::value(1)));
+        ASSERT_TRUE(first);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 15s));
+        const auto listed = worker_stats_["w1"].listings;
+        ASSERT_TRUE(co_await zk->set(layout::assign_dir(worker_.me.id), "\xff{garbage"s));
+        // A forged log that names no real child, written over the garbage.
+        change_log forged;
+        forged.created.push_back(log_entry{"t5-0000000000000-00000000000001", "{}"s});
+        ASSERT_TRUE(co_await zk->set(layout::assign_dir(worker_.me.id), encode(forged)));
+        auto ids = co_await tc.submit(one("echo"s, json::value(2)));
+        ASSERT_TRUE(ids);
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
+        ASSERT_TRUE(r) << "the worker stopped working: " << r.error().message();
+        EXPECT_EQ(r->state, task_state::succeeded);
+        EXPECT_GT(worker_stats_["w1"].listings, listed) << "it should have listed again";
+        EXPECT_EQ(worker_stats_["w1"].started, 2U)
+            << "a forged log after a missed version is not followed";
+        co_await tc.flush();
+    }());
+}
+
 TEST_F(RolesHostile, ADeletedMasterNodeIsWrittenAgain) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();

@@ -39,7 +39,7 @@ TEST(ProtocolLogFollower, AppliesTheNextLogWhoseCreatesAccountForEveryChange) {
 TEST(ProtocolLogFollower, CountsTheReadersOwnDeletes) {
     log_follower f;
     f.listed(at(3, 9));
-    f.removed(2);                                   // say, two assignments taken (T2)
+    f.removed(2);                                  // say, two assignments taken (T2)
     EXPECT_EQ(f.read(at(4, 12), 1), step::apply);  // 9 + 2 deletes + 1 create
     f.removed();
     EXPECT_EQ(f.read(at(4, 13), std::nullopt), step::skip);  // only our delete since

@@ -302,3 +302,69 @@ TEST_F(WorkerView, StoppingNamesTheTasksInHandAndStartsNothingMore) {
     EXPECT_EQ(stats.published, 1U);
     EXPECT_EQ(stats.discarded, 0U);
 }
+
+// --- following the directory by its change log (docs/protocol.md §6) -------------------------
+
+namespace {
+
+constexpr std::int64_t dir_czxid = 77;
+
+protocol::dir_stat dir_at(std::int32_t version, std::int32_t cversion) {
+    return protocol::dir_stat{dir_czxid, version, cversion};
+}
+
+std::string log_of(const std::vector<protocol::log_entry>& entries) {
+    return protocol::encode(protocol::change_log{entries});
+}
+
+}  // namespace
+
+TEST_F(WorkerView, AChangeLogStartsItsAssignmentsWithTheirDataAndNoListing) {
+    EXPECT_FALSE(w.log_read(dir_at(0, 0), "")) << "nothing listed yet: list first";
+    EXPECT_TRUE(w.listed({}, dir_at(0, 0)).empty());
+    const auto acts = w.log_read(dir_at(1, 2), log_of({{a, R"({"v":1,"type":"echo"})"}, {b, {}}}));
+    ASSERT_TRUE(acts);
+    ASSERT_EQ(acts->size(), 2U);
+    EXPECT_EQ((*acts)[0].what, kind::run);
+    EXPECT_EQ((*acts)[0].tid, a);
+    EXPECT_EQ((*acts)[0].data, R"({"v":1,"type":"echo"})");
+    EXPECT_EQ((*acts)[1].tid, b);
+    EXPECT_FALSE((*acts)[1].data) << "no data in the log: the worker reads the assignment";
+    EXPECT_EQ(stats.listings, 1U);
+    EXPECT_EQ(stats.logs_read, 1U);
+}
+
+TEST_F(WorkerView, OurOwnPublishIsNoReasonToList) {
+    w.listed({a}, dir_at(1, 1));
+    auto s = w.publish(a, "{}");
+    ASSERT_EQ(s.what, step_kind::send);
+    EXPECT_EQ(w.publish_answered(a, ok(s.ops.size())).what, step_kind::done);
+    w.task_ended(a, publish_end::published);
+    // The next assignment: the directory's children moved by our delete and its create.
+    const auto acts = w.log_read(dir_at(2, 3), log_of({{b, "{}"}}));
+    ASSERT_TRUE(acts);
+    ASSERT_EQ(acts->size(), 1U);
+    EXPECT_EQ((*acts)[0].tid, b);
+}
+
+TEST_F(WorkerView, AMissedVersionGarbageOrAStrangersChildMeansAListing) {
+    w.listed({}, dir_at(3, 6));
+    EXPECT_FALSE(w.log_read(dir_at(5, 8), log_of({{a, "{}"}}))) << "version 4 missed";
+    w.listed({a}, dir_at(5, 8));
+    EXPECT_FALSE(w.log_read(dir_at(6, 9), "garbage")) << "not a change log";
+    w.listed({a}, dir_at(6, 9));
+    EXPECT_FALSE(w.log_read(dir_at(7, 11), log_of({{b, "{}"}}))) << "one create nobody logged";
+    EXPECT_EQ(list({a, b}), std::vector<kind>{kind::run}) << "the listing finds b";
+}
+
+TEST_F(WorkerView, AMarkerInTheLogStopsItsTaskOrIsLitter) {
+    w.listed({a}, dir_at(1, 1));
+    auto acts = w.log_read(dir_at(2, 2), log_of({{marker(a), {}}}));
+    ASSERT_TRUE(acts);
+    ASSERT_EQ(acts->size(), 1U);
+    EXPECT_EQ((*acts)[0].what, kind::stop);
+    acts = w.log_read(dir_at(3, 3), log_of({{marker(b), {}}}));
+    ASSERT_TRUE(acts);
+    ASSERT_EQ(acts->size(), 1U);
+    EXPECT_EQ((*acts)[0].what, kind::remove_marker) << "b is not ours: the marker is litter";
+}
