@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli/session.hpp"
 
+#include "protocol/task.hpp"
 #include "roles/election.hpp"
 #include "roles/inspect.hpp"
 #include "roles/session_keeper.hpp"
@@ -154,7 +155,10 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
         } else if (l.error() == zkco::errc::data_inconsistency) {
             complain(
                 "no usable cluster in " + t.chroot + ": " + t.chroot +
-                "/meta is not a zkd meta node"
+                "/meta is not a zkd meta node of protocol format " +
+                std::to_string(protocol::protocol_format) +
+                " (a namespace of an older zkd? let its tasks finish with that zkd, or drop "
+                "it with 'zkd drop-namespace --yes')"
             );
         } else {
             complain("no usable cluster in " + t.chroot + ": " + l.error().message());

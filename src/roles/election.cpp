@@ -162,11 +162,7 @@ asio::awaitable<zkco::result<protocol::layout>> ensure_layout(
     }
     auto meta = protocol::decode_meta(node->data);
     if (!meta) {
-        spdlog::error(
-            "cluster: refusing this namespace: its /meta is not one of zkd protocol format {} "
-            "({})",
-            protocol::protocol_format, meta.error().message
-        );
+        spdlog::error("cluster: refusing this namespace: /meta: {}", meta.error().message);
         co_return zkco::error_code(zkco::errc::data_inconsistency);
     }
     const protocol::layout l = protocol::layout::from(*meta);

@@ -274,8 +274,10 @@ asio::awaitable<void> run_node(
             co_return false;
         }
         auto l = co_await ensure_layout(zk, protocol::meta_info{16, 16, protocol::now_ms()});
-        if (!l && l.error() == zkco::errc::invalid_acl) {
-            // A namespace others can write to (check_protected said which node and why):
+        if (!l &&
+            (l.error() == zkco::errc::invalid_acl || l.error() == zkco::errc::data_inconsistency)) {
+            // A namespace others can write to (check_protected said which node and why), or
+            // a /meta this zkd cannot use (garbage, another protocol format; logged):
             // waiting would not change it. Stop; `zkd run` exits 1.
             co_return false;
         }

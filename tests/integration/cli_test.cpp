@@ -724,6 +724,33 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
     EXPECT_EQ(status.exit_code, 5) << status.out;
 }
 
+// A namespace an older zkd (protocol format 1) made is refused by run and by the clients,
+// saying so: the two formats cannot share a namespace (docs/protocol.md §1 "Formats").
+TEST_F(Cli, ANamespaceOfProtocolFormatOneIsRefusedSayingWhatToDo) {
+    using namespace zkd::zkco;
+    run([&]() -> boost::asio::awaitable<void> {
+        client anon(ioc_.get_executor(), make_config());
+        co_await anon.connect();
+        EXPECT_TRUE(co_await anon.create("/zkd"s));
+        EXPECT_TRUE(co_await anon.create("/zkd/old"s));
+        EXPECT_TRUE(co_await anon.create(
+            "/zkd/old/meta"s, R"({"v":1,"pending_shards":16,"result_shards":16})"s
+        ));
+        co_await anon.close();
+    }());
+    auto r = zkd({"run", "--namespace", "old", "--zk", zk()}, false, {}, 30s);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("zkd protocol format 1"), std::string::npos) << r.out << r.err;
+    r =
+        zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "old", "--zk", zk()},
+            false);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("protocol format 2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("zkd drop-namespace --yes"), std::string::npos) << r.err;
+    r = zkd({"drop-namespace", "--yes", "--namespace", "old", "--zk", zk()}, false);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // A namespace set up by someone without the cluster's credentials (open ACL) is refused by a
 // cluster started with them, naming the node and its ACL, instead of being adopted.
 TEST_F(Cli, ASquattedNamespaceIsRefused) {
