@@ -420,38 +420,38 @@ private:
     asio::awaitable<void> follow_shard(std::uint32_t shard) {
         const std::string path = protocol::layout::pending_shard(shard);
         while (!stopping()) {
+            shard_reading_[shard] = true;
             auto got = co_await zk_.watch_get(path);
+            zkco::error_code failed;
             if (!got) {
-                if (got.error() == zkco::errc::no_node) {
+                failed = got.error();
+            } else {
+                ++stats_->shard_log_reads;
+                auto log = protocol::decode_change_log(got->value.data);
+                const auto step = followers_[shard].read(
+                    dir_of(got->value.stat),
+                    log ? std::optional<std::size_t>(log->created.size()) : std::nullopt
+                );
+                if (step == protocol::log_follower::step::apply) {
+                    view_.shard_logged(shard, std::move(log->created));
+                    wake();
+                } else if (step == protocol::log_follower::step::list) {
+                    auto listed = co_await list_shard(shard);
+                    if (!listed) {
+                        failed = listed.error();
+                    }
+                }
+            }
+            shard_read_done(shard);
+            if (failed) {
+                if (failed == zkco::errc::no_node) {
                     break;
                 }
-                const bool go_on = co_await recover(got.error(), path);
+                const bool go_on = co_await recover(failed, path);
                 if (!go_on) {
                     break;
                 }
                 continue;
-            }
-            ++stats_->shard_log_reads;
-            auto log = protocol::decode_change_log(got->value.data);
-            const auto step = followers_[shard].read(
-                dir_of(got->value.stat),
-                log ? std::optional<std::size_t>(log->created.size()) : std::nullopt
-            );
-            if (step == protocol::log_follower::step::apply) {
-                view_.shard_logged(shard, std::move(log->created));
-                wake();
-            } else if (step == protocol::log_follower::step::list) {
-                auto listed = co_await list_shard(shard);
-                if (!listed) {
-                    if (listed.error() == zkco::errc::no_node) {
-                        break;
-                    }
-                    const bool go_on = co_await recover(listed.error(), path);
-                    if (!go_on) {
-                        break;
-                    }
-                    continue;
-                }
             }
             auto ev = co_await got->watch.changed();
             if (!ev) {
@@ -464,6 +464,35 @@ private:
         followers_[shard].forget();
         shard_seen(shard);  // the shard is gone, or we stop: nothing to wait for
         wake();
+    }
+
+    void shard_read_done(std::uint32_t shard) {
+        shard_reading_[shard] = false;
+        ++shard_reads_[shard];
+        wake_.cancel();  // the schedule loop may wait for it (shard_reads_in)
+    }
+
+    /// True once every read of a pending shard that was out when the schedule loop last
+    /// wanted to decide is in. One transaction may create tasks in several shards (a T1 of
+    /// many tasks): their data watches fire together, before any later answer comes, so
+    /// waiting for the reads out then sees the transaction whole and keeps the queue's order
+    /// across its shards (§3). Reads sent later do not extend the wait.
+    bool shard_reads_in() {
+        if (!awaited_reads_) {
+            awaited_reads_.emplace();
+            for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+                if (shard_reading_[shard]) {
+                    awaited_reads_->emplace_back(shard, shard_reads_[shard]);
+                }
+            }
+        }
+        for (const auto& [shard, done] : *awaited_reads_) {
+            if (shard_reads_[shard] == done) {
+                return false;
+            }
+        }
+        awaited_reads_.reset();
+        return true;
     }
 
     static protocol::dir_stat dir_of(const zkco::stat& s) noexcept {
@@ -741,7 +770,7 @@ private:
             if (stopping() || cs.cancelled() != asio::cancellation_type::none) {
                 co_return;
             }
-            if (!dirty_ || shards_unlisted_ > 0) {
+            if (!dirty_ || shards_unlisted_ > 0 || !shard_reads_in()) {
                 wake_.expires_at(asio::steady_timer::time_point::max());
                 co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
                 continue;
@@ -1018,6 +1047,10 @@ private:
     std::vector<protocol::log_follower> followers_ =
         std::vector<protocol::log_follower>(l_.pending_shards);
     std::map<std::string, std::uint32_t, std::less<>> shard_index_;  // shard path → shard
+    std::vector<bool> shard_reading_ = std::vector<bool>(l_.pending_shards, false);
+    std::vector<std::uint64_t> shard_reads_ = std::vector<std::uint64_t>(l_.pending_shards, 0);
+    // The shard reads the schedule loop waits for: (shard, its reads done then).
+    std::optional<std::vector<std::pair<std::uint32_t, std::uint64_t>>> awaited_reads_;
     std::size_t shards_unlisted_ = l_.pending_shards;  // shards not listed once yet
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };
