@@ -253,8 +253,8 @@ void master_state::shard_logged(std::uint32_t shard, std::vector<protocol::log_e
         }
         --room;
         ++stats_.tasks_from_logs;
-        // Nobody can have written below a node this new without the master's listing or
-        // transaction seeing it: a T2 that meets such a child clears it (foreign_below).
+        // Unread, the node's children are unknown: should someone have written below it,
+        // its T2 meets them and clears them first (foreign_below), as for a read task.
         take_data(it->second, e.name, *e.data);
     }
 }
