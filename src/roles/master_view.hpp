@@ -36,12 +36,14 @@ struct master_stats {
     std::uint64_t rejected = 0;   ///< malformed or unknown-type tasks failed
     std::uint64_t finished = 0;   ///< assignments live workers completed
     std::uint64_t collected = 0;  ///< expired results deleted (T8)
-    std::uint64_t shard_listings = 0;  ///< listings of a pending shard (§7: the first, then
-                                       ///< only when its change log cannot be applied)
-    std::uint64_t shard_log_reads = 0;  ///< reads of a pending shard's change log
+    bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
+
+    // How the master learns of pending tasks (§7 "Master loop"), for tests and benches.
+    std::uint64_t shard_listings = 0;   ///< pending shards listed (the first listing of each,
+                                        ///< then only when a change log cannot be applied)
+    std::uint64_t shard_log_reads = 0;  ///< change logs of pending shards read
     std::uint64_t task_reads = 0;       ///< pending tasks read (load), not taken from a log
     std::uint64_t tasks_from_logs = 0;  ///< pending tasks taken with the data their log held
-    bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
 };
 
 /// One thing the view wants done.

@@ -465,7 +465,7 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
                 EXPECT_EQ(r->state, task_state::succeeded);
             }
             EXPECT_EQ(master_stats_.assigned, n + 1);
-            EXPECT_EQ(master_stats_.shard_listings, 1U);  // none after our own T2s
+            EXPECT_EQ(master_stats_.shard_listings, 1U);              // none after our own T2s
             EXPECT_EQ(master_stats_.shard_log_reads - log_reads, n);  // one per T1
             EXPECT_EQ(master_stats_.tasks_from_logs - from_logs, n);  // no get of the task
             EXPECT_EQ(master_stats_.task_reads, task_reads);

@@ -49,9 +49,7 @@ TEST(RolesTxnIo, AppendChangeLogsEndsATransactionWithOneLogPerDirectoryItCreates
     roles::append_change_logs(ops);
     ASSERT_EQ(ops.size(), before + 2);
     EXPECT_EQ(std::get<op::set>(ops[before]).path, "/pending/01");
-    EXPECT_EQ(
-        log_of(ops[before]).created, (std::vector<protocol::log_entry>{{"t4-2", "b"}})
-    );
+    EXPECT_EQ(log_of(ops[before]).created, (std::vector<protocol::log_entry>{{"t4-2", "b"}}));
     EXPECT_EQ(std::get<op::set>(ops[before + 1]).path, "/pending/03");
     EXPECT_EQ(
         log_of(ops[before + 1]).created,
@@ -73,11 +71,8 @@ TEST(RolesTxnIo, AChangeLogCarriesDataWhileTheTransactionsBudgetLasts) {
     roles::append_change_logs(ops);
     ASSERT_EQ(ops.size(), 5U);
     EXPECT_EQ(std::get<op::set>(ops[3]).path, "/assign/w1");
+    EXPECT_EQ(log_of(ops[3]).created, (std::vector<protocol::log_entry>{{"t4-2", std::nullopt}}));
     EXPECT_EQ(
-        log_of(ops[3]).created, (std::vector<protocol::log_entry>{{"t4-2", std::nullopt}})
-    );
-    EXPECT_EQ(
-        log_of(ops[4]).created,
-        (std::vector<protocol::log_entry>{{"t4-1", big}, {"t4-3", "small"}})
+        log_of(ops[4]).created, (std::vector<protocol::log_entry>{{"t4-1", big}, {"t4-3", "small"}})
     );
 }
