@@ -52,6 +52,8 @@ public:
     [[nodiscard]] step read(dir_stat s, std::optional<std::size_t> created) noexcept;
 
     [[nodiscard]] bool following() const noexcept { return base_.has_value(); }
+    /// The stat the view stands at (the last listing or read applied or skipped).
+    [[nodiscard]] const std::optional<dir_stat>& base() const noexcept { return base_; }
 
 private:
     std::optional<dir_stat> base_;

@@ -2,8 +2,6 @@
 #include "roles/batcher.hpp"
 
 #include "protocol/client_txn.hpp"
-#include "protocol/layout.hpp"
-#include "protocol/task.hpp"
 #include "roles/txn_io.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -156,8 +154,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         // Identical checks (same path and version) are sent once per transaction.
         std::map<std::pair<std::string, std::int32_t>, std::size_t> checks;
         // The change log of each directory the transaction creates children in (§6).
-        std::map<std::string, protocol::change_log, std::less<>> logs;
-        std::size_t inline_left = protocol::max_log_inline_bytes;
+        change_log_writer logs;
         std::vector<group> batch;
         while (!queue.empty()) {
             auto& g = queue.front();
@@ -180,7 +177,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                 g.index.push_back(ops.size());
                 ops.push_back(op);
                 if (g.logged > 0) {
-                    note(logs, inline_left, op);
+                    logs.note(op);
                 }
             }
             bytes += g.bytes;
@@ -192,9 +189,7 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             queue.pop_front();
         }
         const std::size_t notes_from = ops.size();
-        for (const auto& [dir, log] : logs) {
-            ops.emplace_back(zkco::op::set{dir, protocol::encode(log), -1});
-        }
+        logs.append_to(ops);
         const std::size_t notes = logs.size();
         std::optional<receipt> rc;
         const bool decided =
@@ -230,34 +225,6 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             return i < prefix || (i >= notes_from && i < notes_from + notes);
         }
     };
-
-    /// Adds a create to its directory's change log, with its data while the transaction's
-    /// budget for data in logs lasts.
-    static void note(
-        std::map<std::string, protocol::change_log, std::less<>>& logs,
-        std::size_t& inline_left,
-        const zkco::multi_op& op
-    ) {
-        const auto* c = std::get_if<zkco::op::create>(&op);
-        if (c == nullptr) {
-            return;
-        }
-        const auto slash = c->path.rfind('/');
-        const std::string_view dir = std::string_view(c->path).substr(0, slash);
-        if (slash == std::string::npos || !protocol::is_logged_dir(dir)) {
-            return;
-        }
-        protocol::log_entry e{c->path.substr(slash + 1), std::nullopt};
-        if (c->data.size() <= inline_left) {
-            inline_left -= c->data.size();
-            e.data = c->data;
-        }
-        auto it = logs.find(dir);
-        if (it == logs.end()) {
-            it = logs.emplace(std::string(dir), protocol::change_log{}).first;
-        }
-        it->second.created.push_back(std::move(e));
-    }
 
     /// The receipt a transaction writes: its slot, its sequence number, its op's index.
     struct receipt {
@@ -502,13 +469,10 @@ void multi_batcher::submit(
     std::size_t logged = 0;
     if (state_->change_logs) {
         for (const auto& op : ops) {
-            if (const auto* c = std::get_if<zkco::op::create>(&op)) {
-                const auto slash = c->path.rfind('/');
-                if (slash != std::string::npos &&
-                    protocol::is_logged_dir(std::string_view(c->path).substr(0, slash))) {
-                    ++logged;
-                    bytes += c->path.size() - slash + 32;  // its name in the log
-                }
+            if (const auto dir = logged_dir(op); !dir.empty()) {
+                ++logged;
+                // Its name in the log.
+                bytes += std::get<zkco::op::create>(op).path.size() - dir.size() + 32;
             }
         }
     }

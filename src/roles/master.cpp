@@ -4,6 +4,7 @@
 // that the view does not decide, hence over 700 lines.
 #include "roles/master.hpp"
 
+#include "protocol/change_log.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/master_txn.hpp"
 #include "reactor/task_group.hpp"
@@ -70,6 +71,9 @@ public:
             protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
         // T2 and T7 create in workers' directories, T6 in pending shards: logged there (§6).
         batcher_.enable_change_logs();
+        for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+            shard_index_.emplace(protocol::layout::pending_shard(shard), shard);
+        }
         master_node_ = me_;
         master_node_.epoch = epoch;
         master_node_.max_pending = published_bound(opts.max_pending);
@@ -116,6 +120,7 @@ public:
         for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
             group_.spawn([this, shard] { return follow_shard(shard); }, "pending");
         }
+        group_.spawn([this] { return sweep_shards(); }, "sweep");
         co_await schedule_loop();
         if (opts_.on_acting) {
             opts_.on_acting(false);
@@ -150,14 +155,21 @@ private:
 
     /// Sends a fenced group; `done` runs only while this session exists.
     void send(group_ops ops, on_done done) {
+        auto deletes = pending_deletes(ops);
         batcher_.async_submit(
             to_zkco(std::move(ops)),
-            [self = self_,
-             done = std::move(done)](zkco::error_code ec, std::vector<zkco::op_result> r) {
+            [self = self_, done = std::move(done),
+             deletes = std::move(deletes)](zkco::error_code ec, std::vector<zkco::op_result> r) {
                 if (*self == nullptr) {
                     return;
                 }
                 auto& m = **self;
+                if (!ec) {
+                    // Our own deletes move the shards' cversion: their followers expect it.
+                    for (const auto shard : deletes) {
+                        m.followers_[shard].removed();
+                    }
+                }
                 // Our own ops never check versions: a bad_version is the epoch check failing.
                 if (ec == zkco::errc::bad_version) {
                     m.stats_->deposed = true;
@@ -167,6 +179,26 @@ private:
                 m.wake();
             }
         );
+    }
+
+    /// The pending shard of each pending node `ops` delete (T2, T7 on a pending task, a
+    /// rejection), once per node.
+    [[nodiscard]] std::vector<std::uint32_t> pending_deletes(const group_ops& ops) const {
+        std::vector<std::uint32_t> shards;
+        for (const auto& op : ops) {
+            if (op.what != protocol::txn_op::kind::remove) {
+                continue;
+            }
+            const auto slash = op.path.rfind('/');
+            if (slash == std::string::npos) {
+                continue;
+            }
+            const auto it = shard_index_.find(std::string_view(op.path).substr(0, slash));
+            if (it != shard_index_.end()) {
+                shards.push_back(it->second);
+            }
+        }
+        return shards;
     }
 
     /// Stops the master on a lost session; true to go on after a retryable error.
@@ -382,20 +414,151 @@ private:
         co_return true;
     }
 
+    /// Follows a pending shard by its change log (§6, §7): a data watch, which the master's
+    /// own deletes do not fire. A read the shard's log_follower may apply adds the tasks it
+    /// names (with their data, when they are read next anyway); anything else is listed.
     asio::awaitable<void> follow_shard(std::uint32_t shard) {
-        // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
-        auto changed = [this, shard](std::vector<std::string> n) {
-            return shard_changed(shard, std::move(n));
-        };
-        co_await follow(protocol::layout::pending_shard(shard), changed);
+        const std::string path = protocol::layout::pending_shard(shard);
+        while (!stopping()) {
+            shard_reading_[shard] = true;
+            auto got = co_await zk_.watch_get(path);
+            zkco::error_code failed;
+            if (!got) {
+                failed = got.error();
+            } else {
+                ++stats_->shard_log_reads;
+                auto log = protocol::decode_change_log(got->value.data);
+                const auto step = followers_[shard].read(
+                    to_dir_stat(got->value.stat),
+                    log ? std::optional<std::size_t>(log->created.size()) : std::nullopt
+                );
+                if (step == protocol::log_follower::step::apply) {
+                    view_.shard_logged(shard, std::move(log->created));
+                    wake();
+                } else if (step == protocol::log_follower::step::list) {
+                    auto listed = co_await list_shard(shard);
+                    if (!listed) {
+                        failed = listed.error();
+                    }
+                }
+            }
+            shard_read_done(shard);
+            if (failed) {
+                if (failed == zkco::errc::no_node) {
+                    break;
+                }
+                const bool go_on = co_await recover(failed, path);
+                if (!go_on) {
+                    break;
+                }
+                continue;
+            }
+            auto ev = co_await got->watch.changed();
+            if (!ev) {
+                const bool go_on = co_await recover(ev.error(), path);
+                if (!go_on) {
+                    break;
+                }
+            }
+        }
+        followers_[shard].forget();
         shard_seen(shard);  // the shard is gone, or we stop: nothing to wait for
         wake();
     }
 
-    asio::awaitable<bool> shard_changed(std::uint32_t shard, std::vector<std::string> names) {
-        view_.shard_listed(shard, std::move(names));
+    void shard_read_done(std::uint32_t shard) {
+        shard_reading_[shard] = false;
+        ++shard_reads_[shard];
+        wake_.cancel();  // the schedule loop may wait for it (shard_reads_in)
+    }
+
+    /// True once every read of a pending shard that was out when the schedule loop last
+    /// wanted to decide is in. One transaction may create tasks in several shards (a T1 of
+    /// many tasks): their data watches fire together, before any later answer comes, so
+    /// waiting for the reads out then sees the transaction whole and keeps the queue's order
+    /// across its shards (§3). Reads sent later do not extend the wait.
+    bool shard_reads_in() {
+        if (!awaited_reads_) {
+            awaited_reads_.emplace();
+            for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+                if (shard_reading_[shard]) {
+                    awaited_reads_->emplace_back(shard, shard_reads_[shard]);
+                }
+            }
+        }
+        for (const auto& [shard, done] : *awaited_reads_) {
+            if (shard_reads_[shard] == done) {
+                return false;
+            }
+        }
+        awaited_reads_.reset();
+        return true;
+    }
+
+    /// Lists a pending shard: the view and its follower are as the shard stood then.
+    asio::awaitable<zkco::result<void>> list_shard(std::uint32_t shard) {
+        auto kids = co_await zk_.get_children(protocol::layout::pending_shard(shard));
+        if (!kids) {
+            co_return kids.error();
+        }
+        ++stats_->shard_listings;
+        // Nothing between the answer and these: a delete of ours answered later is counted
+        // after the listing, as the follower wants.
+        followers_[shard].listed(to_dir_stat(kids->stat));
+        view_.shard_listed(shard, std::move(kids->names));
         shard_seen(shard);
-        co_return true;
+        wake();
+        co_return zkco::result<void>();
+    }
+
+    /// Finds what a writer that keeps no change log did to a pending shard (a client of
+    /// protocol format 1 cannot connect, but anyone may create or delete a node there):
+    /// every pending_sweep_interval, the stat of every followed shard, read at once. A
+    /// shard whose data moved is left to its data watch, which will read it; one whose
+    /// children moved by more than our own deletes is listed.
+    asio::awaitable<void> sweep_shards() {
+        asio::steady_timer timer(zk_.get_executor());
+        for (;;) {
+            timer.expires_after(opts_.pending_sweep_interval);
+            auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (ec || stopping()) {
+                co_return;
+            }
+            auto sweep = std::make_shared<countdown>(zk_.get_executor());
+            auto to_list = std::make_shared<std::vector<std::uint32_t>>();
+            for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+                if (!followers_[shard].following()) {
+                    continue;  // not listed yet (its follow_shard is at it), or gone
+                }
+                ++sweep->left;
+                // A handler, not a read_batch: it runs in the order of the session's answers,
+                // as the follower needs (a delete answered first is reflected in the stat).
+                zk_.async_exists(
+                    protocol::layout::pending_shard(shard),
+                    [self = self_, sweep, to_list,
+                     shard](zkco::error_code e, std::optional<zkco::stat> st) {
+                        if (*self != nullptr && !e && st) {
+                            auto& f = (*self)->followers_[shard];
+                            const auto s = to_dir_stat(*st);
+                            // Data that moved: the data watch fires, its read decides.
+                            const auto& base = f.base();
+                            if (base && (base->czxid != s.czxid || base->version == s.version) &&
+                                f.read(s, std::nullopt) == protocol::log_follower::step::list) {
+                                to_list->push_back(shard);
+                            }
+                        }
+                        sweep->done();
+                    }
+                );
+            }
+            co_await sweep->wait();
+            for (const auto shard : *to_list) {
+                if (stopping()) {
+                    co_return;
+                }
+                co_await list_shard(shard);  // a failure: the next sweep looks again
+            }
+        }
     }
 
     /// The queue is ordered across shards (§3): until every pending shard has been listed
@@ -420,6 +583,7 @@ private:
 
     /// Reads the data of the pending tasks the view asks for, then tells it.
     asio::awaitable<void> load(std::vector<std::string> tids, std::vector<std::string> paths) {
+        stats_->task_reads += tids.size();
         auto nodes = co_await zkco::get_all(zk_, std::move(paths));
         std::vector<task_read> reads(tids.size());
         for (std::size_t i = 0; i < tids.size(); ++i) {
@@ -602,7 +766,7 @@ private:
             if (stopping() || cs.cancelled() != asio::cancellation_type::none) {
                 co_return;
             }
-            if (!dirty_ || shards_unlisted_ > 0) {
+            if (!dirty_ || shards_unlisted_ > 0 || !shard_reads_in()) {
                 wake_.expires_at(asio::steady_timer::time_point::max());
                 co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
                 continue;
@@ -875,6 +1039,14 @@ private:
     bool stop_ = false;
     const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::vector<bool> shard_listed_ = std::vector<bool>(l_.pending_shards, false);
+    // Per pending shard: whether a read of its change log may be applied (§6).
+    std::vector<protocol::log_follower> followers_ =
+        std::vector<protocol::log_follower>(l_.pending_shards);
+    std::map<std::string, std::uint32_t, std::less<>> shard_index_;  // shard path → shard
+    std::vector<bool> shard_reading_ = std::vector<bool>(l_.pending_shards, false);
+    std::vector<std::uint64_t> shard_reads_ = std::vector<std::uint64_t>(l_.pending_shards, 0);
+    // The shard reads the schedule loop waits for: (shard, its reads done then).
+    std::optional<std::vector<std::pair<std::uint32_t, std::uint64_t>>> awaited_reads_;
     std::size_t shards_unlisted_ = l_.pending_shards;  // shards not listed once yet
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };

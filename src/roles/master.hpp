@@ -30,6 +30,9 @@ struct master_options {
     std::uint64_t max_pending = default_max_pending;
     /// How often the master refreshes the throughput figure in /master (only when it changed).
     std::chrono::milliseconds report_interval{5'000};
+    /// How often the master reads the stat of every pending shard, to find children created
+    /// or deleted there by a writer that keeps no change log (docs/protocol.md §7).
+    std::chrono::milliseconds pending_sweep_interval{2'000};
     /// Called on the executor for each task assigned (T2 committed), with its assigned data.
     std::function<void(const protocol::task_spec&)> on_assigned;
     /// Called on the executor with the number of pending tasks in the master's view, whenever

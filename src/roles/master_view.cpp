@@ -217,19 +217,45 @@ void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> na
         known.reserve(known.size() + fresh.size());  // one rehash for a big listing, not many
     }
     for (auto& key : fresh) {
-        // New to us, or back: we took it (T2, forgotten since) and a node of the same id
-        // appeared again, a new task to us.
-        auto [it, added] = pending_.try_emplace(std::move(key));
-        if (!added) {
-            continue;  // the same name in another shard: it stays where it was seen first
+        add_pending(shard, std::move(key));
+    }
+}
+
+master_state::pending_map::iterator master_state::add_pending(std::uint32_t shard, task_key key) {
+    // New to us, or back: we took it (T2, forgotten since) and a node of the same id appeared
+    // again, a new task to us.
+    auto [it, added] = pending_.try_emplace(std::move(key));
+    if (!added) {
+        return pending_.end();  // known; or the same name in another shard: it stays where
+                                // it was seen first
+    }
+    it->second.shard = shard;
+    shard_tasks_[shard].insert(it->first);
+    if (!it->first.compact()) {
+        auto name = it->first.str();
+        it->second.malformed = std::make_unique<std::string>("'" + name + "' is not a task id");
+        loaded_.insert(std::move(name));
+    }
+    return it;
+}
+
+void master_state::shard_logged(std::uint32_t shard, std::vector<protocol::log_entry> entries) {
+    // Only what is read next anyway is taken from the log: the data of a task further back
+    // would cost memory until its turn (the read then is one of a batch).
+    long room = load_window().value_or(0);
+    if (room > 0) {
+        room -= static_cast<long>(pending_.size() - loaded_.size());  // unread, ahead of these
+    }
+    for (auto& e : entries) {
+        const auto it = add_pending(shard, task_key(e.name));
+        if (it == pending_.end() || !e.data || room <= 0 || !it->first.compact()) {
+            continue;
         }
-        it->second.shard = shard;
-        known.insert(it->first);
-        if (!it->first.compact()) {
-            auto name = it->first.str();
-            it->second.malformed = std::make_unique<std::string>("'" + name + "' is not a task id");
-            loaded_.insert(std::move(name));
-        }
+        --room;
+        ++stats_.tasks_from_logs;
+        // Unread, the node's children are unknown: should someone have written below it,
+        // its T2 meets them and clears them first (foreign_below), as for a read task.
+        take_data(it->second, e.name, *e.data);
     }
 }
 
@@ -255,20 +281,24 @@ bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
         if (read.children > 0) {
             clear_foreign(path_of(read.tid, p));
         }
-        if (read.data.size() > protocol::max_task_bytes) {
-            // Written by someone else (a client refuses it): too big to assign (§4).
-            p.malformed = std::make_unique<std::string>(
-                "the task node holds " + std::to_string(read.data.size()) + " bytes, over the " +
-                std::to_string(protocol::max_task_bytes) + " a task may hold"
-            );
-        } else if (auto spec = protocol::decode_task_node(read.tid, read.data)) {
-            p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
-        } else {
-            p.malformed = std::make_unique<std::string>(spec.error().message);
-        }
-        loaded_.insert(read.tid);
+        take_data(p, read.tid, read.data);
     }
     return failed;
+}
+
+void master_state::take_data(pending_entry& p, const std::string& tid, std::string_view data) {
+    if (data.size() > protocol::max_task_bytes) {
+        // Written by someone else (a client refuses it): too big to assign (§4).
+        p.malformed = std::make_unique<std::string>(
+            "the task node holds " + std::to_string(data.size()) + " bytes, over the " +
+            std::to_string(protocol::max_task_bytes) + " a task may hold"
+        );
+    } else if (auto spec = protocol::decode_task_node(tid, data)) {
+        p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
+    } else {
+        p.malformed = std::make_unique<std::string>(spec.error().message);
+    }
+    loaded_.insert(tid);
 }
 
 void master_state::load_finished() {
@@ -340,6 +370,24 @@ int master_state::note_trouble(
 bool master_state::may_try(const std::string& tid, clock::time_point now) const {
     const auto t = troubled_.find(tid);
     return t == troubled_.end() || t->second.not_before <= now;
+}
+
+std::optional<long> master_state::load_window() const {
+    const auto live = slots();
+    if (live.empty()) {
+        return std::nullopt;
+    }
+    long want = 32;
+    for (const auto& s : live) {
+        want += s.free_slots();
+    }
+    for (const auto& tid : loaded_) {
+        const auto& p = pending_.at(tid);
+        if (!p.in_flight && p.spec && protocol::anyone_serves(live, p.spec->type)) {
+            --want;
+        }
+    }
+    return want;
 }
 
 std::vector<protocol::worker_slot> master_state::slots() const {
@@ -629,20 +677,11 @@ void master_state::load_more() {
     if (loading_) {
         return;
     }
-    const auto live = slots();
-    if (live.empty()) {
+    const auto window = load_window();
+    if (!window) {
         return;  // nothing can be placed: tasks wait unread
     }
-    long want = 32;
-    for (const auto& s : live) {
-        want += s.free_slots();
-    }
-    for (const auto& tid : loaded_) {
-        const auto& p = pending_.at(tid);
-        if (!p.in_flight && p.spec && protocol::anyone_serves(live, p.spec->type)) {
-            --want;
-        }
-    }
+    long want = *window;
     master_action a;
     a.what = master_action::kind::load;
     for (auto it = pending_.begin(); it != pending_.end() && want > 0 && a.tids.size() < 1000;

@@ -37,6 +37,13 @@ struct master_stats {
     std::uint64_t finished = 0;   ///< assignments live workers completed
     std::uint64_t collected = 0;  ///< expired results deleted (T8)
     bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
+
+    // How the master learns of pending tasks (§7 "Master loop"), for tests and benches.
+    std::uint64_t shard_listings = 0;   ///< pending shards listed (the first listing of each,
+                                        ///< then only when a change log cannot be applied)
+    std::uint64_t shard_log_reads = 0;  ///< change logs of pending shards read
+    std::uint64_t task_reads = 0;       ///< pending tasks read (load), not taken from a log
+    std::uint64_t tasks_from_logs = 0;  ///< pending tasks taken with the data their log held
 };
 
 /// One thing the view wants done.
@@ -145,6 +152,13 @@ public:
     // --- pending tasks and cancels ----------------------------------------------------------
 
     void shard_listed(std::uint32_t shard, std::vector<std::string> names);
+    /// A read of the shard's change log may be applied (protocol::log_follower said so): its
+    /// transaction created `entries` there. Names new to the view are added; one that came
+    /// with its data is taken as read when it falls in the load window (it would be read
+    /// next), so that a task arriving while slots are free costs no read. The data of the
+    /// others is not kept: a backlog costs an id each, and they are read when their turn
+    /// comes.
+    void shard_logged(std::uint32_t shard, std::vector<protocol::log_entry> entries);
     /// The data of a load action's tasks; true when a read failed (pause before the next).
     bool tasks_loaded(const std::vector<task_read>& reads);
     /// The load action is over (after the pause, if any).
@@ -208,6 +222,13 @@ private:
     );
     [[nodiscard]] bool may_try(const std::string& tid, clock::time_point now) const;
     [[nodiscard]] std::vector<protocol::worker_slot> slots() const;
+    /// How many more tasks to read: the free slots plus a margin, less the loaded tasks that
+    /// wait for a slot (0 or less: none; nullopt: no live worker, nothing is read).
+    [[nodiscard]] std::optional<long> load_window() const;
+    /// Adds a name listed or logged in `shard`: the new entry, or end() when it is known.
+    pending_map::iterator add_pending(std::uint32_t shard, task_key key);
+    /// The data of a pending task, read or taken from a log: decoded, the task loaded.
+    void take_data(pending_entry& p, const std::string& tid, std::string_view data);
     void reject(const std::string& tid, pending_entry& p, std::string_view code, std::string why);
 
     void handle_cancels(clock::time_point now);

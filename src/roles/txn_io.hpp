@@ -2,12 +2,18 @@
 #pragma once
 
 // Between protocol's transaction descriptions (protocol/master_txn.hpp) and zkco's multi:
-// ops out, per-op codes back.
+// ops out, per-op codes back, and the change logs a transaction's creates go in.
 
 #include "protocol/change_log.hpp"
+#include "protocol/layout.hpp"
 #include "protocol/master_txn.hpp"
+#include "protocol/task.hpp"
 #include "zkco/types.hpp"
 
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace zkd::roles {
@@ -76,6 +82,68 @@ inline protocol::txn_answer to_answer(zkco::error_code ec, const std::vector<zkc
         a.per_op.push_back(to_op_code(one.ec));
     }
     return a;
+}
+
+/// The directory whose change log (docs/protocol.md §6 "Change logs") names the child `op`
+/// creates; empty when `op` creates no child of /pending/<s> or /assign/<member>.
+inline std::string_view logged_dir(const zkco::multi_op& op) noexcept {
+    const auto* c = std::get_if<zkco::op::create>(&op);
+    if (c == nullptr) {
+        return {};
+    }
+    const auto slash = c->path.rfind('/');
+    if (slash == std::string::npos) {
+        return {};
+    }
+    const auto dir = std::string_view(c->path).substr(0, slash);
+    return protocol::is_logged_dir(dir) ? dir : std::string_view();
+}
+
+/// The change logs of one transaction: every create noted goes in its directory's log, with
+/// its data while the transaction's 64 KiB for data in logs last; append_to() ends the
+/// transaction with one set(dir, log, any version) per directory.
+class change_log_writer {
+public:
+    /// Notes `op` if it creates a child of a logged directory; true if it did.
+    bool note(const zkco::multi_op& op) {
+        const auto dir = logged_dir(op);
+        if (dir.empty()) {
+            return false;
+        }
+        const auto& c = std::get<zkco::op::create>(op);
+        protocol::log_entry e{c.path.substr(dir.size() + 1), std::nullopt};
+        if (c.data.size() <= inline_left_) {
+            inline_left_ -= c.data.size();
+            e.data = c.data;
+        }
+        auto it = logs_.find(dir);
+        if (it == logs_.end()) {
+            it = logs_.emplace(std::string(dir), protocol::change_log{}).first;
+        }
+        it->second.created.push_back(std::move(e));
+        return true;
+    }
+    /// The directories noted: the sets append_to() adds.
+    [[nodiscard]] std::size_t size() const noexcept { return logs_.size(); }
+    void append_to(std::vector<zkco::multi_op>& ops) const {
+        for (const auto& [dir, log] : logs_) {
+            ops.emplace_back(zkco::op::set{dir, protocol::encode(log), -1});
+        }
+    }
+
+private:
+    std::map<std::string, protocol::change_log, std::less<>> logs_;
+    std::size_t inline_left_ = protocol::max_log_inline_bytes;
+};
+
+/// Ends `ops`, a transaction sent without a multi_batcher (which does this itself once
+/// enable_change_logs() is called), with the change logs of its creates.
+inline void append_change_logs(std::vector<zkco::multi_op>& ops) {
+    change_log_writer logs;
+    for (const auto& op : ops) {
+        logs.note(op);
+    }
+    logs.append_to(ops);
 }
 
 }  // namespace zkd::roles

@@ -244,6 +244,9 @@ TEST_F(CrackRun, ReportsNotFoundWhenThePreimageIsOutsideTheSpace) {
             EXPECT_EQ(job.partitions, "nnnnn");
             co_await expect_cluster_empty(*zk);
             EXPECT_EQ(master_stats_.assigned, 5U);
+            // The job's multi logs its tasks in their shards (docs/protocol.md §6): the master
+            // learnt of them from the logs, with no listing after each shard's first.
+            EXPECT_EQ(master_stats_.shard_listings, layout_.pending_shards);
         }(),
         120s
     );

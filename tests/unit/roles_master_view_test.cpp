@@ -638,3 +638,99 @@ TEST_F(RolesMasterView, ListingsAreDiffedPerShardAndTheQueueKeepsIdOrderWithBund
     EXPECT_EQ(view.queue_depth(), 4U);
     EXPECT_EQ(view.pending_path(b), protocol::layout::pending_shard(1) + "/" + b);
 }
+
+// --- pending shards followed by their change logs (§6, §7) ----------------------------------
+
+namespace {
+
+protocol::log_entry logged(std::string name, std::optional<std::string> data = task_data()) {
+    return protocol::log_entry{std::move(name), std::move(data)};
+}
+
+}  // namespace
+
+TEST_F(RolesMasterView, ALoggedTaskWithItsDataIsAssignedWithoutARead) {
+    join("w1", 2);
+    view.shard_logged(0, {logged(tid(5, 1))});
+    EXPECT_EQ(view.queue_depth(), 1U);
+    EXPECT_EQ(stats.tasks_from_logs, 1U);
+    const auto step = view.next(t0);
+    EXPECT_TRUE(of_kind(step, kind::load).empty());
+    const auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, tid(5, 1));
+    EXPECT_EQ(assigns[0].worker, "w1");
+    view.done(assigns[0], committed(assigns[0].ops.size()), t0);
+    EXPECT_EQ(stats.assigned, 1U);
+    EXPECT_EQ(view.queue_depth(), 0U);
+}
+
+TEST_F(RolesMasterView, ALoggedTaskWithoutDataOrBeyondTheLoadWindowIsReadWhenItsTurnComes) {
+    join("w1", 1);  // a window of 32 + 1 tasks
+    std::vector<protocol::log_entry> entries;
+    for (int i = 1; i <= 40; ++i) {
+        entries.push_back(logged(tid(5, i)));
+    }
+    view.shard_logged(0, std::move(entries));
+    EXPECT_EQ(view.queue_depth(), 40U);
+    EXPECT_EQ(stats.tasks_from_logs, 33U);  // the others' data is not kept
+    auto step = view.next(t0);
+    ASSERT_EQ(of_kind(step, kind::assign).size(), 1U);
+    EXPECT_EQ(of_kind(step, kind::assign)[0].tid, tid(5, 1));
+    EXPECT_TRUE(of_kind(step, kind::load).empty());  // 32 loaded wait for the slot
+    // A name that came without its data (the transaction's budget ran out) is read.
+    view.done(of_kind(step, kind::assign)[0], committed(3), t0);
+    view.shard_listed(0, {});  // everything taken or gone
+    view.shard_logged(0, {logged(tid(5, 50), std::nullopt)});
+    EXPECT_EQ(stats.tasks_from_logs, 33U);
+    step = view.next(t0);
+    const auto loads = of_kind(step, kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    EXPECT_EQ(loads[0].tids, std::vector<std::string>{tid(5, 50)});
+}
+
+TEST_F(RolesMasterView, WithoutWorkersALoggedTaskKeepsNoDataAndIsNotRead) {
+    view.shard_logged(0, {logged(tid(5, 1))});
+    EXPECT_EQ(view.queue_depth(), 1U);
+    EXPECT_EQ(stats.tasks_from_logs, 0U);
+    EXPECT_TRUE(view.next(t0).actions.empty());
+    join("w1", 1);
+    const auto step = view.next(t0);
+    ASSERT_EQ(of_kind(step, kind::load).size(), 1U);  // read once it may be placed
+}
+
+TEST_F(RolesMasterView, LoggedNamesJoinTheShardsListingsDiffAndKnownOnesAreNotAddedAgain) {
+    join("w1", 1);
+    const auto a = tid(5, 1);
+    const auto b = tid(5, 2);
+    const auto c = tid(5, 3);
+    view.shard_listed(1, {b});
+    view.shard_logged(0, {logged(a), logged(b), logged(c), logged("not-a-task", "{}")});
+    EXPECT_EQ(view.queue_depth(), 4U);
+    EXPECT_EQ(view.pending_path(b), protocol::layout::pending_shard(1) + "/" + b);  // seen first
+    auto step = view.next(t0);
+    const auto rejects = of_kind(step, kind::reject);
+    ASSERT_EQ(rejects.size(), 1U);
+    EXPECT_EQ(rejects[0].tid, "not-a-task");
+    view.done(rejects[0], committed(rejects[0].ops.size()), t0);
+    const auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, a);
+    EXPECT_EQ(view.queue_depth(), 3U);
+    // Logged again (a listing raced the log): nothing changes, the assignment stays out.
+    view.shard_logged(0, {logged(a)});
+    EXPECT_EQ(view.queue_depth(), 3U);
+    // A listing of shard 0 that lacks a logged name forgets it, as it would a listed one.
+    view.shard_listed(0, {a});
+    EXPECT_EQ(view.queue_depth(), 2U);  // a (in flight) and b (shard 1)
+    view.done(assigns[0], committed(assigns[0].ops.size()), t0);
+    EXPECT_EQ(view.queue_depth(), 1U);
+}
+
+TEST_F(RolesMasterView, ALoggedTaskWhoseDataIsGarbageEndsInAFailedResult) {
+    join("w1", 1);
+    view.shard_logged(0, {logged(tid(5, 1), "not json")});
+    const auto rejects = of_kind(view.next(t0), kind::reject);
+    ASSERT_EQ(rejects.size(), 1U);
+    EXPECT_EQ(rejects[0].code, protocol::codes::malformed_task);
+}

@@ -4,6 +4,7 @@
 #include "apps/crack/md5_crack.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
+#include "roles/txn_io.hpp"
 
 #include <boost/asio/error.hpp>
 
@@ -170,6 +171,7 @@ private:
         }
         doc.partitions.assign(doc.tasks.size(), crack_partition::open);
         std::get<zkco::op::create>(ops.front()).data = encode(doc);
+        roles::append_change_logs(ops);  // the master follows its shards by them (§6)
         if (!fits_one_multi(ops)) {
             co_return zkco::error_code(crack_errc::job_too_large);
         }
@@ -252,6 +254,7 @@ private:
         doc.finished_ms = 0;
         ++doc.retries;
         std::get<zkco::op::set>(ops.front()).data = encode(doc);
+        roles::append_change_logs(ops);
         if (!fits_one_multi(ops)) {
             return zkco::error_code(crack_errc::job_too_large);
         }
@@ -267,7 +270,10 @@ private:
                 co_return planned ? zkco::result<void>() : zkco::result<void>(planned.error());
             }
             auto& [ops, doc] = **planned;
-            const int redo = static_cast<int>(ops.size()) - 1;
+            const auto redo = static_cast<int>(std::count_if(
+                ops.begin(), ops.end(),
+                [](const zkco::multi_op& op) { return !roles::logged_dir(op).empty(); }
+            ));
             auto r = co_await zk_.multi(std::move(ops));
             if (r) {
                 const std::int32_t v =
