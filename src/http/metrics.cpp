@@ -160,6 +160,27 @@ void render_node(writer& w, const roles::node_stats& n) {
         "zkd_worker_results_discarded_total", "counter",
         "Results this node's worker dropped because the task had been requeued.", n.worker.discarded
     );
+
+    // Change logs (docs/protocol.md §6): listings beyond the first per directory mean reads
+    // that could not follow the log (a missed version, garbage, a writer keeping no log).
+    w.family(
+        "zkd_change_log_reads_total", "counter",
+        "Reads of a directory's change log this node followed: pending shards (as master), "
+        "its assignment directory (as worker)."
+    );
+    w.sample(
+        "zkd_change_log_reads_total", label("dir", "pending"), n.master_totals.shard_log_reads
+    );
+    w.sample("zkd_change_log_reads_total", label("dir", "assign"), n.worker.logs_read);
+    w.family(
+        "zkd_directory_listings_total", "counter",
+        "Listings of those directories: one each to start, then only when a change log could "
+        "not be followed."
+    );
+    w.sample(
+        "zkd_directory_listings_total", label("dir", "pending"), n.master_totals.shard_listings
+    );
+    w.sample("zkd_directory_listings_total", label("dir", "assign"), n.worker.listings);
 }
 
 void render_lag(writer& w, const reactor::lag_stats& lag) {

@@ -47,6 +47,8 @@ struct facade_counters {
 ///                                                  gauge, 1 for the current state, else 0
 ///   zkd_zk_sessions_total                          counter
 ///   zkd_worker_tasks_started_total, zkd_worker_results_discarded_total   counters
+///   zkd_change_log_reads_total{dir="pending|assign"}, zkd_directory_listings_total{dir=...}
+///                                                  counters (master_totals, worker)
 /// With `lag`:
 ///   zkd_event_loop_lag_seconds{quantile="0.99"|"1"} summary (p99 and max of the window;
 ///                                                  _sum and _count of every sample)

@@ -101,6 +101,10 @@ zkd::roles::node_stats some_node() {
     n.max_pending = 1000000;
     n.worker.started = 11;
     n.worker.discarded = 1;
+    n.worker.listings = 2;
+    n.worker.logs_read = 30;
+    n.master_totals.shard_listings = 16;
+    n.master_totals.shard_log_reads = 250;
     n.succeeded = 5;
     n.failed = 3;
     n.timed_out = 2;
@@ -155,6 +159,10 @@ TEST(HttpMetrics, NodeFigures) {
     EXPECT_EQ(s.at("zkd_zk_sessions_total"), "2");
     EXPECT_EQ(s.at("zkd_worker_tasks_started_total"), "11");
     EXPECT_EQ(s.at("zkd_worker_results_discarded_total"), "1");
+    EXPECT_EQ(s.at("zkd_change_log_reads_total{dir=\"pending\"}"), "250");
+    EXPECT_EQ(s.at("zkd_change_log_reads_total{dir=\"assign\"}"), "30");
+    EXPECT_EQ(s.at("zkd_directory_listings_total{dir=\"pending\"}"), "16");
+    EXPECT_EQ(s.at("zkd_directory_listings_total{dir=\"assign\"}"), "2");
     EXPECT_NE(text.find("# TYPE zkd_assign_latency_seconds histogram"), std::string::npos);
     EXPECT_NE(text.find("# TYPE zkd_tasks_completed_total counter"), std::string::npos);
     EXPECT_NE(text.find("# TYPE zkd_queue_depth gauge"), std::string::npos);
