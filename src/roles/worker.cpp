@@ -416,7 +416,9 @@ private:
 
     void finished(const std::string& tid, std::optional<publish_end> how) {
         tasks_.erase(tid);
-        state_.task_ended(tid, how);
+        if (auto litter = state_.task_ended(tid, how)) {
+            act(*litter);
+        }
         idle_.cancel();
     }
 

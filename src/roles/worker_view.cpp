@@ -22,7 +22,8 @@ publish_plan::publish_plan(
       worker_(std::move(worker)),
       tid_(std::move(tid)),
       result_(std::move(result)),
-      form_{true, marker, true} {}
+      form_{true, marker, true},
+      marker_(marker) {}
 
 publish_plan::step publish_plan::done(publish_end e) {
     step s;
@@ -93,6 +94,7 @@ publish_plan::step publish_plan::answered(const protocol::txn_answer& a) {
         form_.with_result = false;  // a result exists already: only clear our assignment
         return send();
     case publish_outcome::marker_gone:
+        marker_gone_ = true;
         form_.with_marker = false;  // the marker went meanwhile
         return send();
     case publish_outcome::unknown:
@@ -261,10 +263,23 @@ publish_plan::step worker_state::publish_reconnected(const std::string& tid, boo
     return p != nullptr ? p->reconnected(ok) : publish_plan::step{};
 }
 
-void worker_state::task_ended(const std::string& tid, std::optional<publish_end> how) {
+std::optional<worker_action> worker_state::task_ended(
+    const std::string& tid, std::optional<publish_end> how
+) {
+    std::optional<worker_action> left;
+    if (const auto* p = plan_of(tid);
+        p != nullptr && p->marker_left() && how &&
+        (*how == publish_end::published || *how == publish_end::published_by_lost_try ||
+         *how == publish_end::result_existed)) {
+        left = worker_action{
+            worker_action::kind::remove_marker,
+            tid,
+            {protocol::txn_op::remove(protocol::layout::cancel_marker(me_.id, tid))},
+            std::nullopt};
+    }
     tasks_.erase(tid);
     if (!how) {
-        return;
+        return left;
     }
     switch (*how) {
     case publish_end::published:
@@ -278,6 +293,7 @@ void worker_state::task_ended(const std::string& tid, std::optional<publish_end>
     case publish_end::given_up:
         break;
     }
+    return left;
 }
 
 worker_action worker_state::drain() {

@@ -79,7 +79,16 @@ public:
     step reconnected(bool ok);
 
     /// A cancel marker appeared meanwhile: later tries delete it too.
-    void marker_seen() noexcept { form_.with_marker = true; }
+    void marker_seen() noexcept {
+        form_.with_marker = true;
+        marker_ = true;
+    }
+    /// Once done: a cancel marker was seen that the try which ended the publish did not
+    /// delete (it was sent before the marker came, or checked /workers instead), and that was
+    /// not found gone. Nobody else deletes it while this worker lives: the worker must.
+    [[nodiscard]] bool marker_left() const noexcept {
+        return marker_ && !marker_gone_ && !(sent_.fenced_by_assignment && sent_.with_marker);
+    }
 
     /// The form of the next try.
     [[nodiscard]] const protocol::publish_form& form() const noexcept { return form_; }
@@ -101,6 +110,8 @@ private:
     protocol::publish_form form_;  // of the next try
     protocol::publish_form sent_;  // of the try in flight: its answer is read in its terms
     int tries_ = 0;
+    bool marker_ = false;         // a cancel marker was seen, before or during the publish
+    bool marker_gone_ = false;    // a try found it gone
     bool maybe_applied_ = false;  // a try went unanswered: it may have applied
     bool last_unknown_ = false;   // the answer that led to `reconnect` was lost
 };
@@ -158,8 +169,10 @@ public:
     publish_plan::step publish_reconnected(const std::string& tid, bool ok);
     /// `tid`'s turn is over, its result published as `how` says, or not at all (nullopt: its
     /// assignment was gone before it was read, or the worker was stopping). It is no longer
-    /// in hand.
-    void task_ended(const std::string& tid, std::optional<publish_end> how);
+    /// in hand. Yields a remove_marker when its cancel marker came while the try that
+    /// published was out: that try did not delete it, and no listing would find it now that
+    /// the worker follows its directory's change log (§6).
+    std::optional<worker_action> task_ended(const std::string& tid, std::optional<publish_end> how);
 
     /// The drain was requested (T9): mark our node; from now on drained() says when the
     /// tasks in hand are over.

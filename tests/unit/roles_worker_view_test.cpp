@@ -368,3 +368,28 @@ TEST_F(WorkerView, AMarkerInTheLogStopsItsTaskOrIsLitter) {
     ASSERT_EQ(acts->size(), 1U);
     EXPECT_EQ((*acts)[0].what, kind::remove_marker) << "b is not ours: the marker is litter";
 }
+
+TEST_F(WorkerView, AMarkerThatCameWhileThePublishingTryWasOutIsDeletedAfterIt) {
+    // Found by CrackRun (1 run in 3): the master's T7 lands while T4 is out without the
+    // marker's delete; T4 commits and the marker stays. Format 1 found it at the listing
+    // that T4's own delete caused; a worker following its change log lists nothing then.
+    list({a});
+    auto s = w.publish(a, "R");
+    ASSERT_EQ(s.ops.size(), 2U);
+    EXPECT_EQ(list({a, marker(a)}), std::vector<kind>{kind::stop});
+    s = w.publish_answered(a, ok(2));
+    ASSERT_EQ(s.what, step_kind::done);
+    const auto left = w.task_ended(a, s.end);
+    ASSERT_TRUE(left);
+    EXPECT_EQ(left->what, kind::remove_marker);
+    EXPECT_EQ(
+        left->ops, std::vector<txn_op>{txn_op::remove(protocol::layout::cancel_marker("w1", a))}
+    );
+
+    // A marker the publishing try deleted leaves nothing to do.
+    list({b, marker(b)});
+    s = w.publish(b, "R");
+    ASSERT_EQ(s.ops.size(), 3U);
+    s = w.publish_answered(b, ok(3));
+    EXPECT_FALSE(w.task_ended(b, s.end));
+}
