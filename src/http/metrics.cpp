@@ -163,24 +163,26 @@ void render_node(writer& w, const roles::node_stats& n) {
 
     // Change logs (docs/protocol.md §6): listings beyond the first per directory mean reads
     // that could not follow the log (a missed version, garbage, a writer keeping no log).
-    w.family(
-        "zkd_change_log_reads_total", "counter",
-        "Reads of a directory's change log this node followed: pending shards (as master), "
-        "its assignment directory (as worker)."
-    );
-    w.sample(
-        "zkd_change_log_reads_total", label("dir", "pending"), n.master_totals.shard_log_reads
-    );
-    w.sample("zkd_change_log_reads_total", label("dir", "assign"), n.worker.logs_read);
-    w.family(
-        "zkd_directory_listings_total", "counter",
-        "Listings of those directories: one each to start, then only when a change log could "
-        "not be followed."
-    );
-    w.sample(
-        "zkd_directory_listings_total", label("dir", "pending"), n.master_totals.shard_listings
-    );
-    w.sample("zkd_directory_listings_total", label("dir", "assign"), n.worker.listings);
+    // dir="pending": the pending shards, as master; dir="assign": its directory, as worker.
+    struct by_dir {
+        std::string_view name, help;
+        std::uint64_t pending, assign;
+    };
+    for (const auto& f : {
+             by_dir{
+                 "zkd_change_log_reads_total",
+                 "Reads of a directory's change log this node followed (applied).",
+                 n.master_totals.shard_log_reads, n.worker.logs_read},
+             by_dir{
+                 "zkd_directory_listings_total",
+                 "Listings of those directories: one each to start, then only when a change "
+                 "log could not be followed.",
+                 n.master_totals.shard_listings, n.worker.listings},
+         }) {
+        w.family(f.name, "counter", f.help);
+        w.sample(f.name, label("dir", "pending"), f.pending);
+        w.sample(f.name, label("dir", "assign"), f.assign);
+    }
 }
 
 void render_lag(writer& w, const reactor::lag_stats& lag) {

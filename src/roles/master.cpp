@@ -426,13 +426,13 @@ private:
             if (!got) {
                 failed = got.error();
             } else {
-                ++stats_->shard_log_reads;
                 auto log = protocol::decode_change_log(got->value.data);
                 const auto step = followers_[shard].read(
                     to_dir_stat(got->value.stat),
                     log ? std::optional<std::size_t>(log->created.size()) : std::nullopt
                 );
                 if (step == protocol::log_follower::step::apply) {
+                    ++stats_->shard_log_reads;
                     view_.shard_logged(shard, std::move(log->created));
                     wake();
                 } else if (step == protocol::log_follower::step::list) {

@@ -41,7 +41,7 @@ struct master_stats {
     // How the master learns of pending tasks (§7 "Master loop"), for tests and benches.
     std::uint64_t shard_listings = 0;   ///< pending shards listed (the first listing of each,
                                         ///< then only when a change log cannot be applied)
-    std::uint64_t shard_log_reads = 0;  ///< change logs of pending shards read
+    std::uint64_t shard_log_reads = 0;  ///< change logs of pending shards read and applied
     std::uint64_t task_reads = 0;       ///< pending tasks read (load), not taken from a log
     std::uint64_t tasks_from_logs = 0;  ///< pending tasks taken with the data their log held
 };

@@ -393,6 +393,32 @@ TEST_F(RolesHostile, GarbageInAWorkersDirectoryDataMakesItListAndWorkOn) {
     }());
 }
 
+TEST_F(RolesHostile, GarbageInAPendingShardsDataMakesTheMasterListAndPlaceOn) {
+    // A pending shard's data is its change log (§6): garbage there is no log the master can
+    // follow, so it lists the shard instead; nothing submitted is missed.
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        auto first = co_await tc.submit(one("echo"s, json::value(1)));
+        ASSERT_TRUE(first);
+        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 15s));
+        const auto listed = master_stats_.shard_listings;
+        for (const auto& shard : layout_.pending_shard_paths()) {
+            ASSERT_TRUE(co_await zk->set(shard, "\xff{garbage"s));
+        }
+        std::vector<task_request> reqs(8, task_request{"echo", json::value(2)});
+        auto ids = co_await tc.submit(std::move(reqs));
+        ASSERT_TRUE(ids);
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 15s);
+            ASSERT_TRUE(r) << "a task was missed: " << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+        }
+        EXPECT_GT(master_stats_.shard_listings, listed) << "it should have listed shards again";
+        co_await tc.flush();
+    }());
+}
+
 TEST_F(RolesHostile, ADeletedMasterNodeIsWrittenAgain) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();
