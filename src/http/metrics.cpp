@@ -178,6 +178,11 @@ void render_node(writer& w, const roles::node_stats& n) {
                  "Listings of those directories: one each to start, then only when a change "
                  "log could not be followed.",
                  n.master_totals.shard_listings, n.worker.listings},
+             by_dir{
+                 "zkd_task_reads_total",
+                 "Tasks this node read one by one (as master, pending tasks; as worker, its "
+                 "assignments) because no change log it followed carried their data.",
+                 n.master_totals.task_reads, n.worker.task_reads},
          }) {
         w.family(f.name, "counter", f.help);
         w.sample(f.name, label("dir", "pending"), f.pending);

@@ -439,6 +439,10 @@ private:
                     auto listed = co_await list_shard(shard);
                     if (!listed) {
                         failed = listed.error();
+                    } else if (log) {
+                        // What the log of the last transaction carried is good for the tasks
+                        // it created that the listing found, so they are not read again.
+                        view_.shard_logged(shard, std::move(log->created), true);
                     }
                 }
             }

@@ -239,16 +239,33 @@ master_state::pending_map::iterator master_state::add_pending(std::uint32_t shar
     return it;
 }
 
-void master_state::shard_logged(std::uint32_t shard, std::vector<protocol::log_entry> entries) {
-    // Only what is read next anyway is taken from the log: the data of a task further back
-    // would cost memory until its turn (the read then is one of a batch).
+void master_state::shard_logged(
+    std::uint32_t shard, std::vector<protocol::log_entry> entries, bool listed_since
+) {
+    // Only what is read next anyway is taken as read: the data of a task further back is
+    // kept aside (keep_logged) while the budget lasts, and taken when its turn comes.
     long room = load_window().value_or(0);
     if (room > 0) {
         room -= static_cast<long>(pending_.size() - loaded_.size());  // unread, ahead of these
     }
     for (auto& e : entries) {
-        const auto it = add_pending(shard, task_key(e.name));
-        if (it == pending_.end() || !e.data || room <= 0 || !it->first.compact()) {
+        task_key key(e.name);
+        // Listed since: a name the listing lacks is gone, not new.
+        auto it = listed_since ? pending_.end() : add_pending(shard, key);
+        if (it == pending_.end()) {
+            // Known already: listed since the log was written, or ours to read or placed.
+            // Its data is as the log's transaction created it only while it is unread.
+            it = pending_.find(key);
+            if (it == pending_.end() || it->second.shard != shard || it->second.loading ||
+                it->second.in_flight || loaded_.contains(e.name) || logged_.contains(key)) {
+                continue;
+            }
+        }
+        if (!e.data || !it->first.compact()) {
+            continue;
+        }
+        if (room <= 0) {
+            keep_logged(it->first, std::move(*e.data));
             continue;
         }
         --room;
@@ -284,6 +301,36 @@ bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
         take_data(p, read.tid, read.data);
     }
     return failed;
+}
+
+namespace {
+
+// What a kept log entry is charged against the budget beyond its data: the map node, the
+// key and the string.
+constexpr std::size_t logged_overhead = 96;
+
+}  // namespace
+
+void master_state::keep_logged(const task_key& key, std::string data) {
+    const auto cost = data.size() + logged_overhead;
+    if (logged_bytes_ + cost > opts_.logged_data_budget) {
+        return;  // read when its turn comes
+    }
+    const auto [it, added] = logged_.try_emplace(key, std::move(data));
+    if (added) {
+        logged_bytes_ += cost;
+    }
+}
+
+std::optional<std::string> master_state::take_logged(const task_key& key) {
+    const auto it = logged_.find(key);
+    if (it == logged_.end()) {
+        return std::nullopt;
+    }
+    auto data = std::move(it->second);
+    logged_.erase(it);
+    logged_bytes_ -= data.size() + logged_overhead;
+    return data;
 }
 
 void master_state::take_data(pending_entry& p, const std::string& tid, std::string_view data) {
@@ -340,6 +387,9 @@ std::string master_state::path_of(const std::string& tid, const pending_entry& p
 void master_state::forget(pending_map::iterator p) {
     if (auto k = shard_tasks_.find(p->second.shard); k != shard_tasks_.end()) {
         k->second.erase(p->first);
+    }
+    if (!logged_.empty()) {
+        take_logged(p->first);
     }
     if (!loaded_.empty() || !troubled_.empty()) {
         const auto tid = p->first.str();
@@ -408,7 +458,15 @@ master_step master_state::next(clock::time_point now) {
     handle_cancels(now);
     auto grace_ends = reject_unplaceable(now);
     assign(now);
-    load_more();
+    if (load_more()) {
+        // Some came from the logs' data kept aside: decide on them now, not at the next event.
+        if (const auto more = reject_unplaceable(now);
+            more && (!grace_ends || *more < *grace_ends)) {
+            grace_ends = more;
+        }
+        assign(now);
+        load_more();
+    }
     master_step step;
     step.actions = std::exchange(out_, {});
     step.wake_at = grace_ends;
@@ -673,15 +731,16 @@ void master_state::done(const master_action& a, const master_txn_report& r, cloc
     }
 }
 
-void master_state::load_more() {
+bool master_state::load_more() {
     if (loading_) {
-        return;
+        return false;
     }
     const auto window = load_window();
     if (!window) {
-        return;  // nothing can be placed: tasks wait unread
+        return false;  // nothing can be placed: tasks wait unread
     }
     long want = *window;
+    bool taken = false;
     master_action a;
     a.what = master_action::kind::load;
     for (auto it = pending_.begin(); it != pending_.end() && want > 0 && a.tids.size() < 1000;
@@ -694,16 +753,27 @@ void master_state::load_more() {
         if (loaded_.contains(tid)) {
             continue;
         }
+        --want;
+        // As for data a log brings while slots are free, a task taken here may be placed
+        // before one ahead of it that is being read (by the read's round trip at most, and
+        // within the load window).
+        if (!logged_.empty()) {
+            if (auto data = take_logged(it->first)) {
+                ++stats_.tasks_from_logs;
+                take_data(p, tid, *data);
+                taken = true;
+                continue;
+            }
+        }
         p.loading = true;
         a.paths.push_back(path_of(tid, p));
         a.tids.push_back(std::move(tid));
-        --want;
     }
-    if (a.tids.empty()) {
-        return;
+    if (!a.tids.empty()) {
+        loading_ = true;
+        out_.push_back(std::move(a));
     }
-    loading_ = true;
-    out_.push_back(std::move(a));
+    return taken;
 }
 
 }  // namespace zkd::roles

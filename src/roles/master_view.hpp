@@ -101,6 +101,10 @@ public:
         std::chrono::milliseconds unknown_cancel_grace{30'000};
         /// Called for each task assigned (T2 committed), with its data.
         std::function<void(const protocol::task_spec&)> on_assigned;
+        /// The data change logs carried for tasks beyond the load window is kept up to this
+        /// many bytes (counting a per-task overhead), so that a burst is not read back task by
+        /// task when its turn comes; beyond it, a task costs its id only (and a read later).
+        std::size_t logged_data_budget = 8U << 20U;
     };
 
     /// Tries before a task that cannot be assigned gets a failed result instead.
@@ -156,9 +160,15 @@ public:
     /// transaction created `entries` there. Names new to the view are added; one that came
     /// with its data is taken as read when it falls in the load window (it would be read
     /// next), so that a task arriving while slots are free costs no read. The data of the
-    /// others is not kept: a backlog costs an id each, and they are read when their turn
-    /// comes.
-    void shard_logged(std::uint32_t shard, std::vector<protocol::log_entry> entries);
+    /// others is kept aside while options::logged_data_budget lasts, and taken instead of a
+    /// read when their turn comes; past the budget a backlog costs an id each, and its tasks
+    /// are read when their turn comes. `listed_since`: the log could not be applied and the
+    /// shard was listed after it was read; the log then only gives its data to the unread
+    /// tasks the listing found, so that a missed version costs reads only of the tasks of
+    /// the transactions missed.
+    void shard_logged(
+        std::uint32_t shard, std::vector<protocol::log_entry> entries, bool listed_since = false
+    );
     /// The data of a load action's tasks; true when a read failed (pause before the next).
     bool tasks_loaded(const std::vector<task_read>& reads);
     /// The load action is over (after the pause, if any).
@@ -177,6 +187,8 @@ public:
     void done(const master_action& a, const master_txn_report& r, clock::time_point now);
 
     [[nodiscard]] std::size_t queue_depth() const { return pending_.size(); }
+    /// Bytes of logged data kept aside for tasks beyond the load window (with overhead).
+    [[nodiscard]] std::size_t logged_data_bytes() const { return logged_bytes_; }
     [[nodiscard]] std::string pending_path(const std::string& tid) const;
 
 private:
@@ -234,7 +246,12 @@ private:
     void handle_cancels(clock::time_point now);
     std::optional<clock::time_point> reject_unplaceable(clock::time_point now);
     void assign(clock::time_point now);
-    void load_more();
+    /// Reads the next tasks of the load window, or takes them from logged_ as far as it
+    /// has them in order: true when some were taken (decide again on them).
+    bool load_more();
+    void keep_logged(const task_key& key, std::string data);
+    /// The logged data kept for `key`, removed from logged_; nullopt when none is.
+    std::optional<std::string> take_logged(const task_key& key);
 
     void assign_done(const master_action& a, const master_txn_report& r, clock::time_point now);
     void reject_done(const master_action& a, const master_txn_report& r, clock::time_point now);
@@ -253,6 +270,9 @@ private:
     pending_map pending_;                 // by task id: FIFO within priority
     std::set<std::string> loaded_;        // pending tasks whose data is read, in the same order
     bool loading_ = false;                // a batch of reads is out
+    // Data logs carried for tasks beyond the load window, up to opts_.logged_data_budget.
+    std::map<task_key, std::string> logged_;
+    std::size_t logged_bytes_ = 0;
     // Per shard, the names pending_ holds from it (kept so by shard_listed and forget).
     std::map<std::uint32_t, std::unordered_set<task_key, task_key_hash>> shard_tasks_;
     std::set<std::string> cancels_;

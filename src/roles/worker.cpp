@@ -390,6 +390,7 @@ private:
         if (data) {
             node->data = std::move(*data);  // as created (version 0): only we write it since
         } else {
+            ++stats_->task_reads;
             node = co_await zk_.get(path);
         }
         while (!node) {

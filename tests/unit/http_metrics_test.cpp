@@ -104,6 +104,8 @@ zkd::roles::node_stats some_node() {
     n.worker.listings = 2;
     n.worker.logs_read = 30;
     n.master_totals.shard_listings = 16;
+    n.master_totals.task_reads = 400;
+    n.worker.task_reads = 3;
     n.master_totals.shard_log_reads = 250;
     n.succeeded = 5;
     n.failed = 3;
@@ -163,6 +165,8 @@ TEST(HttpMetrics, NodeFigures) {
     EXPECT_EQ(s.at("zkd_change_log_reads_total{dir=\"assign\"}"), "30");
     EXPECT_EQ(s.at("zkd_directory_listings_total{dir=\"pending\"}"), "16");
     EXPECT_EQ(s.at("zkd_directory_listings_total{dir=\"assign\"}"), "2");
+    EXPECT_EQ(s.at("zkd_task_reads_total{dir=\"pending\"}"), "400");
+    EXPECT_EQ(s.at("zkd_task_reads_total{dir=\"assign\"}"), "3");
     EXPECT_NE(text.find("# TYPE zkd_assign_latency_seconds histogram"), std::string::npos);
     EXPECT_NE(text.find("# TYPE zkd_tasks_completed_total counter"), std::string::npos);
     EXPECT_NE(text.find("# TYPE zkd_queue_depth gauge"), std::string::npos);

@@ -673,7 +673,8 @@ TEST_F(RolesMasterView, ALoggedTaskWithoutDataOrBeyondTheLoadWindowIsReadWhenIts
     }
     view.shard_logged(0, std::move(entries));
     EXPECT_EQ(view.queue_depth(), 40U);
-    EXPECT_EQ(stats.tasks_from_logs, 33U);  // the others' data is not kept
+    EXPECT_EQ(stats.tasks_from_logs, 33U);  // the others' data is kept aside
+    EXPECT_GT(view.logged_data_bytes(), 7 * task_data().size());
     auto step = view.next(t0);
     ASSERT_EQ(of_kind(step, kind::assign).size(), 1U);
     EXPECT_EQ(of_kind(step, kind::assign)[0].tid, tid(5, 1));
@@ -689,14 +690,62 @@ TEST_F(RolesMasterView, ALoggedTaskWithoutDataOrBeyondTheLoadWindowIsReadWhenIts
     EXPECT_EQ(loads[0].tids, std::vector<std::string>{tid(5, 50)});
 }
 
-TEST_F(RolesMasterView, WithoutWorkersALoggedTaskKeepsNoDataAndIsNotRead) {
+TEST_F(RolesMasterView, WithoutWorkersALoggedTasksDataIsKeptAsideAndTakenWhenItMayBePlaced) {
     view.shard_logged(0, {logged(tid(5, 1))});
     EXPECT_EQ(view.queue_depth(), 1U);
     EXPECT_EQ(stats.tasks_from_logs, 0U);
+    EXPECT_GT(view.logged_data_bytes(), 0U);
     EXPECT_TRUE(view.next(t0).actions.empty());
     join("w1", 1);
     const auto step = view.next(t0);
-    ASSERT_EQ(of_kind(step, kind::load).size(), 1U);  // read once it may be placed
+    EXPECT_TRUE(of_kind(step, kind::load).empty());  // no read: the log had it
+    const auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, tid(5, 1));
+    EXPECT_EQ(stats.tasks_from_logs, 1U);
+    EXPECT_EQ(view.logged_data_bytes(), 0U);
+}
+
+TEST(RolesMasterViewBudget, PastItsBudgetALoggedTasksDataIsNotKeptAndTheTaskIsRead) {
+    master_stats stats;
+    master_state::options opts;
+    opts.logged_data_budget = task_data().size() + 150;  // one task, with its overhead
+    master_state view(protocol::layout{}, 7, opts, stats);
+    view.shard_logged(0, {logged(tid(5, 1)), logged(tid(5, 2))});
+    EXPECT_EQ(view.queue_depth(), 2U);
+    EXPECT_GT(view.logged_data_bytes(), 0U);
+    EXPECT_LE(view.logged_data_bytes(), opts.logged_data_budget);
+    ASSERT_TRUE(view.workers_listed({"w1"}).to_read == std::vector<std::string>{"w1"});
+    ASSERT_TRUE(view.worker_read("w1", worker_data(2, {"echo"}), true));
+    ASSERT_TRUE(view.worker_dir_listed("w1", {}));
+    const auto step = view.next(clock_type::time_point{} + std::chrono::hours(1));
+    const auto loads = of_kind(step, kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    EXPECT_EQ(loads[0].tids, std::vector<std::string>{tid(5, 2)});  // the one not kept
+    const auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, tid(5, 1));
+}
+
+TEST_F(RolesMasterView, ALogReadAfterAMissedVersionGivesItsDataToTheTasksTheListingFound) {
+    join("w1", 4);
+    const auto a = tid(5, 1);  // created by a transaction whose log was missed
+    const auto b = tid(5, 2);  // created by the one whose log was read
+    const auto gone = tid(5, 3);
+    view.shard_listed(0, {a, b});
+    view.shard_logged(0, {logged(b), logged(gone), logged(tid(5, 4), std::nullopt)}, true);
+    EXPECT_EQ(view.queue_depth(), 2U);  // a name the listing lacks is gone, not new
+    EXPECT_EQ(stats.tasks_from_logs, 1U);
+    const auto step = view.next(t0);
+    const auto loads = of_kind(step, kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    EXPECT_EQ(loads[0].tids, std::vector<std::string>{a});  // only the missed one is read
+    const auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, b);
+    // Once read (or placed), a task's data is not taken from a later log again.
+    view.shard_logged(0, {logged(a, task_data("echo", 2))}, true);
+    EXPECT_EQ(stats.tasks_from_logs, 1U);
 }
 
 TEST_F(RolesMasterView, LoggedNamesJoinTheShardsListingsDiffAndKnownOnesAreNotAddedAgain) {
