@@ -54,6 +54,23 @@ protected:
         co_return zk;
     }
 
+    /// Submits one echo task through `tc` and waits for its result: true when it succeeded.
+    /// The hostile tests below first see the cluster work, then break something.
+    asio::awaitable<bool> echo_done(task_client& tc, int value) {
+        std::vector<task_request> reqs(1, task_request{"echo", json::value(value)});
+        auto ids = co_await tc.submit(std::move(reqs));
+        if (!ids) {
+            ADD_FAILURE() << "submit failed: " << ids.error().message();
+            co_return false;
+        }
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
+        if (!r) {
+            ADD_FAILURE() << "no result: " << r.error().message();
+            co_return false;
+        }
+        co_return r->state == task_state::succeeded;
+    }
+
     /// The first assignment in `w`'s directory, once there is one.
     asio::awaitable<std::string> assignment_of(client& zk, const member_info& w) {
         std::string found;
@@ -352,9 +369,7 @@ TEST_F(RolesHostile, AWorkerWhoseDirectoryIsDeletedMakesItAgainAndWorks) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();
         task_client tc(*zk, layout_);
-        auto first = co_await tc.submit(one("echo"s, json::value(1)));
-        ASSERT_TRUE(first);
-        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 15s));
+        ASSERT_TRUE(co_await echo_done(tc, 1));
         ASSERT_TRUE(co_await zk->remove(layout::assign_dir(worker_.me.id)));
         auto ids = co_await tc.submit(one("echo"s, json::value(2)));
         ASSERT_TRUE(ids);
@@ -372,9 +387,7 @@ TEST_F(RolesHostile, GarbageInAWorkersDirectoryDataMakesItListAndWorkOn) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();
         task_client tc(*zk, layout_);
-        auto first = co_await tc.submit(one("echo"s, json::value(1)));
-        ASSERT_TRUE(first);
-        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 15s));
+        ASSERT_TRUE(co_await echo_done(tc, 1));
         const auto listed = worker_stats_["w1"].listings;
         ASSERT_TRUE(co_await zk->set(layout::assign_dir(worker_.me.id), "\xff{garbage"s));
         // A forged log that names no real child, written over the garbage.
@@ -399,9 +412,7 @@ TEST_F(RolesHostile, GarbageInAPendingShardsDataMakesTheMasterListAndPlaceOn) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();
         task_client tc(*zk, layout_);
-        auto first = co_await tc.submit(one("echo"s, json::value(1)));
-        ASSERT_TRUE(first);
-        ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 15s));
+        ASSERT_TRUE(co_await echo_done(tc, 1));
         const auto listed = master_stats_.shard_listings;
         for (const auto& shard : layout_.pending_shard_paths()) {
             ASSERT_TRUE(co_await zk->set(shard, "\xff{garbage"s));
