@@ -160,6 +160,18 @@ std::optional<task_ref> parse_task_ref(std::string_view id) noexcept {
     return task_ref{node, index};
 }
 
+std::string_view task_id_client(std::string_view tid) noexcept {
+    // t<P>-<13 digits>-<client>...: the client starts after 1 + 1 + 1 + 13 + 1 characters.
+    constexpr std::size_t at = 17;
+    if (!is_valid_task_id(tid))
+        return {};
+    return tid.substr(at, task_client_length);
+}
+
+bool is_client_id(std::string_view s) noexcept {
+    return s.size() == task_client_length && all_of(s, is_lower_hex);
+}
+
 std::optional<int> task_id_priority(std::string_view tid) noexcept {
     if (!is_valid_task_id(tid))
         return std::nullopt;

@@ -51,6 +51,13 @@ inline constexpr std::size_t max_bundle_tasks = 1000;
 /// True when `tid` names a task node: exactly the §3 form (lowercase hex digits), or a
 /// bundle's id, that form followed by `_<n>` (n = 1..max_bundle_tasks, no leading zero).
 bool is_valid_task_id(std::string_view tid) noexcept;
+/// Length of a task id's client part (8 lowercase hex digits).
+inline constexpr std::size_t task_client_length = 8;
+/// The client part of a valid task id (a bundle's id included): its 8 hex digits after the
+/// second '-'; empty for anything else.
+std::string_view task_id_client(std::string_view tid) noexcept;
+/// True for 8 lowercase hex digits: a client id as task ids and /results/<c> carry it.
+bool is_client_id(std::string_view s) noexcept;
 /// The priority (0..9) encoded in a valid task id; nullopt for an invalid id.
 std::optional<int> task_id_priority(std::string_view tid) noexcept;
 

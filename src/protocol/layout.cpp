@@ -57,7 +57,8 @@ bool is_logged_dir(std::string_view dir) noexcept {
             return dir.find('/', top.size()) == std::string_view::npos;
         }
     }
-    return false;
+    constexpr std::string_view results = "/results/";
+    return dir.starts_with(results) && layout::is_client_results(dir.substr(results.size()));
 }
 
 std::string layout::assign_dir(std::string_view member) {
@@ -95,8 +96,24 @@ std::string layout::result_shard(std::uint32_t i) {
     return path({"results", shard_name(i)});
 }
 
+std::string layout::client_results(std::string_view client) {
+    return path({"results", client});
+}
+
+bool layout::is_client_results(std::string_view name) noexcept {
+    return is_client_id(name);
+}
+
+std::string layout::result_dir(std::string_view tid) const {
+    if (const auto client = task_id_client(tid); !client.empty())
+        return client_results(client);
+    return result_shard(shard_of(tid, std::max(result_shards, 1U)));
+}
+
 std::string layout::result(std::string_view tid) const {
-    return path({"results", shard_name(shard_of(tid, std::max(result_shards, 1U))), tid});
+    std::string p = result_dir(tid);
+    p.append("/").append(tid);
+    return p;
 }
 
 std::vector<std::string> layout::result_shard_paths() const {

@@ -24,7 +24,7 @@ bool is_cancel_marker(std::string_view name) noexcept;
 std::string_view marker_task(std::string_view name) noexcept;
 
 /// True for a directory whose children are created with a change log in its data (§6
-/// "Change logs"): "/pending/<s>" and "/assign/<member>".
+/// "Change logs"): "/pending/<s>", "/assign/<member>" and a client's "/results/<c>".
 bool is_logged_dir(std::string_view dir) noexcept;
 
 /// The paths of a cluster with the given shard counts (from /meta). A shard count of 0 acts
@@ -64,12 +64,22 @@ struct layout {
     std::vector<std::string> pending_shard_paths() const;
 
     static std::string results_dir() { return "/results"; }
-    /// "/results/<shard_name(i)>"; `i` is not checked against result_shards.
+    /// "/results/<shard_name(i)>"; `i` is not checked against result_shards. The result
+    /// shards hold the results of pending nodes whose names are not task ids (§8).
     static std::string result_shard(std::uint32_t i);
-    /// "/results/<r>/<tid>", the shard computed from the id.
+    /// "/results/<c>": the results directory of the client whose id is `client` (8 hex
+    /// digits, not checked), made when its first result is written (§2).
+    static std::string client_results(std::string_view client);
+    /// Where the result of the task node `tid` goes: its client's directory for a task id
+    /// (a bundle's included), else the result shard computed from the name.
+    std::string result_dir(std::string_view tid) const;
+    /// "<result_dir(tid)>/<tid>".
     std::string result(std::string_view tid) const;
     /// Every result shard, in shard order.
     std::vector<std::string> result_shard_paths() const;
+    /// True for a child name of /results that names a client's directory (is_client_id),
+    /// not a result shard.
+    static bool is_client_results(std::string_view name) noexcept;
 
     static std::string cancel_dir() { return "/cancel"; }
 

@@ -800,11 +800,14 @@ std::string encode(const meta_info& m) {
 codec_result<meta_info> decode_meta(std::string_view data) {
     auto doc = parse_document(data, protocol_format);
     if (!doc) {
-        if (parse_document(data)) {
-            return decode_error{
-                "a namespace of zkd protocol format 1 (this zkd speaks format " +
-                std::to_string(protocol_format) +
-                "): let its tasks finish with the zkd that made it, or use another namespace"};
+        for (std::int64_t older = 1; older < protocol_format; ++older) {
+            if (parse_document(data, older)) {
+                return decode_error{
+                    "a namespace of zkd protocol format " + std::to_string(older) +
+                    " (this zkd speaks format " + std::to_string(protocol_format) +
+                    "): let its tasks finish with the zkd that made it, or use another "
+                    "namespace"};
+            }
         }
         return doc.error();
     }

@@ -25,9 +25,10 @@ namespace zkd::protocol {
 /// The format of the documents this code reads and writes (their "v" field).
 inline constexpr std::int64_t format_version = 1;
 /// The protocol format a namespace speaks, /meta's "v" (docs/protocol.md §1): 2 since
-/// directories carry change logs (§6 "Change logs"). zkd of format 1 refuses a /meta of
-/// format 2, and this code refuses one of format 1: the two cannot share a namespace.
-inline constexpr std::int64_t protocol_format = 2;
+/// directories carry change logs (§6 "Change logs"), 3 since each client's results have a
+/// directory of their own (§2). zkd of an older format refuses a /meta of a newer one, and
+/// this code refuses one of an older format: they cannot share a namespace.
+inline constexpr std::int64_t protocol_format = 3;
 /// Task priorities (§3, §4): 0 lowest, 9 highest, 5 when not given.
 inline constexpr int min_priority = 0;
 inline constexpr int max_priority = 9;

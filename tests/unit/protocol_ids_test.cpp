@@ -252,3 +252,17 @@ TEST(ProtocolElection, ForeignNamesAreRejected) {
 }
 
 }  // namespace
+
+TEST(ProtocolIds, TheClientPartOfATaskIdNamesItsResultsDirectory) {
+    task_id_generator gen(0x3fa9c2d1U);
+    const auto tid = gen.next(5, 1763733600123);
+    EXPECT_EQ(task_id_client(tid), "3fa9c2d1");
+    EXPECT_EQ(task_id_client(bundle_id(tid, 7)), "3fa9c2d1");
+    EXPECT_TRUE(is_client_id(task_id_client(tid)));
+    // Not a task id (a bundled task's own id names no node): no client.
+    EXPECT_EQ(task_id_client(bundled_task_id(bundle_id(tid, 7), 3)), "");
+    EXPECT_EQ(task_id_client("t4-1763733600123-3FA9C2D100002a"), "");
+    EXPECT_EQ(task_id_client(""), "");
+    EXPECT_FALSE(is_client_id("3fa9c2d"));
+    EXPECT_FALSE(is_client_id("3fa9c2dg"));
+}

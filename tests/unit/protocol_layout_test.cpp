@@ -51,15 +51,26 @@ TEST(ProtocolLayout, TaskPathsUseTheShardOfTheId) {
     EXPECT_EQ(l.result_shards, 16U);
     const auto s = shard_name(fnv1a32(tid) % 16);
     EXPECT_EQ(l.pending_task(tid), "/pending/" + s + "/" + std::string(tid));
-    EXPECT_EQ(l.result(tid), "/results/" + s + "/" + std::string(tid));
+    EXPECT_EQ(l.result(tid), "/results/3fa9c2d1/" + std::string(tid));  // its client's
 
     const layout odd{3, 1000};
     EXPECT_EQ(
         odd.pending_task(tid), "/pending/" + shard_name(fnv1a32(tid) % 3) + "/" + std::string(tid)
     );
+    // A task's result goes to its client's directory, whatever the shard counts.
+    EXPECT_EQ(odd.result(tid), "/results/" + std::string(tid.substr(17, 8)) + "/" + std::string(tid));
+    EXPECT_EQ(odd.result_dir(tid), layout::client_results(tid.substr(17, 8)));
+    const std::string bundle = std::string(tid) + "_12";
+    EXPECT_EQ(odd.result(bundle), odd.result_dir(tid) + "/" + bundle);
+    // Any other name (a pending node a stranger made, §8): the result shard of the name.
+    const std::string_view stranger = "not-a-task-id";
     EXPECT_EQ(
-        odd.result(tid), "/results/" + shard_name(fnv1a32(tid) % 1000) + "/" + std::string(tid)
+        odd.result(stranger),
+        "/results/" + shard_name(fnv1a32(stranger) % 1000) + "/" + std::string(stranger)
     );
+    EXPECT_TRUE(layout::is_client_results(tid.substr(17, 8)));
+    EXPECT_FALSE(layout::is_client_results("07"));
+    EXPECT_FALSE(layout::is_client_results("3fa9c2d1x"));
     EXPECT_EQ(layout::pending_shard(0), "/pending/00");
     EXPECT_EQ(layout::pending_shard(5), "/pending/05");
     EXPECT_EQ(layout::result_shard(15), "/results/15");

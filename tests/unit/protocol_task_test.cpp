@@ -563,22 +563,24 @@ TEST(ProtocolMemberCodec, WorkerTypes) {
 TEST(ProtocolMetaCodec, RoundTripAndLimits) {
     const meta_info m{16, 32, 1763733600000};
     EXPECT_EQ(
-        encode(m), R"({"v":2,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})"
+        encode(m), R"({"v":3,"pending_shards":16,"result_shards":32,"created_ms":1763733600000})"
     );
     EXPECT_EQ(decode_meta(encode(m)).value(), m);
     const auto d = [](std::string_view s) { return decode_meta(s); };
-    expect_refused(d, R"({"v":2,"result_shards":16})", R"("pending_shards" is missing)");
-    expect_refused(d, R"({"v":2,"pending_shards":0,"result_shards":16})", R"("pending_shards")");
-    expect_refused(d, R"({"v":2,"pending_shards":16,"result_shards":5000})", R"("result_shards")");
-    expect_refused(d, R"({"v":2,"pending_shards":-16,"result_shards":1})", R"("pending_shards")");
-    EXPECT_TRUE(decode_meta(R"({"v":2,"pending_shards":1,"result_shards":4096})"));
+    expect_refused(d, R"({"v":3,"result_shards":16})", R"("pending_shards" is missing)");
+    expect_refused(d, R"({"v":3,"pending_shards":0,"result_shards":16})", R"("pending_shards")");
+    expect_refused(d, R"({"v":3,"pending_shards":16,"result_shards":5000})", R"("result_shards")");
+    expect_refused(d, R"({"v":3,"pending_shards":-16,"result_shards":1})", R"("pending_shards")");
+    EXPECT_TRUE(decode_meta(R"({"v":3,"pending_shards":1,"result_shards":4096})"));
 }
 
-TEST(ProtocolMetaCodec, ANamespaceOfFormatOneIsRefusedSayingSo) {
+TEST(ProtocolMetaCodec, ANamespaceOfAnOlderFormatIsRefusedSayingSo) {
     const auto d = [](std::string_view s) { return decode_meta(s); };
-    // A namespace an older zkd made: no change logs, so this zkd would never see its tasks.
+    // Namespaces older zkd made: without change logs (1) this zkd would never see their
+    // tasks; with results in shards (2) their clients would never see this zkd's results.
     expect_refused(d, R"({"v":1,"pending_shards":16,"result_shards":16})", "zkd protocol format 1");
-    expect_refused(d, R"({"v":3,"pending_shards":16,"result_shards":16})", "version 3");
+    expect_refused(d, R"({"v":2,"pending_shards":16,"result_shards":16})", "zkd protocol format 2");
+    expect_refused(d, R"({"v":4,"pending_shards":16,"result_shards":16})", "version 4");
 }
 
 TEST(ProtocolChangeLogCodec, RoundTripAndRefusals) {
