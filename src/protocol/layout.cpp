@@ -57,6 +57,10 @@ bool is_logged_dir(std::string_view dir) noexcept {
             return dir.find('/', top.size()) == std::string_view::npos;
         }
     }
+    return is_client_results_dir(dir);
+}
+
+bool is_client_results_dir(std::string_view dir) noexcept {
     constexpr std::string_view results = "/results/";
     return dir.starts_with(results) && layout::is_client_results(dir.substr(results.size()));
 }

@@ -27,6 +27,11 @@ std::string_view marker_task(std::string_view name) noexcept;
 /// "Change logs"): "/pending/<s>", "/assign/<member>" and a client's "/results/<c>".
 bool is_logged_dir(std::string_view dir) noexcept;
 
+/// True for "/results/<c>", a client's results directory (layout::is_client_results): the
+/// one kind of directory that is made on demand, so a writer whose create finds it missing
+/// makes it in the same transaction (§2).
+bool is_client_results_dir(std::string_view dir) noexcept;
+
 /// The paths of a cluster with the given shard counts (from /meta). A shard count of 0 acts
 /// as 1 (never a division by zero).
 struct layout {

@@ -2,6 +2,7 @@
 #include "roles/batcher.hpp"
 
 #include "protocol/client_txn.hpp"
+#include "protocol/layout.hpp"
 #include "roles/txn_io.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -33,6 +34,8 @@ struct multi_batcher::group {
     bool decided = false;            // its transaction writes a receipt (async_submit_decided)
     bool deferred = false;           // queued by async_submit_deferred, not sent yet
     std::size_t logged = 0;          // its creates that go in a directory's change log
+    std::size_t made = 0;            // directories' creates put in front of its own ops
+    int remade = 0;                  // times sent again for a missing directory
 };
 
 struct multi_batcher::state : std::enable_shared_from_this<state> {
@@ -322,11 +325,41 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         if (results.empty()) {
             return out;
         }
-        out.reserve(g.index.size());
-        for (const auto i : g.index) {
+        out.reserve(g.index.size() - g.made);
+        for (std::size_t k = g.made; k < g.index.size(); ++k) {
+            const auto i = g.index[k];
             out.push_back(i < results.size() ? results[i] : zkco::op_result{});
         }
         return out;
+    }
+
+    /// A group's op `failed` failed with `why`: when that is the create of a child of a
+    /// client's results directory that is missing, or the create of such a directory put in
+    /// front that found it made meanwhile, the group is changed to go again (true).
+    static bool remake_dir(group& g, std::size_t failed, zkco::error_code why) {
+        constexpr int most_remade = 4;  // a directory deleted again and again: give up
+        if (g.remade >= most_remade) {
+            return false;
+        }
+        if (failed < g.made && why == zkco::errc::node_exists) {
+            g.ops.erase(g.ops.begin() + static_cast<std::ptrdiff_t>(failed));
+            --g.made;
+        } else if (failed >= g.made && why == zkco::errc::no_node) {
+            const auto* c = std::get_if<zkco::op::create>(&g.ops[failed]);
+            const auto dir = c == nullptr ? std::string_view() : zkco::parent_path(c->path);
+            if (!protocol::is_client_results_dir(dir)) {
+                return false;
+            }
+            zkco::multi_op make(zkco::op::create{
+                std::string(dir), {}, zkco::create_mode::persistent, {}});
+            g.bytes += zkco::estimated_size(make);
+            g.ops.insert(g.ops.begin(), std::move(make));
+            ++g.made;
+        } else {
+            return false;
+        }
+        ++g.remade;
+        return true;
     }
 
     void done(
@@ -381,9 +414,15 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         std::vector<group*> finished;
         std::vector<group> resend;
         for (auto& g : batch) {
-            const bool owns_failure =
-                failed && std::find(g.index.begin(), g.index.end(), *failed) != g.index.end();
+            const auto at =
+                failed ? std::find(g.index.begin(), g.index.end(), *failed) : g.index.end();
+            const bool owns_failure = at != g.index.end();
             if (ec && failed && !fixed.owns(*failed) && !owns_failure) {
+                resend.push_back(std::move(g));
+            } else if (owns_failure && change_logs &&
+                       remake_dir(
+                           g, static_cast<std::size_t>(at - g.index.begin()), results[*failed].ec
+                       )) {
                 resend.push_back(std::move(g));
             } else {
                 finished.push_back(&g);

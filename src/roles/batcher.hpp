@@ -78,7 +78,10 @@ public:
     /// /assign/<member>; docs/protocol.md §6 "Change logs") is noted in it: each
     /// transaction also sets the data of each such directory it creates children in to the
     /// log of those children, with their data while 64 KiB of data per transaction lasts.
-    /// Call before submitting.
+    /// And a group whose create fails because its directory is a client's results directory
+    /// that does not exist (made on demand, §2) is sent again with the directory's create in
+    /// front of it (and again without, should someone make it in between); its handler sees
+    /// only its own ops' results. Call before submitting.
     void enable_change_logs();
 
     /// Queues a group. Signature: void(error_code, std::vector<zkco::op_result>): the group's

@@ -193,4 +193,104 @@ shared_bundle_read::outcome shared_bundle_read::outcome_for(std::size_t index, s
     return out;
 }
 
+bool results_inbox::wait(const std::string& name) {
+    if (follower_.following() && present_.contains(name)) {
+        return true;
+    }
+    ++waited_[name];
+    ++waits_;
+    return false;
+}
+
+void results_inbox::unwait(const std::string& name) {
+    const auto it = waited_.find(name);
+    if (it == waited_.end()) {
+        return;
+    }
+    --waits_;
+    if (--it->second == 0) {
+        waited_.erase(it);
+    }
+}
+
+void results_inbox::deliver(
+    const std::string& name, const std::optional<std::string>& data, delivery& out
+) {
+    const auto it = waited_.find(name);
+    if (it == waited_.end()) {
+        return;
+    }
+    waits_ -= static_cast<std::size_t>(it->second);
+    waited_.erase(it);
+    if (data) {
+        out.with_data.emplace_back(name, *data);
+    } else {
+        out.to_read.push_back(name);
+    }
+}
+
+std::optional<results_inbox::delivery> results_inbox::log_read(
+    protocol::dir_stat s, std::string_view data
+) {
+    auto log = protocol::decode_change_log(data);
+    std::optional<std::size_t> created;
+    if (log) {
+        created = log->created.size();
+    }
+    last_log_.clear();
+    switch (follower_.read(s, created)) {
+    case protocol::log_follower::step::skip:
+        return delivery{};
+    case protocol::log_follower::step::apply: {
+        delivery out;
+        for (const auto& e : log->created) {
+            present_.insert(e.name);
+            deliver(e.name, e.data, out);
+        }
+        return out;
+    }
+    case protocol::log_follower::step::list:
+        break;
+    }
+    if (log) {
+        for (auto& e : log->created) {
+            if (e.data) {
+                last_log_.emplace(std::move(e.name), std::move(*e.data));
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+results_inbox::delivery results_inbox::listed(
+    const std::vector<std::string>& names, protocol::dir_stat s
+) {
+    follower_.listed(s);
+    present_ = std::set<std::string>(names.begin(), names.end());
+    delivery out;
+    for (const auto& name : names) {
+        if (!waited_.contains(name)) {
+            continue;
+        }
+        std::optional<std::string> data;
+        if (const auto it = last_log_.find(name); it != last_log_.end()) {
+            data = std::move(it->second);
+        }
+        deliver(name, data, out);
+    }
+    last_log_.clear();
+    return out;
+}
+
+void results_inbox::removed(const std::string& name) {
+    present_.erase(name);
+    follower_.removed();
+}
+
+void results_inbox::gone() {
+    follower_.forget();
+    present_.clear();
+    last_log_.clear();
+}
+
 }  // namespace zkd::roles

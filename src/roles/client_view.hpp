@@ -4,16 +4,20 @@
 // The client's decisions (docs/protocol.md §6 T1 and T5), with no I/O: for a submit, which
 // node to send again after an answer and whether the call succeeded ("did my write apply?");
 // for a consume of a bundle's tasks, what to write, and after each answer, a lost one
-// included, whether to read again, wait for the connection, or deliver. task_client.cpp
-// carries the steps out; tests/unit/roles_client_view_test.cpp drives them alone.
+// included, whether to read again, wait for the connection, or deliver; for the waits on
+// its own tasks, what its results directory's change log delivers. task_client.cpp carries
+// the steps out; tests/unit/roles_client_view_test.cpp drives them alone.
 
+#include "protocol/change_log.hpp"
 #include "protocol/client_txn.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -188,6 +192,52 @@ private:
     std::optional<protocol::task_result> whole_;  // once consumed
     bool gone_ = false;
     std::vector<std::size_t> taken_;
+};
+
+/// The client's own results directory, /results/<c> (docs/protocol.md §6 T5 "Waiting"),
+/// followed by its change log while the client waits for results there: a read of the log
+/// names the results written since the last one, mostly with their data, so a wait costs no
+/// `exists` and, mostly, no read of its own. The directory is listed when the log does not
+/// account for every change (protocol::log_follower). The view knows the names in the
+/// directory and the names waited for; it delivers each waited name once.
+class results_inbox {
+public:
+    /// Results for the waits: with their data, or by name only (read them).
+    struct delivery {
+        std::vector<std::pair<std::string, std::string>> with_data;  ///< name, data
+        std::vector<std::string> to_read;
+        [[nodiscard]] bool empty() const noexcept { return with_data.empty() && to_read.empty(); }
+    };
+
+    /// A wait on the result named `name` begins. True when the view knows it is there
+    /// already: the caller reads it itself (it is not delivered).
+    bool wait(const std::string& name);
+    /// A wait ended without a delivery (cancelled, or it read the result itself).
+    void unwait(const std::string& name);
+    /// Waits not yet delivered.
+    [[nodiscard]] std::size_t waiting() const noexcept { return waits_; }
+
+    /// The directory's data was read at `s`: what it delivers, or nullopt when the directory
+    /// must be listed (then listed()).
+    std::optional<delivery> log_read(protocol::dir_stat s, std::string_view data);
+    /// The directory was listed at `s`, right after log_read() asked for it: the waited
+    /// names it holds are delivered, with the data of the log that read carried for them.
+    delivery listed(const std::vector<std::string>& names, protocol::dir_stat s);
+    /// Our delete of `name` was answered: it is gone, and the change log's count knows why.
+    void removed(const std::string& name);
+    /// The directory is missing (not made yet, or deleted): list it once it is there.
+    void gone();
+    [[nodiscard]] bool following() const noexcept { return follower_.following(); }
+
+private:
+    /// Takes the waits on `name` into `out` (with `data`, or to read).
+    void deliver(const std::string& name, const std::optional<std::string>& data, delivery& out);
+
+    protocol::log_follower follower_;
+    std::set<std::string> present_;      // the names in the directory, as far as we know
+    std::map<std::string, int> waited_;  // name -> waits on it, not yet delivered
+    std::size_t waits_ = 0;
+    std::map<std::string, std::string> last_log_;  // the data of the log read that failed
 };
 
 }  // namespace zkd::roles

@@ -74,17 +74,82 @@ zkco::error_code make_error_code(client_errc e) noexcept {
     return {static_cast<int>(e), client_category()};
 }
 
+/// One wait parked in the inbox: the follower fills it in and cancels `ready`.
+struct task_client::inbox_wait {
+    explicit inbox_wait(const asio::any_io_executor& ex)
+        : ready(ex, asio::steady_timer::time_point::max()) {}
+
+    asio::steady_timer ready;  ///< a timer used as a condvar
+    bool done = false;
+    bool read_it = false;  ///< delivered by name only: the wait reads the result itself
+    zkco::result<zkco::node> node = zkco::error_code(asio::error::operation_aborted);
+};
+
+/// The waits on this client's own results and the view of its results directory, shared by
+/// the waits and the follower (which may outlive this client: it checks `alive`).
+struct task_client::inbox {
+    explicit inbox(const asio::any_io_executor& ex)
+        : wake(ex, asio::steady_timer::time_point::max()) {}
+
+    results_inbox view;
+    std::map<std::string, std::vector<std::shared_ptr<inbox_wait>>> waits;  ///< by name
+    asio::steady_timer wake;  ///< wakes a sleeping follower (a timer used as a condvar)
+    bool running = false;     ///< a follower runs
+    bool sleeping = false;    ///< it waits for a wait (its directory's watch has fired)
+
+    /// Completes the waits on `name`.
+    void complete(const std::string& name, const std::function<void(inbox_wait&)>& fill) {
+        const auto it = waits.find(name);
+        if (it == waits.end()) {
+            return;
+        }
+        for (const auto& w : it->second) {
+            fill(*w);
+            w->done = true;
+            w->ready.cancel();
+        }
+        waits.erase(it);
+    }
+
+    void deliver(const results_inbox::delivery& d) {
+        for (const auto& [name, data] : d.with_data) {
+            complete(name, [&](inbox_wait& w) { w.node = zkco::node{data, {}}; });
+        }
+        for (const auto& name : d.to_read) {
+            complete(name, [](inbox_wait& w) { w.read_it = true; });
+        }
+    }
+
+    /// The follower stops: every parked wait fails with `ec`.
+    void fail(zkco::error_code ec) {
+        auto all = std::move(waits);
+        waits.clear();
+        for (const auto& [name, ws] : all) {
+            for (const auto& w : ws) {
+                view.unwait(name);
+                w->node = ec;
+                w->done = true;
+                w->ready.cancel();
+            }
+        }
+        view.gone();
+        running = false;
+    }
+};
+
 task_client::task_client(zkco::client& zk, protocol::layout l)
     : zk_(zk),
       l_(l),
       batcher_(zk),
       consumed_(zk.get_executor(), asio::steady_timer::time_point::max()),
-      queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()) {
+      queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()),
+      inbox_(std::make_shared<inbox>(zk.get_executor())) {
     batcher_.enable_change_logs();  // T1's creates go in their shards' change logs (§6)
 }
 
 task_client::~task_client() {
     *alive_ = false;
+    inbox_->wake.cancel();  // a sleeping follower sees it is over
 }
 
 namespace {
@@ -348,7 +413,7 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait(std::stri
     if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
         co_return co_await wait_bundled(std::string(ref->node), *ref->index, tid);
     }
-    auto node = co_await await_node(l_.result(tid));
+    auto node = co_await await_result_node(tid);
     if (!node) {
         co_return node.error();
     }
@@ -365,11 +430,11 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::await_result(s
     const bool bundled = ref && ref->index;
     // (A local, not a conditional expression inside co_await: GCC 12 destroys the
     // temporaries of such an expression twice.)
-    std::string path = l_.result(tid);
+    std::string node_id = tid;
     if (bundled) {
-        path = l_.result(std::string(ref->node));
+        node_id = std::string(ref->node);
     }
-    auto node = co_await await_node(std::move(path));
+    auto node = co_await await_result_node(std::move(node_id));
     if (!node) {
         co_return node.error();
     }
@@ -600,6 +665,134 @@ asio::awaitable<zkco::result<zkco::node>> task_client::await_node(std::string pa
     }
 }
 
+asio::awaitable<zkco::result<zkco::node>> task_client::await_result_node(std::string tid) {
+    // A bundle's waits share one read of its node (wait_bundled), and a bundle's consume
+    // rewrites its node: those keep the exists watch.
+    if (protocol::bundle_size(tid) == 0 && protocol::task_id_client(tid) == ids_.client_hex()) {
+        co_return co_await await_own(std::move(tid));
+    }
+    co_return co_await await_node(l_.result(tid));
+}
+
+asio::awaitable<zkco::result<zkco::node>> task_client::await_own(std::string name) {
+    const auto box = inbox_;
+    if (box->view.wait(name)) {
+        co_return co_await read_node(l_.result(name));  // there already
+    }
+    auto w = std::make_shared<inbox_wait>(zk_.get_executor());
+    box->waits[name].push_back(w);
+    if (!box->running) {
+        box->running = true;
+        asio::co_spawn(
+            zk_.get_executor(),
+            follow_inbox(zk_, protocol::layout::client_results(ids_.client_hex()), box, alive_),
+            asio::detached
+        );
+    } else if (box->sleeping) {
+        box->wake.cancel();
+    }
+    co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!w->done) {
+        // Cancelled: this wait leaves (a result delivered later stays for the next reader).
+        auto& ws = box->waits[name];
+        std::erase(ws, w);
+        if (ws.empty()) {
+            box->waits.erase(name);
+        }
+        box->view.unwait(name);
+        co_return zkco::error_code(asio::error::operation_aborted);
+    }
+    if (w->read_it) {
+        co_return co_await read_node(l_.result(name));
+    }
+    co_return std::move(w->node);
+}
+
+asio::awaitable<void> task_client::follow_inbox(
+    zkco::client& zk, std::string dir, std::shared_ptr<inbox> box, std::shared_ptr<bool> alive
+) {
+    zkco::error_code failed;
+    for (;;) {
+        auto read = co_await zk.watch_get(dir);
+        if (!*alive) {
+            co_return;
+        }
+        zkco::error_code ec;
+        if (read) {
+            auto delivery = box->view.log_read(to_dir_stat(read->value.stat), read->value.data);
+            if (!delivery) {
+                auto kids = co_await zk.get_children(dir);
+                if (!*alive) {
+                    co_return;
+                }
+                if (kids) {
+                    delivery = box->view.listed(kids->names, to_dir_stat(kids->stat));
+                } else {
+                    ec = kids.error();
+                }
+            }
+            if (delivery) {
+                box->deliver(*delivery);
+            }
+        } else {
+            ec = read.error();
+        }
+        if (ec == zkco::errc::no_node) {
+            // Not made yet (the first result makes it) or deleted (T8): wait for it.
+            box->view.gone();
+            auto there = co_await zk.watch_exists(dir);
+            if (!*alive) {
+                co_return;
+            }
+            if (there && !there->value) {
+                auto ev = co_await there->watch.changed();
+                if (!*alive) {
+                    co_return;
+                }
+                if (!ev && ev.error() == zkco::condition::session_lost) {
+                    failed = ev.error();
+                    break;
+                }
+            }
+            if (there || there.error() == zkco::errc::no_node) {
+                continue;
+            }
+            ec = there.error();
+        }
+        if (ec) {
+            box->view.gone();
+            const bool retry = co_await reconnected_after(zk, ec);
+            if (!*alive) {
+                co_return;
+            }
+            if (retry) {
+                continue;
+            }
+            failed = ec;
+            break;
+        }
+        auto ev = co_await read->watch.changed();
+        if (!*alive) {
+            co_return;
+        }
+        if (!ev && ev.error() == zkco::condition::session_lost) {
+            failed = ev.error();
+            break;
+        }
+        // Nobody waits: read again only once someone does.
+        while (box->view.waiting() == 0) {
+            box->sleeping = true;
+            box->wake.expires_at(asio::steady_timer::time_point::max());
+            co_await box->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+            box->sleeping = false;
+            if (!*alive) {
+                co_return;
+            }
+        }
+    }
+    box->fail(failed);
+}
+
 asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) {
     auto info = co_await read_task(zk_, l_, std::move(tid));
     if (!info) {
@@ -626,6 +819,7 @@ void task_client::consume_result(std::string path) {
 
 asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string path, bool deferred) {
     const auto alive = alive_;
+    const auto own_results = protocol::layout::client_results(ids_.client_hex());
     zkco::error_code ec;
     for (int tries = 0; tries < 10; ++tries) {
         auto remove = to_zkco(std::vector<protocol::txn_op>{protocol::consume_op(path)});
@@ -642,6 +836,10 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
         }
         const auto outcome = protocol::read_consume(to_answer(ec, r));
         if (outcome == protocol::consume_outcome::consumed) {
+            if (!ec && zkco::parent_path(path) == own_results) {
+                // Our delete: the follower's count of the directory's changes includes it.
+                inbox_->view.removed(std::string(zkco::base_name(path)));
+            }
             co_return zkco::error_code();  // (no node: by an earlier try, or another client)
         }
         if (outcome == protocol::consume_outcome::foreign_below) {

@@ -124,6 +124,8 @@ public:
 
 private:
     struct bundle_wait;
+    struct inbox;
+    struct inbox_wait;
 
     /// Admits a submit of `adding` nodes against the bound (gauge_), reading /master and the
     /// pending shards' stats first when the figures are over a second old (one read at a time:
@@ -134,6 +136,18 @@ private:
 
     /// Waits until `path` exists and reads it.
     boost::asio::awaitable<zkco::result<zkco::node>> await_node(std::string path);
+    /// Waits until the result of the task node `tid` exists and reads it: through this
+    /// client's results directory and its change log (await_own) for a task of its own,
+    /// else by an `exists` watch on the result (await_node).
+    boost::asio::awaitable<zkco::result<zkco::node>> await_result_node(std::string tid);
+    /// Waits for the result `name` in this client's own results directory: the inbox's
+    /// follower (follow_inbox) delivers it, mostly with its data.
+    boost::asio::awaitable<zkco::result<zkco::node>> await_own(std::string name);
+    /// Follows this client's results directory `dir` by its change log while waits are
+    /// parked in `box`; sleeps while none are. Ends with the session (failing the waits).
+    static boost::asio::awaitable<void> follow_inbox(
+        zkco::client& zk, std::string dir, std::shared_ptr<inbox> box, std::shared_ptr<bool> alive
+    );
     /// Reads `path`, again after a connection loss the session survives.
     boost::asio::awaitable<zkco::result<zkco::node>> read_node(std::string path);
     /// T5 for a task's own result node: deletes it in the background (batched), again after
@@ -167,6 +181,7 @@ private:
     bool reading_queue_ = false;  ///< a read_queue is out: others wait for queue_read_
     /// Cancelled when a read_queue ends (a timer used as a condvar).
     boost::asio::steady_timer queue_read_;
+    std::shared_ptr<inbox> inbox_;  ///< the waits on our own results (await_own)
     /// False once this client is destroyed: background work of it checks before touching it.
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

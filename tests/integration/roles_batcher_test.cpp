@@ -271,6 +271,41 @@ TEST_F(RolesBatcher, ATransactionLogsWhatItCreatesInEachLoggedDirectory) {
     }());
 }
 
+TEST_F(RolesBatcher, ACreateInAMissingClientResultsDirectoryMakesTheDirectory) {
+    // docs/protocol.md §2: /results/<c> is made on demand. A group whose result create finds
+    // it missing goes again with the directory's create in front; a group that raced another
+    // one making it goes again without; the handlers see their own ops only. Any other
+    // missing parent is the group's own failure.
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        ASSERT_TRUE(co_await zk.create("/results"s));
+        multi_batcher b(zk, {1000, 900'000, 4});
+        b.enable_change_logs();
+        auto first = submit(b, {create_op("/results/3fa9c2d1/t-a")});
+        co_await next_turn();
+        // Sent while the first is out: both find the directory missing, one makes it, the
+        // other's create of it then finds it made.
+        auto second = submit(b, {create_op("/results/3fa9c2d1/t-b")});
+        auto elsewhere = submit(b, {create_op("/missing/t-c")});
+        co_await drain(b);
+        for (const auto& g : {first, second}) {
+            EXPECT_FALSE(g->ec) << g->ec.message();
+            ASSERT_EQ(g->results.size(), 1U) << "only the group's own op";
+            EXPECT_TRUE(g->results[0].path.starts_with("/results/3fa9c2d1/t-"));
+        }
+        EXPECT_EQ(elsewhere->ec, errc::no_node);
+        ASSERT_EQ(elsewhere->results.size(), 1U);
+        auto dir = co_await zk.get("/results/3fa9c2d1"s);
+        ASSERT_TRUE(dir);
+        EXPECT_EQ(dir->stat.num_children, 2);
+        const auto log = zkd::protocol::decode_change_log(dir->data);
+        ASSERT_TRUE(log) << "the directory's change log: " << log.error().message;
+        EXPECT_FALSE((co_await zk.exists("/missing"s)).value()) << "not made on demand";
+        co_await zk.close();
+    }());
+}
+
 TEST_F(RolesBatcher, AFailingGroupDoesNotSinkTheOthers) {
     run([&]() -> asio::awaitable<void> {
         client zk(ioc_.get_executor(), make_config());

@@ -91,7 +91,7 @@ TEST(ProtocolLayout, TheDirectoriesWithChangeLogs) {
     EXPECT_FALSE(is_logged_dir("/pending"));
     EXPECT_FALSE(is_logged_dir("/pending/"));
     EXPECT_FALSE(is_logged_dir("/pending/07/t5-x"));
-    EXPECT_FALSE(is_logged_dir("/results/07"));  // a result shard (names that are not ids)
+    EXPECT_FALSE(is_logged_dir("/results/07"));       // a result shard (names that are not ids)
     EXPECT_TRUE(is_logged_dir("/results/3fa9c2d1"));  // a client's results
     EXPECT_FALSE(is_logged_dir("/results/3fa9c2d1/t5-1763733600123-3fa9c2d100002a"));
     EXPECT_FALSE(is_logged_dir("/results/3FA9C2D1"));

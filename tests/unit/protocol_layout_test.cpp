@@ -58,7 +58,9 @@ TEST(ProtocolLayout, TaskPathsUseTheShardOfTheId) {
         odd.pending_task(tid), "/pending/" + shard_name(fnv1a32(tid) % 3) + "/" + std::string(tid)
     );
     // A task's result goes to its client's directory, whatever the shard counts.
-    EXPECT_EQ(odd.result(tid), "/results/" + std::string(tid.substr(17, 8)) + "/" + std::string(tid));
+    EXPECT_EQ(
+        odd.result(tid), "/results/" + std::string(tid.substr(17, 8)) + "/" + std::string(tid)
+    );
     EXPECT_EQ(odd.result_dir(tid), layout::client_results(tid.substr(17, 8)));
     const std::string bundle = std::string(tid) + "_12";
     EXPECT_EQ(odd.result(bundle), odd.result_dir(tid) + "/" + bundle);

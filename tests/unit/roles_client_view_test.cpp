@@ -284,3 +284,95 @@ TEST(ClientViewSharedRead, AReaderThatFailsLeavesTheOthersToReadForThemselves) {
     short_one.consumed(bundle_of(2), {});
     EXPECT_EQ(short_one.outcome_for(5, "b.5").what, got::garbage);  // no such entry
 }
+
+// --- the results directory (results_inbox) ----------------------------------------------------
+
+namespace {
+
+std::string log_of(std::vector<protocol::log_entry> entries) {
+    return protocol::encode(protocol::change_log{std::move(entries)});
+}
+
+protocol::dir_stat at(std::int32_t version, std::int32_t cversion) {
+    return protocol::dir_stat{7, version, cversion};
+}
+
+}  // namespace
+
+TEST(RolesResultsInbox, TheFirstReadListsThenEachLogDeliversItsResultsWithTheirData) {
+    results_inbox in;
+    EXPECT_FALSE(in.wait(a));
+    EXPECT_EQ(in.waiting(), 1U);
+    // Not following yet: list, and take the data the log carried for what the listing found.
+    EXPECT_FALSE(in.log_read(at(1, 1), log_of({{a, "ra"}})));
+    auto first = in.listed({a}, at(1, 1));
+    ASSERT_EQ(first.with_data.size(), 1U);
+    EXPECT_EQ(first.with_data[0], std::pair(a, std::string("ra")));
+    EXPECT_EQ(in.waiting(), 0U);
+    // Our consume of a, then b's result: the log accounts for both changes.
+    EXPECT_FALSE(in.wait(b));
+    in.removed(a);
+    auto second = in.log_read(at(2, 3), log_of({{b, "rb"}}));
+    ASSERT_TRUE(second);
+    ASSERT_EQ(second->with_data.size(), 1U);
+    EXPECT_EQ(second->with_data[0].first, b);
+    EXPECT_TRUE(second->to_read.empty());
+    // Nothing new but our own delete: nothing to deliver, nothing to list.
+    in.removed(b);
+    auto quiet = in.log_read(at(2, 4), log_of({{b, "rb"}}));
+    ASSERT_TRUE(quiet);
+    EXPECT_TRUE(quiet->empty());
+}
+
+TEST(RolesResultsInbox, AResultTheLogNamesWithoutDataIsReadAndOneNobodyWaitsForIsKept) {
+    results_inbox in;
+    EXPECT_FALSE(in.log_read(at(0, 0), ""));
+    EXPECT_TRUE(in.listed({}, at(0, 0)).empty());
+    EXPECT_FALSE(in.wait(a));
+    auto d = in.log_read(at(1, 2), log_of({{a, std::nullopt}, {b, "rb"}}));
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->to_read, std::vector<std::string>{a});  // over the log's budget: by name
+    EXPECT_TRUE(d->with_data.empty()) << "b: nobody waits for it";
+    // A wait that comes later finds b there: its caller reads it.
+    EXPECT_TRUE(in.wait(b));
+    EXPECT_EQ(in.waiting(), 0U);
+}
+
+TEST(RolesResultsInbox, AChangeTheLogDoesNotAccountForMakesItList) {
+    results_inbox in;
+    EXPECT_FALSE(in.log_read(at(0, 0), ""));
+    (void)in.listed({}, at(0, 0));
+    EXPECT_FALSE(in.wait(a));
+    EXPECT_FALSE(in.wait(b));
+    // Two writers' transactions between our reads: the version moved by two.
+    EXPECT_FALSE(in.log_read(at(2, 2), log_of({{b, "rb"}})));
+    auto listed = in.listed({a, b}, at(2, 2));
+    EXPECT_EQ(listed.to_read, std::vector<std::string>{a});
+    ASSERT_EQ(listed.with_data.size(), 1U);
+    EXPECT_EQ(listed.with_data[0].first, b);
+    // Someone else deleted a child (another client consumed): list, whatever the log says.
+    EXPECT_FALSE(in.log_read(at(3, 4), log_of({{"t4-x", "r"}})));
+    (void)in.listed({a, b, "t4-x"}, at(3, 4));
+    // Garbage in the directory's data: list.
+    EXPECT_FALSE(in.log_read(at(4, 4), "garbage"));
+}
+
+TEST(RolesResultsInbox, ACancelledWaitIsNotDeliveredAndAGoneDirectoryIsListedAgain) {
+    results_inbox in;
+    EXPECT_FALSE(in.log_read(at(0, 0), ""));
+    (void)in.listed({}, at(0, 0));
+    EXPECT_FALSE(in.wait(a));
+    EXPECT_FALSE(in.wait(a));  // two waits on one task: both delivered together
+    EXPECT_EQ(in.waiting(), 2U);
+    in.unwait(a);
+    EXPECT_EQ(in.waiting(), 1U);
+    in.unwait(a);
+    EXPECT_EQ(in.waiting(), 0U);
+    auto d = in.log_read(at(1, 1), log_of({{a, "ra"}}));
+    ASSERT_TRUE(d);
+    EXPECT_TRUE(d->empty()) << "nobody waits any more";
+    in.gone();
+    EXPECT_FALSE(in.following());
+    EXPECT_FALSE(in.wait(a)) << "after gone(), what was there is not known";
+    EXPECT_FALSE(in.log_read(at(1, 1), log_of({{a, "ra"}})));
+}
