@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
+#include "roles/inspect.hpp"
 #include "zkco/deadline.hpp"
 
 #include <chrono>
@@ -140,14 +141,20 @@ int cmd_purge(int argc, char** argv) {
     const auto target = target_of(a);
     return with_cluster(
         target, namespace_mode::existing,
-        [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
+        [&](zkco::client& zk, protocol::layout /*l*/) -> asio::awaitable<int> {
             const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch()
             )
                                  .count();
             std::size_t purged = 0;
             std::size_t kept = 0;
-            for (const auto& shard : l.result_shard_paths()) {
+            // Every directory below /results: the result shards and the clients' directories.
+            auto dirs = co_await zkco::with_timeout(roles::list_result_dirs(zk), 30s);
+            if (!dirs) {
+                complain("cannot list /results: " + dirs.error().message());
+                co_return exit_failed;
+            }
+            for (const auto& shard : *dirs) {
                 auto kids = co_await zkco::with_timeout(zk.get_children(shard), 30s);
                 if (!kids) {
                     if (kids.error() == zkco::errc::no_node) {

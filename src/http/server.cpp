@@ -617,6 +617,16 @@ struct server::impl {
         co_return names;
     }
 
+    /// The names of every result: the children of each directory below /results (the result
+    /// shards and the clients' directories), listed in two round trips.
+    asio::awaitable<zkco::result<std::vector<std::string>>> result_names(zkco::client& zk) {
+        auto dirs = co_await roles::list_result_dirs(zk);
+        if (!dirs) {
+            co_return dirs.error();
+        }
+        co_return co_await children_of(zk, std::move(*dirs));
+    }
+
     /// Reads new results (at most a few per snapshot, newest first) into `failures`, unless
     /// there are too many unconsumed results to list cheaply.
     asio::awaitable<void> track_failures(facade_session& s, std::uint64_t results) {
@@ -627,9 +637,7 @@ struct server::impl {
             results_seen.clear();
             co_return;
         }
-        auto names = co_await zkco::with_timeout(
-            children_of(s.zk, s.l->result_shard_paths()), opts.zk_timeout
-        );
+        auto names = co_await zkco::with_timeout(result_names(s.zk), opts.zk_timeout);
         if (!names) {
             co_return;
         }

@@ -255,6 +255,10 @@ std::vector<txn_op> collect_ops(std::string path) {
     return {txn_op::remove(std::move(path))};
 }
 
+std::vector<txn_op> collect_dir_ops(std::string path, std::int32_t version) {
+    return {txn_op::remove(std::move(path), version)};
+}
+
 std::vector<txn_op> master_node_ops(const member_info& node, bool replaced, std::int32_t version) {
     std::vector<txn_op> ops;
     if (replaced) {

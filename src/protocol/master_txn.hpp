@@ -166,6 +166,9 @@ std::vector<txn_op> remove_marker_ops(std::string_view worker, std::string_view 
 
 /// delete(<result path>).
 std::vector<txn_op> collect_ops(std::string path);
+/// delete(/results/<c>, version): a client's results directory found empty and old, at the
+/// version its stat showed, so a directory whose change log moved since is kept (bad_version).
+std::vector<txn_op> collect_dir_ops(std::string path, std::int32_t version);
 /// Writes /master again: delete the foreign node (when `replaced`, at `version`), create ours.
 std::vector<txn_op> master_node_ops(const member_info& node, bool replaced, std::int32_t version);
 /// set(/master, node): the throughput figure.

@@ -116,6 +116,24 @@ asio::awaitable<zkco::result<protocol::layout>> read_layout(zkco::client& zk) {
     co_return protocol::layout::from(*meta);
 }
 
+std::vector<std::string> result_dir_paths(std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> paths;
+    paths.reserve(names.size());
+    for (const auto& name : names) {
+        paths.push_back(zkco::join_path(protocol::layout::results_dir(), name));
+    }
+    return paths;
+}
+
+asio::awaitable<zkco::result<std::vector<std::string>>> list_result_dirs(zkco::client& zk) {
+    auto kids = co_await zk.get_children(protocol::layout::results_dir());
+    if (!kids) {
+        co_return kids.error();
+    }
+    co_return result_dir_paths(std::move(kids->names));
+}
+
 asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, protocol::layout l) {
     cluster_view view;
 
@@ -129,10 +147,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
     for (auto& p : l.pending_shard_paths()) {
         pending.push_back(first.exists(std::move(p)));
     }
-    std::vector<read_batch::slot<std::optional<zkco::stat>>> results;
-    for (auto& p : l.result_shard_paths()) {
-        results.push_back(first.exists(std::move(p)));
-    }
+    auto result_dirs = first.get_children(protocol::layout::results_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
         co_return first_done.error();
@@ -160,18 +175,17 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
         co_return pending_count.error();
     }
     view.pending = *pending_count;
-    auto result_count = child_count(results);
-    if (!result_count) {
-        co_return result_count.error();
+    if (failed(*result_dirs)) {
+        co_return result_dirs->error();
     }
-    view.results = *result_count;
     if (failed(*workers)) {
         co_return workers->error();
     }
     std::vector<std::string> ids = *workers ? (*workers)->names : std::vector<std::string>{};
     std::sort(ids.begin(), ids.end());
 
-    // Round 2: each worker's node and assignment directory.
+    // Round 2: each worker's node and assignment directory, and each result directory's stat
+    // (the shards and the clients' directories).
     read_batch second(zk);
     std::vector<read_batch::slot<zkco::node>> infos;
     std::vector<read_batch::slot<zkco::children>> dirs;
@@ -179,10 +193,21 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
         infos.push_back(second.get(protocol::layout::worker(id)));
         dirs.push_back(second.get_children(protocol::layout::assign_dir(id)));
     }
+    std::vector<read_batch::slot<std::optional<zkco::stat>>> results;
+    if (*result_dirs) {
+        for (auto& p : result_dir_paths(std::move((*result_dirs)->names))) {
+            results.push_back(second.exists(std::move(p)));
+        }
+    }
     const auto second_done = co_await second.wait();
     if (!second_done) {
         co_return second_done.error();
     }
+    auto result_count = child_count(results);
+    if (!result_count) {
+        co_return result_count.error();
+    }
+    view.results = *result_count;
 
     // Round 3: each assignment's data, for its running mark.
     read_batch third(zk);

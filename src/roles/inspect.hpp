@@ -34,6 +34,16 @@ namespace zkd::roles {
 /// (no cluster in this namespace yet), data_inconsistency (/meta is garbage), the session's.
 boost::asio::awaitable<zkco::result<protocol::layout>> read_layout(zkco::client& zk);
 
+/// Every directory below /results holding results: the result shards and the clients'
+/// directories (`/results/<c>`, made on demand, so the set changes), as paths sorted by
+/// name, from the child names of /results. Anything that enumerates results lists these,
+/// never only layout::result_shard_paths().
+std::vector<std::string> result_dir_paths(std::vector<std::string> names);
+
+/// Lists /results (one read) and yields result_dir_paths of its children. Errors: no_node
+/// (no cluster in this namespace), the session's.
+boost::asio::awaitable<zkco::result<std::vector<std::string>>> list_result_dirs(zkco::client& zk);
+
 // --- the cluster ---------------------------------------------------------------------------
 
 /// The acting master, from /master.
@@ -74,14 +84,15 @@ struct cluster_view {
     std::optional<master_view> master;  ///< nullopt: no acting master
     std::vector<worker_view> workers;   ///< sorted by id
     std::uint64_t pending = 0;          ///< pending tasks, from each shard's child count
-    std::uint64_t results = 0;          ///< results not yet consumed, likewise
+    std::uint64_t results = 0;          ///< results not yet consumed, likewise (every
+                                        ///< result directory: shards and client dirs)
     std::uint64_t cancel_requests = 0;  ///< open /cancel/<tid> requests
 };
 
 /// Reads the cluster: /epoch, /master, every worker and its assignments (counts from child
 /// lists; running from the assignments' data), and the counts of pending tasks, results and
-/// cancel requests (from the directories' stats, without listing them). Errors: see the top
-/// of this file.
+/// cancel requests (from the directories' stats, without listing them; /results is listed
+/// for its directories, list_result_dirs). Errors: see the top of this file.
 boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(
     zkco::client& zk, protocol::layout l
 );

@@ -11,6 +11,7 @@
 #include "roles/batcher.hpp"
 #include "roles/election.hpp"
 #include "roles/foreign.hpp"
+#include "roles/inspect.hpp"
 #include "roles/txn_io.hpp"
 #include "zkco/read_batch.hpp"
 
@@ -21,6 +22,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -170,8 +172,14 @@ private:
                         m.followers_[shard].removed();
                     }
                 }
-                // Our own ops never check versions: a bad_version is the epoch check failing.
-                if (ec == zkco::errc::bad_version) {
+                // A bad_version none of the group's own ops owns is the epoch check failing
+                // (our ops check versions only where they say so: T8's directory delete,
+                // /master's replacement).
+                const bool own_bad_version =
+                    std::any_of(r.begin(), r.end(), [](const zkco::op_result& one) {
+                        return one.ec == zkco::errc::bad_version;
+                    });
+                if (ec == zkco::errc::bad_version && !own_bad_version) {
                     m.stats_->deposed = true;
                     m.stop_ = true;
                 }
@@ -790,9 +798,23 @@ private:
 
     // --- T8: results nobody consumed -----------------------------------------------------
 
+    /// What T8 knows of one directory below /results.
+    struct result_dir_seen {
+        std::int32_t cversion = 0;  ///< its children's version when last listed in full
+        std::map<std::string, std::int64_t> results;  ///< result path -> ctime (ms)
+    };
+
+    /// T8, every gc_interval: lists /results (the result shards and the clients' directories,
+    /// list_result_dirs), reads every directory's stat at once, lists again only those whose
+    /// children changed since the last sweep (cversion), reads the ctime of each result not
+    /// seen before, and deletes the results older than result_retention. A client's
+    /// directory (never a result shard) whose stat shows no children, and a ctime and mtime
+    /// both older than the retention, is deleted too, at the version that stat showed: a
+    /// result created in it since fails the delete (not_empty), and so does a change to its
+    /// data (bad_version); the next sweep looks again, as after any failure.
     asio::awaitable<void> collect_garbage() {
         asio::steady_timer timer(zk_.get_executor());
-        std::map<std::string, std::int64_t> written;  // result → ctime (ms), read once each
+        std::map<std::string, result_dir_seen> known;  // directory -> what the last sweep saw
         for (;;) {
             timer.expires_after(opts_.gc_interval);
             auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -800,31 +822,43 @@ private:
                 co_return;
             }
             const std::int64_t cutoff = protocol::now_ms() - opts_.result_retention.count();
-            std::set<std::string> seen;
-            for (const auto& dir : l_.result_shard_paths()) {
-                auto kids = co_await zk_.get_children(dir);
-                if (!kids) {
-                    continue;  // the next sweep looks again
-                }
-                std::vector<std::string> fresh;
-                for (auto& name : kids->names) {
-                    auto path = zkco::join_path(dir, name);
-                    if (!written.contains(path)) {
-                        fresh.push_back(path);
-                    }
-                    seen.insert(std::move(path));
-                }
-                auto stats = co_await zkco::exists_all(zk_, fresh);
-                for (std::size_t i = 0; i < fresh.size(); ++i) {
-                    if (stats[i] && *stats[i]) {
-                        written[fresh[i]] = (*stats[i])->ctime;
-                    }
-                }
+            auto dirs = co_await list_result_dirs(zk_);
+            if (!dirs) {
+                continue;  // the next sweep looks again
             }
-            std::erase_if(written, [&](const auto& e) { return !seen.contains(e.first); });
+            auto stats = co_await zkco::exists_all(zk_, *dirs);
+            std::map<std::string, result_dir_seen> now;
+            std::vector<std::string> changed;
+            std::vector<std::pair<std::string, zkco::stat>> empty_clients;
+            for (std::size_t i = 0; i < dirs->size(); ++i) {
+                if (!stats[i] || !*stats[i]) {
+                    continue;  // gone, or not read: listed afresh when seen again
+                }
+                const auto& st = **stats[i];
+                const auto& dir = (*dirs)[i];
+                const auto name = std::string_view(dir).substr(dir.rfind('/') + 1);
+                if (protocol::layout::is_client_results(name) && st.num_children == 0 &&
+                    st.ctime < cutoff && st.mtime < cutoff) {
+                    empty_clients.emplace_back(dir, st);
+                    continue;
+                }
+                auto& seen = now[dir];
+                if (auto it = known.find(dir); it != known.end()) {
+                    seen = std::move(it->second);
+                    if (seen.cversion == st.cversion) {
+                        continue;  // no child came or went since it was listed
+                    }
+                }
+                seen.cversion = st.cversion;
+                changed.push_back(dir);
+            }
+            known = co_await list_results(std::move(now), changed);
             std::size_t expired = 0;
-            for (const auto& [path, ctime] : written) {
-                if (ctime < cutoff) {
+            for (const auto& [dir, seen] : known) {
+                for (const auto& [path, ctime] : seen.results) {
+                    if (ctime >= cutoff) {
+                        continue;
+                    }
                     ++expired;
                     send(
                         protocol::collect_ops(path),
@@ -836,13 +870,78 @@ private:
                     );
                 }
             }
-            if (expired > 0) {
+            for (const auto& [dir, st] : empty_clients) {
+                send(
+                    protocol::collect_dir_ops(dir, st.version),
+                    [](master_session& m, zkco::error_code e, auto&) {
+                        if (!e) {
+                            ++m.stats_->collected_dirs;
+                        }
+                    }
+                );
+            }
+            if (expired > 0 || !empty_clients.empty()) {
                 spdlog::info(
-                    "master: deleting {} result(s) older than {} s that nobody consumed", expired,
-                    opts_.result_retention.count() / 1000
+                    "master: deleting {} result(s) nobody consumed and {} empty client "
+                    "dir(s), older than {} s",
+                    expired, empty_clients.size(), opts_.result_retention.count() / 1000
                 );
             }
         }
+    }
+
+    /// Lists the directories `changed` (at once) into `dirs`, reading the ctime of each result
+    /// not known before (at once); a result already known keeps the ctime read then. A
+    /// directory not listed, or whose results were not all read, is left out (looked at
+    /// afresh by the next sweep).
+    asio::awaitable<std::map<std::string, result_dir_seen>> list_results(
+        std::map<std::string, result_dir_seen> dirs, const std::vector<std::string>& changed
+    ) {
+        zkco::read_batch batch(zk_);
+        std::vector<zkco::read_batch::slot<zkco::children>> lists;
+        lists.reserve(changed.size());
+        for (const auto& dir : changed) {
+            lists.push_back(batch.get_children(dir));
+        }
+        if (auto all = co_await batch.wait(); !all) {
+            for (const auto& dir : changed) {
+                dirs.erase(dir);  // cancelled: the slots may still be written to
+            }
+            co_return dirs;
+        }
+        std::vector<std::string> fresh;
+        std::vector<std::string> fresh_dir;
+        for (std::size_t i = 0; i < changed.size(); ++i) {
+            auto& seen = dirs[changed[i]];
+            if (!*lists[i]) {
+                dirs.erase(changed[i]);
+                continue;
+            }
+            auto before = std::move(seen.results);
+            seen.results.clear();
+            for (const auto& name : (*lists[i])->names) {
+                auto path = zkco::join_path(changed[i], name);
+                if (auto it = before.find(path); it != before.end()) {
+                    seen.results.insert(*it);
+                } else {
+                    fresh.push_back(std::move(path));
+                    fresh_dir.push_back(changed[i]);
+                }
+            }
+        }
+        auto stats = co_await zkco::exists_all(zk_, fresh);
+        for (std::size_t i = 0; i < fresh.size(); ++i) {
+            auto it = dirs.find(fresh_dir[i]);
+            if (it == dirs.end()) {
+                continue;
+            }
+            if (!stats[i]) {
+                dirs.erase(it);  // not read: the whole directory is listed again next time
+            } else if (*stats[i]) {
+                it->second.results[fresh[i]] = (*stats[i])->ctime;
+            }
+        }
+        co_return dirs;
     }
 
     // --- the throughput figure in /master ------------------------------------------------

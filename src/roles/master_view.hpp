@@ -37,6 +37,8 @@ struct master_stats {
     std::uint64_t finished = 0;   ///< assignments live workers completed
     std::uint64_t collected = 0;  ///< expired results deleted (T8)
     bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
+    /// Old empty client results directories deleted (T8; the results themselves: collected).
+    std::uint64_t collected_dirs = 0;
 
     // How the master learns of pending tasks (§7 "Master loop"), for tests and benches.
     std::uint64_t shard_listings = 0;   ///< pending shards listed (the first listing of each,

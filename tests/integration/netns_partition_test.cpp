@@ -8,6 +8,7 @@
 // logs); a partition shorter than the session timeout changes nothing. Needs root (CI runs
 // as root): without it every test here fails, saying so.
 #include "roles/election.hpp"
+#include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "support/netns.hpp"
 #include "support/processes.hpp"
@@ -253,8 +254,12 @@ protected:
                 left += " pending " + n;
             }
         }
-        for (const auto& shard : l.result_shard_paths()) {
-            const auto results = co_await children(zk, shard);
+        auto result_dirs = co_await zkd::roles::list_result_dirs(zk);
+        if (!result_dirs) {
+            left += " /results unreadable: " + result_dirs.error().message();
+        }
+        for (const auto& dir : result_dirs ? *result_dirs : std::vector<std::string>{}) {
+            const auto results = co_await children(zk, dir);
             for (const auto& n : results) {
                 left += " result " + n;
             }

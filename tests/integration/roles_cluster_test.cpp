@@ -4,6 +4,7 @@
 // input ends in error results; a departed worker's tasks are requeued or end lost.
 #include "support/roles_cluster.hpp"
 
+#include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "roles/txn_io.hpp"
 
@@ -26,6 +27,21 @@ class RolesCluster : public zkd::test::roles_cluster {
 protected:
     /// Total results not consumed yet.
     asio::awaitable<std::size_t> results_left(client& zk) { return queued(zk, true); }
+
+    /// Creates the results directory of the client that submitted `tid`, unless it exists.
+    static asio::awaitable<void> ensure_client_results(client& zk, std::string_view tid) {
+        const auto dir = layout::client_results(task_id_client(tid));
+        auto made = co_await zk.create(dir);
+        ASSERT_TRUE(made || made.error() == zkd::zkco::errc::node_exists)
+            << dir << ": " << made.error().message();
+    }
+
+    /// Whether `path` exists (an error fails the test).
+    static asio::awaitable<bool> exists(client& zk, std::string path) {
+        auto st = co_await zk.exists(std::move(path));
+        EXPECT_TRUE(st) << st.error().message();
+        co_return st && st->has_value();
+    }
 };
 
 TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
@@ -105,8 +121,8 @@ TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
             // Consumed results are gone once the client's deferred deletes went (flush sends
             // them at once); nothing is left pending or assigned.
             co_await tc.flush();
-            for (const auto& shard : layout_.result_shard_paths()) {
-                EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+            for (const auto& dir : (co_await list_result_dirs(*zk)).value()) {
+                EXPECT_TRUE((co_await zk->get_children(dir))->names.empty()) << dir;
             }
             for (const auto& shard : layout_.pending_shard_paths()) {
                 EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
@@ -271,11 +287,14 @@ TEST_F(RolesCluster, ResultsNobodyConsumesAreCollectedAfterTheRetention) {
             opts.result_retention = 1500ms;
             opts.gc_interval = 100ms;
             co_await start_master(opts);
-            co_await start_worker("w1", 4);
             task_client tc(*zk, layout_);
             std::vector<task_request> reqs(3, task_request{"echo", json::value("keep")});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
+            // The results go into the client's directory (/results/<c>): there before any
+            // result is written.
+            co_await ensure_client_results(*zk, ids->front());
+            co_await start_worker("w1", 4);
             std::size_t left = 0;
             for (int i = 0; i < 200 && left < 3; ++i) {
                 co_await settle(10ms);
@@ -295,6 +314,52 @@ TEST_F(RolesCluster, ResultsNobodyConsumesAreCollectedAfterTheRetention) {
             EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
         }(),
         120s
+    );
+}
+
+TEST_F(RolesCluster, OldEmptyClientDirectoriesAreCollectedButNotResultShardsNorNonEmptyOnes) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            // In creation order: the result shards (ensure_layout), a client directory
+            // holding a result that cannot be deleted (it has a child: T8's delete of it
+            // fails each sweep), an empty directory that is no client's, then an empty client
+            // directory, the youngest of all: the sweep that finds it old finds the others
+            // old too.
+            const auto kept = layout::client_results("0000beef");
+            const auto held = zkd::zkco::join_path(kept, "t4-0000000000001-0000beef000001");
+            ASSERT_TRUE(co_await zk->create(kept));
+            ASSERT_TRUE(co_await zk->create(held));
+            ASSERT_TRUE(co_await zk->create(zkd::zkco::join_path(held, "child")));
+            ASSERT_TRUE(co_await zk->create("/results/other"s));
+            const auto empty = layout::client_results("0000dead");
+            ASSERT_TRUE(co_await zk->create(empty));
+            master_options opts;
+            opts.result_retention = 1000ms;
+            opts.gc_interval = 100ms;
+            co_await start_master(opts);
+            bool gone = false;
+            for (int i = 0; i < 200 && !gone; ++i) {
+                co_await settle(20ms);
+                gone = !co_await exists(*zk, empty);
+            }
+            ASSERT_TRUE(gone) << empty << " was never collected";
+            EXPECT_EQ(master_stats_.collected_dirs, 1U);
+            EXPECT_TRUE(co_await exists(*zk, held));
+            EXPECT_TRUE(co_await exists(*zk, "/results/other"s));
+            for (const auto& shard : layout_.result_shard_paths()) {
+                EXPECT_TRUE(co_await exists(*zk, shard)) << shard;
+            }
+            // A client directory made again (its client submitting anew) is a new node:
+            // young, it stays until it is old in turn.
+            ASSERT_TRUE(co_await zk->create(empty));
+            const auto dirs = (co_await list_result_dirs(*zk)).value();
+            EXPECT_NE(std::find(dirs.begin(), dirs.end(), empty), dirs.end());
+            EXPECT_NE(std::find(dirs.begin(), dirs.end(), kept), dirs.end());
+            EXPECT_EQ(dirs.size(), layout_.result_shards + 3U);
+        }(),
+        60s
     );
 }
 

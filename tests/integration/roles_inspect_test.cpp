@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -308,6 +310,7 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
 
         // Results: one garbage.
         const auto junk_result = gen.next(5, now_ms());
+        co_await put(*zk, layout_.result_dir(junk_result));
         co_await put(*zk, layout_.result(junk_result), R"({"v":2})"s);
         co_await put(*zk, layout::cancel_request(fine), encode(cancel_info{now_ms()}));
 
@@ -381,6 +384,36 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
         // Nothing was cleaned up by reading.
         const auto still = co_await zk->exists(layout_.result(junk_result));
         EXPECT_TRUE(still.value());
+    }());
+}
+
+TEST_F(RolesInspect, ResultsAreCountedInEveryDirectoryBelowResults) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await session();
+        layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+        // Two clients' directories (one empty), and a result shard holding the result of a
+        // pending node whose name is no task id.
+        task_id_generator one(0x0000abcdU);
+        task_id_generator two(0x0000fedcU);
+        co_await put(*zk, layout::client_results(one.client_hex()));
+        co_await put(*zk, layout::client_results(two.client_hex()));
+        for (int i = 0; i < 3; ++i) {
+            co_await put(*zk, layout_.result(one.next(5, now_ms())), "{}"s);
+        }
+        co_await put(*zk, zkd::zkco::join_path(layout_.result_shard(1), "not-a-task"), "{}"s);
+        auto dirs = co_await list_result_dirs(*zk);
+        ASSERT_TRUE(dirs) << dirs.error().message();
+        EXPECT_EQ(dirs->size(), layout_.result_shards + 2U);
+        EXPECT_TRUE(std::is_sorted(dirs->begin(), dirs->end()));
+        EXPECT_NE(
+            std::find(dirs->begin(), dirs->end(), layout::client_results(two.client_hex())),
+            dirs->end()
+        );
+        const auto before = co_await last_change(*zk);
+        auto view = co_await read_cluster(*zk, layout_);
+        ASSERT_TRUE(view) << view.error().message();
+        EXPECT_EQ(view->results, 4U);
+        EXPECT_EQ(co_await last_change(*zk), before + 2);  // only the probes wrote
     }());
 }
 

@@ -3,6 +3,7 @@
 // processes while a worker and then the master are killed with SIGKILL; every task still
 // ends with exactly its one result.
 #include "roles/election.hpp"
+#include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
@@ -224,8 +225,8 @@ TEST_F(ZkdProcess, EveryTaskGetsExactlyOneResultWhileAWorkerAndTheMasterAreKille
             EXPECT_NE(second_master, victim);
             // Nothing left behind: no result twice, nothing pending.
             co_await settle(200ms);
-            for (const auto& shard : l->result_shard_paths()) {
-                EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+            for (const auto& dir : (co_await list_result_dirs(*zk)).value()) {
+                EXPECT_TRUE((co_await zk->get_children(dir))->names.empty()) << dir;
             }
             for (const auto& shard : l->pending_shard_paths()) {
                 EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
@@ -288,8 +289,8 @@ TEST_F(ZkdProcess, AFrozenWorkersTasksMoveOnAndItsLateResultsAreDiscarded) {
             }
             EXPECT_TRUE(frozen_worked);
             co_await tc.flush();  // the consumes (T5) went
-            for (const auto& shard : l->result_shard_paths()) {
-                EXPECT_TRUE((co_await zk->get_children(shard))->names.empty()) << shard;
+            for (const auto& dir : (co_await list_result_dirs(*zk)).value()) {
+                EXPECT_TRUE((co_await zk->get_children(dir))->names.empty()) << dir;
             }
             co_await zk->close();
         }(),
@@ -426,8 +427,9 @@ TEST_F(ZkdProcess, AZooKeeperRestartWithinTheSessionTimeoutLosesNothing) {
             std::size_t results = 0;
             for (int i = 0; i < 500 && results == 0; ++i) {
                 co_await settle(10ms);
-                for (const auto& shard : l->result_shard_paths()) {
-                    auto kids = co_await zk->get_children(shard);
+                auto dirs = co_await list_result_dirs(*zk);
+                for (const auto& dir : dirs ? *dirs : std::vector<std::string>{}) {
+                    auto kids = co_await zk->get_children(dir);
                     results += kids ? kids->names.size() : 0;
                 }
             }

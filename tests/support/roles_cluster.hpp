@@ -8,6 +8,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/election.hpp"
+#include "roles/inspect.hpp"
 #include "roles/master.hpp"
 #include "roles/worker.hpp"
 #include "support/zk_fixture.hpp"
@@ -125,11 +126,15 @@ protected:
         co_return started_worker{zk, me};
     }
 
-    /// Children of every pending shard (or result shard).
+    /// Children of every pending shard (or of every directory below /results: the result
+    /// shards and the clients' directories).
     boost::asio::awaitable<std::size_t> queued(zkco::client& zk, bool results) {
         std::size_t n = 0;
-        for (const auto& shard :
-             results ? layout_.result_shard_paths() : layout_.pending_shard_paths()) {
+        std::vector<std::string> dirs = layout_.pending_shard_paths();
+        if (results) {
+            dirs = (co_await roles::list_result_dirs(zk)).value();
+        }
+        for (const auto& shard : dirs) {
             auto kids = co_await zk.get_children(shard);
             n += kids ? kids->names.size() : 0;
         }

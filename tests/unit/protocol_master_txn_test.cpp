@@ -212,3 +212,13 @@ TEST(ProtocolMasterTxn, MasterNodeIsRecreatedEphemeralAfterTheForeignOneGoes) {
     );
     EXPECT_EQ(collect_ops("/results/00/x"), std::vector<txn_op>{txn_op::remove("/results/00/x")});
 }
+
+TEST(ProtocolMasterTxn, CollectDirDeletesAnEmptyClientDirectoryAtTheVersionSeen) {
+    const auto dir = layout::client_results("0123abcd");
+    const auto ops = collect_dir_ops(dir, 7);
+    ASSERT_EQ(ops.size(), 1U);
+    EXPECT_EQ(ops[0].what, txn_op::kind::remove);
+    EXPECT_EQ(ops[0].path, "/results/0123abcd");
+    EXPECT_EQ(ops[0].version, 7);  // never -1: a directory written since is kept
+    EXPECT_EQ(ops, std::vector<txn_op>{txn_op::remove(dir, 7)});
+}

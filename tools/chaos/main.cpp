@@ -801,13 +801,15 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
             }
         }
     }
-    for (const auto& shard : layout_->result_shard_paths()) {
-        if (auto kids = co_await zkco::with_timeout(zk_->get_children(shard), 10s)) {
+    // Every directory below /results: the result shards and the clients' directories.
+    auto result_dirs = co_await zkco::with_timeout(roles::list_result_dirs(*zk_), 10s);
+    for (const auto& dir : result_dirs ? *result_dirs : std::vector<std::string>{}) {
+        if (auto kids = co_await zkco::with_timeout(zk_->get_children(dir), 10s)) {
             for (const auto& id : kids->names) {
                 out.results.push_back(id);
                 // Who wrote it: the same worker and attempt as the result read means the same
                 // run published twice; another attempt, that the task ran twice.
-                auto node = co_await zkco::with_timeout(zk_->get(layout_->result(id)), 10s);
+                auto node = co_await zkco::with_timeout(zk_->get(zkco::join_path(dir, id)), 10s);
                 if (!node) {
                     continue;
                 }
