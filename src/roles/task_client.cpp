@@ -88,14 +88,9 @@ struct task_client::inbox_wait {
 /// The waits on this client's own results and the view of its results directory, shared by
 /// the waits and the follower (which may outlive this client: it checks `alive`).
 struct task_client::inbox {
-    explicit inbox(const asio::any_io_executor& ex)
-        : wake(ex, asio::steady_timer::time_point::max()) {}
-
     results_inbox view;
     std::map<std::string, std::vector<std::shared_ptr<inbox_wait>>> waits;  ///< by name
-    asio::steady_timer wake;  ///< wakes a sleeping follower (a timer used as a condvar)
-    bool running = false;     ///< a follower runs
-    bool sleeping = false;    ///< it waits for a wait (its directory's watch has fired)
+    bool running = false;  ///< a follower runs (while waits are parked)
 
     /// Completes the waits on `name`.
     void complete(const std::string& name, const std::function<void(inbox_wait&)>& fill) {
@@ -143,13 +138,12 @@ task_client::task_client(zkco::client& zk, protocol::layout l)
       batcher_(zk),
       consumed_(zk.get_executor(), asio::steady_timer::time_point::max()),
       queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()),
-      inbox_(std::make_shared<inbox>(zk.get_executor())) {
+      inbox_(std::make_shared<inbox>()) {
     batcher_.enable_change_logs();  // T1's creates go in their shards' change logs (§6)
 }
 
 task_client::~task_client() {
     *alive_ = false;
-    inbox_->wake.cancel();  // a sleeping follower sees it is over
 }
 
 namespace {
@@ -250,6 +244,13 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     }
     if (!admitted->admitted) {
         co_return zkco::error_code(client_errc::queue_full);
+    }
+    if (!results_dir_made_) {
+        // Our results directory, before our first task can finish: else the first result's
+        // writer finds it missing and makes it in a second try (§2). A failure here is no
+        // error: the writer makes it then.
+        results_dir_made_ = true;
+        (void)co_await zk_.create(protocol::layout::client_results(ids_.client_hex()));
     }
     if (!receipts_ && zk_.session()) {
         // One name per session and client: the session's id makes it unique (T1).
@@ -688,8 +689,6 @@ asio::awaitable<zkco::result<zkco::node>> task_client::await_own(std::string nam
             follow_inbox(zk_, protocol::layout::client_results(ids_.client_hex()), box, alive_),
             asio::detached
         );
-    } else if (box->sleeping) {
-        box->wake.cancel();
     }
     co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
     if (!w->done) {
@@ -779,15 +778,11 @@ asio::awaitable<void> task_client::follow_inbox(
             failed = ev.error();
             break;
         }
-        // Nobody waits: read again only once someone does.
-        while (box->view.waiting() == 0) {
-            box->sleeping = true;
-            box->wake.expires_at(asio::steady_timer::time_point::max());
-            co_await box->wake.async_wait(asio::as_tuple(asio::use_awaitable));
-            box->sleeping = false;
-            if (!*alive) {
-                co_return;
-            }
+        if (box->view.waiting() == 0) {
+            // Nobody waits: the next wait starts a follower again, which reads from the
+            // view's base on (a follower waiting for nothing would keep its io_context busy).
+            box->running = false;
+            co_return;
         }
     }
     box->fail(failed);

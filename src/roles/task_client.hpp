@@ -144,7 +144,8 @@ private:
     /// follower (follow_inbox) delivers it, mostly with its data.
     boost::asio::awaitable<zkco::result<zkco::node>> await_own(std::string name);
     /// Follows this client's results directory `dir` by its change log while waits are
-    /// parked in `box`; sleeps while none are. Ends with the session (failing the waits).
+    /// parked in `box`: ends once none are after a change, or with the session (failing
+    /// the waits).
     static boost::asio::awaitable<void> follow_inbox(
         zkco::client& zk, std::string dir, std::shared_ptr<inbox> box, std::shared_ptr<bool> alive
     );
@@ -175,8 +176,9 @@ private:
     std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
     /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
     boost::asio::steady_timer consumed_;
-    bool receipts_ = false;  ///< the batcher writes receipts (from the first submit on)
-    pending_gauge gauge_;    ///< the bound and the pending count, as last read
+    bool receipts_ = false;          ///< the batcher writes receipts (from the first submit on)
+    bool results_dir_made_ = false;  ///< our results directory was made (first submit)
+    pending_gauge gauge_;            ///< the bound and the pending count, as last read
     queue_check last_check_;
     bool reading_queue_ = false;  ///< a read_queue is out: others wait for queue_read_
     /// Cancelled when a read_queue ends (a timer used as a condvar).

@@ -224,7 +224,11 @@ public:
           results_(zk),
           state_(l, me_, *stats_),
           group_(zk.get_executor()),
-          idle_(zk.get_executor()) {}
+          idle_(zk.get_executor()) {
+        // T4's results go in their clients' directories, with a change log (§6), made on
+        // demand (§2).
+        results_.enable_change_logs();
+    }
 
     asio::awaitable<void> run() {
         if (me_.types.empty()) {

@@ -724,9 +724,9 @@ TEST_F(Cli, CrackFindsReportsAndSharesJobs) {
     EXPECT_EQ(status.exit_code, 5) << status.out;
 }
 
-// A namespace an older zkd (protocol format 1) made is refused by run and by the clients,
+// A namespace an older zkd (protocol format 2) made is refused by run and by the clients,
 // saying so: the two formats cannot share a namespace (docs/protocol.md §1 "Formats").
-TEST_F(Cli, ANamespaceOfProtocolFormatOneIsRefusedSayingWhatToDo) {
+TEST_F(Cli, ANamespaceOfAnOlderProtocolFormatIsRefusedSayingWhatToDo) {
     using namespace zkd::zkco;
     run([&]() -> boost::asio::awaitable<void> {
         client anon(ioc_.get_executor(), make_config());
@@ -734,18 +734,18 @@ TEST_F(Cli, ANamespaceOfProtocolFormatOneIsRefusedSayingWhatToDo) {
         EXPECT_TRUE(co_await anon.create("/zkd"s));
         EXPECT_TRUE(co_await anon.create("/zkd/old"s));
         EXPECT_TRUE(co_await anon.create(
-            "/zkd/old/meta"s, R"({"v":1,"pending_shards":16,"result_shards":16})"s
+            "/zkd/old/meta"s, R"({"v":2,"pending_shards":16,"result_shards":16})"s
         ));
         co_await anon.close();
     }());
     auto r = zkd({"run", "--namespace", "old", "--zk", zk()}, false, {}, 30s);
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-    EXPECT_NE((r.out + r.err).find("zkd protocol format 1"), std::string::npos) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("zkd protocol format 2"), std::string::npos) << r.out << r.err;
     r =
         zkd({"status", "t5-0000000000000-0000000000000a", "--namespace", "old", "--zk", zk()},
             false);
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("protocol format 2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("protocol format 3"), std::string::npos) << r.err;  // this zkd's
     EXPECT_NE(r.err.find("zkd drop-namespace --yes"), std::string::npos) << r.err;
     r = zkd({"drop-namespace", "--yes", "--namespace", "old", "--zk", zk()}, false);
     EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -1081,6 +1081,7 @@ TEST_F(Http, AGarbageResultIs502) {
             auto l = co_await zkd::roles::read_layout(zk);
             std::string problem = "no layout";
             if (l) {
+                (void)co_await zk.create(l->result_dir(id));  // made on demand (§2)
                 auto made = co_await zk.create(l->result(id), std::string("\xff not json"));
                 problem = made ? "" : "cannot write the result";
             }

@@ -171,12 +171,14 @@ void expect_sound_load(const json::object& load, std::uint64_t tasks) {
     EXPECT_FALSE(load.at("session_lost").as_bool());
     const auto& client = load.at("client").as_object();
     // One create (T1) and one delete (T5) per task, a receipt per submit transaction (T1),
-    // and a change log's set per pending shard a T1 creates in (at most one per create);
-    // at least the result's get.
+    // and a change log's set per pending shard a T1 creates in (at most one per create).
+    // Results come through the client's results directory: a read of its change log
+    // delivers every result written since the last (often several), a result over the log's
+    // budget or a log missed costs a read of its own (§6 T5).
     const auto write_ops = client.at("write_ops").to_number<std::uint64_t>();
     EXPECT_GT(write_ops, 2 * tasks);
     EXPECT_LE(write_ops, 3 * tasks + client.at("multis").to_number<std::uint64_t>());
-    EXPECT_GE(client.at("reads").to_number<std::uint64_t>(), tasks);
+    EXPECT_GT(client.at("reads").to_number<std::uint64_t>(), 0U);
     // A server the tests start allows every four-letter word: mntr must have worked. One
     // named by ZKD_TEST_ZK may refuse `mntr`; then the reason must be reported.
     if (zkd::test::zk_server_is_external() && load.at("zookeeper").is_null()) {

@@ -288,6 +288,10 @@ TEST_F(RolesLostPublish, AResultConsumedBeforeTheLostAnswerIsNotPublishedAgain) 
             }
             ASSERT_TRUE(marked) << "the worker never marked its task running";
 
+            // The client's results directory is there (as after its first result), so that
+            // T4 needs one try, not a second one that makes the directory (§2).
+            auto made = co_await direct->create(layout_.result_dir(tid));
+            ASSERT_TRUE(made || made.error() == zkd::zkco::errc::node_exists);
             // T4 reaches the server; its answer never comes back. The client consumes the result.
             wire.drop_answers(true);
             gate->store(true);

@@ -191,6 +191,9 @@ private:
         if (!dir) {
             co_return dir.error();
         }
+        // The partitions' results directory, before one can finish (else the first result's
+        // writer makes it, in a second try: docs/protocol.md §2). A failure is no error.
+        (void)co_await zk_.create(protocol::layout::client_results(ids_.client_hex()), "");
         for (;;) {
             const bool stop = co_await cancelled();
             if (stop) {
