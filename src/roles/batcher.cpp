@@ -417,12 +417,13 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             const auto at =
                 failed ? std::find(g.index.begin(), g.index.end(), *failed) : g.index.end();
             const bool owns_failure = at != g.index.end();
-            if (ec && failed && !fixed.owns(*failed) && !owns_failure) {
-                resend.push_back(std::move(g));
-            } else if (owns_failure && change_logs &&
-                       remake_dir(
-                           g, static_cast<std::size_t>(at - g.index.begin()), results[*failed].ec
-                       )) {
+            // Not applied because of another group's op, or changed to go again (remake_dir).
+            const bool again =
+                (ec && failed && !fixed.owns(*failed) && !owns_failure) ||
+                (owns_failure && change_logs &&
+                 remake_dir(g, static_cast<std::size_t>(at - g.index.begin()), results[*failed].ec)
+                );
+            if (again) {
                 resend.push_back(std::move(g));
             } else {
                 finished.push_back(&g);

@@ -107,8 +107,10 @@ struct task_client::inbox {
     }
 
     void deliver(const results_inbox::delivery& d) {
-        for (const auto& [name, data] : d.with_data) {
-            complete(name, [&](inbox_wait& w) { w.node = zkco::node{data, {}}; });
+        for (const auto& entry : d.with_data) {
+            complete(entry.first, [&entry](inbox_wait& w) {
+                w.node = zkco::node{entry.second, {}};
+            });
         }
         for (const auto& name : d.to_read) {
             complete(name, [](inbox_wait& w) { w.read_it = true; });
