@@ -447,3 +447,24 @@ TEST_F(RolesHostile, ADeletedMasterNodeIsWrittenAgain) {
 }
 
 }  // namespace
+
+// Format 3 (docs/protocol.md §2, §6 T4): a client's results directory deleted by a stranger
+// is made again by the next result's writer, and garbage in its change log or a child nobody
+// logged makes the waiting client list it: no result is lost either way.
+TEST_F(RolesHostile, AClientsResultsDirectoryDeletedOrGarbledLosesNoResult) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        ASSERT_TRUE(co_await echo_done(tc, 1));
+        co_await tc.flush();  // its consume is answered: the directory is empty
+        const auto dir = layout::client_results(tc.ids().client_hex());
+        ASSERT_TRUE(co_await zk->remove(dir)) << "a stranger deletes " << dir;
+        EXPECT_TRUE(co_await echo_done(tc, 2)) << "the writer makes the directory again";
+        EXPECT_TRUE((co_await zk->exists(dir)).value());
+        ASSERT_TRUE(co_await zk->set(dir, "\xff garbage"s));
+        ASSERT_TRUE(co_await zk->create(dir + "/not-logged"));
+        EXPECT_TRUE(co_await echo_done(tc, 3)) << "garbage and an unlogged child: listed";
+        EXPECT_TRUE(co_await zk->remove(dir + "/not-logged"));
+        co_await tc.flush();
+    }());
+}
