@@ -641,9 +641,31 @@ void master_state::assign(clock::time_point now) {
     for (const auto& s : live) {
         free += s.free_slots();
     }
+    // The queue's order (§3) holds for tasks whose data is not here yet: a task whose data is
+    // here (a log brought it) takes no slot that an unread task ahead of it, read now or
+    // being read, would want (else, with slots short, the later task holds the slot for its
+    // whole run). Tasks behind keep one free slot per unread task ahead. Unread tasks are
+    // not counted while none is read or to be read (no load window), as none may take a slot.
+    const bool reads_due = loading_ || load_window().value_or(0) > 0;
+    auto ahead = pending_.begin();
+    int unread_ahead = 0;
     for (const auto& tid : loaded_) {
         if (free <= 0) {
             break;
+        }
+        if (reads_due) {
+            // The walk stops before `tid`: it passes loaded tasks and ones in flight (as
+            // many as those), and unread ones until they fill the free slots.
+            const task_key key(tid);
+            for (; ahead != pending_.end() && ahead->first < key; ++ahead) {
+                const auto& q = ahead->second;
+                if (!q.in_flight && !q.spec && !q.malformed) {
+                    ++unread_ahead;
+                }
+            }
+            if (unread_ahead >= free) {
+                break;
+            }
         }
         auto& p = pending_.at(tid);
         if (p.in_flight || !p.spec || cancels_.contains(tid) || !may_try(tid, now)) {
@@ -754,9 +776,8 @@ bool master_state::load_more() {
             continue;
         }
         --want;
-        // As for data a log brings while slots are free, a task taken here may be placed
-        // before one ahead of it that is being read (by the read's round trip at most, and
-        // within the load window).
+        // A task taken here is placed before one ahead of it that is being read only while
+        // free slots are left for those (assign()).
         if (!logged_.empty()) {
             if (auto data = take_logged(it->first)) {
                 ++stats_.tasks_from_logs;

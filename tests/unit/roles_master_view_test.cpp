@@ -748,6 +748,47 @@ TEST_F(RolesMasterView, ALogReadAfterAMissedVersionGivesItsDataToTheTasksTheList
     EXPECT_EQ(stats.tasks_from_logs, 1U);
 }
 
+TEST_F(RolesMasterView, ALoggedTaskDoesNotTakeTheLastSlotFromAListedOneAheadOfItBeingRead) {
+    // One T1 in two shards landed while the new master listed them: the first task came by
+    // a listing (its data to read), the second by its shard's log, with its data. Both are
+    // known when the view decides; the one slot is the first one's (§3), not the second's
+    // for as long as it runs.
+    join("w1", 1);
+    const auto first = tid(5, 1);
+    const auto second = tid(5, 2);
+    view.shard_listed(1, {first});
+    view.shard_logged(0, {logged(second)});
+    auto step = view.next(t0);
+    EXPECT_TRUE(of_kind(step, kind::assign).empty());
+    auto loads = of_kind(step, kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    EXPECT_EQ(loads[0].tids, std::vector<std::string>{first});
+    // Still being read: the slot stays free for it.
+    EXPECT_TRUE(view.next(t0).actions.empty());
+    EXPECT_FALSE(view.tasks_loaded({task_read{first, task_read::status::ok, task_data(), 0}}));
+    view.load_finished();
+    step = view.next(t0);
+    auto assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, first);
+    view.done(assigns[0], committed(assigns[0].ops.size()), t0);
+    // With more free slots than unread tasks ahead of it, a task with its data goes at once:
+    // the slot it takes is nobody's.
+    join("w2", 3);
+    const auto third = tid(5, 3);
+    const auto fourth = tid(5, 4);
+    view.shard_listed(1, {third});
+    view.shard_logged(0, {logged(second), logged(fourth)});
+    step = view.next(t0);
+    loads = of_kind(step, kind::load);
+    ASSERT_EQ(loads.size(), 1U);
+    EXPECT_EQ(loads[0].tids, std::vector<std::string>{third});
+    assigns = of_kind(step, kind::assign);
+    ASSERT_EQ(assigns.size(), 2U);
+    EXPECT_EQ(assigns[0].tid, second);
+    EXPECT_EQ(assigns[1].tid, fourth);
+}
+
 TEST_F(RolesMasterView, LoggedNamesJoinTheShardsListingsDiffAndKnownOnesAreNotAddedAgain) {
     join("w1", 1);
     const auto a = tid(5, 1);
