@@ -65,7 +65,8 @@ bare number is milliseconds).
                           (default: 4 x --threads; 0: never work)
   --threads N             compute pool threads (default: number of cores)
   --role ROLE             auto (default), worker (never master), standby (never work)
-  --session-timeout DUR   ZooKeeper session timeout (default 10s)
+  --session-timeout DUR   ZooKeeper session timeout: how long a dead or cut-off member keeps its
+                          role (master, tasks) before others take over (default 6s)
   --grace DUR             on SIGTERM, how long running tasks may take to finish (default 30s)
   --user NAME             digest credentials: everything zkd creates is then readable and
   --password SECRET         writable only with the same credentials (prefer ZKD_PASSWORD or
@@ -243,7 +244,7 @@ int cmd_run(int argc, char** argv) {
     // on its worker, whatever their priority (README, "Priorities and prefetch").
     o.capacity =
         static_cast<int>(a.number("--capacity", 4 * static_cast<long>(threads), 0, 100'000));
-    o.session_timeout = a.duration("--session-timeout", 10s, 400ms, 1h);
+    o.session_timeout = a.duration("--session-timeout", roles::default_session_timeout, 400ms, 1h);
     o.master.result_retention = a.duration("--result-retention", 24h, 1s, 24h * 365);
     o.master.max_pending = static_cast<std::uint64_t>(a.number(
         "--max-pending", static_cast<long>(roles::default_max_pending), 0, 1'000'000'000'000

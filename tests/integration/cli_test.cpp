@@ -592,6 +592,19 @@ TEST_F(Cli, RunSaysWhatSessionTimeoutItGot) {
     ) << log;
 }
 
+// Without --session-timeout zkd run asks for the default, 6 s (a SIGKILLed master is
+// replaced within about 7 s). start_node() passes a timeout of its own, so this one runs
+// `zkd run` bare and stops it once it has said what it got.
+TEST_F(Cli, RunAsksForASixSecondSessionByDefault) {
+    const auto r =
+        zkd({"run", "--capacity", "0", "--host", "bare"}, true, {}, std::chrono::seconds(5));
+    EXPECT_NE(
+        (r.out + r.err).find("connected (timeout 4000 ms: the server's limit; 6000 ms asked)"),
+        std::string::npos
+    ) << r.out
+      << r.err;
+}
+
 // zkd run waits for ZooKeeper as long as it takes unless --connect-timeout says otherwise;
 // meanwhile the C client's retry chatter stays out of the log at the default level.
 TEST_F(Cli, RunHonoursConnectTimeoutQuietly) {
