@@ -123,11 +123,7 @@ bool master_state::worker_dir_listing_wanted(const std::string& id) const {
         return false;  // no task goes there, or the count leaves room: it can wait
     }
     // Full by the count: wanted once some pending task is not on its way to a worker.
-    std::size_t sent = 0;
-    for (const auto& [other, o] : workers_) {
-        sent += static_cast<std::size_t>(std::max(0, o.in_flight));
-    }
-    return pending_.size() > sent;
+    return pending_.size() > assigns_in_flight_;
 }
 
 bool master_state::worker_dir_missing(const std::string& id) {
@@ -158,7 +154,10 @@ bool master_state::worker_alive(const std::string& id) const {
 }
 
 void master_state::departed_done(const std::string& id) {
-    workers_.erase(id);
+    if (const auto it = workers_.find(id); it != workers_.end()) {
+        assigns_in_flight_ -= static_cast<std::size_t>(it->second.in_flight);
+        workers_.erase(it);
+    }
 }
 
 std::vector<std::string> master_state::assign_dirs_listed(
@@ -679,6 +678,7 @@ void master_state::assign(clock::time_point now) {
         ++slot.used;
         --free;
         ++workers_[slot.id].in_flight;
+        ++assigns_in_flight_;
         p.in_flight = true;
         master_action a;
         a.what = master_action::kind::assign;
@@ -696,6 +696,7 @@ void master_state::assign_done(
     const auto outcome = protocol::read_assign(r.answer);
     if (auto w = workers_.find(a.worker); w != workers_.end()) {
         --w->second.in_flight;
+        --assigns_in_flight_;
         if (outcome == assign_outcome::committed) {
             w->second.assigned.insert(a.tid);
         }

@@ -267,6 +267,9 @@ private:
     std::vector<master_action> out_;  // actions decided outside next(), handed out by it
 
     std::map<std::string, worker_entry> workers_;
+    // The sum of workers_' in_flight: what worker_dir_listing_wanted, asked once per worker
+    // after every step, would otherwise add up over all workers each time.
+    std::size_t assigns_in_flight_ = 0;
     std::set<std::string> ignored_;       // worker nodes with garbage data
     std::set<std::string> orphans_seen_;  // directories of departed workers handed to T6
     pending_map pending_;                 // by task id: FIFO within priority

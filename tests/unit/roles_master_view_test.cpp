@@ -226,6 +226,36 @@ TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay)
     EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
 }
 
+// The count of assignments on their way, which decides whether a full worker's directory is
+// wanted, stays right when a worker departs with one of them out: the task it was for waits
+// again, and the other full worker's directory is wanted for it.
+TEST_F(RolesMasterView, AnAssignmentOutToADepartedWorkerNoLongerCountsAsOnItsWay) {
+    join("w1", 1);
+    join("w2", 1);
+    const auto a = tid(5, 1);
+    const auto b = tid(5, 2);
+    submit({a, b});
+    const auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 2U);
+    const auto to_w2 = assigns[0].worker == "w2" ? assigns[0] : assigns[1];
+    const auto to_w1 = assigns[0].worker == "w1" ? assigns[0] : assigns[1];
+    // w2 leaves while its assignment is out; its requeue finds nothing of ours there.
+    std::erase(live, "w2");
+    const auto change = view.workers_listed(live);
+    ASSERT_EQ(change.departed, std::vector<std::string>{"w2"});
+    view.departed_done("w2");
+    view.done(to_w2, failed(3, 0, protocol::op_code::no_node), t0);  // check /workers/w2
+    view.done(to_w1, committed(3), t0);
+    // w1 is full by the count, and the task meant for w2 waits with nothing on its way.
+    EXPECT_EQ(view.queue_depth(), 1U);
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
+    ASSERT_TRUE(view.worker_dir_listed("w1", {}));
+    const auto next = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(next.size(), 1U);
+    EXPECT_EQ(next[0].worker, "w1");
+    EXPECT_EQ(next[0].tid, to_w2.tid);
+}
+
 TEST_F(RolesMasterView, OnlyWorkersServingTheTypeGetItAndDrainingOnesNone) {
     join("w1", 4, {"other"});
     join("w2", 4, {"echo"});
