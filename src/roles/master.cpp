@@ -172,14 +172,7 @@ private:
                         m.followers_[shard].removed();
                     }
                 }
-                // A bad_version none of the group's own ops owns is the epoch check failing
-                // (our ops check versions only where they say so: T8's directory delete,
-                // /master's replacement).
-                const bool own_bad_version =
-                    std::any_of(r.begin(), r.end(), [](const zkco::op_result& one) {
-                        return one.ec == zkco::errc::bad_version;
-                    });
-                if (ec == zkco::errc::bad_version && !own_bad_version) {
+                if (epoch_check_failed(ec, r)) {
                     m.stats_->deposed = true;
                     m.stop_ = true;
                 }

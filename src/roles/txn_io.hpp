@@ -10,6 +10,7 @@
 #include "protocol/task.hpp"
 #include "zkco/types.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -82,6 +83,19 @@ inline protocol::txn_answer to_answer(zkco::error_code ec, const std::vector<zkc
         a.per_op.push_back(to_op_code(one.ec));
     }
     return a;
+}
+
+/// True when a group the batcher sent with a prefix of `check(/epoch, E)` (the master's) failed
+/// because that check did, that is because another master took over: the error is
+/// bad_version and none of the group's own ops (`own`, the prefix not among them) failed
+/// with it. A group's own ops check versions only where they say so (T8's delete of a client
+/// directory at the version its listing saw, the replacement of /master): such a failure is
+/// that group's alone and deposes nobody.
+inline bool epoch_check_failed(zkco::error_code ec, const std::vector<zkco::op_result>& own) {
+    return ec == zkco::errc::bad_version &&
+           std::none_of(own.begin(), own.end(), [](const zkco::op_result& one) {
+               return one.ec == zkco::errc::bad_version;
+           });
 }
 
 /// The directory whose change log (docs/protocol.md §6 "Change logs") names the child `op`

@@ -3,6 +3,7 @@
 // not sink the others, a failed prefix fails all, identical checks are sent once.
 #include "protocol/task.hpp"
 #include "roles/batcher.hpp"
+#include "roles/txn_io.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -15,6 +16,7 @@
 namespace asio = boost::asio;
 using namespace std::literals;
 using namespace zkd::zkco;
+using zkd::roles::epoch_check_failed;
 using zkd::roles::multi_batcher;
 
 namespace {
@@ -366,6 +368,17 @@ TEST_F(RolesBatcher, AFailedPrefixFailsEveryGroupAndChecksAreSentOnce) {
         EXPECT_EQ(f1->ec, errc::bad_version);
         EXPECT_EQ(f2->ec, errc::bad_version);
         EXPECT_FALSE((co_await zk.exists("/late1"s)).value());
+        // The group's own results do not hold the prefix's failure: the master reads this as
+        // deposed (epoch_check_failed), and a group whose own versioned op failed as not.
+        EXPECT_TRUE(epoch_check_failed(f1->ec, f1->results));
+        b.set_prefix({op::check{"/epoch", 1}});
+        auto stale = submit(b, {op::check{"/w", 7}, create_op("/late3")});
+        auto fine = submit(b, {create_op("/late4")});
+        co_await drain(b);
+        EXPECT_EQ(stale->ec, errc::bad_version);
+        EXPECT_FALSE(epoch_check_failed(stale->ec, stale->results));
+        EXPECT_FALSE(fine->ec) << fine->ec.message();
+        EXPECT_FALSE(epoch_check_failed(fine->ec, fine->results));
         co_await zk.close();
     }());
 }
