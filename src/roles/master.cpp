@@ -478,26 +478,42 @@ private:
     }
 
     /// True once every read of a pending shard that was out when the schedule loop last
-    /// wanted to decide is in. One transaction may create tasks in several shards (a T1 of
-    /// many tasks): their data watches fire together, before any later answer comes, so
-    /// waiting for the reads out then sees the transaction whole and keeps the queue's order
-    /// across its shards (§3). Reads sent later do not extend the wait.
+    /// wanted to decide is in, and then every read out at that moment. One transaction may
+    /// create tasks in several shards (a T1 of many tasks): their data watches fire before any
+    /// later answer comes, so once a read sent for one of them is answered, the reads for the
+    /// others are out (the loop may have wanted to decide between two of those watches);
+    /// waiting for them too sees the transaction whole and keeps the queue's order across its
+    /// shards (§3). The wait is extended once: reads sent later do not extend it again.
     bool shard_reads_in() {
         if (!awaited_reads_) {
-            awaited_reads_.emplace();
-            for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
-                if (shard_reading_[shard]) {
-                    awaited_reads_->emplace_back(shard, shard_reads_[shard]);
-                }
-            }
+            awaited_reads_ = reads_out();
+            reads_extended_ = false;
         }
         for (const auto& [shard, done] : *awaited_reads_) {
             if (shard_reads_[shard] == done) {
                 return false;
             }
         }
+        if (!reads_extended_ && !awaited_reads_->empty()) {
+            reads_extended_ = true;
+            awaited_reads_ = reads_out();
+            if (!awaited_reads_->empty()) {
+                return false;
+            }
+        }
         awaited_reads_.reset();
         return true;
+    }
+
+    /// The pending shards being read now, each with its count of reads answered.
+    [[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint64_t>> reads_out() const {
+        std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
+        for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+            if (shard_reading_[shard]) {
+                out.emplace_back(shard, shard_reads_[shard]);
+            }
+        }
+        return out;
     }
 
     /// Lists a pending shard: the view and its follower are as the shard stood then.
@@ -1143,6 +1159,7 @@ private:
     std::vector<std::uint64_t> shard_reads_ = std::vector<std::uint64_t>(l_.pending_shards, 0);
     // The shard reads the schedule loop waits for: (shard, its reads done then).
     std::optional<std::vector<std::pair<std::uint32_t, std::uint64_t>>> awaited_reads_;
+    bool reads_extended_ = false;  // awaited_reads_ holds the reads out once the first were in
     std::size_t shards_unlisted_ = l_.pending_shards;  // shards not listed once yet
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };
