@@ -192,7 +192,9 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
             queue.pop_front();
         }
         const std::size_t notes_from = ops.size();
-        logs.append_to(ops);
+        // The logs' data takes what the ops leave of the transaction's limit.
+        const auto used = bytes + logs.bytes();
+        logs.append_to(ops, used < max_txn_bytes ? max_txn_bytes - used : 0);
         const std::size_t notes = logs.size();
         std::optional<receipt> rc;
         const bool decided =

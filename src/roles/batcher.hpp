@@ -77,7 +77,8 @@ public:
     /// From now on every create of a child of a directory with a change log (/pending/<s>,
     /// /assign/<member>; docs/protocol.md §6 "Change logs") is noted in it: each
     /// transaction also sets the data of each such directory it creates children in to the
-    /// log of those children, with their data while 64 KiB of data per transaction lasts.
+    /// log of those children, with their data while the transaction's room for it lasts
+    /// (protocol::max_log_inline_bytes, and what keeps the transaction under max_txn_bytes).
     /// And a group whose create fails because its directory is a client's results directory
     /// that does not exist (made on demand, §2) is sent again with the directory's create in
     /// front of it (and again without, should someone make it in between); its handler sees

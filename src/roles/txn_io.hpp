@@ -113,9 +113,32 @@ inline std::string_view logged_dir(const zkco::multi_op& op) noexcept {
     return protocol::is_logged_dir(dir) ? dir : std::string_view();
 }
 
-/// The change logs of one transaction: every create noted goes in its directory's log, with
-/// its data while the transaction's 64 KiB for data in logs last; append_to() ends the
-/// transaction with one set(dir, log, any version) per directory.
+/// What a transaction's estimated size (zkco::estimated_size of its ops, change logs
+/// included) stays under: ZooKeeper drops a client whose request is longer than the server's
+/// jute.maxbuffer (1 MiB by default). A multi_batcher's groups take up to its max_bytes
+/// (900,000 by default); the logs' data takes what is left, up to max_log_inline_bytes.
+inline constexpr std::size_t max_txn_bytes = 1'000'000;
+
+/// Bytes `s` takes as a JSON string: its quotes, and an escape for each '"', '\\' and control
+/// character (\uXXXX for those without a short form).
+inline std::size_t json_string_bytes(std::string_view s) noexcept {
+    std::size_t n = 2 + s.size();
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' ||
+            c == '\t') {
+            n += 1;
+        } else if (c < 0x20) {
+            n += 5;
+        }
+    }
+    return n;
+}
+
+/// The change logs of one transaction: every create noted goes in its directory's log;
+/// append_to() ends the transaction with one set(dir, log, any version) per directory, the
+/// children's data in them in the order they were noted while the transaction's room for
+/// it lasts (max_log_inline_bytes at most), later children by name only.
 class change_log_writer {
 public:
     /// Notes `op` if it creates a child of a logged directory; true if it did.
@@ -125,39 +148,63 @@ public:
             return false;
         }
         const auto& c = std::get<zkco::op::create>(op);
-        protocol::log_entry e{c.path.substr(dir.size() + 1), std::nullopt};
-        if (c.data.size() <= inline_left_) {
-            inline_left_ -= c.data.size();
-            e.data = c.data;
+        auto it = dirs_.find(dir);
+        if (it == dirs_.end()) {
+            it = dirs_.emplace(std::string(dir), dirs_.size()).first;
+            bytes_ += set_overhead + dir.size();
         }
-        auto it = logs_.find(dir);
-        if (it == logs_.end()) {
-            it = logs_.emplace(std::string(dir), protocol::change_log{}).first;
-        }
-        it->second.created.push_back(std::move(e));
+        notes_.push_back({it->second, c.path.substr(dir.size() + 1), c.data});
+        bytes_ += entry_overhead + notes_.back().name.size();
         return true;
     }
     /// The directories noted: the sets append_to() adds.
-    [[nodiscard]] std::size_t size() const noexcept { return logs_.size(); }
-    void append_to(std::vector<zkco::multi_op>& ops) const {
-        for (const auto& [dir, log] : logs_) {
-            ops.emplace_back(zkco::op::set{dir, protocol::encode(log), -1});
+    [[nodiscard]] std::size_t size() const noexcept { return dirs_.size(); }
+    /// The estimated size of the sets append_to() adds, without the children's data.
+    [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+    /// Adds the sets; `data_room`: bytes the children's data may take in them together.
+    void append_to(std::vector<zkco::multi_op>& ops, std::size_t data_room) const {
+        std::vector<protocol::change_log> logs(dirs_.size());
+        std::size_t left = std::min(data_room, protocol::max_log_inline_bytes);
+        for (const auto& n : notes_) {
+            protocol::log_entry e{n.name, std::nullopt};
+            if (const auto cost = json_string_bytes(n.data); cost <= left) {
+                left -= cost;
+                e.data = n.data;
+            }
+            logs[n.dir].created.push_back(std::move(e));
+        }
+        for (const auto& [dir, i] : dirs_) {
+            ops.emplace_back(zkco::op::set{dir, protocol::encode(logs[i]), -1});
         }
     }
 
 private:
-    std::map<std::string, protocol::change_log, std::less<>> logs_;
-    std::size_t inline_left_ = protocol::max_log_inline_bytes;
+    // A set op, and a log entry without data ({"name":"...","data":}), as estimated_size and
+    // the JSON count them, rounded up.
+    static constexpr std::size_t set_overhead = 64;
+    static constexpr std::size_t entry_overhead = 32;
+
+    struct noted {
+        std::size_t dir;  // index into the logs, by dirs_
+        std::string name;
+        std::string data;
+    };
+    std::map<std::string, std::size_t, std::less<>> dirs_;
+    std::vector<noted> notes_;
+    std::size_t bytes_ = 0;
 };
 
 /// Ends `ops`, a transaction sent without a multi_batcher (which does this itself once
 /// enable_change_logs() is called), with the change logs of its creates.
 inline void append_change_logs(std::vector<zkco::multi_op>& ops) {
     change_log_writer logs;
+    std::size_t bytes = 0;
     for (const auto& op : ops) {
         logs.note(op);
+        bytes += zkco::estimated_size(op);
     }
-    logs.append_to(ops);
+    const auto used = bytes + logs.bytes();
+    logs.append_to(ops, used < max_txn_bytes ? max_txn_bytes - used : 0);
 }
 
 }  // namespace zkd::roles

@@ -76,3 +76,40 @@ TEST(RolesTxnIo, AChangeLogCarriesDataWhileTheTransactionsBudgetLasts) {
         log_of(ops[4]).created, (std::vector<protocol::log_entry>{{"t4-1", big}, {"t4-3", "small"}})
     );
 }
+
+// The budget counts data as the log writes it, a JSON string: quotes and escapes included.
+TEST(RolesTxnIo, DataIsCountedAsTheJsonStringTheLogHolds) {
+    EXPECT_EQ(roles::json_string_bytes(""), 2U);
+    EXPECT_EQ(roles::json_string_bytes("abc"), 5U);
+    EXPECT_EQ(roles::json_string_bytes(R"({"v":1})"), 7U + 2U + 2U);  // two quotes escaped
+    EXPECT_EQ(roles::json_string_bytes("a\\b\n"), 4U + 2U + 2U);
+    EXPECT_EQ(roles::json_string_bytes(std::string(1, '\x01')), 1U + 2U + 5U);  // \u0001
+    // Fits by its raw size, not as the log holds it: by name only.
+    const std::string quotes(protocol::max_log_inline_bytes / 2, '"');
+    std::vector<zkco::multi_op> ops{create("/pending/00/t4-1", quotes)};
+    roles::append_change_logs(ops);
+    EXPECT_EQ(log_of(ops[1]).created, (std::vector<protocol::log_entry>{{"t4-1", std::nullopt}}));
+}
+
+// A log never takes a transaction past ZooKeeper's request limit: its data gets only the
+// room the ops leave under max_txn_bytes, however much of the budget is left.
+TEST(RolesTxnIo, ALogsDataTakesOnlyTheRoomTheTransactionLeaves) {
+    const std::string bulk(roles::max_txn_bytes - 100'000, 'b');
+    const std::string mid(60'000, 'm');  // well within the budget, not within the room
+    std::vector<zkco::multi_op> ops{
+        create("/jobs/j", bulk),  // not logged, but in the same request
+        create("/pending/00/t4-1", mid),
+        create("/pending/00/t4-2", "small"),
+    };
+    roles::append_change_logs(ops);
+    ASSERT_EQ(ops.size(), 4U);
+    EXPECT_EQ(
+        log_of(ops[3]).created,
+        (std::vector<protocol::log_entry>{{"t4-1", std::nullopt}, {"t4-2", "small"}})
+    );
+    std::size_t total = 0;
+    for (const auto& o : ops) {
+        total += zkco::estimated_size(o);
+    }
+    EXPECT_LT(total, roles::max_txn_bytes);
+}
