@@ -294,10 +294,11 @@ codec_result<cancel_info> decode_cancel(std::string_view data);
 inline constexpr std::size_t max_log_entries = 1000;
 /// Most bytes of children's data (as JSON strings) the change logs of one transaction carry
 /// together; later children go by name only, and so do children past what keeps the
-/// transaction under ZooKeeper's request limit (roles::max_txn_bytes). 256 KiB: the data of a
-/// whole T1 of 1,000 small tasks, so that the master takes a burst from the logs instead of
-/// reading its tasks one by one (64 KiB before: docs/performance.md).
-inline constexpr std::size_t max_log_inline_bytes = std::size_t{256} * 1024;
+/// transaction under ZooKeeper's request limit (roles::max_txn_bytes). Not more: ZooKeeper
+/// keeps its last 500 transactions in memory, and with 256 KiB a burst of full T1s took
+/// about 225 MB more of its heap, enough to kill a 256 MB server at 150,000 pending tasks
+/// (docs/performance.md, "One submit transaction in flight").
+inline constexpr std::size_t max_log_inline_bytes = std::size_t{64} * 1024;
 
 /// A child a transaction created, as its directory's change log names it.
 struct log_entry {
