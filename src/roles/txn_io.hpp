@@ -153,7 +153,13 @@ public:
             it = dirs_.emplace(std::string(dir), dirs_.size()).first;
             bytes_ += set_overhead + dir.size();
         }
-        notes_.push_back({it->second, c.path.substr(dir.size() + 1), c.data});
+        // Data that could never fit the budget is not copied.
+        const auto cost = json_string_bytes(c.data);
+        const bool fits = cost <= protocol::max_log_inline_bytes;
+        notes_.push_back(
+            {it->second, c.path.substr(dir.size() + 1), fits ? c.data : std::string(),
+             fits ? cost : no_room}
+        );
         bytes_ += entry_overhead + notes_.back().name.size();
         return true;
     }
@@ -167,8 +173,8 @@ public:
         std::size_t left = std::min(data_room, protocol::max_log_inline_bytes);
         for (const auto& n : notes_) {
             protocol::log_entry e{n.name, std::nullopt};
-            if (const auto cost = json_string_bytes(n.data); cost <= left) {
-                left -= cost;
+            if (n.cost <= left) {
+                left -= n.cost;
                 e.data = n.data;
             }
             logs[n.dir].created.push_back(std::move(e));
@@ -184,10 +190,13 @@ private:
     static constexpr std::size_t set_overhead = 64;
     static constexpr std::size_t entry_overhead = 32;
 
+    static constexpr std::size_t no_room = static_cast<std::size_t>(-1);
+
     struct noted {
         std::size_t dir;  // index into the logs, by dirs_
         std::string name;
-        std::string data;
+        std::string data;  // empty when it cannot fit (cost no_room)
+        std::size_t cost;  // json_string_bytes(data)
     };
     std::map<std::string, std::size_t, std::less<>> dirs_;
     std::vector<noted> notes_;

@@ -24,6 +24,7 @@ namespace zkd::test {
 
 /// A `zkd run` child process; killed (SIGKILL) when the test is done with it. Given
 /// `netns` (a network namespace's file, support/netns.hpp), it runs inside that namespace.
+/// It runs with a 2 s session timeout unless `short_session` is false (then zkd's default).
 class zkd_process {
 public:
     zkd_process(
@@ -33,23 +34,14 @@ public:
         const std::string& host,
         const std::filesystem::path& log,
         std::vector<std::string> extra = {},
-        const std::string& netns = {}
+        const std::string& netns = {},
+        bool short_session = true
     ) {
-        std::vector<std::string> argv{
-            binary,
-            "run",
-            "--zk",
-            connect,
-            "--namespace",
-            ns,
-            "--host",
-            host,
-            "--session-timeout",
-            "2000",
-            "--capacity",
-            "2",
-            "--threads",
-            "2"};
+        std::vector<std::string> argv{binary,   "run", "--zk",       connect, "--namespace", ns,
+                                      "--host", host,  "--capacity", "2",     "--threads",   "2"};
+        if (short_session) {
+            argv.insert(argv.end(), {"--session-timeout", "2000"});
+        }
         argv.insert(argv.end(), extra.begin(), extra.end());
         pid_ = ::fork();
         if (pid_ == 0) {
