@@ -166,6 +166,13 @@ void expect_sound_load(const json::object& load, std::uint64_t tasks) {
     EXPECT_LE(p90, p99);
     EXPECT_LE(p99, p999);
     EXPECT_LE(p999, max);
+    // Every result was run by a worker, which wrote when it started and finished.
+    const auto& stages = load.at("stages_ms").as_object();
+    for (const auto* stage : {"to_start", "run", "to_result"}) {
+        EXPECT_EQ(stages.at(stage).at("count").to_number<std::uint64_t>(), tasks) << stage;
+        // Whole milliseconds: a stage may round up past the measured latency by one.
+        EXPECT_LE(stages.at(stage).at("p50").to_number<double>(), max + 1.0) << stage;
+    }
     EXPECT_GT(load.at("tasks_per_s").to_number<double>(), 0.0);
     EXPECT_FALSE(load.at("stalled").as_bool());
     EXPECT_FALSE(load.at("session_lost").as_bool());

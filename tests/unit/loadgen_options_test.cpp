@@ -318,6 +318,9 @@ TEST(LoadgenReport, JsonShape) {
     for (std::uint64_t v = 1000; v <= 10000; v += 1000) {
         l.latency_us.record(v);
     }
+    l.to_start_us.record(3000);
+    l.run_us.record(1000);
+    l.to_result_us.record(2000);
     l.zk = zk_counts{40, 60, 100};
     l.client.reads = 30;
     r.load = l;
@@ -346,8 +349,13 @@ TEST(LoadgenReport, JsonShape) {
     EXPECT_EQ(load.at("zookeeper").at("reads_per_task").as_double(), 6.0);
     EXPECT_EQ(load.at("client").at("reads_per_task").as_double(), 3.0);
     EXPECT_EQ(j.at("tasks_per_raw_create").as_double(), 0.005);
+    const auto& stages = load.at("stages_ms").as_object();
+    EXPECT_EQ(stages.at("to_start").at("max").as_double(), 3.0);
+    EXPECT_EQ(stages.at("run").at("count").as_uint64(), 1U);
+    EXPECT_EQ(stages.at("to_result").at("min").as_double(), 2.0);
     // The text report carries the same figures.
     const auto text = to_text(r);
     EXPECT_NE(text.find("tasks/s"), std::string::npos);
     EXPECT_NE(text.find("4.00 writes/task"), std::string::npos) << text;
+    EXPECT_NE(text.find("to start p50 3  p99 3  max 3 | run p50 1"), std::string::npos) << text;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loadgen/driver.hpp"
 
+#include "protocol/ids.hpp"
 #include "protocol/task.hpp"
 #include "zkco/deadline.hpp"
 
@@ -251,6 +252,22 @@ asio::awaitable<void> load_runner::submit_batch(std::vector<clock_type::time_poi
     }
 }
 
+void load_runner::record_stages(const protocol::task_result& r, clock_type::duration latency) {
+    if (r.started_ms <= 0 || r.finished_ms < r.started_ms) {
+        return;  // not run (cancelled, lost, rejected) or no times written
+    }
+    const auto seen_ms = protocol::now_ms();
+    const auto due_ms =
+        seen_ms - std::chrono::duration_cast<std::chrono::milliseconds>(latency).count();
+    // Clamped at 0: the clocks' whole milliseconds may put a start before the submit.
+    const auto stage = [](std::int64_t from, std::int64_t to) {
+        return static_cast<std::uint64_t>(std::max<std::int64_t>(to - from, 0)) * 1000;
+    };
+    rep_.to_start_us.record(stage(due_ms, r.started_ms));
+    rep_.run_us.record(stage(r.started_ms, r.finished_ms));
+    rep_.to_result_us.record(stage(r.finished_ms, seen_ms));
+}
+
 asio::awaitable<void> load_runner::await_one(std::string id, clock_type::time_point due) {
     auto r = co_await client_.wait(id);
     const auto now = clock_type::now();
@@ -275,6 +292,7 @@ asio::awaitable<void> load_runner::await_one(std::string id, clock_type::time_po
     last_consumed_ = id;
     ++rep_.results;
     rep_.latency_us.record(micros(now - due));
+    record_stages(*r, now - due);
     switch (r->state) {
     case protocol::task_state::succeeded:
         if (s_.kind.type == "echo" && r->value != args_) {

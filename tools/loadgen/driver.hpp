@@ -63,6 +63,8 @@ private:
     void issue(std::vector<clock_type::time_point> due);
     boost::asio::awaitable<void> submit_batch(std::vector<clock_type::time_point> due);
     boost::asio::awaitable<void> await_one(std::string id, clock_type::time_point due);
+    /// Adds a result's stages (submit -> started -> finished -> seen) to the report.
+    void record_stages(const protocol::task_result& r, clock_type::duration latency);
     boost::asio::awaitable<void> watchdog();
     boost::asio::awaitable<void> show_progress(bool tty);
     boost::asio::awaitable<void> flush_consumed();

@@ -20,8 +20,10 @@ namespace {
 constexpr const char* help = R"(usage: zkd-loadgen [options]
 
 Drives a running zkd cluster (started with `zkd run`) through the client library and reports
-throughput, latency submit -> result, errors, and ZooKeeper requests per task. Optionally
-measures the server's own ceiling (pipelined creates/s and multi/s) in the same run.
+throughput, latency submit -> result and its stages (submit -> started -> finished -> result,
+from the times workers write into results: whole ms, the workers' clocks), errors, and
+ZooKeeper requests per task. Optionally measures the server's own ceiling (pipelined
+creates/s and multi/s) in the same run.
 
 Cluster:
   --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)

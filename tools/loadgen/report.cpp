@@ -126,6 +126,11 @@ json::object to_json(const run_report& r) {
         j["tasks_per_s"] = std::round(l.tasks_per_s(s.submit_only) * 10.0) / 10.0;
         j["latency_ms"] = latency_json(l.latency_us);
         j["submit_ms"] = latency_json(l.submit_us);
+        json::object stages;
+        stages["to_start"] = latency_json(l.to_start_us);
+        stages["run"] = latency_json(l.run_us);
+        stages["to_result"] = latency_json(l.to_result_us);
+        j["stages_ms"] = std::move(stages);
         j["schedule_lag_max_ms"] = round3(l.schedule_lag_max_ms);
         j["queue_full"] = l.queue_full;
         const auto& e = l.errors;
@@ -223,6 +228,15 @@ std::string to_text(const run_report& r) {
                  "  p90 " + fmt("%.3f", ms(h.value_at(0.9))) + "  p99 " +
                  fmt("%.3f", ms(h.value_at(0.99))) + "  p99.9 " +
                  fmt("%.3f", ms(h.value_at(0.999))) + "  max " + fmt("%.3f", ms(h.max())) + "\n";
+            if (l.run_us.count() > 0) {
+                const auto stage = [](const log_histogram& g) {
+                    return "p50 " + fmt("%.0f", ms(g.value_at(0.5))) + "  p99 " +
+                           fmt("%.0f", ms(g.value_at(0.99))) + "  max " + fmt("%.0f", ms(g.max()));
+                };
+                t += "  stages ms (whole ms, the worker's clock): to start " +
+                     stage(l.to_start_us) + " | run " + stage(l.run_us) + " | to result " +
+                     stage(l.to_result_us) + "\n";
+            }
         }
         const auto& sh = l.submit_us;
         t += "  submit() ms: p50 " + fmt("%.3f", ms(sh.value_at(0.5))) + "  p99 " +

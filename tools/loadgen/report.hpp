@@ -45,6 +45,13 @@ struct load_report {
     double submit_s = 0;       ///< first submit to the last submit's completion
     log_histogram latency_us;  ///< submit (open loop: scheduled time) -> result consumed
     log_histogram submit_us;   ///< duration of each submit() call
+    /// Where the latency goes, from the times the worker writes into each result (whole
+    /// milliseconds, the worker's wall clock against this machine's: meaningful when both
+    /// run on one machine or with synchronised clocks): submit (open loop: scheduled time)
+    /// -> the handler started; started -> finished; finished -> the result consumed here.
+    log_histogram to_start_us;
+    log_histogram run_us;
+    log_histogram to_result_us;
     error_counts errors;
     double schedule_lag_max_ms = 0;  ///< open loop: how far behind schedule a submit went
     bool stalled = false;            ///< stopped by --stall-timeout
