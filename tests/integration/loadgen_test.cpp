@@ -13,11 +13,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -221,10 +224,12 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
     EXPECT_EQ(cload.at("workers").to_number<std::uint64_t>(), 2U);
     EXPECT_EQ(cload.at("capacity").to_number<std::uint64_t>(), 8U);
 
-    // Open loop, 200 tasks/s for one second, four per submit call: exactly 200 scheduled.
+    // Open loop, 200 tasks/s for one second, four per submit call: exactly 200 scheduled,
+    // each with its line in the trace.
+    const auto trace = dir_ / "trace.txt";
     const auto open = loadgen(
         {"--namespace", "lg", "--rate", "200", "--duration", "1", "--batch", "4", "--payload",
-         "100", "--json"}
+         "100", "--json", "--trace", trace.string()}
     );
     ASSERT_NE(open.exit_code, -1) << "timed out";
     EXPECT_EQ(open.exit_code, 0) << open.err;
@@ -232,6 +237,32 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
     ASSERT_TRUE(o.contains("load")) << open.out;
     EXPECT_EQ(o.at("config").at("mode").as_string(), "open");
     expect_sound_load(o.at("load").as_object(), 200);
+    std::ifstream rows(trace);
+    std::string line;
+    ASSERT_TRUE(std::getline(rows, line)) << "no " << trace;
+    EXPECT_EQ(line, "# due_ms latency_ms started_ms finished_ms worker");
+    std::size_t n = 0;
+    double last_due = -1;
+    while (std::getline(rows, line)) {
+        std::istringstream row(line);
+        double due = 0;
+        double latency = 0;
+        std::int64_t started = 0;
+        std::int64_t finished = 0;
+        std::string worker;
+        ASSERT_TRUE(row >> due >> latency >> started >> finished >> worker) << line;
+        EXPECT_GE(due, 0.0) << line;
+        EXPECT_LT(due, 1000.0) << line;  // scheduled within the one second
+        EXPECT_GT(latency, 0.0) << line;
+        EXPECT_GT(started, 0) << line;
+        EXPECT_GE(finished, started) << line;
+        // A worker's id starts with its host's name.
+        EXPECT_TRUE(worker.rfind("n1-", 0) == 0 || worker.rfind("n2-", 0) == 0) << line;
+        last_due = std::max(last_due, due);
+        ++n;
+    }
+    EXPECT_EQ(n, 200U);
+    EXPECT_GT(last_due, 900.0);  // the schedule spans the second
 
     // Text mode prints the same kind of figures.
     const auto text = loadgen({"--namespace", "lg", "--tasks", "20", "--task", "spin:1"});

@@ -82,6 +82,8 @@ TEST(LoadgenOptions, EnvironmentAndFlags) {
          "50",
          "--cdf",
          "/tmp/x",
+         "--trace",
+         "/tmp/t",
          "--connect-timeout",
          "700",
          "--stall-timeout",
@@ -105,6 +107,7 @@ TEST(LoadgenOptions, EnvironmentAndFlags) {
     EXPECT_TRUE(s.load);
     EXPECT_EQ(s.raw_batch, 50U);
     EXPECT_EQ(s.cdf_file, "/tmp/x");
+    EXPECT_EQ(s.trace_file, "/tmp/t");
     EXPECT_EQ(s.connect_timeout.count(), 700);
     EXPECT_EQ(s.stall_timeout.count(), 2000);
     EXPECT_FALSE(s.require_workers);
@@ -178,6 +181,7 @@ TEST(LoadgenOptions, Help) {
           "--no-progress",
           "--no-mntr",
           "--cdf",
+          "--trace",
           "--help"}) {
         EXPECT_NE(help.find(opt), std::string::npos) << opt;
     }
@@ -212,6 +216,9 @@ TEST(LoadgenOptions, BadArgumentsAreUsageErrors) {
         {"--json=yes"},
         {"--progress", "--no-progress"},
         {"--submit-only", "--cdf", "f"},
+        {"--submit-only", "--trace", "f"},
+        {"--raw", "--trace", "f"},
+        {"--trace", ""},
         {"--session-timeout", "10"},
         {"--workers", "0"},
     };

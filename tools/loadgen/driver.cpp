@@ -293,6 +293,15 @@ asio::awaitable<void> load_runner::await_one(std::string id, clock_type::time_po
     ++rep_.results;
     rep_.latency_us.record(micros(now - due));
     record_stages(*r, now - due);
+    if (!s_.trace_file.empty()) {
+        task_trace row;
+        row.due_ms = static_cast<double>(micros(due - start_)) / 1000.0;
+        row.latency_ms = static_cast<double>(micros(now - due)) / 1000.0;
+        row.started_ms = r->started_ms;
+        row.finished_ms = r->finished_ms;
+        row.worker = r->worker;
+        rep_.trace.push_back(std::move(row));
+    }
     switch (r->state) {
     case protocol::task_state::succeeded:
         if (s_.kind.type == "echo" && r->value != args_) {

@@ -177,6 +177,18 @@ void write_cdf(const std::string& file, const zkd::loadgen::log_histogram& h) {
     }
 }
 
+void write_trace(const std::string& file, const std::vector<zkd::loadgen::task_trace>& rows) {
+    std::ofstream out(file);
+    out << "# due_ms latency_ms started_ms finished_ms worker\n";
+    for (const auto& r : rows) {
+        out << r.due_ms << ' ' << r.latency_ms << ' ' << r.started_ms << ' ' << r.finished_ms << ' '
+            << (r.worker.empty() ? "-" : r.worker) << '\n';
+    }
+    if (!out) {
+        std::fprintf(stderr, "zkd-loadgen: cannot write %s\n", file.c_str());
+    }
+}
+
 asio::awaitable<void> measure_ceiling(settings s, zkd::loadgen::run_report& rep) {
     zkd::zkco::config cfg;
     cfg.connect_string = s.zk;
@@ -366,6 +378,10 @@ asio::awaitable<void> run(settings s, zkd::loadgen::run_report& rep, run_state& 
         }
         if (!s.cdf_file.empty()) {
             write_cdf(s.cdf_file, load.latency_us);
+        }
+        if (!s.trace_file.empty()) {
+            write_trace(s.trace_file, load.trace);
+            load.trace.clear();
         }
         rep.load = std::move(load);
     } else if (state.signals > 0) {

@@ -83,6 +83,10 @@ Output:
   --no-progress           never a progress line
   --no-mntr               do not ask the servers for `mntr` counters
   --cdf FILE              write the latency CDF as "ms fraction" lines to FILE
+  --trace FILE            write a line per result to FILE: when it was due (ms from the
+                          start), its latency (ms), when its handler started and finished
+                          (the worker's wall clock, ms since the epoch; 0: not run) and the
+                          worker: to see whether slow tasks come alone or in stalls
   --help                  this text
 
 ZooKeeper requests per task come from the servers' `mntr` before and after the run, summed
@@ -133,6 +137,7 @@ const std::vector<std::string>& valued() {
         "--raw-warmup",
         "--raw-payload",
         "--cdf",
+        "--trace",
     };
     return v;
 }
@@ -463,14 +468,18 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
     if (!s.load) {
         for (const auto* k :
              {"--tasks", "--duration", "--rate", "--concurrency", "--task", "--payload", "--batch",
-              "--bundle", "--submit-only", "--cdf"}) {
+              "--bundle", "--submit-only", "--cdf", "--trace"}) {
             if (has(k)) {
                 throw usage_error(std::string(k) + " drives tasks: use --with-raw, not --raw");
             }
         }
     }
-    if (s.submit_only && has("--cdf")) {
-        throw usage_error("--submit-only measures no latency: --cdf makes no sense with it");
+    for (const auto* k : {"--cdf", "--trace"}) {
+        if (s.submit_only && has(k)) {
+            throw usage_error(
+                std::string("--submit-only measures no latency: ") + k + " makes no sense with it"
+            );
+        }
     }
     if (!s.tasks && !s.duration) {
         s.tasks = 1000;
@@ -491,6 +500,12 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
             throw usage_error("--cdf wants a file name");
         }
         s.cdf_file = *v;
+    }
+    if (auto v = get("--trace")) {
+        if (v->empty()) {
+            throw usage_error("--trace wants a file name");
+        }
+        s.trace_file = *v;
     }
     return out;
 }

@@ -85,7 +85,8 @@ struct settings {
     bool json = false;
     std::optional<bool> progress;  ///< unset: when stderr is a terminal
     bool mntr = true;
-    std::string cdf_file;  ///< empty: none
+    std::string cdf_file;    ///< empty: none
+    std::string trace_file;  ///< empty: none
 };
 
 /// A bad command line; what() says what is wrong, in one line.

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace zkd::loadgen {
 
@@ -36,6 +37,15 @@ struct error_counts {
     }
 };
 
+/// One result, for --trace.
+struct task_trace {
+    double due_ms = 0;             ///< submit (open loop: scheduled time), from the run's start
+    double latency_ms = 0;         ///< due -> result consumed
+    std::int64_t started_ms = 0;   ///< the handler started (worker's clock); 0: not run
+    std::int64_t finished_ms = 0;  ///< and finished
+    std::string worker;            ///< who ran it; empty: nobody
+};
+
 /// The load part of a run.
 struct load_report {
     std::uint64_t submitted = 0;  ///< tasks whose submit() succeeded
@@ -52,6 +62,7 @@ struct load_report {
     log_histogram to_start_us;
     log_histogram run_us;
     log_histogram to_result_us;
+    std::vector<task_trace> trace;  ///< a row per result, with --trace only
     error_counts errors;
     double schedule_lag_max_ms = 0;  ///< open loop: how far behind schedule a submit went
     bool stalled = false;            ///< stopped by --stall-timeout
