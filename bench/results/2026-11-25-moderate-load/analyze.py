@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 # Groups the slow results of a zkd-loadgen --trace file into stalls, and matches them with
 # ZooKeeper's GC pauses (a JVM log with utctime decorations, optional).
 # Usage: analyze.py TRACE [GC_LOG] [--slow MS]
