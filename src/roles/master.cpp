@@ -1071,18 +1071,35 @@ private:
                 }
                 continue;
             }
-            const bool ours = w->value && session && (*w->value).ephemeral_owner == session->id;
-            if (!ours) {
+            bool ours = w->value && session && (*w->value).ephemeral_owner == session->id;
+            bool garbled = false;
+            auto version = w->value ? (*w->value).version : zkco::any_version;
+            if (ours) {
+                // Still our node, but someone may have set its data: what clients read the
+                // bound on pending tasks from must say it.
+                auto now = co_await zk_.get(protocol::layout::master());
+                garbled = now && !protocol::master_node_says(master_node_, now->data);
+                ours = !garbled;
+                if (now) {
+                    version = now->stat.version;  // the set may have come after the exists
+                }
+            }
+            // One rewrite at a time: the change that started it may also fire the next watch
+            // before the rewrite is applied.
+            if (!ours && !rewriting_master_node_) {
                 spdlog::warn(
                     "master {}: /master was {}; writing it again", me_.id,
-                    w->value ? "replaced by someone else" : "deleted"
+                    garbled    ? "overwritten (it no longer said this master's id, epoch and bound)"
+                    : w->value ? "replaced by someone else"
+                               : "deleted"
                 );
+                rewriting_master_node_ = true;
                 send(
-                    protocol::master_node_ops(
-                        master_node_, w->value.has_value(),
-                        w->value ? (*w->value).version : zkco::any_version
-                    ),
-                    [](master_session&, zkco::error_code, auto&) {}
+                    protocol::master_node_ops(master_node_, w->value.has_value(), version),
+                    [](master_session& m, zkco::error_code, auto&) {
+                        // Whatever the outcome, the watch shows what /master holds now.
+                        m.rewriting_master_node_ = false;
+                    }
                 );
             }
             auto ev = co_await w->watch.changed();
@@ -1144,8 +1161,9 @@ private:
     master_state view_;  // the workers, pending tasks and cancels, and what to do about them
     std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
 
-    protocol::member_info master_node_;  // what /master says of us
-    asio::steady_timer retry_;           // wakes the loop when the view wants to look again
+    protocol::member_info master_node_;   // what /master says of us
+    bool rewriting_master_node_ = false;  // keep_master_node's write is in flight
+    asio::steady_timer retry_;            // wakes the loop when the view wants to look again
 
     bool dirty_ = true;
     bool stop_ = false;

@@ -385,9 +385,12 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
         zkco::error_code ec = done ? zkco::error_code() : done.error();
         std::optional<std::uint64_t> bound;
         if (!ec && *master) {
-            // A master of an older zkd says nothing, garbage says nothing usable: no bound.
-            const auto m = protocol::decode_master((*master)->data);
-            bound = m && m->max_pending ? static_cast<std::uint64_t>(*m->max_pending) : 0;
+            // A master of an older zkd says nothing: no bound. Garbage says nothing usable
+            // either (the master writes its node again when it sees it): the last bound
+            // known stays, as when there is no /master.
+            if (const auto m = protocol::decode_master((*master)->data); m) {
+                bound = m->max_pending ? static_cast<std::uint64_t>(*m->max_pending) : 0;
+            }
         } else if (!ec && master->error() != zkco::errc::no_node) {
             ec = master->error();
         }

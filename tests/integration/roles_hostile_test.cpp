@@ -446,6 +446,21 @@ TEST_F(RolesHostile, ADeletedMasterNodeIsWrittenAgain) {
     }());
 }
 
+// Garbage set into the master's own node (still its ephemeral) is written over: clients read
+// the bound on pending tasks from it.
+TEST_F(RolesHostile, GarbageInTheMasterNodeIsWrittenOver) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        ASSERT_TRUE(co_await zk->set(layout::master(), "\xff{garbage"s));
+        auto rewritten = [zk]() -> asio::awaitable<bool> {
+            auto m = co_await zk->get(layout::master());
+            co_return m&& epoch_of(m->data) == 1;
+        };
+        const bool back = co_await eventually(rewritten);
+        EXPECT_TRUE(back) << "/master still holds the garbage";
+    }());
+}
+
 }  // namespace
 
 // Format 3 (docs/protocol.md §2, §6 T4): a client's results directory deleted by a stranger

@@ -10,6 +10,7 @@
 #include "roles/election.hpp"
 #include "roles/inspect.hpp"
 #include "roles/master.hpp"
+#include "roles/queue_bound.hpp"
 #include "roles/worker.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
@@ -93,6 +94,7 @@ protected:
     boost::asio::awaitable<protocol::member_info> start_master(roles::master_options opts = {}) {
         auto* zk = co_await session();
         auto me = member("master", 0);
+        me.max_pending = roles::published_bound(opts.max_pending);  // as zkd run's node does
         auto won = co_await roles::campaign(*zk, me);
         if (!won) {
             throw std::runtime_error("campaign: " + won.error().message());

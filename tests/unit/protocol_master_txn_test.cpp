@@ -203,6 +203,23 @@ TEST(ProtocolMasterTxn, MasterNodeIsRecreatedEphemeralAfterTheForeignOneGoes) {
     EXPECT_EQ(replaced[0], txn_op::remove(layout::master(), 4));
     EXPECT_EQ(replaced[1], fresh[0]);
     EXPECT_EQ(master_report_ops(node)[0].what, txn_op::kind::set);
+    // What the master checks its node for: the fields clients and operators rely on.
+    node.max_pending = 5;
+    EXPECT_TRUE(master_node_says(node, encode(node)));
+    auto reported = node;
+    reported.throughput = 12.5;  // a report still on its way: fine
+    EXPECT_TRUE(master_node_says(node, encode(reported)));
+    EXPECT_FALSE(master_node_says(node, "\xff garbage"));
+    EXPECT_FALSE(master_node_says(node, ""));
+    auto other = node;
+    other.max_pending = 0;  // someone lifted the bound
+    EXPECT_FALSE(master_node_says(node, encode(other)));
+    other = node;
+    other.epoch = 4;
+    EXPECT_FALSE(master_node_says(node, encode(other)));
+    other = node;
+    other.id = "m2";
+    EXPECT_FALSE(master_node_says(node, encode(other)));
     EXPECT_EQ(
         remove_departed_dir_ops("w1"), std::vector<txn_op>{txn_op::remove(layout::assign_dir("w1"))}
     );
