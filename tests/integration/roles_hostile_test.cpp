@@ -454,7 +454,10 @@ TEST_F(RolesHostile, GarbageInTheMasterNodeIsWrittenOver) {
         ASSERT_TRUE(co_await zk->set(layout::master(), "\xff{garbage"s));
         auto rewritten = [zk]() -> asio::awaitable<bool> {
             auto m = co_await zk->get(layout::master());
-            co_return m&& epoch_of(m->data) == 1;
+            if (!m) {
+                co_return false;
+            }
+            co_return epoch_of(m->data) == 1;
         };
         const bool back = co_await eventually(rewritten);
         EXPECT_TRUE(back) << "/master still holds the garbage";
