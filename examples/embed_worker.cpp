@@ -126,7 +126,9 @@ int main(int argc, char** argv) {
                     rc = 0;
                 }
             }
-            co_await tasks.flush();  // the result's delete reaches the server before we close
+            // The result's delete reaches the server before we close, and the client's results
+            // directory goes.
+            co_await tasks.close();
         }
         co_await client.close();
         std::printf("the application's ticker ran %d times meanwhile\n", ticks);

@@ -252,7 +252,9 @@ asio::awaitable<int> print_result(
     }
     std::printf("%s\n", protocol::encode(*result).c_str());
     std::fflush(stdout);
-    co_await tc.flush();  // the result's delete must reach the server before we close
+    // The result's delete must reach the server before we close; and a client whose every
+    // task was consumed leaves no empty results directory behind.
+    co_await tc.close();
     co_return result->state == protocol::task_state::succeeded ? exit_ok : exit_failed;
 }
 

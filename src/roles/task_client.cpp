@@ -19,6 +19,7 @@
 #include "roles/foreign.hpp"
 #include "roles/inspect.hpp"
 #include "roles/txn_io.hpp"
+#include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -292,6 +293,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         submit_plan(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled())
     );
     st->errors.resize(st->plan.size());
+    own_unconsumed_ += st->plan.size();
     auto send = std::make_shared<std::function<void(std::size_t)>>();
     *send = [this, st, alive = alive_, weak_send = std::weak_ptr(send)](std::size_t i) {
         auto ops = to_zkco(st->plan.ops(i));
@@ -852,9 +854,12 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
         }
         const auto outcome = protocol::read_consume(to_answer(ec, r));
         if (outcome == protocol::consume_outcome::consumed) {
-            if (!ec && zkco::parent_path(path) == own_results) {
-                // Our delete: the follower's count of the directory's changes includes it.
-                inbox_->view.removed(std::string(zkco::base_name(path)));
+            if (zkco::parent_path(path) == own_results) {
+                if (!ec) {
+                    // Our delete: the follower's count of the directory's changes includes it.
+                    inbox_->view.removed(std::string(zkco::base_name(path)));
+                }
+                own_unconsumed_ -= own_unconsumed_ > 0 ? 1 : 0;
             }
             co_return zkco::error_code();  // (no node: by an earlier try, or another client)
         }
@@ -898,6 +903,21 @@ asio::awaitable<void> task_client::flush() {
         } else {
             break;
         }
+    }
+}
+
+asio::awaitable<void> task_client::close() {
+    co_await flush();
+    if (!results_dir_made_ || own_unconsumed_ > 0 || zkco::is_terminal(zk_.state())) {
+        co_return;  // none made, a result of ours may still come (or lie there), or no session
+    }
+    results_dir_made_ = false;
+    // Fails when a result is in it after all (not empty) or someone deleted it: both fine.
+    const auto dir = protocol::layout::client_results(ids_.client_hex());
+    auto removed = co_await zkco::with_timeout(zk_.remove(dir), std::chrono::seconds(2));
+    if (!removed && removed.error() != zkco::errc::not_empty &&
+        removed.error() != zkco::errc::no_node) {
+        spdlog::debug("client: results directory {} kept: {}", dir, removed.error().message());
     }
 }
 

@@ -113,6 +113,14 @@ public:
     /// when the session is gone.
     boost::asio::awaitable<void> flush();
 
+    /// For a client that is done (no wait of it still out): flush(), then, when every node
+    /// this client submitted had its result consumed by it, deletes its results directory,
+    /// so that a short-lived client (`zkd submit --wait`) leaves no empty directory for the
+    /// master to collect a day later (T8). A result that comes after all makes the
+    /// directory again (§2). A client that submitted bundles keeps it (their results are
+    /// consumed task by task, maybe by several clients). Gives up on the delete after 2 s.
+    boost::asio::awaitable<void> close();
+
     /// Asks the master to cancel the task (T7); the result says how it ended.
     boost::asio::awaitable<zkco::result<void>> cancel(std::string tid);
 
@@ -178,7 +186,10 @@ private:
     boost::asio::steady_timer consumed_;
     bool receipts_ = false;          ///< the batcher writes receipts (from the first submit on)
     bool results_dir_made_ = false;  ///< our results directory was made (first submit)
-    pending_gauge gauge_;            ///< the bound and the pending count, as last read
+    /// Nodes this client submitted (sent, whatever came of them) less its consumes of
+    /// results in its own directory: close() keeps the directory unless it is 0.
+    std::size_t own_unconsumed_ = 0;
+    pending_gauge gauge_;  ///< the bound and the pending count, as last read
     queue_check last_check_;
     bool reading_queue_ = false;  ///< a read_queue is out: others wait for queue_read_
     /// Cancelled when a read_queue ends (a timer used as a condvar).

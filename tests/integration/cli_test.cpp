@@ -3,6 +3,7 @@
 // `zkd run`: every command's help and happy path, bad flags, config file and environment,
 // an unreachable ZooKeeper, unknown task ids. Over 700 lines: one cluster fixture for every
 // command, started once.
+#include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "roles/election.hpp"
 #include "support/processes.hpp"
@@ -62,6 +63,24 @@ protected:
             args.insert(args.end(), {"--zk", zk(), "--namespace", "cli"});
         }
         return run_command(args, env, limit);
+    }
+
+    /// The clients' results directories in the "cli" namespace (/results/<c>).
+    std::size_t client_dirs() {
+        std::size_t n = 0;
+        run([&]() -> boost::asio::awaitable<void> {
+            zkd::zkco::client zk(ioc_.get_executor(), make_config());
+            co_await zk.connect();
+            auto names = co_await zk.get_children("/zkd/cli/results"s);
+            EXPECT_TRUE(names) << names.error().message();
+            if (names) {
+                for (const auto& name : names->names) {
+                    n += zkd::protocol::layout::is_client_results(name) ? 1 : 0;
+                }
+            }
+            co_await zk.close();
+        }());
+        return n;
     }
 
     /// Waits until the node is master and works; the last `zkd cluster --json`.
@@ -285,10 +304,13 @@ TEST_F(Cli, SubmitWaitStatusCancel) {
     json::parse_options deep_ok;
     deep_ok.max_depth = 64;
     EXPECT_EQ(json::serialize(json::parse(r.out, {}, deep_ok).at("value")), deep);
+    // Each of those clients had its results consumed: none left its directory behind.
+    EXPECT_EQ(client_dirs(), 0U);
 
     // submit prints the id; status shows the result without consuming it; wait consumes it.
     r = zkd({"submit", "echo", R"("hello")"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(client_dirs(), 1U);  // where its result goes: kept
     const std::string id = first_line(r.out);
     command_result st;
     for (int i = 0; i < 100; ++i) {

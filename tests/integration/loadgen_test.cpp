@@ -79,13 +79,17 @@ protected:
         return o;
     }
 
-    /// Children under `dir` in the cluster `ns`, summed over its shards (via stat).
-    asio::awaitable<std::uint64_t> count_under_shards(std::string ns, std::string dir) {
+    /// A session's configuration chrooted at the cluster `ns`.
+    zkd::zkco::config cluster_config(const std::string& ns) {
         zkd::zkco::config cfg = make_config();
         cfg.connect_string = base_ + chroot_ + zkd::protocol::chroot_path(ns);
-        zkd::zkco::client zk(ioc_.get_executor(), cfg);
-        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 10s);
-        EXPECT_TRUE(c);
+        return cfg;
+    }
+
+    /// Children under `dir` in the cluster `ns`, summed over its shards (via stat).
+    asio::awaitable<std::uint64_t> count_under_shards(std::string ns, std::string dir) {
+        zkd::zkco::client zk(ioc_.get_executor(), cluster_config(ns));
+        EXPECT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
         std::uint64_t n = 0;
         auto shards = co_await zk.get_children(dir);
         EXPECT_TRUE(shards) << dir;
@@ -101,14 +105,27 @@ protected:
         co_return n;
     }
 
+    /// How many clients' results directories (/results/<c>) cluster `ns` holds.
+    asio::awaitable<std::uint64_t> client_dirs(std::string ns) {
+        zkd::zkco::client zk(ioc_.get_executor(), cluster_config(ns));
+        EXPECT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        std::uint64_t n = 0;
+        auto names = co_await zk.get_children("/results"s);
+        EXPECT_TRUE(names);
+        if (names) {
+            for (const auto& name : names->names) {
+                n += zkd::protocol::layout::is_client_results(name) ? 1 : 0;
+            }
+        }
+        co_await zk.close();
+        co_return n;
+    }
+
     /// The bound the master of cluster `ns` publishes (`max_pending` in /master), or -1
     /// while there is no master or it publishes none.
     asio::awaitable<std::int64_t> published_bound(std::string ns) {
-        zkd::zkco::config cfg = make_config();
-        cfg.connect_string = base_ + chroot_ + zkd::protocol::chroot_path(ns);
-        zkd::zkco::client zk(ioc_.get_executor(), cfg);
-        auto c = co_await zkd::zkco::with_timeout(zk.connect(), 10s);
-        EXPECT_TRUE(c);
+        zkd::zkco::client zk(ioc_.get_executor(), cluster_config(ns));
+        EXPECT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
         std::int64_t bound = -1;
         auto m = co_await zk.get(std::string(zkd::protocol::layout::master()));
         if (m) {
@@ -269,6 +286,9 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
     EXPECT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("tasks/s"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("p99.9"), std::string::npos) << text.out;
+    // Each of these loadgens had every result consumed: none left its results directory
+    // (task_client::close; a client that submitted bundles keeps it, for T8).
+    EXPECT_EQ(run(client_dirs("lg")), 0U);
 
     // Bundled: 400 tasks, 100 per submit call, bundles of 20: every task its own result,
     // one create per bundle and one write consuming each bundle's result.

@@ -102,6 +102,15 @@ std::int64_t epoch_of(const std::string& data) {
     return info && info->epoch ? *info->epoch : 0;
 }
 
+/// True when /master is there and names epoch 1 (the fixture's master).
+asio::awaitable<bool> master_node_of_epoch_1(client* zk) {
+    auto m = co_await zk->get(layout::master());
+    if (!m) {
+        co_return false;
+    }
+    co_return epoch_of(m->data) == 1;
+}
+
 /// A sleep task's args.
 json::value sleep_args(int ms) {
     return json::value{{"ms", ms}};
@@ -434,13 +443,7 @@ TEST_F(RolesHostile, ADeletedMasterNodeIsWrittenAgain) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();
         ASSERT_TRUE(co_await zk->remove(layout::master()));
-        auto rewritten = [zk]() -> asio::awaitable<bool> {
-            auto m = co_await zk->get(layout::master());
-            if (!m) {
-                co_return false;
-            }
-            co_return epoch_of(m->data) == 1;
-        };
+        auto rewritten = [zk] { return master_node_of_epoch_1(zk); };
         const bool back = co_await eventually(rewritten);
         EXPECT_TRUE(back) << "/master was not written again";
     }());
@@ -452,13 +455,7 @@ TEST_F(RolesHostile, GarbageInTheMasterNodeIsWrittenOver) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();
         ASSERT_TRUE(co_await zk->set(layout::master(), "\xff{garbage"s));
-        auto rewritten = [zk]() -> asio::awaitable<bool> {
-            auto m = co_await zk->get(layout::master());
-            if (!m) {
-                co_return false;
-            }
-            co_return epoch_of(m->data) == 1;
-        };
+        auto rewritten = [zk] { return master_node_of_epoch_1(zk); };
         const bool back = co_await eventually(rewritten);
         EXPECT_TRUE(back) << "/master still holds the garbage";
     }());

@@ -393,6 +393,8 @@ asio::awaitable<void> load_runner::flush_consumed() {
     if (last_consumed_.empty()) {
         co_return;
     }
+    // And the client's results directory goes, once every result was consumed.
+    co_await client_.close();
     const auto path = layout_.result(last_consumed_);
     asio::steady_timer t(co_await asio::this_coro::executor);
     const auto until = clock_type::now() + std::chrono::seconds(10);
