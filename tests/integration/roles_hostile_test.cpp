@@ -240,7 +240,8 @@ TEST_F(RolesHostile, AnOversizedPendingNodeFailsOnceAsMalformed) {
         auto* zk = co_await cluster_with_worker();
         task_id_generator gen;
         const auto tid = gen.next(5, now_ms());
-        const std::string big = foreign_task("echo"s, json::value(std::string(700 * 1024, 'x')));
+        const std::string big =
+            foreign_task("echo"s, json::value(std::string(std::size_t{700} * 1024, 'x')));
         ASSERT_GT(big.size(), max_task_bytes);
         ASSERT_TRUE(co_await zk->create(layout_.pending_task(tid), big));
         task_client tc(*zk, layout_);
