@@ -366,3 +366,17 @@ TEST(LoadgenReport, JsonShape) {
     EXPECT_NE(text.find("4.00 writes/task"), std::string::npos) << text;
     EXPECT_NE(text.find("to start p50 3  p99 3  max 3 | run p50 1"), std::string::npos) << text;
 }
+
+TEST(LoadgenReport, TraceLinesStayFiveFieldsWhateverTheWorkerIdSays) {
+    task_trace t;
+    t.due_ms = 12.5;
+    t.latency_ms = 2.25;
+    t.started_ms = 1700000000001;
+    t.finished_ms = 1700000000002;
+    t.worker = "w1-7-ab";
+    EXPECT_EQ(trace_line(t), "12.500 2.250 1700000000001 1700000000002 w1-7-ab");
+    t.worker = "evil id\nwith\tbreaks";  // a result anyone could have written
+    EXPECT_EQ(trace_line(t), "12.500 2.250 1700000000001 1700000000002 evil_id_with_breaks");
+    t.worker.clear();
+    EXPECT_EQ(trace_line(t), "12.500 2.250 1700000000001 1700000000002 -");
+}

@@ -259,9 +259,11 @@ void load_runner::record_stages(const protocol::task_result& r, clock_type::dura
     const auto seen_ms = protocol::now_ms();
     const auto due_ms =
         seen_ms - std::chrono::duration_cast<std::chrono::milliseconds>(latency).count();
-    // Clamped at 0: the clocks' whole milliseconds may put a start before the submit.
+    // Clamped at 0: the clocks' whole milliseconds may put a start before the submit; and at
+    // a day, for times a result made up (microseconds must fit the histogram's 64 bits).
     const auto stage = [](std::int64_t from, std::int64_t to) {
-        return static_cast<std::uint64_t>(std::max<std::int64_t>(to - from, 0)) * 1000;
+        constexpr std::int64_t day_ms = 24LL * 3600 * 1000;
+        return static_cast<std::uint64_t>(std::clamp<std::int64_t>(to - from, 0, day_ms)) * 1000;
     };
     rep_.to_start_us.record(stage(due_ms, r.started_ms));
     rep_.run_us.record(stage(r.started_ms, r.finished_ms));

@@ -181,8 +181,7 @@ void write_trace(const std::string& file, const std::vector<zkd::loadgen::task_t
     std::ofstream out(file);
     out << "# due_ms latency_ms started_ms finished_ms worker\n";
     for (const auto& r : rows) {
-        out << r.due_ms << ' ' << r.latency_ms << ' ' << r.started_ms << ' ' << r.finished_ms << ' '
-            << (r.worker.empty() ? "-" : r.worker) << '\n';
+        out << zkd::loadgen::trace_line(r) << '\n';
     }
     if (!out) {
         std::fprintf(stderr, "zkd-loadgen: cannot write %s\n", file.c_str());

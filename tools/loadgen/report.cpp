@@ -188,6 +188,18 @@ json::object to_json(const run_report& r) {
     return o;
 }
 
+std::string trace_line(const task_trace& t) {
+    std::string worker = t.worker.empty() ? "-" : t.worker;
+    for (auto& ch : worker) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c <= 0x20 || c == 0x7f) {
+            ch = '_';
+        }
+    }
+    return fmt("%.3f", t.due_ms) + ' ' + fmt("%.3f", t.latency_ms) + ' ' +
+           std::to_string(t.started_ms) + ' ' + std::to_string(t.finished_ms) + ' ' + worker;
+}
+
 std::string to_text(const run_report& r) {
     const settings& s = r.s;
     std::string t;

@@ -91,6 +91,11 @@ struct process_usage {
     std::int64_t max_rss_kb = 0;
 };
 
+/// A --trace line (without its newline): "due_ms latency_ms started_ms finished_ms worker".
+/// The worker's id comes from a result anyone could have written: blanks and control
+/// characters in it become '_' (so a line stays five fields), an empty one "-".
+std::string trace_line(const task_trace& t);
+
 /// Everything a run reports.
 struct run_report {
     settings s;
