@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
-# Finds the ZooKeeper C client (Debian: libzookeeper-mt-dev), which ships no CMake or
-# pkg-config file. Defines ZooKeeper::zookeeper_mt, the multi-threaded client, with THREADED
-# set as its users must compile with it.
+# Finds the ZooKeeper C client, which ships no CMake or pkg-config file, and defines
+# ZooKeeper::zookeeper_st: the single-threaded client, which zkco drives from its Asio
+# executor (no client threads, no thread hop per reply). Debian lets only one of
+# libzookeeper-mt-dev and libzookeeper-st-dev be installed; their headers are identical, so
+# the headers come from libzookeeper-mt-dev and the library from libzookeeper-st2, which has
+# no unversioned .so link, hence the versioned name.
 find_path(ZooKeeper_INCLUDE_DIR NAMES zookeeper/zookeeper.h)
-find_library(ZooKeeper_MT_LIBRARY NAMES zookeeper_mt)
+find_library(ZooKeeper_ST_LIBRARY NAMES zookeeper_st libzookeeper_st.so.2)
 
 if(ZooKeeper_INCLUDE_DIR AND EXISTS "${ZooKeeper_INCLUDE_DIR}/zookeeper/zookeeper_version.h")
     file(STRINGS "${ZooKeeper_INCLUDE_DIR}/zookeeper/zookeeper_version.h" _zk_version_line
@@ -13,16 +16,15 @@ endif()
 
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(ZooKeeper
-    REQUIRED_VARS ZooKeeper_MT_LIBRARY ZooKeeper_INCLUDE_DIR
+    REQUIRED_VARS ZooKeeper_ST_LIBRARY ZooKeeper_INCLUDE_DIR
     VERSION_VAR ZooKeeper_VERSION
-    FAIL_MESSAGE "ZooKeeper C client not found: install libzookeeper-mt-dev (tools/install-deps.sh)")
+    FAIL_MESSAGE "ZooKeeper C client not found: install libzookeeper-mt-dev and libzookeeper-st2 (tools/install-deps.sh)")
 
-if(ZooKeeper_FOUND AND NOT TARGET ZooKeeper::zookeeper_mt)
-    add_library(ZooKeeper::zookeeper_mt UNKNOWN IMPORTED)
-    set_target_properties(ZooKeeper::zookeeper_mt PROPERTIES
-        IMPORTED_LOCATION "${ZooKeeper_MT_LIBRARY}"
-        INTERFACE_INCLUDE_DIRECTORIES "${ZooKeeper_INCLUDE_DIR}"
-        INTERFACE_COMPILE_DEFINITIONS THREADED)
-    target_link_libraries(ZooKeeper::zookeeper_mt INTERFACE Threads::Threads)
+if(ZooKeeper_FOUND AND NOT TARGET ZooKeeper::zookeeper_st)
+    # No THREADED: it would hide zookeeper_interest and zookeeper_process.
+    add_library(ZooKeeper::zookeeper_st UNKNOWN IMPORTED)
+    set_target_properties(ZooKeeper::zookeeper_st PROPERTIES
+        IMPORTED_LOCATION "${ZooKeeper_ST_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${ZooKeeper_INCLUDE_DIR}")
 endif()
-mark_as_advanced(ZooKeeper_INCLUDE_DIR ZooKeeper_MT_LIBRARY)
+mark_as_advanced(ZooKeeper_INCLUDE_DIR ZooKeeper_ST_LIBRARY)

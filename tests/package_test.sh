@@ -50,7 +50,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [ "$(field Version)" = "$version" ] || fail "Version: $(field Version), not $version"
 depends=$(field Depends)
 echo "Depends: $depends"
-for dep in libc6 libstdc++6 libzookeeper-mt2 libssl3 libboost-json1.81.0 libspdlog1.10 \
+for dep in libc6 libstdc++6 libzookeeper-st2 libssl3 libboost-json1.81.0 libspdlog1.10 \
            "systemd | systemd-standalone-sysusers"; do
     grep -qF "$dep" <<<"$depends" || fail "Depends lacks $dep"
 done

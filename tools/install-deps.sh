@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
     g++ cmake ninja-build make
     libboost1.81-dev libboost-json1.81-dev
-    libzookeeper-mt-dev
+    libzookeeper-mt-dev libzookeeper-st2
     libspdlog-dev libfmt-dev
     libssl-dev openssl
     libgtest-dev libgmock-dev

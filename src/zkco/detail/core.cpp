@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The C client behind zkco::client: the session, its watcher, and each operation's body
-// against a zoo_a* call and its completion. Over 700 lines because every operation follows
-// the same threading rule (a completion on the C client's thread hands over to the
-// executor, or is dropped once the caller has gone) and keeping them together keeps the rule
-// in one place.
+// The C client behind zkco::client: the session, its watcher, its I/O, and each operation's
+// body against a zoo_a* call and its completion. The client is the single-threaded one
+// (zookeeper_st), driven from the executor: its socket's readiness and its timer call
+// zookeeper_process and zookeeper_interest, so a reply costs no thread handoff. Over 700
+// lines because every operation follows the same rule (a completion only queues what it got;
+// the executor hands it over, or drops it once the caller has gone) and keeping them
+// together keeps the rule in one place.
 #include "zkco/detail/core.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -24,8 +26,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 
@@ -253,7 +259,7 @@ void on_acl(int rc, ACL_vector* acl, Stat* st, const void* data) {
 bool is_transport_failure(int rc) {
     return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING ||
            rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZMARSHALLINGERROR ||
-           rc == ZSYSTEMERROR;
+           rc == ZSYSTEMERROR || rc == ZRUNTIMEINCONSISTENCY;
 }
 
 void on_multi(int rc, const void* data) {
@@ -330,8 +336,8 @@ void on_client_log(const char* message) {
     if (!client_log_wanted.load(std::memory_order_relaxed)) {
         // Unasked, its errors are mostly the retry chatter of an unreachable server (several
         // a second), which zkco and the roles report themselves, once per attempt. Not even
-        // handed to spdlog: this runs on the C client's threads, which may outlive the
-        // logger at process exit (a race TSan reported).
+        // handed to spdlog: this may run on the closer thread (zookeeper_close), which may
+        // outlive the logger at process exit (a race TSan reported).
         return;
     }
     std::string_view m(message);
@@ -504,7 +510,8 @@ core::core(asio::any_io_executor ex, zkco::config cfg)
     : ex_(std::move(ex)),
       cfg_(std::move(cfg)),
       expiry_timer_(std::make_unique<asio::steady_timer>(ex_)),
-      resolver_(std::make_unique<asio::ip::tcp::resolver>(ex_)) {
+      resolver_(std::make_unique<asio::ip::tcp::resolver>(ex_)),
+      io_timer_(std::make_unique<asio::steady_timer>(ex_)) {
     if (!cfg_.default_acl.empty()) {
         default_acl_ = cfg_.default_acl;
     } else {
@@ -540,6 +547,7 @@ bool core::check_usable(handler<Args...>& h, std::string_view path, std::size_t 
         // glue a relative one to the chroot ("x" -> "/chrootx").
         ec = errc::bad_arguments;
     } else {
+        before_request();
         return true;
     }
     post_result(ex_, std::move(h), ec);
@@ -591,6 +599,8 @@ void core::abandon(std::uint64_t id) {
 
 void core::fail_start(std::uint64_t id, int rc) {
     complete_op(id, from_zk_rc(rc), nullptr, completion_mode::post);
+    note_silent_disconnect();  // a refused request may have tried to send the queue
+    kick();
 }
 
 std::uint64_t core::new_watch() {
@@ -718,6 +728,7 @@ void core::init_handle(const std::string& hosts) {
         zoo_add_auth(zh_, "digest", cred.data(), data_len(cred), on_auth, nullptr);
     }
     spdlog::debug("zk: connecting to {}", hosts);
+    pump();  // the first zookeeper_interest opens the connection
 }
 
 void core::set_state(session_state s) {
@@ -838,9 +849,10 @@ void core::release_handle() {
     if (zh == nullptr) {
         return;
     }
+    stop_io();  // from here on only the closer thread touches the handle
     closing_ = true;
-    // Until the closer is done, ZooKeeper threads may still post to the executor: keep it
-    // running. A detached core posts nothing, and must not keep anything running.
+    // Until the closer is done, zookeeper_close's callbacks may still post to the executor:
+    // keep it running. A detached core posts nothing, and must not keep anything running.
     asio::any_io_executor work;
     {
         const std::lock_guard lock(inbox_mu_);
@@ -942,9 +954,205 @@ void core::detach() noexcept {
     watches_.clear();
     expiry_timer_.reset();
     resolver_.reset();
+    io_timer_.reset();
 }
 
-// --- events from ZooKeeper threads -----------------------------------------------------
+// --- the C client's I/O ------------------------------------------------------------------
+
+void core::before_request() {
+    // zookeeper_st sends a request at once, and when that send fails (the server closed the
+    // connection, and a send before this one drew its reset) it closes the socket without
+    // failing what is in flight or telling anyone. So first read what the socket holds: a
+    // closed connection is then handled the usual way (everything in flight fails with
+    // connection loss, the session event says so) before this request is queued.
+    if (!socket_) {
+        return;
+    }
+    pollfd p{socket_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) {
+        process_reads();
+    }
+}
+
+void core::sent() {
+    ++requests_in_flight_;
+    note_silent_disconnect();
+    kick();
+}
+
+void core::note_silent_disconnect() {
+    // What before_request() cannot rule out (a reset drawn by the first of two sends in one
+    // flush): the library dropped the connection and says only NOTCONNECTED. What was in
+    // flight fails after the reconnect (an out-of-order reply, taken as connection loss);
+    // tell the session's waiters now.
+    if (state_ == session_state::connected && zh_ != nullptr &&
+        zoo_state(zh_) == ZOO_NOTCONNECTED_STATE) {
+        zk_event ev;
+        ev.k = zk_event::kind::session;
+        ev.code = ZOO_NOTCONNECTED_STATE;
+        push(std::move(ev));
+    }
+}
+
+void core::process_reads() {
+    // One reply per call; stop at the first call that finds no whole one, or after a batch
+    // (the executor has other work, and the wait wakes again for the rest).
+    for (int i = 0; i < 64 && zh_ != nullptr; ++i) {
+        if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) {
+            break;
+        }
+    }
+}
+
+void core::kick() {
+    // zoo_a* sends at once when it can; what a full socket buffer (or a connection not made
+    // yet) leaves queued needs a write wait, which only a new zookeeper_interest asks for.
+    if (pump_posted_ || zh_ == nullptr) {
+        return;
+    }
+    pump_posted_ = true;
+    asio::post(ex_, [w = weak_from_this()] {
+        if (auto c = w.lock()) {
+            c->pump();
+        }
+    });
+}
+
+void core::pump() {
+    pump_posted_ = false;
+    if (zh_ == nullptr) {
+        return;
+    }
+    note_silent_disconnect();
+    int fd = -1;
+    int interest = 0;
+    timeval tv{0, 1000};  // an error that sets nothing: look again in a millisecond
+    const int rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+    if (rc == ZINVALIDSTATE || rc == ZBADARGUMENTS) {
+        // Expired or refused: the session event that says so is queued; terminate() stops us.
+        stop_io();
+        return;
+    }
+    if (rc != ZOK) {
+        // The library closed its socket (a timeout, a failed ping) and failed what was in
+        // flight; the next zookeeper_interest connects again.
+        fd = -1;
+        interest = 0;
+    }
+    watch_socket(fd);
+    if (socket_ && !read_armed_) {
+        arm_socket_wait(ZOOKEEPER_READ);
+    }
+    if (socket_ && (interest & ZOOKEEPER_WRITE) != 0 && !write_armed_) {
+        arm_socket_wait(ZOOKEEPER_WRITE);
+    }
+    // Pings, the receive deadline and reconnection happen in zookeeper_interest: call it
+    // again when `tv` is up. A timer that fires early costs one call, so only an earlier
+    // deadline moves it.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(tv.tv_sec) +
+                          std::chrono::microseconds(tv.tv_usec);
+    if (io_timer_armed_ && deadline >= io_deadline_) {
+        return;
+    }
+    io_timer_armed_ = true;
+    io_deadline_ = deadline;
+    io_timer_->expires_at(deadline);
+    io_timer_->async_wait([w = weak_from_this(), gen = ++io_timer_gen_](error_code ec) {
+        if (auto c = w.lock()) {
+            c->on_io_timer(gen, ec);
+        }
+    });
+}
+
+void core::arm_socket_wait(int events) {
+    const bool read = events == ZOOKEEPER_READ;
+    (read ? read_armed_ : write_armed_) = true;
+    socket_->async_wait(
+        read ? asio::posix::stream_descriptor::wait_read
+             : asio::posix::stream_descriptor::wait_write,
+        [w = weak_from_this(), gen = socket_gen_, events](error_code ec) {
+            if (auto c = w.lock()) {
+                c->on_socket(events, gen, ec);
+            }
+        }
+    );
+}
+
+void core::watch_socket(int fd) {
+    struct ::stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) != 0) {
+        fd = -1;
+    }
+    if (socket_ && fd == socket_fd_ && st.st_ino == socket_inode_) {
+        return;  // the same socket
+    }
+    socket_.reset();  // its waits end as operation_aborted, and are stale anyway
+    ++socket_gen_;
+    read_armed_ = false;
+    write_armed_ = false;
+    socket_fd_ = -1;
+    if (fd < 0) {
+        return;
+    }
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+        spdlog::warn("zk: cannot watch the client's socket: {}", std::strerror(errno));
+        return;  // the timer calls pump again
+    }
+    error_code ec;
+    socket_ = std::make_unique<asio::posix::stream_descriptor>(ex_);
+    socket_->assign(copy, ec);
+    if (ec) {
+        ::close(copy);
+        socket_.reset();
+        spdlog::warn("zk: cannot watch the client's socket: {}", ec.message());
+        return;
+    }
+    socket_fd_ = fd;
+    socket_inode_ = st.st_ino;
+}
+
+void core::on_socket(int events, std::uint64_t gen, error_code ec) {
+    if (gen != socket_gen_ || zh_ == nullptr) {
+        return;  // a wait on a socket we dropped
+    }
+    (events == ZOOKEEPER_READ ? read_armed_ : write_armed_) = false;
+    if (ec == asio::error::operation_aborted) {
+        return;
+    }
+    if (ec) {
+        // The descriptor itself failed: give it up, the library finds out on its own.
+        watch_socket(-1);
+    } else if (events == ZOOKEEPER_READ) {
+        process_reads();
+    } else {
+        (void)zookeeper_process(zh_, ZOOKEEPER_WRITE);
+    }
+    pump();
+}
+
+void core::on_io_timer(std::uint64_t gen, error_code ec) {
+    if (gen != io_timer_gen_ || ec) {
+        return;  // moved or stopped
+    }
+    io_timer_armed_ = false;
+    pump();
+}
+
+void core::stop_io() {
+    socket_.reset();
+    ++socket_gen_;
+    read_armed_ = false;
+    write_armed_ = false;
+    socket_fd_ = -1;
+    ++io_timer_gen_;
+    io_timer_armed_ = false;
+    if (io_timer_) {
+        io_timer_->cancel();
+    }
+}
+
+// --- events from the C client --------------------------------------------------------
 
 void core::push(zk_event&& ev) {
     const std::lock_guard lock(inbox_mu_);
@@ -988,7 +1196,11 @@ void core::drain() {
 }
 
 void core::on_reply(zk_event&& ev) {
-    complete_op(ev.id, from_zk_rc(ev.code), &ev);
+    // A whole request failing with ZRUNTIMEINCONSISTENCY means the library dropped the
+    // connection on an out-of-order reply (note_silent_disconnect): the request may have
+    // been applied, which is what connection loss says.
+    const int code = ev.code == ZRUNTIMEINCONSISTENCY ? ZCONNECTIONLOSS : ev.code;
+    complete_op(ev.id, from_zk_rc(code), &ev);
 }
 
 void core::on_watch(zk_event&& ev) {
@@ -1085,7 +1297,7 @@ void core::create(std::string path, std::string data, create_options opts, handl
         return;
     }
     (void)ctx.release();  // owned by the C client until on_string
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::remove(std::string path, std::int32_t version, handler<> h) {
@@ -1101,7 +1313,7 @@ void core::remove(std::string path, std::int32_t version, handler<> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::exists(std::string path, handler<std::optional<zkco::stat>> h) {
@@ -1116,7 +1328,7 @@ void core::exists(std::string path, handler<std::optional<zkco::stat>> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::watch_exists(std::string path, handler<std::optional<zkco::stat>, watch> h) {
@@ -1134,7 +1346,7 @@ void core::watch_exists(std::string path, handler<std::optional<zkco::stat>, wat
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::get(std::string path, handler<node> h) {
@@ -1149,7 +1361,7 @@ void core::get(std::string path, handler<node> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::watch_get(std::string path, handler<node, watch> h) {
@@ -1166,7 +1378,7 @@ void core::watch_get(std::string path, handler<node, watch> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::set(std::string path, std::string data, std::int32_t version, handler<zkco::stat> h) {
@@ -1184,7 +1396,7 @@ void core::set(std::string path, std::string data, std::int32_t version, handler
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::get_children(std::string path, handler<children> h) {
@@ -1200,7 +1412,7 @@ void core::get_children(std::string path, handler<children> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::watch_children(std::string path, handler<children, watch> h) {
@@ -1219,7 +1431,7 @@ void core::watch_children(std::string path, handler<children, watch> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::get_acl(std::string path, handler<node_acl> h) {
@@ -1234,7 +1446,7 @@ void core::get_acl(std::string path, handler<node_acl> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::sync(std::string path, handler<> h) {
@@ -1249,7 +1461,7 @@ void core::sync(std::string path, handler<> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
@@ -1338,7 +1550,7 @@ void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
         return;
     }
     (void)ctx.release();
-    ++requests_in_flight_;
+    sent();
 }
 
 }  // namespace zkd::zkco::detail

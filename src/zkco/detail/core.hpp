@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Private to zkco: the session state behind a client. Everything here runs on the
-// client's executor, except push(), which the ZooKeeper client threads call.
+// client's executor, which drives the single-threaded C client (zookeeper_st), except
+// push(), which the background closer's zookeeper_close also calls.
 #pragma once
 
 #include "zkco/config.hpp"
@@ -11,6 +12,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -93,7 +95,8 @@ public:
     /// The client is going away: fail everything, stop posting, close in the background.
     void detach() noexcept;
 
-    /// From any thread (the ZooKeeper client's): queue an event for the executor.
+    /// From the C client's callbacks (on the executor, or on the closer thread): queue an
+    /// event for the executor.
     void push(zk_event&& ev);
     /// From the background closer thread, once zookeeper_close has returned.
     void closer_done(boost::asio::any_io_executor work);
@@ -138,6 +141,22 @@ private:
     void complete_connect_waiters(error_code ec);
     void arm_expiry_timer();
 
+    // The C client's I/O, driven here: zookeeper_interest says which socket, which events
+    // and how long; the executor waits for them on a dup of that socket (the library closes
+    // its socket on errors, and the next one may get the same number), then calls
+    // zookeeper_process, whose callbacks run at once, on this thread.
+    void pump();            // zookeeper_interest, then (re)arm the waits it asks for
+    void kick();            // after a request: pump once this turn (its send may not have finished)
+    void before_request();  // read what the socket holds before a request is sent
+    void sent();            // a request was handed to the C client
+    void note_silent_disconnect();
+    void process_reads();
+    void watch_socket(int fd);
+    void arm_socket_wait(int events);
+    void on_socket(int events, std::uint64_t gen, error_code ec);
+    void on_io_timer(std::uint64_t gen, error_code ec);
+    void stop_io();
+
     boost::asio::any_io_executor ex_;
     zkco::config cfg_;
     acl_list default_acl_;
@@ -172,9 +191,24 @@ private:
     // io_context that may be gone by then.
     std::unique_ptr<boost::asio::steady_timer> expiry_timer_;
     std::unique_ptr<boost::asio::ip::tcp::resolver> resolver_;
+    std::unique_ptr<boost::asio::steady_timer> io_timer_;
 
-    // Filled by ZooKeeper threads, drained on the executor in arrival order (which keeps
-    // ZooKeeper's promise that a watch event is seen before the data that triggered it).
+    // The I/O the executor waits for on the C client's behalf (pump()).
+    std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;  // a dup
+    int socket_fd_ = -1;              // the library's descriptor the dup was made of
+    std::uint64_t socket_inode_ = 0;  // and its inode: the number alone may be reused
+    std::uint64_t socket_gen_ = 0;    // waits of an older dup are stale
+    bool read_armed_ = false;
+    bool write_armed_ = false;
+    bool pump_posted_ = false;
+    std::uint64_t io_timer_gen_ = 0;
+    bool io_timer_armed_ = false;
+    std::chrono::steady_clock::time_point io_deadline_{};
+
+    // Filled by the C client's callbacks, drained on the executor in arrival order (which
+    // keeps ZooKeeper's promise that a watch event is seen before the data that triggered
+    // it). Callbacks only queue: a handler run from inside zookeeper_process could close the
+    // handle under it.
     std::mutex inbox_mu_;
     std::vector<zk_event> inbox_;
     std::vector<zk_event> draining_;
