@@ -954,6 +954,7 @@ void core::detach() noexcept {
     watches_.clear();
     expiry_timer_.reset();
     resolver_.reset();
+    stop_io();
     io_timer_.reset();
 }
 
