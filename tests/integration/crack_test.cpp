@@ -279,7 +279,10 @@ TEST_F(CrackRun, AFindCancelsTheRemainingPartitions) {
             // by completed partitions are a small part of the space.
             EXPECT_GE(master_stats_.cancelled, 56U);
             EXPECT_GE(worker_stats_["w1"].cancelled + worker_stats_["w2"].cancelled, 1U);
-            EXPECT_LE(started(), 12U);
+            // 4 run when "hello" is found; a slot a stopped partition frees may take the next
+            // pending one before the master has its cancel request: 5-9 started on an idle
+            // machine, 13 once under ctest -j2 (64 without the cancellation).
+            EXPECT_LE(started(), 16U);
             EXPECT_LT(job.tried, job.size / 8) << job.tried;
             RecordProperty("partitions_started", static_cast<int>(started()));
             RecordProperty("candidates_tried", std::to_string(job.tried));
