@@ -30,8 +30,8 @@ enum class node_role {
 /// C client pings after a third without traffic): 2/3 to 1 timeout after the death. With 6 s
 /// a SIGKILLed master is replaced within about 7 s (issue 14 asks < 10 s; 10 s, the previous
 /// default, gave 7.5-11 s). The price: a member whose whole process stalls longer (SIGSTOP, a
-/// paused VM) loses its role, which costs a takeover, never a task (epoch fencing). A busy
-/// event loop does not stall the session: the C client pings from its own thread.
+/// paused VM) loses its role, which costs a takeover, never a task (epoch fencing). So does an
+/// event loop stalled that long: zkco's pings go out from the loop (handlers run on a pool).
 inline constexpr std::chrono::milliseconds default_session_timeout{6'000};
 
 /// One zkd instance's settings (`zkd run`).
