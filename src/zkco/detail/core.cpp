@@ -1137,6 +1137,18 @@ void core::on_io_timer(std::uint64_t gen, error_code ec) {
         return;  // moved or stopped
     }
     io_timer_armed_ = false;
+    // The pings go out from here: a loop this late is a loop that could lose its connection
+    // (after 2/3 of the session timeout without a reply the C client gives up on it).
+    const auto late = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - io_deadline_
+    );
+    if (state_ == session_state::connected && late > std::chrono::milliseconds(500)) {
+        spdlog::warn(
+            "zk: the event loop ran the ZooKeeper client's timer {} ms late (session timeout "
+            "{} ms): a loop stalled past two thirds of it loses the connection",
+            late.count(), negotiated_.count()
+        );
+    }
     pump();
 }
 
