@@ -10,15 +10,43 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <csignal>
+#include <filesystem>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 namespace asio = boost::asio;
 using namespace std::literals;
 using namespace zkd::zkco;
 
 namespace {
+
+// TCP_CORK of every descriptor of this process connected to 127.0.0.1:`port` (the C client's
+// socket and zkco's dup of it).
+std::vector<int> corks_towards(int port) {
+    std::vector<int> corks;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        const int fd = std::stoi(e.path().filename().string());
+        sockaddr_in peer{};
+        socklen_t len = sizeof peer;
+        // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+            peer.sin_family != AF_INET || ntohs(peer.sin_port) != port) {
+            continue;
+        }
+        int cork = -1;
+        len = sizeof cork;
+        if (::getsockopt(fd, IPPROTO_TCP, TCP_CORK, &cork, &len) == 0) {
+            corks.push_back(cork);
+        }
+    }
+    return corks;
+}
 
 class ZkcoSession : public zkd::test::zk_test {
 protected:
@@ -309,6 +337,35 @@ TEST_F(ZkcoSession, StateWaitersSeeEveryChange) {
         EXPECT_FALSE(ec);
         EXPECT_EQ(seen.state, session_state::closed);
         EXPECT_GT(seen.generation, change->generation);
+    }());
+}
+
+TEST_F(ZkcoSession, RequestsOfOneTurnLeaveTogether) {
+    // The C client writes each request as two packets (its length, then its body), and the
+    // server wakes for each; zkco corks the socket while a turn of the loop sends requests,
+    // and lets them go together once the turn is over.
+    const int port = std::stoi(base_.substr(base_.rfind(':') + 1));
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        const auto idle = corks_towards(port);
+        ASSERT_FALSE(idle.empty()) << "no socket to the server found";
+        EXPECT_THAT(idle, ::testing::Each(0));
+
+        std::vector<int> within_the_turn;
+        asio::post(ioc_, [&] { within_the_turn = corks_towards(port); });
+        int answered = 0;
+        for (int i = 0; i < 3; ++i) {
+            zk.async_exists("/"s, [&](error_code ec, const auto&) { answered += ec ? 0 : 1; });
+        }
+        asio::steady_timer t(ioc_);
+        for (int i = 0; i < 1000 && answered < 3; ++i) {
+            t.expires_after(10ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_EQ(answered, 3);
+        EXPECT_THAT(within_the_turn, ::testing::Contains(1)) << "the requests were not held";
+        EXPECT_THAT(corks_towards(port), ::testing::Each(0)) << "the socket stayed corked";
     }());
 }
 

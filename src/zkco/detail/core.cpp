@@ -27,7 +27,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <thread>
 #include <tuple>
@@ -973,6 +976,20 @@ void core::before_request() {
     if (::poll(&p, 1, 0) > 0) {
         process_reads();
     }
+    cork(true);
+}
+
+void core::cork(bool on) {
+    // The C client writes a request as two sends, its 4 length bytes and then its body, each
+    // a packet of its own (TCP_NODELAY), and the server's selector wakes for each. Corked,
+    // the requests of one turn leave together when the pump that kick() posted uncorks.
+    if (!socket_ || corked_ == on) {
+        return;
+    }
+    const int v = on ? 1 : 0;
+    if (::setsockopt(socket_->native_handle(), IPPROTO_TCP, TCP_CORK, &v, sizeof v) == 0) {
+        corked_ = on;
+    }
 }
 
 void core::sent() {
@@ -1021,6 +1038,7 @@ void core::kick() {
 
 void core::pump() {
     pump_posted_ = false;
+    cork(false);
     if (zh_ == nullptr) {
         return;
     }
@@ -1087,6 +1105,7 @@ void core::watch_socket(int fd) {
     if (socket_ && fd == socket_fd_ && st.st_ino == socket_inode_) {
         return;  // the same socket
     }
+    cork(false);
     socket_.reset();  // its waits end as operation_aborted, and are stale anyway
     ++socket_gen_;
     read_armed_ = false;
@@ -1153,6 +1172,7 @@ void core::on_io_timer(std::uint64_t gen, error_code ec) {
 }
 
 void core::stop_io() {
+    cork(false);  // zookeeper_close's request must not wait for the kernel's 200 ms
     socket_.reset();
     ++socket_gen_;
     read_armed_ = false;

@@ -149,6 +149,7 @@ private:
     void kick();            // after a request: pump once this turn (its send may not have finished)
     void before_request();  // read what the socket holds before a request is sent
     void sent();            // a request was handed to the C client
+    void cork(bool on);     // hold (or let go) the socket's sends: one packet per turn
     void note_silent_disconnect();
     void process_reads();
     void watch_socket(int fd);
@@ -201,6 +202,7 @@ private:
     bool read_armed_ = false;
     bool write_armed_ = false;
     bool pump_posted_ = false;
+    bool corked_ = false;
     std::uint64_t io_timer_gen_ = 0;
     bool io_timer_armed_ = false;
     std::chrono::steady_clock::time_point io_deadline_{};
