@@ -182,10 +182,15 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
 ) {
     co_await asio::this_coro::throw_if_cancelled(false);  // a cancel is answered, not thrown
     const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, protocol::max_bundle_tasks);
-    std::vector<std::string> ids;    // what the caller gets: one per task
-    std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
+    // One per node: its id is drawn once the call is about to send (draw_id), so that all
+    // of it lands in the shard of the transaction it will go in.
+    struct node_to_name {
+        int priority = 0;
+        std::int64_t submitted_ms = 0;
+        std::size_t bundle = 0;  // tasks in it; 0: a plain task
+    };
+    std::vector<node_to_name> to_name;
     std::vector<std::string> data;
-    ids.reserve(tasks.size());
     for (std::size_t i = 0; i < tasks.size();) {
         auto& t = tasks[i];
         protocol::task_spec spec;
@@ -221,34 +226,27 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             spec.bundle.push_back(std::move(next.args));
             ++end;
         }
-        const auto tid = ids_.next(spec.priority, spec.submitted_ms);
+        const node_to_name plain{spec.priority, spec.submitted_ms, 0};
         if (spec.bundle.empty()) {
-            ids.push_back(tid);
-            nodes.push_back(tid);
+            to_name.push_back(plain);
             data.push_back(std::move(encoded));
         } else {
             spec.bundle.insert(spec.bundle.begin(), std::move(spec.args));
             spec.args = nullptr;
             if (!validate(spec)) {
                 // Args nested too deep for a bundle (its tasks' args sit a level deeper than
-                // a task's): each task goes alone, the first under the id already taken.
+                // a task's): each task goes alone.
                 auto members = std::move(spec.bundle);
                 spec.bundle.clear();
-                for (std::size_t k = 0; k < members.size(); ++k) {
-                    spec.args = std::move(members[k]);
-                    const auto one = k == 0 ? tid : ids_.next(spec.priority, spec.submitted_ms);
-                    ids.push_back(one);
-                    nodes.push_back(one);
+                for (auto& member : members) {
+                    spec.args = std::move(member);
+                    to_name.push_back(plain);
                     data.push_back(encode(spec));
                 }
                 i = end;
                 continue;
             }
-            const auto bid = protocol::bundle_id(tid, spec.bundle.size());
-            for (std::size_t k = 0; k < spec.bundle.size(); ++k) {
-                ids.push_back(protocol::bundled_task_id(bid, k));
-            }
-            nodes.push_back(bid);
+            to_name.push_back({spec.priority, spec.submitted_ms, spec.bundle.size()});
             data.push_back(encode(spec));
             if (!protocol::task_size_ok(data.back())) {
                 co_return zkco::error_code(client_errc::task_too_large);
@@ -257,7 +255,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         i = end;
     }
     // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent.
-    auto admitted = co_await check_queue(nodes.size());
+    auto admitted = co_await check_queue(to_name.size());
     if (!admitted) {
         co_return admitted.error();
     }
@@ -278,6 +276,21 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             protocol::layout::receipts_dir(),
             protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex())
         );
+    }
+    // From here on nothing waits until the nodes are queued in the batcher: the ids drawn now
+    // are for the transaction they go in.
+    std::vector<std::string> ids;    // what the caller gets: one per task
+    std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
+    ids.reserve(tasks.size());
+    nodes.reserve(to_name.size());
+    for (const auto& n : to_name) {
+        nodes.push_back(draw_id(n.priority, n.submitted_ms, n.bundle));
+        if (n.bundle == 0) {
+            ids.push_back(nodes.back());
+        }
+        for (std::size_t k = 0; k < n.bundle; ++k) {
+            ids.push_back(protocol::bundled_task_id(nodes.back(), k));
+        }
     }
     // The plan and the wake-up are shared with the batcher's handlers, which may outlive a
     // cancelled caller (and this client: they check `alive` before touching it).
@@ -347,6 +360,32 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         break;
     }
     co_return zkco::error_code(asio::error::operation_aborted);
+}
+
+std::string task_client::draw_id(int priority, std::int64_t submitted_ms, std::size_t bundle) {
+    // The tasks of one transaction go in one pending shard (§3): the master then reads one
+    // change log for it, not one per shard it touched, and the next transaction goes in the
+    // next shard, so that the master has read one log before the shard's next. A large
+    // submit moves on every shard_run nodes, so that no shard gets more than its share of a
+    // backlog. Counter values are skipped until an id falls in the shard (16 tries on
+    // average with 16 shards); an id that does not after a few tries goes where it falls.
+    const auto shards = std::max<std::uint32_t>(l_.pending_shards, 1);
+    const auto txn = batcher_.counters().transactions;
+    if (txn != drawn_for_txn_) {
+        drawn_for_txn_ = txn;
+        drawn_ = 0;
+    }
+    const auto shard =
+        static_cast<std::uint32_t>((ids_.client() + txn + drawn_++ / shard_run) % shards);
+    std::string node;
+    for (std::uint32_t tries = 0; tries < std::min<std::uint32_t>(32 * shards, 1024); ++tries) {
+        const auto tid = ids_.next(priority, submitted_ms);
+        node = bundle == 0 ? tid : protocol::bundle_id(tid, bundle);
+        if (protocol::shard_of(node, shards) == shard) {
+            break;
+        }
+    }
+    return node;
 }
 
 asio::awaitable<zkco::result<queue_check>> task_client::check_queue(std::uint64_t adding) {

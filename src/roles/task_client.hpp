@@ -157,6 +157,9 @@ private:
     static boost::asio::awaitable<void> follow_inbox(
         zkco::client& zk, std::string dir, std::shared_ptr<inbox> box, std::shared_ptr<bool> alive
     );
+    /// A new id for a node of `bundle` tasks (0: a plain task), in the pending shard of the
+    /// transaction the batcher sends next: the node's id (a bundle's id for a bundle).
+    std::string draw_id(int priority, std::int64_t submitted_ms, std::size_t bundle);
     /// Reads `path`, again after a connection loss the session survives.
     boost::asio::awaitable<zkco::result<zkco::node>> read_node(std::string path);
     /// T5 for a task's own result node: deletes it in the background (batched), again after
@@ -180,6 +183,11 @@ private:
     protocol::layout l_;
     protocol::task_id_generator ids_;
     multi_batcher batcher_;
+    /// draw_id: the batcher's transaction count the last id was drawn for, and how many
+    /// nodes were drawn for it; every shard_run of them go in the next shard.
+    std::uint64_t drawn_for_txn_ = 0;
+    std::uint64_t drawn_ = 0;
+    static constexpr std::uint64_t shard_run = 250;
     std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
     std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
     /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
