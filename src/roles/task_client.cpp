@@ -378,7 +378,8 @@ std::string task_client::draw_id(int priority, std::int64_t submitted_ms, std::s
     const auto shard =
         static_cast<std::uint32_t>((ids_.client() + txn + drawn_++ / shard_run) % shards);
     std::string node;
-    for (std::uint32_t tries = 0; tries < std::min<std::uint32_t>(32 * shards, 1024); ++tries) {
+    const auto most_tries = std::min<std::uint64_t>(32ULL * shards, 1024);
+    for (std::uint64_t tries = 0; tries < most_tries; ++tries) {
         const auto tid = ids_.next(priority, submitted_ms);
         node = bundle == 0 ? tid : protocol::bundle_id(tid, bundle);
         if (protocol::shard_of(node, shards) == shard) {
