@@ -71,7 +71,9 @@ bare number is milliseconds).
   --user NAME             digest credentials: everything zkd creates is then readable and
   --password SECRET         writable only with the same credentials (prefer ZKD_PASSWORD or
   --password-file FILE      --password-file: flags show in ps)
-  --placement POLICY      when master: least-loaded (default), round-robin, random
+  --placement POLICY      when master: least-loaded (default: most free slots, up to a
+                          worker's threads of one assignment transaction kept together),
+                          round-robin, random
   --result-retention DUR  when master: delete results nobody consumed after DUR (default 24h)
   --max-pending N         when master: the bound on pending tasks clients keep to; a submit
                           past it fails with "queue full" (default 1000000, what the embedded

@@ -59,18 +59,31 @@ std::optional<std::size_t> placer::next_in_turn(
 }
 
 std::optional<std::size_t> placer::pick(
-    std::span<const worker_slot> workers, std::string_view type
+    std::span<const worker_slot> workers, std::string_view type, std::string_view batch_mate
 ) {
     std::optional<std::size_t> chosen;
     switch (policy_) {
     case placement_policy::least_loaded: {
         int most_free = 0;
-        for (const auto& w : workers) {
-            if (w.serves(type))
-                most_free = std::max(most_free, w.free_slots());
+        std::optional<std::size_t> mate;
+        for (std::size_t i = 0; i < workers.size(); ++i) {
+            const auto& w = workers[i];
+            if (!w.serves(type))
+                continue;
+            most_free = std::max(most_free, w.free_slots());
+            if (!batch_mate.empty() && w.id == batch_mate)
+                mate = i;
         }
-        if (most_free > 0)
-            chosen = next_in_turn(workers, type, most_free);
+        if (most_free == 0)
+            break;
+        if (mate && workers[*mate].threads > 1) {
+            const auto& w = workers[*mate];
+            if (w.free_slots() > 0 && w.free_slots() >= most_free - (w.threads - 1)) {
+                chosen = mate;
+                break;
+            }
+        }
+        chosen = next_in_turn(workers, type, most_free);
         break;
     }
     case placement_policy::round_robin:

@@ -13,7 +13,8 @@
 namespace zkd::protocol {
 
 enum class placement_policy {
-    least_loaded,  ///< most free slots; ties by round-robin (the default)
+    least_loaded,  ///< most free slots; ties by round-robin; a transaction's tasks kept
+                   ///< together up to a worker's threads (the default; placer::pick)
     round_robin,   ///< the eligible workers in turn, in id order
     random,        ///< uniformly among the eligible workers
 };
@@ -28,6 +29,7 @@ struct worker_slot {
     int capacity = 0;
     int used = 0;                    ///< assignments the worker holds now
     std::vector<std::string> types;  ///< sorted; serves() does not rely on it
+    int threads = 1;                 ///< tasks it runs side by side; 1 when it does not say
 
     /// Free slots; never negative (a worker may hold more than its capacity after a restart).
     int free_slots() const noexcept { return used < capacity ? capacity - used : 0; }
@@ -47,7 +49,20 @@ public:
     /// The index in `workers` of the worker to give a task of `type`, among those that serve it
     /// and have a free slot; nullopt when there is none. The caller then counts the slot used.
     /// Worker ids should be unique; their order in `workers` does not matter.
-    std::optional<std::size_t> pick(std::span<const worker_slot> workers, std::string_view type);
+    ///
+    /// `batch_mate` is the worker the caller's previous pick for the same transaction went to
+    /// (empty for a transaction's first task). Least-loaded keeps to it while it serves the
+    /// type and has no more than `threads - 1` fewer free slots than the most free worker:
+    /// its threads run those tasks side by side, and tasks that one worker takes in one
+    /// transaction cost one read of its change log and mostly one T4, where tasks spread one
+    /// per worker cost a read and a T4 each (docs/protocol.md §7 "Master loop"). A worker of
+    /// one thread (or one that does not say) is never kept to: plain least-loaded. The other
+    /// policies ignore it.
+    std::optional<std::size_t> pick(
+        std::span<const worker_slot> workers,
+        std::string_view type,
+        std::string_view batch_mate = {}
+    );
 
     placement_policy policy() const noexcept { return policy_; }
 

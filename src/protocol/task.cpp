@@ -711,6 +711,8 @@ std::string encode(const member_info& m) {
         o["since_ms"] = m.since_ms;
     if (m.capacity)
         o["capacity"] = *m.capacity;
+    if (m.threads)
+        o["threads"] = *m.threads;
     if (m.capacity || !m.types.empty()) {
         json::array types;
         types.reserve(m.types.size());
@@ -746,6 +748,8 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     if (r.find("capacity") != nullptr || worker) {
         m.capacity = r.small_integer("capacity", 0, 0, int_max, worker);
     }
+    if (r.find("threads") != nullptr)
+        m.threads = r.small_integer("threads", 1, 1, int_max);
     // A worker must say what it serves, if only "nothing" ([]).
     if (worker && r.find("types") == nullptr)
         r.fail("field \"types\" is missing");

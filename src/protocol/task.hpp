@@ -238,6 +238,9 @@ struct member_info {
     /// master: the bound on pending task nodes clients keep to (docs/protocol.md §7 "Client");
     /// 0: no bound; nullopt: not said (a master before the bound: no bound either)
     std::optional<std::int64_t> max_pending;
+    /// workers: tasks run side by side (the compute pool's threads); nullopt: not said (a worker
+    /// before the field), taken as 1 by placement (docs/protocol.md §7)
+    std::optional<int> threads;
 
     friend bool operator==(const member_info&, const member_info&) = default;
 };

@@ -445,7 +445,7 @@ std::vector<protocol::worker_slot> master_state::slots() const {
         if (w.alive && !w.info.draining && !w.dir_missing) {
             out.push_back(protocol::worker_slot{
                 id, w.info.capacity.value_or(0), static_cast<int>(w.assigned.size()) + w.in_flight,
-                w.info.types});
+                w.info.types, w.info.threads.value_or(1)});
         }
     }
     return out;
@@ -648,6 +648,9 @@ void master_state::assign(clock::time_point now) {
     const bool reads_due = loading_ || load_window().value_or(0) > 0;
     auto ahead = pending_.begin();
     int unread_ahead = 0;
+    // The assignments decided here go out in one transaction (the batcher's turn): the
+    // placer keeps them together on a worker up to its threads (placer::pick).
+    std::string batch_mate;
     for (const auto& tid : loaded_) {
         if (free <= 0) {
             break;
@@ -670,11 +673,12 @@ void master_state::assign(clock::time_point now) {
         if (p.in_flight || !p.spec || cancels_.contains(tid) || !may_try(tid, now)) {
             continue;
         }
-        const auto pick = placer_.pick(live, p.spec->type);
+        const auto pick = placer_.pick(live, p.spec->type, batch_mate);
         if (!pick) {
             continue;
         }
         auto& slot = live[*pick];
+        batch_mate = slot.id;
         ++slot.used;
         --free;
         ++workers_[slot.id].in_flight;

@@ -231,6 +231,11 @@ public:
     }
 
     asio::awaitable<void> run() {
+        if (!me_.threads) {
+            // What its pool runs side by side: the master keeps that many tasks of one
+            // transaction together here (docs/protocol.md §7 "Master loop").
+            me_.threads = static_cast<int>(std::min<std::size_t>(pool_.size(), 1'000'000));
+        }
         if (me_.types.empty()) {
             me_.types = reg_.types();
         }

@@ -38,8 +38,9 @@ struct worker_options {
 /// Completes when the session is gone (its error is logged), once drained (`opts.drain`), or
 /// on cancellation (terminal:
 /// running handlers are asked to stop and awaited; their results are not published, so the
-/// master requeues those tasks once this session ends). `me.capacity` and `me.types` are
-/// advertised; `me.types` empty means every type in `reg`. `reg`, `pool` and `zk` must
+/// master requeues those tasks once this session ends). `me.capacity`, `me.threads` and
+/// `me.types` are advertised; `me.threads` unset means `pool`'s size, `me.types` empty means
+/// every type in `reg`. `reg`, `pool` and `zk` must
 /// outlive the call; `stats`, if given, is updated as work happens.
 boost::asio::awaitable<void> run_worker(
     zkco::client& zk,

@@ -120,6 +120,16 @@ TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
             EXPECT_EQ(worker_stats_["w1"].published + worker_stats_["w2"].published, 120U);
             EXPECT_GT(worker_stats_["w1"].published, 0U);  // least-loaded spreads the work
             EXPECT_GT(worker_stats_["w2"].published, 0U);
+            // Each worker says what its pool runs side by side (the placer keeps that many
+            // tasks of one transaction together there, §7).
+            auto kids = co_await zk->get_children("/workers"s);
+            ASSERT_TRUE(kids);
+            ASSERT_EQ(kids->names.size(), 2U);
+            for (const auto& name : kids->names) {
+                auto node = co_await zk->get("/workers/" + name);
+                ASSERT_TRUE(node);
+                EXPECT_EQ(decode_worker(node->data).value().threads, 2) << name;
+            }
             // Consumed results are gone once the client's deferred deletes went (flush sends
             // them at once); nothing is left pending or assigned.
             co_await tc.flush();

@@ -16,8 +16,28 @@ namespace {
 constexpr placement_policy all_policies[] = {
     placement_policy::least_loaded, placement_policy::round_robin, placement_policy::random};
 
-worker_slot slot(std::string id, int capacity, int used, std::vector<std::string> types) {
-    return worker_slot{std::move(id), capacity, used, std::move(types)};
+worker_slot slot(
+    std::string id, int capacity, int used, std::vector<std::string> types, int threads = 1
+) {
+    return worker_slot{std::move(id), capacity, used, std::move(types), threads};
+}
+
+// Places `n` tasks of `type` as one transaction (each pick's worker the next one's batch
+// mate), counting each pick as a used slot; the worker ids in order.
+std::string place_together(
+    placer& p, std::vector<worker_slot>& workers, std::string_view type, int n
+) {
+    std::string order;
+    std::string mate;
+    for (int i = 0; i < n; ++i) {
+        const auto at = p.pick(workers, type, mate);
+        if (!at)
+            break;
+        ++workers[*at].used;
+        mate = workers[*at].id;
+        order += mate;
+    }
+    return order;
 }
 
 // Places `n` tasks of `type`, counting each pick as a used slot. Returns picks per worker id;
@@ -170,6 +190,75 @@ TEST(ProtocolPlacement, LeastLoadedSpreadsOverEqualWorkers) {
         ++picks[eq[*at].id];  // the task finishes at once: used stays 0
     }
     EXPECT_EQ(picks, (std::map<std::string, int>{{"x", 50}, {"y", 50}}));
+}
+
+TEST(ProtocolPlacement, LeastLoadedKeepsATransactionsTasksTogetherUpToAWorkersThreads) {
+    const auto idle = [](int threads) {
+        std::vector<worker_slot> ws;
+        for (const auto* id : {"a", "b", "c", "d"})
+            ws.push_back(slot(id, 8, 0, {"t"}, threads));
+        return ws;
+    };
+    {
+        // Two threads each: pairs, one per worker, each pair run side by side.
+        placer p(placement_policy::least_loaded, 7);
+        auto ws = idle(2);
+        EXPECT_EQ(place_together(p, ws, "t", 8), "aabbccdd");
+    }
+    {
+        placer p(placement_policy::least_loaded, 7);
+        auto ws = idle(3);
+        EXPECT_EQ(place_together(p, ws, "t", 8), "aaabbbcc");
+    }
+    {
+        // One thread (what a worker that does not say is taken for): plain least-loaded.
+        placer p(placement_policy::least_loaded, 7);
+        auto ws = idle(1);
+        EXPECT_EQ(place_together(p, ws, "t", 8), "abcdabcd");
+    }
+    {
+        // Tasks of different transactions (no batch mate) spread whatever the threads.
+        placer p(placement_policy::least_loaded, 7);
+        auto ws = idle(4);
+        std::string order;
+        for (int i = 0; i < 4; ++i) {
+            const auto at = p.pick(ws, "t");
+            ASSERT_TRUE(at);
+            ++ws[*at].used;
+            order += ws[*at].id;
+        }
+        EXPECT_EQ(order, "abcd");
+    }
+}
+
+TEST(ProtocolPlacement, ABatchMateIsLeftForTheMostFreeWorkerPastItsThreads) {
+    placer p(placement_policy::least_loaded, 7);
+    // a, the mate, has 2 threads: kept while it has at most 1 free slot fewer than the most.
+    std::vector<worker_slot> ws{slot("a", 8, 1, {"t"}, 2), slot("b", 8, 0, {"t"}, 2)};
+    EXPECT_EQ(p.pick(ws, "t", "a"), 0U);  // 7 free against 8
+    ws[0].used = 2;
+    EXPECT_EQ(p.pick(ws, "t", "a"), 1U);  // 6 against 8: b
+    // Busy workers alike: the mate stays within its threads of the most free.
+    ws = {slot("a", 8, 6, {"t"}, 2), slot("b", 8, 5, {"t"}, 2)};
+    EXPECT_EQ(p.pick(ws, "t", "a"), 0U);
+    // A full mate, one that does not serve the type, or one that left: the most free.
+    ws = {slot("a", 8, 8, {"t"}, 8), slot("b", 8, 7, {"t"}, 8)};
+    EXPECT_EQ(p.pick(ws, "t", "a"), 1U);
+    ws = {slot("a", 8, 0, {"u"}, 8), slot("b", 8, 7, {"t", "u"}, 8)};
+    EXPECT_EQ(p.pick(ws, "t", "a"), 1U);
+    EXPECT_EQ(p.pick(ws, "t", "gone"), 1U);
+}
+
+TEST(ProtocolPlacement, OnlyLeastLoadedKeepsToABatchMate) {
+    std::vector<worker_slot> ws{slot("a", 8, 0, {"t"}, 8), slot("b", 8, 0, {"t"}, 8)};
+    placer rr(placement_policy::round_robin, 7);
+    EXPECT_EQ(place_together(rr, ws, "t", 4), "abab");
+    ws = {slot("a", 1000, 0, {"t"}, 1000), slot("b", 1000, 0, {"t"}, 1000)};
+    placer rnd(placement_policy::random, 7);
+    const auto order = place_together(rnd, ws, "t", 200);
+    EXPECT_NE(order.find('a'), std::string::npos);
+    EXPECT_NE(order.find('b'), std::string::npos);
+    EXPECT_NE(order.find("ab"), std::string::npos);  // not all of one after the other
 }
 
 TEST(ProtocolPlacement, RandomCoversAllEligible) {

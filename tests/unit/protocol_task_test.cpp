@@ -521,6 +521,26 @@ TEST(ProtocolMemberCodec, DrainingAndThroughput) {
     expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"throughput":"fast"})", R"("throughput")");
 }
 
+// What a worker runs side by side, for placement (docs/protocol.md §2, §7 "Master loop").
+TEST(ProtocolMemberCodec, WorkerThreads) {
+    member_info w;
+    w.id = "a";
+    w.capacity = 8;
+    w.threads = 2;
+    EXPECT_EQ(
+        encode(w), R"({"v":1,"id":"a","host":"","pid":0,"capacity":8,"threads":2,"types":[]})"
+    );
+    EXPECT_EQ(decode_worker(encode(w)).value(), w);
+    // A worker before the field says nothing.
+    EXPECT_FALSE(decode_worker(R"({"v":1,"id":"a","capacity":2,"types":[]})").value().threads);
+    const auto d = [](std::string_view s) { return decode_worker(s); };
+    expect_refused(d, R"({"v":1,"id":"a","capacity":2,"types":[],"threads":0})", R"("threads")");
+    expect_refused(d, R"({"v":1,"id":"a","capacity":2,"types":[],"threads":"2"})", R"("threads")");
+    expect_refused(
+        d, R"({"v":1,"id":"a","capacity":2,"types":[],"threads":4294967296})", R"("threads")"
+    );
+}
+
 // The bound on pending tasks the master publishes (docs/protocol.md §2, §7 "Client").
 TEST(ProtocolMemberCodec, MasterMaxPending) {
     member_info m;
@@ -730,10 +750,11 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     failed.state = task_state::timed_out;
     failed.error = task_error{std::string(codes::timeout), "too slow"};
     seeds.push_back(encode(failed));
-    member_info w{"h-1-00000000", "h",          1,           4, {"a", "b"}, 5, std::nullopt, 0,
-                  true,           std::nullopt, std::nullopt};
+    member_info w{"h-1-00000000", "h",          1, 4, {"a", "b"}, 5, std::nullopt, 0, true,
+                  std::nullopt,   std::nullopt, 2};
     seeds.push_back(encode(w));
-    member_info m{"h-1-00000000", "h", 1, std::nullopt, {}, 0, 3, 9, false, 12.5, 1000};
+    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {}, 0, 3, 9,
+                  false,          12.5, 1000, std::nullopt};
     seeds.push_back(encode(m));
     seeds.push_back(encode(meta_info{16, 16, 1}));
     seeds.push_back(encode(epoch_info{"m", 2}));
@@ -764,6 +785,7 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
         "\"error\"",
         "\"types\"",
         "\"capacity\"",
+        "\"threads\"",
         "\"epoch\"",
         "\\u0000",
         "\xff",

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,18 @@ std::string tid(int priority, int n) {
            std::string(6 - std::to_string(n).size(), '0') + std::to_string(n);
 }
 
-std::string worker_data(int capacity, std::vector<std::string> types, bool draining = false) {
+std::string worker_data(
+    int capacity,
+    std::vector<std::string> types,
+    bool draining = false,
+    std::optional<int> threads = std::nullopt
+) {
     protocol::member_info w;
     w.id = "w";
     w.host = "h";
     w.pid = 1;
     w.capacity = capacity;
+    w.threads = threads;
     w.types = std::move(types);
     w.started_ms = 1;
     w.draining = draining;
@@ -94,11 +101,18 @@ struct RolesMasterView : ::testing::Test {
         stats};
     std::vector<std::string> live;
 
-    void join(const std::string& id, int capacity, std::vector<std::string> types = {"echo"}) {
+    void join(
+        const std::string& id,
+        int capacity,
+        std::vector<std::string> types = {"echo"},
+        std::optional<int> threads = std::nullopt
+    ) {
         live.push_back(id);
         const auto change = view.workers_listed(live);
         ASSERT_EQ(change.to_read, std::vector<std::string>{id});
-        ASSERT_TRUE(view.worker_read(id, worker_data(capacity, std::move(types)), true));
+        ASSERT_TRUE(
+            view.worker_read(id, worker_data(capacity, std::move(types), false, threads), true)
+        );
         ASSERT_TRUE(view.worker_dir_listed(id, {}));
     }
 
@@ -111,6 +125,16 @@ struct RolesMasterView : ::testing::Test {
     void submit(const std::vector<std::string>& tids, const std::string& data = task_data()) {
         view.shard_listed(0, tids);
         load(data);
+    }
+
+    /// Submits 4 tasks and decides: the workers they go to, in queue order.
+    std::string decide_four() {
+        submit({tid(5, 1), tid(5, 2), tid(5, 3), tid(5, 4)});
+        std::string order;
+        for (const auto& a : of_kind(view.next(t0), kind::assign)) {
+            order += a.worker + " ";
+        }
+        return order;
     }
 
     /// Answers the view's read of pending tasks, all with `data` (the only action due).
@@ -163,6 +187,20 @@ TEST_F(RolesMasterView, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorker
     const auto next = of_kind(view.next(t0), kind::assign);
     ASSERT_EQ(next.size(), 1U);
     EXPECT_EQ(next[0].tid, second);
+}
+
+TEST_F(RolesMasterView, TheTasksOfOneDecisionStayTogetherOnAWorkerUpToItsThreads) {
+    // Two idle workers of 2 threads: 4 tasks decided at once (one transaction) go two and
+    // two, so each worker reads one log for its pair and runs them side by side.
+    join("w1", 8, {"echo"}, 2);
+    join("w2", 8, {"echo"}, 2);
+    EXPECT_EQ(decide_four(), "w1 w1 w2 w2 ");
+}
+
+TEST_F(RolesMasterView, WorkersThatDoNotSayTheirThreadsGetADecisionsTasksInTurn) {
+    join("w1", 8);
+    join("w2", 8);
+    EXPECT_EQ(decide_four(), "w1 w2 w1 w2 ");
 }
 
 TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay) {
