@@ -34,7 +34,8 @@ Lists the tasks waiting (pending, in priority then submit order) and those held 
 constexpr const char* cluster_help = R"(usage: zkd cluster [options]
 
 Shows the cluster: the acting master (epoch, since when, tasks finished per second over the
-last minute), each worker with its load (tasks held / capacity), running tasks and types,
+last minute), each worker with its load (tasks held / capacity), running tasks, threads
+(tasks it runs side by side; "-" for a worker that does not say) and types,
 and the queue (pending tasks, results not yet consumed, open cancel requests).
 
   --json                  print the view as JSON
@@ -161,7 +162,9 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
     if (c.workers.empty()) {
         return;
     }
-    std::printf("  %-28s %-16s %7s %7s  %s\n", "ID", "HOST", "LOAD", "RUNNING", "TYPES");
+    std::printf(
+        "  %-28s %-16s %7s %7s %7s  %s\n", "ID", "HOST", "LOAD", "RUNNING", "THREADS", "TYPES"
+    );
     for (const auto& w : c.workers) {
         if (!w.garbage.empty()) {
             std::printf(
@@ -170,10 +173,11 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
             continue;
         }
         const std::string load = std::to_string(w.assigned) + "/" + std::to_string(w.capacity);
+        const std::string threads = w.threads ? std::to_string(*w.threads) : "-";
         std::printf(
-            "  %-28s %-16s %7s %7zu  %s%s\n", printable(w.id).c_str(), printable(w.host).c_str(),
-            load.c_str(), w.running, printable(joined(w.types)).c_str(),
-            w.draining ? "  (draining)" : ""
+            "  %-28s %-16s %7s %7zu %7s  %s%s\n", printable(w.id).c_str(),
+            printable(w.host).c_str(), load.c_str(), w.running, threads.c_str(),
+            printable(joined(w.types)).c_str(), w.draining ? "  (draining)" : ""
         );
     }
 }

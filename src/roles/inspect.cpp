@@ -229,6 +229,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
             w.host = std::move(decoded->host);
             w.pid = decoded->pid;
             w.capacity = decoded->capacity.value_or(0);
+            w.threads = decoded->threads;
             w.types = std::move(decoded->types);
             w.started_ms = decoded->started_ms;
             w.draining = decoded->draining;
@@ -562,6 +563,11 @@ json::value to_json(const worker_view& w) {
         o["host"] = w.host;
         o["pid"] = w.pid;
         o["capacity"] = w.capacity;
+        if (w.threads) {
+            o["threads"] = *w.threads;
+        } else {
+            o["threads"] = nullptr;
+        }
         json::array types;
         for (const auto& t : w.types) {
             types.emplace_back(t);

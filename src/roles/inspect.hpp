@@ -68,6 +68,7 @@ struct worker_view {
     std::string host;
     std::int64_t pid = 0;
     int capacity = 0;
+    std::optional<int> threads;  ///< tasks it runs side by side; nullopt: it does not say
     std::vector<std::string> types;
     std::int64_t started_ms = 0;
     bool draining = false;     ///< shutting down (T9): gets no new tasks
@@ -172,8 +173,9 @@ boost::asio::awaitable<zkco::result<task_info>> read_task(
 /// "max_pending":N|null}`, or `{"garbage":"why"}`.
 boost::json::value to_json(const master_view& m);
 
-/// `{"id":..,"host":..,"pid":P,"capacity":N,"types":[..],"started_ms":T,"draining":B,
-/// "assigned":A,"running":R}`, or `{"id":..,"garbage":"why","assigned":A,"running":R}`.
+/// `{"id":..,"host":..,"pid":P,"capacity":N,"threads":K|null,"types":[..],"started_ms":T,
+/// "draining":B,"assigned":A,"running":R}`, or `{"id":..,"garbage":"why","assigned":A,
+/// "running":R}`.
 boost::json::value to_json(const worker_view& w);
 
 /// `{"epoch":E,"master":<master_view>|null,"workers":[<worker_view>...],"pending":N,

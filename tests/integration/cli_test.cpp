@@ -661,11 +661,14 @@ TEST_F(Cli, TasksAndCluster) {
     ASSERT_EQ(c.exit_code, 0) << c.err;
     const auto view = json::parse(c.out);
     EXPECT_EQ(view.at("workers").at(0).at("capacity").to_number<int>(), 2);
+    EXPECT_EQ(view.at("workers").at(0).at("threads").to_number<int>(), 2);  // --threads 2
     EXPECT_EQ(std::string(view.at("master").at("host").as_string()), "node");
     c = zkd({"cluster"});
     ASSERT_EQ(c.exit_code, 0) << c.err;
     EXPECT_NE(c.out.find("master    node-"), std::string::npos) << c.out;
     EXPECT_NE(c.out.find("workers   1, 0 of 2 slots in use"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("RUNNING THREADS  TYPES"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("0/2       0       2  "), std::string::npos) << c.out;
 
     for (int i = 0; i < 3; ++i) {
         ASSERT_EQ(zkd({"submit", "sleep", R"({"ms":60000})"}).exit_code, 0);

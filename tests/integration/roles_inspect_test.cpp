@@ -153,6 +153,7 @@ TEST_F(RolesInspect, ViewsFollowTasksThroughTheirLives) {
             EXPECT_EQ(w.id, w1.id);
             EXPECT_EQ(w.host, "w1");
             EXPECT_EQ(w.capacity, 1);
+            EXPECT_EQ(w.threads, 2);  // its pool's
             EXPECT_FALSE(w.types.empty());
             EXPECT_GT(w.started_ms, 0);
             EXPECT_EQ(w.assigned, 1U);
@@ -335,6 +336,7 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
         const auto bj = to_json(b);
         EXPECT_TRUE(bj.as_object().contains("garbage"));
         EXPECT_FALSE(bj.as_object().contains("capacity"));
+        EXPECT_FALSE(bj.as_object().contains("threads"));
 
         auto list = co_await list_tasks(*zk, layout_);
         ASSERT_TRUE(list) << list.error().message();
