@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A /workers/<member> node's data (docs/protocol.md §2), as any member may write it:
-// protocol::decode_worker. What it accepts has a capacity >= 0, sorted unique valid types, and
-// survives encode + decode unchanged.
+// protocol::decode_worker. What it accepts has a capacity >= 0, threads >= 1 when said (the
+// placer's bound, §7), sorted unique valid types, and survives encode + decode unchanged.
 #include "fuzz_common.hpp"
 #include "protocol/task.hpp"
 
@@ -17,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     FUZZ_CHECK(!w->id.empty());
     FUZZ_CHECK(w->capacity.has_value() && *w->capacity >= 0);
+    FUZZ_CHECK(!w->threads || *w->threads >= 1);
     FUZZ_CHECK(std::is_sorted(w->types.begin(), w->types.end()));
     FUZZ_CHECK(std::adjacent_find(w->types.begin(), w->types.end()) == w->types.end());
     FUZZ_CHECK(std::all_of(w->types.begin(), w->types.end(), is_valid_task_type));
