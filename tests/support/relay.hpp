@@ -44,9 +44,9 @@ public:
     }
 
     /// From now on, bytes from clients (requests) are dropped, not forwarded.
-    void drop_requests(bool on) { drop_up_ = on; }
+    void drop_requests(bool on) { *drop_up_ = on; }
     /// From now on, bytes from the server (answers, watch events) are dropped.
-    void drop_answers(bool on) { drop_down_ = on; }
+    void drop_answers(bool on) { *drop_down_ = on; }
 
     /// Closes every relayed connection (new ones are still accepted).
     void cut() {
@@ -94,11 +94,13 @@ private:
         }
     }
 
+    // `drop` is shared, not a reference to the relay's flag: a pump may still hold bytes it
+    // read when the relay is destroyed (its sockets closed), and reads the flag once more.
     static boost::asio::awaitable<void> pump(
         std::shared_ptr<conn> keep,
         boost::asio::ip::tcp::socket& from,
         boost::asio::ip::tcp::socket& to,
-        const bool& drop
+        std::shared_ptr<const bool> drop
     ) {
         using boost::asio::as_tuple;
         using boost::asio::use_awaitable;
@@ -109,7 +111,7 @@ private:
             if (ec) {
                 break;
             }
-            if (drop) {
+            if (*drop) {
                 continue;
             }
             auto [wec, w] = co_await boost::asio::async_write(
@@ -128,8 +130,8 @@ private:
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::ip::tcp::endpoint upstream_;
     std::list<std::shared_ptr<conn>> conns_;
-    bool drop_up_ = false;
-    bool drop_down_ = false;
+    std::shared_ptr<bool> drop_up_ = std::make_shared<bool>(false);
+    std::shared_ptr<bool> drop_down_ = std::make_shared<bool>(false);
 };
 
 }  // namespace zkd::test
