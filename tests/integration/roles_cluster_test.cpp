@@ -545,58 +545,6 @@ TEST_F(RolesCluster, TheMasterReadsABacklogOnlyAsSlotsFree) {
 // pending nodes (T2, T7, a rejection) wake nothing and need no listing. Counts, not times: on
 // 8326159, which lists the shard after the client's create and again after its own delete
 // and then reads the task, the master's session makes 4 reads per task here, not 2.
-TEST_F(RolesCluster, TheTasksOfOneSubmitLandInOneShardAndTheNextSubmitInAnother) {
-    // docs/protocol.md §3: a client draws the ids of what one transaction creates in one
-    // pending shard, so the master reads one change log for it; the next one goes elsewhere.
-    run(
-        [&]() -> asio::awaitable<void> {
-            auto* zk = co_await session();
-            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
-            task_client tc(*zk, layout_);
-            auto shards_of = [&](const std::vector<std::string>& ids) {
-                std::set<std::uint32_t> shards;
-                for (const auto& id : ids) {
-                    const auto ref = parse_task_ref(id);
-                    EXPECT_TRUE(ref) << id;
-                    shards.insert(shard_of(ref ? ref->node : id, layout_.pending_shards));
-                }
-                return shards;
-            };
-            std::vector<std::set<std::uint32_t>> seen;
-            for (const std::size_t bundle : {1U, 1U, 4U}) {
-                std::vector<task_request> batch;
-                batch.reserve(20);
-                for (int i = 0; i < 20; ++i) {
-                    batch.push_back({"echo", json::value(i)});
-                }
-                auto ids = co_await tc.submit(std::move(batch), submit_options{bundle});
-                ASSERT_TRUE(ids) << ids.error().message();
-                ASSERT_EQ(ids->size(), 20U);
-                seen.push_back(shards_of(*ids));
-                EXPECT_EQ(seen.back().size(), 1U) << "submit " << seen.size();
-                // And ids still order as submitted (§3).
-                EXPECT_TRUE(std::is_sorted(ids->begin(), ids->end()));
-            }
-            EXPECT_NE(seen[0], seen[1]);
-            EXPECT_NE(seen[1], seen[2]);
-
-            // A large submit spreads: no shard takes more than 250 nodes of it.
-            std::vector<task_request> large(600, task_request{"echo", json::value(0)});
-            auto ids = co_await tc.submit(std::move(large));
-            ASSERT_TRUE(ids) << ids.error().message();
-            std::map<std::uint32_t, std::size_t> per_shard;
-            for (const auto& id : *ids) {
-                ++per_shard[shard_of(id, layout_.pending_shards)];
-            }
-            EXPECT_EQ(per_shard.size(), 3U);
-            for (const auto& [shard, n] : per_shard) {
-                EXPECT_LE(n, 250U) << "shard " << shard;
-            }
-        }(),
-        60s
-    );
-}
-
 TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
     run(
         [&]() -> asio::awaitable<void> {
@@ -670,6 +618,58 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
             EXPECT_EQ(master_stats_.shard_listings, 1U);  // still none
         }(),
         120s
+    );
+}
+
+TEST_F(RolesCluster, TheTasksOfOneSubmitLandInOneShardAndTheNextSubmitInAnother) {
+    // docs/protocol.md §3: a client draws the ids of what one transaction creates in one
+    // pending shard, so the master reads one change log for it; the next one goes elsewhere.
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            task_client tc(*zk, layout_);
+            auto shards_of = [&](const std::vector<std::string>& ids) {
+                std::set<std::uint32_t> shards;
+                for (const auto& id : ids) {
+                    const auto ref = parse_task_ref(id);
+                    EXPECT_TRUE(ref) << id;
+                    shards.insert(shard_of(ref ? ref->node : id, layout_.pending_shards));
+                }
+                return shards;
+            };
+            std::vector<std::set<std::uint32_t>> seen;
+            for (const std::size_t bundle : {1U, 1U, 4U}) {
+                std::vector<task_request> batch;
+                batch.reserve(20);
+                for (int i = 0; i < 20; ++i) {
+                    batch.push_back({"echo", json::value(i)});
+                }
+                auto ids = co_await tc.submit(std::move(batch), submit_options{bundle});
+                ASSERT_TRUE(ids) << ids.error().message();
+                ASSERT_EQ(ids->size(), 20U);
+                seen.push_back(shards_of(*ids));
+                EXPECT_EQ(seen.back().size(), 1U) << "submit " << seen.size();
+                // And ids still order as submitted (§3).
+                EXPECT_TRUE(std::is_sorted(ids->begin(), ids->end()));
+            }
+            EXPECT_NE(seen[0], seen[1]);
+            EXPECT_NE(seen[1], seen[2]);
+
+            // A large submit spreads: no shard takes more than 250 nodes of it.
+            std::vector<task_request> large(600, task_request{"echo", json::value(0)});
+            auto ids = co_await tc.submit(std::move(large));
+            ASSERT_TRUE(ids) << ids.error().message();
+            std::map<std::uint32_t, std::size_t> per_shard;
+            for (const auto& id : *ids) {
+                ++per_shard[shard_of(id, layout_.pending_shards)];
+            }
+            EXPECT_EQ(per_shard.size(), 3U);
+            for (const auto& [shard, n] : per_shard) {
+                EXPECT_LE(n, 250U) << "shard " << shard;
+            }
+        }(),
+        60s
     );
 }
 
