@@ -221,6 +221,50 @@ TEST_F(RolesHostile, APersistentWorkerNodeGetsNoTasksAndStallsNothing) {
     }());
 }
 
+// A worker node (ephemeral, as a worker's) whose threads no worker would say (§2: an
+// integer of 1 or more) is garbage: ignored like any (§8), and the tasks go to real workers.
+TEST_F(RolesHostile, AWorkerNodeWithGarbageThreadsGetsNoTasks) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        std::vector<std::string> fakes;
+        for (const auto& [name, threads] :
+             {std::pair{"zero"s, "0"s}, {"text"s, R"("lots")"s}, {"huge"s, "4294967296"s}}) {
+            const auto id = member(name, 100).id;
+            fakes.push_back(id);
+            const auto data = R"({"v":1,"id":")" + id + R"(","host":"h","pid":1,"capacity":100,)" +
+                              R"("threads":)" + threads + R"(,"types":["echo"]})";
+            ASSERT_TRUE(
+                co_await zk->create(layout::worker(id), data, zkd::zkco::create_mode::ephemeral)
+            );
+            ASSERT_TRUE(co_await zk->create(layout::assign_dir(id)));
+        }
+        co_await start_master();
+        master_zk_ = sessions_.back().get();
+        worker_ = co_await start_worker("w1"s, 2);
+
+        task_client tc(*zk, layout_);
+        std::vector<task_request> batch;
+        for (int i = 0; i < 20; ++i) {
+            batch.push_back(task_request{"echo"s, json::value(i)});
+        }
+        auto ids = co_await tc.submit(std::move(batch));
+        ASSERT_TRUE(ids);
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 15s);
+            ASSERT_TRUE(r) << id << ": " << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->worker, worker_.me.id);
+        }
+        for (const auto& id : fakes) {
+            auto kids = co_await zk->get_children(layout::assign_dir(id));
+            ASSERT_TRUE(kids);
+            EXPECT_TRUE(kids->names.empty()) << "tasks were assigned to " << id;
+        }
+        EXPECT_LT(co_await requests_during(*master_zk_, 500ms), 50U) << "the master loops";
+        co_await tc.flush();
+    }());
+}
+
 TEST_F(RolesHostile, APersistentElectionNodeDoesNotKeepTheClusterWithoutAMaster) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_session();
