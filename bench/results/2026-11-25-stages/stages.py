@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Follows each task id through a packet capture of ZooKeeper's port (tcpdump -n -tt -x on
+# stdin; capture.sh makes it) and prints where the time between the client's T1 leaving and
+# its result arriving goes, stage by stage, as seen on the wire:
+#   T1 sent -> master has log     T1's commit, the master's watch, its read of the shard's log
+#   master read -> T2 sent        the master's decision (it waits for shard reads still out)
+#   T2 sent -> worker has log     T2's commit, the worker's watch, its read of its log
+#   worker read -> T4 sent        the worker: the compute pool's hop and back, then T4
+#   T4 sent -> client has result  T4's commit, the client's watch, its read of its results log
+# and, per connection role, how long ZooKeeper took to answer each kind of request and how
+# long a process took from a watch notification to the read it sent for it.
+# A frame split across two packets is not decoded (rare); a task some stage of which is not
+# found (a listing instead of a log read, say) is left out of the stage table.
+# Usage: python3 stages.py PORT < capture.txt
+import collections
+import re
+import sys
+
+port = sys.argv[1]
+names = {1: "create", 2: "delete", 3: "exists", 4: "getData", 5: "setData", 8: "getChildren",
+         11: "ping", 12: "getChildren2", 14: "multi"}
+tid_re = re.compile(rb"t\d-\d{13}-[0-9a-f]{14}")
+per_task = collections.defaultdict(list)   # tid -> [(t, conn, "req"|"resp", op)]
+req_op, req_t = {}, {}
+latency = collections.defaultdict(list)    # (conn, op) -> ms
+notified = {}
+reaction = collections.defaultdict(list)   # conn -> ms from a notification to the next getData
+cur, hexdump = None, ""
+
+
+def frames(payload):
+    o = 0
+    while o + 12 <= len(payload):
+        n = int.from_bytes(payload[o:o + 4], "big")
+        if n < 8 or n > 2_000_000:
+            return
+        yield payload[o:o + 4 + n]
+        o += 4 + n
+
+
+def flush():
+    global cur, hexdump
+    if cur:
+        t, src, dst = cur
+        b = bytes.fromhex(hexdump)
+        if len(b) > 40:
+            ihl = (b[0] & 15) * 4
+            for f in frames(b[ihl + (b[ihl + 12] >> 4) * 4:]):
+                xid = int.from_bytes(f[4:8], "big", signed=True)
+                if dst == port:
+                    conn, kind = src, "req"
+                    op = names.get(int.from_bytes(f[8:12], "big", signed=True), "other")
+                    req_op[(conn, xid)], req_t[(conn, xid)] = op, t
+                    if op == "getData" and conn in notified:
+                        reaction[conn].append((t - notified.pop(conn)) * 1000)
+                else:
+                    conn, kind = dst, "resp"
+                    if xid == -1:
+                        op = "notification"
+                        notified.setdefault(conn, t)
+                    else:
+                        op = req_op.get((conn, xid), "other")
+                        if (conn, xid) in req_t:
+                            latency[(conn, op)].append((t - req_t.pop((conn, xid))) * 1000)
+                for m in set(tid_re.findall(f)):
+                    per_task[m].append((t, conn, kind, op))
+    cur, hexdump = None, ""
+
+
+for line in sys.stdin:
+    if not line.startswith("\t"):
+        flush()
+        m = re.match(r"(\d+\.\d+) IP 127\.0\.0\.1\.(\d+) > 127\.0\.0\.1\.(\d+):", line)
+        cur = (float(m.group(1)), m.group(2), m.group(3)) if m else None
+    elif cur:
+        hexdump += "".join(line.split(":", 1)[1].split()[:8])
+flush()
+
+stages = collections.defaultdict(list)
+whole = []
+role = {}
+for evs in per_task.values():
+    evs.sort()
+    t1 = evs[0]
+    if t1[2] != "req" or t1[3] != "multi":
+        continue
+    client = t1[1]
+
+    def first(pred, after):
+        return next((e for e in evs if e[0] >= after and pred(e)), None)
+
+    # A multi's answer names what it created: the reads are the stages' ends, not those.
+    mr = first(lambda e: e[1] != client and e[2] == "resp" and e[3] != "multi", t1[0])
+    t2 = mr and first(lambda e: e[1] == mr[1] and e[2] == "req" and e[3] == "multi", mr[0])
+    wr = t2 and first(
+        lambda e: e[1] != client and e[2] == "resp" and e[3] != "multi" and e[0] > t2[0], t2[0]
+    )
+    t4 = wr and first(lambda e: e[1] == wr[1] and e[2] == "req" and e[3] == "multi", wr[0])
+    cr = t4 and first(lambda e: e[1] == client and e[2] == "resp" and e[3] != "multi", t4[0])
+    if not cr:
+        continue
+    role[client], role[mr[1]] = "client", "master node"
+    role.setdefault(wr[1], "worker node")
+    points = [t1[0], mr[0], t2[0], wr[0], t4[0], cr[0]]
+    for i in range(5):
+        stages[i].append((points[i + 1] - points[i]) * 1000)
+    whole.append((cr[0] - t1[0]) * 1000)
+
+
+def q(v):
+    v = sorted(v)
+    return (f"n {len(v):6d}  p50 {v[len(v) // 2]:6.3f}  p90 {v[len(v) * 9 // 10]:6.3f}  "
+            f"p99 {v[len(v) * 99 // 100]:6.3f}  mean {sum(v) / len(v):6.3f}")
+
+
+labels = ["T1 sent -> master has log", "master read -> T2 sent", "T2 sent -> worker has log",
+          "worker read -> T4 sent", "T4 sent -> client has result"]
+print(f"tasks followed through every stage: {len(whole)} (ms)")
+for i, label in enumerate(labels):
+    print(f"  {label:30s} {q(stages[i])}")
+print(f"  {'T1 sent -> client has result':30s} {q(whole)}")
+print("ZooKeeper's answer time by role and request (ms, from the request to its answer on the wire)")
+by_role = collections.defaultdict(list)
+for (conn, op), v in latency.items():
+    if conn in role and op in ("getData", "multi", "getChildren2"):
+        by_role[(role[conn], op)] += v
+for k in sorted(by_role):
+    if len(by_role[k]) >= 50:
+        print(f"  {k[0]:12s} {k[1]:13s} {q(by_role[k])}")
+print("from a watch notification to the read it causes (ms)")
+by_role = collections.defaultdict(list)
+for conn, v in reaction.items():
+    if conn in role:
+        by_role[role[conn]] += v
+for k in sorted(by_role):
+    if len(by_role[k]) >= 50:
+        print(f"  {k:12s} {q(by_role[k])}")
