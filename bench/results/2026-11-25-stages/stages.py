@@ -8,6 +8,8 @@
 #   T2 sent -> worker has log     T2's commit, the worker's watch, its read of its log
 #   worker read -> T4 sent        the worker: the compute pool's hop and back, then T4
 #   T4 sent -> client has result  T4's commit, the client's watch, its read of its results log
+# and each task's sum of stages 1, 4 and 5: what a path without the master would leave (an
+# estimate, for the load would change too);
 # and, per connection role, how long ZooKeeper took to answer each kind of request and how
 # long a process took from a watch notification to the read it sent for it.
 # A frame split across two packets is not decoded (rare); a task some stage of which is not
@@ -79,6 +81,7 @@ flush()
 
 stages = collections.defaultdict(list)
 whole = []
+without_master = []
 role = {}
 for evs in per_task.values():
     evs.sort()
@@ -106,6 +109,9 @@ for evs in per_task.values():
     for i in range(5):
         stages[i].append((points[i + 1] - points[i]) * 1000)
     whole.append((cr[0] - t1[0]) * 1000)
+    # What a protocol without the master on a task's path would leave of this task's time:
+    # its stages 1, 4 and 5 (an estimate: the load, and so every leg, would change too).
+    without_master.append((points[1] - points[0] + points[5] - points[3]) * 1000)
 
 
 def q(v):
@@ -120,6 +126,7 @@ print(f"tasks followed through every stage: {len(whole)} (ms)")
 for i, label in enumerate(labels):
     print(f"  {label:30s} {q(stages[i])}")
 print(f"  {'T1 sent -> client has result':30s} {q(whole)}")
+print(f"  {'the same less stages 2 and 3':30s} {q(without_master)}")
 print("ZooKeeper's answer time by role and request (ms, from the request to its answer on the wire)")
 by_role = collections.defaultdict(list)
 for (conn, op), v in latency.items():
