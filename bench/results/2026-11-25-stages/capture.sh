@@ -33,7 +33,7 @@ zk=$(pgrep -f "zookeeper.*$out" | head -1)
 measured() {
   "${LG[@]}" "$@" >"$out/loadgen.txt" 2>&1 & lp=$!
   sleep 0.05; [ -n "$SLICE" ] && "$S" "$SLICE" "$lp"
-  wait "$lp"; grep -E "latency" "$out/loadgen.txt"
+  wait "$lp"; grep -E "latency|ZooKeeper \(mntr|submit\(\)" "$out/loadgen.txt"
 }
 cap() { exec tcpdump -i lo -n -s 0 -w "$out/cap.pcap" "tcp port $port and tcp[tcpflags] & tcp-push != 0" 2>/dev/null; }
 case "$mode" in
