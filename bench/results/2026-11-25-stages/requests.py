@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# requests.sh's analysis: for each process's ZooKeeper connection, lines up the requests it
-# issued and the completions it got (zkco-times.diff's files) with the capture's requests
-# and answers by xid (the C client numbers a session's requests in order, and ZooKeeper
-# answers them in order), then prints, per process, three parts of a request's time:
+# The analysis of capture.sh requests: for each process's ZooKeeper connection, lines up the
+# requests it issued and the completions it got (zkco-times.diff's files) with the capture's
+# requests and answers by xid (the C client numbers a session's requests in order, and
+# ZooKeeper answers them in order), then prints, per process, three parts of a request's time:
 # issue -> on the wire, on the wire -> answer on the wire, answer -> completion callback.
 # The offset between the process's k-th request and the capture's first xid is the one that
 # puts no request on the wire before it was issued (and the same for the callbacks).
 # Usage: python3 requests.py OUT_DIR
 import bisect
 import collections
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zkwire  # noqa: E402
 
 out = sys.argv[1]
 port = open(out + "/port").read().strip()
@@ -22,37 +26,9 @@ for line in open(out + "/ss.txt"):
         who[m.group(1)] = (m.group(2), m.group(3))
 sent = collections.defaultdict(dict)
 answered = collections.defaultdict(dict)
-cur, hexdump = None, ""
-
-
-def flush():
-    global cur, hexdump
-    if cur:
-        t, src, dst = cur
-        b = bytes.fromhex(hexdump)
-        if len(b) > 40:
-            ihl = (b[0] & 15) * 4
-            payload = b[ihl + (b[ihl + 12] >> 4) * 4:]
-            o = 0
-            while o + 12 <= len(payload):
-                n = int.from_bytes(payload[o:o + 4], "big")
-                if n < 8 or n > 2_000_000:
-                    break
-                xid = int.from_bytes(payload[o + 4:o + 8], "big", signed=True)
-                if xid >= 0:  # not a notification (-1), ping (-2) or the like
-                    (sent[src] if dst == port else answered[dst]).setdefault(xid, t)
-                o += 4 + n
-    cur, hexdump = None, ""
-
-
-for line in open(out + "/cap.txt"):
-    if not line.startswith("\t"):
-        flush()
-        m = re.match(r"(\d+\.\d+) IP 127\.0\.0\.1\.(\d+) > 127\.0\.0\.1\.(\d+):", line)
-        cur = (float(m.group(1)), m.group(2), m.group(3)) if m else None
-    elif cur:
-        hexdump += "".join(line.split(":", 1)[1].split()[:8])
-flush()
+for t, src, dst, f in zkwire.frames(open(out + "/cap.txt")):
+    if zkwire.xid(f) >= 0:  # not a notification (-1), ping (-2) or the like
+        (sent[src] if dst == port else answered[dst]).setdefault(zkwire.xid(f), t)
 
 
 def q(v):

@@ -12,12 +12,16 @@
 # estimate, for the load would change too);
 # and, per connection role, how long ZooKeeper took to answer each kind of request and how
 # long a process took from a watch notification to the read it sent for it.
-# A frame split across two packets is not decoded (rare); a task some stage of which is not
-# found (a listing instead of a log read, say) is left out of the stage table.
+# A task some stage of which is not found (a listing instead of a log read, say) is left
+# out of the stage table; zkwire.py decodes the frames.
 # Usage: python3 stages.py PORT < capture.txt
 import collections
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zkwire  # noqa: E402
 
 port = sys.argv[1]
 names = {1: "create", 2: "delete", 3: "exists", 4: "getData", 5: "setData", 8: "getChildren",
@@ -28,56 +32,25 @@ req_op, req_t = {}, {}
 latency = collections.defaultdict(list)    # (conn, op) -> ms
 notified = {}
 reaction = collections.defaultdict(list)   # conn -> ms from a notification to the next getData
-cur, hexdump = None, ""
-
-
-def frames(payload):
-    o = 0
-    while o + 12 <= len(payload):
-        n = int.from_bytes(payload[o:o + 4], "big")
-        if n < 8 or n > 2_000_000:
-            return
-        yield payload[o:o + 4 + n]
-        o += 4 + n
-
-
-def flush():
-    global cur, hexdump
-    if cur:
-        t, src, dst = cur
-        b = bytes.fromhex(hexdump)
-        if len(b) > 40:
-            ihl = (b[0] & 15) * 4
-            for f in frames(b[ihl + (b[ihl + 12] >> 4) * 4:]):
-                xid = int.from_bytes(f[4:8], "big", signed=True)
-                if dst == port:
-                    conn, kind = src, "req"
-                    op = names.get(int.from_bytes(f[8:12], "big", signed=True), "other")
-                    req_op[(conn, xid)], req_t[(conn, xid)] = op, t
-                    if op == "getData" and conn in notified:
-                        reaction[conn].append((t - notified.pop(conn)) * 1000)
-                else:
-                    conn, kind = dst, "resp"
-                    if xid == -1:
-                        op = "notification"
-                        notified.setdefault(conn, t)
-                    else:
-                        op = req_op.get((conn, xid), "other")
-                        if (conn, xid) in req_t:
-                            latency[(conn, op)].append((t - req_t.pop((conn, xid))) * 1000)
-                for m in set(tid_re.findall(f)):
-                    per_task[m].append((t, conn, kind, op))
-    cur, hexdump = None, ""
-
-
-for line in sys.stdin:
-    if not line.startswith("\t"):
-        flush()
-        m = re.match(r"(\d+\.\d+) IP 127\.0\.0\.1\.(\d+) > 127\.0\.0\.1\.(\d+):", line)
-        cur = (float(m.group(1)), m.group(2), m.group(3)) if m else None
-    elif cur:
-        hexdump += "".join(line.split(":", 1)[1].split()[:8])
-flush()
+for t, src, dst, f in zkwire.frames(sys.stdin):
+    x = zkwire.xid(f)
+    if dst == port:
+        conn, kind = src, "req"
+        op = names.get(int.from_bytes(f[8:12], "big", signed=True), "other")
+        req_op[(conn, x)], req_t[(conn, x)] = op, t
+        if op == "getData" and conn in notified:
+            reaction[conn].append((t - notified.pop(conn)) * 1000)
+    else:
+        conn, kind = dst, "resp"
+        if x == -1:
+            op = "notification"
+            notified.setdefault(conn, t)
+        else:
+            op = req_op.get((conn, x), "other")
+            if (conn, x) in req_t:
+                latency[(conn, op)].append((t - req_t.pop((conn, x))) * 1000)
+    for m in set(tid_re.findall(f)):
+        per_task[m].append((t, conn, kind, op))
 
 stages = collections.defaultdict(list)
 whole = []
