@@ -86,6 +86,7 @@ bundle_consume::step bundle_consume::answered(const protocol::txn_answer& a, boo
     step s;
     switch (protocol::read_bundle_consume(a)) {
     case protocol::bundle_consume_outcome::committed:
+        deleted_ = plan_.all;
         return done(step::end::delivered);
     case protocol::bundle_consume_outcome::conflict:
         // Another client consumed some meanwhile: read again and retry.
@@ -266,6 +267,7 @@ results_inbox::delivery results_inbox::listed(
     const std::vector<std::string>& names, protocol::dir_stat s
 ) {
     follower_.listed(s);
+    ++listings_;
     present_ = std::set<std::string>(names.begin(), names.end());
     delivery out;
     for (const auto& name : names) {

@@ -118,6 +118,9 @@ public:
     /// consumed first.
     [[nodiscard]] const protocol::task_result& result() const noexcept { return read_; }
     [[nodiscard]] const std::vector<std::size_t>& taken() const noexcept { return plan_.taken; }
+    /// Our write deleted the node (every task of the bundle consumed), as its answer says:
+    /// the client's own change to the directory (a lost answer does not count).
+    [[nodiscard]] bool deleted() const noexcept { return deleted_; }
 
 private:
     static step done(step::end e);
@@ -129,6 +132,7 @@ private:
     std::int32_t version_ = 0;
     protocol::bundle_consume_plan plan_;
     bool unknown_ = false;  // the last write's answer was lost
+    bool deleted_ = false;  // a committed write of ours deleted the node
 };
 
 /// The waits of one client on tasks of one bundle share one read (T5): the first wait reads
@@ -228,6 +232,9 @@ public:
     /// The directory is missing (not made yet, or deleted): list it once it is there.
     void gone();
     [[nodiscard]] bool following() const noexcept { return follower_.following(); }
+    /// Listings of the directory so far (each listed() call): after the first, each one a
+    /// read that did not account for every change.
+    [[nodiscard]] std::uint64_t listings() const noexcept { return listings_; }
 
 private:
     /// Takes the waits on `name` into `out` (with `data`, or to read).
@@ -238,6 +245,7 @@ private:
     std::map<std::string, int> waited_;  // name -> waits on it, not yet delivered
     std::size_t waits_ = 0;
     std::map<std::string, std::string> last_log_;  // the data of the log read that failed
+    std::uint64_t listings_ = 0;
 };
 
 }  // namespace zkd::roles

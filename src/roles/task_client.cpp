@@ -657,6 +657,11 @@ task_client::consume_bundled(
             const bool lost =
                 ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
             step = c.answered(to_answer(ec, per_op), lost);
+            if (c.deleted() &&
+                zkco::parent_path(path) == protocol::layout::client_results(ids_.client_hex())) {
+                // Our delete in our own directory: its follower's count of changes has it.
+                inbox_->view.removed(bundle);
+            }
             break;
         }
         case bundle_consume::step::kind::reconnect: {
@@ -688,6 +693,10 @@ task_client::consume_bundled(
             co_return last;
         }
     }
+}
+
+std::uint64_t task_client::results_listings() const noexcept {
+    return inbox_->view.listings();
 }
 
 asio::awaitable<zkco::result<zkco::node>> task_client::read_node(std::string path) {

@@ -126,6 +126,11 @@ public:
 
     [[nodiscard]] const protocol::task_id_generator& ids() const noexcept { return ids_; }
 
+    /// Listings of this client's results directory so far: the first when its waits begin
+    /// to follow it, then one per change log read that did not account for every change
+    /// (docs/protocol.md §6). A cost figure (zkd-loadgen reports it per task).
+    [[nodiscard]] std::uint64_t results_listings() const noexcept;
+
     /// What the last submit that got as far as the bound was decided on (its pending count,
     /// nodes and bound): the figures of a queue_full.
     [[nodiscard]] const queue_check& last_queue_check() const noexcept { return last_check_; }

@@ -172,6 +172,47 @@ TEST_F(RolesBundle, WaitsShareOneReadAndClientsShareABundle) {
     );
 }
 
+// A client that consumes a bundle of its own while it follows its results directory for a
+// plain task counts that delete as its own change: the next change log it reads accounts
+// for every change, and it does not list the directory again.
+TEST_F(RolesBundle, ConsumingItsOwnBundleIsTheClientsOwnChange) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 4);
+            task_client tc(*zk, layout_);
+            // A plain task that takes a while, waited for: the follower runs meanwhile.
+            std::vector<task_request> sleep_task{{"sleep", json::object{{"ms", 3000}}}};
+            auto slow = co_await tc.submit(sleep_task);
+            ASSERT_TRUE(slow) << slow.error().message();
+            zkd::reactor::task_group waits(ioc_.get_executor());
+            zkd::zkco::result<task_result> slow_result =
+                zkd::zkco::error_code(zkd::zkco::errc::operation_timeout);
+            waits.spawn([&]() -> asio::awaitable<void> {
+                slow_result = co_await zkd::zkco::with_timeout(tc.wait(slow->front()), 60s);
+            });
+            submit_options how;
+            how.bundle = 2;
+            auto ids = co_await tc.submit(sums(2), how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            auto got = co_await wait_all(tc, *ids);  // the last one deletes the bundle's node
+            for (const auto& r : got) {
+                ASSERT_TRUE(r) << r.error().message();
+            }
+            const auto listings = tc.results_listings();
+            EXPECT_GE(listings, 1U);  // the follower's first
+            co_await waits.async_wait(asio::use_awaitable);
+            ASSERT_TRUE(slow_result) << slow_result.error().message();
+            EXPECT_EQ(slow_result->state, task_state::succeeded);
+            EXPECT_EQ(tc.results_listings(), listings)
+                << "the bundle's delete was taken for someone else's change";
+            co_await tc.flush();
+        }(),
+        120s
+    );
+}
+
 TEST_F(RolesBundle, AWaitThatTimesOutLeavesNothingBehind) {
     run(
         [&]() -> asio::awaitable<void> {

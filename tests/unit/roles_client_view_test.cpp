@@ -190,6 +190,28 @@ TEST(ClientViewBundleConsume, AGoneNodeMeansOthersTookOursUnlessOurLostDeleteDid
     EXPECT_EQ(theirs.taken(), std::vector<std::size_t>{1});
 }
 
+// What the client's results directory follower must count as its own change: a committed
+// delete of the bundle's node, not a set, not a delete whose answer was lost.
+TEST(ClientViewBundleConsume, OnlyACommittedDeleteIsOurs) {
+    bundle_consume last("/results/r1/b", 2, {1});
+    (void)last.read(bundle_data({0}), 4);
+    EXPECT_FALSE(last.deleted());
+    (void)last.answered(committed, false);
+    EXPECT_TRUE(last.deleted());
+
+    bundle_consume marks("/results/r1/b", 3, {1});
+    (void)marks.read(bundle_data({0}), 4);
+    (void)marks.answered(committed, false);
+    EXPECT_FALSE(marks.deleted());  // a set: the node stays
+
+    bundle_consume lost_delete("/results/r1/b", 2, {1});
+    (void)lost_delete.read(bundle_data({0}), 4);
+    (void)lost_delete.answered(lost, true);
+    (void)lost_delete.reconnected(true);
+    (void)lost_delete.reread_gone();
+    EXPECT_FALSE(lost_delete.deleted());  // maybe ours, maybe not: the follower lists
+}
+
 TEST(ClientViewBundleConsume, GarbageSessionLossAndHardErrors) {
     bundle_consume c("/results/r1/b", 3, {1});
     EXPECT_EQ(c.read("not json", 1).how, end::garbage);
@@ -322,6 +344,7 @@ TEST(RolesResultsInbox, TheFirstReadListsThenEachLogDeliversItsResultsWithTheirD
     auto quiet = in.log_read(at(2, 4), log_of({{b, "rb"}}));
     ASSERT_TRUE(quiet);
     EXPECT_TRUE(quiet->empty());
+    EXPECT_EQ(in.listings(), 1U);  // the first one only
 }
 
 TEST(RolesResultsInbox, AResultTheLogNamesWithoutDataIsReadAndOneNobodyWaitsForIsKept) {
