@@ -330,6 +330,7 @@ TEST(LoadgenReport, JsonShape) {
     l.to_result_us.record(2000);
     l.zk = zk_counts{40, 60, 100};
     l.client.reads = 30;
+    l.results_listings = 2;
     r.load = l;
     r.exit = exit_errors;
 
@@ -355,6 +356,8 @@ TEST(LoadgenReport, JsonShape) {
     EXPECT_EQ(load.at("zookeeper").at("writes_per_task").as_double(), 4.0);
     EXPECT_EQ(load.at("zookeeper").at("reads_per_task").as_double(), 6.0);
     EXPECT_EQ(load.at("client").at("reads_per_task").as_double(), 3.0);
+    EXPECT_EQ(load.at("client").at("results_listings").as_uint64(), 2U);
+    EXPECT_EQ(load.at("client").at("results_listings_per_task").as_double(), 0.2);
     EXPECT_EQ(j.at("tasks_per_raw_create").as_double(), 0.005);
     const auto& stages = load.at("stages_ms").as_object();
     EXPECT_EQ(stages.at("to_start").at("max").as_double(), 3.0);
@@ -364,6 +367,7 @@ TEST(LoadgenReport, JsonShape) {
     const auto text = to_text(r);
     EXPECT_NE(text.find("tasks/s"), std::string::npos);
     EXPECT_NE(text.find("4.00 writes/task"), std::string::npos) << text;
+    EXPECT_NE(text.find("(0.200 listings of its results directory)"), std::string::npos) << text;
     EXPECT_NE(text.find("to start p50 3  p99 3  max 3 | run p50 1"), std::string::npos) << text;
 }
 

@@ -119,6 +119,7 @@ asio::awaitable<load_report> load_runner::run() {
     if (!rep_.session_lost) {
         co_await flush_consumed();
     }
+    rep_.results_listings = client_.results_listings();
     co_return rep_;
 }
 

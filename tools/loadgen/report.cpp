@@ -171,9 +171,11 @@ json::object to_json(const run_report& r) {
         c["write_ops"] = l.client.write_ops;
         c["multis"] = l.client.multis;
         c["watches"] = l.client.watches;
+        c["results_listings"] = l.results_listings;
         c["reads_per_task"] = per(l.client.reads, tasks);
         c["writes_per_task"] = per(l.client.writes, tasks);
         c["write_ops_per_task"] = per(l.client.write_ops, tasks);
+        c["results_listings_per_task"] = per(l.results_listings, tasks);
         j["client"] = std::move(c);
         o["load"] = std::move(j);
         if (r.raw && r.raw->creates_per_s > 0) {
@@ -283,7 +285,8 @@ std::string to_text(const run_report& r) {
         }
         t += "  this client: " + fmt("%.2f", per(l.client.writes, tasks)) +
              " write transactions/task (" + fmt("%.2f", per(l.client.write_ops, tasks)) +
-             " ops), " + fmt("%.2f", per(l.client.reads, tasks)) + " reads/task, " +
+             " ops), " + fmt("%.2f", per(l.client.reads, tasks)) + " reads/task (" +
+             fmt("%.3f", per(l.results_listings, tasks)) + " listings of its results directory), " +
              std::to_string(l.client.multis) + " multis\n";
         if (l.stalled) {
             t += "  STALLED: no result for " + std::to_string(s.stall_timeout.count()) + " ms\n";

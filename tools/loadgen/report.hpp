@@ -71,8 +71,11 @@ struct load_report {
     std::optional<zk_counts> zk;     ///< server counters, after - before
     std::string mntr_error;          ///< why zk is empty (unless --no-mntr)
     zkco::client_counters client;    ///< this session's requests during the run
-    std::uint64_t workers = 0;       ///< workers serving the type at the start
-    std::uint64_t capacity = 0;      ///< their slots
+    /// Listings of this client's results directory (task_client::results_listings): one to
+    /// start following it, then one per change log read that missed a change
+    std::uint64_t results_listings = 0;
+    std::uint64_t workers = 0;   ///< workers serving the type at the start
+    std::uint64_t capacity = 0;  ///< their slots
     /// submit() calls refused because the cluster's queue was full (zkd run --max-pending):
     /// each was tried again after a pause, so its tasks are not errors
     std::uint64_t queue_full = 0;
@@ -128,7 +131,9 @@ struct run_report {
 ///                       "writes_per_task":x,"reads_per_task":x} | null,
 ///          "mntr_error":"..." (when null and mntr was asked),
 ///          "client":{"reads":n,"writes":n,"write_ops":n,"multis":n,"watches":n,
-///                    "reads_per_task":x,"writes_per_task":x,"write_ops_per_task":x}},
+///                    "results_listings":n,
+///                    "reads_per_task":x,"writes_per_task":x,"write_ops_per_task":x,
+///                    "results_listings_per_task":x}},
 ///  "tasks_per_raw_create":x (when both ran),
 ///  "process":{"cpu_user_s":x, "cpu_sys_s":x, "max_rss_kb":n}}
 /// ```
