@@ -94,7 +94,9 @@ over the hosts of --zk: writes = zk_cnt_updatelatency (requests with a transacti
 delete, setData, each multi as one, failed writes, session create/close); reads =
 zk_cnt_readlatency (exists, getData, getChildren, sync, and pings). They count every client
 of the servers, not only this one. The loadgen's own session is counted apart (zkco
-counters: reads, write transactions, write ops inside them, multis, watches).
+counters: reads, write transactions, write ops inside them, multis, watches), with the
+listings of its results directory (one to start following it, then one per change log
+read that missed a change).
 
 Durations take a unit as zkd's do (500ms, 30s, 5m, 2h); a bare number is milliseconds
 (except for --duration: seconds), as in earlier versions.
