@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Where a task's time goes, stage by stage, as the wire shows it (session 17): one fsync
-# zkd-zk-local, 4 zkd run (defaults), a warm-up, then
+# zkd-zk-local, 4 zkd run (defaults), a warm-up (WARM tasks, default 2000, 16 in flight), then
 #   open   a 5 s open loop at RATE tasks/s (default 2000), then a packet capture of every
 #          request, answer and watch notification on ZooKeeper's port during a 3 s one,
 #          which stages.py follows task by task;
@@ -30,7 +30,7 @@ for i in 1 2 3 4; do
   $R/src/zkd run --zk "$C" --namespace x --host "x-$i" --log-level warn >>"$out/n$i.log" 2>&1 & pids+=($!)
 done
 LG=("$R/tools/loadgen/zkd-loadgen" --zk "$C" --namespace x --no-progress)
-"${LG[@]}" --workers 4 --wait-workers 30000 --tasks 2000 --concurrency 16 >/dev/null 2>&1
+"${LG[@]}" --workers 4 --wait-workers 30000 --tasks "${WARM:-2000}" --concurrency 16 >/dev/null 2>&1
 zk=$(pgrep -f "zookeeper.*$out" | head -1)
 [ -n "$SLICE" ] && "$S" "$SLICE" "${pids[@]}"
 [ -n "$ZKSLICE" ] && "$S" "$ZKSLICE" "$zk"
