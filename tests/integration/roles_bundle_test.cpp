@@ -200,6 +200,8 @@ TEST_F(RolesBundle, ConsumingItsOwnBundleIsTheClientsOwnChange) {
             for (const auto& r : got) {
                 ASSERT_TRUE(r) << r.error().message();
             }
+            // The sleep task is still waited for: the follower ran while the bundle went.
+            ASSERT_FALSE(slow_result) << "the sleep task ended before the bundle was consumed";
             const auto listings = tc.results_listings();
             EXPECT_GE(listings, 1U);  // the follower's first
             co_await waits.async_wait(asio::use_awaitable);
