@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/client_txn.hpp"
 
+#include <boost/json/serialize.hpp>
+#include <boost/json/string_view.hpp>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -34,6 +37,48 @@ submit_outcome read_submit(const txn_answer& a) noexcept {
         return submit_outcome::unknown;
     }
     return *c == op_code::node_exists ? submit_outcome::exists : submit_outcome::failed;
+}
+
+std::string direct_assignment(std::string task, std::string_view worker, std::int64_t assigned_ms) {
+    // encode() writes an object, without assignment members for a task not assigned yet:
+    // they go in before its closing brace (cheaper than decoding and encoding it again).
+    if (task.empty() || task.back() != '}') {
+        return task;  // not encode()'s: the worker reports what it finds
+    }
+    task.pop_back();
+    task += ",\"assigned_ms\":";
+    task += std::to_string(assigned_ms);
+    task += ",\"worker\":";
+    task += boost::json::serialize(boost::json::string_view(worker.data(), worker.size()));
+    task += '}';
+    return task;
+}
+
+std::vector<txn_op> direct_submit_ops(
+    std::string_view worker, std::int32_t worker_version, std::string_view tid, std::string data
+) {
+    return {
+        txn_op::check(layout::worker(worker), worker_version),
+        txn_op::create(layout::assignment(worker, tid), std::move(data)),
+    };
+}
+
+direct_outcome read_direct_submit(const txn_answer& a) noexcept {
+    if (!a.failed) {
+        return direct_outcome::submitted;
+    }
+    if (a.per_op.size() != 2) {
+        return direct_outcome::unknown;
+    }
+    const auto check = a.per_op[0];
+    const auto create = a.per_op[1];
+    if (check == op_code::no_node || check == op_code::bad_version) {
+        return direct_outcome::redirect;  // the worker left, or changed (draining)
+    }
+    if (create == op_code::no_node) {
+        return direct_outcome::redirect;  // its directory is gone: nothing can go there
+    }
+    return create == op_code::node_exists ? direct_outcome::exists : direct_outcome::failed;
 }
 
 std::string receipt_name(std::uint64_t session, std::string_view client_hex) {

@@ -31,6 +31,30 @@ enum class submit_outcome {
 };
 submit_outcome read_submit(const txn_answer& a) noexcept;
 
+// --- T1 direct (a client places the task on a worker itself, §6 T1 "Direct placement") -------
+
+/// A task's encoded data (encode(task_spec) of a task not assigned yet: no assignment
+/// fields) with the assignment a direct placement gives it: `worker`, `assigned_ms`, and no
+/// epoch (0: no master assigned it).
+std::string direct_assignment(std::string task, std::string_view worker, std::int64_t assigned_ms);
+
+/// check(/workers/<worker>, version) and create(/assign/<worker>/<tid>, data): the task goes
+/// to the worker only while its node is as the client read it (alive, not draining since).
+std::vector<txn_op> direct_submit_ops(
+    std::string_view worker, std::int32_t worker_version, std::string_view tid, std::string data
+);
+
+enum class direct_outcome {
+    submitted,
+    exists,    ///< the create found the assignment: a try sent again got there
+    redirect,  ///< the worker's node changed or went, or its directory is gone: not placed,
+               ///< send the task to pending instead
+    unknown,   ///< no per-op results: the outcome is unknown
+    failed,    ///< any other failure
+};
+/// The answer to direct_submit_ops' group (its two ops' results).
+direct_outcome read_direct_submit(const txn_answer& a) noexcept;
+
 /// A client's receipt name (T1): "<session, 16 hex digits>-<client's 8 hex digits>". One per
 /// session and client, so receipts of different clients never collide.
 std::string receipt_name(std::uint64_t session, std::string_view client_hex);

@@ -45,6 +45,48 @@ TEST(ProtocolClientTxn, SubmitCreatesThePendingNode) {
     EXPECT_EQ(read_submit({true, {}}), submit_outcome::unknown);
 }
 
+TEST(ProtocolClientTxn, ADirectSubmitChecksTheWorkersNodeAndCreatesTheAssignment) {
+    EXPECT_EQ(
+        direct_submit_ops("w-1", 3, tid, "T"),
+        (std::vector<txn_op>{
+            txn_op::check("/workers/w-1", 3), txn_op::create("/assign/w-1/" + tid, "T")})
+    );
+    EXPECT_EQ(read_direct_submit({false, {op_code::ok, op_code::ok}}), direct_outcome::submitted);
+    // The worker left, changed (draining), or its directory is gone: to pending instead.
+    EXPECT_EQ(
+        read_direct_submit({true, {op_code::no_node, op_code::not_run}}), direct_outcome::redirect
+    );
+    EXPECT_EQ(
+        read_direct_submit({true, {op_code::bad_version, op_code::not_run}}),
+        direct_outcome::redirect
+    );
+    EXPECT_EQ(
+        read_direct_submit({true, {op_code::ok, op_code::no_node}}), direct_outcome::redirect
+    );
+    EXPECT_EQ(
+        read_direct_submit({true, {op_code::ok, op_code::node_exists}}), direct_outcome::exists
+    );
+    EXPECT_EQ(read_direct_submit({true, {op_code::ok, op_code::other}}), direct_outcome::failed);
+    EXPECT_EQ(read_direct_submit({true, {}}), direct_outcome::unknown);
+}
+
+TEST(ProtocolClientTxn, ADirectAssignmentIsTheTaskWithItsWorkerAndNoEpoch) {
+    task_spec t;
+    t.type = "echo";
+    t.args = "x";
+    t.submitted_ms = 1763733600123;
+    t.client = "3fa9c2d1";
+    const auto data = direct_assignment(encode(t), "host-7-\"q\"", 1763733600200);
+    const auto decoded = decode_task(data);
+    ASSERT_TRUE(decoded) << data;
+    auto expected = t;
+    expected.worker = "host-7-\"q\"";  // escaped in the JSON, whatever a name holds
+    expected.assigned_ms = 1763733600200;
+    EXPECT_EQ(*decoded, expected);
+    EXPECT_EQ(decoded->epoch, 0);
+    EXPECT_EQ(decoded->attempt, 1);
+}
+
 TEST(ProtocolClientTxn, TheReceiptIsCreatedOnceThenSet) {
     EXPECT_EQ(receipt_name(0x1234abcdULL, "3fa9c2d1"), "000000001234abcd-3fa9c2d1");
     EXPECT_EQ(receipt_name(~0ULL, "x"), "ffffffffffffffff-x");
