@@ -379,6 +379,7 @@ private:
         if (ev.type != zkco::event_type::child) {
             co_return;
         }
+        view_.worker_dir_touched(id);
         for (;;) {
             auto cs = co_await asio::this_coro::cancellation_state;
             if (stopping() || cs.cancelled() != asio::cancellation_type::none ||

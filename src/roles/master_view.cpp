@@ -105,7 +105,14 @@ std::optional<std::uint64_t> master_state::worker_dir_listed(
     stats_.finished += done;
     it->second.assigned = std::move(now);
     it->second.dir_missing = false;  // listed: it is there
+    it->second.touched = false;
     return done;
+}
+
+void master_state::worker_dir_touched(const std::string& id) {
+    if (const auto it = workers_.find(id); it != workers_.end()) {
+        it->second.touched = true;
+    }
 }
 
 bool master_state::worker_dir_listing_wanted(const std::string& id) const {
@@ -117,13 +124,9 @@ bool master_state::worker_dir_listing_wanted(const std::string& id) const {
     if (w.dir_missing) {
         return true;  // an assignment found it gone: the listing says whether it is back
     }
-    const auto held = w.assigned.size() + static_cast<std::size_t>(w.in_flight);
-    if (w.info.draining ||
-        held < static_cast<std::size_t>(std::max(0, w.info.capacity.value_or(0)))) {
-        return false;  // no task goes there, or the count leaves room: it can wait
-    }
-    // Full by the count: wanted once some pending task is not on its way to a worker.
-    return pending_.size() > assigns_in_flight_;
+    // Wanted once some pending task is not on its way to a worker: until then the count
+    // stands in nobody's way.
+    return !w.info.draining && pending_.size() > assigns_in_flight_;
 }
 
 bool master_state::worker_dir_missing(const std::string& id) {
@@ -636,6 +639,12 @@ std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
 
 void master_state::assign(clock::time_point now) {
     auto live = slots();
+    // A worker whose directory changed since it was listed may hold tasks clients placed
+    // there directly: nothing goes there until the listing says how many (reading and
+    // rejecting go on meanwhile).
+    std::erase_if(live, [this](const protocol::worker_slot& s) {
+        return workers_.at(s.id).touched;
+    });
     int free = 0;
     for (const auto& s : live) {
         free += s.free_slots();

@@ -134,14 +134,18 @@ public:
     std::optional<std::uint64_t> worker_dir_listed(
         const std::string& id, const std::vector<std::string>& names
     );
-    /// A live worker's directory changed since it was listed: must it be listed now? Most
-    /// such changes are our own assignments; the ones that matter are slots freed by T4.
-    /// The view counts a worker's assignments from its last listing plus what we assigned
-    /// since, so it never counts fewer than there are: a listing can wait until the count
-    /// stands in the way, that is while the worker is full by it and a pending task waits
-    /// for a slot, or while a cancel request is open (it is forwarded to the holder). False
-    /// otherwise: the listing waits, and one task at a time costs no listing of the
-    /// directory per assignment and per completion.
+    /// A live worker's directory changed since it was listed (its watch fired): until it is
+    /// listed again, the worker gets no task, for the change may be tasks clients placed
+    /// there directly (docs/protocol.md §6 T1 "Direct placement"), which the count does not
+    /// see.
+    void worker_dir_touched(const std::string& id);
+    /// A live worker's directory changed since it was listed: must it be listed now? The
+    /// view counts a worker's assignments from its last listing plus what we assigned since;
+    /// a listing can wait until a pending task waits for a slot (the directory's changes
+    /// may be slots freed by T4 or tasks placed directly: either way the count must be
+    /// right before the worker gets more), or while a cancel request is open (it is
+    /// forwarded to the holder). False otherwise: the listing waits, and a task at a time
+    /// placed directly costs the master no listing.
     [[nodiscard]] bool worker_dir_listing_wanted(const std::string& id) const;
     /// A live worker's directory is gone (false: the worker is gone too), or back.
     bool worker_dir_missing(const std::string& id);
@@ -213,6 +217,7 @@ private:
         std::set<std::string> assigned;  // from its directory, plus our commits
         int in_flight = 0;               // assignments sent, not yet answered
         bool dir_missing = false;        // its /assign/<id> was deleted: nothing can go there
+        bool touched = false;            // changed since listed: worker_dir_touched()
     };
 
     /// A pending task whose transactions failed for reasons of its own: it waits before the

@@ -203,10 +203,11 @@ TEST_F(RolesMasterView, WorkersThatDoNotSayTheirThreadsGetADecisionsTasksInTurn)
     EXPECT_EQ(decide_four(), "w1 w2 w1 w2 ");
 }
 
-TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay) {
+TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenATaskWaits) {
     join("w1", 2);
     join("w2", 2);
-    // Room by the count: a change of the directory (our own assignment, or a T4) can wait.
+    // Nothing waits: a change of the directory (our own assignment, a T4, a task placed
+    // there directly) can wait.
     EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
     const auto a = tid(5, 1);
     const auto b = tid(5, 2);
@@ -222,10 +223,9 @@ TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay)
     submit({c, d});
     assigns = of_kind(view.next(t0), kind::assign);
     ASSERT_EQ(assigns.size(), 2U);
-    // Full by the count, and nothing waits: no need yet.
+    // Nothing waits: no need yet.
     EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
-    // A task waits while both are full by the count: both directories are wanted, also
-    // while the assignments are still out.
+    // A task waits: both directories are wanted, also while the assignments are still out.
     const auto e = tid(5, 5);
     submit({e});
     EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
@@ -236,7 +236,6 @@ TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay)
     EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
     // The listing shows w1's tasks finished: room again, and the waiting task goes there.
     ASSERT_TRUE(view.worker_dir_listed("w1", {}));
-    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
     const auto next = of_kind(view.next(t0), kind::assign);
     ASSERT_EQ(next.size(), 1U);
     EXPECT_EQ(next[0].worker, "w1");
@@ -253,7 +252,8 @@ TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay)
     view.done(to_w1[0], failed(3, 2, protocol::op_code::no_node), t0);
     EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
     ASSERT_TRUE(view.worker_dir_listed("w1", {e}));
-    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));
+    // f waits still (its next try after a pause): a change there would want a listing.
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
     // An open cancel request wants every directory (it goes to the task's holder).
     view.cancels_listed({tid(5, 9)});
     EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
@@ -262,6 +262,28 @@ TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenItsCountIsInTheWay)
     (void)view.workers_listed(live);
     view.cancels_listed({});
     EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
+}
+
+// A directory whose watch fired may hold tasks clients placed there directly (docs/protocol.md
+// §6 T1 "Direct placement"): its worker gets nothing until it is listed, and then only the room
+// the listing leaves.
+TEST_F(RolesMasterView, AWorkerWhoseDirectoryChangedGetsNothingUntilItIsListed) {
+    join("w1", 3);
+    ASSERT_TRUE(view.worker_dir_listed("w1", {}));
+    view.worker_dir_touched("w1");
+    EXPECT_FALSE(view.worker_dir_listing_wanted("w1"));  // nothing waits
+    const auto a = tid(5, 1);
+    const auto b = tid(5, 2);
+    submit({a, b});
+    EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w1"));
+    // Two tasks a client placed there: room for one more.
+    ASSERT_TRUE(view.worker_dir_listed("w1", {tid(4, 7), tid(4, 8)}));
+    const auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, a);
+    view.done(assigns[0], committed(3), t0);
+    EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());  // b waits: full
 }
 
 // The count of assignments on their way, which decides whether a full worker's directory is
