@@ -241,6 +241,12 @@ std::string render_metrics(
         "zkd_tasks_submitted_total", "counter", "Tasks submitted through the HTTP facade.",
         facade.tasks_submitted
     );
+    w.single(
+        "zkd_tasks_placed_directly_total", "counter",
+        "Tasks submitted through the HTTP facade that its client placed on a worker itself, "
+        "without the master (docs/protocol.md 6 T1 Direct placement).",
+        facade.tasks_placed_directly
+    );
     w.family("zkd_http_requests_total", "counter", "HTTP responses sent, by status code.");
     for (const auto& [code, count] : facade.responses) {
         w.sample("zkd_http_requests_total", label("code", std::to_string(code)), count);

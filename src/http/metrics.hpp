@@ -19,7 +19,10 @@ inline constexpr std::string_view metrics_content_type = "text/plain; version=0.
 
 /// What the HTTP facade itself has counted.
 struct facade_counters {
-    std::uint64_t tasks_submitted = 0;            ///< tasks submitted through the facade
+    std::uint64_t tasks_submitted = 0;  ///< tasks submitted through the facade
+    /// Of those, the ones its client placed on a worker itself (docs/protocol.md §6 T1
+    /// "Direct placement"), not through the master.
+    std::uint64_t tasks_placed_directly = 0;
     std::map<unsigned, std::uint64_t> responses;  ///< responses sent, by HTTP status code
     /// Connections answered 503 and closed because max_connections were open.
     std::uint64_t rejected_busy = 0;
@@ -31,6 +34,8 @@ struct facade_counters {
 ///
 /// Always (from `facade`):
 ///   zkd_tasks_submitted_total                      counter
+///   zkd_tasks_placed_directly_total                counter, of those: placed on a worker
+///                                                  by the facade's client, not the master
 ///   zkd_http_requests_total{code="200"}            counter, one sample per status code sent
 ///   zkd_http_rejected_total{reason="busy"}         counter, connections refused when full
 ///   zkd_http_waits_abandoned_total                 counter, ?wait clients that left first

@@ -382,9 +382,11 @@ struct server::impl {
         const auto n = parsed->tasks.size();
         roles::submit_options how;
         how.bundle = static_cast<std::size_t>(bundle->value_or(1));
+        const auto direct_before = zs.tc->direct_placed();
         auto ids = co_await zkco::with_timeout(
             zs.tc->submit(std::move(parsed->tasks), how), opts.zk_timeout
         );
+        counters.tasks_placed_directly += zs.tc->direct_placed() - direct_before;
         if (!ids) {
             if (ids.error() == roles::client_errc::invalid_task) {
                 co_return error_response({400, "invalid_task", ids.error().message()});

@@ -17,14 +17,51 @@ submit_plan::submit_plan(
       receipts_(receipts),
       left_(tids_.size()) {}
 
+void submit_plan::direct(
+    std::size_t i, std::string worker, std::int32_t worker_version, std::string data
+) {
+    if (direct_.empty()) {
+        direct_.resize(tids_.size());
+    }
+    direct_.at(i) = {std::move(worker), worker_version, std::move(data)};
+}
+
+const std::string& submit_plan::direct_worker(std::size_t i) const {
+    static const std::string none;
+    return direct_.empty() ? none : direct_.at(i).worker;
+}
+
 std::vector<protocol::txn_op> submit_plan::ops(std::size_t i) const {
+    if (const auto& d = direct_worker(i); !d.empty()) {
+        return protocol::direct_submit_ops(d, direct_[i].version, tids_.at(i), direct_[i].data);
+    }
     return {protocol::submit_op(l_, tids_.at(i), data_.at(i))};
 }
 
 submit_plan::next submit_plan::answered(
     std::size_t i, const protocol::txn_answer& a, bool lost, bool session_alive
 ) {
-    switch (protocol::read_submit(a)) {
+    auto says = protocol::read_submit(a);
+    if (!direct_worker(i).empty()) {
+        switch (protocol::read_direct_submit(a)) {
+        case protocol::direct_outcome::redirect:
+            direct_[i] = {};  // to pending, as any other node
+            return next::resend;
+        case protocol::direct_outcome::submitted:
+            says = protocol::submit_outcome::submitted;
+            break;
+        case protocol::direct_outcome::exists:
+            says = protocol::submit_outcome::exists;
+            break;
+        case protocol::direct_outcome::unknown:
+            says = protocol::submit_outcome::unknown;
+            break;
+        case protocol::direct_outcome::failed:
+            says = protocol::submit_outcome::failed;
+            break;
+        }
+    }
+    switch (says) {
     case protocol::submit_outcome::submitted:
     case protocol::submit_outcome::exists:
         break;
@@ -53,6 +90,98 @@ submit_plan::outcome submit_plan::result() const noexcept {
     }
     // Every node answered before the cancel was seen: the answers say how it went.
     return failed_ ? outcome::failed : outcome::submitted;
+}
+
+// --- direct_placer ---------------------------------------------------------------------------
+
+std::vector<std::string> worker_window(
+    std::vector<std::string> names, std::size_t& at, std::size_t most
+) {
+    if (names.size() <= most) {
+        return names;
+    }
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> some;
+    some.reserve(most);
+    for (std::size_t k = 0; k < most; ++k) {
+        some.push_back(std::move(names[(at + k) % names.size()]));
+    }
+    at = (at + most) % names.size();
+    return some;
+}
+
+void direct_placer::read(std::vector<worker_seen> workers) {
+    // What this client placed before the read before last is in the workers' counts by now,
+    // or finished: forgotten, so that a client that never waits keeps no more than that.
+    ++reads_;
+    std::erase_if(placed_, [this](const auto& p) { return p.second.read + 1 < reads_; });
+    workers_.clear();
+    for (auto& w : workers) {
+        // The worker holds `held`, ours among them (those whose submit committed before the
+        // read): the others' and ours together take at least max(held, ours).
+        int ours = 0;
+        for (const auto& [tid, p] : placed_) {
+            ours += p.worker == w.id ? 1 : 0;
+        }
+        const int capacity = std::max(0, w.info.capacity.value_or(0));
+        const int budget = std::max(0, capacity - std::max(w.held, ours));
+        workers_.push_back({std::move(w), budget});
+    }
+}
+
+std::optional<direct_placer::target> direct_placer::place(
+    std::string_view type, std::uint64_t turn
+) {
+    if (workers_.empty()) {
+        return std::nullopt;
+    }
+    // The turn's worker while it has room (one worker per transaction: one change log read
+    // for the lot), else the one with the most room.
+    const auto fits = [type](const entry& e) {
+        const auto& types = e.seen.info.types;
+        return e.budget > 0 && !e.seen.info.draining &&
+               std::binary_search(types.begin(), types.end(), type);
+    };
+    entry* best = &workers_[turn % workers_.size()];
+    if (!fits(*best)) {
+        best = nullptr;
+        for (auto& e : workers_) {
+            if (fits(e) && (best == nullptr || e.budget > best->budget)) {
+                best = &e;
+            }
+        }
+    }
+    if (best == nullptr) {
+        return std::nullopt;
+    }
+    --best->budget;
+    return target{best->seen.id, best->seen.version};
+}
+
+void direct_placer::placed(const std::string& tid, const std::string& worker) {
+    placed_.insert_or_assign(tid, placement{worker, reads_});
+}
+
+void direct_placer::settled(const std::string& tid) {
+    const auto it = placed_.find(tid);
+    if (it == placed_.end()) {
+        return;  // placed before the last read (which counted it), or not placed directly
+    }
+    for (auto& e : workers_) {
+        if (e.seen.id == it->second.worker) {
+            ++e.budget;
+        }
+    }
+    placed_.erase(it);
+}
+
+int direct_placer::budget(std::string_view worker) const {
+    for (const auto& e : workers_) {
+        if (e.seen.id == worker) {
+            return e.budget;
+        }
+    }
+    return 0;
 }
 
 // --- bundle_consume --------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 #pragma once
 
 // The client's decisions (docs/protocol.md §6 T1 and T5), with no I/O: for a submit, which
-// node to send again after an answer and whether the call succeeded ("did my write apply?");
+// worker a task goes to directly, if any, which node to send again after an answer and
+// whether the call succeeded ("did my write apply?");
 // for a consume of a bundle's tasks, what to write, and after each answer, a lost one
 // included, whether to read again, wait for the connection, or deliver; for the waits on
 // its own tasks, what its results directory's change log delivers. task_client.cpp carries
@@ -50,7 +51,17 @@ public:
         bool receipts
     );
 
+    /// Node `i` goes to `worker` directly (§6 T1 "Direct placement"), while its node is at
+    /// `worker_version`, with the assignment's data `data`; if the worker changed or left
+    /// (an answer says redirect), the node goes to pending as any other.
+    void direct(std::size_t i, std::string worker, std::int32_t worker_version, std::string data);
+    /// The worker node `i` was placed on directly; empty when it went to pending (or was
+    /// redirected there).
+    [[nodiscard]] const std::string& direct_worker(std::size_t i) const;
+
     [[nodiscard]] std::size_t size() const noexcept { return tids_.size(); }
+    /// Node `i`'s id.
+    [[nodiscard]] const std::string& tid(std::size_t i) const { return tids_.at(i); }
     /// The ops of node `i`'s group.
     [[nodiscard]] std::vector<protocol::txn_op> ops(std::size_t i) const;
 
@@ -74,6 +85,76 @@ private:
     std::size_t left_;
     std::optional<std::size_t> failed_;
     bool cancelled_ = false;
+    struct direct_target {
+        std::string worker;  // empty: pending
+        std::int32_t version = 0;
+        std::string data;
+    };
+    std::vector<direct_target> direct_;  // empty until direct() is called
+};
+
+/// A worker as a client read it, for direct placement.
+struct worker_seen {
+    std::string id;              ///< the name under /workers
+    std::int32_t version = 0;    ///< its node's data version: what the T1 checks
+    protocol::member_info info;  ///< its node, decoded (decode_worker)
+    std::int32_t held = 0;       ///< children of /assign/<id>: the tasks it holds
+};
+
+/// The workers a client reads for direct placement out of `names` (the children of
+/// /workers): all of them, or in a cluster of more than `most`, `most` of them in name order
+/// from `at` on (wrapping), `at` then moving on by `most`: a bounded cost per read, and
+/// every worker gets its turn.
+std::vector<std::string> worker_window(
+    std::vector<std::string> names, std::size_t& at, std::size_t most
+);
+
+/// Where a client places a plain task itself (docs/protocol.md §6 T1 "Direct placement"),
+/// decided from its last read of the workers, with no I/O.
+///
+/// A read gives each live worker a budget: its capacity less what it holds (this client's
+/// tasks placed there and not settled included: at least those). A plain task goes directly
+/// to a worker that serves its type, is not draining and has budget left, and takes one:
+/// the turn's worker (the tasks of one transaction go to one worker, which then reads one
+/// change log for them), else the one with the most budget; the task's result read (settled) gives
+/// it back. With no budget left the task goes to pending, and the master places it once a worker
+/// has room. Nothing is placed while nothing was read.
+class direct_placer {
+public:
+    struct target {
+        std::string worker;
+        std::int32_t version = 0;
+    };
+
+    /// A read of the workers (those that are not ephemeral, or whose node is not a worker's,
+    /// are the caller's to leave out). Tasks placed before the read before it are forgotten:
+    /// they are in the workers' counts, or finished.
+    void read(std::vector<worker_seen> workers);
+    /// Where a plain task of `type` goes directly, or nullopt (to pending). `turn` (the
+    /// transaction it goes in) picks the worker tried first. A target given takes one of the
+    /// worker's budget: call placed() with the task's id.
+    std::optional<target> place(std::string_view type, std::uint64_t turn);
+    /// The task `tid` went to `worker` (place()'s target) and is on its way.
+    void placed(const std::string& tid, const std::string& worker);
+    /// The result of `tid` was read, or its direct submit was redirected: the budget it took
+    /// is free again (nothing happens for a task not placed directly, or forgotten).
+    void settled(const std::string& tid);
+
+    /// The budget `worker` has left (0 for a worker not in the view), for tests.
+    [[nodiscard]] int budget(std::string_view worker) const;
+
+private:
+    struct entry {
+        worker_seen seen;
+        int budget = 0;
+    };
+    struct placement {
+        std::string worker;
+        std::uint64_t read = 0;  // reads_ when it was placed
+    };
+    std::vector<entry> workers_;
+    std::uint64_t reads_ = 0;
+    std::map<std::string, placement, std::less<>> placed_;  // by task id, until settled
 };
 
 /// T5 for tasks `indices` of a bundle's result, read and written at versions: marks them

@@ -188,6 +188,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         int priority = 0;
         std::int64_t submitted_ms = 0;
         std::size_t bundle = 0;  // tasks in it; 0: a plain task
+        std::string type;        // a plain task's (direct placement)
     };
     std::vector<node_to_name> to_name;
     std::vector<std::string> data;
@@ -226,9 +227,10 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             spec.bundle.push_back(std::move(next.args));
             ++end;
         }
-        const node_to_name plain{spec.priority, spec.submitted_ms, 0};
+        const node_to_name plain{spec.priority, spec.submitted_ms, 0, {}};
         if (spec.bundle.empty()) {
             to_name.push_back(plain);
+            to_name.back().type = spec.type;
             data.push_back(std::move(encoded));
         } else {
             spec.bundle.insert(spec.bundle.begin(), std::move(spec.args));
@@ -246,7 +248,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                 i = end;
                 continue;
             }
-            to_name.push_back({spec.priority, spec.submitted_ms, spec.bundle.size()});
+            to_name.push_back({spec.priority, spec.submitted_ms, spec.bundle.size(), {}});
             data.push_back(encode(spec));
             if (!protocol::task_size_ok(data.back())) {
                 co_return zkco::error_code(client_errc::task_too_large);
@@ -283,8 +285,31 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
     ids.reserve(tasks.size());
     nodes.reserve(to_name.size());
+    // Plain tasks go to a worker directly while the placer finds one with room (§6 T1
+    // "Direct placement"), the others to pending.
+    struct direct_node {
+        std::size_t node = 0;
+        direct_placer::target to;
+        std::string data;  // with the assignment
+    };
+    std::vector<direct_node> direct;
+    const auto placed_ms = protocol::now_ms();
     for (const auto& n : to_name) {
-        nodes.push_back(draw_id(n.priority, n.submitted_ms, n.bundle));
+        std::optional<direct_placer::target> to;
+        if (direct_on_ && n.bundle == 0) {
+            // The transaction it goes in, as draw_id counts: its worker is tried first.
+            to = direct_.place(n.type, ids_.client() + batcher_.counters().transactions);
+        }
+        if (to) {
+            // No shard to fall in: the id as it comes.
+            nodes.push_back(ids_.next(n.priority, n.submitted_ms));
+            direct_.placed(nodes.back(), to->worker);
+            const auto i = nodes.size() - 1;
+            auto with = protocol::direct_assignment(data[i], to->worker, placed_ms);
+            direct.push_back({i, std::move(*to), std::move(with)});
+        } else {
+            nodes.push_back(draw_id(n.priority, n.submitted_ms, n.bundle));
+        }
         if (n.bundle == 0) {
             ids.push_back(nodes.back());
         }
@@ -307,6 +332,9 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     );
     st->errors.resize(st->plan.size());
     own_unconsumed_ += st->plan.size();
+    for (auto& d : direct) {
+        st->plan.direct(d.node, std::move(d.to.worker), d.to.version, std::move(d.data));
+    }
     auto send = std::make_shared<std::function<void(std::size_t)>>();
     *send = [this, st, alive = alive_, weak_send = std::weak_ptr(send)](std::size_t i) {
         auto ops = to_zkco(st->plan.ops(i));
@@ -318,7 +346,18 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                     ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
                 const bool session_alive = *alive && !zkco::is_terminal(zk_.state());
                 st->errors[i] = ec;
-                switch (st->plan.answered(i, to_answer(ec, per_op), lost, session_alive)) {
+                const bool was_direct = !st->plan.direct_worker(i).empty();
+                const auto next = st->plan.answered(i, to_answer(ec, per_op), lost, session_alive);
+                if (was_direct && *alive) {
+                    if (st->plan.direct_worker(i).empty()) {
+                        // Redirected to pending (the worker changed or left): the slot it
+                        // took is free.
+                        direct_.settled(st->plan.tid(i));
+                    } else if (!ec) {
+                        ++direct_placed_;
+                    }
+                }
+                switch (next) {
                 case submit_plan::next::resend:
                     if (auto again = weak_send.lock()) {
                         (*again)(i);
@@ -417,6 +456,10 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
         const bool counts = gauge_.wants_counts();
         zkco::read_batch batch(zk_);
         auto master = batch.get(protocol::layout::master());
+        std::optional<zkco::read_batch::slot<zkco::children>> workers;
+        if (direct_on_) {
+            workers = batch.get_children(protocol::layout::workers_dir());
+        }
         std::vector<zkco::read_batch::slot<std::optional<zkco::stat>>> shards;
         if (counts) {
             for (auto& p : l_.pending_shard_paths()) {
@@ -449,6 +492,11 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
         }
         if (!ec) {
             gauge_.read(bound, pending, pending_gauge::clock::now());
+            if (workers && **workers) {
+                co_await read_workers(std::move((**workers)->names));
+            } else {
+                direct_.read({});  // no view: nothing goes directly
+            }
             co_return ec;
         }
         if (ec == asio::error::operation_aborted) {
@@ -460,6 +508,37 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
             co_return ec;
         }
     }
+}
+
+asio::awaitable<void> task_client::read_workers(std::vector<std::string> names) {
+    names = worker_window(std::move(names), sample_at_, direct_sample);
+    zkco::read_batch batch(zk_);
+    std::vector<zkco::read_batch::slot<zkco::node>> nodes;
+    std::vector<zkco::read_batch::slot<std::optional<zkco::stat>>> dirs;
+    for (const auto& name : names) {
+        nodes.push_back(batch.get(protocol::layout::worker(name)));
+        dirs.push_back(batch.exists(protocol::layout::assign_dir(name)));
+    }
+    if (!co_await batch.wait()) {
+        direct_.read({});
+        co_return;
+    }
+    std::vector<worker_seen> seen;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        // As the master takes workers (§7): a live session's node holding a worker's data;
+        // and its directory must be there for anything to go in it.
+        if (!*nodes[k] || (*nodes[k])->stat.ephemeral_owner == 0 || !*dirs[k] || !**dirs[k]) {
+            continue;
+        }
+        auto info = protocol::decode_worker((*nodes[k])->data);
+        if (!info) {
+            continue;
+        }
+        seen.push_back(
+            {names[k], (*nodes[k])->stat.version, std::move(*info), (**dirs[k])->num_children}
+        );
+    }
+    direct_.read(std::move(seen));
 }
 
 /// The waits of one client on tasks of one bundle: the first reads and consumes for all
@@ -742,7 +821,11 @@ asio::awaitable<zkco::result<zkco::node>> task_client::await_result_node(std::st
     // A bundle's waits share one read of its node (wait_bundled), and a bundle's consume
     // rewrites its node: those keep the exists watch.
     if (protocol::bundle_size(tid) == 0 && protocol::task_id_client(tid) == ids_.client_hex()) {
-        co_return co_await await_own(std::move(tid));
+        auto node = co_await await_own(tid);
+        if (node) {
+            direct_.settled(tid);  // a slot it may have taken at its worker is free again
+        }
+        co_return node;
     }
     co_return co_await await_node(l_.result(tid));
 }

@@ -5,6 +5,7 @@
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "roles/batcher.hpp"
+#include "roles/client_view.hpp"
 #include "roles/queue_bound.hpp"
 #include "zkco/client.hpp"
 
@@ -131,6 +132,14 @@ public:
     /// (docs/protocol.md §6). A cost figure (zkd-loadgen reports it per task).
     [[nodiscard]] std::uint64_t results_listings() const noexcept;
 
+    /// Whether plain tasks may go to a worker directly, without the master (docs/protocol.md
+    /// §6 T1 "Direct placement"; on by default): while the last read of the workers (at most
+    /// a second old) leaves one with a free slot that serves the type. Off: every task goes
+    /// to pending and the master places it.
+    void place_directly(bool on) noexcept { direct_on_ = on; }
+    /// Tasks this client placed on workers directly so far (a cost figure for zkd-loadgen).
+    [[nodiscard]] std::uint64_t direct_placed() const noexcept { return direct_placed_; }
+
     /// What the last submit that got as far as the bound was decided on (its pending count,
     /// nodes and bound): the figures of a queue_full.
     [[nodiscard]] const queue_check& last_queue_check() const noexcept { return last_check_; }
@@ -144,8 +153,12 @@ private:
     /// pending shards' stats first when the figures are over a second old (one read at a time:
     /// concurrent submits wait for it). Errors: the session's, operation_aborted.
     boost::asio::awaitable<zkco::result<queue_check>> check_queue(std::uint64_t adding);
-    /// One read of the figures into gauge_, again after a connection loss the session survives.
+    /// One read of the figures into gauge_ (and of the workers into direct_, when placing
+    /// directly), again after a connection loss the session survives.
     boost::asio::awaitable<zkco::error_code> read_queue();
+    /// The second half of read_queue when placing directly: each worker's node and the count
+    /// of its assignments, into direct_ (a failed read places nothing directly till the next).
+    boost::asio::awaitable<void> read_workers(std::vector<std::string> names);
 
     /// Waits until `path` exists and reads it.
     boost::asio::awaitable<zkco::result<zkco::node>> await_node(std::string path);
@@ -202,7 +215,14 @@ private:
     /// Nodes this client submitted (sent, whatever came of them) less its consumes of
     /// results in its own directory: close() keeps the directory unless it is 0.
     std::size_t own_unconsumed_ = 0;
-    pending_gauge gauge_;  ///< the bound and the pending count, as last read
+    pending_gauge gauge_;              ///< the bound and the pending count, as last read
+    bool direct_on_ = true;            ///< place_directly()
+    direct_placer direct_;             ///< the workers as last read, for direct placement
+    std::uint64_t direct_placed_ = 0;  ///< direct_placed()
+    /// Most workers read for direct placement at a time (read_workers, worker_window), and
+    /// where the next read's window starts.
+    static constexpr std::size_t direct_sample = 16;
+    std::size_t sample_at_ = 0;
     queue_check last_check_;
     bool reading_queue_ = false;  ///< a read_queue is out: others wait for queue_read_
     /// Cancelled when a read_queue ends (a timer used as a condvar).

@@ -214,9 +214,10 @@ void expect_sound_load(const json::object& load, std::uint64_t tasks) {
     }
     ASSERT_TRUE(load.at("zookeeper").is_object()) << json::serialize(load);
     const auto& zk = load.at("zookeeper").as_object();
-    // This client alone writes for every task and reads for every task.
+    // This client alone writes for every task, and the workers and this client read for
+    // them (a read of a change log is shared by the tasks of a transaction).
     EXPECT_GT(zk.at("writes").to_number<std::uint64_t>(), 0U);
-    EXPECT_GE(zk.at("reads").to_number<std::uint64_t>(), tasks);
+    EXPECT_GT(zk.at("reads").to_number<std::uint64_t>(), 0U);
 }
 
 }  // namespace

@@ -113,7 +113,10 @@ TEST_F(RolesBundle, EachBundledTaskGetsExactlyItsResult) {
             EXPECT_EQ(co_await queued(*zk, true), 0U);
             EXPECT_EQ(co_await queued(*zk, false), 0U);
             // Two bundles and two tasks: four assignments, eight results counted by the workers.
-            EXPECT_EQ(master_stats_.assigned, 4U);
+            // The plain tasks went to the workers directly (§6 T1 "Direct placement"), the
+            // bundles never do.
+            EXPECT_EQ(tc.direct_placed(), 2U);
+            EXPECT_EQ(master_stats_.assigned, 2U);
         }(),
         120s
     );

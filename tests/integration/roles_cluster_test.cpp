@@ -116,7 +116,10 @@ TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
             );
             RecordProperty("write_ops_per_task_x100", static_cast<int>(sum.write_ops * 100 / 120));
             RecordProperty("reads_per_task_x100", static_cast<int>(sum.reads * 100 / 120));
-            EXPECT_EQ(master_stats_.assigned, 120U);
+            // The client's first read of the workers gave it room for 3 + 3 tasks: those went
+            // to the workers directly (§6 T1 "Direct placement"), the rest through the master.
+            EXPECT_EQ(tc.direct_placed(), 6U);
+            EXPECT_EQ(master_stats_.assigned, 114U);
             EXPECT_EQ(worker_stats_["w1"].published + worker_stats_["w2"].published, 120U);
             EXPECT_GT(worker_stats_["w1"].published, 0U);  // least-loaded spreads the work
             EXPECT_GT(worker_stats_["w2"].published, 0U);
@@ -222,6 +225,9 @@ TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
             }
             EXPECT_EQ(st.state, task_state::running);
             EXPECT_EQ((co_await tc.status((*ids)[1])).value().state, task_state::pending);
+            // The running one went to the worker directly (its one slot was free): the master
+            // finds it in the worker's directory to forward the cancel.
+            EXPECT_EQ(tc.direct_placed(), 1U);
 
             // Cancelled the moment it is submitted: the master may see the request before it
             // has read the task from its shard, and must not drop the request then.
@@ -557,6 +563,7 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
             co_await start_master(opts);
             co_await start_worker("w1", 1);
             task_client tc(*zk, layout_);
+            tc.place_directly(false);  // the master's path is what this counts
             // One task first: the master has listed the shard once and the worker has joined.
             std::vector<task_request> one{{"echo", json::value(0)}};
             auto first = co_await tc.submit(std::move(one));
@@ -705,5 +712,107 @@ TEST_F(RolesCluster, APendingNodeNobodyLoggedIsFoundByTheSweep) {
             EXPECT_EQ(master_stats_.shard_listings, listings + 1);  // the sweep's, of its shard
         }(),
         60s
+    );
+}
+
+// docs/protocol.md §6 T1 "Direct placement": a client places plain tasks on workers with room
+// itself. The master assigns nothing then, and reads nothing for them; a worker whose node
+// changed after the client read it gets nothing (the task goes through pending instead).
+TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaster) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            master_options opts;
+            opts.pending_sweep_interval = 1h;  // no sweeps in the counts
+            const auto master_session = sessions_.size();
+            co_await start_master(opts);
+            co_await start_worker("w1", 2);
+            co_await start_worker("w2", 2);
+            task_client tc(*zk, layout_);
+            // A submit reads the workers when its figures are a second old; the workers may
+            // not have joined yet at the first: until one task went directly.
+            for (int i = 0; i < 100 && tc.direct_placed() == 0; ++i) {
+                std::vector<task_request> one{{"echo", json::value(-1)}};
+                auto id = co_await tc.submit(std::move(one));
+                ASSERT_TRUE(id);
+                ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s));
+                if (tc.direct_placed() == 0) {
+                    co_await settle(1100ms);  // read again: the workers may not have joined
+                }
+            }
+            ASSERT_EQ(tc.direct_placed(), 1U);
+            const auto assigned = master_stats_.assigned;
+            const auto master_reads = sessions_[master_session]->counters().reads;
+
+            // One at a time: each goes directly, and costs the master nothing.
+            constexpr std::uint64_t n = 20;
+            for (std::uint64_t i = 0; i < n; ++i) {
+                std::vector<task_request> next{{"echo", json::value(i)}};
+                auto id = co_await tc.submit(std::move(next));
+                ASSERT_TRUE(id);
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+                EXPECT_EQ(r->value, json::value(i));
+            }
+            EXPECT_EQ(tc.direct_placed(), 1 + n);
+            EXPECT_EQ(master_stats_.assigned, assigned);
+            const auto read_by_master = sessions_[master_session]->counters().reads - master_reads;
+            RecordProperty("master_reads", static_cast<int>(read_by_master));
+            EXPECT_LE(read_by_master, 2U);  // at most a listing of a worker's directory or two
+
+            // Six at once: room for 2 + 2 (nothing held now), the other two go to pending and
+            // the master places them. Every one gets its result.
+            std::vector<task_request> six;
+            for (int i = 0; i < 6; ++i) {
+                six.push_back({"sleep", json::value{{"ms", 200}}});
+            }
+            auto ids = co_await tc.submit(std::move(six));
+            ASSERT_TRUE(ids);
+            for (const auto& id : *ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded);
+            }
+            EXPECT_EQ(tc.direct_placed(), 1 + n + 4);
+            EXPECT_EQ(master_stats_.assigned, assigned + 2);
+
+            // A worker's node that changed since the client read it (as draining sets it):
+            // the check fails, and the task goes through pending. Right after a submit,
+            // so that the client's read (at most a second old) is older than the change.
+            bool redirected = false;
+            for (int round = 0; round < 5 && !redirected; ++round) {
+                std::vector<task_request> probe{{"echo", json::value("probe")}};
+                auto first = co_await tc.submit(std::move(probe));
+                ASSERT_TRUE(first);
+                ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 30s));
+                auto kids = co_await zk->get_children("/workers"s);
+                ASSERT_TRUE(kids);
+                for (const auto& name : kids->names) {
+                    auto node = co_await zk->get("/workers/" + name);
+                    ASSERT_TRUE(node);
+                    ASSERT_TRUE(co_await zk->set("/workers/" + name, node->data, node->stat.version)
+                    );
+                }
+                const auto direct = tc.direct_placed();
+                const auto by_master = master_stats_.assigned;
+                std::vector<task_request> again{{"echo", json::value("again")}};
+                auto id = co_await tc.submit(std::move(again));
+                ASSERT_TRUE(id);
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->value, json::value("again"));
+                // Not placed directly unless the client read the workers again in between.
+                redirected =
+                    tc.direct_placed() == direct && master_stats_.assigned == by_master + 1;
+            }
+            EXPECT_TRUE(redirected);
+            EXPECT_EQ(
+                worker_stats_["w1"].published + worker_stats_["w2"].published,
+                master_stats_.assigned + tc.direct_placed()
+            );
+        }(),
+        120s
     );
 }

@@ -126,12 +126,14 @@ zkd::roles::node_stats some_node() {
 TEST(HttpMetrics, FacadeCountersAlone) {
     facade_counters f;
     f.tasks_submitted = 9;
+    f.tasks_placed_directly = 7;
     f.responses[200] = 4;
     f.responses[404] = 1;
     const auto text = render_metrics(std::nullopt, std::nullopt, f);
     EXPECT_EQ(structure_problems(text), "");
     const auto s = samples(text);
     EXPECT_EQ(s.at("zkd_tasks_submitted_total"), "9");
+    EXPECT_EQ(s.at("zkd_tasks_placed_directly_total"), "7");
     EXPECT_EQ(s.at("zkd_http_requests_total{code=\"200\"}"), "4");
     EXPECT_EQ(s.at("zkd_http_requests_total{code=\"404\"}"), "1");
     // Without a node or a probe their families are left out entirely.

@@ -120,6 +120,130 @@ TEST(ClientViewSubmit, ACancelSeenAfterEveryAnswerLeavesTheAnswersToSpeak) {
     EXPECT_EQ(p.result(), outcome::submitted);
 }
 
+// --- direct placement (§6 T1 "Direct placement") ----------------------------------------------
+
+TEST(ClientViewSubmit, ADirectNodeGoesToItsWorkerAndToPendingOnceRedirected) {
+    auto p = two(true);
+    const auto l = test_layout();
+    p.direct(0, "w-1", 3, "A+");
+    EXPECT_EQ(p.direct_worker(0), "w-1");
+    EXPECT_EQ(p.direct_worker(1), "");
+    EXPECT_EQ(p.ops(0), protocol::direct_submit_ops("w-1", 3, a, "A+"));
+    EXPECT_EQ(p.ops(1), std::vector<txn_op>{txn_op::create(l.pending_task(b), "B")});
+    // The worker's node changed (it drains): the node goes to pending, as data without the
+    // assignment.
+    EXPECT_EQ(
+        p.answered(0, {true, {op_code::bad_version, op_code::not_run}}, false, true), next::resend
+    );
+    EXPECT_EQ(p.direct_worker(0), "");
+    EXPECT_EQ(p.ops(0), std::vector<txn_op>{txn_op::create(l.pending_task(a), "A")});
+    EXPECT_EQ(p.result(), outcome::pending);
+    EXPECT_EQ(p.answered(0, committed, false, true), next::wait);
+    EXPECT_EQ(p.answered(1, committed, false, true), next::over);
+    EXPECT_EQ(p.result(), outcome::submitted);
+}
+
+TEST(ClientViewSubmit, ADirectNodeFoundThereOrFailedCountsAsAnyOther) {
+    auto p = two(false);
+    p.direct(0, "w-1", 0, "A+");
+    p.direct(1, "w-2", 0, "B+");
+    EXPECT_EQ(p.answered(0, lost, true, true), next::resend);  // no receipts: sent again
+    EXPECT_EQ(p.direct_worker(0), "w-1");                      // to the same worker
+    EXPECT_EQ(p.answered(0, {true, {op_code::ok, op_code::node_exists}}, false, true), next::wait);
+    EXPECT_EQ(p.answered(1, {true, {op_code::ok, op_code::other}}, false, true), next::over);
+    EXPECT_EQ(p.result(), outcome::failed);
+    EXPECT_EQ(p.first_failed(), 1U);
+}
+
+namespace {
+
+worker_seen seen(const std::string& id, int capacity, int held, std::vector<std::string> types) {
+    worker_seen w;
+    w.id = id;
+    w.version = 2;
+    w.info.id = id;
+    w.info.capacity = capacity;
+    w.info.types = std::move(types);
+    w.held = held;
+    return w;
+}
+
+}  // namespace
+
+TEST(ClientViewDirectPlacer, NothingGoesDirectlyBeforeAReadOrWithoutRoom) {
+    direct_placer d;
+    EXPECT_FALSE(d.place("echo", 0));
+    d.read({seen("w-0", 2, 1, {"echo"}), seen("w-1", 3, 3, {"echo"})});
+    EXPECT_EQ(d.budget("w-0"), 1);
+    EXPECT_EQ(d.budget("w-1"), 0);
+    const auto t = d.place("echo", 1);  // w-1's turn, but it is full
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->worker, "w-0");
+    EXPECT_EQ(t->version, 2);
+    d.placed("t1", t->worker);
+    EXPECT_FALSE(d.place("echo", 0));
+}
+
+TEST(ClientViewDirectPlacer, OnlyAWorkerThatServesTheTypeAndIsNotDraining) {
+    direct_placer d;
+    auto draining = seen("w-2", 8, 0, {"echo", "sleep"});
+    draining.info.draining = true;
+    d.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"sleep", "spin"}), draining});
+    for (std::uint64_t turn = 0; turn < 6; ++turn) {
+        const auto t = d.place("sleep", turn);
+        ASSERT_TRUE(t);
+        EXPECT_EQ(t->worker, "w-1");
+    }
+    EXPECT_FALSE(d.place("md5", 0));
+}
+
+TEST(ClientViewDirectPlacer, EachTurnHasItsWorkerWhileItHasRoom) {
+    direct_placer d;
+    d.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"}), seen("w-2", 8, 6, {"echo"})});
+    EXPECT_EQ(d.place("echo", 4)->worker, "w-1");
+    EXPECT_EQ(d.place("echo", 4)->worker, "w-1");  // the same transaction: the same worker
+    EXPECT_EQ(d.place("echo", 5)->worker, "w-2");
+    EXPECT_EQ(d.place("echo", 5)->worker, "w-2");
+    // w-2 is full: the one with the most room.
+    EXPECT_EQ(d.place("echo", 5)->worker, "w-0");
+}
+
+TEST(ClientViewDirectPlacer, AResultGivesTheSlotBackAndAReadCountsWhatTheWorkerHolds) {
+    direct_placer d;
+    d.read({seen("w-0", 2, 0, {"echo"})});
+    d.placed("t1", d.place("echo", 0)->worker);
+    d.placed("t2", d.place("echo", 0)->worker);
+    EXPECT_EQ(d.budget("w-0"), 0);
+    d.settled("t1");
+    EXPECT_EQ(d.budget("w-0"), 1);
+    d.settled("t1");  // once
+    d.settled("t9");  // not ours
+    EXPECT_EQ(d.budget("w-0"), 1);
+    // t2 is out still, its submit maybe not committed when the worker was read: the read's
+    // count or ours, whichever is more.
+    d.read({seen("w-0", 2, 0, {"echo"})});
+    EXPECT_EQ(d.budget("w-0"), 1);
+    d.read({seen("w-0", 2, 2, {"echo"})});
+    EXPECT_EQ(d.budget("w-0"), 0);
+    // Placed two reads ago: in the worker's count by now, or finished; forgotten, so a
+    // client that never waits keeps nothing of it.
+    d.read({seen("w-0", 2, 0, {"echo"})});
+    EXPECT_EQ(d.budget("w-0"), 2);
+    d.settled("t2");
+    EXPECT_EQ(d.budget("w-0"), 2);
+}
+
+TEST(ClientViewDirectPlacer, ALargeClusterIsReadAWindowOfWorkersAtATime) {
+    std::size_t at = 0;
+    EXPECT_EQ(worker_window({"b", "a"}, at, 3), (std::vector<std::string>{"b", "a"}));
+    EXPECT_EQ(at, 0U);
+    const std::vector<std::string> five{"e", "c", "a", "d", "b"};
+    EXPECT_EQ(worker_window(five, at, 2), (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(worker_window(five, at, 2), (std::vector<std::string>{"c", "d"}));
+    EXPECT_EQ(worker_window(five, at, 2), (std::vector<std::string>{"e", "a"}));  // wraps
+    EXPECT_EQ(at, 1U);
+}
+
 TEST(ClientViewBundleConsume, MarksItsTasksAtTheVersionReadAndDelivers) {
     bundle_consume c("/results/r1/b", 3, {1});
     auto s = c.read(bundle_data({0}), 4);
