@@ -63,35 +63,20 @@ TEST(LoadgenOptions, EnvironmentAndFlags) {
     EXPECT_EQ(s.zk, "a:3");
     EXPECT_EQ(s.ns, "ns2");
 
-    s = parse(
-        {"--rate",
-         "250.5",
-         "--duration",
-         "1.5",
-         "--task",
-         "spin:3",
-         "--payload",
-         "0",
-         "--batch",
-         "8",
-         "--json",
-         "--progress",
-         "--no-mntr",
-         "--with-raw",
-         "--raw-batch",
-         "50",
-         "--cdf",
-         "/tmp/x",
-         "--trace",
-         "/tmp/t",
-         "--connect-timeout",
-         "700",
-         "--stall-timeout",
-         "2000",
-         "--allow-no-workers",
-         "--workers",
-         "3"}
-    );
+    s = parse({"--rate",     "250.5",
+               "--duration", "1.5",
+               "--task",     "spin:3",
+               "--payload",  "0",
+               "--batch",    "8",
+               "--json",     "--progress",
+               "--no-mntr",  "--no-direct",
+               "--with-raw", "--raw-batch",
+               "50",         "--cdf",
+               "/tmp/x",     "--trace",
+               "/tmp/t",     "--connect-timeout",
+               "700",        "--stall-timeout",
+               "2000",       "--allow-no-workers",
+               "--workers",  "3"});
     ASSERT_TRUE(s.rate);
     EXPECT_DOUBLE_EQ(*s.rate, 250.5);
     ASSERT_TRUE(s.duration);
@@ -103,6 +88,8 @@ TEST(LoadgenOptions, EnvironmentAndFlags) {
     EXPECT_TRUE(s.json);
     EXPECT_EQ(s.progress, true);
     EXPECT_FALSE(s.mntr);
+    EXPECT_FALSE(s.direct);
+    EXPECT_TRUE(parse({}).direct);
     EXPECT_TRUE(s.raw);
     EXPECT_TRUE(s.load);
     EXPECT_EQ(s.raw_batch, 50U);
@@ -180,6 +167,7 @@ TEST(LoadgenOptions, Help) {
           "--progress",
           "--no-progress",
           "--no-mntr",
+          "--no-direct",
           "--cdf",
           "--trace",
           "--help"}) {
@@ -331,6 +319,7 @@ TEST(LoadgenReport, JsonShape) {
     l.zk = zk_counts{40, 60, 100};
     l.client.reads = 30;
     l.results_listings = 2;
+    l.direct = 8;
     r.load = l;
     r.exit = exit_errors;
 
@@ -358,6 +347,8 @@ TEST(LoadgenReport, JsonShape) {
     EXPECT_EQ(load.at("client").at("reads_per_task").as_double(), 3.0);
     EXPECT_EQ(load.at("client").at("results_listings").as_uint64(), 2U);
     EXPECT_EQ(load.at("client").at("results_listings_per_task").as_double(), 0.2);
+    EXPECT_EQ(load.at("client").at("direct").as_uint64(), 8U);
+    EXPECT_EQ(load.at("client").at("direct_per_task").as_double(), 0.8);
     EXPECT_EQ(j.at("tasks_per_raw_create").as_double(), 0.005);
     const auto& stages = load.at("stages_ms").as_object();
     EXPECT_EQ(stages.at("to_start").at("max").as_double(), 3.0);
@@ -368,6 +359,7 @@ TEST(LoadgenReport, JsonShape) {
     EXPECT_NE(text.find("tasks/s"), std::string::npos);
     EXPECT_NE(text.find("4.00 writes/task"), std::string::npos) << text;
     EXPECT_NE(text.find("(0.200 listings of its results directory)"), std::string::npos) << text;
+    EXPECT_NE(text.find("0.80 of the tasks placed on workers directly"), std::string::npos) << text;
     EXPECT_NE(text.find("to start p50 3  p99 3  max 3 | run p50 1"), std::string::npos) << text;
 }
 

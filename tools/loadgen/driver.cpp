@@ -57,7 +57,9 @@ load_runner::load_runner(zkco::client& zk, protocol::layout l, settings s)
       args_(task_args(s_.kind, s_.payload)),
       tasks_(zk.get_executor()),
       aux_(zk.get_executor()),
-      wake_(zk.get_executor(), asio::steady_timer::time_point::max()) {}
+      wake_(zk.get_executor(), asio::steady_timer::time_point::max()) {
+    client_.place_directly(s_.direct);
+}
 
 load_runner::~load_runner() = default;
 
@@ -120,6 +122,7 @@ asio::awaitable<load_report> load_runner::run() {
         co_await flush_consumed();
     }
     rep_.results_listings = client_.results_listings();
+    rep_.direct = client_.direct_placed();
     co_return rep_;
 }
 

@@ -57,6 +57,9 @@ Load (without --tasks and --duration: --tasks 1000):
                           batcher folds what is queued into T1 multis
   --bundle N              tasks per bundle (one node for up to N tasks of one submit call,
                           docs/protocol.md 4.1); at most --batch count; default 1 (none)
+  --no-direct             every task goes to pending for the master to place (default:
+                          the client places plain tasks on workers with room itself,
+                          docs/protocol.md 6 T1 "Direct placement")
   --priority P            0 (lowest) to 9 (highest), default 5
   --task-timeout DUR      the handler's time limit (default none)
   --max-attempts N        runs allowed if workers die (default 3)
@@ -147,7 +150,7 @@ const std::vector<std::string>& valued() {
 const std::vector<std::string>& switches() {
     static const std::vector<std::string> v{
         "--help", "--allow-no-workers", "--submit-only", "--raw",     "--with-raw",
-        "--json", "--progress",         "--no-progress", "--no-mntr",
+        "--json", "--progress",         "--no-progress", "--no-mntr", "--no-direct",
     };
     return v;
 }
@@ -470,7 +473,7 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
     if (!s.load) {
         for (const auto* k :
              {"--tasks", "--duration", "--rate", "--concurrency", "--task", "--payload", "--batch",
-              "--bundle", "--submit-only", "--cdf", "--trace"}) {
+              "--bundle", "--submit-only", "--cdf", "--trace", "--no-direct"}) {
             if (has(k)) {
                 throw usage_error(std::string(k) + " drives tasks: use --with-raw, not --raw");
             }
@@ -497,6 +500,7 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
         s.progress = false;
     }
     s.mntr = !has("--no-mntr");
+    s.direct = !has("--no-direct");
     if (auto v = get("--cdf")) {
         if (v->empty()) {
             throw usage_error("--cdf wants a file name");

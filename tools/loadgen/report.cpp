@@ -172,10 +172,12 @@ json::object to_json(const run_report& r) {
         c["multis"] = l.client.multis;
         c["watches"] = l.client.watches;
         c["results_listings"] = l.results_listings;
+        c["direct"] = l.direct;
         c["reads_per_task"] = per(l.client.reads, tasks);
         c["writes_per_task"] = per(l.client.writes, tasks);
         c["write_ops_per_task"] = per(l.client.write_ops, tasks);
         c["results_listings_per_task"] = per(l.results_listings, tasks);
+        c["direct_per_task"] = per(l.direct, tasks);
         j["client"] = std::move(c);
         o["load"] = std::move(j);
         if (r.raw && r.raw->creates_per_s > 0) {
@@ -287,7 +289,8 @@ std::string to_text(const run_report& r) {
              " write transactions/task (" + fmt("%.2f", per(l.client.write_ops, tasks)) +
              " ops), " + fmt("%.2f", per(l.client.reads, tasks)) + " reads/task (" +
              fmt("%.3f", per(l.results_listings, tasks)) + " listings of its results directory), " +
-             std::to_string(l.client.multis) + " multis\n";
+             std::to_string(l.client.multis) + " multis; " + fmt("%.2f", per(l.direct, tasks)) +
+             " of the tasks placed on workers directly\n";
         if (l.stalled) {
             t += "  STALLED: no result for " + std::to_string(s.stall_timeout.count()) + " ms\n";
         }

@@ -74,6 +74,9 @@ struct load_report {
     /// Listings of this client's results directory (task_client::results_listings): one to
     /// start following it, then one per change log read that missed a change
     std::uint64_t results_listings = 0;
+    /// Tasks this client placed on workers itself, without the master
+    /// (task_client::direct_placed, docs/protocol.md §6 T1 "Direct placement")
+    std::uint64_t direct = 0;
     std::uint64_t workers = 0;   ///< workers serving the type at the start
     std::uint64_t capacity = 0;  ///< their slots
     /// submit() calls refused because the cluster's queue was full (zkd run --max-pending):
@@ -131,9 +134,9 @@ struct run_report {
 ///                       "writes_per_task":x,"reads_per_task":x} | null,
 ///          "mntr_error":"..." (when null and mntr was asked),
 ///          "client":{"reads":n,"writes":n,"write_ops":n,"multis":n,"watches":n,
-///                    "results_listings":n,
+///                    "results_listings":n, "direct":n,
 ///                    "reads_per_task":x,"writes_per_task":x,"write_ops_per_task":x,
-///                    "results_listings_per_task":x}},
+///                    "results_listings_per_task":x, "direct_per_task":x}},
 ///  "tasks_per_raw_create":x (when both ran),
 ///  "process":{"cpu_user_s":x, "cpu_sys_s":x, "max_rss_kb":n}}
 /// ```
