@@ -63,22 +63,22 @@ std::vector<txn_op> direct_submit_ops(
     };
 }
 
-direct_outcome read_direct_submit(const txn_answer& a) noexcept {
+std::optional<submit_outcome> read_direct_submit(const txn_answer& a) noexcept {
     if (!a.failed) {
-        return direct_outcome::submitted;
+        return submit_outcome::submitted;
     }
     if (a.per_op.size() != 2) {
-        return direct_outcome::unknown;
+        return submit_outcome::unknown;
     }
     const auto check = a.per_op[0];
     const auto create = a.per_op[1];
     if (check == op_code::no_node || check == op_code::bad_version) {
-        return direct_outcome::redirect;  // the worker left, or changed (draining)
+        return std::nullopt;  // the worker left, or changed (draining)
     }
     if (create == op_code::no_node) {
-        return direct_outcome::redirect;  // its directory is gone: nothing can go there
+        return std::nullopt;  // its directory is gone: nothing can go there
     }
-    return create == op_code::node_exists ? direct_outcome::exists : direct_outcome::failed;
+    return create == op_code::node_exists ? submit_outcome::exists : submit_outcome::failed;
 }
 
 std::string receipt_name(std::uint64_t session, std::string_view client_hex) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,16 +45,11 @@ std::vector<txn_op> direct_submit_ops(
     std::string_view worker, std::int32_t worker_version, std::string_view tid, std::string data
 );
 
-enum class direct_outcome {
-    submitted,
-    exists,    ///< the create found the assignment: a try sent again got there
-    redirect,  ///< the worker's node changed or went, or its directory is gone: not placed,
-               ///< send the task to pending instead
-    unknown,   ///< no per-op results: the outcome is unknown
-    failed,    ///< any other failure
-};
-/// The answer to direct_submit_ops' group (its two ops' results).
-direct_outcome read_direct_submit(const txn_answer& a) noexcept;
+/// The answer to direct_submit_ops' group (its two ops' results), as read_submit() reads a
+/// pending create's (exists: a try sent again found the assignment there); nullopt when the
+/// task was not placed and goes to pending instead (redirect): the worker's node changed or
+/// went, or its directory is gone.
+std::optional<submit_outcome> read_direct_submit(const txn_answer& a) noexcept;
 
 /// A client's receipt name (T1): "<session, 16 hex digits>-<client's 8 hex digits>". One per
 /// session and client, so receipts of different clients never collide.

@@ -43,23 +43,12 @@ submit_plan::next submit_plan::answered(
 ) {
     auto says = protocol::read_submit(a);
     if (!direct_worker(i).empty()) {
-        switch (protocol::read_direct_submit(a)) {
-        case protocol::direct_outcome::redirect:
-            direct_[i] = {};  // to pending, as any other node
+        const auto direct = protocol::read_direct_submit(a);
+        if (!direct) {
+            direct_[i] = {};  // redirected: to pending, as any other node
             return next::resend;
-        case protocol::direct_outcome::submitted:
-            says = protocol::submit_outcome::submitted;
-            break;
-        case protocol::direct_outcome::exists:
-            says = protocol::submit_outcome::exists;
-            break;
-        case protocol::direct_outcome::unknown:
-            says = protocol::submit_outcome::unknown;
-            break;
-        case protocol::direct_outcome::failed:
-            says = protocol::submit_outcome::failed;
-            break;
         }
+        says = *direct;
     }
     switch (says) {
     case protocol::submit_outcome::submitted:

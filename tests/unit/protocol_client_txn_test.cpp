@@ -51,23 +51,16 @@ TEST(ProtocolClientTxn, ADirectSubmitChecksTheWorkersNodeAndCreatesTheAssignment
         (std::vector<txn_op>{
             txn_op::check("/workers/w-1", 3), txn_op::create("/assign/w-1/" + tid, "T")})
     );
-    EXPECT_EQ(read_direct_submit({false, {op_code::ok, op_code::ok}}), direct_outcome::submitted);
+    EXPECT_EQ(read_direct_submit({false, {op_code::ok, op_code::ok}}), submit_outcome::submitted);
     // The worker left, changed (draining), or its directory is gone: to pending instead.
+    EXPECT_FALSE(read_direct_submit({true, {op_code::no_node, op_code::not_run}}));
+    EXPECT_FALSE(read_direct_submit({true, {op_code::bad_version, op_code::not_run}}));
+    EXPECT_FALSE(read_direct_submit({true, {op_code::ok, op_code::no_node}}));
     EXPECT_EQ(
-        read_direct_submit({true, {op_code::no_node, op_code::not_run}}), direct_outcome::redirect
+        read_direct_submit({true, {op_code::ok, op_code::node_exists}}), submit_outcome::exists
     );
-    EXPECT_EQ(
-        read_direct_submit({true, {op_code::bad_version, op_code::not_run}}),
-        direct_outcome::redirect
-    );
-    EXPECT_EQ(
-        read_direct_submit({true, {op_code::ok, op_code::no_node}}), direct_outcome::redirect
-    );
-    EXPECT_EQ(
-        read_direct_submit({true, {op_code::ok, op_code::node_exists}}), direct_outcome::exists
-    );
-    EXPECT_EQ(read_direct_submit({true, {op_code::ok, op_code::other}}), direct_outcome::failed);
-    EXPECT_EQ(read_direct_submit({true, {}}), direct_outcome::unknown);
+    EXPECT_EQ(read_direct_submit({true, {op_code::ok, op_code::other}}), submit_outcome::failed);
+    EXPECT_EQ(read_direct_submit({true, {}}), submit_outcome::unknown);
 }
 
 TEST(ProtocolClientTxn, ADirectAssignmentIsTheTaskWithItsWorkerAndNoEpoch) {
