@@ -55,6 +55,7 @@ TEST_F(RolesBundle, EachBundledTaskGetsExactlyItsResult) {
             co_await start_master();
             co_await start_worker("w1", 2);
             co_await start_worker("w2", 2);
+            co_await workers_joined(*zk, 2);  // for the count of tasks placed directly
             task_client tc(*zk, layout_);
 
             // sum x5, echo, sum x2, with bad args in two of them: bundles of at most 4 tasks of

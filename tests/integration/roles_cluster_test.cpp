@@ -38,6 +38,19 @@ protected:
             << dir << ": " << made.error().message();
     }
 
+    /// Submits `echo` tasks 0 .. n-1 one at a time, each waited for and its result checked.
+    static asio::awaitable<void> echo_one_at_a_time(task_client& tc, std::uint64_t n) {
+        for (std::uint64_t i = 0; i < n; ++i) {
+            std::vector<task_request> next{{"echo", json::value(i)}};
+            auto id = co_await tc.submit(std::move(next));
+            ASSERT_TRUE(id) << id.error().message();
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->value, json::value(i));
+        }
+    }
+
     /// Whether `path` exists (an error fails the test).
     static asio::awaitable<bool> exists(client& zk, std::string path) {
         auto st = co_await zk.exists(std::move(path));
@@ -56,6 +69,7 @@ TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
             co_await start_master();
             co_await start_worker("w1", 3);
             co_await start_worker("w2", 3);
+            co_await workers_joined(*zk, 2);  // for the count of tasks placed directly
             task_client tc(*zk, layout_);
 
             std::vector<task_request> batch;
@@ -212,6 +226,7 @@ TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
             layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
             co_await start_master();
             co_await start_worker("w1", 1);
+            co_await workers_joined(*zk, 1);  // for the count of tasks placed directly
             task_client tc(*zk, layout_);
             std::vector<task_request> reqs{
                 {"sleep", json::value{{"ms", 60'000}}}, {"sleep", json::value{{"ms", 60'000}}}};
@@ -729,17 +744,14 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
             co_await start_master(opts);
             co_await start_worker("w1", 2);
             co_await start_worker("w2", 2);
+            co_await workers_joined(*zk, 2);
             task_client tc(*zk, layout_);
-            // A submit reads the workers when its figures are a second old; the workers may
-            // not have joined yet at the first: until one task went directly.
-            for (int i = 0; i < 100 && tc.direct_placed() == 0; ++i) {
+            {
+                // The first submit reads the workers.
                 std::vector<task_request> one{{"echo", json::value(-1)}};
                 auto id = co_await tc.submit(std::move(one));
                 ASSERT_TRUE(id);
                 ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s));
-                if (tc.direct_placed() == 0) {
-                    co_await settle(1100ms);  // read again: the workers may not have joined
-                }
             }
             ASSERT_EQ(tc.direct_placed(), 1U);
             const auto assigned = master_stats_.assigned;
@@ -747,15 +759,7 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
 
             // One at a time: each goes directly, and costs the master nothing.
             constexpr std::uint64_t n = 20;
-            for (std::uint64_t i = 0; i < n; ++i) {
-                std::vector<task_request> next{{"echo", json::value(i)}};
-                auto id = co_await tc.submit(std::move(next));
-                ASSERT_TRUE(id);
-                auto r = co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s);
-                ASSERT_TRUE(r) << r.error().message();
-                EXPECT_EQ(r->state, task_state::succeeded);
-                EXPECT_EQ(r->value, json::value(i));
-            }
+            co_await echo_one_at_a_time(tc, n);
             EXPECT_EQ(tc.direct_placed(), 1 + n);
             EXPECT_EQ(master_stats_.assigned, assigned);
             const auto read_by_master = sessions_[master_session]->counters().reads - master_reads;

@@ -148,6 +148,26 @@ protected:
         co_await t.async_wait(boost::asio::use_awaitable);
     }
 
+    /// Waits (up to 30 s) until `n` workers have joined as a client sees them for direct
+    /// placement (docs/protocol.md §6 T1): a node under /workers and its /assign/<w>.
+    /// start_worker() returns before that; a test whose counts depend on which tasks went to
+    /// workers directly waits for this before its first submit.
+    boost::asio::awaitable<void> workers_joined(zkco::client& zk, std::size_t n) {
+        for (int i = 0; i < 1500; ++i) {
+            std::size_t joined = 0;
+            auto kids = co_await zk.get_children(std::string(protocol::layout::workers_dir()));
+            for (const auto& name : kids ? kids->names : std::vector<std::string>{}) {
+                auto dir = co_await zk.exists(protocol::layout::assign_dir(name));
+                joined += dir && dir->has_value() ? 1 : 0;
+            }
+            if (joined >= n) {
+                co_return;
+            }
+            co_await settle(std::chrono::milliseconds(20));
+        }
+        throw std::runtime_error("workers did not join within 30 s");
+    }
+
     roles::registry registry_;
     reactor::compute_pool pool_{2};
     reactor::task_group roles_{ioc_.get_executor()};
