@@ -37,6 +37,7 @@ const std::set<std::string>& every_settable() {
         "--grace",
         "--result-retention",
         "--max-pending",
+        "--no-direct",
         "--http",
         "--http-token",
         "--http-token-file",

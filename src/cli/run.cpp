@@ -78,6 +78,10 @@ bare number is milliseconds).
   --max-pending N         when master: the bound on pending tasks clients keep to; a submit
                           past it fails with "queue full" (default 1000000, what the embedded
                           ZooKeeper holds; 0: no bound)
+  --no-direct             when master: clients place no task on a worker themselves, every
+                          task goes through the master, strictly by priority (by default a
+                          client sends a plain task straight to a worker with room, at
+                          about half the latency; README "Priorities and prefetch")
   --host NAME             name in member ids (default: the hostname)
   --log-level LEVEL       trace, debug, info (default), warn, error, off
   --log-format FORMAT     text (default) or json (one object per line)
@@ -214,6 +218,7 @@ int cmd_run(int argc, char** argv) {
              {"--grace"},
              {"--result-retention"},
              {"--max-pending"},
+             {"--no-direct", false, true},
              {"--http"},
              {"--http-token"},
              {"--http-token-file"},
@@ -251,6 +256,7 @@ int cmd_run(int argc, char** argv) {
     o.master.max_pending = static_cast<std::uint64_t>(a.number(
         "--max-pending", static_cast<long>(roles::default_max_pending), 0, 1'000'000'000'000
     ));
+    o.master.direct_placement = !a.has("--no-direct");
     const auto grace = a.duration("--grace", 30s, 0ms, 24h);
     o.host = a.get("--host", "");
     const auto role = a.get("--role", "auto");

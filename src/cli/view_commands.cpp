@@ -151,6 +151,9 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
     if (c.master && c.master->max_pending.value_or(0) > 0) {
         std::printf("; bound %lld pending", static_cast<long long>(*c.master->max_pending));
     }
+    if (c.master && c.master->garbage.empty() && !c.master->direct) {
+        std::printf("; every task through the master (zkd run --no-direct)");
+    }
     std::printf("\n");
     std::size_t slots = 0;
     std::size_t held = 0;

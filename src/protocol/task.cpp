@@ -728,6 +728,8 @@ std::string encode(const member_info& m) {
         o["throughput"] = *m.throughput;
     if (m.max_pending)
         o["max_pending"] = *m.max_pending;
+    if (!m.direct)
+        o["direct"] = false;
     return json::serialize(o);
 }
 
@@ -769,6 +771,7 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     }
     if (r.find("max_pending") != nullptr)
         m.max_pending = r.integer("max_pending", 0, 0, int64_max);
+    m.direct = r.boolean("direct", true);
     if (!r.ok())
         return r.error();
     if (m.id.empty())

@@ -223,7 +223,7 @@ bool result_size_ok(std::string_view encoded) noexcept;
 // --- members (§2: /election, /master, /workers) ----------------------------------------------
 
 /// The data of a member's node. /election children use id, host, pid; /master adds epoch,
-/// since_ms, throughput and max_pending; /workers adds capacity, types and started_ms.
+/// since_ms, throughput, max_pending and direct; /workers adds capacity, types and started_ms.
 struct member_info {
     std::string id;
     std::string host;
@@ -241,6 +241,9 @@ struct member_info {
     /// workers: tasks run side by side (the compute pool's threads); nullopt: not said (a worker
     /// before the field), taken as 1 by placement (docs/protocol.md §7)
     std::optional<int> threads;
+    /// master: whether clients may place tasks on workers themselves (docs/protocol.md §6 T1
+    /// "Direct placement"); written only when false (absent, as from an older master: yes)
+    bool direct = true;
 
     friend bool operator==(const member_info&, const member_info&) = default;
 };

@@ -51,6 +51,7 @@ master_view master_from(const std::string& data) {
     m.since_ms = decoded->since_ms;
     m.throughput = decoded->throughput;
     m.max_pending = decoded->max_pending;
+    m.direct = decoded->direct;
     return m;
 }
 
@@ -551,6 +552,7 @@ json::value to_json(const master_view& m) {
     o["since_ms"] = m.since_ms;
     o["throughput"] = m.throughput ? json::value(*m.throughput) : json::value(nullptr);
     o["max_pending"] = m.max_pending ? json::value(*m.max_pending) : json::value(nullptr);
+    o["direct"] = m.direct;
     return o;
 }
 

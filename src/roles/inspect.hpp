@@ -58,6 +58,9 @@ struct master_view {
     /// The bound on pending tasks clients keep to: /master's "max_pending" (0: none), if
     /// written (a master before the bound writes none).
     std::optional<std::int64_t> max_pending;
+    /// Whether clients may place tasks on workers themselves: /master's "direct" (docs/
+    /// protocol.md §6 T1 "Direct placement"; not written: they may).
+    bool direct = true;
     /// Non-empty: /master does not hold a zkd master node (why); the fields above are empty.
     std::string garbage;
 };
@@ -170,7 +173,7 @@ boost::asio::awaitable<zkco::result<task_info>> read_task(
 // --- JSON ----------------------------------------------------------------------------------
 
 /// `{"id":..,"epoch":E,"host":..,"pid":P,"since_ms":T,"throughput":F|null,
-/// "max_pending":N|null}`, or `{"garbage":"why"}`.
+/// "max_pending":N|null,"direct":B}`, or `{"garbage":"why"}`.
 boost::json::value to_json(const master_view& m);
 
 /// `{"id":..,"host":..,"pid":P,"capacity":N,"threads":K|null,"types":[..],"started_ms":T,

@@ -79,6 +79,7 @@ public:
         master_node_ = me_;
         master_node_.epoch = epoch;
         master_node_.max_pending = published_bound(opts.max_pending);
+        master_node_.direct = opts.direct_placement;
         if (master_node_.since_ms == 0) {
             master_node_.since_ms = protocol::now_ms();
         }

@@ -28,6 +28,10 @@ struct master_options {
     /// The bound on pending task nodes the master publishes in /master ("max_pending") for
     /// clients to keep to on submit (docs/protocol.md §7 "Client"); 0: no bound.
     std::uint64_t max_pending = default_max_pending;
+    /// Whether clients may place plain tasks on workers with room themselves (docs/protocol.md
+    /// §6 T1 "Direct placement"), published in /master ("direct"); false: every task goes
+    /// through pending, and the master hands them all out by priority.
+    bool direct_placement = true;
     /// How often the master refreshes the throughput figure in /master (only when it changed).
     std::chrono::milliseconds report_interval{5'000};
     /// How often the master reads the stat of every pending shard, to find children created

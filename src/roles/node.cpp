@@ -78,9 +78,11 @@ asio::awaitable<void> mastership(
         }
         spdlog::info("node {}: elected master", me.id);
         const auto started = std::chrono::steady_clock::now();
-        // /master holds the queue's bound from the start (run_master writes it so thereafter).
+        // /master holds the queue's bound and the say on direct placement from the start
+        // (run_master writes them so thereafter).
         auto as_master = me;
         as_master.max_pending = published_bound(o.master.max_pending);
+        as_master.direct = o.master.direct_placement;
         auto epoch = co_await take_over(zk, as_master, protocol::now_ms());
         if (epoch) {
             ++stats.elected;

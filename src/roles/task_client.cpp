@@ -457,7 +457,7 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
         zkco::read_batch batch(zk_);
         auto master = batch.get(protocol::layout::master());
         std::optional<zkco::read_batch::slot<zkco::children>> workers;
-        if (direct_on_) {
+        if (direct_on_ && master_says_direct_) {
             workers = batch.get_children(protocol::layout::workers_dir());
         }
         std::vector<zkco::read_batch::slot<std::optional<zkco::stat>>> shards;
@@ -470,11 +470,12 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
         zkco::error_code ec = done ? zkco::error_code() : done.error();
         std::optional<std::uint64_t> bound;
         if (!ec && *master) {
-            // A master of an older zkd says nothing: no bound. Garbage says nothing usable
-            // either (the master writes its node again when it sees it): the last bound
-            // known stays, as when there is no /master.
+            // A master of an older zkd says nothing: no bound, direct placement on. Garbage
+            // says nothing usable either (the master writes its node again when it sees
+            // it): the last bound and say known stay, as when there is no /master.
             if (const auto m = protocol::decode_master((*master)->data); m) {
                 bound = m->max_pending ? static_cast<std::uint64_t>(*m->max_pending) : 0;
+                master_says_direct_ = m->direct;
             }
         } else if (!ec && master->error() != zkco::errc::no_node) {
             ec = master->error();
@@ -492,7 +493,7 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
         }
         if (!ec) {
             gauge_.read(bound, pending, pending_gauge::clock::now());
-            if (workers && **workers) {
+            if (workers && **workers && master_says_direct_) {
                 co_await read_workers(std::move((**workers)->names));
             } else {
                 direct_.read({});  // no view: nothing goes directly

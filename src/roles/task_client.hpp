@@ -135,7 +135,9 @@ public:
     /// Whether plain tasks may go to a worker directly, without the master (docs/protocol.md
     /// §6 T1 "Direct placement"; on by default): while the last read of the workers (at most
     /// a second old) leaves one with a free slot that serves the type. Off: every task goes
-    /// to pending and the master places it.
+    /// to pending and the master places it. The master's word wins: a `/master` that says
+    /// `"direct":false` (`zkd run --no-direct`) turns it off for every client, from their
+    /// next read of it (at most a second later).
     void place_directly(bool on) noexcept { direct_on_ = on; }
     /// Tasks this client placed on workers directly so far (a cost figure for zkd-loadgen).
     [[nodiscard]] std::uint64_t direct_placed() const noexcept { return direct_placed_; }
@@ -217,6 +219,7 @@ private:
     std::size_t own_unconsumed_ = 0;
     pending_gauge gauge_;              ///< the bound and the pending count, as last read
     bool direct_on_ = true;            ///< place_directly()
+    bool master_says_direct_ = true;   ///< /master's "direct", as last read
     direct_placer direct_;             ///< the workers as last read, for direct placement
     std::uint64_t direct_placed_ = 0;  ///< direct_placed()
     /// Most workers read for direct placement at a time (read_workers, worker_window), and

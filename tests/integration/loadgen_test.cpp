@@ -121,22 +121,35 @@ protected:
         co_return n;
     }
 
-    /// The bound the master of cluster `ns` publishes (`max_pending` in /master), or -1
-    /// while there is no master or it publishes none.
-    asio::awaitable<std::int64_t> published_bound(std::string ns) {
+    /// What the master of cluster `ns` publishes in /master (a JSON object), or an empty
+    /// object while there is none.
+    asio::awaitable<json::object> master_node(std::string ns) {
         zkd::zkco::client zk(ioc_.get_executor(), cluster_config(ns));
         EXPECT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
-        std::int64_t bound = -1;
+        json::object said;
         auto m = co_await zk.get(std::string(zkd::protocol::layout::master()));
         if (m) {
             boost::system::error_code ec;
             auto v = json::parse(m->data, ec);
-            if (!ec && v.is_object() && v.as_object().contains("max_pending")) {
-                bound = v.at("max_pending").to_number<std::int64_t>();
+            if (!ec && v.is_object()) {
+                said = std::move(v.as_object());
             }
         }
         co_await zk.close();
-        co_return bound;
+        co_return said;
+    }
+
+    /// Waits up to 30 s for /master of cluster `ns` to hold `key` (a master of this zkd to
+    /// be elected): its value, or null.
+    json::value wait_master_says(const std::string& ns, const std::string& key) {
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        for (;;) {
+            auto said = run(master_node(ns));
+            if (said.contains(key) || std::chrono::steady_clock::now() >= until) {
+                return said.contains(key) ? said.at(key) : json::value(nullptr);
+            }
+            std::this_thread::sleep_for(50ms);
+        }
     }
 
     /// Children of `path` (relative to the test's chroot).
@@ -241,6 +254,10 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
     expect_sound_load(cload, 300);
     EXPECT_EQ(cload.at("workers").to_number<std::uint64_t>(), 2U);
     EXPECT_EQ(cload.at("capacity").to_number<std::uint64_t>(), 8U);
+    // 16 in flight on two workers of 4 slots each: the client placed some tasks directly
+    // (docs/protocol.md §6 T1 "Direct placement").
+    EXPECT_GT(cload.at("client").at("direct").to_number<std::uint64_t>(), 0U)
+        << json::serialize(cload.at("client"));
 
     // Open loop, 200 tasks/s for one second, four per submit call: exactly 200 scheduled,
     // each with its line in the trace.
@@ -543,6 +560,27 @@ TEST_F(Loadgen, AServerThatDiesMidRunEndsItWithExitThree) {
     own.stop();
 }
 
+// zkd run --no-direct: the master says in /master that clients place no task on a worker
+// themselves; the loadgen's client then sends every task through pending.
+TEST_F(Loadgen, AMasterStartedWithNoDirectGetsEveryTask) {
+    ZKD_REQUIRE_ZK_SERVER();
+    start_node("nd", "n1", {"--no-direct"});
+    ASSERT_EQ(wait_master_says("nd", "direct"), false) << "no master said direct:false in 30 s";
+    start_node("nd", "n2");  // the second worker (n1 is master, and works too)
+    const auto lg = loadgen(
+        {"--namespace", "nd", "--tasks", "300", "--concurrency", "16", "--wait-workers", "30000",
+         "--workers", "2", "--json"}
+    );
+    ASSERT_NE(lg.exit_code, -1) << "timed out";
+    EXPECT_EQ(lg.exit_code, 0) << lg.err;
+    const auto r = parse_report(lg);
+    ASSERT_TRUE(r.contains("load")) << lg.out;
+    const auto& load = r.at("load").as_object();
+    expect_sound_load(load, 300);
+    EXPECT_EQ(load.at("client").at("direct").to_number<std::uint64_t>(), 0U)
+        << json::serialize(load.at("client"));
+}
+
 // Issue 14: a full queue (zkd run --max-pending) makes zkd-loadgen wait and submit again,
 // counting the refusals, instead of failing tasks: 30 tasks at once against a bound of 5 are
 // all submitted and finish. (The client counts its own submits against the bound between
@@ -551,11 +589,8 @@ TEST_F(Loadgen, AFullQueueIsWaitedOut) {
     ZKD_REQUIRE_ZK_SERVER();
     start_node("qf", "n1", {"--max-pending", "5"});
     // Until a master publishes the bound, a client sees none (an older master's cluster).
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (run(published_bound("qf")) != 5 && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(50ms);
-    }
-    ASSERT_EQ(run(published_bound("qf")), 5) << "no master published the bound within 30 s";
+    ASSERT_EQ(wait_master_says("qf", "max_pending"), 5)
+        << "no master published the bound within 30 s";
     const auto lg = loadgen(
         {"--namespace", "qf", "--tasks", "30", "--concurrency", "30", "--wait-workers", "30000",
          "--json"}

@@ -730,6 +730,31 @@ TEST_F(RolesCluster, APendingNodeNobodyLoggedIsFoundByTheSweep) {
     );
 }
 
+// A master started with direct placement off (zkd run --no-direct) says so in /master: its
+// clients send every task through pending, and the master places them all.
+TEST_F(RolesCluster, AMasterThatSaysNoDirectPlacementPlacesEveryTask) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            master_options opts;
+            opts.direct_placement = false;
+            co_await start_master(opts);
+            co_await start_worker("w1", 2);
+            co_await workers_joined(*zk, 1);
+            task_client tc(*zk, layout_);
+            constexpr std::uint64_t n = 5;
+            co_await echo_one_at_a_time(tc, n);
+            EXPECT_EQ(tc.direct_placed(), 0U);
+            EXPECT_EQ(master_stats_.assigned, n);
+            auto said = co_await zk->get("/master"s);
+            ASSERT_TRUE(said);
+            EXPECT_FALSE(decode_master(said->data).value().direct);
+        }(),
+        60s
+    );
+}
+
 // docs/protocol.md §6 T1 "Direct placement": a client places plain tasks on workers with room
 // itself. The master assigns nothing then, and reads nothing for them; a worker whose node
 // changed after the client read it gets nothing (the task goes through pending instead).

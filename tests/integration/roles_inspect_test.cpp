@@ -419,7 +419,7 @@ TEST_F(RolesInspect, ResultsAreCountedInEveryDirectoryBelowResults) {
     }());
 }
 
-TEST_F(RolesInspect, MasterThroughputIsReported) {
+TEST_F(RolesInspect, MasterThroughputAndDirectPlacementAreReported) {
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await session();
         layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
@@ -435,14 +435,18 @@ TEST_F(RolesInspect, MasterThroughputIsReported) {
         EXPECT_EQ(view.master->epoch, 3);
         EXPECT_EQ(view.master->since_ms, 1234);
         EXPECT_EQ(to_json(*view.master).at("throughput"), 12.5);
+        EXPECT_EQ(to_json(*view.master).at("direct"), true);  // not said: clients may
         const auto removed = co_await zk->remove("/master"s);
         ASSERT_TRUE(removed);
         m.throughput.reset();
+        m.direct = false;  // zkd run --no-direct
         co_await put(*zk, "/master"s, encode(m));
         view = (co_await read_cluster(*zk, layout_)).value();
         ASSERT_TRUE(view.master);
         EXPECT_FALSE(view.master->throughput);
         EXPECT_TRUE(to_json(*view.master).at("throughput").is_null());
+        EXPECT_FALSE(view.master->direct);
+        EXPECT_EQ(to_json(*view.master).at("direct"), false);
     }());
 }
 

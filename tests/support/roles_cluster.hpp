@@ -95,6 +95,7 @@ protected:
         auto* zk = co_await session();
         auto me = member("master", 0);
         me.max_pending = roles::published_bound(opts.max_pending);  // as zkd run's node does
+        me.direct = opts.direct_placement;
         auto won = co_await roles::campaign(*zk, me);
         if (!won) {
             throw std::runtime_error("campaign: " + won.error().message());

@@ -220,6 +220,9 @@ TEST(ProtocolMasterTxn, MasterNodeIsRecreatedEphemeralAfterTheForeignOneGoes) {
     other = node;
     other.id = "m2";
     EXPECT_FALSE(master_node_says(node, encode(other)));
+    other = node;
+    other.direct = false;  // someone turned direct placement off
+    EXPECT_FALSE(master_node_says(node, encode(other)));
     EXPECT_EQ(
         remove_departed_dir_ops("w1"), std::vector<txn_op>{txn_op::remove(layout::assign_dir("w1"))}
     );

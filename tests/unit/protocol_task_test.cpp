@@ -559,6 +559,23 @@ TEST(ProtocolMemberCodec, MasterMaxPending) {
     expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"max_pending":1.5})", R"("max_pending")");
 }
 
+// Whether clients may place tasks on workers themselves (docs/protocol.md §6 T1 "Direct
+// placement"): said only when they may not.
+TEST(ProtocolMemberCodec, MasterDirect) {
+    member_info m;
+    m.id = "a";
+    m.epoch = 2;
+    EXPECT_EQ(encode(m), R"({"v":1,"id":"a","epoch":2,"host":"","pid":0})");
+    EXPECT_TRUE(decode_master(encode(m)).value().direct);  // an older master's node too
+    m.direct = false;
+    EXPECT_EQ(encode(m), R"({"v":1,"id":"a","epoch":2,"host":"","pid":0,"direct":false})");
+    EXPECT_EQ(decode_master(encode(m)).value(), m);
+    EXPECT_TRUE(decode_master(R"({"v":1,"id":"a","epoch":2,"direct":true})").value().direct);
+    const auto dm = [](std::string_view s) { return decode_master(s); };
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"direct":0})", R"("direct")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"direct":"no"})", R"("direct")");
+}
+
 TEST(ProtocolMemberCodec, WorkerTypes) {
     const auto d = [](std::string_view s) { return decode_worker(s); };
     const auto sorted = decode_worker(R"({"v":1,"id":"a","capacity":2,"types":["z","a","z"]})");
@@ -753,8 +770,8 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     member_info w{"h-1-00000000", "h",          1, 4, {"a", "b"}, 5, std::nullopt, 0, true,
                   std::nullopt,   std::nullopt, 2};
     seeds.push_back(encode(w));
-    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {}, 0, 3, 9,
-                  false,          12.5, 1000, std::nullopt};
+    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {},   0, 3, 9,
+                  false,          12.5, 1000, std::nullopt, false};
     seeds.push_back(encode(m));
     seeds.push_back(encode(meta_info{16, 16, 1}));
     seeds.push_back(encode(epoch_info{"m", 2}));
