@@ -15,12 +15,12 @@ chaos=$build/tools/chaos/zkd-chaos
 [ -x "$chaos" ] || { echo "no $chaos: build the zkd_chaos target first" >&2; exit 2; }
 out=bench/results/chaos-$(date -u +%Y-%m-%dT%H%M)
 mkdir -p "$out"
-seed=${SEED:-$(( (RANDOM << 15 | RANDOM) ))}
+seed=${SEED:-$((RANDOM << 15 | RANDOM))}
 failed=0
 {
     echo "# zkd-chaos rounds, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "| round | seed | faults (by kind) | skipped | tasks | lost | dup | wrong | leftovers | crashes | longest stall | verdict |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| round | seed | faults (by kind) | skipped | tasks | placed directly | lost | dup | wrong | leftovers | crashes | longest stall | verdict |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$out/summary.md"
 for ((r = 1; r <= rounds; r++)); do
     echo "== round $r of $rounds: seed $seed, $duration at $rate tasks/s" >&2
@@ -38,10 +38,10 @@ j = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])  # the r
 kinds = ", ".join(f"{k} {v}" for k, v in sorted(j["faults_by_kind"].items()))
 left = j["leftover_pending"] + j["leftover_assigned"] + j["leftover_results"]
 print(f"| {sys.argv[2]} | {j['seed']} | {sum(j['faults_by_kind'].values())} ({kinds}) | {j['faults_skipped']} | "
-      f"{j['submitted']} | {j['lost']} | {j['duplicated']} | {j['wrong']} | {left} | {j['crashes']} | "
+      f"{j['submitted']} | {j.get('placed_directly', '?')} | {j['lost']} | {j['duplicated']} | {j['wrong']} | {left} | {j['crashes']} | "
       f"{j['longest_stall_ms'] / 1000:.1f} s | {j['verdict']} |")
 PY
-    then :; else echo "| $r | $seed | no report (see round-$r.txt) | | | | | | | | | error |" >>"$out/summary.md"; fi
+    then :; else echo "| $r | $seed | no report (see round-$r.txt) | | | | | | | | | | error |" >>"$out/summary.md"; fi
     seed=$((seed + 1))
 done
 cat "$out/summary.md"

@@ -104,6 +104,7 @@ check_report check(const recording& r) {
     violation_list v(rep.violations);
     rep.submitted = r.submitted.size();
     rep.submit_failures = r.submit_failures;
+    rep.placed_directly = r.placed_directly;
     rep.results = r.results.size();
     if (r.submit_failures > 0) {
         v.add(

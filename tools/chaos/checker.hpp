@@ -70,6 +70,9 @@ struct recording {
     std::vector<submitted_task> submitted;
     std::vector<observed_result> results;
     std::uint64_t submit_failures = 0;  ///< submit() calls that failed (tasks not counted above)
+    /// Of the submitted tasks, those the client placed on a worker itself, not through the
+    /// master (docs/protocol.md §6 T1 "Direct placement"): information, not an invariant.
+    std::uint64_t placed_directly = 0;
     /// Why waiting for a task's result failed, by task id (such a task has no result).
     std::map<std::string, std::string> wait_errors;
     leftover_nodes leftovers;
@@ -98,6 +101,7 @@ struct check_report {
     std::uint64_t wrong = 0;  ///< tasks whose result is not succeeded or not their value
     std::uint64_t foreign = 0;  ///< results read for ids never submitted
     std::uint64_t submit_failures = 0;
+    std::uint64_t placed_directly = 0;  ///< recording::placed_directly
     std::uint64_t leftover_pending = 0;
     std::uint64_t leftover_assigned = 0;
     std::uint64_t leftover_results = 0;  ///< left results that are not a duplicate of one read

@@ -904,12 +904,13 @@ std::string text_report(
         line, sizeof line,
         "tasks: %llu submitted, %llu results, %llu correct; lost %llu, duplicated %llu, wrong "
         "%llu, "
-        "foreign %llu, failed submits %llu\n",
+        "foreign %llu, failed submits %llu; %llu placed on workers directly\n",
         static_cast<unsigned long long>(c.submitted), static_cast<unsigned long long>(c.results),
         static_cast<unsigned long long>(c.correct), static_cast<unsigned long long>(c.lost),
         static_cast<unsigned long long>(c.duplicated), static_cast<unsigned long long>(c.wrong),
         static_cast<unsigned long long>(c.foreign),
-        static_cast<unsigned long long>(c.submit_failures)
+        static_cast<unsigned long long>(c.submit_failures),
+        static_cast<unsigned long long>(c.placed_directly)
     );
     out += line;
     std::snprintf(
@@ -976,6 +977,7 @@ json::value json_report(
         {"wrong", c.wrong},
         {"foreign", c.foreign},
         {"submit_failures", c.submit_failures},
+        {"placed_directly", c.placed_directly},
         {"leftover_pending", c.leftover_pending},
         {"leftover_assigned", c.leftover_assigned},
         {"leftover_results", c.leftover_results},
@@ -1073,6 +1075,7 @@ asio::awaitable<int> chaos_run::run() {
         co_await sleep_until(clock_type::now() + 50ms);
     }
     rec_.end_ms = now_ms();
+    rec_.placed_directly = client_->direct_placed();
     if (outstanding_ > 0) {
         say(std::to_string(outstanding_) + " tasks still without a result after settling for " +
             seconds(s_.settle.count()));
