@@ -6,6 +6,7 @@
 #include "roles/inspect.hpp"
 #include "roles/task_client.hpp"
 #include "support/processes.hpp"
+#include "support/workers_joined.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -246,6 +247,12 @@ TEST_F(ZkdProcess, AFrozenWorkersTasksMoveOnAndItsLateResultsAreDiscarded) {
             ASSERT_TRUE(l);
             task_client tc(*zk, *l);
             start("frozen", {"--role", "worker"});
+            // Both joined before the submit, so that the client's read of the workers sees
+            // them both and places two tasks on each itself (docs/protocol.md §6 T1 "Direct
+            // placement"). Without this wait, a client that read before the frozen node
+            // joined placed two on n1, and once (under ASan) the frozen node got none.
+            const bool joined = co_await zkd::test::workers_joined(*zk, 2);
+            ASSERT_TRUE(joined) << "not both joined in 30 s";
             // Fill both nodes' slots with 2 s sleeps (2 slots each).
             std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 2000}}});
             auto ids = co_await tc.submit(std::move(reqs));

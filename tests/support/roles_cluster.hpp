@@ -12,6 +12,7 @@
 #include "roles/master.hpp"
 #include "roles/queue_bound.hpp"
 #include "roles/worker.hpp"
+#include "support/workers_joined.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -149,24 +150,15 @@ protected:
         co_await t.async_wait(boost::asio::use_awaitable);
     }
 
-    /// Waits (up to 30 s) until `n` workers have joined as a client sees them for direct
-    /// placement (docs/protocol.md §6 T1): a node under /workers and its /assign/<w>.
-    /// start_worker() returns before that; a test whose counts depend on which tasks went to
-    /// workers directly waits for this before its first submit.
+    /// Waits (up to 30 s) until `n` workers have joined as a client sees them (support/
+    /// workers_joined.hpp). start_worker() returns before that; a test whose counts depend on
+    /// which tasks went to workers directly waits for this before its first submit.
     boost::asio::awaitable<void> workers_joined(zkco::client& zk, std::size_t n) {
-        for (int i = 0; i < 1500; ++i) {
-            std::size_t joined = 0;
-            auto kids = co_await zk.get_children(std::string(protocol::layout::workers_dir()));
-            for (const auto& name : kids ? kids->names : std::vector<std::string>{}) {
-                auto dir = co_await zk.exists(protocol::layout::assign_dir(name));
-                joined += dir && dir->has_value() ? 1 : 0;
-            }
-            if (joined >= n) {
-                co_return;
-            }
-            co_await settle(std::chrono::milliseconds(20));
+        // A statement of its own: GCC 12 miscompiles a co_await inside a condition.
+        const bool joined = co_await test::workers_joined(zk, n);
+        if (!joined) {
+            throw std::runtime_error("workers did not join within 30 s");
         }
-        throw std::runtime_error("workers did not join within 30 s");
     }
 
     roles::registry registry_;
