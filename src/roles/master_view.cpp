@@ -64,7 +64,9 @@ bool master_state::worker_read(const std::string& id, std::string_view data, boo
     if (info->draining) {
         spdlog::info("master: worker {} is draining", id);
     }
-    workers_[id] = worker_entry{std::move(*info), true, {}, 0, false};
+    // Not listed yet: it may hold tasks already (a dead master's, or ones clients placed
+    // directly), so it gets none until its directory's first listing counts them.
+    workers_[id] = worker_entry{std::move(*info), true, {}, 0, false, true};
     return true;
 }
 

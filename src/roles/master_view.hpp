@@ -217,7 +217,7 @@ private:
         std::set<std::string> assigned;  // from its directory, plus our commits
         int in_flight = 0;               // assignments sent, not yet answered
         bool dir_missing = false;        // its /assign/<id> was deleted: nothing can go there
-        bool touched = false;            // changed since listed: worker_dir_touched()
+        bool touched = false;  // changed since listed (worker_dir_touched()), or never listed
     };
 
     /// A pending task whose transactions failed for reasons of its own: it waits before the

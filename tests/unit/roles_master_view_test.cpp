@@ -286,6 +286,23 @@ TEST_F(RolesMasterView, AWorkerWhoseDirectoryChangedGetsNothingUntilItIsListed) 
     EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());  // b waits: full
 }
 
+// A worker just read (joined, or found at takeover) may hold tasks already: a dead master's,
+// or ones clients placed there directly. It gets nothing until its directory is listed.
+TEST_F(RolesMasterView, AWorkerGetsNothingBeforeItsDirectoryIsFirstListed) {
+    live.push_back("w1");
+    ASSERT_EQ(view.workers_listed(live).to_read, std::vector<std::string>{"w1"});
+    ASSERT_TRUE(view.worker_read("w1", worker_data(2, {"echo"}), true));
+    const auto a = tid(5, 1);
+    const auto b = tid(5, 2);
+    submit({a, b});
+    EXPECT_TRUE(of_kind(view.next(t0), kind::assign).empty());
+    // The listing finds one task there (placed by a client): room for one more.
+    ASSERT_TRUE(view.worker_dir_listed("w1", {tid(4, 7)}));
+    const auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].tid, a);
+}
+
 // The count of assignments on their way, which decides whether a full worker's directory is
 // wanted, stays right when a worker departs with one of them out: the task it was for waits
 // again, and the other full worker's directory is wanted for it.
