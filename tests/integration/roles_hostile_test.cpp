@@ -497,6 +497,46 @@ TEST_F(RolesHostile, GarbageInTheMasterNodeIsWrittenOver) {
     }());
 }
 
+// A stranger's /master that says "direct":false (clients must send every task through the
+// master, docs/protocol.md §6 T1 "Direct placement") while the master did not say so, or that
+// says it in a form no reader takes: the master writes its own node over it, and tasks run.
+TEST_F(RolesHostile, AMasterNodeLyingAboutDirectPlacementIsWrittenOver) {
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        ASSERT_TRUE(co_await echo_done(tc, 1));
+        auto says_direct = [zk]() -> asio::awaitable<bool> {
+            auto m = co_await zk->get(layout::master());
+            if (!m) {
+                co_return false;
+            }
+            const auto info = decode_master(m->data);
+            co_return info && info->epoch == 1 && info->direct;
+        };
+        auto m = co_await zk->get(layout::master());
+        ASSERT_TRUE(m);
+        auto lie = decode_master(m->data).value();
+        ASSERT_TRUE(lie.direct);
+        lie.direct = false;
+        ASSERT_TRUE(co_await zk->set(layout::master(), encode(lie)));
+        const bool back = co_await eventually(says_direct);
+        EXPECT_TRUE(back) << "/master still says direct:false";
+        ASSERT_TRUE(co_await echo_done(tc, 2));
+        // The master's own words but "direct" not a boolean: no reader takes the node (decode
+        // refuses it), and it is written over too.
+        lie.direct = true;
+        auto garbled = encode(lie);
+        garbled.pop_back();
+        garbled += R"(,"direct":"no"})";
+        ASSERT_FALSE(decode_master(garbled));
+        ASSERT_TRUE(co_await zk->set(layout::master(), garbled));
+        const bool again = co_await eventually(says_direct);
+        EXPECT_TRUE(again) << "/master still holds direct:\"no\"";
+        ASSERT_TRUE(co_await echo_done(tc, 3));
+        co_await tc.flush();
+    }());
+}
+
 }  // namespace
 
 // Format 3 (docs/protocol.md §2, §6 T4): a client's results directory deleted by a stranger
