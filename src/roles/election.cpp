@@ -5,6 +5,8 @@
 #include "roles/foreign.hpp"
 #include "zkco/deadline.hpp"
 
+#include <boost/asio/this_coro.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -295,6 +297,12 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::me
         if (auto ev = co_await w->watch.changed();
             !ev && ev.error() == zkco::condition::session_lost) {
             co_return ev.error();
+        }
+        // Cancelled (the node drains or stops): say so, whatever the caller's coroutine does
+        // with cancellations (a master before may have turned their throwing off).
+        if (const auto cs = co_await asio::this_coro::cancellation_state;
+            cs.cancelled() != asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
         }
     }
 }

@@ -356,6 +356,42 @@ TEST_F(ZkdProcess, AFrozenMasterIsDeposedAndWritesNothingAsMaster) {
     );
 }
 
+// Deposed while its session lives (anyone moved /epoch), a master leaves the election and runs
+// again behind the others. One SIGTERM must still drain it and end the process within --grace.
+TEST_F(ZkdProcess, ADeposedMasterStillDrainsAndExitsOnOneSigterm) {
+    start("first", {"--grace", "5s"});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            ASSERT_EQ(co_await master_host(*zk), "first");
+            start("second", {"--grace", "5s"});
+            ASSERT_TRUE(co_await zkd::test::workers_joined(*zk, 2));
+            const auto epoch = (co_await zk->exists("/epoch"s)).value()->version;
+            ASSERT_TRUE(co_await zk->set("/epoch"s, "moved by hand"s));
+            std::string now_master;
+            for (int i = 0; i < 400 && now_master != "second"; ++i) {
+                co_await settle(50ms);
+                if (auto m = co_await zk->get("/master"s); m) {
+                    if (auto info = decode_master(m->data); info && info->epoch > epoch + 1) {
+                        now_master = info->host;
+                    }
+                }
+            }
+            ASSERT_EQ(now_master, "second") << "the other candidate should lead after first";
+            ZKD_AWAIT_CONDITION(log_of("first").find("no longer master") != std::string::npos, 20s)
+            ASSERT_NE(log_of("first").find("no longer master"), std::string::npos);
+            co_await settle(500ms);  // back in the election, waiting behind "second"
+            nodes_.at("first")->kill(SIGTERM);
+            EXPECT_EQ(nodes_.at("first")->wait_exit(15s), 0) << "one SIGTERM did not end it";
+            // The leader goes as well on one signal, and hands over to nobody.
+            nodes_.at("second")->kill(SIGTERM);
+            EXPECT_EQ(nodes_.at("second")->wait_exit(15s), 0);
+            co_await zk->close();
+        }(),
+        300s
+    );
+}
+
 TEST_F(ZkdProcess, SigtermDrainsAWorkerItsTasksFinishThereAndItLeaves) {
     start("boss", {"--role", "standby"});
     run(
