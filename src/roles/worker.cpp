@@ -437,8 +437,12 @@ private:
     ) {
         auto spec = protocol::decode_task(node.data);
         const std::int64_t started = protocol::now_ms();
-        if (spec &&
-            spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id gives the size
+        if (!protocol::is_valid_task_id(tid)) {
+            // Written by a stranger (§8): its name must never reach a handler or a program
+            // (ZKD_TASK_ID), whatever the node holds.
+            spec = protocol::decode_error{"its name is not a task id"};
+        } else if (spec && spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id
+                                                                                 // gives the size
             spec = protocol::decode_error{
                 "the node holds a bundle of " + std::to_string(spec->bundle.size()) +
                 " tasks where its id says " + std::to_string(protocol::bundle_size(tid))};

@@ -89,8 +89,21 @@ publish_plan::step publish_plan::answered(const protocol::txn_answer& a) {
     }
     case publish_outcome::result_exists:
         if (!form_.fenced_by_assignment) {
-            return done(publish_end::result_existed);  // ours, from an answer we lost: done
+            spdlog::info(
+                "worker {}: the result of task {} is there already (a try whose answer was "
+                "lost, as its assignment is gone); not writing it again",
+                worker_, tid_
+            );
+            return done(publish_end::result_existed);
         }
+        // Our assignment stands, so no try of ours published: another's node is there (an
+        // earlier attempt's late result, or someone else's write). Only one result is ever
+        // visible (§3): ours is dropped, said here so that it is not lost without a word.
+        spdlog::warn(
+            "worker {}: a result node of task {} exists already (another attempt's or a "
+            "stranger's): this attempt's result is dropped, its assignment cleared; it was: {}",
+            worker_, tid_, result_.substr(0, 300) + (result_.size() > 300 ? "..." : "")
+        );
         form_.with_result = false;  // a result exists already: only clear our assignment
         return send();
     case publish_outcome::marker_gone:

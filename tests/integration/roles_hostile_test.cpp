@@ -5,11 +5,15 @@
 // writes the foreign state directly, as a stranger with a ZooKeeper client would.
 #include "roles/node.hpp"
 #include "roles/task_client.hpp"
+#include "roles/txn_io.hpp"
 #include "support/roles_cluster.hpp"
 
 #include <boost/json.hpp>
 
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <optional>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -556,6 +560,45 @@ TEST_F(RolesHostile, AClientsResultsDirectoryDeletedOrGarbledLosesNoResult) {
         ASSERT_TRUE(co_await zk->create(dir + "/not-logged"));
         EXPECT_TRUE(co_await echo_done(tc, 3)) << "garbage and an unlogged child: listed";
         EXPECT_TRUE(co_await zk->remove(dir + "/not-logged"));
+        co_await tc.flush();
+    }());
+}
+
+TEST_F(RolesHostile, AnAssignmentWhoseNameIsNotATaskIdFailsAsMalformedAndNoHandlerSeesIt) {
+    // A stranger's assignment named like a shell command: its name would reach a program as
+    // ZKD_TASK_ID. The worker fails it as malformed_task without calling the handler.
+    std::atomic<int> calls{0};
+    registry_.add("probe", [&calls](const json::value& args, std::stop_token) -> handler_result {
+        ++calls;
+        return args;
+    });
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_with_worker();
+        task_client tc(*zk, layout_);
+        ASSERT_TRUE(co_await echo_done(tc, 1));
+        const std::string name = "x;$(id)";
+        zkd::zkco::op::create forged;  // (GCC 12 rejects the braced form in a coroutine)
+        forged.path = layout::assignment(worker_.me.id, name);
+        forged.data = foreign_task("probe", json::value("hello"));
+        std::vector<zkd::zkco::multi_op> ops;
+        ops.emplace_back(std::move(forged));
+        append_change_logs(ops);  // logged, so that the worker sees it at once (§6)
+        ASSERT_TRUE(co_await zk->multi(std::move(ops)));
+        std::optional<task_result> failed;
+        auto published = [&]() -> asio::awaitable<bool> {
+            auto r = co_await zk->get(layout_.result(name));
+            if (r) {
+                failed = decode_result(r->data).value();
+            }
+            co_return failed.has_value();
+        };
+        ASSERT_TRUE(co_await eventually(published)) << "no result for the forged assignment";
+        EXPECT_EQ(failed->state, task_state::failed);
+        ASSERT_TRUE(failed->error);
+        EXPECT_EQ(failed->error->code, codes::malformed_task);
+        EXPECT_EQ(calls.load(), 0) << "the handler saw the forged assignment";
+        // The worker works on.
+        EXPECT_TRUE(co_await echo_done(tc, 2));
         co_await tc.flush();
     }());
 }
