@@ -3,6 +3,7 @@
 // commands are clients of a cluster (src/cli).
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/session.hpp"
 
 #include <spdlog/cfg/env.h>
 
@@ -94,8 +95,9 @@ int main(int argc, char** argv) {
             cmd.empty() ? "a command is needed" : "unknown command '" + cmd + "'"
         );
     } catch (const zkd::cli::usage_error& e) {
+        // Escaped: a message may quote what was typed (a type name with control characters).
         std::fprintf(
-            stderr, "zkd: %s\n(see 'zkd %s--help')\n", e.what(),
+            stderr, "zkd: %s\n(see 'zkd %s--help')\n", zkd::cli::printable(e.what()).c_str(),
             commands.contains(cmd) ? (cmd + " ").c_str() : ""
         );
         return zkd::cli::exit_usage;

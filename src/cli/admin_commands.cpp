@@ -5,6 +5,7 @@
 #include "cli/session.hpp"
 #include "roles/inspect.hpp"
 #include "zkco/deadline.hpp"
+#include "zkco/read_batch.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -94,6 +95,31 @@ asio::awaitable<zkco::result<std::size_t>> delete_tree(zkco::client& zk, std::st
     }
 }
 
+/// How many of `dir`'s children a live session owns (ephemeral nodes): what a stranger wrote
+/// there stands for no member. Errors: the listing's or a read's.
+asio::awaitable<zkco::result<std::size_t>> owned_children(zkco::client& zk, std::string dir) {
+    auto kids = co_await zkco::with_timeout(zk.get_children(dir), 30s);
+    if (!kids) {
+        if (kids.error() == zkco::errc::no_node) {
+            co_return std::size_t{0};
+        }
+        co_return kids.error();
+    }
+    zkco::read_batch batch(zk);
+    std::vector<zkco::read_batch::slot<std::optional<zkco::stat>>> stats;
+    for (const auto& name : kids->names) {
+        stats.push_back(batch.exists(zkco::join_path(dir, name)));
+    }
+    if (auto done = co_await zkco::with_timeout(batch.wait(), 30s); !done) {
+        co_return done.error();
+    }
+    std::size_t owned = 0;
+    for (const auto& s : stats) {
+        owned += *s && **s && (**s)->ephemeral_owner != 0 ? 1 : 0;
+    }
+    co_return owned;
+}
+
 /// The members alive in the namespace at `ns`: "2 workers, 1 candidate and a master", or
 /// empty when none.
 asio::awaitable<zkco::result<std::string>> members_alive(zkco::client& zk, std::string ns) {
@@ -105,17 +131,17 @@ asio::awaitable<zkco::result<std::string>> members_alive(zkco::client& zk, std::
         }
     };
     for (const auto& [dir, what] : {std::pair{"/workers", "worker"}, {"/election", "candidate"}}) {
-        auto kids = co_await zkco::with_timeout(zk.get_children(ns + dir), 30s);
-        if (!kids && kids.error() != zkco::errc::no_node) {
-            co_return kids.error();
+        auto owned = co_await owned_children(zk, ns + dir);
+        if (!owned) {
+            co_return owned.error();
         }
-        count(kids ? kids->names.size() : 0, what);
+        count(*owned, what);
     }
     auto master = co_await zkco::with_timeout(zk.exists(ns + "/master"), 30s);
     if (!master) {
         co_return master.error();
     }
-    if (*master) {
+    if (*master && (*master)->ephemeral_owner != 0) {
         alive += std::string(alive.empty() ? "" : ", ") + "a master";
     }
     co_return alive;
@@ -148,6 +174,7 @@ int cmd_purge(int argc, char** argv) {
                                  .count();
             std::size_t purged = 0;
             std::size_t kept = 0;
+            std::size_t dirs_removed = 0;
             // Every directory below /results: the result shards and the clients' directories.
             auto dirs = co_await zkco::with_timeout(roles::list_result_dirs(zk), 30s);
             if (!dirs) {
@@ -163,6 +190,7 @@ int cmd_purge(int argc, char** argv) {
                     complain("cannot list " + shard + ": " + kids.error().message());
                     co_return exit_failed;
                 }
+                std::size_t left = kids->names.size();
                 for (const auto& name : kids->names) {
                     const auto path = zkco::join_path(shard, name);
                     if (older_than.count() > 0) {
@@ -183,6 +211,13 @@ int cmd_purge(int argc, char** argv) {
                         co_return exit_failed;
                     }
                     purged += *gone > 0 ? 1 : 0;
+                    --left;
+                }
+                // A client's directory emptied (or found empty) goes too; shards stay. A result
+                // arriving meanwhile keeps it (not_empty), and a writer makes it again.
+                if (left == 0 && protocol::layout::is_client_results(zkco::base_name(shard))) {
+                    auto removed = co_await zkco::with_timeout(zk.remove(shard), 30s);
+                    dirs_removed += removed ? 1 : 0;
                 }
             }
             std::printf("purged %zu result(s) from %s", purged, target.chroot.c_str());
@@ -192,7 +227,7 @@ int cmd_purge(int argc, char** argv) {
                     static_cast<long long>(older_than.count())
                 );
             }
-            std::printf("\n");
+            std::printf(", and %zu empty client directories\n", dirs_removed);
             co_return exit_ok;
         }
     );

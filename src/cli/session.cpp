@@ -148,6 +148,13 @@ asio::awaitable<int> connected(cluster_target t, namespace_mode mode, cluster_bo
                 "no zkd cluster in namespace '" + t.ns + "' at " + t.hosts + " (nothing at " +
                 t.chroot + "/meta; is --namespace right?): " + hint
             );
+        } else if (l.error() == zkco::errc::no_auth && t.auth) {
+            // Digest credentials are not checked when given, only when used: a wrong
+            // password shows here, as a user the cluster's ACLs do not name.
+            complain(
+                "not allowed to read the cluster in " + t.chroot + " as user '" + t.auth->user +
+                "': wrong password, or not the user the cluster was started with"
+            );
         } else if (l.error() == zkco::errc::no_auth) {
             complain(
                 "not allowed to read the cluster in " + t.chroot + ": it needs credentials (--user)"

@@ -144,16 +144,14 @@ std::string args_text(const std::string& arg) {
 }
 
 /// When workers are there and none serves `type`: a message saying so (who serves what).
-asio::awaitable<std::optional<std::string>> unserved(
-    zkco::client& zk, protocol::layout l, std::string type
-) {
-    auto view = co_await roles::read_cluster(zk, l);
-    if (!view) {
+asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, std::string type) {
+    auto workers = co_await roles::read_workers(zk);
+    if (!workers) {
         co_return std::nullopt;  // the master fails it later if it must; do not block on a view
     }
     std::set<std::string> served;
     bool any = false;
-    for (const auto& w : view->workers) {
+    for (const auto& w : *workers) {
         if (w.garbage.empty()) {
             any = true;
             served.insert(w.types.begin(), w.types.end());
@@ -166,15 +164,16 @@ asio::awaitable<std::optional<std::string>> unserved(
     for (const auto& t : served) {
         list += (list.empty() ? "" : ", ") + t;
     }
-    co_return "no worker serves task type '" + type + "' (the " +
-        std::to_string(view->workers.size()) +
+    co_return "no worker serves task type '" + type + "' (the " + std::to_string(workers->size()) +
         " workers serve: " + (list.empty() ? "nothing" : list) +
         "); nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
         "to join";
 }
 
 std::string no_such_task(const std::string& id) {
-    return "no task " + id + " (never submitted, or its result was consumed or collected)";
+    return "no task " + id +
+           " found: not pending, assigned or finished (never submitted, its result consumed or "
+           "collected, or its assignment deleted by someone else while it runs)";
 }
 
 /// Waits for and prints the result; the exit code says how the task ended.
@@ -248,6 +247,7 @@ asio::awaitable<int> print_result(
             co_return exit_timeout;
         }
         complain("task " + id + ": " + result.error().message());
+        co_await tc.close();  // a garbage result's delete (§8) must reach the server too
         co_return exit_failed;
     }
     std::printf("%s\n", protocol::encode(*result).c_str());
@@ -258,11 +258,16 @@ asio::awaitable<int> print_result(
     co_return result->state == protocol::task_state::succeeded ? exit_ok : exit_failed;
 }
 
-/// The task's status, or an exit code after saying what went wrong.
+/// The task's status, or an exit code after saying what went wrong. With `garbage_waits`, a
+/// garbage result (§8) counts as known, with the state unknown: the caller's wait then
+/// returns it as an error and deletes it.
 asio::awaitable<std::variant<roles::task_status, int>> known_status(
-    roles::task_client& tc, std::string id
+    roles::task_client& tc, std::string id, bool garbage_waits = false
 ) {
     auto st = co_await tc.status(id);
+    if (!st && garbage_waits && st.error() == roles::client_errc::garbage_result) {
+        co_return roles::task_status{};
+    }
     if (!st) {
         complain("task " + id + ": " + st.error().message());
         co_return exit_failed;
@@ -316,6 +321,12 @@ int cmd_submit(int argc, char** argv) {
     req.max_attempts =
         static_cast<int>(a.number("--max-attempts", 3, 1, protocol::max_attempts_limit));
     const bool wait = a.has("--wait");
+    if (a.has("--timeout") && !wait) {
+        throw usage_error(
+            "submit: --timeout bounds --wait, and is given without it (the task's own time "
+            "limit is --task-timeout)"
+        );
+    }
     const auto timeout = a.duration("--timeout", 0ms, 0ms, 24h * 365);
     const bool check_type = !a.has("--allow-unserved");
     const auto target = target_of(a);
@@ -326,7 +337,7 @@ int cmd_submit(int argc, char** argv) {
         [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
             using namespace asio::experimental::awaitable_operators;
             if (check_type) {
-                const auto no = co_await unserved(zk, l, req.type);
+                const auto no = co_await unserved(zk, req.type);
                 if (no) {
                     complain(*no);
                     co_return exit_failed;
@@ -384,11 +395,22 @@ int cmd_wait(int argc, char** argv) {
         target, namespace_mode::existing,
         [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
             roles::task_client tc(zk, l);
-            auto st = co_await known_status(tc, id);
+            auto st = co_await known_status(tc, id, true);
             if (std::holds_alternative<int>(st)) {
                 co_return std::get<int>(st);
             }
-            co_return co_await print_result(tc, id, timeout, &zk, l);
+            const int rc = co_await print_result(tc, id, timeout, &zk, l);
+            if (rc == exit_ok || rc == exit_failed) {
+                // The result was the last in its client's directory (a `zkd submit` that did
+                // not wait, say): the empty directory goes now, not at the master's sweep.
+                // One with results left is not empty: the delete then fails, harmlessly.
+                const auto node = protocol::parse_task_ref(id)->node;
+                if (const auto dir = l.result_dir(node);
+                    protocol::layout::is_client_results(zkco::base_name(dir))) {
+                    co_await zk.remove(dir);
+                }
+            }
+            co_return rc;
         }
     );
 }

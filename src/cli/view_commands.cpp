@@ -83,7 +83,8 @@ std::string joined(const std::vector<std::string>& v) {
 
 void print_tasks(const roles::task_list& list) {
     std::printf(
-        "%-36s %-9s %-12s %-28s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "AGE", "ATTEMPT"
+        "%-36s %-9s %-12s %-28s %3s %8s %s\n", "ID", "STATE", "TYPE", "WORKER", "PRI", "AGE",
+        "ATTEMPT"
     );
     const auto row = [](const roles::task_entry& t) {
         if (!t.garbage.empty()) {
@@ -96,10 +97,10 @@ void print_tasks(const roles::task_list& list) {
         // A bundle: its type and how many tasks it holds.
         const auto type = t.tasks > 1 ? t.type + " x" + std::to_string(t.tasks) : t.type;
         std::printf(
-            "%-36s %-9s %-12s %-28s %8s %d", printable(t.id).c_str(),
+            "%-36s %-9s %-12s %-28s %3d %8s %d", printable(t.id).c_str(),
             std::string(protocol::to_string(t.state)).c_str(), printable(type).c_str(),
-            t.worker.empty() ? "-" : printable(t.worker).c_str(), brief_age(t.age_ms).c_str(),
-            t.attempt
+            t.worker.empty() ? "-" : printable(t.worker).c_str(), t.priority,
+            brief_age(t.age_ms).c_str(), t.attempt
         );
         if (t.progress >= 0) {  // what the worker last reported
             std::printf("  %3.0f%% %s", t.progress * 100, printable(t.progress_message).c_str());
@@ -144,8 +145,13 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
         std::printf("\n");
     }
     std::printf(
-        "queue     %llu pending, %llu results not consumed, %llu cancel requests",
+        "queue     %llu pending, %llu results not consumed%s, %llu cancel requests",
         static_cast<unsigned long long>(c.pending), static_cast<unsigned long long>(c.results),
+        c.uncounted_result_dirs > 0
+            ? (" (in the result shards; not counted: " + std::to_string(c.uncounted_result_dirs) +
+               " clients' directories)")
+                  .c_str()
+            : "",
         static_cast<unsigned long long>(c.cancel_requests)
     );
     if (c.master && c.master->max_pending.value_or(0) > 0) {

@@ -178,6 +178,19 @@ std::optional<int> task_id_priority(std::string_view tid) noexcept {
     return 9 - (tid[1] - '0');
 }
 
+std::optional<std::int64_t> task_id_ms(std::string_view tid) noexcept {
+    // t<P>-<13 digits>-...: the digits start after 1 + 1 + 1 characters.
+    constexpr std::size_t at = 3;
+    constexpr std::size_t digits = 13;
+    if (!is_valid_task_id(tid))
+        return std::nullopt;
+    std::int64_t ms = 0;
+    for (const char c : tid.substr(at, digits)) {
+        ms = ms * 10 + (c - '0');
+    }
+    return ms;
+}
+
 // --- shards ----------------------------------------------------------------------------------
 
 std::string shard_name(std::uint32_t shard) {

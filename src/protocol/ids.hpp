@@ -60,6 +60,9 @@ std::string_view task_id_client(std::string_view tid) noexcept;
 bool is_client_id(std::string_view s) noexcept;
 /// The priority (0..9) encoded in a valid task id; nullopt for an invalid id.
 std::optional<int> task_id_priority(std::string_view tid) noexcept;
+/// The time (ms since the Unix epoch) a valid task id was made at: when its client submitted
+/// it. nullopt for an invalid id.
+std::optional<std::int64_t> task_id_ms(std::string_view tid) noexcept;
 
 /// How many tasks the bundle `tid` holds; 0 for a plain task id (or an invalid one).
 std::size_t bundle_size(std::string_view tid) noexcept;

@@ -55,6 +55,24 @@ master_view master_from(const std::string& data) {
     return m;
 }
 
+worker_view worker_from(const std::string& id, const std::string& data) {
+    worker_view w;
+    w.id = id;
+    auto decoded = protocol::decode_worker(data);
+    if (decoded) {
+        w.host = std::move(decoded->host);
+        w.pid = decoded->pid;
+        w.capacity = decoded->capacity.value_or(0);
+        w.threads = decoded->threads;
+        w.types = std::move(decoded->types);
+        w.started_ms = decoded->started_ms;
+        w.draining = decoded->draining;
+    } else {
+        w.garbage = decoded.error().message;
+    }
+    return w;
+}
+
 task_entry entry_from(
     std::string id,
     protocol::task_state state,
@@ -78,8 +96,10 @@ task_entry entry_from(
     e.tasks = std::max<std::size_t>(1, spec->bundle.size());
     e.priority = spec->priority;
     e.attempt = spec->attempt;
-    e.submitted_ms = spec->submitted_ms;
-    e.age_ms = age_since(now, spec->submitted_ms);
+    // A task written without submitted_ms (by another client) is as old as its id says.
+    e.submitted_ms =
+        spec->submitted_ms != 0 ? spec->submitted_ms : protocol::task_id_ms(e.id).value_or(0);
+    e.age_ms = age_since(now, e.submitted_ms);
     e.assigned_ms = spec->assigned_ms;
     e.running_ms = spec->running_ms;
     e.progress = spec->progress;
@@ -133,6 +153,34 @@ asio::awaitable<zkco::result<std::vector<std::string>>> list_result_dirs(zkco::c
         co_return kids.error();
     }
     co_return result_dir_paths(std::move(kids->names));
+}
+
+asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::client& zk) {
+    auto listed = co_await zk.get_children(protocol::layout::workers_dir());
+    if (!listed) {
+        co_return listed.error();
+    }
+    auto ids = std::move(listed->names);
+    std::sort(ids.begin(), ids.end());
+    read_batch batch(zk);
+    std::vector<read_batch::slot<zkco::node>> infos;
+    infos.reserve(ids.size());
+    for (const auto& id : ids) {
+        infos.push_back(batch.get(protocol::layout::worker(id)));
+    }
+    if (const auto done = co_await batch.wait(); !done) {
+        co_return done.error();
+    }
+    std::vector<worker_view> workers;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (failed(*infos[i])) {
+            co_return infos[i]->error();
+        }
+        if (*infos[i]) {  // else it left meanwhile
+            workers.push_back(worker_from(ids[i], (*infos[i])->data));
+        }
+    }
+    co_return workers;
 }
 
 asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, protocol::layout l) {
@@ -196,8 +244,16 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
     }
     std::vector<read_batch::slot<std::optional<zkco::stat>>> results;
     if (*result_dirs) {
+        const auto& names = (*result_dirs)->names;
+        const auto clients = static_cast<std::size_t>(
+            std::count_if(names.begin(), names.end(), protocol::layout::is_client_results)
+        );
+        const bool count_clients = clients <= most_result_dirs_counted;
+        view.uncounted_result_dirs = count_clients ? 0 : clients;
         for (auto& p : result_dir_paths(std::move((*result_dirs)->names))) {
-            results.push_back(second.exists(std::move(p)));
+            if (count_clients || !protocol::layout::is_client_results(zkco::base_name(p))) {
+                results.push_back(second.exists(std::move(p)));
+            }
         }
     }
     const auto second_done = co_await second.wait();
@@ -223,20 +279,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
         if (!*infos[i]) {
             continue;  // left meanwhile
         }
-        worker_view w;
-        w.id = ids[i];
-        auto decoded = protocol::decode_worker((*infos[i])->data);
-        if (decoded) {
-            w.host = std::move(decoded->host);
-            w.pid = decoded->pid;
-            w.capacity = decoded->capacity.value_or(0);
-            w.threads = decoded->threads;
-            w.types = std::move(decoded->types);
-            w.started_ms = decoded->started_ms;
-            w.draining = decoded->draining;
-        } else {
-            w.garbage = decoded.error().message;
-        }
+        auto w = worker_from(ids[i], (*infos[i])->data);
         if (*dirs[i]) {
             for (const auto& name : (*dirs[i])->names) {
                 if (!protocol::is_cancel_marker(name)) {
@@ -438,6 +481,13 @@ asio::awaitable<zkco::result<std::optional<protocol::task_result>>> peek_result(
     co_return std::optional<protocol::task_result>(std::move(*decoded));
 }
 
+namespace {
+/// One look for `tid`, not a bundle's task: pending, assigned or running, finished, unknown.
+asio::awaitable<zkco::result<task_info>> read_task_once(
+    zkco::client& zk, protocol::layout l, std::string tid
+);
+}  // namespace
+
 asio::awaitable<zkco::result<task_info>> read_task(
     zkco::client& zk, protocol::layout l, std::string tid
 ) {
@@ -471,8 +521,26 @@ asio::awaitable<zkco::result<task_info>> read_task(
         }
         co_return info;
     }
-    // The server answers one session's requests in order: reading earlier states first means
-    // a task moving on between the reads is caught in its later state.
+    // A task moves back too (a requeue takes an assignment back to pending): one found
+    // nowhere may have moved between the reads, so it is looked for once more before it is
+    // said to be unknown.
+    auto once = co_await read_task_once(zk, l, tid);
+    if (once && once->state == protocol::task_state::unknown && once->garbage.empty()) {
+        once = co_await read_task_once(zk, l, std::move(tid));
+    }
+    co_return once;
+}
+
+namespace {
+
+asio::awaitable<zkco::result<task_info>> read_task_once(
+    zkco::client& zk, protocol::layout l, std::string tid
+) {
+    task_info info;
+    info.id = tid;
+    // The server answers one session's requests in order: reading the places in the order
+    // tasks move through them (pending, assignments, result) means a task moving on between
+    // the reads is caught in its later state.
     read_batch first(zk);
     auto pending = first.exists(l.pending_task(tid));
     auto dirs = first.get_children(protocol::layout::assign_dir());
@@ -538,6 +606,8 @@ asio::awaitable<zkco::result<task_info>> read_task(
     co_return info;
 }
 
+}  // namespace
+
 // --- JSON ----------------------------------------------------------------------------------
 
 json::value to_json(const master_view& m) {
@@ -594,6 +664,7 @@ json::value to_json(const cluster_view& c) {
     o["workers"] = std::move(workers);
     o["pending"] = c.pending;
     o["results"] = c.results;
+    o["uncounted_result_dirs"] = c.uncounted_result_dirs;
     o["cancel_requests"] = c.cancel_requests;
     return o;
 }

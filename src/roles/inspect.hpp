@@ -90,16 +90,28 @@ struct cluster_view {
     std::uint64_t pending = 0;          ///< pending tasks, from each shard's child count
     std::uint64_t results = 0;          ///< results not yet consumed, likewise (every
                                         ///< result directory: shards and client dirs)
+    /// Clients' result directories whose results `results` leaves out: past
+    /// most_result_dirs_counted of them, only the result shards are counted.
+    std::uint64_t uncounted_result_dirs = 0;
     std::uint64_t cancel_requests = 0;  ///< open /cancel/<tid> requests
 };
+
+/// Most clients' result directories read_cluster reads the stat of, to count their results.
+inline constexpr std::size_t most_result_dirs_counted = 1'000;
 
 /// Reads the cluster: /epoch, /master, every worker and its assignments (counts from child
 /// lists; running from the assignments' data), and the counts of pending tasks, results and
 /// cancel requests (from the directories' stats, without listing them; /results is listed
-/// for its directories, list_result_dirs). Errors: see the top of this file.
+/// for its directories, list_result_dirs; past most_result_dirs_counted clients'
+/// directories, only the result shards are counted). Errors: see the top of this file.
 boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(
     zkco::client& zk, protocol::layout l
 );
+
+/// Reads only the workers (their nodes, not their assignments: `assigned` and `running` stay
+/// 0), sorted by id: one listing of /workers and one read per worker, whatever the number of
+/// tasks and results. What "is this type served" needs. Errors: see the top of this file.
+boost::asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::client& zk);
 
 // --- tasks ---------------------------------------------------------------------------------
 

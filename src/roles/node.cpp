@@ -35,6 +35,17 @@ std::string hostname() {
     return std::string(buf.data());
 }
 
+/// What a member joins as, for the log.
+const char* joined_as(const node_options& o) {
+    if (o.role == node_role::worker_only) {
+        return "worker";
+    }
+    if (o.role == node_role::standby) {
+        return "standby master";
+    }
+    return o.capacity > 0 ? "worker and candidate" : "candidate master with no slots (no tasks)";
+}
+
 /// Waits until cancelled, with a deadline: false when cancelled.
 asio::awaitable<bool> pause(std::chrono::milliseconds d) {
     asio::steady_timer t(co_await asio::this_coro::executor, d);
@@ -298,10 +309,7 @@ asio::awaitable<void> run_node(
         me.host = host;
         me.pid = ::getpid();
         spdlog::info(
-            "node {}: joined {} as {} (session 0x{:x})", me.id, chroot,
-            o.role == node_role::worker_only ? "worker"
-            : o.role == node_role::standby   ? "standby master"
-                                             : "worker and candidate",
+            "node {}: joined {} as {} (session 0x{:x})", me.id, chroot, joined_as(o),
             zk.session() ? zk.session()->id : 0
         );
         reactor::event worker_done(ex);

@@ -140,6 +140,7 @@ TEST_F(Cli, BadCommandLinesExitTwoWithAMessage) {
         {{"submit", "bad type!"}, "not a valid task type name"},
         {{"submit", "echo", "{not json"}, "ARGS-JSON is not JSON"},
         {{"submit", "echo", "--priority", "12"}, "--priority wants a whole number from 0 to 9"},
+        {{"submit", "echo", "--timeout", "5s"}, "--timeout bounds --wait"},
         {{"wait"}, "wait wants exactly one task ID"},
         {{"status", "not-an-id"}, "is not a task id"},
         {{"cancel", "a", "b"}, "cancel wants exactly one task ID"},
@@ -330,6 +331,7 @@ TEST_F(Cli, SubmitWaitStatusCancel) {
     r = zkd({"wait", id, "--timeout", "30s"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out).at("value").as_string(), "hello");
+    EXPECT_EQ(client_dirs(), 0U);  // the submitting client's, emptied by the wait: gone
     r = zkd({"status", id});
     EXPECT_EQ(r.exit_code, 5);
     EXPECT_NE(r.err.find("no task " + id), std::string::npos) << r.err;
@@ -370,6 +372,49 @@ TEST_F(Cli, SubmitWaitStatusCancel) {
     r = zkd({"submit", "sleep", R"({"ms":60000})", "--wait", "--timeout", "300ms"});
     EXPECT_EQ(r.exit_code, 4) << r.err;
     EXPECT_NE(r.err.find("no result within 300 ms"), std::string::npos) << r.err;
+}
+
+// A result node that holds no zkd result (written by a stranger, protocol §8): status says so,
+// and wait returns it as an error and deletes it, so that it cannot stand for the task.
+TEST_F(Cli, AGarbageResultIsReportedAndDeletedByWait) {
+    start_node();
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    auto r = zkd({"submit", "echo", R"("real")"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string id = first_line(r.out);
+    command_result st;
+    for (int i = 0; i < 100; ++i) {
+        st = zkd({"status", id});
+        if (st.out.find(" succeeded") != std::string::npos) {
+            break;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_EQ(first_line(st.out), id + " succeeded") << st.err;
+    const auto path = "/zkd/cli" + zkd::protocol::layout{}.result(id);
+    bool gone = false;
+    run([&]() -> boost::asio::awaitable<void> {
+        zkd::zkco::client zk(ioc_.get_executor(), make_config());
+        co_await zk.connect();
+        EXPECT_TRUE(co_await zk.set(path, "\xff{forged"s));
+        co_await zk.close();
+    }());
+    st = zkd({"status", id});
+    EXPECT_EQ(st.exit_code, 1) << st.out;
+    r = zkd({"wait", id, "--timeout", "10s"});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.err.find("task " + id + ": "), std::string::npos) << r.err;
+    run([&]() -> boost::asio::awaitable<void> {
+        zkd::zkco::client zk(ioc_.get_executor(), make_config());
+        co_await zk.connect();
+        auto there = co_await zk.exists(path);
+        EXPECT_TRUE(there);
+        gone = there && !there->has_value();
+        co_await zk.close();
+    }());
+    EXPECT_TRUE(gone) << "zkd wait left the garbage result at " << path;
+    r = zkd({"wait", id});
+    EXPECT_EQ(r.exit_code, 5) << r.err;
 }
 
 TEST_F(Cli, ANamespaceWithoutAClusterIsSaidSo) {
@@ -541,6 +586,9 @@ TEST_F(Cli, PurgeAndDropNamespace) {
     r = zkd({"purge", "--results"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("purged 3 result(s)"), std::string::npos) << r.out;
+    // Each submit was a client of its own: their emptied directories went too.
+    EXPECT_NE(r.out.find("and 3 empty client directories"), std::string::npos) << r.out;
+    EXPECT_EQ(client_dirs(), 0U);
     EXPECT_EQ(zkd({"wait", ids[0]}).exit_code, 5);
 
     r = zkd({"drop-namespace"});
@@ -599,6 +647,12 @@ TEST_F(Cli, HostileStringsAreEscaped) {
         EXPECT_EQ(c.out.find('\x1b'), std::string::npos) << c.out;
         co_await zk.close();
     }());
+    // What was typed, quoted back in a usage error: escaped too.
+    auto r = zkd({"submit", "e\x1b[2Jvil", "1"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(R"('e\e[2Jvil' is not a valid task type name)"), std::string::npos)
+        << r.err;
 }
 
 // A session timeout the server clamps is said so in zkd run's log (the test server's tick of
@@ -873,6 +927,13 @@ TEST_F(Cli, ASquattedNamespaceIsRefused) {
     ASSERT_EQ(c.exit_code, 0) << c.err;
     r = zkd({"submit", "echo", "7", "--wait", "--user", "alice", "--password", "secret"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    // Without credentials, or with a wrong password: each said as it is.
+    r = zkd({"cluster"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("it needs credentials (--user)"), std::string::npos) << r.err;
+    r = zkd({"cluster", "--user", "alice", "--password", "guessed"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("as user 'alice': wrong password"), std::string::npos) << r.err;
 
     // What alice made, only alice can delete.
     node_.reset();

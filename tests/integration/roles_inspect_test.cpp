@@ -90,7 +90,7 @@ TEST_F(RolesInspect, AnEmptyCluster) {
         EXPECT_EQ(
             to_json(*view),
             json::parse(
-                R"({"epoch":0,"master":null,"workers":[],"pending":0,"results":0,"cancel_requests":0})"
+                R"({"epoch":0,"master":null,"workers":[],"pending":0,"results":0,"uncounted_result_dirs":0,"cancel_requests":0})"
             )
         );
         auto tasks = co_await list_tasks(*zk, *l);
@@ -305,6 +305,10 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
         spec.priority = 5;
         spec.submitted_ms = now_ms() - 5000;
         co_await put(*zk, layout_.pending_task(fine), encode(spec));
+        // Written by another client without submitted_ms: as old as its id says.
+        const auto undated = gen.next(5, now_ms() - 3000);
+        spec.submitted_ms = 0;
+        co_await put(*zk, layout_.pending_task(undated), encode(spec));
         const auto junk_pending = gen.next(5, now_ms());
         co_await put(*zk, layout_.pending_task(junk_pending), "[]"s);
         co_await put(*zk, "/pending/00/not-a-task"s, encode(spec));
@@ -330,7 +334,7 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
         EXPECT_EQ(g.types, std::vector<std::string>{"echo"});
         EXPECT_EQ(g.assigned, 2U);  // the marker is not counted; garbage data still is
         EXPECT_EQ(g.running, 0U);
-        EXPECT_EQ(view->pending, 3U);
+        EXPECT_EQ(view->pending, 4U);
         EXPECT_EQ(view->results, 1U);
         EXPECT_EQ(view->cancel_requests, 1U);
         const auto bj = to_json(b);
@@ -340,7 +344,7 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
 
         auto list = co_await list_tasks(*zk, layout_);
         ASSERT_TRUE(list) << list.error().message();
-        EXPECT_EQ(list->pending_total, 3U);
+        EXPECT_EQ(list->pending_total, 4U);
         EXPECT_EQ(list->assigned_total, 3U);
         int garbage_pending = 0;
         for (const auto& e : list->pending) {
@@ -348,6 +352,10 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
                 EXPECT_TRUE(e.garbage.empty());
                 EXPECT_EQ(e.type, "sum");
                 EXPECT_GE(e.age_ms, 5000);
+            } else if (e.id == undated) {
+                EXPECT_GE(e.age_ms, 3000);
+                EXPECT_LT(e.age_ms, 60'000);
+                EXPECT_EQ(e.priority, 5);
             } else {
                 EXPECT_FALSE(e.garbage.empty()) << e.id;
                 ++garbage_pending;
@@ -415,7 +423,27 @@ TEST_F(RolesInspect, ResultsAreCountedInEveryDirectoryBelowResults) {
         auto view = co_await read_cluster(*zk, layout_);
         ASSERT_TRUE(view) << view.error().message();
         EXPECT_EQ(view->results, 4U);
+        EXPECT_EQ(view->uncounted_result_dirs, 0U);
         EXPECT_EQ(co_await last_change(*zk), before + 2);  // only the probes wrote
+
+        // Past most_result_dirs_counted clients' directories, only the shards are counted
+        // (a view's cost does not grow with clients that left directories behind).
+        std::vector<zkd::zkco::multi_op> ops;
+        for (std::uint32_t c = 1; c + 2 <= most_result_dirs_counted; ++c) {
+            zkd::zkco::op::create dir;  // (GCC 12 rejects the braced form in a coroutine)
+            dir.path = layout::client_results(task_id_generator(0x10000000U + c).client_hex());
+            ops.emplace_back(std::move(dir));
+        }
+        ASSERT_TRUE(co_await zk->multi(std::move(ops)));
+        view = co_await read_cluster(*zk, layout_);
+        ASSERT_TRUE(view) << view.error().message();
+        EXPECT_EQ(view->uncounted_result_dirs, 0U) << "exactly the most counted";
+        EXPECT_EQ(view->results, 4U);
+        co_await put(*zk, layout::client_results(task_id_generator(0x2000000U).client_hex()));
+        view = co_await read_cluster(*zk, layout_);
+        ASSERT_TRUE(view) << view.error().message();
+        EXPECT_EQ(view->uncounted_result_dirs, most_result_dirs_counted + 1);
+        EXPECT_EQ(view->results, 1U) << "the shard's result only";
     }());
 }
 

@@ -145,7 +145,10 @@ TEST(ProtocolIds, TaskIdValidation) {
          }) {
         EXPECT_FALSE(is_valid_task_id(bad)) << bad;
         EXPECT_FALSE(task_id_priority(bad)) << bad;
+        EXPECT_FALSE(task_id_ms(bad)) << bad;
     }
+    EXPECT_EQ(task_id_ms("t4-1763733600123-3fa9c2d100002a"), 1763733600123);
+    EXPECT_EQ(task_id_ms("t4-0000000000007-3fa9c2d100002a_3"), 7);
     EXPECT_EQ(task_id_priority("t4-1763733600123-3fa9c2d100002a"), 5);
     EXPECT_EQ(task_id_priority("t0-1763733600123-3fa9c2d100002a"), 9);
     EXPECT_EQ(task_id_priority("t9-1763733600123-3fa9c2d100002a"), 0);
