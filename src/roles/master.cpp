@@ -682,6 +682,7 @@ private:
     asio::awaitable<void> requeue_departed(std::string id) {
         const std::string dir = protocol::layout::assign_dir(id);
         auto backoff = std::chrono::milliseconds(100);
+        bool counted = false;  // said how many tasks it left (its first listing)
         while (!stopping()) {
             auto kids = co_await zk_.get_children(dir);
             if (!kids) {
@@ -702,6 +703,11 @@ private:
                 } else {
                     tids.push_back(name);
                 }
+            }
+            if (!counted) {
+                // Counted from its directory: it holds what clients placed there directly too.
+                spdlog::info("master: worker {} left {} task(s) to take back", id, tids.size());
+                counted = true;
             }
             if (tids.empty()) {
                 for (const auto& tid : markers) {
@@ -816,9 +822,10 @@ private:
     };
 
     /// T8, every gc_interval: lists /results (the result shards and the clients' directories,
-    /// list_result_dirs), reads every directory's stat at once, lists again only those whose
-    /// children changed since the last sweep (cversion), reads the ctime of each result not
-    /// seen before, and deletes the results older than result_retention. A client's
+    /// list_result_dirs), reads the stat of up to gc_dirs_per_sweep of them at once (the next
+    /// sweep goes on after the last), lists again only those whose children changed since
+    /// they were last listed (cversion), reads the ctime of each result not seen before, and
+    /// deletes the results older than result_retention. A client's
     /// directory (never a result shard) whose stat shows no children, and a ctime and mtime
     /// both older than the retention, is deleted too, at the version that stat showed: a
     /// result created in it since fails the delete (not_empty), and so does a change to its
@@ -826,6 +833,7 @@ private:
     asio::awaitable<void> collect_garbage() {
         asio::steady_timer timer(zk_.get_executor());
         std::map<std::string, result_dir_seen> known;  // directory -> what the last sweep saw
+        std::string swept_to;  // the last directory the last sweep looked at
         for (;;) {
             timer.expires_after(opts_.gc_interval);
             auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -833,12 +841,25 @@ private:
                 co_return;
             }
             const std::int64_t cutoff = protocol::now_ms() - opts_.result_retention.count();
-            auto dirs = co_await list_result_dirs(zk_);
-            if (!dirs) {
+            auto all_dirs = co_await list_result_dirs(zk_);
+            if (!all_dirs) {
                 continue;  // the next sweep looks again
             }
+            std::sort(all_dirs->begin(), all_dirs->end());
+            auto window = sweep_window(*all_dirs, swept_to, opts_.gc_dirs_per_sweep);
+            swept_to = std::move(window.next_after);
+            const std::vector<std::string>& in_window = window.dirs;
+            const auto* dirs = &in_window;
             auto stats = co_await zkco::exists_all(zk_, *dirs);
+            // What is known of the directories this sweep does not look at stays known.
             std::map<std::string, result_dir_seen> now;
+            for (const auto& dir : *all_dirs) {
+                if (auto it = known.find(dir);
+                    it != known.end() &&
+                    !std::binary_search(in_window.begin(), in_window.end(), dir)) {
+                    now.insert(known.extract(it));
+                }
+            }
             std::vector<std::string> changed;
             std::vector<std::pair<std::string, zkco::stat>> empty_clients;
             for (std::size_t i = 0; i < dirs->size(); ++i) {
@@ -866,6 +887,9 @@ private:
             known = co_await list_results(std::move(now), changed);
             std::size_t expired = 0;
             for (const auto& [dir, seen] : known) {
+                if (!std::binary_search(in_window.begin(), in_window.end(), dir)) {
+                    continue;  // not looked at now: its results are as the sweep that did saw
+                }
                 for (const auto& [path, ctime] : seen.results) {
                     if (ctime >= cutoff) {
                         continue;

@@ -25,6 +25,9 @@ struct master_options {
     std::chrono::milliseconds result_retention{24L * 3600 * 1000};
     /// How often T8 looks for expired results.
     std::chrono::milliseconds gc_interval{60'000};
+    /// Most directories below /results one T8 sweep reads the stat of; the next sweep goes on
+    /// from where it stopped. Bounds a sweep's cost however many clients left directories.
+    std::size_t gc_dirs_per_sweep = 1'000;
     /// The bound on pending task nodes the master publishes in /master ("max_pending") for
     /// clients to keep to on submit (docs/protocol.md §7 "Client"); 0: no bound.
     std::uint64_t max_pending = default_max_pending;

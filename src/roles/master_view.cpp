@@ -23,7 +23,7 @@ master_state::workers_change master_state::workers_listed(const std::vector<std:
     for (auto& [id, w] : workers_) {
         if (w.alive && !now.contains(id)) {
             w.alive = false;
-            spdlog::info("master: worker {} left with {} task(s)", id, w.assigned.size());
+            spdlog::info("master: worker {} left", id);  // the requeue counts what it held
             out.departed.push_back(id);
         }
     }
@@ -811,6 +811,22 @@ bool master_state::load_more() {
         out_.push_back(std::move(a));
     }
     return taken;
+}
+
+result_sweep sweep_window(
+    const std::vector<std::string>& sorted, const std::string& after, std::size_t most
+) {
+    auto from = std::upper_bound(sorted.begin(), sorted.end(), after);
+    if (from == sorted.end()) {
+        from = sorted.begin();
+    }
+    const auto n = std::min<std::size_t>(most, static_cast<std::size_t>(sorted.end() - from));
+    result_sweep out;
+    out.dirs.assign(from, from + static_cast<std::ptrdiff_t>(n));
+    if (from + static_cast<std::ptrdiff_t>(n) != sorted.end()) {
+        out.next_after = out.dirs.back();
+    }
+    return out;
 }
 
 }  // namespace zkd::roles

@@ -294,4 +294,16 @@ private:
     std::set<std::string> clearing_;           // nodes whose foreign children are being deleted
 };
 
+/// The directories below /results one T8 sweep looks at, and where the next one starts.
+struct result_sweep {
+    std::vector<std::string> dirs;  ///< sorted
+    std::string next_after;         ///< pass to the next sweep ("": from the start)
+};
+
+/// The next `most` directories after `after` in `sorted` (from the start when none is after
+/// it): successive sweeps cover every directory, `most` at a time.
+result_sweep sweep_window(
+    const std::vector<std::string>& sorted, const std::string& after, std::size_t most
+);
+
 }  // namespace zkd::roles
