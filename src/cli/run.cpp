@@ -149,7 +149,11 @@ void configure_http(const args& a, const cluster_target& target, http::server_op
         static_cast<std::size_t>(a.number("--http-max-connections", 256, 1, 100'000));
     const auto ep = http::parse_listen_address(ho.listen);
     if (!ep) {
-        return;  // bind() says so
+        throw usage_error(
+            "--http wants HOST:PORT, [IPV6]:PORT or :PORT (loopback), e.g. 127.0.0.1:8080, "
+            "not '" +
+            ho.listen + "'"
+        );
     }
     const auto problem = http::exposure_problem(
         *ep, !token.empty(), !ho.tls_cert_file.empty(), target.auth.has_value()

@@ -229,25 +229,29 @@ std::optional<api_error> check_access(const access_policy& p, const access_reque
         return api_error{
             403, "cross_origin", "requests from web pages of another origin are refused"};
     }
-    if (!p.token.empty()) {
-        constexpr std::string_view scheme = "bearer ";
-        const auto auth = req.authorization.value_or("");
-        const bool bearer =
-            auth.size() > scheme.size() && iequal(auth.substr(0, scheme.size()), scheme);
-        std::string_view given = bearer ? auth.substr(scheme.size()) : std::string_view{};
-        while (!given.empty() && given.front() == ' ') {
-            given.remove_prefix(1);
-        }
-        // Always compare, whatever was sent: the time says nothing about the token.
-        const bool ok = same_secret(given, p.token) && bearer;
-        if (!ok) {
-            return api_error{
-                401, "unauthorized",
-                req.authorization ? "the bearer token is wrong"
-                                  : "this API needs a token: Authorization: Bearer <token>"};
-        }
+    if (!token_matches(p, req)) {
+        return api_error{
+            401, "unauthorized",
+            req.authorization ? "the bearer token is wrong"
+                              : "this API needs a token: Authorization: Bearer <token>"};
     }
     return std::nullopt;
+}
+
+bool token_matches(const access_policy& p, const access_request& req) {
+    if (p.token.empty()) {
+        return true;
+    }
+    constexpr std::string_view scheme = "bearer ";
+    const auto auth = req.authorization.value_or("");
+    const bool bearer =
+        auth.size() > scheme.size() && iequal(auth.substr(0, scheme.size()), scheme);
+    std::string_view given = bearer ? auth.substr(scheme.size()) : std::string_view{};
+    while (!given.empty() && given.front() == ' ') {
+        given.remove_prefix(1);
+    }
+    // Always compare, whatever was sent: the time says nothing about the token.
+    return same_secret(given, p.token) && bearer;
 }
 
 bool is_json_media_type(std::string_view content_type) {
@@ -433,7 +437,7 @@ std::string_view allowed_methods(resource r) {
     case resource::metrics:
     case resource::status:
     case resource::page:
-        return "GET";
+        return "GET, HEAD";
     case resource::none:
         break;
     }

@@ -111,6 +111,9 @@ struct access_request {
 /// is not this server's own, or Sec-Fetch-Site cross-site or same-site: a web page elsewhere),
 /// 401 `unauthorized` (no or a wrong bearer token; compared in constant time).
 std::optional<api_error> check_access(const access_policy& p, const access_request& req);
+/// True when `req` carries the policy's bearer token (or the policy wants none): the token
+/// part of check_access alone.
+bool token_matches(const access_policy& p, const access_request& req);
 
 /// Whether a Content-Type is JSON: `application/json`, any case, parameters allowed.
 bool is_json_media_type(std::string_view content_type);

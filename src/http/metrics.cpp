@@ -253,9 +253,11 @@ std::string render_metrics(
     }
     w.family(
         "zkd_http_rejected_total", "counter",
-        "Connections answered 503 and closed at once: reason busy (max connections open)."
+        "Connections closed by the server: busy (answered 503 at once, every slot serving a "
+        "request), waiting (closed while waiting on a slow or idle client, to make room)."
     );
     w.sample("zkd_http_rejected_total", label("reason", "busy"), facade.rejected_busy);
+    w.sample("zkd_http_rejected_total", label("reason", "waiting"), facade.closed_waiting);
     w.single(
         "zkd_http_waits_abandoned_total", "counter",
         "POST ?wait requests whose client left before the result came (the result was kept).",

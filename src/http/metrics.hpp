@@ -26,6 +26,8 @@ struct facade_counters {
     std::map<unsigned, std::uint64_t> responses;  ///< responses sent, by HTTP status code
     /// Connections answered 503 and closed because max_connections were open.
     std::uint64_t rejected_busy = 0;
+    /// Connections closed, while they waited on their client, to make room for a new one.
+    std::uint64_t closed_waiting = 0;
     /// POST ?wait requests whose client left before the result came (the result is kept).
     std::uint64_t waits_abandoned = 0;
 };
@@ -38,6 +40,8 @@ struct facade_counters {
 ///                                                  by the facade's client, not the master
 ///   zkd_http_requests_total{code="200"}            counter, one sample per status code sent
 ///   zkd_http_rejected_total{reason="busy"}         counter, connections refused when full
+///   zkd_http_rejected_total{reason="waiting"}      counter, waiting connections closed to
+///                                                  make room for a new one
 ///   zkd_http_waits_abandoned_total                 counter, ?wait clients that left first
 /// With `node`:
 ///   zkd_tasks_completed_total{state="succeeded|failed|timed_out|cancelled"}  counter

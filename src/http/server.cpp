@@ -72,6 +72,59 @@ using response = bhttp::response<bhttp::string_body>;
 using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
 /// Counts down when it goes out of scope (a connection, however it ends).
+/// The connections that wait on their client (a TLS handshake, a request's header, or the
+/// body of a request without the token), oldest first: those that slow or idle clients hold.
+/// When every slot is taken, the oldest of them is closed to make room (a slowloris attack
+/// then costs its own connections, not everyone's).
+class waiting_list {
+public:
+    /// Marks `s` as waiting until the returned id is removed.
+    std::uint64_t add(beast::tcp_stream& s) {
+        waiting_.emplace(++next_, &s);
+        return next_;
+    }
+    void remove(std::uint64_t id) noexcept { waiting_.erase(id); }
+    /// Closes the connection that has waited longest: false when none waits.
+    bool close_oldest() {
+        if (waiting_.empty()) {
+            return false;
+        }
+        auto* s = waiting_.begin()->second;
+        waiting_.erase(waiting_.begin());
+        s->close();  // its pending read ends with operation_aborted; its coroutine ends
+        return true;
+    }
+
+private:
+    std::map<std::uint64_t, beast::tcp_stream*> waiting_;
+    std::uint64_t next_ = 0;
+};
+
+/// A connection's place in a waiting_list while it waits (none: not waiting).
+class waiting_mark {
+public:
+    explicit waiting_mark(waiting_list& list) : list_(list) {}
+    ~waiting_mark() { clear(); }
+    waiting_mark(const waiting_mark&) = delete;
+    waiting_mark& operator=(const waiting_mark&) = delete;
+    waiting_mark(waiting_mark&&) = delete;
+    waiting_mark& operator=(waiting_mark&&) = delete;
+
+    void set(beast::tcp_stream& s) {
+        clear();
+        id_ = list_.add(s);
+    }
+    void clear() noexcept {
+        if (id_ != 0) {
+            list_.remove(std::exchange(id_, 0));
+        }
+    }
+
+private:
+    waiting_list& list_;
+    std::uint64_t id_ = 0;
+};
+
 class count_guard {
 public:
     explicit count_guard(std::size_t& n) : n_(n) {}
@@ -198,6 +251,7 @@ struct server::impl {
     access_policy access;                   ///< set by bind()
     std::optional<asio::ssl::context> tls;  ///< set by bind() when serving HTTPS
     std::size_t connections = 0;            ///< being served
+    waiting_list waiting;                   ///< of those, the ones waiting on their client
     std::size_t rejecting = 0;              ///< being answered 503 busy
     std::uint64_t busy_unlogged = 0;        ///< busy rejections since the last log line
     std::optional<std::chrono::steady_clock::time_point> busy_logged;
@@ -208,6 +262,8 @@ struct server::impl {
     std::optional<std::pair<std::chrono::steady_clock::time_point, json::object>> snapshot;
     /// Result names seen by the last snapshot (sorted), to read only new ones for failures.
     std::vector<std::string> results_seen;
+    /// Why the last snapshot did not look for failures in the results; empty: it did.
+    std::string failures_unscanned;
     bool snapshot_reading = false;  ///< a request is reading a snapshot
 
     /// Loads the certificate chain and key into `tls`.
@@ -630,17 +686,32 @@ struct server::impl {
     }
 
     /// Reads new results (at most a few per snapshot, newest first) into `failures`, unless
-    /// there are too many unconsumed results to list cheaply.
-    asio::awaitable<void> track_failures(facade_session& s, std::uint64_t results) {
-        constexpr std::uint64_t most_listed = 5'000;
+    /// there are too many unconsumed results to list cheaply; failures_unscanned says why
+    /// it did not look.
+    asio::awaitable<void> track_failures(facade_session& s, const roles::cluster_view& view) {
         // The first look reads more (the recent past), later ones what came since.
         const std::size_t most_read = results_seen.empty() ? 200 : 50;
-        if (results > most_listed) {
+        const std::uint64_t results = view.results;
+        failures_unscanned.clear();
+        if (view.uncounted_result_dirs > 0) {
             results_seen.clear();
+            failures_unscanned =
+                std::to_string(view.uncounted_result_dirs) +
+                " clients' result directories: too many to list for failures (zkd purge "
+                "--results, or the master's retention, clears them)";
+            co_return;
+        }
+        if (results > opts.status_results_scanned) {
+            results_seen.clear();
+            failures_unscanned =
+                std::to_string(results) + " unconsumed results: more than the " +
+                std::to_string(opts.status_results_scanned) +
+                " this page scans for failures (zkd tasks and zkd status ID still see each)";
             co_return;
         }
         auto names = co_await zkco::with_timeout(result_names(s.zk), opts.zk_timeout);
         if (!names) {
+            failures_unscanned = "the results could not be listed: " + names.error().message();
             co_return;
         }
         for (auto& id : new_results(results_seen, *names, most_read)) {
@@ -691,7 +762,7 @@ struct server::impl {
             }
             by_priority = std::move(counts);
         }
-        co_await track_failures(zs, view->results);
+        co_await track_failures(zs, *view);
         json::array running;
         for (const auto& t : tasks->assigned) {
             running.push_back(roles::to_json(t));
@@ -736,6 +807,10 @@ struct server::impl {
         part["node"] = opts.stats ? node_json(opts.stats()) : json::value(nullptr);
         part["history"] = history.to_json();
         part["failures"] = failures.to_json();
+        part["failures_scan"] =
+            failures_unscanned.empty()
+                ? json::object{{"complete", true}}
+                : json::object{{"complete", false}, {"reason", failures_unscanned}};
         return part;
     }
 
@@ -811,6 +886,8 @@ struct server::impl {
         }
         auto r = match_route(t->path);
         const auto method = req.method();
+        // HEAD where a GET only reads (the connection loop sends the header block alone).
+        const bool reads = method == bhttp::verb::get || method == bhttp::verb::head;
         switch (r.what) {
         case resource::tasks:
             if (method == bhttp::verb::post) {
@@ -834,22 +911,22 @@ struct server::impl {
             }
             break;
         case resource::cluster:
-            if (method == bhttp::verb::get) {
+            if (reads) {
                 co_return co_await cluster();
             }
             break;
         case resource::metrics:
-            if (method == bhttp::verb::get) {
+            if (reads) {
                 co_return metrics();
             }
             break;
         case resource::status:
-            if (method == bhttp::verb::get) {
+            if (reads) {
                 co_return co_await status();
             }
             break;
         case resource::page:
-            if (method == bhttp::verb::get) {
+            if (reads) {
                 co_return page(t->path);
             }
             break;
@@ -943,16 +1020,23 @@ struct server::impl {
     asio::awaitable<void> serve(Stream& stream) {
         auto& tcp_layer = beast::get_lowest_layer(stream);
         beast::flat_buffer buffer;
+        waiting_mark waits(waiting);
         for (;;) {
             bhttp::request_parser<bhttp::string_body> parser;
             parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(
                 opts.max_header_bytes, std::numeric_limits<std::uint32_t>::max()
             )));
             parser.body_limit(opts.max_body_bytes);
-            tcp_layer.expires_after(opts.header_timeout);
+            tcp_layer.expires_after(header_deadline());
+            waits.set(tcp_layer);
             auto [hec, hn] = co_await bhttp::async_read_header(
                 stream, buffer, parser, asio::as_tuple(asio::use_awaitable)
             );
+            // A request with the token is served to its end; one without may still be
+            // closed to make room while its body comes (it will only get a 401).
+            if (hec || has_token(parser.get())) {
+                waits.clear();
+            }
             if (hec) {
                 if (!silent_end(hec)) {
                     co_await refuse(stream, hec);
@@ -971,6 +1055,7 @@ struct server::impl {
             auto [bec, bn] = co_await bhttp::async_read(
                 stream, buffer, parser, asio::as_tuple(asio::use_awaitable)
             );
+            waits.clear();
             if (bec) {
                 if (!silent_end(bec)) {
                     co_await refuse(stream, bec);
@@ -1069,10 +1154,13 @@ struct server::impl {
             co_return;
         }
         tls_stream stream(beast::tcp_stream(std::move(socket)), *tls);
-        beast::get_lowest_layer(stream).expires_after(opts.header_timeout);
+        beast::get_lowest_layer(stream).expires_after(header_deadline());
+        waiting_mark handshake(waiting);
+        handshake.set(beast::get_lowest_layer(stream));
         auto [ec] = co_await stream.async_handshake(
             asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable)
         );
+        handshake.clear();
         if (ec) {
             spdlog::debug("http: TLS handshake: {}", ec.message());
             co_return;
@@ -1105,6 +1193,25 @@ struct server::impl {
         if (!ec) {
             co_await answer_and_close(stream, std::move(res), 1s);
         }
+    }
+
+    /// How long a client may take to send a request's header (or its TLS handshake): the
+    /// configured time, but at most 2 s while three quarters of the slots are taken.
+    [[nodiscard]] std::chrono::milliseconds header_deadline() const {
+        if (connections * 4 >= opts.max_connections * 3) {
+            return std::min<std::chrono::milliseconds>(opts.header_timeout, 2s);
+        }
+        return opts.header_timeout;
+    }
+
+    /// True when the request's header carries the token (or none is required).
+    [[nodiscard]] bool has_token(const bhttp::request_header<>& h) const {
+        const auto it = h.find(bhttp::field::authorization);
+        access_request who;
+        if (it != h.end()) {
+            who.authorization = std::string_view(it->value().data(), it->value().size());
+        }
+        return token_matches(access, who);
     }
 
     /// Counts a busy rejection; logs the first, then at most one line every 10 s.
@@ -1152,7 +1259,12 @@ struct server::impl {
             }
             no_inherit(socket.native_handle());
             socket.set_option(tcp::no_delay(true), ec);  // small answers: do not wait for more
-            if (connections >= opts.max_connections) {
+            // Full: make room by closing the connection that has waited longest on its
+            // client; only when every slot serves a request is the newcomer turned away.
+            if (connections >= opts.max_connections && connections < 2 * opts.max_connections &&
+                waiting.close_oldest()) {
+                ++counters.closed_waiting;
+            } else if (connections >= opts.max_connections) {
                 note_busy();
                 if (rejecting >= opts.max_connections) {
                     boost::system::error_code ignored;  // flooded: no time even for a 503

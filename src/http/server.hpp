@@ -21,8 +21,9 @@
 //          node's figures, http/status.hpp node_json),"history":{..} (the charts' samples,
 //          status_history::to_json),"cluster":<cluster_view>,"queue":{"pending":N,
 //          "by_priority":[N x10]|null},"running":[<task_entry>..],"assigned_total":N,
-//          "truncated":B,"failures":[..] (failure_log::to_json),"age_ms":M (of the cluster
-//          part)}`; when ZooKeeper cannot be read, the cluster part is replaced by
+//          "truncated":B,"failures":[..] (failure_log::to_json),"failures_scan":
+//          {"complete":B,"reason":".." (when not)},"age_ms":M (of the cluster part)}`; when
+//          ZooKeeper cannot be read, the cluster part is replaced by
 //          `"error":{"code":..,"message":..}` (still 200: the node's own figures stand).
 //   GET    /, /ui/status.js, /ui/status.css   the status page (http/status_page.hpp): static
 //          files holding no data, served without the token (Host and Origin checks apply).
@@ -105,6 +106,10 @@ struct server_options {
     /// shares it, so the page costs ZooKeeper one snapshot per this period however many look
     /// (and none when nobody does).
     std::chrono::milliseconds status_max_age{1'000};
+    /// The status page lists failures from the unconsumed results while there are at most
+    /// this many; above, it says in `failures_scan` that it did not look (listing them all
+    /// on every snapshot would cost more than the page is worth).
+    std::uint64_t status_results_scanned = 5'000;
 };
 
 /// The HTTP facade. Construct it, bind() (optional: run() binds too), then co_spawn run() on

@@ -94,8 +94,8 @@ TEST(HttpApi, Routes) {
     }
     EXPECT_EQ(allowed_methods(resource::tasks), "GET, POST");
     EXPECT_EQ(allowed_methods(resource::task), "GET, DELETE");
-    EXPECT_EQ(allowed_methods(resource::cluster), "GET");
-    EXPECT_EQ(allowed_methods(resource::metrics), "GET");
+    EXPECT_EQ(allowed_methods(resource::cluster), "GET, HEAD");
+    EXPECT_EQ(allowed_methods(resource::metrics), "GET, HEAD");
 }
 
 TEST(HttpApi, SubmitOneTask) {

@@ -169,8 +169,8 @@ TEST(HttpStatus, OnlyThePagesStaticFilesArePublic) {
           resource::none}) {
         EXPECT_FALSE(is_public(r));
     }
-    EXPECT_EQ(allowed_methods(resource::status), "GET");
-    EXPECT_EQ(allowed_methods(resource::page), "GET");
+    EXPECT_EQ(allowed_methods(resource::status), "GET, HEAD");
+    EXPECT_EQ(allowed_methods(resource::page), "GET, HEAD");
 }
 
 TEST(HttpStatus, ThePageFilesAreCompiledIn) {

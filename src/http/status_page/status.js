@@ -231,7 +231,12 @@
       el('td', { class: 'num' }, f.attempt || ''),
       el('td', null, f.finished_ms ? fmtAge(s.now_ms - f.finished_ms) + ' ago' : ''),
       el('td', null, f.error ? f.error.code + ': ' + f.error.message : '')));
-    setRows($('failures').tBodies[0], rows, 6, 'none seen');
+    const scan = s.failures_scan || { complete: true };
+    if (!scan.complete && rows.length) {
+      rows.push(el('tr', { class: 'none' }, el('td', { colSpan: 6 }, 'not scanned now: ' + scan.reason)));
+    }
+    setRows($('failures').tBodies[0], rows, 6,
+      scan.complete ? 'none seen' : 'not scanned: ' + scan.reason);
   }
 
   function renderNode(s) {
