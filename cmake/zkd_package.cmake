@@ -49,6 +49,8 @@ else()
 endif()
 install(FILES "${zkd_packaging}/copyright" README.md
         DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
+# README's links go to docs/: the same tree beside it.
+install(DIRECTORY docs/ DESTINATION "${CMAKE_INSTALL_DOCDIR}/docs" COMPONENT runtime)
 
 # Absolute paths, installed only for the package (EXCLUDE_FROM_ALL keeps them out of a
 # `cmake --install --prefix P`). Bookworm's units live in /lib/systemd/system.

@@ -66,7 +66,8 @@ contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/zkd ./usr/bin/zkd-loadgen ./usr/bin/zkd-zk-local ./usr/bin/zkd-chaos \
          ./usr/share/man/man1/zkd.1.gz ./usr/share/man/man1/zkd-loadgen.1.gz \
          ./lib/systemd/system/zkd.service ./etc/zkd/zkd.conf ./usr/lib/sysusers.d/zkd.conf \
-         ./usr/share/doc/zkd/copyright; do
+         ./usr/share/doc/zkd/copyright ./usr/share/doc/zkd/docs/protocol.md \
+         ./usr/share/doc/zkd/docs/exec.md; do
     grep -qE " $f\$" <<<"$contents" || fail "$f not in the package"
 done
 ! grep -qE '\.a$|/include/|/cmake/' <<<"$contents" || fail "development files in the package"

@@ -43,6 +43,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1140,6 +1141,10 @@ int main(int argc, char** argv) {
     // The libraries' warnings (a session reconnecting) go to stderr: stdout holds the report.
     spdlog::set_default_logger(spdlog::stderr_logger_mt("zkd-chaos"));
     spdlog::set_level(spdlog::level::warn);
+    if (argc == 2 && std::string_view(argv[1]) == "--version") {
+        std::printf("zkd-chaos %s\n", ZKD_VERSION);
+        return exit_ok;
+    }
     parsed_args parsed;
     try {
         parsed = parse_args(std::vector<std::string>(argv + 1, argv + argc));

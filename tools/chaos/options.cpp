@@ -239,6 +239,7 @@ Usage: zkd-chaos [options]
   --namespace NS       the cluster's namespace (default chaos; it must not be in use)
   --json               print the report as JSON on stdout (the text goes to stderr)
   --help               this text
+  --version            the version
 
 Durations take a unit: 500ms, 6s, 2m.
 Exit codes: 0 every invariant held, 1 a violation (listed), 2 usage error, 3 the run could

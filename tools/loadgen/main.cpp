@@ -399,6 +399,10 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::warn);
     spdlog::cfg::load_env_levels();
     std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.size() == 1 && args[0] == "--version") {
+        std::printf("zkd-loadgen %s\n", ZKD_VERSION);
+        return 0;
+    }
     zkd::loadgen::parsed_args parsed;
     try {
         parsed = zkd::loadgen::parse_args(args, [](const char* name) -> std::optional<std::string> {

@@ -91,6 +91,7 @@ Output:
                           (the worker's wall clock, ms since the epoch; 0: not run) and the
                           worker: to see whether slow tasks come alone or in stalls
   --help                  this text
+  --version               the version
 
 ZooKeeper requests per task come from the servers' `mntr` before and after the run, summed
 over the hosts of --zk: writes = zk_cnt_updatelatency (requests with a transaction: create,

@@ -44,6 +44,7 @@ commands:
   status          show each server's process and mode
   connect-string  print the connect string
   help            show this text, or 'help <command>'
+  --version       print the version
 
 Run 'zkd-zk-local <command> --help' for a command's options.
 Exit status: 0 ok, 1 failure, 2 usage error.
@@ -419,6 +420,10 @@ int main(int argc, char** argv) {
     spdlog::cfg::load_env_levels();
 
     std::vector<std::string_view> args(argv + 1, argv + argc);
+    if (args.size() == 1 && args[0] == "--version") {
+        std::cout << program << " " << ZKD_VERSION << "\n";
+        return exit_ok;
+    }
     std::string_view command = args.empty() ? std::string_view{} : args[0];
     try {
         return run(args);
