@@ -2,6 +2,7 @@
 #include "cli/options.hpp"
 
 #include "protocol/layout.hpp"
+#include "protocol/syntax.hpp"
 #include "zkco/types.hpp"
 
 #include <algorithm>
@@ -65,24 +66,6 @@ const std::set<std::string>& every_settable() {
 bool other_known_variable(const std::string& name) {
     return name == "ZKD_CONFIG" || name == "ZKD_ZK_CLIENT_LOG" || name.starts_with("ZKD_TEST_") ||
            name.starts_with("ZKD_REQUIRE_");
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) {
-        row[j] = j;
-    }
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t up = row[j];
-            const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + change});
-            diagonal = up;
-        }
-    }
-    return row[b.size()];
 }
 
 std::string env_name(const std::string& option) {
@@ -225,30 +208,19 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
 }
 
 std::vector<std::pair<std::string, std::string>> unknown_environment(char** env) {
+    std::vector<std::string> variables;
+    for (const auto& option : every_settable()) {
+        variables.push_back(env_name(option));
+    }
     std::vector<std::pair<std::string, std::string>> out;
     for (; env != nullptr && *env != nullptr; ++env) {
         const std::string entry(*env);
         const std::string name = entry.substr(0, entry.find('='));
-        if (!name.starts_with("ZKD_") || other_known_variable(name)) {
+        if (!name.starts_with("ZKD_") || other_known_variable(name) ||
+            std::ranges::find(variables, name) != variables.end()) {
             continue;
         }
-        std::string nearest;
-        std::size_t best = 4;  // farther than 3 edits is no typo
-        bool known = false;
-        for (const auto& option : every_settable()) {
-            const auto var = env_name(option);
-            if (var == name) {
-                known = true;
-                break;
-            }
-            if (const auto d = edit_distance(name, var); d < best) {
-                best = d;
-                nearest = var;
-            }
-        }
-        if (!known) {
-            out.emplace_back(name, nearest);
-        }
+        out.emplace_back(name, protocol::nearest(name, variables, 3));  // farther: no typo
     }
     return out;
 }
@@ -344,34 +316,6 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
     return out;
 }
 
-std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
-        ++digits;
-    }
-    if (digits == 0 || digits > 15) {
-        return std::nullopt;
-    }
-    const long long n = std::stoll(text.substr(0, digits));
-    const std::string unit = text.substr(digits);
-    long long scale = 0;
-    if (unit.empty() || unit == "ms") {
-        scale = 1;
-    } else if (unit == "s") {
-        scale = 1000;
-    } else if (unit == "m") {
-        scale = 60'000;
-    } else if (unit == "h") {
-        scale = 3'600'000;
-    } else {
-        return std::nullopt;
-    }
-    if (n > std::chrono::milliseconds::max().count() / scale) {
-        return std::nullopt;  // "999999999999999h" overflows: it is no duration
-    }
-    return std::chrono::milliseconds(n * scale);
-}
-
 std::chrono::milliseconds args::duration(
     const std::string& name,
     std::chrono::milliseconds fallback,
@@ -382,11 +326,12 @@ std::chrono::milliseconds args::duration(
     if (!v) {
         return fallback;
     }
-    const auto d = parse_duration(*v);
+    const auto d = protocol::parse_duration(*v);
     if (!d || *d < min || *d > max) {
         throw usage_error(
             source(name) + " wants a duration from " + std::to_string(min.count()) + "ms to " +
-            std::to_string(max.count() / 1000) + "s (e.g. 500ms, 30s, 5m, 2h), not '" + *v + "'"
+            std::to_string(max.count() / 1000) + "s (" + std::string(protocol::duration_forms) +
+            "), not '" + *v + "'"
         );
     }
     return *d;

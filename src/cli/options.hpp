@@ -59,8 +59,8 @@ public:
     [[nodiscard]] std::string get(const std::string& name, std::string fallback) const;
     /// A whole number within [min, max]. Throws usage_error.
     [[nodiscard]] long number(const std::string& name, long fallback, long min, long max) const;
-    /// A duration with a unit (500ms, 30s, 5m, 2h; a bare number is milliseconds) within
-    /// [min, max]. Throws usage_error.
+    /// A duration (protocol::parse_duration: 250ms, 30s, 4m30s, 2h; a bare number is
+    /// milliseconds) within [min, max]. Throws usage_error.
     [[nodiscard]] std::chrono::milliseconds duration(
         const std::string& name,
         std::chrono::milliseconds fallback,
@@ -109,9 +109,6 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
 /// The `ZKD_*` environment variables that are no option of any command (nor another variable
 /// zkd reads), each with the nearest known name when one is close: typos to warn about.
 std::vector<std::pair<std::string, std::string>> unknown_environment(char** env);
-
-/// Parses a duration ("500ms", "30s", "5m", "2h", "250"): nullopt if it is not one.
-std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);
 
 /// The cluster a command talks to, from --zk, --namespace and the credentials.
 struct cluster_target {

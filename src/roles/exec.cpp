@@ -6,6 +6,8 @@
 // one file keeps in view; docs/exec.md is the contract.
 #include "roles/exec.hpp"
 
+#include "protocol/syntax.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -71,36 +73,11 @@ namespace {
     throw std::invalid_argument(message);
 }
 
-std::optional<std::chrono::milliseconds> parse_ms(std::string_view text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
-        ++digits;
-    }
-    if (digits == 0 || digits > 12) {
-        return std::nullopt;
-    }
-    const long long n = std::stoll(std::string(text.substr(0, digits)));
-    const std::string_view unit = text.substr(digits);
-    long long scale = 0;
-    if (unit.empty() || unit == "ms") {
-        scale = 1;
-    } else if (unit == "s") {
-        scale = 1000;
-    } else if (unit == "m") {
-        scale = 60'000;
-    } else if (unit == "h") {
-        scale = 3'600'000;
-    } else {
-        return std::nullopt;
-    }
-    return std::chrono::milliseconds(n * scale);
-}
-
 std::chrono::milliseconds duration_setting(std::string_view key, std::string_view value) {
-    const auto d = parse_ms(value);
+    const auto d = protocol::parse_duration(value);
     if (!d || *d > std::chrono::hours(24 * 365)) {
-        bad("exec." + std::string(key) + " wants a duration (500ms, 30s, 5m, 2h), not '" +
-            std::string(value) + "'");
+        bad("exec." + std::string(key) + " wants a duration up to 365 days (" +
+            std::string(protocol::duration_forms) + "), not '" + std::string(value) + "'");
     }
     return *d;
 }

@@ -55,7 +55,7 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
     apply_setting(types, "resize.env", "PATH, LANG,MODE=fast");
     apply_setting(types, "resize.dir", "/srv");
     apply_setting(types, "resize.user", "nobody");
-    apply_setting(types, "resize.kill-grace", "500ms");
+    apply_setting(types, "resize.kill-grace", "1s500ms");
     // A dot in a type name is fine: the known suffix decides.
     apply_setting(types, "img.v2.timeout", "2s");
     ASSERT_EQ(types.size(), 2U);
@@ -69,12 +69,15 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
     EXPECT_EQ(c.env, (std::vector<std::string>{"PATH", "LANG", "MODE=fast"}));
     EXPECT_EQ(c.dir, "/srv");
     EXPECT_EQ(c.user, "nobody");
-    EXPECT_EQ(c.kill_grace, 500ms);
+    EXPECT_EQ(c.kill_grace, 1500ms);
     EXPECT_EQ(types.at("img.v2").timeout, 2s);
     EXPECT_TRUE(types.at("img.v2").argv.empty());  // resolve() refuses it
 
     for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
              {"x.timeout", "soon"},
+             {"x.timeout", "30s4m"},
+             {"x.timeout", "366d"},
+             {"x.timeout", "8761h"},
              {"x.max-output", "1GiB"},
              {"x.max-output", "0"},
              {"x.max-output", "600KiB"},
