@@ -98,6 +98,43 @@ std::map<std::string, config_value> read_config(const std::string& path) {
     return parse_config(text.str(), path);
 }
 
+/// Where `line`'s comment begins: at a `#` that begins the line or follows a space or tab,
+/// outside the quotes around a value (`key = "a # b"  # comment`); its size if none.
+std::size_t comment_start(std::string_view line) {
+    std::size_t quote_open = std::string_view::npos;
+    std::size_t quote_close = std::string_view::npos;
+    if (const auto eq = line.find('='); eq != std::string_view::npos) {
+        const auto v = line.find_first_not_of(" \t", eq + 1);
+        if (v != std::string_view::npos && (line[v] == '"' || line[v] == '\'')) {
+            quote_close = line.find(line[v], v + 1);
+            quote_open = quote_close == std::string_view::npos ? quote_close : v;
+        }
+    }
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        if (i == quote_open) {
+            i = quote_close;
+        } else if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
+            return i;
+        }
+    }
+    return line.size();
+}
+
+/// A value without the quotes around it, if it has them.
+std::string unquote(std::string value) {
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front()) {
+        return value.substr(1, value.size() - 2);
+    }
+    return value;
+}
+
+/// " (did you mean 'KEY'?)" for the settable option nearest to `key` ("--key"), if one is.
+std::string did_you_mean(const std::string& key) {
+    const auto near = protocol::nearest(key, every_settable(), 3);
+    return near.empty() ? std::string{} : " (did you mean '" + near.substr(2) + "'?)";
+}
+
 bool truthy(const std::string& v) {
     return v.empty() || v == "1" || v == "true" || v == "yes" || v == "on";
 }
@@ -290,12 +327,12 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
     std::size_t pos = 0;
     while (pos < text.size()) {
         const auto nl = std::min(text.find('\n', pos), text.size());
-        std::string line(text.substr(pos, nl - pos));
+        std::string line = trim(std::string(text.substr(pos, nl - pos)));
         pos = nl + 1;
         ++number;
         const std::string where = path + ":" + std::to_string(number);
-        line = trim(line);
-        if (line.empty() || line[0] == '#') {
+        line = trim(line.substr(0, comment_start(line)));
+        if (line.empty()) {
             continue;
         }
         const auto eq = line.find('=');
@@ -303,15 +340,10 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
             throw usage_error(where + ": expected 'key = value'");
         }
         const std::string key = "--" + trim(line.substr(0, eq));
-        std::string value = trim(line.substr(eq + 1));
-        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-            value.back() == value.front()) {
-            value = value.substr(1, value.size() - 2);
+        if (!every_settable().contains(key) && !key.starts_with("--exec.")) {
+            throw usage_error(where + ": unknown key '" + key.substr(2) + "'" + did_you_mean(key));
         }
-        if (!every_settable().contains(key) && key.rfind("--exec.", 0) != 0) {
-            throw usage_error(where + ": unknown key '" + key.substr(2) + "'");
-        }
-        out[key] = {value, where};
+        out[key] = {unquote(trim(line.substr(eq + 1))), where};
     }
     return out;
 }

@@ -99,9 +99,10 @@ struct config_entry {
     std::string where;
 };
 
-/// Parses a config file's text: `key = value` lines (`#` starts a comment, quotes around a
-/// value are dropped), keys without the dashes, each one some command's settable option
-/// or an `exec.*` key (docs/exec.md).
+/// Parses a config file's text: `key = value` lines, keys without the dashes, each one some
+/// command's settable option or an `exec.*` key (docs/exec.md). A `#` at the start of a line
+/// or after a space or tab starts a comment, except inside the quotes around a value (which
+/// are dropped: `token = "a #b"`).
 /// Returns them by "--key" (a repeated key keeps its last value). `path` names the file in
 /// messages and in `where` ("path:line"). Pure (no I/O); throws usage_error.
 std::map<std::string, config_entry> parse_config(std::string_view text, const std::string& path);

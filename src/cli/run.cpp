@@ -54,9 +54,9 @@ identities may use (made before the first 'zkd run --user') is refused, with an 
 naming the node and its ACL.
 
 Every option can also be set by environment (--session-timeout: ZKD_SESSION_TIMEOUT) or in a
-config file (--config FILE or ZKD_CONFIG; lines 'session-timeout = 5s'); the command line
-wins, then the environment, then the file. Durations take a unit: 500ms, 30s, 5m, 24h, or
-several from largest to smallest: 4m30s (a bare number is milliseconds).
+config file (--config FILE or ZKD_CONFIG; lines 'session-timeout = 5s  # a comment'); the
+command line wins, then the environment, then the file. Durations take a unit: 500ms, 30s,
+5m, 24h, or several from largest to smallest: 4m30s (a bare number is milliseconds).
 
   --zk CONNECT            ZooKeeper hosts[/path] (default 127.0.0.1:2181)
   --namespace NS          cluster namespace (default "default")
