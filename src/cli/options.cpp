@@ -224,7 +224,7 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
     }
     for (auto f = from_file.begin(); f != from_file.end();) {
         if (f->first.rfind("--exec.", 0) == 0) {
-            a.exec_settings_[f->first.substr(7)] = f->second.value;
+            a.exec_settings_[f->first.substr(7)] = f->second;
             f = from_file.erase(f);
         } else {
             ++f;

@@ -43,6 +43,12 @@ struct option {
 /// The options every command that talks to a cluster takes, followed by `own`.
 std::vector<option> cluster_options(std::vector<option> own = {});
 
+/// A config file's setting: its value and where it was set ("FILE:LINE").
+struct config_entry {
+    std::string value;
+    std::string where;
+};
+
 /// A command's parsed arguments.
 class args {
 public:
@@ -74,8 +80,9 @@ public:
     /// Every value of a repeatable option from the command line, in order.
     [[nodiscard]] std::vector<std::string> values(const std::string& name) const;
 
-    /// The config file's `exec.*` keys (docs/exec.md), without "exec.", with their values.
-    [[nodiscard]] const std::map<std::string, std::string>& exec_settings() const {
+    /// The config file's `exec.*` keys (docs/exec.md), without "exec.", with their values
+    /// and lines.
+    [[nodiscard]] const std::map<std::string, config_entry>& exec_settings() const {
         return exec_settings_;
     }
 
@@ -87,16 +94,10 @@ private:
         std::string origin;  // see source()
     };
     std::map<std::string, std::vector<std::string>> repeated_;  // repeatable, command line
-    std::map<std::string, std::string> exec_settings_;          // config file `exec.*`
+    std::map<std::string, config_entry> exec_settings_;         // config file `exec.*`
     std::map<std::string, std::string> given_;                  // command line
     std::map<std::string, setting> settable_;                   // environment, then config file
     std::map<std::string, bool> switch_;                        // which names are switches
-};
-
-/// A config file's setting: its value and where it was set ("FILE:LINE").
-struct config_entry {
-    std::string value;
-    std::string where;
 };
 
 /// Parses a config file's text: `key = value` lines, keys without the dashes, each one some
