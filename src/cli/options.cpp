@@ -2,6 +2,7 @@
 #include "cli/options.hpp"
 
 #include "protocol/layout.hpp"
+#include "protocol/syntax.hpp"
 #include "zkco/types.hpp"
 
 #include <algorithm>
@@ -67,24 +68,6 @@ bool other_known_variable(const std::string& name) {
            name.starts_with("ZKD_REQUIRE_");
 }
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) {
-        row[j] = j;
-    }
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t up = row[j];
-            const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + change});
-            diagonal = up;
-        }
-    }
-    return row[b.size()];
-}
-
 std::string env_name(const std::string& option) {
     std::string e = "ZKD_";
     for (const char c : option.substr(2)) {
@@ -113,6 +96,43 @@ std::map<std::string, config_value> read_config(const std::string& path) {
     std::ostringstream text;
     text << in.rdbuf();
     return parse_config(text.str(), path);
+}
+
+/// Where `line`'s comment begins: at a `#` that begins the line or follows a space or tab,
+/// outside the quotes around a value (`key = "a # b"  # comment`); its size if none.
+std::size_t comment_start(std::string_view line) {
+    std::size_t quote_open = std::string_view::npos;
+    std::size_t quote_close = std::string_view::npos;
+    if (const auto eq = line.find('='); eq != std::string_view::npos) {
+        const auto v = line.find_first_not_of(" \t", eq + 1);
+        if (v != std::string_view::npos && (line[v] == '"' || line[v] == '\'')) {
+            quote_close = line.find(line[v], v + 1);
+            quote_open = quote_close == std::string_view::npos ? quote_close : v;
+        }
+    }
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        if (i == quote_open) {
+            i = quote_close;
+        } else if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
+            return i;
+        }
+    }
+    return line.size();
+}
+
+/// A value without the quotes around it, if it has them.
+std::string unquote(std::string value) {
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front()) {
+        return value.substr(1, value.size() - 2);
+    }
+    return value;
+}
+
+/// " (did you mean 'KEY'?)" for the settable option nearest to `key` ("--key"), if one is.
+std::string did_you_mean(const std::string& key) {
+    const auto near = protocol::nearest(key, every_settable(), 3);
+    return near.empty() ? std::string{} : " (did you mean '" + near.substr(2) + "'?)";
 }
 
 bool truthy(const std::string& v) {
@@ -204,7 +224,7 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
     }
     for (auto f = from_file.begin(); f != from_file.end();) {
         if (f->first.rfind("--exec.", 0) == 0) {
-            a.exec_settings_[f->first.substr(7)] = f->second.value;
+            a.exec_settings_[f->first.substr(7)] = f->second;
             f = from_file.erase(f);
         } else {
             ++f;
@@ -225,30 +245,19 @@ args args::parse(int argc, char** argv, int first, const std::vector<option>& kn
 }
 
 std::vector<std::pair<std::string, std::string>> unknown_environment(char** env) {
+    std::vector<std::string> variables;
+    for (const auto& option : every_settable()) {
+        variables.push_back(env_name(option));
+    }
     std::vector<std::pair<std::string, std::string>> out;
     for (; env != nullptr && *env != nullptr; ++env) {
         const std::string entry(*env);
         const std::string name = entry.substr(0, entry.find('='));
-        if (!name.starts_with("ZKD_") || other_known_variable(name)) {
+        if (!name.starts_with("ZKD_") || other_known_variable(name) ||
+            std::ranges::find(variables, name) != variables.end()) {
             continue;
         }
-        std::string nearest;
-        std::size_t best = 4;  // farther than 3 edits is no typo
-        bool known = false;
-        for (const auto& option : every_settable()) {
-            const auto var = env_name(option);
-            if (var == name) {
-                known = true;
-                break;
-            }
-            if (const auto d = edit_distance(name, var); d < best) {
-                best = d;
-                nearest = var;
-            }
-        }
-        if (!known) {
-            out.emplace_back(name, nearest);
-        }
+        out.emplace_back(name, protocol::nearest(name, variables, 3));  // farther: no typo
     }
     return out;
 }
@@ -318,12 +327,12 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
     std::size_t pos = 0;
     while (pos < text.size()) {
         const auto nl = std::min(text.find('\n', pos), text.size());
-        std::string line(text.substr(pos, nl - pos));
+        std::string line = trim(std::string(text.substr(pos, nl - pos)));
         pos = nl + 1;
         ++number;
         const std::string where = path + ":" + std::to_string(number);
-        line = trim(line);
-        if (line.empty() || line[0] == '#') {
+        line = trim(line.substr(0, comment_start(line)));
+        if (line.empty()) {
             continue;
         }
         const auto eq = line.find('=');
@@ -331,45 +340,12 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
             throw usage_error(where + ": expected 'key = value'");
         }
         const std::string key = "--" + trim(line.substr(0, eq));
-        std::string value = trim(line.substr(eq + 1));
-        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-            value.back() == value.front()) {
-            value = value.substr(1, value.size() - 2);
+        if (!every_settable().contains(key) && !key.starts_with("--exec.")) {
+            throw usage_error(where + ": unknown key '" + key.substr(2) + "'" + did_you_mean(key));
         }
-        if (!every_settable().contains(key) && key.rfind("--exec.", 0) != 0) {
-            throw usage_error(where + ": unknown key '" + key.substr(2) + "'");
-        }
-        out[key] = {value, where};
+        out[key] = {unquote(trim(line.substr(eq + 1))), where};
     }
     return out;
-}
-
-std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
-        ++digits;
-    }
-    if (digits == 0 || digits > 15) {
-        return std::nullopt;
-    }
-    const long long n = std::stoll(text.substr(0, digits));
-    const std::string unit = text.substr(digits);
-    long long scale = 0;
-    if (unit.empty() || unit == "ms") {
-        scale = 1;
-    } else if (unit == "s") {
-        scale = 1000;
-    } else if (unit == "m") {
-        scale = 60'000;
-    } else if (unit == "h") {
-        scale = 3'600'000;
-    } else {
-        return std::nullopt;
-    }
-    if (n > std::chrono::milliseconds::max().count() / scale) {
-        return std::nullopt;  // "999999999999999h" overflows: it is no duration
-    }
-    return std::chrono::milliseconds(n * scale);
 }
 
 std::chrono::milliseconds args::duration(
@@ -382,11 +358,12 @@ std::chrono::milliseconds args::duration(
     if (!v) {
         return fallback;
     }
-    const auto d = parse_duration(*v);
+    const auto d = protocol::parse_duration(*v);
     if (!d || *d < min || *d > max) {
         throw usage_error(
             source(name) + " wants a duration from " + std::to_string(min.count()) + "ms to " +
-            std::to_string(max.count() / 1000) + "s (e.g. 500ms, 30s, 5m, 2h), not '" + *v + "'"
+            std::to_string(max.count() / 1000) + "s (" + std::string(protocol::duration_forms) +
+            "), not '" + *v + "'"
         );
     }
     return *d;

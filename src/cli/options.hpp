@@ -43,6 +43,12 @@ struct option {
 /// The options every command that talks to a cluster takes, followed by `own`.
 std::vector<option> cluster_options(std::vector<option> own = {});
 
+/// A config file's setting: its value and where it was set ("FILE:LINE").
+struct config_entry {
+    std::string value;
+    std::string where;
+};
+
 /// A command's parsed arguments.
 class args {
 public:
@@ -59,8 +65,8 @@ public:
     [[nodiscard]] std::string get(const std::string& name, std::string fallback) const;
     /// A whole number within [min, max]. Throws usage_error.
     [[nodiscard]] long number(const std::string& name, long fallback, long min, long max) const;
-    /// A duration with a unit (500ms, 30s, 5m, 2h; a bare number is milliseconds) within
-    /// [min, max]. Throws usage_error.
+    /// A duration (protocol::parse_duration: 250ms, 30s, 4m30s, 2h; a bare number is
+    /// milliseconds) within [min, max]. Throws usage_error.
     [[nodiscard]] std::chrono::milliseconds duration(
         const std::string& name,
         std::chrono::milliseconds fallback,
@@ -74,8 +80,9 @@ public:
     /// Every value of a repeatable option from the command line, in order.
     [[nodiscard]] std::vector<std::string> values(const std::string& name) const;
 
-    /// The config file's `exec.*` keys (docs/exec.md), without "exec.", with their values.
-    [[nodiscard]] const std::map<std::string, std::string>& exec_settings() const {
+    /// The config file's `exec.*` keys (docs/exec.md), without "exec.", with their values
+    /// and lines.
+    [[nodiscard]] const std::map<std::string, config_entry>& exec_settings() const {
         return exec_settings_;
     }
 
@@ -87,21 +94,16 @@ private:
         std::string origin;  // see source()
     };
     std::map<std::string, std::vector<std::string>> repeated_;  // repeatable, command line
-    std::map<std::string, std::string> exec_settings_;          // config file `exec.*`
+    std::map<std::string, config_entry> exec_settings_;         // config file `exec.*`
     std::map<std::string, std::string> given_;                  // command line
     std::map<std::string, setting> settable_;                   // environment, then config file
     std::map<std::string, bool> switch_;                        // which names are switches
 };
 
-/// A config file's setting: its value and where it was set ("FILE:LINE").
-struct config_entry {
-    std::string value;
-    std::string where;
-};
-
-/// Parses a config file's text: `key = value` lines (`#` starts a comment, quotes around a
-/// value are dropped), keys without the dashes, each one some command's settable option
-/// or an `exec.*` key (docs/exec.md).
+/// Parses a config file's text: `key = value` lines, keys without the dashes, each one some
+/// command's settable option or an `exec.*` key (docs/exec.md). A `#` at the start of a line
+/// or after a space or tab starts a comment, except inside the quotes around a value (which
+/// are dropped: `token = "a #b"`).
 /// Returns them by "--key" (a repeated key keeps its last value). `path` names the file in
 /// messages and in `where` ("path:line"). Pure (no I/O); throws usage_error.
 std::map<std::string, config_entry> parse_config(std::string_view text, const std::string& path);
@@ -109,9 +111,6 @@ std::map<std::string, config_entry> parse_config(std::string_view text, const st
 /// The `ZKD_*` environment variables that are no option of any command (nor another variable
 /// zkd reads), each with the nearest known name when one is close: typos to warn about.
 std::vector<std::pair<std::string, std::string>> unknown_environment(char** env);
-
-/// Parses a duration ("500ms", "30s", "5m", "2h", "250"): nullopt if it is not one.
-std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);
 
 /// The cluster a command talks to, from --zk, --namespace and the credentials.
 struct cluster_target {

@@ -54,9 +54,9 @@ identities may use (made before the first 'zkd run --user') is refused, with an 
 naming the node and its ACL.
 
 Every option can also be set by environment (--session-timeout: ZKD_SESSION_TIMEOUT) or in a
-config file (--config FILE or ZKD_CONFIG; lines 'session-timeout = 5s'); the command line
-wins, then the environment, then the file. Durations take a unit: 500ms, 30s, 5m, 24h (a
-bare number is milliseconds).
+config file (--config FILE or ZKD_CONFIG; lines 'session-timeout = 5s  # a comment'); the
+command line wins, then the environment, then the file. Durations take a unit: 500ms, 30s,
+5m, 24h, or several from largest to smallest: 4m30s (a bare number is milliseconds).
 
   --zk CONNECT            ZooKeeper hosts[/path] (default 127.0.0.1:2181)
   --namespace NS          cluster namespace (default "default")
@@ -100,7 +100,8 @@ bare number is milliseconds).
                           testing poison-task handling; off by default)
   --exec NAME=PROGRAM [ARG...]
                           serve task type NAME by running PROGRAM (args JSON on stdin, result
-                          on stdout; no shell: the value is split on spaces); repeatable.
+                          on stdout; no shell: the value is split on spaces); repeatable,
+                          once per NAME (replaces the config file's 'exec.NAME' program).
                           Per-type settings (timeout, max-output, concurrency, output, env,
                           dir, user, kill-grace) go in the config file as 'exec.NAME.SETTING
                           = VALUE', and 'exec.NAME = PROGRAM [ARG...]' defines one there:
@@ -177,17 +178,12 @@ namespace {
 /// The exec types of --exec and the config file's `exec.*` lines, checked: a missing or
 /// non-executable program is a usage error naming the type.
 void add_exec_types(const args& a, roles::registry& reg) {
-    std::map<std::string, roles::exec::program_config> types;
+    std::vector<roles::exec::file_setting> file;
+    for (const auto& [key, entry] : a.exec_settings()) {
+        file.push_back({key, entry.value, entry.where});
+    }
     try {
-        for (const auto& [key, value] : a.exec_settings()) {
-            roles::exec::apply_setting(types, key, value);
-        }
-        for (const auto& flag : a.values("--exec")) {
-            auto c = roles::exec::parse_exec_flag(flag);
-            auto& t = types[c.name];
-            t.name = c.name;
-            t.argv = std::move(c.argv);  // the command line wins over the file's program
-        }
+        auto types = roles::exec::configure(file, a.values("--exec"));
         const auto lookup = [](const std::string& name) -> std::optional<std::string> {
             const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
             return v == nullptr ? std::nullopt : std::optional<std::string>(v);

@@ -63,6 +63,25 @@ void apply_setting(
     std::map<std::string, program_config>& types, std::string_view key, std::string_view value
 );
 
+/// One `exec.*` line of a config file: its key without "exec.", its value, and where it is
+/// ("FILE:LINE").
+struct file_setting {
+    std::string key;
+    std::string value;
+    std::string where;
+};
+
+/// The exec types of a configuration: the config file's `exec.*` lines, then the `--exec`
+/// flags, whose program replaces the file's for the same type (the file's settings still
+/// apply). Refused: a type given twice by `--exec`, a flag's type name ending in a setting
+/// (`x.timeout`), and a file key `exec.A.B` defining a type where A is a type of the same
+/// configuration (`exec.A`, `exec.A.SETTING` or `--exec A=`): B is then an unknown setting
+/// of A, and the message names the nearest one.
+/// Throws std::invalid_argument; a message about a file line begins with its "FILE:LINE: ".
+[[nodiscard]] std::map<std::string, program_config> configure(
+    const std::vector<file_setting>& file, const std::vector<std::string>& flags
+);
+
 /// "512", "64KiB", "1MiB", "2k", "3M" (binary units): bytes, or nullopt.
 [[nodiscard]] std::optional<std::size_t> parse_size(std::string_view text);
 

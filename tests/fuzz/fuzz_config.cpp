@@ -5,6 +5,7 @@
 #include "cli/options.hpp"
 #include "fuzz_common.hpp"
 #include "http/api.hpp"
+#include "protocol/syntax.hpp"
 #include "zkco/config.hpp"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
@@ -21,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(key.starts_with("--"));
         FUZZ_CHECK(entry.where.starts_with("fuzz.conf:"));
         const auto& value = entry.value;
-        if (const auto d = cli::parse_duration(value)) {
+        if (const auto d = protocol::parse_duration(value)) {
             FUZZ_CHECK(d->count() >= 0);
         }
         if (const auto cs = zkco::parse_connect_string(value)) {

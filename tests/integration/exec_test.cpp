@@ -804,6 +804,29 @@ TEST_F(ExecZkd, StartUpRefusesAMissingOrNonExecutableProgramNamingTheType) {
     EXPECT_NE(not_exec.err.find("is not executable"), std::string::npos) << not_exec.err;
 }
 
+TEST_F(ExecZkd, StartUpRefusesAMistypedSettingOrATypeGivenTwiceSayingWhere) {
+    const auto config = dir_ / "typo.conf";
+    std::ofstream(config) << "exec.cat = /bin/cat   # trailing comments are fine\n"
+                          << "exec.cat.timout = 5s  # but not a typo\n";
+    auto typo =
+        zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--config", config.string()});
+    EXPECT_EQ(typo.exit_code, 2);
+    EXPECT_NE(
+        typo.err.find(
+            config.string() +
+            ":2: exec.cat.timout: unknown setting 'timout' of exec type 'cat' (did you mean "
+            "'timeout'?)"
+        ),
+        std::string::npos
+    ) << typo.err;
+
+    auto twice = zkd::test::run_command(
+        {ZKD_BINARY, "run", "--zk", zk_, "--exec", "x=/bin/cat", "--exec", "x=/bin/echo"}
+    );
+    EXPECT_EQ(twice.exit_code, 2);
+    EXPECT_NE(twice.err.find("--exec x: the type is given twice"), std::string::npos) << twice.err;
+}
+
 TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramAndTheTaskCompletesElsewhere) {
     // The first run sleeps (and is orphaned when its worker dies); the rerun answers.
     const auto pids = dir_ / "pids";

@@ -116,6 +116,8 @@ TEST(ChaosOptions, ParsesAndRejects) {
     EXPECT_TRUE(parse_args({"--faults", "none"}).s.kinds.empty());
     EXPECT_TRUE(parse_args({"--help"}).help);
     EXPECT_THROW(parse_args({"--duration", "12"}), usage_error);  // a unit is required
+    EXPECT_EQ(parse_args({"--duration", "1m30s"}).s.duration, 90s);
+    EXPECT_THROW(parse_args({"--duration", "30s1m"}), usage_error);
     EXPECT_THROW(parse_args({"--rate", "0"}), usage_error);
     EXPECT_THROW(parse_args({"--faults", "zkd-kill,zk-explode"}), usage_error);
     EXPECT_THROW(parse_args({"--zkd-count", "0"}), usage_error);

@@ -4,6 +4,7 @@
 #include "apps/crack/job.hpp"
 #include "cli/options.hpp"
 #include "http/api.hpp"
+#include "protocol/syntax.hpp"
 #include "protocol/task.hpp"
 #include "zkco/config.hpp"
 
@@ -21,18 +22,20 @@ namespace json = boost::json;
 // fuzz_config, regression-duration-overflow: 999999999999999h overflowed the milliseconds
 // (signed overflow, UBSan) and came out as some negative or wrapped duration.
 TEST(FuzzRegressions, DurationThatOverflowsIsNoDuration) {
-    EXPECT_FALSE(zkd::cli::parse_duration("999999999999999h"));
-    EXPECT_FALSE(zkd::cli::parse_duration("999999999999999m"));
-    EXPECT_FALSE(zkd::cli::parse_duration("9999999999999999s").has_value());
+    EXPECT_FALSE(zkd::protocol::parse_duration("999999999999999h"));
+    EXPECT_FALSE(zkd::protocol::parse_duration("999999999999999m"));
+    EXPECT_FALSE(zkd::protocol::parse_duration("9999999999999999s").has_value());
     EXPECT_EQ(
-        zkd::cli::parse_duration("999999999999999s"),
+        zkd::protocol::parse_duration("999999999999999s"),
         std::chrono::milliseconds(999'999'999'999'999'000)
     );
-    EXPECT_EQ(zkd::cli::parse_duration("2562047788015h"), std::chrono::hours(2'562'047'788'015));
-    EXPECT_FALSE(zkd::cli::parse_duration("2562047788016h"));  // past 2^63 ms
+    EXPECT_EQ(
+        zkd::protocol::parse_duration("2562047788015h"), std::chrono::hours(2'562'047'788'015)
+    );
+    EXPECT_FALSE(zkd::protocol::parse_duration("2562047788016h"));  // past 2^63 ms
 
     const auto keys = zkd::cli::parse_config("grace = 999999999999999h\n", "zkd.conf");
-    EXPECT_FALSE(zkd::cli::parse_duration(keys.at("--grace").value));
+    EXPECT_FALSE(zkd::protocol::parse_duration(keys.at("--grace").value));
     EXPECT_EQ(keys.at("--grace").where, "zkd.conf:1");
 }
 

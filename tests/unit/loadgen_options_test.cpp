@@ -243,13 +243,17 @@ TEST(LoadgenOptions, DurationsTakeUnits) {
     EXPECT_EQ(s.duration->count(), 30'000);
     s = parse({"--duration", "2"});
     EXPECT_EQ(s.duration->count(), 2000);  // seconds, as before
+    s = parse({"--duration", "4m30s", "--stall-timeout", "1m500ms"});
+    EXPECT_EQ(s.duration->count(), 270'000);
+    EXPECT_EQ(s.stall_timeout.count(), 60'500);
     for (const auto& bad : std::vector<std::vector<std::string>>{
              {"--connect-timeout", "2 s"},
              {"--connect-timeout", "5d"},
              {"--session-timeout", "100ms"},
              {"--duration", "1.5s"},
              {"--duration", "0s"},
-             {"--stall-timeout", "s"}}) {
+             {"--stall-timeout", "s"},
+             {"--stall-timeout", "30s1m"}}) {
         try {
             parse_args(bad, env_of(no_env));
             ADD_FAILURE() << bad[0] << " " << bad[1] << ": no usage_error";

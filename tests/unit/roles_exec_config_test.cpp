@@ -55,7 +55,7 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
     apply_setting(types, "resize.env", "PATH, LANG,MODE=fast");
     apply_setting(types, "resize.dir", "/srv");
     apply_setting(types, "resize.user", "nobody");
-    apply_setting(types, "resize.kill-grace", "500ms");
+    apply_setting(types, "resize.kill-grace", "1s500ms");
     // A dot in a type name is fine: the known suffix decides.
     apply_setting(types, "img.v2.timeout", "2s");
     ASSERT_EQ(types.size(), 2U);
@@ -69,12 +69,15 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
     EXPECT_EQ(c.env, (std::vector<std::string>{"PATH", "LANG", "MODE=fast"}));
     EXPECT_EQ(c.dir, "/srv");
     EXPECT_EQ(c.user, "nobody");
-    EXPECT_EQ(c.kill_grace, 500ms);
+    EXPECT_EQ(c.kill_grace, 1500ms);
     EXPECT_EQ(types.at("img.v2").timeout, 2s);
     EXPECT_TRUE(types.at("img.v2").argv.empty());  // resolve() refuses it
 
     for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
              {"x.timeout", "soon"},
+             {"x.timeout", "30s4m"},
+             {"x.timeout", "366d"},
+             {"x.timeout", "8761h"},
              {"x.max-output", "1GiB"},
              {"x.max-output", "0"},
              {"x.max-output", "600KiB"},
@@ -87,6 +90,96 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
         std::map<std::string, program_config> t;
         EXPECT_THROW(apply_setting(t, key, value), std::invalid_argument) << key << " = " << value;
     }
+}
+
+/// What configure() refuses `file` (lines of zkd.conf, numbered from 1) and `flags` with.
+std::string refusal(
+    const std::vector<std::pair<std::string, std::string>>& lines,
+    const std::vector<std::string>& flags = {}
+) {
+    std::vector<file_setting> file;
+    for (const auto& [key, value] : lines) {
+        file.push_back({key, value, "zkd.conf:" + std::to_string(file.size() + 1)});
+    }
+    try {
+        (void)configure(file, flags);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "accepted";
+}
+
+TEST(RolesExecConfig, AFileSettingsErrorNamesTheFileAndLine) {
+    EXPECT_EQ(
+        refusal({{"x", "/bin/true"}, {"x.timeout", "soon"}}),
+        "zkd.conf:2: exec.x.timeout wants a duration up to 365 days (e.g. 250ms, 30s, 4m30s, "
+        "2h; a bare number is milliseconds), not 'soon'"
+    );
+    EXPECT_EQ(refusal({{"x", "  "}}), "zkd.conf:1: exec.x: no program given");
+    EXPECT_EQ(
+        refusal({{"bad name", "/bin/true"}}),
+        "zkd.conf:1: exec.bad name: 'bad name' is not a task type name"
+    );
+}
+
+TEST(RolesExecConfig, RefusesAnUnknownSettingOfATypeWithTheNearestOne) {
+    EXPECT_EQ(
+        refusal({{"y", "/bin/cat"}, {"y.timout", "30s"}}),
+        "zkd.conf:2: exec.y.timout: unknown setting 'timout' of exec type 'y' (did you mean "
+        "'timeout'?)"
+    );
+    EXPECT_EQ(
+        refusal({{"y", "/bin/cat"}, {"y.colour", "red"}}),
+        "zkd.conf:2: exec.y.colour: unknown setting 'colour' of exec type 'y' (settings: "
+        "timeout, max-timeout, max-output, concurrency, output, env, dir, user, kill-grace)"
+    );
+    // The type named only by another setting.
+    EXPECT_NE(
+        refusal({{"y.timeout", "5s"}, {"y.outptu", "text"}}).find("did you mean 'output'?"),
+        std::string::npos
+    );
+    // The type defined on the command line only.
+    EXPECT_NE(
+        refusal({{"y.concurency", "2"}}, {"y=/bin/cat"}).find("did you mean 'concurrency'?"),
+        std::string::npos
+    );
+    // With a dot in the type's name: the longest defined type is the one meant.
+    EXPECT_NE(
+        refusal({{"img.v2.kill_grace", "1s"}}, {"img=/bin/cat", "img.v2=/bin/cat"})
+            .find("unknown setting 'kill_grace' of exec type 'img.v2' (did you mean "
+                  "'kill-grace'?)"),
+        std::string::npos
+    );
+}
+
+TEST(RolesExecConfig, ATypeNameWithADotIsATypeWhenNoShorterTypeIsDefined) {
+    const auto types = configure(
+        {{"img.v2", "/bin/cat", "zkd.conf:1"},
+         {"img.v2.timeout", "4m30s", "zkd.conf:2"},
+         {"y.colour", "red", "zkd.conf:3"}},
+        {"img.v3=/bin/cat"}
+    );
+    ASSERT_EQ(types.size(), 3U);
+    EXPECT_EQ(types.at("img.v2").timeout, 270s);
+    EXPECT_EQ(types.at("y.colour").argv, (std::vector<std::string>{"red"}));
+}
+
+TEST(RolesExecConfig, RefusesATypeGivenTwiceOnTheCommandLine) {
+    EXPECT_EQ(refusal({}, {"x=/bin/cat", "x=/bin/echo"}), "--exec x: the type is given twice");
+    EXPECT_EQ(
+        refusal({}, {"x.timeout=/bin/cat"}),
+        "--exec x.timeout: a type name cannot end in '.timeout'; settings go in the config "
+        "file (exec.x.timeout = VALUE)"
+    );
+}
+
+TEST(RolesExecConfig, TheCommandLineReplacesTheFilesProgramAndKeepsItsSettings) {
+    const auto types = configure(
+        {{"x", "/bin/cat", "zkd.conf:1"}, {"x.timeout", "5s", "zkd.conf:2"}}, {"x=/bin/echo hi"}
+    );
+    ASSERT_EQ(types.size(), 1U);
+    EXPECT_EQ(types.at("x").argv, (std::vector<std::string>{"/bin/echo", "hi"}));
+    EXPECT_EQ(types.at("x").timeout, 5s);
 }
 
 TEST(RolesExecConfig, ParsesSizes) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "chaos/options.hpp"
 
+#include "protocol/syntax.hpp"
+
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -30,7 +31,9 @@ std::chrono::milliseconds duration(
 ) {
     auto d = parse_duration(v);
     if (!d) {
-        throw usage_error(flag + " wants a duration with a unit (500ms, 6s, 2m), not '" + v + "'");
+        throw usage_error(
+            flag + " wants a duration with a unit (500ms, 6s, 2m, 2m30s), not '" + v + "'"
+        );
     }
     if (*d < lo) {
         throw usage_error(
@@ -72,28 +75,10 @@ std::vector<fault_kind> kinds_of(const std::string& v) {
 }  // namespace
 
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
-        ++digits;
+    if (text.find_first_not_of("0123456789") == std::string::npos) {
+        return std::nullopt;  // a unit is required here
     }
-    if (digits == 0 || digits > 12) {
-        return std::nullopt;
-    }
-    const std::int64_t n = std::stoll(text.substr(0, digits));
-    const std::string unit = text.substr(digits);
-    if (unit == "ms") {
-        return std::chrono::milliseconds(n);
-    }
-    if (unit == "s") {
-        return std::chrono::milliseconds(n * 1000);
-    }
-    if (unit == "m") {
-        return std::chrono::milliseconds(n * 60'000);
-    }
-    if (unit == "h") {
-        return std::chrono::milliseconds(n * 3'600'000);
-    }
-    return std::nullopt;
+    return protocol::parse_duration(text);
 }
 
 parsed_args parse_args(const std::vector<std::string>& args) {

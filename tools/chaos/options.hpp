@@ -56,7 +56,8 @@ struct parsed_args {
 /// Parses the arguments (without argv[0]); throws usage_error with a message naming the flag.
 parsed_args parse_args(const std::vector<std::string>& args);
 
-/// A duration with a unit: "500ms", "6s", "2m", "1h". nullopt otherwise.
+/// A duration with a unit: "500ms", "6s", "2m", "1h", "2m30s" (protocol::parse_duration,
+/// without its bare numbers). nullopt otherwise.
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);
 
 const char* help_text() noexcept;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loadgen/options.hpp"
 
+#include "protocol/syntax.hpp"
 #include "protocol/task.hpp"
 #include "zkco/config.hpp"
 
@@ -102,8 +103,8 @@ counters: reads, write transactions, write ops inside them, multis, watches), wi
 listings of its results directory (one to start following it, then one per change log
 read that missed a change).
 
-Durations take a unit as zkd's do (500ms, 30s, 5m, 2h); a bare number is milliseconds
-(except for --duration: seconds), as in earlier versions.
+Durations take a unit as zkd's do (500ms, 30s, 5m, 2h, or several from largest to smallest:
+4m30s); a bare number is milliseconds (except for --duration: seconds), as in earlier versions.
 
 Exit codes: 0 every task succeeded, 1 a task did not succeed or the run failed, 2 usage
 error, 3 ZooKeeper unreachable (not reached within --connect-timeout, or lost during the
@@ -204,40 +205,21 @@ double positive(const std::string& name, const std::string& text, double max) {
     }
 }
 
-/// The milliseconds of "250", "250ms", "30s", "5m" or "2h" (as zkd takes durations);
-/// nullopt if `text` is none of these.
-std::optional<std::uint64_t> duration_ms(const std::string& text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
-        ++digits;
-    }
-    if (digits == 0 || digits > 12) {
-        return std::nullopt;
-    }
-    const std::uint64_t n = std::stoull(text.substr(0, digits));
-    const std::string unit = text.substr(digits);
-    static const std::map<std::string, std::uint64_t> scale{
-        {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
-    const auto it = scale.find(unit);
-    if (it == scale.end()) {
-        return std::nullopt;
-    }
-    return n * it->second;
-}
-
-/// A duration option: a unit as zkd takes them (500ms, 30s, 5m, 2h), a bare number being
-/// milliseconds, within [min, max] ms.
+/// A duration option as zkd takes them (protocol::parse_duration: 500ms, 30s, 4m30s, 2h; a
+/// bare number is milliseconds), within [min, max] ms.
 std::chrono::milliseconds millis(
     const std::string& name, const std::string& text, std::uint64_t min, std::uint64_t max
 ) {
-    const auto ms = duration_ms(text);
-    if (!ms || *ms < min || *ms > max) {
+    const auto d = protocol::parse_duration(text);
+    if (!d || d->count() < 0 || static_cast<std::uint64_t>(d->count()) < min ||
+        static_cast<std::uint64_t>(d->count()) > max) {
         throw usage_error(
             name + " wants a duration from " + std::to_string(min) + "ms to " +
-            std::to_string(max) + "ms (500ms, 30s, 5m, 2h; a bare number is ms), not '" + text + "'"
+            std::to_string(max) + "ms (" + std::string(protocol::duration_forms) + "), not '" +
+            text + "'"
         );
     }
-    return std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
+    return *d;
 }
 
 }  // namespace
