@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -30,6 +31,32 @@ json::value parse_json(
     return json::parse(json::string_view(text.data(), text.size()), ec, {}, options);
 }
 
+namespace {
+bool holds_double(const json::value& v);
+void append_json(std::string& out, const json::value& v);
+void append_object(std::string& out, const json::object& o);
+}  // namespace
+
+std::string to_text(const json::value& v) {
+    if (!holds_double(v)) {
+        return json::serialize(v);
+    }
+    std::string out;
+    append_json(out, v);
+    return out;
+}
+
+std::string to_text(const json::object& o) {
+    const bool doubles =
+        std::any_of(o.begin(), o.end(), [](const auto& kv) { return holds_double(kv.value()); });
+    if (!doubles) {
+        return json::serialize(o);
+    }
+    std::string out;
+    append_object(out, o);
+    return out;
+}
+
 void throw_exception_from_error(const decode_error& e, const boost::source_location& loc) {
     boost::throw_exception(std::invalid_argument(e.message), loc);
 }
@@ -39,6 +66,73 @@ namespace {
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+
+bool holds_double(const json::value& v) {
+    switch (v.kind()) {
+    case json::kind::double_:
+        return true;
+    case json::kind::array:
+        return std::any_of(v.get_array().begin(), v.get_array().end(), holds_double);
+    case json::kind::object:
+        return std::any_of(v.get_object().begin(), v.get_object().end(), [](const auto& kv) {
+            return holds_double(kv.value());
+        });
+    default:
+        return false;
+    }
+}
+
+void append_double(std::string& out, double d) {
+    std::array<char, 32> buf{};
+    const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+    const std::string_view text(buf.data(), static_cast<std::size_t>(end - buf.data()));
+    if (ec != std::errc() || !std::isfinite(d)) {
+        out += json::serialize(json::value(d));  // not written by zkd (encoders refuse them)
+        return;
+    }
+    out += text;
+    if (text.find_first_of(".e") == std::string_view::npos) {
+        out += ".0";  // read back as a double, not an integer
+    }
+}
+
+void append_json(std::string& out, const json::value& v) {
+    switch (v.kind()) {
+    case json::kind::double_:
+        append_double(out, v.get_double());
+        return;
+    case json::kind::array: {
+        out += '[';
+        const char* comma = "";
+        for (const auto& e : v.get_array()) {
+            out += comma;
+            append_json(out, e);
+            comma = ",";
+        }
+        out += ']';
+        return;
+    }
+    case json::kind::object:
+        append_object(out, v.get_object());
+        return;
+    default:
+        out += json::serialize(v);
+        return;
+    }
+}
+
+void append_object(std::string& out, const json::object& o) {
+    out += '{';
+    const char* comma = "";
+    for (const auto& kv : o) {
+        out += comma;
+        out += json::serialize(kv.key());
+        out += ':';
+        append_json(out, kv.value());
+        comma = ",";
+    }
+    out += '}';
+}
 
 // A value for an error message: serialized, and cut short so garbage can't flood a log.
 std::string brief(const json::value& v) {
@@ -278,6 +372,32 @@ std::vector<std::string> read_types(reader& r) {
     return types;
 }
 
+// Reads "suspects": an array of at most max_suspects_named worker ids (1 to 256 bytes each),
+// returned sorted and unique.
+std::vector<std::string> read_suspects(reader& r) {
+    std::vector<std::string> ids;
+    const auto* v = r.find("suspects");
+    if (v == nullptr)
+        return ids;
+    if (!v->is_array() || v->get_array().size() > max_suspects_named) {
+        r.fail(
+            "field \"suspects\" must be an array of at most " + std::to_string(max_suspects_named) +
+            " worker ids, not " + brief(*v)
+        );
+        return ids;
+    }
+    for (const auto& e : v->get_array()) {
+        if (!e.is_string() || e.get_string().empty() || e.get_string().size() > 256) {
+            r.fail("field \"suspects\" holds something not a worker id: " + brief(e));
+            return {};
+        }
+        ids.emplace_back(e.get_string());
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+}
+
 }  // namespace
 
 // --- states ----------------------------------------------------------------------------------
@@ -416,7 +536,7 @@ std::string encode(const task_spec& t) {
             {"message", json::string_view(t.progress_message.data(), t.progress_message.size())},
             {"at_ms", t.progress_ms}};
     }
-    return json::serialize(o);
+    return to_text(o);
 }
 
 codec_result<task_spec> decode_task(std::string_view data) {
@@ -616,7 +736,7 @@ std::string encode(const task_result& r) {
             consumed.emplace_back(static_cast<std::uint64_t>(i));
         o["consumed"] = std::move(consumed);
     }
-    return json::serialize(o);
+    return to_text(o);
 }
 
 codec_result<task_result> decode_result(std::string_view data) {
@@ -730,7 +850,15 @@ std::string encode(const member_info& m) {
         o["max_pending"] = *m.max_pending;
     if (!m.direct)
         o["direct"] = false;
-    return json::serialize(o);
+    if (!m.suspects.empty()) {
+        json::array suspects;
+        const auto n = std::min(m.suspects.size(), max_suspects_named);
+        suspects.reserve(n);
+        for (std::size_t i = 0; i < n; ++i)
+            suspects.emplace_back(json::string_view(m.suspects[i].data(), m.suspects[i].size()));
+        o["suspects"] = std::move(suspects);
+    }
+    return to_text(o);
 }
 
 namespace {
@@ -772,6 +900,7 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     if (r.find("max_pending") != nullptr)
         m.max_pending = r.integer("max_pending", 0, 0, int64_max);
     m.direct = r.boolean("direct", true);
+    m.suspects = read_suspects(r);
     if (!r.ok())
         return r.error();
     if (m.id.empty())
@@ -801,7 +930,7 @@ std::string encode(const meta_info& m) {
     o["pending_shards"] = m.pending_shards;
     o["result_shards"] = m.result_shards;
     o["created_ms"] = m.created_ms;
-    return json::serialize(o);
+    return to_text(o);
 }
 
 codec_result<meta_info> decode_meta(std::string_view data) {
@@ -837,7 +966,7 @@ std::string encode(const epoch_info& e) {
         o["master"] = json::string_view(e.master.data(), e.master.size());
     if (e.since_ms != 0)
         o["since_ms"] = e.since_ms;
-    return json::serialize(o);
+    return to_text(o);
 }
 
 codec_result<epoch_info> decode_epoch(std::string_view data) {
@@ -856,7 +985,7 @@ codec_result<epoch_info> decode_epoch(std::string_view data) {
 std::string encode(const cancel_info& c) {
     json::object o = new_document();
     o["requested_ms"] = c.requested_ms;
-    return json::serialize(o);
+    return to_text(o);
 }
 
 codec_result<cancel_info> decode_cancel(std::string_view data) {
@@ -884,7 +1013,7 @@ std::string encode(const change_log& log) {
     }
     json::object o = new_document();
     o["created"] = std::move(created);
-    return json::serialize(o);
+    return to_text(o);
 }
 
 codec_result<change_log> decode_change_log(std::string_view data) {

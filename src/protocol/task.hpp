@@ -54,6 +54,13 @@ boost::json::value parse_json(
     std::string_view text, boost::system::error_code& ec, std::size_t extra_levels = 0
 );
 
+/// JSON text of `v`, as Boost.JSON writes it but for numbers with a fraction, written the
+/// way JSON users expect: the shortest text that reads back to the same double, in plain
+/// notation while that is shorter (0.4, 12.5, 1e-07; a whole number keeps ".0", 3.0, so
+/// that it reads back as a double). Every writer of zkd data and output goes through it.
+std::string to_text(const boost::json::value& v);
+std::string to_text(const boost::json::object& o);
+
 /// Why a decoder refused its input.
 struct decode_error {
     std::string message;
@@ -244,9 +251,16 @@ struct member_info {
     /// master: whether clients may place tasks on workers themselves (docs/protocol.md §6 T1
     /// "Direct placement"); written only when false (absent, as from an older master: yes)
     bool direct = true;
+    /// master: the workers it found holding assignments they did not start (docs/protocol.md
+    /// §7 "Stalled workers"), sorted; clients placing directly skip them. Written only when
+    /// not empty; at most max_suspects_named.
+    std::vector<std::string> suspects;
 
     friend bool operator==(const member_info&, const member_info&) = default;
 };
+
+/// Most suspects /master names (the rest are left out: clients may then place on them).
+inline constexpr std::size_t max_suspects_named = 1000;
 
 /// Writes id, host, pid, and whichever other fields are present (types with a capacity).
 std::string encode(const member_info& m);

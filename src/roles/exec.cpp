@@ -1127,7 +1127,8 @@ void add_exec_type(registry& reg, program p) {
             "ZKD_TASK_ID=" + call.task, "ZKD_TASK_TYPE=" + prog->config.name,
             "ZKD_PROGRESS_FD=" + std::to_string(progress_fd)};
         const auto o = co_await run_program(
-            *prog, json::serialize(call.args), call.stop, std::move(call.progress), std::move(extra)
+            *prog, protocol::to_text(call.args), call.stop, std::move(call.progress),
+            std::move(extra)
         );
         if (!o.start_error.empty()) {
             spdlog::warn(

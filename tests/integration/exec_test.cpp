@@ -304,7 +304,9 @@ TEST_F(ExecProgram, ArgsWithShellMetacharactersAndUnicodeArriveVerbatim) {
     );
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(*r, args);
-    EXPECT_EQ(read_file(in_file), json::serialize(args));  // exactly the task's JSON
+    // Exactly the task's JSON, numbers with a fraction written plainly (2.5, not 2.5E0).
+    EXPECT_EQ(read_file(in_file), zkd::protocol::to_text(args));
+    EXPECT_NE(read_file(in_file).find("[1,2.5,null,true]"), std::string::npos);
 
     // The operator's argv is not a shell command line either.
     auto lit = call(

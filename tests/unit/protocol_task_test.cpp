@@ -576,6 +576,38 @@ TEST(ProtocolMemberCodec, MasterDirect) {
     expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"direct":"no"})", R"("direct")");
 }
 
+// The workers a master found leaving assignments unstarted (docs/protocol.md §7 "Stalled
+// workers"): said only when there are some; clients placing directly skip them.
+TEST(ProtocolMemberCodec, MasterSuspects) {
+    member_info m;
+    m.id = "a";
+    m.epoch = 2;
+    m.suspects = {"w-1", "w-2"};
+    EXPECT_EQ(
+        encode(m), R"({"v":1,"id":"a","epoch":2,"host":"","pid":0,"suspects":["w-1","w-2"]})"
+    );
+    EXPECT_EQ(decode_master(encode(m)).value(), m);
+    EXPECT_EQ(
+        decode_master(R"({"v":1,"id":"a","epoch":2,"suspects":["z","a","z"]})").value().suspects,
+        (std::vector<std::string>{"a", "z"})
+    );
+    const auto dm = [](std::string_view s) { return decode_master(s); };
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"suspects":"w-1"})", R"("suspects")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"suspects":[""]})", R"("suspects")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"suspects":[7]})", R"("suspects")");
+    std::string many = R"({"v":1,"id":"a","epoch":2,"suspects":[)";
+    for (std::size_t i = 0; i <= max_suspects_named; ++i) {
+        many += (i == 0 ? "\"w" : ",\"w") + std::to_string(i) + "\"";
+    }
+    expect_refused(dm, many + "]}", R"("suspects")");
+    // Past the most named, the rest are left out (so that the node decodes).
+    m.suspects.clear();
+    for (std::size_t i = 0; i <= max_suspects_named; ++i) {
+        m.suspects.push_back("w" + std::to_string(i));
+    }
+    EXPECT_EQ(decode_master(encode(m)).value().suspects.size(), max_suspects_named);
+}
+
 TEST(ProtocolMemberCodec, WorkerTypes) {
     const auto d = [](std::string_view s) { return decode_worker(s); };
     const auto sorted = decode_worker(R"({"v":1,"id":"a","capacity":2,"types":["z","a","z"]})");
@@ -767,11 +799,11 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     failed.state = task_state::timed_out;
     failed.error = task_error{std::string(codes::timeout), "too slow"};
     seeds.push_back(encode(failed));
-    member_info w{"h-1-00000000", "h",          1, 4, {"a", "b"}, 5, std::nullopt, 0, true,
-                  std::nullopt,   std::nullopt, 2};
+    member_info w{"h-1-00000000", "h",          1, 4,    {"a", "b"}, 5, std::nullopt, 0, true,
+                  std::nullopt,   std::nullopt, 2, true, {}};
     seeds.push_back(encode(w));
-    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {},   0, 3, 9,
-                  false,          12.5, 1000, std::nullopt, false};
+    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {},    0,      3, 9,
+                  false,          12.5, 1000, std::nullopt, false, {"w-1"}};
     seeds.push_back(encode(m));
     seeds.push_back(encode(meta_info{16, 16, 1}));
     seeds.push_back(encode(epoch_info{"m", 2}));
@@ -880,4 +912,31 @@ TEST(ProtocolTaskNode, TheBundleMustHoldAsManyTasksAsItsIdSays) {
         encode(example_task()), "a bundle of 0 tasks"
     );
     EXPECT_TRUE(decode_task_node(plain, encode(example_task())));
+}
+
+// Numbers with a fraction as JSON users write them (Boost.JSON alone writes 0.4 as 4E-1);
+// everything else exactly as Boost.JSON writes it.
+TEST(ProtocolJsonText, NumbersWithAFractionAreWrittenPlainly) {
+    EXPECT_EQ(to_text(json::value(0.4)), "0.4");
+    EXPECT_EQ(to_text(json::value(12.5)), "12.5");
+    EXPECT_EQ(to_text(json::value(3.0)), "3.0");
+    EXPECT_EQ(to_text(json::value(-0.0)), "-0.0");
+    EXPECT_EQ(to_text(json::value(1e21)), "1e+21");
+    EXPECT_EQ(to_text(json::value(1.5e-7)), "1.5e-07");
+    EXPECT_EQ(to_text(json::value(0.1 + 0.2)), "0.30000000000000004");
+    const auto doc =
+        json::parse(R"({"a":[1,-2,0.25,"x\"\n\u0001"],"b":{"c":true,"d":null,"e":1.5}})");
+    EXPECT_EQ(to_text(doc), R"({"a":[1,-2,0.25,"x\"\n\u0001"],"b":{"c":true,"d":null,"e":1.5}})");
+    EXPECT_EQ(to_text(doc.as_object()), to_text(doc));
+    // Read back: the same values, doubles still doubles.
+    EXPECT_EQ(json::parse(to_text(doc)), doc);
+    EXPECT_TRUE(json::parse(to_text(json::value(3.0))).is_double());
+    const json::value plain{{"k", 1}, {"s", "v"}};
+    EXPECT_EQ(to_text(plain), json::serialize(plain));
+    // What zkd writes: a result's value.
+    task_result r;
+    r.task = "t";
+    r.state = task_state::succeeded;
+    r.value = 0.4;
+    EXPECT_NE(encode(r).find(R"("value":0.4)"), std::string::npos) << encode(r);
 }

@@ -1124,7 +1124,7 @@ asio::awaitable<int> chaos_run::run() {
     const auto text = text_report(report, rec_, seed_, s_, dir_, starts_);
     if (s_.json) {
         std::fputs(text.c_str(), stderr);
-        std::printf("%s\n", json::serialize(json_report(report, seed_, s_, dir_)).c_str());
+        std::printf("%s\n", zkd::protocol::to_text(json_report(report, seed_, s_, dir_)).c_str());
     } else {
         std::fputs(text.c_str(), stdout);
     }

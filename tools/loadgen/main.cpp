@@ -479,7 +479,7 @@ int main(int argc, char** argv) {
         rep.usage.max_rss_kb = ru.ru_maxrss;
     }
     if (s.json) {
-        std::printf("%s\n", json::serialize(zkd::loadgen::to_json(rep)).c_str());
+        std::printf("%s\n", zkd::protocol::to_text(zkd::loadgen::to_json(rep)).c_str());
     } else {
         if (rep.raw || rep.load || !rep.raw_error.empty()) {
             std::fputs(zkd::loadgen::to_text(rep).c_str(), stdout);

@@ -125,7 +125,7 @@ std::string encode(const crack_job& j) {
     }
     o["client"] = j.client;
     o["retries"] = j.retries;
-    return json::serialize(o);
+    return protocol::to_text(o);
 }
 
 protocol::codec_result<crack_job> decode_crack_job(std::string_view data) {
