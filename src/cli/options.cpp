@@ -39,6 +39,7 @@ const std::set<std::string>& every_settable() {
         "--result-retention",
         "--max-pending",
         "--no-direct",
+        "--suspect-after",
         "--http",
         "--http-token",
         "--http-token-file",

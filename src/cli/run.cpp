@@ -78,6 +78,9 @@ command line wins, then the environment, then the file. Durations take a unit: 5
   --max-pending N         when master: the bound on pending tasks clients keep to; a submit
                           past it fails with "queue full" (default 1000000, what the embedded
                           ZooKeeper holds; 0: no bound)
+  --suspect-after DUR     when master: a worker that leaves an assignment unstarted this long
+                          loses it (requeued) and is suspect: no tasks but a probe now and
+                          then, until it runs one (default 10s; 0: never)
   --no-direct             when master: clients place no task on a worker themselves, every
                           task goes through the master, strictly by priority (by default a
                           client sends a plain task straight to a worker with room, at
@@ -219,6 +222,7 @@ int cmd_run(int argc, char** argv) {
              {"--result-retention"},
              {"--max-pending"},
              {"--no-direct", false, true},
+             {"--suspect-after"},
              {"--http"},
              {"--http-token"},
              {"--http-token-file"},
@@ -257,6 +261,10 @@ int cmd_run(int argc, char** argv) {
         "--max-pending", static_cast<long>(roles::default_max_pending), 0, 1'000'000'000'000
     ));
     o.master.direct_placement = !a.has("--no-direct");
+    o.master.unstarted_bound = a.duration("--suspect-after", 10s, 0ms, 24h);
+    if (o.master.unstarted_bound.count() > 0 && o.master.unstarted_bound < 1s) {
+        throw usage_error("--suspect-after wants 0 (never) or at least 1s");
+    }
     const auto grace = a.duration("--grace", 30s, 0ms, 24h);
     o.host = a.get("--host", "");
     const auto role = a.get("--role", "auto");

@@ -440,7 +440,7 @@ int cmd_status(int argc, char** argv) {
             const std::string state(protocol::to_string(info->state));
             if (as_json) {
                 std::printf(
-                    "%s\n", json::serialize(roles::to_json(*info)).c_str()
+                    "%s\n", protocol::to_text(roles::to_json(*info)).c_str()
                 );  // as GET /v1/tasks/{id}
             } else if (info->result) {
                 std::printf(

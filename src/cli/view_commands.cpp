@@ -183,10 +183,17 @@ void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
         }
         const std::string load = std::to_string(w.assigned) + "/" + std::to_string(w.capacity);
         const std::string threads = w.threads ? std::to_string(*w.threads) : "-";
+        std::string notes = w.draining ? "  (draining)" : "";
+        if (w.suspect) {
+            notes += "  (suspect: left assignments unstarted; gets only a probe)";
+        }
+        if (!w.ignored.empty()) {
+            notes += "  (ignored: " + w.ignored + ")";
+        }
         std::printf(
             "  %-28s %-16s %7s %7zu %7s  %s%s\n", printable(w.id).c_str(),
             printable(w.host).c_str(), load.c_str(), w.running, threads.c_str(),
-            printable(joined(w.types)).c_str(), w.draining ? "  (draining)" : ""
+            printable(joined(w.types)).c_str(), printable(notes).c_str()
         );
     }
 }
@@ -215,7 +222,7 @@ int cmd_tasks(int argc, char** argv) {
                 co_return exit_failed;
             }
             if (as_json) {
-                std::printf("%s\n", json::serialize(roles::to_json(*list)).c_str());
+                std::printf("%s\n", protocol::to_text(roles::to_json(*list)).c_str());
             } else {
                 print_tasks(*list);
             }
@@ -244,7 +251,7 @@ int cmd_cluster(int argc, char** argv) {
                 co_return exit_failed;
             }
             if (as_json) {
-                std::printf("%s\n", json::serialize(roles::to_json(*view)).c_str());
+                std::printf("%s\n", protocol::to_text(roles::to_json(*view)).c_str());
             } else {
                 print_cluster(target, *view);
             }

@@ -105,10 +105,21 @@ void render_node(writer& w, const roles::node_stats& n) {
         "zkd_tasks_rejected_total", "counter",
         "Malformed or unknown-type tasks this node failed as master.", m.rejected
     );
+    w.single(
+        "zkd_tasks_taken_back_total", "counter",
+        "Assignments this node took back as master from live workers that left them "
+        "unstarted (zkd run --suspect-after).",
+        m.taken_back
+    );
     if (n.queue_depth >= 0) {
         w.single(
             "zkd_queue_depth", "gauge", "Pending tasks in the master's view (master only).",
             n.queue_depth
+        );
+        w.single(
+            "zkd_workers_suspect", "gauge",
+            "Workers that left assignments unstarted and get only a probe (master only).",
+            m.suspects
         );
     }
     if (n.max_pending >= 0) {

@@ -46,8 +46,8 @@ struct facade_counters {
 /// With `node`:
 ///   zkd_tasks_completed_total{state="succeeded|failed|timed_out|cancelled"}  counter
 ///   zkd_tasks_assigned_total, zkd_tasks_requeued_total, zkd_tasks_lost_total,
-///   zkd_tasks_rejected_total                       counters (master_totals)
-///   zkd_queue_depth                                gauge, only while master (queue_depth >= 0)
+///   zkd_tasks_rejected_total, zkd_tasks_taken_back_total   counters (master_totals)
+///   zkd_queue_depth, zkd_workers_suspect           gauges, only while master (queue_depth >= 0)
 ///   zkd_max_pending                                gauge, only while master (max_pending >= 0)
 ///   zkd_assign_latency_seconds                     histogram (buckets in seconds)
 ///   zkd_master                                     gauge, 0 or 1

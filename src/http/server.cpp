@@ -202,7 +202,7 @@ response json_response(unsigned status, const json::value& body) {
     res.set(bhttp::field::server, "zkd");
     res.set(bhttp::field::content_type, "application/json");
     res.set(bhttp::field::cache_control, "no-store");
-    res.body() = json::serialize(body);
+    res.body() = protocol::to_text(body);
     res.body().push_back('\n');
     res.prepare_payload();
     return res;

@@ -180,10 +180,11 @@ departed_plan departed_ops(
     std::string_view tid,
     std::string_view data,
     bool marked,
-    std::int64_t now_ms
+    std::int64_t now_ms,
+    std::int32_t version
 ) {
     departed_plan plan;
-    plan.ops.push_back(txn_op::remove(layout::assignment(worker, tid)));
+    plan.ops.push_back(txn_op::remove(layout::assignment(worker, tid), version));
     if (marked) {
         plan.ops.push_back(txn_op::remove(layout::cancel_marker(worker, tid)));
     }
@@ -275,7 +276,7 @@ std::vector<txn_op> master_report_ops(const member_info& node) {
 bool master_node_says(const member_info& node, std::string_view data) {
     const auto m = decode_master(data);
     return m && m->id == node.id && m->epoch == node.epoch && m->max_pending == node.max_pending &&
-           m->direct == node.direct;
+           m->direct == node.direct && m->suspects == node.suspects;
 }
 
 }  // namespace zkd::protocol

@@ -139,15 +139,18 @@ struct departed_plan {
     std::vector<txn_op> ops;
 };
 
-/// What becomes of /assign/<worker>/<tid>, holding `data`, now that its worker is gone:
-/// delete it (and its marker when `marked`), then pending again, lost, cancelled or failed.
+/// What becomes of /assign/<worker>/<tid>, holding `data`, now that its worker is gone (or
+/// stalled: then at the `version` read, so that a running mark written meanwhile keeps it
+/// there): delete it (and its marker when `marked`), then pending again, lost, cancelled or
+/// failed.
 departed_plan departed_ops(
     const layout& l,
     std::string_view worker,
     std::string_view tid,
     std::string_view data,
     bool marked,
-    std::int64_t now_ms
+    std::int64_t now_ms,
+    std::int32_t version = -1
 );
 
 enum class departed_outcome {
@@ -174,8 +177,9 @@ std::vector<txn_op> master_node_ops(const member_info& node, bool replaced, std:
 /// set(/master, node): the throughput figure.
 std::vector<txn_op> master_report_ops(const member_info& node);
 /// True when /master's `data` still says what clients and operators rely on of `node`: its
-/// id, epoch, bound on pending tasks and whether clients place directly (the throughput, a
-/// report, may lag). False for garbage or another's words, which the master then writes over.
+/// id, epoch, bound on pending tasks, whether clients place directly and the suspect workers
+/// (the throughput, a report, may lag). False for garbage or another's words, which the master then
+/// writes over.
 bool master_node_says(const member_info& node, std::string_view data);
 
 }  // namespace zkd::protocol

@@ -99,13 +99,18 @@ std::vector<std::string> worker_window(
     return some;
 }
 
-void direct_placer::read(std::vector<worker_seen> workers) {
+void direct_placer::read(
+    std::vector<worker_seen> workers, const std::vector<std::string>& suspects
+) {
     // What this client placed before the read before last is in the workers' counts by now,
     // or finished: forgotten, so that a client that never waits keeps no more than that.
     ++reads_;
     std::erase_if(placed_, [this](const auto& p) { return p.second.read + 1 < reads_; });
     workers_.clear();
     for (auto& w : workers) {
+        if (std::binary_search(suspects.begin(), suspects.end(), w.id)) {
+            continue;  // it left assignments unstarted: the master takes them back
+        }
         // The worker holds `held`, ours among them (those whose submit committed before the
         // read): the others' and ours together take at least max(held, ours).
         int ours = 0;

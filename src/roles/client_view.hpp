@@ -127,9 +127,10 @@ public:
     };
 
     /// A read of the workers (those that are not ephemeral, or whose node is not a worker's,
-    /// are the caller's to leave out). Tasks placed before the read before it are forgotten:
-    /// they are in the workers' counts, or finished.
-    void read(std::vector<worker_seen> workers);
+    /// are the caller's to leave out), with the suspects /master names (sorted): they get
+    /// nothing (docs/protocol.md §7 "Stalled workers"). Tasks placed before the read before
+    /// it are forgotten: they are in the workers' counts, or finished.
+    void read(std::vector<worker_seen> workers, const std::vector<std::string>& suspects = {});
     /// Where a plain task of `type` goes directly, or nullopt (to pending). `turn` (the
     /// transaction it goes in) picks the worker tried first. A target given takes one of the
     /// worker's budget: call placed() with the task's id.

@@ -52,13 +52,17 @@ master_view master_from(const std::string& data) {
     m.throughput = decoded->throughput;
     m.max_pending = decoded->max_pending;
     m.direct = decoded->direct;
+    m.suspects = std::move(decoded->suspects);
     return m;
 }
 
-worker_view worker_from(const std::string& id, const std::string& data) {
+worker_view worker_from(const std::string& id, const zkco::node& node) {
     worker_view w;
     w.id = id;
-    auto decoded = protocol::decode_worker(data);
+    if (node.stat.ephemeral_owner == 0) {
+        w.ignored = "not ephemeral: no session owns it, so it is no live worker";
+    }
+    auto decoded = protocol::decode_worker(node.data);
     if (decoded) {
         w.host = std::move(decoded->host);
         w.pid = decoded->pid;
@@ -177,7 +181,7 @@ asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::clien
             co_return infos[i]->error();
         }
         if (*infos[i]) {  // else it left meanwhile
-            workers.push_back(worker_from(ids[i], (*infos[i])->data));
+            workers.push_back(worker_from(ids[i], **infos[i]));
         }
     }
     co_return workers;
@@ -279,7 +283,11 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
         if (!*infos[i]) {
             continue;  // left meanwhile
         }
-        auto w = worker_from(ids[i], (*infos[i])->data);
+        auto w = worker_from(ids[i], **infos[i]);
+        if (view.master) {
+            const auto& named = view.master->suspects;
+            w.suspect = std::binary_search(named.begin(), named.end(), w.id);
+        }
         if (*dirs[i]) {
             for (const auto& name : (*dirs[i])->names) {
                 if (!protocol::is_cancel_marker(name)) {
@@ -623,6 +631,11 @@ json::value to_json(const master_view& m) {
     o["throughput"] = m.throughput ? json::value(*m.throughput) : json::value(nullptr);
     o["max_pending"] = m.max_pending ? json::value(*m.max_pending) : json::value(nullptr);
     o["direct"] = m.direct;
+    json::array suspects;
+    for (const auto& id : m.suspects) {
+        suspects.emplace_back(id);
+    }
+    o["suspects"] = std::move(suspects);
     return o;
 }
 
@@ -650,6 +663,10 @@ json::value to_json(const worker_view& w) {
     }
     o["assigned"] = w.assigned;
     o["running"] = w.running;
+    o["suspect"] = w.suspect;
+    if (!w.ignored.empty()) {
+        o["ignored"] = w.ignored;
+    }
     return o;
 }
 

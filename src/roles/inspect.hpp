@@ -61,6 +61,8 @@ struct master_view {
     /// Whether clients may place tasks on workers themselves: /master's "direct" (docs/
     /// protocol.md §6 T1 "Direct placement"; not written: they may).
     bool direct = true;
+    /// Workers the master found leaving assignments unstarted: /master's "suspects".
+    std::vector<std::string> suspects;
     /// Non-empty: /master does not hold a zkd master node (why); the fields above are empty.
     std::string garbage;
 };
@@ -80,6 +82,12 @@ struct worker_view {
     /// Non-empty: the node's data is not a zkd worker (why); host..started_ms are empty, and
     /// its assignments are still counted.
     std::string garbage;
+    /// Non-empty: the master gives it nothing, and why (a node no session owns: written by
+    /// someone else, not by a worker).
+    std::string ignored;
+    /// The master named it a suspect: it left assignments unstarted (docs/protocol.md §7
+    /// "Stalled workers"); it gets no task but a probe now and then.
+    bool suspect = false;
 };
 
 /// A snapshot of a cluster (each figure read at a slightly different moment).
@@ -109,8 +117,9 @@ boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(
 );
 
 /// Reads only the workers (their nodes, not their assignments: `assigned` and `running` stay
-/// 0), sorted by id: one listing of /workers and one read per worker, whatever the number of
-/// tasks and results. What "is this type served" needs. Errors: see the top of this file.
+/// 0; nor /master: `suspect` stays false), sorted by id: one listing of /workers and one read
+/// per worker, whatever the number of tasks and results. What "is this type served" needs.
+/// Errors: see the top of this file.
 boost::asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::client& zk);
 
 // --- tasks ---------------------------------------------------------------------------------

@@ -38,6 +38,15 @@ namespace {
 /// The master's I/O: watchers that feed what they see to master_state (master_view.hpp),
 /// the schedule loop that carries out its actions and hands the answers back, and what needs
 /// no decisions of the view (T6 for departed workers, T8, /master, the epoch, the connection).
+master_state::options view_options(const master_options& o) {
+    master_state::options v;
+    v.policy = o.policy;
+    v.unknown_type_grace = o.unknown_type_grace;
+    v.on_assigned = o.on_assigned;
+    v.unstarted_bound = o.unstarted_bound;
+    return v;
+}
+
 class master_session {
 public:
     master_session(
@@ -58,14 +67,7 @@ public:
           group_(zk.get_executor()),
           wake_(zk.get_executor()),
           dir_listing_(zk.get_executor(), asio::steady_timer::time_point::max()),
-          view_(
-              l,
-              epoch,
-              master_state::options{
-                  opts.policy, opts.unknown_type_grace, std::chrono::milliseconds(30'000),
-                  opts.on_assigned},
-              *stats_
-          ),
+          view_(l, epoch, view_options(opts), *stats_),
           self_(std::make_shared<master_session*>(this)),
           retry_(zk.get_executor(), asio::steady_timer::time_point::max()) {
         // Every master transaction fails once a newer master has bumped the epoch.
@@ -124,6 +126,7 @@ public:
             group_.spawn([this, shard] { return follow_shard(shard); }, "pending");
         }
         group_.spawn([this] { return sweep_shards(); }, "sweep");
+        group_.spawn([this] { return watch_stalls(); }, "stalls");
         co_await schedule_loop();
         if (opts_.on_acting) {
             opts_.on_acting(false);
@@ -811,6 +814,141 @@ private:
                 opts_.on_queue_depth(view_.queue_depth());
             }
         }
+    }
+
+    // --- stalled workers: assignments left unstarted ---------------------------------------
+
+    /// Every stall_watch period: lists each live worker's directory (at once), reads the
+    /// assignments stall_watch asks about, takes back those left unstarted past the bound
+    /// (T6 for one task, at the version read: a running mark written meanwhile keeps it), and
+    /// names the suspects in /master.
+    asio::awaitable<void> watch_stalls() {
+        auto& stalls = view_.stalls();
+        if (!stalls.enabled()) {
+            co_return;
+        }
+        asio::steady_timer timer(zk_.get_executor());
+        for (;;) {
+            timer.expires_after(stalls.period());
+            auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (ec || stopping()) {
+                co_return;
+            }
+            const auto ids = view_.live_workers();
+            zkco::read_batch batch(zk_);
+            std::vector<zkco::read_batch::slot<zkco::children>> lists;
+            lists.reserve(ids.size());
+            for (const auto& id : ids) {
+                lists.push_back(batch.get_children(protocol::layout::assign_dir(id)));
+            }
+            if (auto all = co_await batch.wait(); !all) {
+                continue;  // the next round looks again
+            }
+            for (std::size_t i = 0; i < ids.size() && !stopping(); ++i) {
+                if (*lists[i]) {
+                    co_await check_stalled(ids[i], (*lists[i])->names);
+                }
+            }
+            publish_suspects();
+            wake();  // a suspect gets nothing, or its probe
+        }
+    }
+
+    /// One live worker's directory as listed: reads what stall_watch asks about, and takes
+    /// back what it says.
+    asio::awaitable<void> check_stalled(std::string id, std::vector<std::string> names) {
+        auto& stalls = view_.stalls();
+        std::set<std::string> tids;
+        std::set<std::string> marked;
+        for (auto& name : names) {
+            if (protocol::is_cancel_marker(name)) {
+                marked.emplace(protocol::marker_task(name));
+            } else {
+                tids.insert(std::move(name));
+            }
+        }
+        const auto ask = stalls.listed(id, tids);
+        if (ask.empty()) {
+            co_return;
+        }
+        std::vector<std::string> paths;
+        paths.reserve(ask.size());
+        for (const auto& tid : ask) {
+            paths.push_back(protocol::layout::assignment(id, tid));
+        }
+        auto nodes = co_await zkco::get_all(zk_, paths);
+        const auto now_ms = protocol::now_ms();
+        std::vector<stall_watch::assignment> reads;
+        std::map<std::string, const zkco::node*> read_nodes;
+        for (std::size_t i = 0; i < ask.size(); ++i) {
+            stall_watch::assignment a;
+            a.tid = ask[i];
+            if (!nodes[i]) {
+                if (nodes[i].error() != zkco::errc::no_node) {
+                    continue;  // not read: asked again next round
+                }
+                a.gone = true;
+            } else {
+                const auto spec = protocol::decode_task(nodes[i]->data);
+                a.running = spec && spec->running_ms != 0;
+                // Since it was assigned; for data that is no task, since the node was made.
+                const auto since =
+                    spec && spec->assigned_ms > 0 ? spec->assigned_ms : nodes[i]->stat.ctime;
+                a.age_ms = now_ms - since;
+                read_nodes[a.tid] = &*nodes[i];
+            }
+            reads.push_back(std::move(a));
+        }
+        const auto verdict = stalls.read(id, reads);
+        if (verdict.now_suspect) {
+            spdlog::warn(
+                "master: worker {} left {} assignment(s) unstarted for {} ms or more: taken "
+                "back; it is suspect (a probe at most) until it runs a task",
+                id, verdict.take_back.size(), opts_.unstarted_bound.count()
+            );
+        } else if (verdict.trusted_again) {
+            spdlog::info("master: worker {} runs tasks again; no longer suspect", id);
+        }
+        for (const auto& tid : verdict.take_back) {
+            const auto* node = read_nodes.at(tid);
+            auto plan = protocol::departed_ops(
+                l_, id, tid, node->data, marked.contains(tid), now_ms, node->stat.version
+            );
+            send(
+                std::move(plan.ops),
+                [tid, id, kind = plan.kind](
+                    master_session& m, zkco::error_code, const protocol::txn_answer& a
+                ) {
+                    if (protocol::read_departed(a) != protocol::departed_outcome::committed) {
+                        return;  // started meanwhile, or finished: the next round looks again
+                    }
+                    ++m.stats_->taken_back;
+                    if (kind == protocol::departed_kind::requeue) {
+                        ++m.stats_->requeued;
+                    } else if (kind == protocol::departed_kind::lost) {
+                        ++m.stats_->lost;
+                    }
+                    spdlog::info("master: task {} taken back from worker {}", tid, id);
+                }
+            );
+        }
+    }
+
+    /// Names the suspects in /master when they changed (clients placing directly skip them).
+    void publish_suspects() {
+        auto suspects = view_.stalls().suspects();
+        stats_->suspects = suspects.size();
+        if (suspects.size() > protocol::max_suspects_named) {
+            suspects.resize(protocol::max_suspects_named);
+        }
+        if (suspects == master_node_.suspects) {
+            return;
+        }
+        master_node_.suspects = std::move(suspects);
+        send(
+            protocol::master_report_ops(master_node_),
+            [](master_session&, zkco::error_code, auto&) {}
+        );
     }
 
     // --- T8: results nobody consumed -----------------------------------------------------

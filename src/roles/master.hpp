@@ -35,6 +35,11 @@ struct master_options {
     /// §6 T1 "Direct placement"), published in /master ("direct"); false: every task goes
     /// through pending, and the master hands them all out by priority.
     bool direct_placement = true;
+    /// How long a live worker may leave an assignment unmarked (not running, T3) before the
+    /// master takes it back and the worker is suspect: it gets no task but a probe now and
+    /// then, and /master names it so that clients placing directly skip it (stall_watch;
+    /// docs/protocol.md §7 "Stalled workers"). 0: never.
+    std::chrono::milliseconds unstarted_bound{10'000};
     /// How often the master refreshes the throughput figure in /master (only when it changed).
     std::chrono::milliseconds report_interval{5'000};
     /// How often the master reads the stat of every pending shard, to find children created

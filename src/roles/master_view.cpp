@@ -13,7 +13,12 @@ namespace zkd::roles {
 master_state::master_state(
     protocol::layout l, std::int64_t epoch, options opts, master_stats& stats
 )
-    : l_(l), epoch_(epoch), opts_(std::move(opts)), stats_(stats), placer_(opts_.policy) {}
+    : l_(l),
+      epoch_(epoch),
+      opts_(std::move(opts)),
+      stats_(stats),
+      placer_(opts_.policy),
+      stalls_(opts_.unstarted_bound) {}
 
 // --- workers ------------------------------------------------------------------------------
 
@@ -158,7 +163,19 @@ bool master_state::worker_alive(const std::string& id) const {
     return it != workers_.end() && it->second.alive;
 }
 
+std::vector<std::string> master_state::live_workers() const {
+    std::vector<std::string> out;
+    for (const auto& [id, w] : workers_) {
+        if (w.alive) {
+            out.push_back(id);
+        }
+    }
+    return out;
+}
+
 void master_state::departed_done(const std::string& id) {
+    stalls_.forget(id);
+    stats_.suspects = stalls_.suspects().size();
     if (const auto it = workers_.find(id); it != workers_.end()) {
         assigns_in_flight_ -= static_cast<std::size_t>(it->second.in_flight);
         workers_.erase(it);
@@ -644,8 +661,9 @@ void master_state::assign(clock::time_point now) {
     // A worker whose directory changed since it was listed may hold tasks clients placed
     // there directly: nothing goes there until the listing says how many (reading and
     // rejecting go on meanwhile).
-    std::erase_if(live, [this](const protocol::worker_slot& s) {
-        return workers_.at(s.id).touched;
+    // A suspect (stall_watch) gets nothing, but for a probe now and then.
+    std::erase_if(live, [this, now](const protocol::worker_slot& s) {
+        return workers_.at(s.id).touched || !stalls_.may_assign(s.id, now);
     });
     int free = 0;
     for (const auto& s : live) {
@@ -684,7 +702,14 @@ void master_state::assign(clock::time_point now) {
         if (p.in_flight || !p.spec || cancels_.contains(tid) || !may_try(tid, now)) {
             continue;
         }
-        const auto pick = placer_.pick(live, p.spec->type, batch_mate);
+        auto pick = placer_.pick(live, p.spec->type, batch_mate);
+        if (pick && p.spec->attempt > 1 && stalls_.suspect(live[*pick].id)) {
+            // A task that was taken back once is no suspect's probe: pick again without it.
+            auto& probed = live[*pick];
+            const int capacity = std::exchange(probed.capacity, probed.used);
+            pick = placer_.pick(live, p.spec->type, batch_mate);
+            probed.capacity = capacity;
+        }
         if (!pick) {
             continue;
         }
@@ -692,6 +717,11 @@ void master_state::assign(clock::time_point now) {
         batch_mate = slot.id;
         ++slot.used;
         --free;
+        if (stalls_.suspect(slot.id)) {
+            stalls_.assigned(slot.id, tid, now);  // its probe: one task, no more this pass
+            free -= slot.free_slots();
+            slot.capacity = slot.used;
+        }
         ++workers_[slot.id].in_flight;
         ++assigns_in_flight_;
         p.in_flight = true;
@@ -714,6 +744,8 @@ void master_state::assign_done(
         --assigns_in_flight_;
         if (outcome == assign_outcome::committed) {
             w->second.assigned.insert(a.tid);
+        } else {
+            stalls_.unassigned(a.worker, a.tid);
         }
     }
     auto p = pending_.find(a.tid);

@@ -12,6 +12,7 @@
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
+#include "roles/stall_watch.hpp"
 #include "roles/task_key.hpp"
 
 #include <chrono>
@@ -39,6 +40,10 @@ struct master_stats {
     bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
     /// Old empty client results directories deleted (T8; the results themselves: collected).
     std::uint64_t collected_dirs = 0;
+    /// Assignments taken back from live workers that did not start them (stall_watch).
+    std::uint64_t taken_back = 0;
+    /// Workers suspect now: they held assignments they did not start (stall_watch).
+    std::size_t suspects = 0;
 
     // How the master learns of pending tasks (§7 "Master loop"), for tests and benches.
     std::uint64_t shard_listings = 0;   ///< pending shards listed (the first listing of each,
@@ -107,6 +112,9 @@ public:
         /// many bytes (counting a per-task overhead), so that a burst is not read back task by
         /// task when its turn comes; beyond it, a task costs its id only (and a read later).
         std::size_t logged_data_budget = 8U << 20U;
+        /// How long a worker may leave an assignment unmarked before it is taken back and
+        /// the worker is suspect (stall_watch); 0: never.
+        std::chrono::milliseconds unstarted_bound{10'000};
     };
 
     /// Tries before a task that cannot be assigned gets a failed result instead.
@@ -151,6 +159,11 @@ public:
     bool worker_dir_missing(const std::string& id);
     void worker_dir_back(const std::string& id);
     [[nodiscard]] bool worker_alive(const std::string& id) const;
+    /// The live workers' ids (sorted).
+    [[nodiscard]] std::vector<std::string> live_workers() const;
+    /// Which workers leave their assignments unstarted: the shell feeds it what it reads of
+    /// the live workers' directories; assign() gives suspects a probe at most.
+    stall_watch& stalls() { return stalls_; }
     /// T6 for a departed worker is over: it is forgotten.
     void departed_done(const std::string& id);
     /// /assign lists `names` while /workers lists `alive`: the directories of departed
@@ -269,6 +282,7 @@ private:
     options opts_;
     master_stats& stats_;
     protocol::placer placer_;
+    stall_watch stalls_;
     std::vector<master_action> out_;  // actions decided outside next(), handed out by it
 
     std::map<std::string, worker_entry> workers_;

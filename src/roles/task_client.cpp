@@ -218,7 +218,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             if (!validate(next)) {
                 co_return zkco::error_code(client_errc::invalid_task);
             }
-            auto size = boost::json::serialize(next.args).size() + 1;
+            auto size = protocol::to_text(next.args).size() + 1;
             if (bytes + size > protocol::max_task_bytes) {
                 tasks[end].args = std::move(next.args);  // it starts the next node
                 break;
@@ -476,6 +476,7 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
             if (const auto m = protocol::decode_master((*master)->data); m) {
                 bound = m->max_pending ? static_cast<std::uint64_t>(*m->max_pending) : 0;
                 master_says_direct_ = m->direct;
+                master_suspects_ = m->suspects;
             }
         } else if (!ec && master->error() != zkco::errc::no_node) {
             ec = master->error();
@@ -539,7 +540,7 @@ asio::awaitable<void> task_client::read_workers(std::vector<std::string> names) 
             {names[k], (*nodes[k])->stat.version, std::move(*info), (**dirs[k])->num_children}
         );
     }
-    direct_.read(std::move(seen));
+    direct_.read(std::move(seen), master_suspects_);
 }
 
 /// The waits of one client on tasks of one bundle: the first reads and consumes for all

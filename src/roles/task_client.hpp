@@ -217,11 +217,12 @@ private:
     /// Nodes this client submitted (sent, whatever came of them) less its consumes of
     /// results in its own directory: close() keeps the directory unless it is 0.
     std::size_t own_unconsumed_ = 0;
-    pending_gauge gauge_;              ///< the bound and the pending count, as last read
-    bool direct_on_ = true;            ///< place_directly()
-    bool master_says_direct_ = true;   ///< /master's "direct", as last read
-    direct_placer direct_;             ///< the workers as last read, for direct placement
-    std::uint64_t direct_placed_ = 0;  ///< direct_placed()
+    pending_gauge gauge_;                       ///< the bound and the pending count, as last read
+    bool direct_on_ = true;                     ///< place_directly()
+    bool master_says_direct_ = true;            ///< /master's "direct", as last read
+    std::vector<std::string> master_suspects_;  ///< /master's "suspects", as last read
+    direct_placer direct_;                      ///< the workers as last read, for direct placement
+    std::uint64_t direct_placed_ = 0;           ///< direct_placed()
     /// Most workers read for direct placement at a time (read_workers, worker_window), and
     /// where the next read's window starts.
     static constexpr std::size_t direct_sample = 16;

@@ -107,6 +107,19 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
         std::move(op.path), std::move(op.data), op.version,
         [t](zkco::error_code ec, zkco::stat st) {
             t->writing = false;
+            if (ec == zkco::condition::retryable && !t->done) {
+                // Outcome unknown (the connection dropped): the mark is what tells the master
+                // that this worker runs the task (an unmarked one it takes back), so try
+                // again in a second; a try that applied makes the next fail (version), done.
+                t->dirty = true;
+                t->progress_timer.expires_after(std::chrono::seconds(1));
+                t->progress_timer.async_wait([t](zkco::error_code wec) {
+                    if (!wec) {
+                        write_assignment(t);
+                    }
+                });
+                return;
+            }
             if (protocol::read_mark(static_cast<bool>(ec)) == protocol::mark_outcome::gave_up) {
                 t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
                 return;

@@ -602,3 +602,65 @@ TEST_F(RolesHostile, AnAssignmentWhoseNameIsNotATaskIdFailsAsMalformedAndNoHandl
         co_await tc.flush();
     }());
 }
+
+TEST_F(RolesHostile, AWorkerThatLeavesItsAssignmentsUnstartedLosesThemAndIsSuspect) {
+    // A stranger's worker node, owned by a live session (this test's): it takes tasks and
+    // never runs them, as a worker whose event loop is wedged would. Its tasks move on, and
+    // the master names it suspect so that clients stop placing there.
+    run([&]() -> asio::awaitable<void> {
+        auto* zk = co_await cluster_session();
+        auto fake = member("fake", 8);
+        fake.types = {"echo"};
+        const zkd::zkco::create_options ephemeral(zkd::zkco::create_mode::ephemeral);
+        ASSERT_TRUE(co_await zk->create(layout::worker(fake.id), encode(fake), ephemeral));
+        ASSERT_TRUE(co_await zk->create(layout::assign_dir(fake.id), ""s));
+        master_options opts;
+        opts.unstarted_bound = 1s;
+        co_await start_master(std::move(opts));
+        worker_ = co_await start_worker("w1"s, 2);
+        co_await workers_joined(*zk, 2);
+        task_client tc(*zk, layout_);
+        std::vector<task_request> batch(20, task_request{"echo"s, json::value(1)});
+        auto ids = co_await tc.submit(std::move(batch));
+        ASSERT_TRUE(ids);
+        int moved = 0;
+        for (const auto& id : *ids) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << id << ": " << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->worker, worker_.me.id);
+            moved += r->attempt > 1 ? 1 : 0;
+        }
+        EXPECT_GT(moved, 0) << "no task went to the stalled worker: the test shows nothing";
+        EXPECT_GE(master_stats_.taken_back, static_cast<std::uint64_t>(moved));
+        auto named = [&]() -> asio::awaitable<bool> {
+            auto view = co_await read_cluster(*zk, layout_);
+            if (!view || !view->master) {
+                co_return false;
+            }
+            bool fake_suspect = false;
+            bool real_suspect = false;
+            for (const auto& w : view->workers) {
+                fake_suspect = fake_suspect || (w.id == fake.id && w.suspect);
+                real_suspect = real_suspect || (w.id == worker_.me.id && w.suspect);
+            }
+            co_return fake_suspect && !real_suspect &&
+                view->master->suspects == std::vector<std::string>{fake.id};
+        };
+        EXPECT_TRUE(co_await eventually(named)) << "the master did not name the stalled worker";
+        EXPECT_EQ(master_stats_.suspects, 1U);
+        // Tasks submitted now go around it: at most a probe waits there.
+        std::vector<task_request> more(10, task_request{"echo"s, json::value(2)});
+        auto later = co_await tc.submit(std::move(more));
+        ASSERT_TRUE(later);
+        for (const auto& id : *later) {
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 30s);
+            ASSERT_TRUE(r) << id << ": " << r.error().message();
+            EXPECT_EQ(r->worker, worker_.me.id);
+        }
+        auto held = co_await zk->get_children(layout::assign_dir(fake.id));
+        ASSERT_TRUE(held);
+        EXPECT_LE(held->names.size(), 1U) << "a suspect gets a probe at most";
+        co_await tc.flush();
+    }());
+}

@@ -197,6 +197,19 @@ TEST(ClientViewDirectPlacer, OnlyAWorkerThatServesTheTypeAndIsNotDraining) {
     EXPECT_FALSE(d.place("md5", 0));
 }
 
+TEST(ClientViewDirectPlacer, ASuspectTheMasterNamesGetsNothing) {
+    direct_placer d;
+    d.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"})}, {"w-1"});
+    EXPECT_EQ(d.budget("w-1"), 0);
+    for (std::uint64_t turn = 0; turn < 6; ++turn) {
+        const auto t = d.place("echo", turn);
+        ASSERT_TRUE(t);
+        EXPECT_EQ(t->worker, "w-0");
+    }
+    d.read({seen("w-1", 8, 0, {"echo"})}, {"w-1"});
+    EXPECT_FALSE(d.place("echo", 0)) << "only a suspect left: the task goes to pending";
+}
+
 TEST(ClientViewDirectPlacer, EachTurnHasItsWorkerWhileItHasRoom) {
     direct_placer d;
     d.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"}), seen("w-2", 8, 6, {"echo"})});

@@ -932,6 +932,34 @@ TEST_F(RolesMasterView, ALoggedTaskWhoseDataIsGarbageEndsInAFailedResult) {
     EXPECT_EQ(rejects[0].code, protocol::codes::malformed_task);
 }
 
+TEST_F(RolesMasterView, ASuspectGetsAFreshTaskAsItsProbeAndNothingElse) {
+    join("w1", 8);
+    join("w2", 2);
+    // w1 left an assignment unstarted past the bound (the shell read it so): suspect.
+    auto& stalls = view.stalls();
+    stalls.listed("w1", {"old"});
+    stalls.listed("w1", {"old"});
+    stall_watch::assignment unstarted;
+    unstarted.tid = "old";
+    unstarted.age_ms = 10'000;
+    ASSERT_TRUE(stalls.read("w1", {unstarted}).now_suspect);
+    // A task taken back once (attempt 2) is no probe: it goes to w2 although w1 is emptier.
+    submit({tid(5, 1)}, task_data("echo", 2));
+    auto assigns = of_kind(view.next(t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].worker, "w2");
+    view.done(assigns[0], committed(3), t0);
+    // Fresh tasks: one goes to w1 as its probe, the rest to w2 while it has room.
+    submit({tid(5, 2), tid(5, 3), tid(5, 4)});
+    assigns = of_kind(view.next(t0), kind::assign);
+    std::string order;
+    for (const auto& a : assigns) {
+        order += a.worker + " ";
+    }
+    EXPECT_EQ(order, "w1 w2 ");
+    EXPECT_FALSE(stalls.may_assign("w1", t0)) << "its probe is out";
+}
+
 TEST(ResultSweep, SuccessiveSweepsCoverEveryDirectoryAFewAtATime) {
     const std::vector<std::string> dirs{
         "/results/00", "/results/01", "/results/a", "/results/b", "/results/c"};

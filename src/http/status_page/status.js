@@ -156,7 +156,11 @@
       if (w.id === me) badges.push(el('span', { class: 'badge' }, 'this node'), ' ');
       let state;
       if (w.garbage) state = el('span', { class: 'badge bad', title: w.garbage }, 'garbage');
-      else if (w.draining) state = el('span', { class: 'badge warn' }, 'draining');
+      else if (w.ignored) state = el('span', { class: 'badge bad', title: w.ignored }, 'ignored');
+      else if (w.suspect) {
+        state = el('span', { class: 'badge bad', title: 'left assignments unstarted: gets only a probe' },
+          'suspect');
+      } else if (w.draining) state = el('span', { class: 'badge warn' }, 'draining');
       else state = el('span', { class: 'badge ok' }, 'active');
       const cap = w.capacity || 0;
       return el('tr', { data: { worker: w.id } },
