@@ -728,12 +728,37 @@ TEST_F(Cli, RunHonoursConnectTimeoutQuietly) {
     EXPECT_NE(log.find("cannot reach ZooKeeper at 127.0.0.1:1"), std::string::npos)
         << log;  // the node's own
     EXPECT_EQ(log.find("zk-client:"), std::string::npos) << log;
+    // Loopback only: no warning that the cluster is open.
+    EXPECT_EQ(log.find("no --user"), std::string::npos) << log;
     // Asked for, the C client's messages are there.
     r =
         zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "1s"}, false,
             {{"ZKD_ZK_CLIENT_LOG", "error"}}, 30s);
     EXPECT_EQ(r.exit_code, 3);
     EXPECT_NE((r.out + r.err).find("zk-client:"), std::string::npos) << r.out << r.err;
+}
+
+// Without credentials, a ZooKeeper beyond loopback lets every one of its clients use the
+// cluster: zkd run says so at start (192.0.2.1 is TEST-NET-1: nothing answers there).
+TEST_F(Cli, RunWarnsThatAClusterWithoutUserIsOpenBeyondLoopback) {
+    auto r =
+        zkd({"run", "--zk", "192.0.2.1:2181", "--namespace", "open", "--connect-timeout", "1s"},
+            false, {}, 30s);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    auto log = r.out + r.err;
+    EXPECT_NE(
+        log.find("no --user: the cluster in /zkd/open is open to every client of the ZooKeeper "
+                 "ensemble (192.0.2.1 is not loopback)"),
+        std::string::npos
+    ) << log;
+    EXPECT_NE(log.find("--user NAME with --password-file FILE"), std::string::npos) << log;
+    // With credentials: nothing to warn of.
+    r =
+        zkd({"run", "--zk", "192.0.2.1:2181", "--user", "u", "--connect-timeout", "1s"}, false,
+            {{"ZKD_PASSWORD", "secret"}}, 30s);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    log = r.out + r.err;
+    EXPECT_EQ(log.find("no --user"), std::string::npos) << log;
 }
 
 TEST_F(Cli, TasksAndCluster) {
