@@ -215,7 +215,7 @@ int cmd_crack(int argc, char** argv) {
         target, namespace_mode::existing,
         [&](zkco::client& zk, protocol::layout l) -> asio::awaitable<int> {
             if (forget) {
-                auto done = co_await crack::crack_forget(zk, spec.hash);
+                auto done = co_await crack::crack_forget(zk, l, spec.hash);
                 if (!done) {
                     co_return jobs_failed(done.error(), "cannot forget the jobs");
                 }
@@ -240,7 +240,7 @@ int cmd_crack(int argc, char** argv) {
                 co_return exit_ok;
             }
             if (status_only) {
-                auto jobs = co_await crack::crack_status(zk, spec.hash);
+                auto jobs = co_await crack::crack_status(zk, l, spec.hash);
                 if (!jobs) {
                     co_return jobs_failed(jobs.error(), "cannot read the jobs");
                 }

@@ -3,7 +3,10 @@
 
 #include "protocol/layout.hpp"
 #include "protocol/syntax.hpp"
+#include "zkco/config.hpp"
 #include "zkco/types.hpp"
+
+#include <boost/asio/ip/address.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -421,6 +424,55 @@ cluster_target target_of(const args& a) {
     }
     t.auth = zkco::credentials{user, password};
     return t;
+}
+
+bool is_loopback_host(std::string_view host) {
+    std::string lower(host);
+    std::ranges::transform(lower, lower.begin(), [](unsigned char c) {
+        return static_cast<char>(std::tolower(c));
+    });
+    if (lower == "localhost") {
+        return true;
+    }
+    boost::system::error_code ec;
+    const auto addr = boost::asio::ip::make_address(lower, ec);
+    if (ec) {
+        return false;
+    }
+    if (addr.is_v6() && addr.to_v6().is_v4_mapped()) {
+        return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, addr.to_v6())
+            .is_loopback();
+    }
+    return addr.is_loopback();
+}
+
+std::string open_cluster_warning(const cluster_target& t) {
+    if (t.auth) {
+        return {};
+    }
+    const auto parts = zkco::parse_connect_string(t.hosts);
+    if (!parts) {
+        return {};
+    }
+    std::string beyond;
+    for (const auto& s : parts->servers) {
+        if (!is_loopback_host(s.host)) {
+            beyond = s.host;
+            break;
+        }
+    }
+    if (beyond.empty()) {
+        return {};
+    }
+    return "no --user: the cluster in " + t.chroot +
+           " is open to every client of the ZooKeeper "
+           "ensemble (" +
+           beyond +
+           " is not loopback): any of them can read every task and "
+           "result, forge results, cancel tasks and pose as a worker or the master. To close "
+           "it, start every zkd of the cluster, and give every client command, the same "
+           "--user NAME with --password-file FILE (or ZKD_PASSWORD), in a namespace made with "
+           "them (README, \"Deploying on several machines\")";
 }
 
 }  // namespace zkd::cli

@@ -128,4 +128,13 @@ struct cluster_target {
 /// Throws usage_error.
 cluster_target target_of(const args& a);
 
+/// True for the host names of loopback: "localhost" and addresses in 127.0.0.0/8 or ::1
+/// (IPv4-mapped too). Any other name is not, whatever it resolves to.
+bool is_loopback_host(std::string_view host);
+
+/// What `zkd run` warns of at start when `t` has no credentials and some ZooKeeper host of
+/// `t.hosts` is not loopback: that every client of the ensemble can use the cluster, and how
+/// to close it. Empty when there is nothing to warn of (credentials, or loopback only).
+std::string open_cluster_warning(const cluster_target& t);
+
 }  // namespace zkd::cli

@@ -289,6 +289,10 @@ int cmd_run(int argc, char** argv) {
         a.source("--log-format")
     );
 
+    if (const auto open = open_cluster_warning(target); !open.empty()) {
+        spdlog::warn("zkd: {}", open);
+    }
+
     roles::registry reg;
     roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
     crack::add_handlers(reg);  // md5-crack, the partitions of `zkd crack`

@@ -97,11 +97,13 @@ roles::namespace_place place_of(const cluster_target& t) {
 /// Connects `zk` within the target's connect timeout; false (said on stderr, `zk` closed)
 /// when ZooKeeper cannot be reached.
 asio::awaitable<bool> connect_or_complain(zkco::client& zk, const cluster_target& t) {
-    auto c = co_await roles::connect_with_backoff(zk, connect_policy_of(t));
+    std::string why;
+    auto c = co_await roles::connect_with_backoff(zk, connect_policy_of(t), &why);
     if (!c) {
         complain(
             "cannot reach ZooKeeper at " + t.hosts + " within " +
-            std::to_string(t.connect_timeout.count()) + " ms: " + c.error().message()
+            std::to_string(t.connect_timeout.count()) +
+            " ms: " + roles::describe_failure(c.error(), why)
         );
         co_await zk.close();
         co_return false;

@@ -3,6 +3,7 @@
 
 #include "roles/election.hpp"
 #include "zkco/deadline.hpp"
+#include "zkco/probe.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
@@ -37,17 +38,53 @@ asio::awaitable<bool> cancelled() {
     co_return cs.cancelled() != asio::cancellation_type::none;
 }
 
-/// One connect attempt of at most `timeout`, cut short when `stop` (if any) is set.
+/// How long a connect attempt runs before the hosts are probed (a healthy connect takes a
+/// few ms), and how long the probe may take.
+constexpr std::chrono::milliseconds probe_after{500};
+constexpr std::chrono::milliseconds probe_bound{1000};
+
+/// Probes the hosts once the attempt has waited probe_after, and notes in `found` what it
+/// found: ends (with the probe's verdict) when nobody listens on any host, else waits to be
+/// cancelled (the attempt ends on its own).
+asio::awaitable<zkco::result<void>> explain(
+    const zkco::client& zk, std::chrono::milliseconds timeout, zkco::probe_report& found
+) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    const bool waited = co_await pause(probe_after);
+    if (!waited) {
+        co_return asio::error::operation_aborted;
+    }
+    found = co_await zkco::probe_hosts(zk.config().connect_string, std::min(probe_bound, timeout));
+    if (found.nobody) {
+        co_return found.nobody;
+    }
+    co_await pause(24h);
+    co_return asio::error::operation_aborted;
+}
+
+/// One connect attempt of at most `timeout`, cut short when `stop` (if any) is set or when
+/// none of the hosts listens (explain); `found` receives what a probe of the hosts found.
 asio::awaitable<zkco::result<void>> attempt(
-    zkco::client& zk, std::chrono::milliseconds timeout, reactor::event* stop
+    zkco::client& zk,
+    std::chrono::milliseconds timeout,
+    reactor::event* stop,
+    zkco::probe_report& found
 ) {
     using namespace asio::experimental::awaitable_operators;
     if (stop == nullptr) {
-        co_return co_await zkco::with_timeout(zk.connect(), timeout);
+        auto outcome =
+            co_await (zkco::with_timeout(zk.connect(), timeout) || explain(zk, timeout, found));
+        co_return outcome.index() == 0 ? std::get<0>(std::move(outcome))
+                                       : std::get<1>(std::move(outcome));
     }
-    auto outcome = co_await (zkco::with_timeout(zk.connect(), timeout) || stop->wait());
+    auto outcome = co_await (
+        zkco::with_timeout(zk.connect(), timeout) || explain(zk, timeout, found) || stop->wait()
+    );
     if (outcome.index() == 0) {
         co_return std::get<0>(std::move(outcome));
+    }
+    if (outcome.index() == 1) {
+        co_return std::get<1>(std::move(outcome));
     }
     co_return asio::error::operation_aborted;
 }
@@ -68,10 +105,21 @@ std::optional<namespace_place> place_namespace(
     return place;
 }
 
+std::string describe_failure(const zkco::error_code& ec, const std::string& why) {
+    if (why.empty()) {
+        return ec.message();
+    }
+    if (ec == asio::error::connection_refused || ec == asio::error::host_not_found) {
+        return why;  // the probe's own verdict
+    }
+    return ec.message() + " (" + why + ")";
+}
+
 asio::awaitable<zkco::result<void>> connect_with_backoff(
-    zkco::client& zk, const connect_policy& p
+    zkco::client& zk, const connect_policy& p, std::string* why
 ) {
     const auto start = clock::now();
+    zkco::probe_report found;  // what the last probe found
     auto next_pause = p.first_pause;
     std::optional<clock::time_point> warned;
     const auto gave_up = [&] {
@@ -85,7 +133,8 @@ asio::awaitable<zkco::result<void>> connect_with_backoff(
             );
             timeout = std::clamp(left, 1ms, timeout);
         }
-        auto c = co_await attempt(zk, timeout, p.stop);
+        zkco::probe_report probed;
+        auto c = co_await attempt(zk, timeout, p.stop, probed);
         if (c) {
             if (warned && p.log) {
                 spdlog::info(
@@ -100,13 +149,30 @@ asio::awaitable<zkco::result<void>> connect_with_backoff(
         if (was_cancelled || (p.stop != nullptr && p.stop->is_set())) {
             co_return asio::error::operation_aborted;
         }
+        if (probed.text.empty() && found.text.empty() && !zkco::is_terminal(zk.state())) {
+            // It failed before the probe began (a host name that does not resolve, a short
+            // last attempt): probe now, once.
+            probed = co_await zkco::probe_hosts(
+                zk.config().connect_string, std::min(probe_bound, p.attempt_timeout)
+            );
+        }
+        if (!probed.text.empty()) {
+            found = std::move(probed);
+        }
+        if (found.nobody && c.error() == zkco::errc::operation_timeout) {
+            c = found.nobody;  // a last attempt too short to probe: the last probe's verdict
+        }
+        if (why != nullptr) {
+            *why = found.text;
+        }
         if (zkco::is_terminal(zk.state()) || gave_up()) {
             co_return c.error();
         }
         if (p.log && (!warned || clock::now() - *warned >= 30s)) {
             spdlog::warn(
                 "{}: cannot reach ZooKeeper at {}: {}; {}", p.who, zk.config().connect_string,
-                c.error().message(), warned ? "still trying" : "trying again with a growing pause"
+                describe_failure(c.error(), found.text),
+                warned ? "still trying" : "trying again with a growing pause"
             );
             warned = clock::now();
         }

@@ -53,10 +53,18 @@ struct connect_policy {
 /// Connects `zk`, trying again after each failed attempt, until connected (an empty result),
 /// cancelled (operation_cancelled), `p.stop` is set (operation_cancelled), the client ends
 /// (its error) or `p.give_up_after` runs out (the last attempt's error, operation_timeout
-/// when it timed out).
+/// when it timed out). An attempt not connected within half a second probes the hosts with
+/// a plain TCP connect (zkco::probe_hosts), off the event loop and bounded; it ends at once
+/// (connection_refused or host_not_found) when no host listens. `why`, when given, receives
+/// what the last probe found (empty if none ran), and the log lines say it.
 [[nodiscard]] boost::asio::awaitable<zkco::result<void>> connect_with_backoff(
-    zkco::client& zk, const connect_policy& p
+    zkco::client& zk, const connect_policy& p, std::string* why = nullptr
 );
+
+/// A failed connect in words: the probe's findings `why` (connect_with_backoff) with the
+/// error, e.g. "connection refused by 127.0.0.1:1" or "Operation timed out (no answer from
+/// 10.0.0.1:2181 within 1000 ms)"; the error's message alone when `why` is empty.
+[[nodiscard]] std::string describe_failure(const zkco::error_code& ec, const std::string& why);
 
 /// Creates `place.path` and its parents (roles::ensure_chroot) with a session of its own on
 /// the ensemble's root: `cfg` without its connect string, which becomes `place.hosts`.

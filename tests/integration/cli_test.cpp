@@ -280,11 +280,38 @@ TEST_F(Cli, AnUnreachableZooKeeperFailsInBoundedTime) {
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_NE(r.err.find("cannot reach ZooKeeper at 127.0.0.1:1 within 1500 ms"), std::string::npos)
         << r.err;
+    // Why: the C client only times out; a plain TCP connect tells.
+    EXPECT_NE(r.err.find("connection refused by 127.0.0.1:1"), std::string::npos) << r.err;
     EXPECT_LT(r.took, 10s);
     // And through the environment, for submit.
     r = zkd({"submit", "echo"}, false, {{"ZKD_ZK", "127.0.0.1:1"}, {"ZKD_CONNECT_TIMEOUT", "1s"}});
     EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("connection refused by 127.0.0.1:1"), std::string::npos) << r.err;
     EXPECT_LT(r.took, 10s);
+    // A name that does not resolve (.invalid never does, RFC 6761).
+    r = zkd({"cluster", "--zk", "zk.invalid:2181", "--connect-timeout", "1s"}, false);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("host not found: zk.invalid"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, ZkdRunSaysAtOnceThatZooKeeperRefusesConnections) {
+    // A 10 s attempt: the refusal shows long before it would time out.
+    const auto log = dir_ / "refused.log";
+    zkd::test::zkd_process node(
+        ZKD_BINARY, "127.0.0.1:1", "cli", "node", log, {"--session-timeout", "10s"}, {}, false
+    );
+    const auto start = std::chrono::steady_clock::now();
+    std::string text;
+    while (std::chrono::steady_clock::now() - start < 8s &&
+           text.find("connection refused by 127.0.0.1:1") == std::string::npos) {
+        std::this_thread::sleep_for(50ms);
+        std::ifstream in(log);
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_NE(text.find("cannot reach ZooKeeper at 127.0.0.1:1"), std::string::npos) << text;
+    EXPECT_NE(text.find("connection refused by 127.0.0.1:1"), std::string::npos) << text;
+    EXPECT_LT(took, 5s) << text;
 }
 
 TEST_F(Cli, SubmitWaitStatusCancel) {
@@ -701,12 +728,37 @@ TEST_F(Cli, RunHonoursConnectTimeoutQuietly) {
     EXPECT_NE(log.find("cannot reach ZooKeeper at 127.0.0.1:1"), std::string::npos)
         << log;  // the node's own
     EXPECT_EQ(log.find("zk-client:"), std::string::npos) << log;
+    // Loopback only: no warning that the cluster is open.
+    EXPECT_EQ(log.find("no --user"), std::string::npos) << log;
     // Asked for, the C client's messages are there.
     r =
         zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "1s"}, false,
             {{"ZKD_ZK_CLIENT_LOG", "error"}}, 30s);
     EXPECT_EQ(r.exit_code, 3);
     EXPECT_NE((r.out + r.err).find("zk-client:"), std::string::npos) << r.out << r.err;
+}
+
+// Without credentials, a ZooKeeper beyond loopback lets every one of its clients use the
+// cluster: zkd run says so at start (192.0.2.1 is TEST-NET-1: nothing answers there).
+TEST_F(Cli, RunWarnsThatAClusterWithoutUserIsOpenBeyondLoopback) {
+    auto r =
+        zkd({"run", "--zk", "192.0.2.1:2181", "--namespace", "open", "--connect-timeout", "1s"},
+            false, {}, 30s);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    auto log = r.out + r.err;
+    EXPECT_NE(
+        log.find("no --user: the cluster in /zkd/open is open to every client of the ZooKeeper "
+                 "ensemble (192.0.2.1 is not loopback)"),
+        std::string::npos
+    ) << log;
+    EXPECT_NE(log.find("--user NAME with --password-file FILE"), std::string::npos) << log;
+    // With credentials: nothing to warn of.
+    r =
+        zkd({"run", "--zk", "192.0.2.1:2181", "--user", "u", "--connect-timeout", "1s"}, false,
+            {{"ZKD_PASSWORD", "secret"}}, 30s);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    log = r.out + r.err;
+    EXPECT_EQ(log.find("no --user"), std::string::npos) << log;
 }
 
 TEST_F(Cli, TasksAndCluster) {

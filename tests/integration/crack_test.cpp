@@ -205,7 +205,7 @@ TEST_F(CrackRun, FindsThePreimageOfABruteForceSpace) {
             const bool empty = co_await cluster_is_empty(*zk);
             EXPECT_TRUE(empty);  // every result consumed, nothing left
 
-            auto status = co_await crack_status(*zk, spec.hash);
+            auto status = co_await crack_status(*zk, layout_, spec.hash);
             ASSERT_TRUE(status);
             ASSERT_EQ(status->size(), 1U);
             EXPECT_EQ(status->front().id, r->job);
@@ -403,10 +403,10 @@ TEST_F(CrackRun, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
             auto* zk = co_await cluster_session();
             co_await start_master();
             const auto spec = brute("cab", "abc", 3, 3);
-            auto none = co_await crack_status(*zk, spec.hash);
+            auto none = co_await crack_status(*zk, layout_, spec.hash);
             ASSERT_TRUE(none) << none.error().message();
             EXPECT_TRUE(none->empty());
-            auto bad = co_await crack_status(*zk, "nothex"s);
+            auto bad = co_await crack_status(*zk, layout_, "nothex"s);
             EXPECT_EQ(bad.error(), crack_errc::bad_hash);
 
             // No worker yet: the job runs (waits) until the client stops following it.
@@ -414,7 +414,7 @@ TEST_F(CrackRun, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
             std::vector<crack_job_info> infos;
             for (int i = 0; i < 200 && infos.empty(); ++i) {
                 co_await settle(20ms);
-                infos = (co_await crack_status(*zk, spec.hash)).value();
+                infos = (co_await crack_status(*zk, layout_, spec.hash)).value();
             }
             ASSERT_EQ(infos.size(), 1U);
             ASSERT_TRUE(infos[0].job);
@@ -424,12 +424,12 @@ TEST_F(CrackRun, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
             auto stopped = co_await finish(call);
             ASSERT_FALSE(stopped);
             EXPECT_EQ(stopped.error(), asio::error::operation_aborted);
-            auto still = co_await crack_status(*zk, spec.hash);
+            auto still = co_await crack_status(*zk, layout_, spec.hash);
             EXPECT_EQ(
                 still.value().front().job->state, crack_state::running
             );  // outlives its client
             // Forgetting keeps a running job.
-            auto keep = co_await crack_forget(*zk, spec.hash);
+            auto keep = co_await crack_forget(*zk, layout_, spec.hash);
             ASSERT_TRUE(keep) << keep.error().message();
             EXPECT_TRUE(keep->removed.empty());
             EXPECT_EQ(keep->kept.size(), 1U);
@@ -440,7 +440,7 @@ TEST_F(CrackRun, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
             ASSERT_TRUE(r) << r.error().message();
             EXPECT_TRUE(r->joined);
             EXPECT_EQ(r->preimage, "cab");
-            auto found = co_await crack_status(*zk, spec.hash);
+            auto found = co_await crack_status(*zk, layout_, spec.hash);
             ASSERT_TRUE(found);
             ASSERT_EQ(found->size(), 1U);
             EXPECT_EQ(found->front().job->state, crack_state::found);
@@ -450,12 +450,63 @@ TEST_F(CrackRun, StatusSaysWhetherAJobRunsWasFoundOrDoesNotExist) {
             // Forgetting deletes the finished job, and garbage under the hash's name.
             const std::string junk = "/jobs/crack-" + spec.hash + "-junk";
             ASSERT_TRUE(co_await zk->create(junk, "not a job"s));
-            auto forgot = co_await crack_forget(*zk, spec.hash);
+            auto forgot = co_await crack_forget(*zk, layout_, spec.hash);
             ASSERT_TRUE(forgot) << forgot.error().message();
             EXPECT_EQ(forgot->removed.size(), 2U);
             EXPECT_TRUE(forgot->kept.empty());
-            EXPECT_TRUE((co_await crack_status(*zk, spec.hash)).value().empty());
-            EXPECT_EQ((co_await crack_forget(*zk, "nothex"s)).error(), crack_errc::bad_hash);
+            EXPECT_TRUE((co_await crack_status(*zk, layout_, spec.hash)).value().empty());
+            EXPECT_EQ(
+                (co_await crack_forget(*zk, layout_, "nothex"s)).error(), crack_errc::bad_hash
+            );
+        }(),
+        120s
+    );
+}
+
+// A job whose client stopped following still ends: the status folds the partitions'
+// results into it (the preimage, then found), instead of showing it running 0/N for ever.
+TEST_F(CrackRun, StatusOfAJobNobodyFollowsShowsItsAnswer) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            const auto spec = brute("cab", "abc", 3, 3);
+            // Created with no worker around, then left behind by its client.
+            auto call = start_crack(*zk, spec);
+            bool created = false;
+            for (int i = 0; i < 200 && !created; ++i) {
+                co_await settle(20ms);
+                created = !(co_await crack_status(*zk, layout_, spec.hash)).value().empty();
+            }
+            ASSERT_TRUE(created);
+            call->cancel.emit(asio::cancellation_type::terminal);
+            auto stopped = co_await finish(call);
+            ASSERT_FALSE(stopped);
+
+            // A worker runs the partitions; nobody follows the job.
+            co_await start_worker("w1", 2);
+            std::vector<crack_job_info> infos;
+            for (int i = 0; i < 500; ++i) {
+                co_await settle(20ms);
+                infos = (co_await crack_status(*zk, layout_, spec.hash)).value();
+                if (infos.size() == 1 && infos[0].job &&
+                    infos[0].job->state != crack_state::running) {
+                    break;
+                }
+            }
+            ASSERT_EQ(infos.size(), 1U);
+            ASSERT_TRUE(infos[0].job);
+            EXPECT_EQ(infos[0].job->state, crack_state::found);
+            EXPECT_EQ(infos[0].job->preimage, "cab");
+            EXPECT_GE(infos[0].job->done(), 1);
+            // Written back: the node says so too, and a client that comes later has the
+            // answer at once.
+            const auto job = co_await job_of(*zk, spec);
+            EXPECT_EQ(job.state, crack_state::found);
+            auto r = co_await crack(*zk, spec);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_TRUE(r->joined);
+            EXPECT_EQ(r->preimage, "cab");
         }(),
         120s
     );
@@ -473,7 +524,7 @@ TEST_F(CrackRun, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
             bool created = false;
             for (int i = 0; i < 200 && !created; ++i) {
                 co_await settle(20ms);
-                created = !(co_await crack_status(*zk, spec.hash)).value().empty();
+                created = !(co_await crack_status(*zk, layout_, spec.hash)).value().empty();
             }
             ASSERT_TRUE(created);
             call->cancel.emit(asio::cancellation_type::terminal);
@@ -494,7 +545,7 @@ TEST_F(CrackRun, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
             EXPECT_EQ(failed->failed[0].code, "vanished");
             EXPECT_EQ(failed->failed[0].task, before.tasks[1]);
             EXPECT_LT(failed->tried, failed->size);
-            auto status = co_await crack_status(*zk, spec.hash);
+            auto status = co_await crack_status(*zk, layout_, spec.hash);
             EXPECT_EQ(status.value().front().job->state, crack_state::failed);
 
             // Running it again submits the failed partition anew and completes the search.

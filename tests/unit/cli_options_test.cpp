@@ -100,4 +100,33 @@ TEST(CliConfig, TheExampleOfTheExecDocsWorksAsPasted) {
     EXPECT_EQ(c.kill_grace, 5s);
 }
 
+TEST(CliOpenCluster, LoopbackHostsAreLocalhostAnd127And1) {
+    using zkd::cli::is_loopback_host;
+    for (const auto* h :
+         {"localhost", "LocalHost", "127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+        EXPECT_TRUE(is_loopback_host(h)) << h;
+    }
+    for (const auto* h :
+         {"10.0.0.1", "192.0.2.1", "::", "fe80::1", "zk1", "zk1.example.com",
+          "localhost.example.com", "128.0.0.1", "::ffff:10.0.0.1"}) {
+        EXPECT_FALSE(is_loopback_host(h)) << h;
+    }
+}
+
+TEST(CliOpenCluster, WarnsWithoutCredentialsWhenAHostIsNotLoopback) {
+    zkd::cli::cluster_target t;
+    t.chroot = "/zkd/default";
+    t.hosts = "127.0.0.1:2181,localhost:2182,[::1]:2183/apps";
+    EXPECT_EQ(zkd::cli::open_cluster_warning(t), "");
+    t.hosts = "127.0.0.1:2181,zk2:2181";
+    const auto w = zkd::cli::open_cluster_warning(t);
+    EXPECT_NE(
+        w.find("open to every client of the ZooKeeper ensemble (zk2 is not loopback)"),
+        std::string::npos
+    ) << w;
+    EXPECT_NE(w.find("--user NAME with --password-file FILE"), std::string::npos) << w;
+    t.auth = zkd::zkco::credentials{"u", "p"};
+    EXPECT_EQ(zkd::cli::open_cluster_warning(t), "");
+}
+
 }  // namespace

@@ -76,9 +76,9 @@ Prints the connect string alone on stdout's first line and "dir: D" on stderr.
   --heap SIZE    each server's JVM heap (-Xmx): a number with k, m or g (64m or more), or
                  auto (default): a quarter of the machine's memory (or of the cgroup's
                  limit), at least 256m and at most 4g. ZooKeeper holds every znode in its
-                 heap and dies of OutOfMemoryError when it is full; a pending zkd no-op
-                 task takes about 1,400 bytes of it (bench/backlog.sh), so 256m holds
-                 about 180,000 pending tasks, 1g about 750,000 and 4g about 3 million
+                 heap and dies of OutOfMemoryError when it is full: 256m did at about
+                 191,000 pending zkd tasks, 4g held 1,000,000 (bytes per pending task:
+                 docs/performance.md, "ZooKeeper's heap per pending task")
   --force-sync   fsync the transaction log (default off, for speed)
   --log-requests log every request the server processes (session id, type, path) to
                  server<N>/server.log ("Processing request::" lines; slows the server);

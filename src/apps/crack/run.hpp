@@ -86,10 +86,12 @@ struct crack_job_info {
 };
 
 /// The crack jobs of `hash` (any case): every /jobs child named crack-<hash>-*, oldest
-/// first; empty when there is none. Errors: bad_hash, the session's errors. Cancellation:
-/// terminal abandons the reads.
+/// first; empty when there is none. A running job is first brought up to date with the
+/// results of its open partitions (folded and written back, as a follower does: a job whose
+/// client stopped following still shows found, not_found or failed once its partitions
+/// end). Errors: bad_hash, the session's errors. Cancellation: terminal abandons the reads.
 boost::asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
-    zkco::client& zk, std::string hash
+    zkco::client& zk, protocol::layout l, std::string hash
 );
 
 /// What crack_forget did with each job of a hash.
@@ -103,7 +105,7 @@ struct crack_forgotten {
 /// jobs stay. Their partitions' unconsumed results, if any, go with the results' retention
 /// (docs/protocol.md T8). Errors: bad_hash, the session's errors.
 boost::asio::awaitable<zkco::result<crack_forgotten>> crack_forget(
-    zkco::client& zk, std::string hash
+    zkco::client& zk, protocol::layout l, std::string hash
 );
 
 }  // namespace zkd::crack

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // crack_status and crack_forget: reading and deleting the job nodes of a hash.
+#include "apps/crack/fold.hpp"
 #include "apps/crack/run.hpp"
 #include "apps/crack/words.hpp"
+#include "protocol/ids.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -10,8 +12,63 @@ namespace asio = boost::asio;
 
 namespace zkd::crack {
 
+namespace {
+
+/// Folds the results of `info`'s open partitions into it, as a follower would (apply, then
+/// settle) and, when that changes the job, writes it back if unchanged since read, then
+/// deletes the results folded. A job nobody follows thus still ends when its partitions do.
+/// A write that loses to another participant changes nothing there: `info` then shows the
+/// fold, with the version read.
+asio::awaitable<zkco::result<void>> catch_up(
+    zkco::client& zk, const protocol::layout& l, crack_job_info& info
+) {
+    if (!info.job || info.job->state != crack_state::running) {
+        co_return zkco::result<void>();
+    }
+    auto& j = *info.job;
+    std::vector<partition_report> reports;
+    for (std::size_t i = 0; i < j.tasks.size(); ++i) {
+        if (j.partitions[i] != crack_partition::open) {
+            continue;
+        }
+        auto node = co_await zk.get(l.result(j.tasks[i]));
+        if (node) {
+            reports.push_back(partition_report{i, j.tasks[i], std::move(node->data)});
+        } else if (node.error() != zkco::errc::no_node) {
+            co_return node.error();
+        }  // no result yet (or consumed: a follower's scan tells a vanished task)
+    }
+    const std::int64_t now = protocol::now_ms();
+    bool changed = false;
+    for (const auto& report : reports) {
+        changed = apply(j, report, now) || changed;
+    }
+    changed = settle(j, now) || changed;
+    if (!changed) {
+        co_return zkco::result<void>();
+    }
+    auto written =
+        co_await zk.set(std::string(crack_jobs_dir) + "/" + info.id, encode(j), info.version);
+    if (!written) {
+        if (written.error() == zkco::errc::bad_version || written.error() == zkco::errc::no_node) {
+            co_return zkco::result<void>();
+        }
+        co_return written.error();
+    }
+    info.version = written->version;
+    for (const auto& report : reports) {
+        auto removed = co_await zk.remove(l.result(report.task), zkco::any_version);
+        if (!removed && removed.error() != zkco::errc::no_node) {
+            co_return removed.error();
+        }
+    }
+    co_return zkco::result<void>();
+}
+
+}  // namespace
+
 asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
-    zkco::client& zk, std::string hash
+    zkco::client& zk, protocol::layout l, std::string hash
 ) {
     const auto normalized = normalize_hash(hash);
     if (!normalized) {
@@ -50,6 +107,10 @@ asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
         } else {
             info.problem = doc.error().message;
         }
+        auto caught_up = co_await catch_up(zk, l, info);
+        if (!caught_up) {
+            co_return caught_up.error();
+        }
         out.push_back(std::move(info));
     }
     std::sort(out.begin(), out.end(), [](const crack_job_info& a, const crack_job_info& b) {
@@ -60,8 +121,10 @@ asio::awaitable<zkco::result<std::vector<crack_job_info>>> crack_status(
     co_return out;
 }
 
-asio::awaitable<zkco::result<crack_forgotten>> crack_forget(zkco::client& zk, std::string hash) {
-    auto jobs = co_await crack_status(zk, std::move(hash));
+asio::awaitable<zkco::result<crack_forgotten>> crack_forget(
+    zkco::client& zk, protocol::layout l, std::string hash
+) {
+    auto jobs = co_await crack_status(zk, l, std::move(hash));
     if (!jobs) {
         co_return jobs.error();
     }
