@@ -80,7 +80,9 @@ bool stall_watch::may_assign(const std::string& worker, clock::time_point now) c
     return w.probe.empty() && (!w.probed_at || now - *w.probed_at >= bound_);
 }
 
-void stall_watch::assigned(const std::string& worker, const std::string& tid, clock::time_point now) {
+void stall_watch::assigned(
+    const std::string& worker, const std::string& tid, clock::time_point now
+) {
     const auto it = workers_.find(worker);
     if (it != workers_.end() && it->second.suspect) {
         it->second.probe = tid;

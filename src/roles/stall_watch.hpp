@@ -41,9 +41,9 @@ public:
     /// One assignment as read.
     struct assignment {
         std::string tid;
-        bool gone = false;         ///< finished (or taken back) since the listing
-        bool running = false;      ///< it carries running_ms (T3)
-        std::int64_t age_ms = 0;   ///< since it was assigned (now - assigned_ms)
+        bool gone = false;        ///< finished (or taken back) since the listing
+        bool running = false;     ///< it carries running_ms (T3)
+        std::int64_t age_ms = 0;  ///< since it was assigned (now - assigned_ms)
     };
     /// What became of a check: the assignments to take back, and whether the worker has just
     /// become suspect or been trusted again (for the logs and /master).
