@@ -350,52 +350,48 @@ json::object new_document() {
     return o;
 }
 
-// Reads "types": an array of valid task types, returned sorted and unique.
-std::vector<std::string> read_types(reader& r) {
-    std::vector<std::string> types;
-    const auto* v = r.find("types");
+// Reads field `key`: an array of at most `most` strings for which `valid` holds (`what`
+// names one, for the message), returned sorted and unique; empty when absent.
+template <class Valid>
+std::vector<std::string> read_names(
+    reader& r, std::string_view key, std::string_view what, std::size_t most, Valid valid
+) {
+    std::vector<std::string> names;
+    const auto* v = r.find(key);
     if (v == nullptr)
-        return types;
-    if (!v->is_array()) {
-        r.fail("field \"types\" must be an array, not " + brief(*v));
-        return types;
+        return names;
+    if (!v->is_array() || v->get_array().size() > most) {
+        r.fail(
+            quoted(key) + " must be an array of at most " + std::to_string(most) + " " +
+            std::string(what) + "s, not " + brief(*v)
+        );
+        return names;
     }
     for (const auto& e : v->get_array()) {
-        if (!e.is_string() || !is_valid_task_type(e.get_string())) {
-            r.fail("field \"types\" holds an invalid task type: " + brief(e));
+        if (!e.is_string() || !valid(std::string_view(e.get_string()))) {
+            r.fail(quoted(key) + " holds an invalid " + std::string(what) + ": " + brief(e));
             return {};
         }
-        types.emplace_back(e.get_string());
+        names.emplace_back(e.get_string());
     }
-    std::sort(types.begin(), types.end());
-    types.erase(std::unique(types.begin(), types.end()), types.end());
-    return types;
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
 }
 
-// Reads "suspects": an array of at most max_suspects_named worker ids (1 to 256 bytes each),
-// returned sorted and unique.
+// "types": the task types a worker serves.
+std::vector<std::string> read_types(reader& r) {
+    constexpr std::size_t most_types = 100'000;
+    return read_names(r, "types", "task type", most_types, [](std::string_view t) {
+        return is_valid_task_type(t);
+    });
+}
+
+// "suspects": the workers /master names (1 to 256 bytes each, any node name).
 std::vector<std::string> read_suspects(reader& r) {
-    std::vector<std::string> ids;
-    const auto* v = r.find("suspects");
-    if (v == nullptr)
-        return ids;
-    if (!v->is_array() || v->get_array().size() > max_suspects_named) {
-        r.fail(
-            "field \"suspects\" must be an array of at most " + std::to_string(max_suspects_named) +
-            " worker ids, not " + brief(*v)
-        );
-        return ids;
-    }
-    for (const auto& e : v->get_array()) {
-        if (!e.is_string() || e.get_string().empty() || e.get_string().size() > 256) {
-            r.fail("field \"suspects\" holds something not a worker id: " + brief(e));
-            return {};
-        }
-        ids.emplace_back(e.get_string());
-    }
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    return ids;
+    return read_names(r, "suspects", "worker id", max_suspects_named, [](std::string_view id) {
+        return !id.empty() && id.size() <= 256;
+    });
 }
 
 }  // namespace
