@@ -200,7 +200,7 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
     for (auto& p : l.pending_shard_paths()) {
         pending.push_back(first.exists(std::move(p)));
     }
-    auto result_dirs = first.get_children(protocol::layout::results_dir());
+    auto results_dir = first.exists(protocol::layout::results_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
         co_return first_done.error();
@@ -228,8 +228,26 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
         co_return pending_count.error();
     }
     view.pending = *pending_count;
-    if (failed(*result_dirs)) {
-        co_return result_dirs->error();
+    if (failed(*results_dir)) {
+        co_return results_dir->error();
+    }
+    // The result directories to count: every one while few enough clients' directories
+    // stand beside the shards (listing /results costs a round trip more), else the shards
+    // alone, without listing a /results that may hold more names than one answer carries.
+    std::vector<std::string> result_paths;
+    if (*results_dir && **results_dir) {
+        const auto children = static_cast<std::size_t>(std::max(0, (**results_dir)->num_children));
+        if (children <= most_result_dirs_counted + l.result_shards) {
+            auto listed = co_await list_result_dirs(zk);
+            if (!listed && listed.error() != zkco::errc::no_node) {
+                co_return listed.error();
+            }
+            result_paths = listed ? std::move(*listed) : std::vector<std::string>{};
+        } else {
+            result_paths = l.result_shard_paths();
+            view.uncounted_result_dirs =
+                children - std::min<std::size_t>(children, l.result_shards);
+        }
     }
     if (failed(*workers)) {
         co_return workers->error();
@@ -247,18 +265,9 @@ asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, proto
         dirs.push_back(second.get_children(protocol::layout::assign_dir(id)));
     }
     std::vector<read_batch::slot<std::optional<zkco::stat>>> results;
-    if (*result_dirs) {
-        const auto& names = (*result_dirs)->names;
-        const auto clients = static_cast<std::size_t>(
-            std::count_if(names.begin(), names.end(), protocol::layout::is_client_results)
-        );
-        const bool count_clients = clients <= most_result_dirs_counted;
-        view.uncounted_result_dirs = count_clients ? 0 : clients;
-        for (auto& p : result_dir_paths(std::move((*result_dirs)->names))) {
-            if (count_clients || !protocol::layout::is_client_results(zkco::base_name(p))) {
-                results.push_back(second.exists(std::move(p)));
-            }
-        }
+    results.reserve(result_paths.size());
+    for (auto& p : result_paths) {
+        results.push_back(second.exists(std::move(p)));
     }
     const auto second_done = co_await second.wait();
     if (!second_done) {

@@ -111,7 +111,8 @@ inline constexpr std::size_t most_result_dirs_counted = 1'000;
 /// lists; running from the assignments' data), and the counts of pending tasks, results and
 /// cancel requests (from the directories' stats, without listing them; /results is listed
 /// for its directories, list_result_dirs; past most_result_dirs_counted clients'
-/// directories, only the result shards are counted). Errors: see the top of this file.
+/// directories, by /results' child count, it is not listed and only the result shards are
+/// counted). Errors: see the top of this file.
 boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(
     zkco::client& zk, protocol::layout l
 );

@@ -90,8 +90,9 @@ publish_plan::step publish_plan::answered(const protocol::txn_answer& a) {
     case publish_outcome::result_exists:
         if (!form_.fenced_by_assignment) {
             spdlog::info(
-                "worker {}: the result of task {} is there already (a try whose answer was "
-                "lost, as its assignment is gone); not writing it again",
+                "worker {}: the result of task {} is there already (a try of ours whose "
+                "answer was lost, or another attempt's: its assignment is gone); this one is "
+                "not written",
                 worker_, tid_
             );
             return done(publish_end::result_existed);
