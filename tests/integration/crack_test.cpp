@@ -110,6 +110,23 @@ protected:
         co_return r;
     }
 
+    /// Starts `spec`'s job with no worker around and stops its client once the job's node is
+    /// there: a job left behind by its client. False (with a failure added) if it went
+    /// otherwise.
+    asio::awaitable<bool> leave_behind(client& zk, const crack_spec& spec) {
+        auto call = start_crack(zk, spec);
+        bool created = false;
+        for (int i = 0; i < 200 && !created; ++i) {
+            co_await settle(20ms);
+            created = !(co_await crack_status(zk, layout_, spec.hash)).value().empty();
+        }
+        EXPECT_TRUE(created) << "the job's node did not appear";
+        call->cancel.emit(asio::cancellation_type::terminal);
+        auto stopped = co_await finish(call);
+        EXPECT_FALSE(stopped) << "the client ended before it was stopped";
+        co_return created && !stopped;
+    }
+
     /// The job node of `spec`, decoded.
     asio::awaitable<crack_job> job_of(client& zk, const crack_spec& spec) {
         auto node = co_await zk.get(std::string(crack_jobs_dir) + "/" + crack_job_id(spec).value());
@@ -472,16 +489,8 @@ TEST_F(CrackRun, StatusOfAJobNobodyFollowsShowsItsAnswer) {
             co_await start_master();
             const auto spec = brute("cab", "abc", 3, 3);
             // Created with no worker around, then left behind by its client.
-            auto call = start_crack(*zk, spec);
-            bool created = false;
-            for (int i = 0; i < 200 && !created; ++i) {
-                co_await settle(20ms);
-                created = !(co_await crack_status(*zk, layout_, spec.hash)).value().empty();
-            }
-            ASSERT_TRUE(created);
-            call->cancel.emit(asio::cancellation_type::terminal);
-            auto stopped = co_await finish(call);
-            ASSERT_FALSE(stopped);
+            const bool left = co_await leave_behind(*zk, spec);
+            ASSERT_TRUE(left);
 
             // A worker runs the partitions; nobody follows the job.
             co_await start_worker("w1", 2);
@@ -520,16 +529,8 @@ TEST_F(CrackRun, AVanishedPartitionFailsTheJobAndARerunRedoesIt) {
             auto spec = brute("no such word", "abcd", 5, 4);
             spec.reconcile_interval = 300ms;
             // Created with no worker around, then left behind by its client.
-            auto call = start_crack(*zk, spec);
-            bool created = false;
-            for (int i = 0; i < 200 && !created; ++i) {
-                co_await settle(20ms);
-                created = !(co_await crack_status(*zk, layout_, spec.hash)).value().empty();
-            }
-            ASSERT_TRUE(created);
-            call->cancel.emit(asio::cancellation_type::terminal);
-            auto stopped = co_await finish(call);
-            ASSERT_FALSE(stopped);
+            const bool left = co_await leave_behind(*zk, spec);
+            ASSERT_TRUE(left);
             // Partition 1's task disappears (as if someone else had consumed its result).
             const auto before = co_await job_of(*zk, spec);
             auto removed = co_await zk->remove(layout_.pending_task(before.tasks[1]));
