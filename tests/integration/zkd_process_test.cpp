@@ -380,7 +380,22 @@ TEST_F(ZkdProcess, ADeposedMasterStillDrainsAndExitsOnOneSigterm) {
             ASSERT_EQ(now_master, "second") << "the other candidate should lead after first";
             ZKD_AWAIT_CONDITION(log_of("first").find("no longer master") != std::string::npos, 20s)
             ASSERT_NE(log_of("first").find("no longer master"), std::string::npos);
-            co_await settle(500ms);  // back in the election, waiting behind "second"
+            // Back in the election, behind "second": its candidate node is the later one.
+            bool behind = false;
+            for (int i = 0; i < 400 && !behind; ++i) {
+                auto kids = co_await zk->get_children("/election"s);
+                std::string first_seq;
+                std::string second_seq;
+                for (const auto& name : kids ? kids->names : std::vector<std::string>{}) {
+                    const auto seq = name.substr(name.size() > 10 ? name.size() - 10 : 0);
+                    (name.starts_with("c-first-") ? first_seq : second_seq) = seq;
+                }
+                behind = !first_seq.empty() && !second_seq.empty() && first_seq > second_seq;
+                if (!behind) {
+                    co_await settle(25ms);
+                }
+            }
+            ASSERT_TRUE(behind) << "the deposed master did not run again";
             nodes_.at("first")->kill(SIGTERM);
             EXPECT_EQ(nodes_.at("first")->wait_exit(15s), 0) << "one SIGTERM did not end it";
             // The leader goes as well on one signal, and hands over to nobody.
