@@ -4,12 +4,12 @@
 // its own work (a ticker), submits a task to the cluster, prints the result, and leaves.
 //
 //   embed_worker --zk 127.0.0.1:2181 [--namespace NS]
+#include "handlers/registry.hpp"
 #include "protocol/layout.hpp"
 #include "reactor/compute_pool.hpp"
-#include "roles/election.hpp"
+#include "roles/client/task_client.hpp"
+#include "roles/cluster/election.hpp"
 #include "roles/node.hpp"
-#include "roles/registry.hpp"
-#include "roles/task_client.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -34,9 +34,9 @@ using namespace std::chrono_literals;
 namespace {
 
 /// The application's own task type: runs on zkd's compute pool, never on the event loop.
-zkd::roles::handler_result reverse(const json::value& args, std::stop_token /*stop*/) {
+zkd::handlers::handler_result reverse(const json::value& args, std::stop_token /*stop*/) {
     if (!args.is_string()) {
-        return zkd::roles::handler_error{"bad_args", "reverse wants a JSON string"};
+        return zkd::handlers::handler_error{"bad_args", "reverse wants a JSON string"};
     }
     std::string s(args.as_string());
     std::reverse(s.begin(), s.end());
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::warn);
 
     asio::io_context ioc;  // the application's loop
-    zkd::roles::registry reg;
+    zkd::handlers::registry reg;
     reg.add("reverse", reverse);
     zkd::reactor::compute_pool pool(2);
 

@@ -4,13 +4,13 @@ if(NOT TARGET zkd_chaos_core)
     return()
 endif()
 
-# The fault schedule, the options and the invariant checker (tests/unit/chaos_*_test.cpp).
+# The fault schedule, the options and the invariant checker (tests/unit/tools/chaos/*_test.cpp).
 target_link_libraries(zkd_unit_tests PRIVATE zkd::chaos_core)
 
 # A short seeded run of the real thing: 3 ZooKeeper servers, 4 `zkd run`, 12 s of load at
 # 100 tasks/s with a fault every ~2.5 s, then the invariants; fails on any violation. Seed 3
 # plans: master-kill 1.5 s, zkd-pause 4.1 s, zk-kill (and restart) 5.7 s, zkd-kill 8.5 s,
-# master-kill 10.4 s (tests/unit/chaos_schedule_test.cpp pins how seeds map to schedules).
+# master-kill 10.4 s (tests/unit/tools/chaos/schedule_test.cpp pins how seeds map to schedules).
 # It starts 3 JVMs and 4 zkd: PROCESSORS 2 keeps ctest -j2 from running another test beside it.
 add_test(NAME chaos_short
          COMMAND zkd_chaos --seed 3 --duration 12s --rate 100 --every 2500ms --pause-max 5s

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The HTTP facade (src/http) and the cluster inspection API (roles/inspect).
 
-# Unit tests of src/http (tests/unit/http_*_test.cpp) are in zkd_unit_tests.
+# Unit tests of src/http (tests/unit/http/*_test.cpp) are in zkd_unit_tests.
 target_link_libraries(zkd_unit_tests PRIVATE zkd::http)
 # http_grafana_test.cpp checks the dashboard against what render_metrics() exports.
 target_compile_definitions(zkd_unit_tests PRIVATE

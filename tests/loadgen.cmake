@@ -5,7 +5,7 @@ if(NOT TARGET zkd_loadgen_core)
 endif()
 
 # Its pure parts (histogram, options, mntr parsing, JSON report) are unit-tested in
-# zkd_unit_tests (tests/unit/loadgen_*_test.cpp), which needs the library.
+# zkd_unit_tests (tests/unit/tools/loadgen/*_test.cpp), which needs the library.
 target_link_libraries(zkd_unit_tests PRIVATE zkd::loadgen_core)
 
 # The real binaries against the fixture's ZooKeeper: `zkd run` processes and zkd-loadgen.

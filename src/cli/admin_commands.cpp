@@ -3,7 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
-#include "roles/inspect.hpp"
+#include "roles/client/inspect.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
 

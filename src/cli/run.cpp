@@ -5,16 +5,16 @@
 #include "cli/logging.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
+#include "handlers/builtin.hpp"
+#include "handlers/exec.hpp"
+#include "handlers/registry.hpp"
 #include "http/api.hpp"
 #include "http/server.hpp"
 #include "protocol/placement.hpp"
 #include "reactor/event.hpp"
 #include "reactor/reactor.hpp"
 #include "reactor/signals.hpp"
-#include "roles/builtin_handlers.hpp"
-#include "roles/exec.hpp"
 #include "roles/node.hpp"
-#include "roles/registry.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -180,13 +180,13 @@ namespace {
 
 /// The exec types of --exec and the config file's `exec.*` lines, checked: a missing or
 /// non-executable program is a usage error naming the type.
-void add_exec_types(const args& a, roles::registry& reg) {
-    std::vector<roles::exec::file_setting> file;
+void add_exec_types(const args& a, handlers::registry& reg) {
+    std::vector<handlers::exec::file_setting> file;
     for (const auto& [key, entry] : a.exec_settings()) {
         file.push_back({key, entry.value, entry.where});
     }
     try {
-        auto types = roles::exec::configure(file, a.values("--exec"));
+        auto types = handlers::exec::configure(file, a.values("--exec"));
         const auto lookup = [](const std::string& name) -> std::optional<std::string> {
             const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
             return v == nullptr ? std::nullopt : std::optional<std::string>(v);
@@ -195,9 +195,9 @@ void add_exec_types(const args& a, roles::registry& reg) {
             if (reg.find(name) != nullptr || reg.find_async(name) != nullptr) {
                 throw usage_error("exec type '" + name + "': a built-in task type has that name");
             }
-            auto p = roles::exec::resolve(std::move(c), lookup);
+            auto p = handlers::exec::resolve(std::move(c), lookup);
             spdlog::debug("zkd: exec type {}: {}", name, p.path);
-            roles::exec::add_exec_type(reg, std::move(p));
+            handlers::exec::add_exec_type(reg, std::move(p));
         }
     } catch (const std::invalid_argument& e) {
         throw usage_error(e.what());
@@ -258,7 +258,7 @@ int cmd_run(int argc, char** argv) {
     o.session_timeout = a.duration("--session-timeout", roles::default_session_timeout, 400ms, 1h);
     o.master.result_retention = a.duration("--result-retention", 24h, 1s, 24h * 365);
     o.master.max_pending = static_cast<std::uint64_t>(a.number(
-        "--max-pending", static_cast<long>(roles::default_max_pending), 0, 1'000'000'000'000
+        "--max-pending", static_cast<long>(protocol::default_max_pending), 0, 1'000'000'000'000
     ));
     o.master.direct_placement = !a.has("--no-direct");
     o.master.unstarted_bound = a.duration("--suspect-after", 10s, 0ms, 24h);
@@ -293,8 +293,8 @@ int cmd_run(int argc, char** argv) {
         spdlog::warn("zkd: {}", open);
     }
 
-    roles::registry reg;
-    roles::add_builtin_handlers(reg, a.has("--enable-crash-task"));
+    handlers::registry reg;
+    handlers::add_builtin_handlers(reg, a.has("--enable-crash-task"));
     crack::add_handlers(reg);  // md5-crack, the partitions of `zkd crack`
     add_exec_types(a, reg);
     // The event loop, the compute pool handlers run on, and (serving HTTP) the lag probe.

@@ -2,9 +2,9 @@
 #include "cli/session.hpp"
 
 #include "protocol/task.hpp"
-#include "roles/election.hpp"
-#include "roles/inspect.hpp"
-#include "roles/session_keeper.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/cluster/election.hpp"
+#include "roles/cluster/session_keeper.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/co_spawn.hpp>

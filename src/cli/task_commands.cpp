@@ -4,8 +4,8 @@
 #include "cli/options.hpp"
 #include "cli/session.hpp"
 #include "protocol/ids.hpp"
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/as_tuple.hpp>

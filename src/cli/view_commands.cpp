@@ -4,7 +4,7 @@
 #include "cli/options.hpp"
 #include "cli/session.hpp"
 #include "protocol/ids.hpp"
-#include "roles/inspect.hpp"
+#include "roles/client/inspect.hpp"
 
 #include <boost/json.hpp>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "http/api.hpp"
 
+#include "handlers/registry.hpp"
 #include "protocol/task.hpp"
-#include "roles/registry.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json/object.hpp>

@@ -3,7 +3,7 @@
 // body of POST /v1/tasks, and the JSON of an error. server.cpp puts them on the wire.
 #pragma once
 
-#include "roles/task_client.hpp"
+#include "roles/client/task_client.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/json/value.hpp>

@@ -145,8 +145,8 @@ bool task_size_ok(std::string_view encoded, std::size_t limit = max_task_bytes) 
 
 // --- result (§5) -----------------------------------------------------------------------------
 
-/// The error codes of §5, the one list of them (roles::codes is this namespace). Decoding accepts
-/// any other non-empty code too (a newer writer may add some).
+/// The error codes of §5, the one list of them (handlers::codes is this namespace). Decoding
+/// accepts any other non-empty code too (a newer writer may add some).
 namespace codes {
 inline constexpr std::string_view handler_error = "handler_error";
 inline constexpr std::string_view unknown_type = "unknown_type";
@@ -160,7 +160,7 @@ inline constexpr std::string_view attempts_exhausted = "attempts_exhausted";
 inline constexpr std::string_view output_too_large = "output_too_large";
 }  // namespace codes
 
-/// The `error` of a result (`{"code":c,"message":m}`); a handler's failure (roles::handler_error
+/// The `error` of a result (`{"code":c,"message":m}`); a handler's failure (handlers::handler_error
 /// is this type).
 struct task_error {
     std::string code;  ///< one of codes, or a newer writer's
@@ -170,7 +170,7 @@ struct task_error {
 };
 
 /// What value() of a boost::system::result holding a task_error throws (a handler's result,
-/// roles::handler_result).
+/// handlers::handler_result).
 class task_error_exception : public std::runtime_error {
 public:
     /// what() is "<code>: <message>".

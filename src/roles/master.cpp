@@ -8,11 +8,11 @@
 #include "protocol/ids.hpp"
 #include "protocol/master_txn.hpp"
 #include "reactor/task_group.hpp"
-#include "roles/batcher.hpp"
-#include "roles/election.hpp"
-#include "roles/foreign.hpp"
-#include "roles/inspect.hpp"
-#include "roles/txn_io.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/cluster/election.hpp"
+#include "roles/cluster/foreign.hpp"
+#include "roles/txn/batcher.hpp"
+#include "roles/txn/zk_ops.hpp"
 #include "zkco/read_batch.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -80,7 +80,7 @@ public:
         }
         master_node_ = me_;
         master_node_.epoch = epoch;
-        master_node_.max_pending = published_bound(opts.max_pending);
+        master_node_.max_pending = protocol::published_bound(opts.max_pending);
         master_node_.direct = opts.direct_placement;
         if (master_node_.since_ms == 0) {
             master_node_.since_ms = protocol::now_ms();

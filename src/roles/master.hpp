@@ -3,9 +3,9 @@
 
 #include "protocol/layout.hpp"
 #include "protocol/placement.hpp"
+#include "protocol/queue_bound.hpp"
 #include "protocol/task.hpp"
 #include "roles/master_view.hpp"
-#include "roles/queue_bound.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -30,7 +30,7 @@ struct master_options {
     std::size_t gc_dirs_per_sweep = 1'000;
     /// The bound on pending task nodes the master publishes in /master ("max_pending") for
     /// clients to keep to on submit (docs/protocol.md §7 "Client"); 0: no bound.
-    std::uint64_t max_pending = default_max_pending;
+    std::uint64_t max_pending = protocol::default_max_pending;
     /// Whether clients may place plain tasks on workers with room themselves (docs/protocol.md
     /// §6 T1 "Direct placement"), published in /master ("direct"); false: every task goes
     /// through pending, and the master hands them all out by priority.

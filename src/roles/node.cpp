@@ -2,8 +2,8 @@
 #include "roles/node.hpp"
 
 #include "protocol/ids.hpp"
-#include "roles/election.hpp"
-#include "roles/session_keeper.hpp"
+#include "roles/cluster/election.hpp"
+#include "roles/cluster/session_keeper.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
 
@@ -92,7 +92,7 @@ asio::awaitable<void> mastership(
         // /master holds the queue's bound and the say on direct placement from the start
         // (run_master writes them so thereafter).
         auto as_master = me;
-        as_master.max_pending = published_bound(o.master.max_pending);
+        as_master.max_pending = protocol::published_bound(o.master.max_pending);
         as_master.direct = o.master.direct_placement;
         auto epoch = co_await take_over(zk, as_master, protocol::now_ms());
         if (epoch) {
@@ -158,7 +158,7 @@ asio::awaitable<void> work(
     const node_options& o,
     protocol::layout l,
     protocol::member_info me,
-    const registry& reg,
+    const handlers::registry& reg,
     reactor::compute_pool& pool,
     node_stats& stats,
     reactor::event& done
@@ -242,7 +242,7 @@ void observe(node_options& o, node_stats& stats) {
 }  // namespace
 
 asio::awaitable<void> run_node(
-    node_options o, const registry& reg, reactor::compute_pool& pool, node_links links
+    node_options o, const handlers::registry& reg, reactor::compute_pool& pool, node_links links
 ) {
     using namespace asio::experimental::awaitable_operators;
     co_await asio::this_coro::throw_if_cancelled(false);

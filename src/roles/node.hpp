@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "handlers/registry.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
 #include "roles/master.hpp"
-#include "roles/registry.hpp"
 #include "roles/stats.hpp"
-#include "roles/worker.hpp"
+#include "roles/worker/worker.hpp"
 #include "zkco/config.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -67,7 +67,10 @@ struct node_links {
 /// ZooKeeper is retried with backoff, logging each failure. `reg` and `pool` must outlive
 /// the call.
 boost::asio::awaitable<void> run_node(
-    node_options opts, const registry& reg, reactor::compute_pool& pool, node_links links = {}
+    node_options opts,
+    const handlers::registry& reg,
+    reactor::compute_pool& pool,
+    node_links links = {}
 );
 
 }  // namespace zkd::roles

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "roles/master.hpp"
-#include "roles/worker.hpp"
+#include "roles/worker/worker.hpp"
 #include "zkco/types.hpp"
 
 #include <array>

@@ -5,7 +5,7 @@
 // command, started once.
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
-#include "roles/election.hpp"
+#include "roles/cluster/election.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/client.hpp"

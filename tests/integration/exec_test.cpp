@@ -3,10 +3,10 @@
 // a worker of an in-process cluster on a real ZooKeeper (ExecCluster), and by real `zkd run`
 // processes (ExecZkd). The programs are small shell scripts each test writes. Over 700
 // lines: the three fixtures share the script helpers.
-#include "roles/exec.hpp"
+#include "handlers/exec.hpp"
 
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
 #include "support/processes.hpp"
 #include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"
@@ -37,6 +37,7 @@ namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace std::literals;
 using namespace zkd::roles;
+using namespace zkd::handlers;
 using namespace zkd::protocol;
 
 namespace {

@@ -4,15 +4,15 @@
 // io_context runs on a thread of its own while curl (blocking) runs on the test's thread.
 // Over 700 lines: one fixture (a node, a server, curl) serves every endpoint's tests, and a
 // second process would cost more than the length.
+#include "handlers/builtin.hpp"
 #include "http/server.hpp"
 #include "protocol/layout.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/lag_probe.hpp"
-#include "roles/builtin_handlers.hpp"
-#include "roles/inspect.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
 #include "roles/node.hpp"
 #include "roles/stats.hpp"
-#include "roles/task_client.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
@@ -222,7 +222,7 @@ protected:
             }
             GTEST_SKIP() << "needs " << missing;
         }
-        zkd::roles::add_builtin_handlers(registry_);
+        zkd::handlers::add_builtin_handlers(registry_);
     }
 
     void TearDown() override {
@@ -433,7 +433,7 @@ protected:
 
     std::string ns_ = "h";
     int capacity_ = 2;  ///< the node's slots
-    zkd::roles::registry registry_;
+    zkd::handlers::registry registry_;
     zkd::reactor::compute_pool pool_{2};
     zkd::roles::node_stats stats_;
     zkd::reactor::lag_probe lag_{ioc_.get_executor(), 20ms};

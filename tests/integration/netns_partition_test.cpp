@@ -7,9 +7,9 @@
 // stands down before another takes over (issue 12, item 5: measured from both processes'
 // logs); a partition shorter than the session timeout changes nothing. Needs root (CI runs
 // as root): without it every test here fails, saying so.
-#include "roles/election.hpp"
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
+#include "roles/cluster/election.hpp"
 #include "support/netns.hpp"
 #include "support/processes.hpp"
 #include "support/relay.hpp"

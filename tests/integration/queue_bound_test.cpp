@@ -5,8 +5,8 @@
 // through the library (client_errc::queue_full), the CLI (exit 6) and HTTP (429 with
 // Retry-After); once a worker drains the queue, submits succeed again.
 #include "protocol/layout.hpp"
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"

@@ -2,8 +2,8 @@
 // multi_batcher against a real ZooKeeper: groups share transactions, a failing group does
 // not sink the others, a failed prefix fails all, identical checks are sent once.
 #include "protocol/task.hpp"
-#include "roles/batcher.hpp"
-#include "roles/txn_io.hpp"
+#include "roles/txn/batcher.hpp"
+#include "roles/txn/zk_ops.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 

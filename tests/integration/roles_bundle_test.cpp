@@ -3,8 +3,8 @@
 // the roles in one process. Each bundled task gets exactly its own result, whichever clients
 // wait for them and in whatever order; a bundle is cancelled and requeued as a whole; a
 // bundle whose node lies about its size ends in error results, and the cluster carries on.
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
 #include "support/roles_cluster.hpp"
 
 #include <boost/json.hpp>

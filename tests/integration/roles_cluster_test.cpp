@@ -4,9 +4,9 @@
 // input ends in error results; a departed worker's tasks are requeued or end lost.
 #include "support/roles_cluster.hpp"
 
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
-#include "roles/txn_io.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
+#include "roles/txn/zk_ops.hpp"
 
 #include <boost/json.hpp>
 

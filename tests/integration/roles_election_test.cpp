@@ -2,8 +2,8 @@
 // Joining a cluster against a real ZooKeeper: the fixed layout, herd-free election,
 // takeover with epoch fencing, worker registration.
 #include "protocol/ids.hpp"
-#include "roles/batcher.hpp"
-#include "roles/election.hpp"
+#include "roles/cluster/election.hpp"
+#include "roles/txn/batcher.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 

@@ -3,9 +3,9 @@
 // only ephemeral ones belong, children below nodes of ours, our nodes deleted or moved. The
 // cluster must carry on, lose no task, and never turn a failure into a loop. Each test
 // writes the foreign state directly, as a stranger with a ZooKeeper client would.
+#include "roles/client/task_client.hpp"
 #include "roles/node.hpp"
-#include "roles/task_client.hpp"
-#include "roles/txn_io.hpp"
+#include "roles/txn/zk_ops.hpp"
 #include "support/roles_cluster.hpp"
 
 #include <boost/json.hpp>
@@ -568,10 +568,13 @@ TEST_F(RolesHostile, AnAssignmentWhoseNameIsNotATaskIdFailsAsMalformedAndNoHandl
     // A stranger's assignment named like a shell command: its name would reach a program as
     // ZKD_TASK_ID. The worker fails it as malformed_task without calling the handler.
     std::atomic<int> calls{0};
-    registry_.add("probe", [&calls](const json::value& args, std::stop_token) -> handler_result {
-        ++calls;
-        return args;
-    });
+    registry_.add(
+        "probe",
+        [&calls](const json::value& args, std::stop_token) -> zkd::handlers::handler_result {
+            ++calls;
+            return args;
+        }
+    );
     run([&]() -> asio::awaitable<void> {
         auto* zk = co_await cluster_with_worker();
         task_client tc(*zk, layout_);

@@ -3,8 +3,8 @@
 // and a client in one process, each with its own session; the views before, during and after
 // tasks; garbage in every kind of node; limits; nothing written by reading.
 #include "protocol/ids.hpp"
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
 #include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"
 

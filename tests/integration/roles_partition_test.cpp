@@ -5,8 +5,8 @@
 // master writes nothing as master (epoch fencing), and once the link heals it comes back as
 // a new member. How long it believed itself master after the new one acted is reported
 // (never asserted: it depends on the machine's timing).
+#include "roles/client/task_client.hpp"
 #include "roles/node.hpp"
-#include "roles/task_client.hpp"
 #include "support/relay.hpp"
 #include "support/roles_cluster.hpp"
 

@@ -3,8 +3,8 @@
 // with the create in flight while the session lives on. Whether it applied is decided from
 // ZooKeeper (the transaction's receipt), never guessed: a task is created exactly once, even
 // when the master took it away before the client could look.
-#include "roles/election.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/task_client.hpp"
+#include "roles/cluster/election.hpp"
 #include "support/relay.hpp"
 #include "support/roles_cluster.hpp"
 #include "support/zk_fixture.hpp"
@@ -238,7 +238,7 @@ TEST_F(RolesLostPublish, AResultConsumedBeforeTheLostAnswerIsNotPublishedAgain) 
     auto started = std::make_shared<std::atomic<bool>>(false);
     registry_.add(
         "gate",
-        [gate, started](const json::value&, std::stop_token stop) -> handler_result {
+        [gate, started](const json::value&, std::stop_token stop) -> zkd::handlers::handler_result {
             started->store(true);
             while (!gate->load() && !stop.stop_requested()) {
                 std::this_thread::sleep_for(5ms);

@@ -2,9 +2,9 @@
 // zkd as real processes against a real ZooKeeper: tasks flow through a cluster of `zkd run`
 // processes while a worker and then the master are killed with SIGKILL; every task still
 // ends with exactly its one result.
-#include "roles/election.hpp"
-#include "roles/inspect.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/task_client.hpp"
+#include "roles/cluster/election.hpp"
 #include "support/processes.hpp"
 #include "support/workers_joined.hpp"
 #include "support/zk_fixture.hpp"

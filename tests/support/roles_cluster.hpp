@@ -3,15 +3,15 @@
 // their own (run_master / run_worker), against the fixture's real ZooKeeper.
 #pragma once
 
+#include "handlers/builtin.hpp"
 #include "protocol/ids.hpp"
+#include "protocol/queue_bound.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/task_group.hpp"
-#include "roles/builtin_handlers.hpp"
-#include "roles/election.hpp"
-#include "roles/inspect.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/cluster/election.hpp"
 #include "roles/master.hpp"
-#include "roles/queue_bound.hpp"
-#include "roles/worker.hpp"
+#include "roles/worker/worker.hpp"
 #include "support/workers_joined.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
@@ -40,7 +40,7 @@ class roles_cluster : public zk_test {
 protected:
     void SetUp() override {
         zk_test::SetUp();
-        roles::add_builtin_handlers(registry_);
+        handlers::add_builtin_handlers(registry_);
     }
 
     void TearDown() override {
@@ -95,7 +95,7 @@ protected:
     boost::asio::awaitable<protocol::member_info> start_master(roles::master_options opts = {}) {
         auto* zk = co_await session();
         auto me = member("master", 0);
-        me.max_pending = roles::published_bound(opts.max_pending);  // as zkd run's node does
+        me.max_pending = protocol::published_bound(opts.max_pending);  // as zkd run's node does
         me.direct = opts.direct_placement;
         auto won = co_await roles::campaign(*zk, me);
         if (!won) {
@@ -161,7 +161,7 @@ protected:
         }
     }
 
-    roles::registry registry_;
+    handlers::registry registry_;
     reactor::compute_pool pool_{2};
     reactor::task_group roles_{ioc_.get_executor()};
     std::vector<std::unique_ptr<zkco::client>> sessions_;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Folding partition results into a crack job (docs/crack.md §3): what every participant does
 // with a result it read, against the job node as it is. Pure: no I/O, no clock (the caller
-// passes the time), unit-tested without a server (tests/unit/crack_fold_test.cpp).
+// passes the time), unit-tested without a server (tests/unit/apps/crack/fold_test.cpp).
 #pragma once
 
 #include "apps/crack/job.hpp"

@@ -15,9 +15,9 @@
 namespace zkd::crack {
 
 namespace json = boost::json;
-using roles::handler_error;
-using roles::handler_result;
-namespace codes = roles::codes;
+using handlers::handler_error;
+using handlers::handler_result;
+namespace codes = protocol::codes;
 
 namespace {
 
@@ -374,7 +374,7 @@ handler_result md5_crack(const json::value& args, std::stop_token stop) {
     return search_range(*target, *obj, stop);
 }
 
-void add_handlers(roles::registry& reg) {
+void add_handlers(handlers::registry& reg) {
     reg.add(std::string(md5_crack_type), md5_crack);
 }
 

@@ -8,7 +8,7 @@
 // charset with non-ASCII letters yields candidates (and preimages) that are valid UTF-8.
 #pragma once
 
-#include "roles/registry.hpp"
+#include "handlers/registry.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -63,10 +63,12 @@ inline constexpr std::uint64_t keyspace_limit = std::uint64_t{1} << 63;
 /// 1 <= a <= b <= 16, n <= 2^40, i + n within the keyspace) or {"words": [strings]}.
 /// Yields {"found": true, "preimage": p, "tried": k} or {"found": false, "tried": k}, where
 /// k counts candidates hashed; bad_args for bad shapes; cancelled soon after `stop`.
-[[nodiscard]] roles::handler_result md5_crack(const boost::json::value& args, std::stop_token stop);
+[[nodiscard]] handlers::handler_result md5_crack(
+    const boost::json::value& args, std::stop_token stop
+);
 
 /// Registers the crack application's task types with a worker's registry: md5_crack as
 /// md5_crack_type. Throws std::invalid_argument if that type is registered already.
-void add_handlers(roles::registry& reg);
+void add_handlers(handlers::registry& reg);
 
 }  // namespace zkd::crack

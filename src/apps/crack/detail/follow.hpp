@@ -7,7 +7,7 @@
 #include "apps/crack/fold.hpp"
 #include "apps/crack/run.hpp"
 #include "reactor/task_group.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/task_client.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -4,7 +4,7 @@
 #include "apps/crack/md5_crack.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
-#include "roles/txn_io.hpp"
+#include "roles/txn/zk_ops.hpp"
 
 #include <boost/asio/error.hpp>
 

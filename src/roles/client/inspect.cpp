@@ -1,0 +1,773 @@
+// SPDX-License-Identifier: MIT
+#include "roles/client/inspect.hpp"
+
+#include "protocol/ids.hpp"
+#include "roles/client/task_client.hpp"
+#include "zkco/read_batch.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace zkd::roles {
+
+namespace {
+
+using zkco::read_batch;
+
+/// no_node means "gone meanwhile", never a failure of the view; anything else is.
+template <class T>
+bool failed(const zkco::result<T>& r) {
+    return !r && r.error() != zkco::errc::no_node;
+}
+
+std::int64_t age_since(std::int64_t now, std::int64_t then) {
+    return then > 0 ? std::max<std::int64_t>(0, now - then) : 0;
+}
+
+master_view master_from(const std::string& data) {
+    master_view m;
+    auto decoded = protocol::decode_master(data);
+    if (!decoded) {
+        m.garbage = decoded.error().message;
+        return m;
+    }
+    m.id = std::move(decoded->id);
+    m.epoch = decoded->epoch.value_or(0);
+    m.host = std::move(decoded->host);
+    m.pid = decoded->pid;
+    m.since_ms = decoded->since_ms;
+    m.throughput = decoded->throughput;
+    m.max_pending = decoded->max_pending;
+    m.direct = decoded->direct;
+    m.suspects = std::move(decoded->suspects);
+    return m;
+}
+
+worker_view worker_from(const std::string& id, const zkco::node& node) {
+    worker_view w;
+    w.id = id;
+    if (node.stat.ephemeral_owner == 0) {
+        w.ignored = "not ephemeral: no session owns it, so it is no live worker";
+    }
+    auto decoded = protocol::decode_worker(node.data);
+    if (decoded) {
+        w.host = std::move(decoded->host);
+        w.pid = decoded->pid;
+        w.capacity = decoded->capacity.value_or(0);
+        w.threads = decoded->threads;
+        w.types = std::move(decoded->types);
+        w.started_ms = decoded->started_ms;
+        w.draining = decoded->draining;
+    } else {
+        w.garbage = decoded.error().message;
+    }
+    return w;
+}
+
+task_entry entry_from(
+    std::string id,
+    protocol::task_state state,
+    std::string worker,
+    const std::string& data,
+    std::int64_t now
+) {
+    task_entry e;
+    e.id = std::move(id);
+    e.state = state;
+    e.worker = std::move(worker);
+    auto spec = protocol::decode_task(data);
+    if (!spec) {
+        e.garbage = spec.error().message;
+        return e;
+    }
+    if (state != protocol::task_state::pending && spec->running_ms != 0) {
+        e.state = protocol::task_state::running;
+    }
+    e.type = std::move(spec->type);
+    e.tasks = std::max<std::size_t>(1, spec->bundle.size());
+    e.priority = spec->priority;
+    e.attempt = spec->attempt;
+    // A task written without submitted_ms (by another client) is as old as its id says.
+    e.submitted_ms =
+        spec->submitted_ms != 0 ? spec->submitted_ms : protocol::task_id_ms(e.id).value_or(0);
+    e.age_ms = age_since(now, e.submitted_ms);
+    e.assigned_ms = spec->assigned_ms;
+    e.running_ms = spec->running_ms;
+    e.progress = spec->progress;
+    e.progress_message = std::move(spec->progress_message);
+    return e;
+}
+
+/// The sum of the nodes' child counts (missing nodes count 0).
+zkco::result<std::uint64_t> child_count(
+    const std::vector<read_batch::slot<std::optional<zkco::stat>>>& nodes
+) {
+    std::uint64_t n = 0;
+    for (const auto& s : nodes) {
+        if (failed(*s)) {
+            return s->error();
+        }
+        if (*s && **s) {
+            n += static_cast<std::uint64_t>(std::max(0, (**s)->num_children));
+        }
+    }
+    return n;
+}
+
+}  // namespace
+
+asio::awaitable<zkco::result<protocol::layout>> read_layout(zkco::client& zk) {
+    auto node = co_await zk.get(protocol::layout::meta());
+    if (!node) {
+        co_return node.error();
+    }
+    auto meta = protocol::decode_meta(node->data);
+    if (!meta) {
+        co_return zkco::error_code(zkco::errc::data_inconsistency);
+    }
+    co_return protocol::layout::from(*meta);
+}
+
+std::vector<std::string> result_dir_paths(std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> paths;
+    paths.reserve(names.size());
+    for (const auto& name : names) {
+        paths.push_back(zkco::join_path(protocol::layout::results_dir(), name));
+    }
+    return paths;
+}
+
+asio::awaitable<zkco::result<std::vector<std::string>>> list_result_dirs(zkco::client& zk) {
+    auto kids = co_await zk.get_children(protocol::layout::results_dir());
+    if (!kids) {
+        co_return kids.error();
+    }
+    co_return result_dir_paths(std::move(kids->names));
+}
+
+asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::client& zk) {
+    auto listed = co_await zk.get_children(protocol::layout::workers_dir());
+    if (!listed) {
+        co_return listed.error();
+    }
+    auto ids = std::move(listed->names);
+    std::sort(ids.begin(), ids.end());
+    read_batch batch(zk);
+    std::vector<read_batch::slot<zkco::node>> infos;
+    infos.reserve(ids.size());
+    for (const auto& id : ids) {
+        infos.push_back(batch.get(protocol::layout::worker(id)));
+    }
+    if (const auto done = co_await batch.wait(); !done) {
+        co_return done.error();
+    }
+    std::vector<worker_view> workers;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (failed(*infos[i])) {
+            co_return infos[i]->error();
+        }
+        if (*infos[i]) {  // else it left meanwhile
+            workers.push_back(worker_from(ids[i], **infos[i]));
+        }
+    }
+    co_return workers;
+}
+
+asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, protocol::layout l) {
+    cluster_view view;
+
+    // Round 1: the fixed nodes and the directories' stats.
+    read_batch first(zk);
+    auto epoch = first.exists(protocol::layout::epoch());
+    auto master = first.get(protocol::layout::master());
+    auto workers = first.get_children(protocol::layout::workers_dir());
+    auto cancels = first.exists(protocol::layout::cancel_dir());
+    std::vector<read_batch::slot<std::optional<zkco::stat>>> pending;
+    for (auto& p : l.pending_shard_paths()) {
+        pending.push_back(first.exists(std::move(p)));
+    }
+    auto results_dir = first.exists(protocol::layout::results_dir());
+    const auto first_done = co_await first.wait();
+    if (!first_done) {
+        co_return first_done.error();
+    }
+    if (failed(*epoch)) {
+        co_return epoch->error();
+    }
+    if (*epoch && **epoch) {
+        view.epoch = (**epoch)->version;
+    }
+    if (failed(*master)) {
+        co_return master->error();
+    }
+    if (*master) {
+        view.master = master_from((*master)->data);
+    }
+    if (failed(*cancels)) {
+        co_return cancels->error();
+    }
+    if (*cancels && **cancels) {
+        view.cancel_requests = static_cast<std::uint64_t>(std::max(0, (**cancels)->num_children));
+    }
+    auto pending_count = child_count(pending);
+    if (!pending_count) {
+        co_return pending_count.error();
+    }
+    view.pending = *pending_count;
+    if (failed(*results_dir)) {
+        co_return results_dir->error();
+    }
+    // The result directories to count: every one while few enough clients' directories
+    // stand beside the shards (listing /results costs a round trip more), else the shards
+    // alone, without listing a /results that may hold more names than one answer carries.
+    std::vector<std::string> result_paths;
+    if (*results_dir && **results_dir) {
+        const auto children = static_cast<std::size_t>(std::max(0, (**results_dir)->num_children));
+        if (children <= most_result_dirs_counted + l.result_shards) {
+            auto listed = co_await list_result_dirs(zk);
+            if (!listed && listed.error() != zkco::errc::no_node) {
+                co_return listed.error();
+            }
+            result_paths = listed ? std::move(*listed) : std::vector<std::string>{};
+        } else {
+            result_paths = l.result_shard_paths();
+            view.uncounted_result_dirs =
+                children - std::min<std::size_t>(children, l.result_shards);
+        }
+    }
+    if (failed(*workers)) {
+        co_return workers->error();
+    }
+    std::vector<std::string> ids = *workers ? (*workers)->names : std::vector<std::string>{};
+    std::sort(ids.begin(), ids.end());
+
+    // Round 2: each worker's node and assignment directory, and each result directory's stat
+    // (the shards and the clients' directories).
+    read_batch second(zk);
+    std::vector<read_batch::slot<zkco::node>> infos;
+    std::vector<read_batch::slot<zkco::children>> dirs;
+    for (const auto& id : ids) {
+        infos.push_back(second.get(protocol::layout::worker(id)));
+        dirs.push_back(second.get_children(protocol::layout::assign_dir(id)));
+    }
+    std::vector<read_batch::slot<std::optional<zkco::stat>>> results;
+    results.reserve(result_paths.size());
+    for (auto& p : result_paths) {
+        results.push_back(second.exists(std::move(p)));
+    }
+    const auto second_done = co_await second.wait();
+    if (!second_done) {
+        co_return second_done.error();
+    }
+    auto result_count = child_count(results);
+    if (!result_count) {
+        co_return result_count.error();
+    }
+    view.results = *result_count;
+
+    // Round 3: each assignment's data, for its running mark.
+    read_batch third(zk);
+    std::vector<std::vector<read_batch::slot<zkco::node>>> assignments(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (failed(*infos[i])) {
+            co_return infos[i]->error();
+        }
+        if (failed(*dirs[i])) {
+            co_return dirs[i]->error();
+        }
+        if (!*infos[i]) {
+            continue;  // left meanwhile
+        }
+        auto w = worker_from(ids[i], **infos[i]);
+        if (view.master) {
+            const auto& named = view.master->suspects;
+            w.suspect = std::binary_search(named.begin(), named.end(), w.id);
+        }
+        if (*dirs[i]) {
+            for (const auto& name : (*dirs[i])->names) {
+                if (!protocol::is_cancel_marker(name)) {
+                    assignments[i].push_back(third.get(protocol::layout::assignment(ids[i], name)));
+                }
+            }
+        }
+        view.workers.push_back(std::move(w));
+    }
+    const auto third_done = co_await third.wait();
+    if (!third_done) {
+        co_return third_done.error();
+    }
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (!*infos[i]) {
+            continue;
+        }
+        auto& w = view.workers[next++];
+        for (const auto& a : assignments[i]) {
+            if (failed(*a)) {
+                co_return a->error();
+            }
+            if (!*a) {
+                continue;  // finished meanwhile
+            }
+            ++w.assigned;
+            auto spec = protocol::decode_task((*a)->data);
+            if (spec && spec->running_ms != 0) {
+                ++w.running;
+            }
+        }
+    }
+    co_return view;
+}
+
+asio::awaitable<zkco::result<task_list>> list_tasks(
+    zkco::client& zk, protocol::layout l, std::size_t limit
+) {
+    task_list out;
+    out.limit = limit;
+
+    // Round 1: every pending shard and the assignment directories.
+    read_batch first(zk);
+    std::vector<read_batch::slot<zkco::children>> shards;
+    for (auto& p : l.pending_shard_paths()) {
+        shards.push_back(first.get_children(std::move(p)));
+    }
+    auto dirs = first.get_children(protocol::layout::assign_dir());
+    const auto first_done = co_await first.wait();
+    if (!first_done) {
+        co_return first_done.error();
+    }
+    std::vector<std::pair<std::string, std::string>> pending;  // id, path
+    for (std::uint32_t i = 0; i < shards.size(); ++i) {
+        if (failed(*shards[i])) {
+            co_return shards[i]->error();
+        }
+        if (*shards[i]) {
+            for (auto& name : (*shards[i])->names) {
+                auto path = zkco::join_path(protocol::layout::pending_shard(i), name);
+                pending.emplace_back(std::move(name), std::move(path));
+            }
+        }
+    }
+    if (failed(*dirs)) {
+        co_return dirs->error();
+    }
+    std::vector<std::string> owners = *dirs ? (*dirs)->names : std::vector<std::string>{};
+    std::sort(owners.begin(), owners.end());
+
+    // Round 2: each assignment directory.
+    read_batch second(zk);
+    std::vector<read_batch::slot<zkco::children>> listed;
+    listed.reserve(owners.size());
+    for (const auto& w : owners) {
+        listed.push_back(second.get_children(protocol::layout::assign_dir(w)));
+    }
+    const auto second_done = co_await second.wait();
+    if (!second_done) {
+        co_return second_done.error();
+    }
+    std::vector<std::pair<std::string, std::string>> assigned;  // worker, id
+    for (std::size_t i = 0; i < owners.size(); ++i) {
+        if (failed(*listed[i])) {
+            co_return listed[i]->error();
+        }
+        if (*listed[i]) {
+            for (auto& name : (*listed[i])->names) {
+                if (!protocol::is_cancel_marker(name)) {
+                    assigned.emplace_back(owners[i], std::move(name));
+                }
+            }
+        }
+    }
+
+    // Round 3: the data of the first `limit` of each.
+    std::sort(pending.begin(), pending.end());
+    std::sort(assigned.begin(), assigned.end());
+    out.pending_total = pending.size();
+    out.assigned_total = assigned.size();
+    out.truncated = pending.size() > limit || assigned.size() > limit;
+    pending.resize(std::min(pending.size(), limit));
+    assigned.resize(std::min(assigned.size(), limit));
+    read_batch third(zk);
+    std::vector<read_batch::slot<zkco::node>> pending_data;
+    pending_data.reserve(pending.size());
+    for (const auto& [id, path] : pending) {
+        pending_data.push_back(third.get(path));
+    }
+    std::vector<read_batch::slot<zkco::node>> assigned_data;
+    assigned_data.reserve(assigned.size());
+    for (const auto& [w, id] : assigned) {
+        assigned_data.push_back(third.get(protocol::layout::assignment(w, id)));
+    }
+    const auto third_done = co_await third.wait();
+    if (!third_done) {
+        co_return third_done.error();
+    }
+    const auto now = protocol::now_ms();
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+        const auto& node = *pending_data[i];
+        if (failed(node)) {
+            co_return node.error();
+        }
+        if (!node) {
+            continue;  // assigned or cancelled meanwhile
+        }
+        if (!protocol::is_valid_task_id(pending[i].first)) {
+            task_entry e;
+            e.id = pending[i].first;
+            e.garbage = "not a task id";
+            out.pending.push_back(std::move(e));
+            continue;
+        }
+        out.pending.push_back(
+            entry_from(pending[i].first, protocol::task_state::pending, {}, node->data, now)
+        );
+    }
+    for (std::size_t i = 0; i < assigned.size(); ++i) {
+        const auto& node = *assigned_data[i];
+        if (failed(node)) {
+            co_return node.error();
+        }
+        if (!node) {
+            continue;  // finished meanwhile
+        }
+        out.assigned.push_back(entry_from(
+            assigned[i].second, protocol::task_state::assigned, assigned[i].first, node->data, now
+        ));
+    }
+    co_return out;
+}
+
+namespace {
+
+// One task of a bundle, from what was found of the bundle: nullopt once its result was
+// consumed.
+protocol::codec_result<std::optional<protocol::task_result>> bundled(
+    const protocol::task_result& whole, std::size_t index, const std::string& tid
+) {
+    if (std::binary_search(whole.consumed.begin(), whole.consumed.end(), index)) {
+        return std::optional<protocol::task_result>();
+    }
+    auto r = protocol::bundled_result(whole, index, tid);
+    if (!r) {
+        return r.error();
+    }
+    return std::optional<protocol::task_result>(std::move(*r));
+}
+
+}  // namespace
+
+asio::awaitable<zkco::result<std::optional<protocol::task_result>>> peek_result(
+    zkco::client& zk, protocol::layout l, std::string tid
+) {
+    const auto ref = protocol::parse_task_ref(tid);
+    if (!ref) {
+        co_return std::optional<protocol::task_result>();
+    }
+    auto node = co_await zk.get(l.result(ref->node));
+    if (!node) {
+        if (node.error() == zkco::errc::no_node) {
+            co_return std::optional<protocol::task_result>();
+        }
+        co_return node.error();
+    }
+    auto decoded = protocol::decode_result(node->data);
+    if (!decoded) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    if (ref->index) {
+        auto one = bundled(*decoded, *ref->index, tid);
+        if (!one) {
+            co_return zkco::error_code(client_errc::garbage_result);
+        }
+        co_return std::move(*one);
+    }
+    co_return std::optional<protocol::task_result>(std::move(*decoded));
+}
+
+namespace {
+/// One look for `tid`, not a bundle's task: pending, assigned or running, finished, unknown.
+asio::awaitable<zkco::result<task_info>> read_task_once(
+    zkco::client& zk, protocol::layout l, std::string tid
+);
+}  // namespace
+
+asio::awaitable<zkco::result<task_info>> read_task(
+    zkco::client& zk, protocol::layout l, std::string tid
+) {
+    task_info info;
+    info.id = tid;
+    const auto ref = protocol::parse_task_ref(tid);
+    if (!ref) {
+        co_return info;
+    }
+    if (ref->index) {
+        // One task of a bundle: where the bundle is, and its entry of the bundle's result.
+        auto whole = co_await read_task(zk, l, std::string(ref->node));
+        if (!whole) {
+            co_return whole.error();
+        }
+        info = std::move(*whole);
+        info.id = tid;
+        if (info.result) {
+            auto one = bundled(*info.result, *ref->index, tid);
+            if (!one) {
+                info.state = protocol::task_state::unknown;
+                info.garbage = one.error().message;
+                info.result.reset();
+            } else if (!*one) {
+                info.state = protocol::task_state::unknown;  // consumed
+                info.result.reset();
+            } else {
+                info.state = (*one)->state;
+                info.result = std::move(**one);
+            }
+        }
+        co_return info;
+    }
+    // A task moves back too (a requeue takes an assignment back to pending): one found
+    // nowhere may have moved between the reads, so it is looked for once more before it is
+    // said to be unknown.
+    auto once = co_await read_task_once(zk, l, tid);
+    if (once && once->state == protocol::task_state::unknown && once->garbage.empty()) {
+        once = co_await read_task_once(zk, l, std::move(tid));
+    }
+    co_return once;
+}
+
+namespace {
+
+asio::awaitable<zkco::result<task_info>> read_task_once(
+    zkco::client& zk, protocol::layout l, std::string tid
+) {
+    task_info info;
+    info.id = tid;
+    // The server answers one session's requests in order: reading the places in the order
+    // tasks move through them (pending, assignments, result) means a task moving on between
+    // the reads is caught in its later state.
+    read_batch first(zk);
+    auto pending = first.exists(l.pending_task(tid));
+    auto dirs = first.get_children(protocol::layout::assign_dir());
+    const auto first_done = co_await first.wait();
+    if (!first_done) {
+        co_return first_done.error();
+    }
+    if (failed(*pending)) {
+        co_return pending->error();
+    }
+    if (failed(*dirs)) {
+        co_return dirs->error();
+    }
+    read_batch second(zk);
+    std::vector<std::pair<std::string, read_batch::slot<zkco::node>>> assignments;
+    if (*dirs) {
+        for (const auto& w : (*dirs)->names) {
+            assignments.emplace_back(w, second.get(protocol::layout::assignment(w, tid)));
+        }
+    }
+    auto result = second.get(l.result(tid));
+    const auto second_done = co_await second.wait();
+    if (!second_done) {
+        co_return second_done.error();
+    }
+    if (failed(*result)) {
+        co_return result->error();
+    }
+    if (*result) {
+        auto decoded = protocol::decode_result((*result)->data);
+        if (!decoded) {
+            info.garbage = decoded.error().message;
+            co_return info;
+        }
+        info.state = decoded->state;
+        info.worker = decoded->worker;
+        info.result = std::move(*decoded);
+        co_return info;
+    }
+    for (const auto& [w, node] : assignments) {
+        if (failed(*node)) {
+            co_return node->error();
+        }
+        if (!*node) {
+            continue;
+        }
+        info.worker = w;
+        auto spec = protocol::decode_task((*node)->data);
+        if (!spec) {
+            info.state = protocol::task_state::assigned;
+            info.garbage = spec.error().message;
+        } else {
+            info.state = spec->running_ms != 0 ? protocol::task_state::running
+                                               : protocol::task_state::assigned;
+            info.progress = spec->progress;
+            info.progress_message = std::move(spec->progress_message);
+        }
+        co_return info;
+    }
+    if (*pending && **pending) {
+        info.state = protocol::task_state::pending;
+    }
+    co_return info;
+}
+
+}  // namespace
+
+// --- JSON ----------------------------------------------------------------------------------
+
+json::value to_json(const master_view& m) {
+    if (!m.garbage.empty()) {
+        return json::object{{"garbage", m.garbage}};
+    }
+    json::object o;
+    o["id"] = m.id;
+    o["epoch"] = m.epoch;
+    o["host"] = m.host;
+    o["pid"] = m.pid;
+    o["since_ms"] = m.since_ms;
+    o["throughput"] = m.throughput ? json::value(*m.throughput) : json::value(nullptr);
+    o["max_pending"] = m.max_pending ? json::value(*m.max_pending) : json::value(nullptr);
+    o["direct"] = m.direct;
+    json::array suspects;
+    for (const auto& id : m.suspects) {
+        suspects.emplace_back(id);
+    }
+    o["suspects"] = std::move(suspects);
+    return o;
+}
+
+json::value to_json(const worker_view& w) {
+    json::object o;
+    o["id"] = w.id;
+    if (!w.garbage.empty()) {
+        o["garbage"] = w.garbage;
+    } else {
+        o["host"] = w.host;
+        o["pid"] = w.pid;
+        o["capacity"] = w.capacity;
+        if (w.threads) {
+            o["threads"] = *w.threads;
+        } else {
+            o["threads"] = nullptr;
+        }
+        json::array types;
+        for (const auto& t : w.types) {
+            types.emplace_back(t);
+        }
+        o["types"] = std::move(types);
+        o["started_ms"] = w.started_ms;
+        o["draining"] = w.draining;
+    }
+    o["assigned"] = w.assigned;
+    o["running"] = w.running;
+    o["suspect"] = w.suspect;
+    if (!w.ignored.empty()) {
+        o["ignored"] = w.ignored;
+    }
+    return o;
+}
+
+json::value to_json(const cluster_view& c) {
+    json::object o;
+    o["epoch"] = c.epoch;
+    o["master"] = c.master ? to_json(*c.master) : json::value(nullptr);
+    json::array workers;
+    for (const auto& w : c.workers) {
+        workers.push_back(to_json(w));
+    }
+    o["workers"] = std::move(workers);
+    o["pending"] = c.pending;
+    o["results"] = c.results;
+    o["uncounted_result_dirs"] = c.uncounted_result_dirs;
+    o["cancel_requests"] = c.cancel_requests;
+    return o;
+}
+
+json::value to_json(const task_entry& t) {
+    json::object o;
+    o["id"] = t.id;
+    o["state"] = to_string(t.state);
+    if (t.state != protocol::task_state::pending) {
+        o["worker"] = t.worker;
+    }
+    if (!t.garbage.empty()) {
+        o["garbage"] = t.garbage;
+        return o;
+    }
+    o["type"] = t.type;
+    if (t.tasks > 1) {
+        o["tasks"] = t.tasks;
+    }
+    o["priority"] = t.priority;
+    o["attempt"] = t.attempt;
+    o["age_ms"] = t.age_ms;
+    o["submitted_ms"] = t.submitted_ms;
+    if (t.state != protocol::task_state::pending) {
+        o["assigned_ms"] = t.assigned_ms;
+    }
+    if (t.running_ms != 0) {
+        o["running_ms"] = t.running_ms;
+    }
+    if (t.progress >= 0) {
+        o["progress"] = {{"fraction", t.progress}, {"message", t.progress_message}};
+    }
+    return o;
+}
+
+json::value to_json(const task_list& t) {
+    json::object o;
+    json::array pending;
+    for (const auto& e : t.pending) {
+        pending.push_back(to_json(e));
+    }
+    json::array assigned;
+    for (const auto& e : t.assigned) {
+        assigned.push_back(to_json(e));
+    }
+    o["pending"] = std::move(pending);
+    o["assigned"] = std::move(assigned);
+    o["pending_total"] = t.pending_total;
+    o["assigned_total"] = t.assigned_total;
+    o["limit"] = t.limit;
+    o["truncated"] = t.truncated;
+    return o;
+}
+
+json::value to_json(const protocol::task_result& r) {
+    boost::system::error_code ec;
+    auto v = protocol::parse_json(encode(r), ec);  // the protocol's depth, not Boost.JSON's default
+    return ec ? json::value(nullptr) : v;
+}
+
+json::value to_json(const task_info& t) {
+    json::object o;
+    o["id"] = t.id;
+    o["state"] = to_string(t.state);
+    if (!t.worker.empty()) {
+        o["worker"] = t.worker;
+    }
+    if (t.result) {
+        o["result"] = to_json(*t.result);
+    }
+    if (t.progress >= 0 && !t.result) {
+        o["progress"] = {{"fraction", t.progress}, {"message", t.progress_message}};
+    }
+    if (!t.garbage.empty()) {
+        o["garbage"] = t.garbage;
+    }
+    return o;
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: MIT
+#include "roles/client/submit_fsm.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace zkd::roles {
+
+// --- submit_plan -----------------------------------------------------------------------------
+
+submit_plan::submit_plan(
+    protocol::layout l, std::vector<std::string> tids, std::vector<std::string> data, bool receipts
+)
+    : l_(l),
+      tids_(std::move(tids)),
+      data_(std::move(data)),
+      receipts_(receipts),
+      left_(tids_.size()) {}
+
+void submit_plan::direct(
+    std::size_t i, std::string worker, std::int32_t worker_version, std::string data
+) {
+    if (direct_.empty()) {
+        direct_.resize(tids_.size());
+    }
+    direct_.at(i) = {std::move(worker), worker_version, std::move(data)};
+}
+
+const std::string& submit_plan::direct_worker(std::size_t i) const {
+    static const std::string none;
+    return direct_.empty() ? none : direct_.at(i).worker;
+}
+
+std::vector<protocol::txn_op> submit_plan::ops(std::size_t i) const {
+    if (const auto& d = direct_worker(i); !d.empty()) {
+        return protocol::direct_submit_ops(d, direct_[i].version, tids_.at(i), direct_[i].data);
+    }
+    return {protocol::submit_op(l_, tids_.at(i), data_.at(i))};
+}
+
+submit_plan::next submit_plan::answered(
+    std::size_t i, const protocol::txn_answer& a, bool lost, bool session_alive
+) {
+    auto says = protocol::read_submit(a);
+    if (!direct_worker(i).empty()) {
+        const auto direct = protocol::read_direct_submit(a);
+        if (!direct) {
+            direct_[i] = {};  // redirected: to pending, as any other node
+            return next::resend;
+        }
+        says = *direct;
+    }
+    switch (says) {
+    case protocol::submit_outcome::submitted:
+    case protocol::submit_outcome::exists:
+        break;
+    case protocol::submit_outcome::unknown:
+        if (!receipts_ && lost && session_alive) {
+            return next::resend;
+        }
+        [[fallthrough]];
+    case protocol::submit_outcome::failed:
+        if (!failed_) {
+            failed_ = i;
+        }
+        break;
+    }
+    if (left_ > 0) {
+        --left_;
+    }
+    return left_ == 0 ? next::over : next::wait;
+}
+
+submit_plan::outcome submit_plan::result() const noexcept {
+    if (left_ > 0) {
+        // Cancelled with answers out: what became of those nodes is unknown, so the call
+        // must not say they were submitted.
+        return cancelled_ ? outcome::cancelled : outcome::pending;
+    }
+    // Every node answered before the cancel was seen: the answers say how it went.
+    return failed_ ? outcome::failed : outcome::submitted;
+}
+
+// --- direct_placer ---------------------------------------------------------------------------
+
+std::vector<std::string> worker_window(
+    std::vector<std::string> names, std::size_t& at, std::size_t most
+) {
+    if (names.size() <= most) {
+        return names;
+    }
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> some;
+    some.reserve(most);
+    for (std::size_t k = 0; k < most; ++k) {
+        some.push_back(std::move(names[(at + k) % names.size()]));
+    }
+    at = (at + most) % names.size();
+    return some;
+}
+
+void direct_placer::read(
+    std::vector<worker_seen> workers, const std::vector<std::string>& suspects
+) {
+    // What this client placed before the read before last is in the workers' counts by now,
+    // or finished: forgotten, so that a client that never waits keeps no more than that.
+    ++reads_;
+    std::erase_if(placed_, [this](const auto& p) { return p.second.read + 1 < reads_; });
+    workers_.clear();
+    for (auto& w : workers) {
+        if (std::binary_search(suspects.begin(), suspects.end(), w.id)) {
+            continue;  // it left assignments unstarted: the master takes them back
+        }
+        // The worker holds `held`, ours among them (those whose submit committed before the
+        // read): the others' and ours together take at least max(held, ours).
+        int ours = 0;
+        for (const auto& [tid, p] : placed_) {
+            ours += p.worker == w.id ? 1 : 0;
+        }
+        const int capacity = std::max(0, w.info.capacity.value_or(0));
+        const int budget = std::max(0, capacity - std::max(w.held, ours));
+        workers_.push_back({std::move(w), budget});
+    }
+}
+
+std::optional<direct_placer::target> direct_placer::place(
+    std::string_view type, std::uint64_t turn
+) {
+    if (workers_.empty()) {
+        return std::nullopt;
+    }
+    // The turn's worker while it has room (one worker per transaction: one change log read
+    // for the lot), else the one with the most room.
+    const auto fits = [type](const entry& e) {
+        const auto& types = e.seen.info.types;
+        return e.budget > 0 && !e.seen.info.draining &&
+               std::binary_search(types.begin(), types.end(), type);
+    };
+    entry* best = &workers_[turn % workers_.size()];
+    if (!fits(*best)) {
+        best = nullptr;
+        for (auto& e : workers_) {
+            if (fits(e) && (best == nullptr || e.budget > best->budget)) {
+                best = &e;
+            }
+        }
+    }
+    if (best == nullptr) {
+        return std::nullopt;
+    }
+    --best->budget;
+    return target{best->seen.id, best->seen.version};
+}
+
+void direct_placer::placed(const std::string& tid, const std::string& worker) {
+    placed_.insert_or_assign(tid, placement{worker, reads_});
+}
+
+void direct_placer::settled(const std::string& tid) {
+    const auto it = placed_.find(tid);
+    if (it == placed_.end()) {
+        return;  // placed before the last read (which counted it), or not placed directly
+    }
+    for (auto& e : workers_) {
+        if (e.seen.id == it->second.worker) {
+            ++e.budget;
+        }
+    }
+    placed_.erase(it);
+}
+
+int direct_placer::budget(std::string_view worker) const {
+    for (const auto& e : workers_) {
+        if (e.seen.id == worker) {
+            return e.budget;
+        }
+    }
+    return 0;
+}
+
+// --- bundle_consume --------------------------------------------------------------------------
+
+bundle_consume::bundle_consume(std::string path, std::size_t size, std::vector<std::size_t> indices)
+    : path_(std::move(path)), size_(size), indices_(std::move(indices)) {}
+
+bundle_consume::step bundle_consume::done(step::end e) {
+    step s;
+    s.what = step::kind::done;
+    s.how = e;
+    return s;
+}
+
+bundle_consume::step bundle_consume::read(std::string_view data, std::int32_t version) {
+    unknown_ = false;
+    auto decoded = protocol::decode_result(data);
+    if (!decoded) {
+        return done(step::end::garbage);
+    }
+    read_ = std::move(*decoded);
+    version_ = version;
+    plan_ = protocol::bundle_consume_ops(path_, read_, version, size_, indices_);
+    step s;
+    s.what = step::kind::write;
+    s.ops = plan_.ops;
+    return s;
+}
+
+bundle_consume::step bundle_consume::answered(const protocol::txn_answer& a, bool lost) {
+    step s;
+    switch (protocol::read_bundle_consume(a)) {
+    case protocol::bundle_consume_outcome::committed:
+        deleted_ = plan_.all;
+        return done(step::end::delivered);
+    case protocol::bundle_consume_outcome::conflict:
+        // Another client consumed some meanwhile: read again and retry.
+        s.what = step::kind::reread;
+        return s;
+    case protocol::bundle_consume_outcome::unknown:
+        if (lost) {
+            unknown_ = true;
+            s.what = step::kind::reconnect;
+            return s;
+        }
+        break;
+    case protocol::bundle_consume_outcome::failed:
+        break;
+    }
+    return done(step::end::failed);  // no_auth, the client going away, ...
+}
+
+bundle_consume::step bundle_consume::reconnected(bool ok) {
+    if (!ok) {
+        return done(step::end::delivered);
+    }
+    step s;
+    s.what = step::kind::reread;
+    return s;
+}
+
+bundle_consume::step bundle_consume::reread(std::string_view data, std::int32_t version) {
+    if (unknown_ && !plan_.all && version == version_ + 1) {
+        // Our set applied if the node moved on by exactly one version and holds what we
+        // wrote.
+        auto now = protocol::decode_result(data);
+        if (now && now->consumed == plan_.marked) {
+            return done(step::end::delivered);
+        }
+    }
+    return read(data, version);
+}
+
+bundle_consume::step bundle_consume::reread_gone() {
+    if (!unknown_) {
+        plan_.taken = indices_;  // consumed by others, all of it
+    }
+    return done(step::end::delivered);
+}
+
+// --- shared_bundle_read ----------------------------------------------------------------------
+
+shared_bundle_read::on_wake shared_bundle_read::woke(std::size_t index) {
+    switch (phase_) {
+    case phase::abandoned:
+        return on_wake::read_again;
+    case phase::waiting:
+        // Our own cancellation woke us: leave (one occurrence: another wait of ours may wait
+        // for the same task).
+        if (auto pos = std::find(indices_.begin(), indices_.end(), index); pos != indices_.end()) {
+            indices_.erase(pos);
+        }
+        return on_wake::cancelled;
+    case phase::consuming:
+        return on_wake::wait_more;
+    case phase::done:
+        break;
+    }
+    return on_wake::deliver;
+}
+
+void shared_bundle_read::gone() {
+    phase_ = phase::done;
+    gone_ = true;
+}
+
+void shared_bundle_read::consumed(protocol::task_result whole, std::vector<std::size_t> taken) {
+    phase_ = phase::done;
+    whole_ = std::move(whole);
+    taken_ = std::move(taken);
+}
+
+bool shared_bundle_read::abandon() {
+    if (phase_ == phase::waiting || phase_ == phase::consuming) {
+        phase_ = phase::abandoned;
+        return true;
+    }
+    return false;
+}
+
+shared_bundle_read::outcome shared_bundle_read::outcome_for(std::size_t index, std::string tid)
+    const {
+    outcome out;
+    if (gone_ || std::find(taken_.begin(), taken_.end(), index) != taken_.end()) {
+        out.what = outcome::kind::gone;
+        return out;
+    }
+    if (!whole_) {
+        out.what = outcome::kind::failed;
+        return out;
+    }
+    auto r = protocol::bundled_result(*whole_, index, std::move(tid));
+    if (!r) {
+        out.what = outcome::kind::garbage;
+        return out;
+    }
+    out.what = outcome::kind::result;
+    out.result = std::move(*r);
+    return out;
+}
+
+bool results_inbox::wait(const std::string& name) {
+    if (follower_.following() && present_.contains(name)) {
+        return true;
+    }
+    ++waited_[name];
+    ++waits_;
+    return false;
+}
+
+void results_inbox::unwait(const std::string& name) {
+    const auto it = waited_.find(name);
+    if (it == waited_.end()) {
+        return;
+    }
+    --waits_;
+    if (--it->second == 0) {
+        waited_.erase(it);
+    }
+}
+
+void results_inbox::deliver(
+    const std::string& name, const std::optional<std::string>& data, delivery& out
+) {
+    const auto it = waited_.find(name);
+    if (it == waited_.end()) {
+        return;
+    }
+    waits_ -= static_cast<std::size_t>(it->second);
+    waited_.erase(it);
+    if (data) {
+        out.with_data.emplace_back(name, *data);
+    } else {
+        out.to_read.push_back(name);
+    }
+}
+
+std::optional<results_inbox::delivery> results_inbox::log_read(
+    protocol::dir_stat s, std::string_view data
+) {
+    auto log = protocol::decode_change_log(data);
+    std::optional<std::size_t> created;
+    if (log) {
+        created = log->created.size();
+    }
+    last_log_.clear();
+    switch (follower_.read(s, created)) {
+    case protocol::log_follower::step::skip:
+        return delivery{};
+    case protocol::log_follower::step::apply: {
+        delivery out;
+        for (const auto& e : log->created) {
+            present_.insert(e.name);
+            deliver(e.name, e.data, out);
+        }
+        return out;
+    }
+    case protocol::log_follower::step::list:
+        break;
+    }
+    if (log) {
+        for (auto& e : log->created) {
+            if (e.data) {
+                last_log_.emplace(std::move(e.name), std::move(*e.data));
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+results_inbox::delivery results_inbox::listed(
+    const std::vector<std::string>& names, protocol::dir_stat s
+) {
+    follower_.listed(s);
+    ++listings_;
+    present_ = std::set<std::string>(names.begin(), names.end());
+    delivery out;
+    for (const auto& name : names) {
+        if (!waited_.contains(name)) {
+            continue;
+        }
+        std::optional<std::string> data;
+        if (const auto it = last_log_.find(name); it != last_log_.end()) {
+            data = std::move(it->second);
+        }
+        deliver(name, data, out);
+    }
+    last_log_.clear();
+    return out;
+}
+
+void results_inbox::removed(const std::string& name) {
+    present_.erase(name);
+    follower_.removed();
+}
+
+void results_inbox::gone() {
+    follower_.forget();
+    present_.clear();
+    last_log_.clear();
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The client's decisions (docs/protocol.md §6 T1 and T5), with no I/O: for a submit, which
+// worker a task goes to directly, if any, which node to send again after an answer and
+// whether the call succeeded ("did my write apply?");
+// for a consume of a bundle's tasks, what to write, and after each answer, a lost one
+// included, whether to read again, wait for the connection, or deliver; for the waits on
+// its own tasks, what its results directory's change log delivers. task_client.cpp carries
+// the steps out; tests/unit/roles/client/submit_fsm_test.cpp drives them alone.
+
+#include "protocol/change_log.hpp"
+#include "protocol/client_txn.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/task.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::roles {
+
+/// T1 for one submit() call: one create per node (a task's or a bundle's), each a group of
+/// its own so that a node that fails does not take the others down with it.
+class submit_plan {
+public:
+    /// What an answer to a node's group calls for.
+    enum class next {
+        wait,    ///< wait for the other nodes' answers
+        resend,  ///< send this node's ops again
+        over,    ///< every node is answered: see outcome()
+    };
+    enum class outcome {
+        pending,    ///< answers are still out
+        submitted,  ///< every node is there
+        failed,     ///< a node failed (first_failed() says which)
+        cancelled,  ///< the caller cancelled before every node was answered: unknown
+    };
+
+    /// `receipts`: the batcher decides a lost answer itself (a receipt), and never completes
+    /// a group with an unknown outcome while the session lives.
+    submit_plan(
+        protocol::layout l,
+        std::vector<std::string> tids,
+        std::vector<std::string> data,
+        bool receipts
+    );
+
+    /// Node `i` goes to `worker` directly (§6 T1 "Direct placement"), while its node is at
+    /// `worker_version`, with the assignment's data `data`; if the worker changed or left
+    /// (an answer says redirect), the node goes to pending as any other.
+    void direct(std::size_t i, std::string worker, std::int32_t worker_version, std::string data);
+    /// The worker node `i` was placed on directly; empty when it went to pending (or was
+    /// redirected there).
+    [[nodiscard]] const std::string& direct_worker(std::size_t i) const;
+
+    [[nodiscard]] std::size_t size() const noexcept { return tids_.size(); }
+    /// Node `i`'s id.
+    [[nodiscard]] const std::string& tid(std::size_t i) const { return tids_.at(i); }
+    /// The ops of node `i`'s group.
+    [[nodiscard]] std::vector<protocol::txn_op> ops(std::size_t i) const;
+
+    /// Node `i`'s group answered. `lost`: the outcome is unknown (the connection dropped,
+    /// not the batcher going away); `session_alive`: the session may still reconnect.
+    /// Without receipts a lost create is sent again, and node_exists then means it got there
+    /// (but a task the master took meanwhile is created twice: why receipts exist).
+    next answered(std::size_t i, const protocol::txn_answer& a, bool lost, bool session_alive);
+    /// The caller cancelled its wait.
+    void cancelled() noexcept { cancelled_ = true; }
+
+    [[nodiscard]] outcome result() const noexcept;
+    /// The first node that failed, in the order the answers came.
+    [[nodiscard]] std::optional<std::size_t> first_failed() const noexcept { return failed_; }
+
+private:
+    protocol::layout l_;
+    std::vector<std::string> tids_;
+    std::vector<std::string> data_;
+    bool receipts_;
+    std::size_t left_;
+    std::optional<std::size_t> failed_;
+    bool cancelled_ = false;
+    struct direct_target {
+        std::string worker;  // empty: pending
+        std::int32_t version = 0;
+        std::string data;
+    };
+    std::vector<direct_target> direct_;  // empty until direct() is called
+};
+
+/// A worker as a client read it, for direct placement.
+struct worker_seen {
+    std::string id;              ///< the name under /workers
+    std::int32_t version = 0;    ///< its node's data version: what the T1 checks
+    protocol::member_info info;  ///< its node, decoded (decode_worker)
+    std::int32_t held = 0;       ///< children of /assign/<id>: the tasks it holds
+};
+
+/// The workers a client reads for direct placement out of `names` (the children of
+/// /workers): all of them, or in a cluster of more than `most`, `most` of them in name order
+/// from `at` on (wrapping), `at` then moving on by `most`: a bounded cost per read, and
+/// every worker gets its turn.
+std::vector<std::string> worker_window(
+    std::vector<std::string> names, std::size_t& at, std::size_t most
+);
+
+/// Where a client places a plain task itself (docs/protocol.md §6 T1 "Direct placement"),
+/// decided from its last read of the workers, with no I/O.
+///
+/// A read gives each live worker a budget: its capacity less what it holds (this client's
+/// tasks placed there and not settled included: at least those). A plain task goes directly
+/// to a worker that serves its type, is not draining and has budget left, and takes one:
+/// the turn's worker (the tasks of one transaction go to one worker, which then reads one
+/// change log for them), else the one with the most budget; the task's result read (settled) gives
+/// it back. With no budget left the task goes to pending, and the master places it once a worker
+/// has room. Nothing is placed while nothing was read.
+class direct_placer {
+public:
+    struct target {
+        std::string worker;
+        std::int32_t version = 0;
+    };
+
+    /// A read of the workers (those that are not ephemeral, or whose node is not a worker's,
+    /// are the caller's to leave out), with the suspects /master names (sorted): they get
+    /// nothing (docs/protocol.md §7 "Stalled workers"). Tasks placed before the read before
+    /// it are forgotten: they are in the workers' counts, or finished.
+    void read(std::vector<worker_seen> workers, const std::vector<std::string>& suspects = {});
+    /// Where a plain task of `type` goes directly, or nullopt (to pending). `turn` (the
+    /// transaction it goes in) picks the worker tried first. A target given takes one of the
+    /// worker's budget: call placed() with the task's id.
+    std::optional<target> place(std::string_view type, std::uint64_t turn);
+    /// The task `tid` went to `worker` (place()'s target) and is on its way.
+    void placed(const std::string& tid, const std::string& worker);
+    /// The result of `tid` was read, or its direct submit was redirected: the budget it took
+    /// is free again (nothing happens for a task not placed directly, or forgotten).
+    void settled(const std::string& tid);
+
+    /// The budget `worker` has left (0 for a worker not in the view), for tests.
+    [[nodiscard]] int budget(std::string_view worker) const;
+
+private:
+    struct entry {
+        worker_seen seen;
+        int budget = 0;
+    };
+    struct placement {
+        std::string worker;
+        std::uint64_t read = 0;  // reads_ when it was placed
+    };
+    std::vector<entry> workers_;
+    std::uint64_t reads_ = 0;
+    std::map<std::string, placement, std::less<>> placed_;  // by task id, until settled
+};
+
+/// T5 for tasks `indices` of a bundle's result, read and written at versions: marks them
+/// consumed (deletes the node once every task is), reads again on a conflict, and after a
+/// lost answer finds out whether its write applied.
+class bundle_consume {
+public:
+    struct step {
+        enum class kind {
+            write,      ///< run `ops`, then answered()
+            reconnect,  ///< wait until connected again, then reconnected()
+            reread,     ///< read the node again, then reread() or reread_gone()
+            done,       ///< over: `end` says how
+        };
+        enum class end {
+            delivered,  ///< result() and taken() hold the outcome
+            garbage,    ///< the node is no result: delete it (it is nobody's), say so
+            failed,     ///< the write's error, which does not go away by itself
+        };
+        kind what = kind::done;
+        std::vector<protocol::txn_op> ops;
+        end how = end::failed;
+    };
+
+    /// `size` is the bundle's (its id says it).
+    bundle_consume(std::string path, std::size_t size, std::vector<std::size_t> indices);
+
+    /// The node as first read.
+    step read(std::string_view data, std::int32_t version);
+    /// The answer to `write`. `lost`: the outcome is unknown and the session may reconnect.
+    step answered(const protocol::txn_answer& a, bool lost);
+    /// After `reconnect`: `ok` when connected again. Otherwise (the session is gone) what was
+    /// read is delivered, at least once, as a plain wait would.
+    step reconnected(bool ok);
+    /// The node as read again.
+    step reread(std::string_view data, std::int32_t version);
+    /// Read again, the node is gone: others consumed the rest (ours too, unless our own
+    /// write, whose answer was lost, deleted it: then ours are delivered).
+    step reread_gone();
+
+    /// Once delivered: the bundle's result as read, and which of `indices` someone else had
+    /// consumed first.
+    [[nodiscard]] const protocol::task_result& result() const noexcept { return read_; }
+    [[nodiscard]] const std::vector<std::size_t>& taken() const noexcept { return plan_.taken; }
+    /// Our write deleted the node (every task of the bundle consumed), as its answer says:
+    /// the client's own change to the directory (a lost answer does not count).
+    [[nodiscard]] bool deleted() const noexcept { return deleted_; }
+
+private:
+    static step done(step::end e);
+
+    std::string path_;
+    std::size_t size_;
+    std::vector<std::size_t> indices_;
+    protocol::task_result read_;
+    std::int32_t version_ = 0;
+    protocol::bundle_consume_plan plan_;
+    bool unknown_ = false;  // the last write's answer was lost
+    bool deleted_ = false;  // a committed write of ours deleted the node
+};
+
+/// The waits of one client on tasks of one bundle share one read (T5): the first wait reads
+/// the bundle's result and consumes it for every wait that joined before it read; the others
+/// wait for it and take their entries from what it read.
+class shared_bundle_read {
+public:
+    enum class phase {
+        waiting,    ///< for the node
+        consuming,  ///< the node was read: the joined tasks are being consumed
+        done,       ///< see outcome()
+        abandoned,  ///< the reader ended without an answer: the others read for themselves
+    };
+    /// What a wait that joined does once woken (by the reader, or by its own cancellation).
+    enum class on_wake {
+        read_again,  ///< abandoned: read for itself
+        cancelled,   ///< woken by its cancellation while waiting: it left the read
+        wait_more,   ///< cancelled, but its task is being consumed: wait for that, not lose it
+        deliver,     ///< done: outcome()
+    };
+    /// What the wait on one task gets.
+    struct outcome {
+        enum class kind {
+            result,   ///< `result`
+            gone,     ///< no_node: consumed by someone else (or the node was gone)
+            garbage,  ///< its entry cannot be read out of the bundle's result
+            failed,   ///< the reader's error
+        };
+        kind what = kind::failed;
+        protocol::task_result result;
+    };
+
+    explicit shared_bundle_read(std::size_t first) : indices_{first} {}
+
+    /// Another wait of the same client joins, for task `index`.
+    void join(std::size_t index) { indices_.push_back(index); }
+    /// A joined wait on `index` was woken.
+    on_wake woke(std::size_t index);
+
+    // The reader's events.
+    /// The node was gone before it was read: no_node for all.
+    void gone();
+    /// Consuming begins: the tasks joined so far are consumed (indices()).
+    void consuming() { phase_ = phase::consuming; }
+    /// Consumed: the bundle's result as read, and which of indices() others consumed first.
+    void consumed(protocol::task_result whole, std::vector<std::size_t> taken);
+    /// The consume failed with an error of its own (outcome() says failed).
+    void failed() { phase_ = phase::done; }
+    /// The reader ended otherwise (an error, a cancellation): true when the joined waits
+    /// must be woken to read for themselves.
+    bool abandon();
+
+    [[nodiscard]] phase now() const noexcept { return phase_; }
+    [[nodiscard]] const std::vector<std::size_t>& indices() const noexcept { return indices_; }
+    /// Once done: what the wait on task `index` (named `tid`) gets.
+    [[nodiscard]] outcome outcome_for(std::size_t index, std::string tid) const;
+
+private:
+    std::vector<std::size_t> indices_;  // the tasks waited for, one entry per wait
+    phase phase_ = phase::waiting;
+    std::optional<protocol::task_result> whole_;  // once consumed
+    bool gone_ = false;
+    std::vector<std::size_t> taken_;
+};
+
+/// The client's own results directory, /results/<c> (docs/protocol.md §6 T5 "Waiting"),
+/// followed by its change log while the client waits for results there: a read of the log
+/// names the results written since the last one, mostly with their data, so a wait costs no
+/// `exists` and, mostly, no read of its own. The directory is listed when the log does not
+/// account for every change (protocol::log_follower). The view knows the names in the
+/// directory and the names waited for; it delivers each waited name once.
+class results_inbox {
+public:
+    /// Results for the waits: with their data, or by name only (read them).
+    struct delivery {
+        std::vector<std::pair<std::string, std::string>> with_data;  ///< name, data
+        std::vector<std::string> to_read;
+        [[nodiscard]] bool empty() const noexcept { return with_data.empty() && to_read.empty(); }
+    };
+
+    /// A wait on the result named `name` begins. True when the view knows it is there
+    /// already: the caller reads it itself (it is not delivered).
+    bool wait(const std::string& name);
+    /// A wait ended without a delivery (cancelled, or it read the result itself).
+    void unwait(const std::string& name);
+    /// Waits not yet delivered.
+    [[nodiscard]] std::size_t waiting() const noexcept { return waits_; }
+
+    /// The directory's data was read at `s`: what it delivers, or nullopt when the directory
+    /// must be listed (then listed()).
+    std::optional<delivery> log_read(protocol::dir_stat s, std::string_view data);
+    /// The directory was listed at `s`, right after log_read() asked for it: the waited
+    /// names it holds are delivered, with the data of the log that read carried for them.
+    delivery listed(const std::vector<std::string>& names, protocol::dir_stat s);
+    /// Our delete of `name` was answered: it is gone, and the change log's count knows why.
+    void removed(const std::string& name);
+    /// The directory is missing (not made yet, or deleted): list it once it is there.
+    void gone();
+    [[nodiscard]] bool following() const noexcept { return follower_.following(); }
+    /// Listings of the directory so far (each listed() call): after the first, each one a
+    /// read that did not account for every change.
+    [[nodiscard]] std::uint64_t listings() const noexcept { return listings_; }
+
+private:
+    /// Takes the waits on `name` into `out` (with `data`, or to read).
+    void deliver(const std::string& name, const std::optional<std::string>& data, delivery& out);
+
+    protocol::log_follower follower_;
+    std::set<std::string> present_;      // the names in the directory, as far as we know
+    std::map<std::string, int> waited_;  // name -> waits on it, not yet delivered
+    std::size_t waits_ = 0;
+    std::map<std::string, std::string> last_log_;  // the data of the log read that failed
+    std::uint64_t listings_ = 0;
+};
+
+}  // namespace zkd::roles

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
+#include "protocol/queue_bound.hpp"
+#include "protocol/task.hpp"
+#include "roles/client/submit_fsm.hpp"
+#include "roles/txn/batcher.hpp"
+#include "zkco/client.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zkd::roles {
+
+/// Why a task could not be submitted, or its result not read.
+enum class client_errc {
+    invalid_task = 1,  ///< bad type name, priority, attempts or timeout
+    task_too_large,    ///< the encoded task is over max_task_bytes
+    garbage_result,    ///< the result node does not hold a zkd result
+    /// the cluster's bound on pending tasks (the master's max_pending) would be passed:
+    /// nothing was submitted; task_client::last_queue_check() has the figures
+    queue_full,
+};
+const boost::system::error_category& client_category() noexcept;
+zkco::error_code make_error_code(client_errc e) noexcept;
+
+/// One task to submit.
+struct task_request {
+    std::string type;
+    boost::json::value args;
+    int priority = 5;
+    std::chrono::milliseconds timeout{0};
+    int max_attempts = 3;
+};
+
+/// How submit() stores tasks.
+struct submit_options {
+    /// Most tasks per bundle (docs/protocol.md §4.1): consecutive tasks of one call with the
+    /// same type, priority, timeout and max_attempts share one node, up to this many (at most
+    /// max_bundle_tasks) and what fits a node (max_task_bytes). A bundle moves as a unit: one
+    /// worker runs its tasks, their results come back together, a cancel of one task cancels the
+    /// bundle, a retry retries it. Fewer ZooKeeper requests per task, so far more tasks per second.
+    /// 1 (the default): every task its own node.
+    std::size_t bundle = 1;
+};
+
+/// A task's state as a client sees it (docs/protocol.md §6), with the worker holding it.
+struct task_status {
+    protocol::task_state state = protocol::task_state::unknown;
+    std::string worker;  ///< assigned or running (or who published the result)
+    std::optional<protocol::task_result> result;  ///< once finished, until consumed
+};
+
+/// The client role (docs/protocol.md §7 "Client") over one session: submits tasks (T1, many
+/// per multi), waits for results by watch and consumes them (T5), answers status queries
+/// and cancels (T7). Use on the session's executor; `zk` must outlive it.
+class task_client {
+public:
+    task_client(zkco::client& zk, protocol::layout l);
+    ~task_client();
+    task_client(const task_client&) = delete;
+    task_client& operator=(const task_client&) = delete;
+
+    /// Submits the tasks and yields their ids, in order (a bundled task's id is
+    /// `<bundle id>.<index>`). Validated first: nothing is sent if one is invalid
+    /// (client_errc), nor when its nodes would take the pending count past the master's
+    /// bound (queue_full; the count and bound are read at most a second before, docs/
+    /// protocol.md §7). A retry after a lost connection is idempotent. Cancelled (terminal)
+    /// before every node was answered: operation_aborted, the outcome unknown (the creates
+    /// already sent may still apply), never success.
+    boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit(
+        std::vector<task_request> tasks, submit_options opts = {}
+    );
+
+    /// Waits (by watch, never polling) until the task's result exists, reads it and consumes
+    /// it: exactly one caller gets it. For a bundled task, the waits of one client on tasks of
+    /// one bundle share one read, and the bundle's node goes once every task's result was
+    /// consumed (by whichever clients); a wait on a bundle's own id consumes the whole bundle.
+    /// A wait cancelled before its result was read consumes nothing. Errors: garbage_result,
+    /// no_node (someone else consumed it), the session's errors.
+    boost::asio::awaitable<zkco::result<protocol::task_result>> wait(std::string tid);
+
+    /// Waits like wait() until the task's result exists and reads it, but consumes nothing:
+    /// call consume() once the result was delivered (so that a caller who could not deliver
+    /// it leaves it for a later reader). Errors: garbage_result, no_node (already consumed),
+    /// the session's errors.
+    boost::asio::awaitable<zkco::result<protocol::task_result>> await_result(std::string tid);
+
+    /// Consumes the task's result (T5): deletes its node; a task of a bundle is marked
+    /// consumed in the bundle's node, which goes once all its tasks are. A result already
+    /// gone is no error. Errors: the session's.
+    boost::asio::awaitable<zkco::result<void>> consume(std::string tid);
+
+    /// Where the task is now: pending, assigned or running (with the worker), or finished
+    /// with its result (read, not consumed); unknown when none of these exists (never
+    /// submitted, or the result was consumed or collected). Errors: garbage_result, the
+    /// session's errors.
+    boost::asio::awaitable<zkco::result<task_status>> status(std::string tid);
+
+    /// Completes once every write this client queued has been answered (the deletes that
+    /// consume results after wait() are sent without waiting, with the client's next
+    /// transaction or within 20 ms, and retried after a connection loss): call
+    /// it before closing the session, or they may never reach the server. Completes at once
+    /// when the session is gone.
+    boost::asio::awaitable<void> flush();
+
+    /// For a client that is done (no wait of it still out): flush(), then, when every node
+    /// this client submitted had its result consumed by it, deletes its results directory,
+    /// so that a short-lived client (`zkd submit --wait`) leaves no empty directory for the
+    /// master to collect a day later (T8). A result that comes after all makes the
+    /// directory again (§2). A client that submitted bundles keeps it (their results are
+    /// consumed task by task, maybe by several clients). Gives up on the delete after 2 s.
+    boost::asio::awaitable<void> close();
+
+    /// Asks the master to cancel the task (T7); the result says how it ended.
+    boost::asio::awaitable<zkco::result<void>> cancel(std::string tid);
+
+    [[nodiscard]] const protocol::task_id_generator& ids() const noexcept { return ids_; }
+
+    /// Listings of this client's results directory so far: the first when its waits begin
+    /// to follow it, then one per change log read that did not account for every change
+    /// (docs/protocol.md §6). A cost figure (zkd-loadgen reports it per task).
+    [[nodiscard]] std::uint64_t results_listings() const noexcept;
+
+    /// Whether plain tasks may go to a worker directly, without the master (docs/protocol.md
+    /// §6 T1 "Direct placement"; on by default): while the last read of the workers (at most
+    /// a second old) leaves one with a free slot that serves the type. Off: every task goes
+    /// to pending and the master places it. The master's word wins: a `/master` that says
+    /// `"direct":false` (`zkd run --no-direct`) turns it off for every client, from their
+    /// next read of it (at most a second later).
+    void place_directly(bool on) noexcept { direct_on_ = on; }
+    /// Tasks this client placed on workers directly so far (a cost figure for zkd-loadgen).
+    [[nodiscard]] std::uint64_t direct_placed() const noexcept { return direct_placed_; }
+
+    /// What the last submit that got as far as the bound was decided on (its pending count,
+    /// nodes and bound): the figures of a queue_full.
+    [[nodiscard]] const protocol::queue_check& last_queue_check() const noexcept {
+        return last_check_;
+    }
+
+private:
+    struct bundle_wait;
+    struct inbox;
+    struct inbox_wait;
+
+    /// Admits a submit of `adding` nodes against the bound (gauge_), reading /master and the
+    /// pending shards' stats first when the figures are over a second old (one read at a time:
+    /// concurrent submits wait for it). Errors: the session's, operation_aborted.
+    boost::asio::awaitable<zkco::result<protocol::queue_check>> check_queue(std::uint64_t adding);
+    /// One read of the figures into gauge_ (and of the workers into direct_, when placing
+    /// directly), again after a connection loss the session survives.
+    boost::asio::awaitable<zkco::error_code> read_queue();
+    /// The second half of read_queue when placing directly: each worker's node and the count
+    /// of its assignments, into direct_ (a failed read places nothing directly till the next).
+    boost::asio::awaitable<void> read_workers(std::vector<std::string> names);
+
+    /// Waits until `path` exists and reads it.
+    boost::asio::awaitable<zkco::result<zkco::node>> await_node(std::string path);
+    /// Waits until the result of the task node `tid` exists and reads it: through this
+    /// client's results directory and its change log (await_own) for a task of its own,
+    /// else by an `exists` watch on the result (await_node).
+    boost::asio::awaitable<zkco::result<zkco::node>> await_result_node(std::string tid);
+    /// Waits for the result `name` in this client's own results directory: the inbox's
+    /// follower (follow_inbox) delivers it, mostly with its data.
+    boost::asio::awaitable<zkco::result<zkco::node>> await_own(std::string name);
+    /// Follows this client's results directory `dir` by its change log while waits are
+    /// parked in `box`: ends once none are after a change, or with the session (failing
+    /// the waits).
+    static boost::asio::awaitable<void> follow_inbox(
+        zkco::client& zk, std::string dir, std::shared_ptr<inbox> box, std::shared_ptr<bool> alive
+    );
+    /// A new id for a node of `bundle` tasks (0: a plain task), in the pending shard of the
+    /// transaction the batcher sends next: the node's id (a bundle's id for a bundle).
+    std::string draw_id(int priority, std::int64_t submitted_ms, std::size_t bundle);
+    /// Reads `path`, again after a connection loss the session survives.
+    boost::asio::awaitable<zkco::result<zkco::node>> read_node(std::string path);
+    /// T5 for a task's own result node: deletes it in the background (batched), again after
+    /// a connection loss the session survives, after deleting what others wrote below it;
+    /// what cannot be deleted is logged (it stays until the master's retention, T8).
+    void consume_result(std::string path);
+    /// The delete of consume_result, awaited: no error once the node is gone. `deferred`:
+    /// its first try waits for a transaction to ride with (multi_batcher's deferred groups).
+    boost::asio::awaitable<zkco::error_code> consume_until_done(
+        std::string path, bool deferred = false
+    );
+    boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(
+        std::string bundle, std::size_t index, std::string tid
+    );
+    /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
+    /// yields the result as read, and which of `indices` someone else had consumed first.
+    boost::asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
+    consume_bundled(std::string bundle, zkco::node node, std::vector<std::size_t> indices);
+
+    zkco::client& zk_;
+    protocol::layout l_;
+    protocol::task_id_generator ids_;
+    multi_batcher batcher_;
+    /// draw_id: the batcher's transaction count the last id was drawn for, and how many
+    /// nodes were drawn for it; every shard_run of them go in the next shard.
+    std::uint64_t drawn_for_txn_ = 0;
+    std::uint64_t drawn_ = 0;
+    static constexpr std::uint64_t shard_run = 250;
+    std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
+    std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
+    /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
+    boost::asio::steady_timer consumed_;
+    bool receipts_ = false;          ///< the batcher writes receipts (from the first submit on)
+    bool results_dir_made_ = false;  ///< our results directory was made (first submit)
+    /// Nodes this client submitted (sent, whatever came of them) less its consumes of
+    /// results in its own directory: close() keeps the directory unless it is 0.
+    std::size_t own_unconsumed_ = 0;
+    protocol::pending_gauge gauge_;             ///< the bound and the pending count, as last read
+    bool direct_on_ = true;                     ///< place_directly()
+    bool master_says_direct_ = true;            ///< /master's "direct", as last read
+    std::vector<std::string> master_suspects_;  ///< /master's "suspects", as last read
+    direct_placer direct_;                      ///< the workers as last read, for direct placement
+    std::uint64_t direct_placed_ = 0;           ///< direct_placed()
+    /// Most workers read for direct placement at a time (read_workers, worker_window), and
+    /// where the next read's window starts.
+    static constexpr std::size_t direct_sample = 16;
+    std::size_t sample_at_ = 0;
+    protocol::queue_check last_check_;
+    bool reading_queue_ = false;  ///< a read_queue is out: others wait for queue_read_
+    /// Cancelled when a read_queue ends (a timer used as a condvar).
+    boost::asio::steady_timer queue_read_;
+    std::shared_ptr<inbox> inbox_;  ///< the waits on our own results (await_own)
+    /// False once this client is destroyed: background work of it checks before touching it.
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace zkd::roles
+
+template <>
+struct boost::system::is_error_code_enum<zkd::roles::client_errc> : std::true_type {};

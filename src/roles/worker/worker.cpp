@@ -1,0 +1,735 @@
+// SPDX-License-Identifier: MIT
+// The worker's shell: its decisions are roles/worker_view (worker_state: what to run, stop,
+// publish and retry, drain); this file feeds it what ZooKeeper and the handlers say and
+// carries its actions out, each task as a child of one task_group.
+//
+// Cancellation, one idiom throughout: a coroutine that must finish its cleanup (stop and
+// await handlers, settle a publish) starts with `throw_if_cancelled(false)`, so a cancel
+// never throws out of a co_await halfway, and checks `this_coro::cancellation_state` after
+// the waits a cancel should cut short. Asio's slot-based cancellation is what task_group
+// and the `||` operator emit, and an exception-free check keeps every exit path visible.
+#include "roles/worker/worker.hpp"
+
+#include "protocol/ids.hpp"
+#include "protocol/worker_txn.hpp"
+#include "reactor/offload.hpp"
+#include "reactor/task_group.hpp"
+#include "roles/cluster/election.hpp"
+#include "roles/cluster/foreign.hpp"
+#include "roles/txn/batcher.hpp"
+#include "roles/txn/zk_ops.hpp"
+#include "roles/worker/worker_fsm.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stop_token>
+
+namespace asio = boost::asio;
+
+namespace zkd::roles {
+
+namespace {
+
+protocol::task_result failure(std::string_view code, std::string message) {
+    protocol::task_result r;
+    r.state = code == protocol::codes::timeout     ? protocol::task_state::timed_out
+              : code == protocol::codes::cancelled ? protocol::task_state::cancelled
+                                                   : protocol::task_state::failed;
+    r.error = protocol::task_error{std::string(code), std::move(message)};
+    return r;
+}
+
+/// One assignment in this worker's hands: a task, or a bundle of tasks (§4.1).
+struct running_task {
+    explicit running_task(const asio::any_io_executor& ex) : mark(ex), progress_timer(ex) {}
+
+    std::stop_source stop;       // stops every handler of it: cancel marker, shutdown
+    bool cancel_marker = false;  // stopped for its <tid>.cancel marker (worker_state says)
+    bool done = false;
+    asio::steady_timer mark;       // when to write the running mark
+    std::vector<double> progress;  // what each handler call reported last (-1: nothing)
+    std::string progress_message;  // the last message reported
+
+    // Writes to the assignment node (the running mark, then progress): one at a time.
+    zkco::client* zk = nullptr;
+    std::string worker;
+    std::string tid;
+    protocol::task_spec marked;         // what the node holds, as we last wrote it
+    std::int32_t version = 0;           // the node's version we expect
+    bool writing = false;               // a write is in flight
+    bool dirty = false;                 // progress newer than what was written
+    bool gave_up = false;               // a write failed: the node is not ours to write any more
+    asio::steady_timer progress_timer;  // at most one progress write a second
+    asio::steady_timer::time_point last_write{};
+};
+
+/// The running mark (T3), with the latest progress; later progress reports at most once a
+/// second (docs/protocol.md §9). Only touches `t` and its session, never the worker, whose
+/// session may complete these after it has gone.
+void write_assignment(const std::shared_ptr<running_task>& t) {
+    if (t->done || t->writing || t->gave_up) {
+        return;
+    }
+    if (t->marked.running_ms == 0) {
+        t->marked.running_ms = protocol::now_ms();
+    }
+    double sum = 0;
+    bool any = false;
+    for (const double p : t->progress) {
+        any = any || p >= 0;
+        sum += std::max(p, 0.0);
+    }
+    if (any) {
+        t->marked.progress = sum / static_cast<double>(t->progress.size());
+        t->marked.progress_message = t->progress_message;
+        t->marked.progress_ms = protocol::now_ms();
+    }
+    t->writing = true;
+    t->dirty = false;
+    t->last_write = asio::steady_timer::clock_type::now();
+    auto op = protocol::running_mark_op(t->worker, t->tid, t->marked, t->version);
+    t->zk->async_set(
+        std::move(op.path), std::move(op.data), op.version,
+        [t](zkco::error_code ec, zkco::stat st) {
+            t->writing = false;
+            if (ec == zkco::condition::retryable && !t->done) {
+                // Outcome unknown (the connection dropped): the mark is what tells the master
+                // that this worker runs the task (an unmarked one it takes back), so try
+                // again in a second; a try that applied makes the next fail (version), done.
+                t->dirty = true;
+                t->progress_timer.expires_after(std::chrono::seconds(1));
+                t->progress_timer.async_wait([t](zkco::error_code wec) {
+                    if (!wec) {
+                        write_assignment(t);
+                    }
+                });
+                return;
+            }
+            if (protocol::read_mark(static_cast<bool>(ec)) == protocol::mark_outcome::gave_up) {
+                t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
+                return;
+            }
+            t->version = st.version;
+            if (t->dirty && !t->done) {
+                t->progress_timer.expires_at(t->last_write + std::chrono::seconds(1));
+                t->progress_timer.async_wait([t](zkco::error_code wec) {
+                    if (!wec) {
+                        write_assignment(t);
+                    }
+                });
+            }
+        }
+    );
+}
+
+/// A handler reported progress: published with the running mark, or within a second.
+void progress_reported(const std::shared_ptr<running_task>& t) {
+    t->dirty = true;
+    if (t->marked.running_ms == 0 || t->writing || t->done || t->gave_up) {
+        return;  // the mark carries it, or the write in flight schedules the next
+    }
+    t->progress_timer.expires_at(
+        std::max(asio::steady_timer::clock_type::now(), t->last_write + std::chrono::seconds(1))
+    );
+    t->progress_timer.async_wait([t](zkco::error_code ec) {
+        if (!ec) {
+            write_assignment(t);
+        }
+    });
+}
+
+/// Keeps what a handler call (`part` of the assignment) reported, on the loop.
+void record_progress(
+    const std::shared_ptr<running_task>& t, std::size_t part, double fraction, std::string message
+) {
+    if (part < t->progress.size() && std::isfinite(fraction)) {
+        t->progress[part] = std::clamp(fraction, 0.0, 1.0);
+        t->progress_message = std::move(message);
+        progress_reported(t);
+    }
+}
+
+/// One handler call: a task, or one task of a bundle.
+struct handler_call {
+    explicit handler_call(const asio::any_io_executor& ex) : deadline(ex) {}
+
+    std::stop_source stop;  // the handler's stop token: its assignment's, or its timeout
+    bool timed_out = false;
+    bool done = false;
+    asio::steady_timer deadline;  // the task's timeout
+};
+
+/// Starts `c`'s timeout (on the loop) unless it has ended or has none.
+void arm_deadline(const std::shared_ptr<handler_call>& c, std::chrono::milliseconds timeout) {
+    if (c->done || timeout.count() <= 0) {
+        return;
+    }
+    c->deadline.expires_after(timeout);
+    c->deadline.async_wait([c](zkco::error_code ec) {
+        if (!ec && !c->done) {
+            c->timed_out = true;
+            c->stop.request_stop();
+        }
+    });
+}
+
+/// Cuts `s` to at most `n` bytes without splitting a UTF-8 character (JSON must stay valid).
+void cut_utf8(std::string& s, std::size_t n) {
+    if (s.size() <= n) {
+        return;
+    }
+    s.resize(n);
+    std::size_t keep = s.size();
+    // Drop a trailing lead byte and its continuation bytes if the character was cut short.
+    std::size_t back = 0;
+    while (back < 4 && back < keep &&
+           (static_cast<unsigned char>(s[keep - 1 - back]) & 0xC0U) == 0x80U) {
+        ++back;
+    }
+    if (back < keep) {
+        const auto lead = static_cast<unsigned char>(s[keep - 1 - back]);
+        const std::size_t need = lead >= 0xF0U ? 4 : lead >= 0xE0U ? 3 : lead >= 0xC0U ? 2 : 1;
+        if (need != back + 1) {
+            keep -= back + 1;
+        }
+    }
+    s.resize(keep);
+}
+
+/// The largest encoded value a bundle's task may keep so that the bundle's result fits.
+std::size_t bundled_value_budget(std::size_t tasks) {
+    return (protocol::max_result_bytes - 4096) / std::max<std::size_t>(tasks, 1);
+}
+
+class worker_session {
+public:
+    worker_session(
+        zkco::client& zk,
+        protocol::layout l,
+        protocol::member_info me,
+        const handlers::registry& reg,
+        reactor::compute_pool& pool,
+        worker_options opts,
+        worker_stats* stats
+    )
+        : zk_(zk),
+          l_(l),
+          me_(std::move(me)),
+          reg_(reg),
+          pool_(pool),
+          opts_(std::move(opts)),
+          stats_(stats != nullptr ? stats : &own_stats_),
+          results_(zk),
+          state_(l, me_, *stats_),
+          group_(zk.get_executor()),
+          idle_(zk.get_executor()) {
+        // T4's results go in their clients' directories, with a change log (§6), made on
+        // demand (§2).
+        results_.enable_change_logs();
+    }
+
+    asio::awaitable<void> run() {
+        if (!me_.threads) {
+            // What its pool runs side by side: the master keeps that many tasks of one
+            // transaction together here (docs/protocol.md §7 "Master loop").
+            me_.threads = static_cast<int>(std::min<std::size_t>(pool_.size(), 1'000'000));
+        }
+        if (me_.types.empty()) {
+            me_.types = reg_.types();
+        }
+        me_.started_ms = protocol::now_ms();
+        if (auto joined = co_await join_workers(zk_, me_); !joined) {
+            spdlog::error("worker {}: cannot join: {}", me_.id, joined.error().message());
+            co_return;
+        }
+        state_.joined(me_);
+        spdlog::info(
+            "worker {} joined (capacity {}, {} types)", me_.id, me_.capacity.value_or(0),
+            me_.types.size()
+        );
+        co_await asio::this_coro::reset_cancellation_state(asio::enable_terminal_cancellation());
+        co_await asio::this_coro::throw_if_cancelled(false);
+        if (opts_.drain != nullptr) {
+            using namespace asio::experimental::awaitable_operators;
+            co_await (watch_assignments() || drain());
+        } else {
+            co_await watch_assignments();
+        }
+        // Session gone, drained or asked to stop: stop the handlers, then wait for them;
+        // nothing of theirs is published (the master requeues what we held).
+        for (const auto& tid : state_.stop()) {
+            if (auto it = tasks_.find(tid); it != tasks_.end()) {
+                it->second->stop.request_stop();
+            }
+        }
+        co_await group_.async_wait(asio::use_awaitable);
+    }
+
+private:
+    /// Carries out what the view decided on a listing.
+    void act(const worker_action& a) {
+        switch (a.what) {
+        case worker_action::kind::run:
+            start(a.tid, a.data);
+            break;
+        case worker_action::kind::stop:
+            if (auto it = tasks_.find(a.tid); it != tasks_.end()) {
+                it->second->cancel_marker = true;
+                it->second->stop.request_stop();
+            }
+            break;
+        case worker_action::kind::remove_marker:
+            // The answer is ignored: litter that stays goes on a later listing, or by T6.
+            for (const auto& op : a.ops) {
+                zk_.async_remove(op.path, op.version, [](zkco::error_code) {});
+            }
+            break;
+        case worker_action::kind::mark_draining:
+        case worker_action::kind::remake_dir:
+            break;  // awaited where they are decided (drain(), watch_assignments())
+        }
+    }
+
+    /// Waits for the drain request, says so in /workers/<me> (T9), then waits until every
+    /// task in hand has ended (published) and completes.
+    asio::awaitable<void> drain() {
+        const bool requested = co_await opts_.drain->wait();
+        if (!requested) {
+            co_return;
+        }
+        spdlog::info("worker {}: draining: no new tasks; {} running", me_.id, state_.in_hand());
+        const auto mark = state_.drain();
+        const auto& op = mark.ops.front();
+        auto set = co_await zk_.set(op.path, op.data, op.version);
+        if (!set) {
+            spdlog::warn(
+                "worker {}: cannot mark itself draining: {}", me_.id, set.error().message()
+            );
+        }
+        while (!state_.drained()) {
+            idle_.expires_at(asio::steady_timer::time_point::max());
+            co_await idle_.async_wait(asio::as_tuple(asio::use_awaitable));
+            const auto cs = co_await asio::this_coro::cancellation_state;
+            if (cs.cancelled() != asio::cancellation_type::none) {
+                co_return;
+            }
+        }
+        spdlog::info("worker {}: drained", me_.id);
+    }
+
+    /// Follows our assignment directory by its change log (docs/protocol.md §6): a data
+    /// watch, so our own T4 deletes wake nothing, and a read that names the new assignments
+    /// (with their data, mostly); the directory is listed only when the log does not account
+    /// for every change (worker_state::log_read says).
+    asio::awaitable<void> watch_assignments() {
+        const std::string dir = protocol::layout::assign_dir(me_.id);
+        for (;;) {
+            const auto cs = co_await asio::this_coro::cancellation_state;
+            if (cs.cancelled() != asio::cancellation_type::none) {
+                co_return;
+            }
+            auto read = co_await zk_.watch_get(dir);
+            if (read) {
+                auto actions = state_.log_read(to_dir_stat(read->value.stat), read->value.data);
+                if (!actions) {
+                    auto kids = co_await zk_.get_children(dir);
+                    if (!kids) {
+                        read = kids.error();
+                    } else {
+                        actions = state_.listed(kids->names, to_dir_stat(kids->stat));
+                    }
+                }
+                for (const auto& a : actions.value_or(std::vector<worker_action>{})) {
+                    act(a);
+                }
+            }
+            if (!read && read.error() == zkco::errc::no_node) {
+                state_.dir_gone();
+                // A pause keeps this from racing someone who keeps deleting it.
+                spdlog::warn(
+                    "worker {}: its assignment directory {} was deleted; making it again", me_.id,
+                    dir
+                );
+                const auto remake = state_.dir_missing();
+                asio::steady_timer pause(zk_.get_executor(), std::chrono::milliseconds(100));
+                co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+                const auto& op = remake.ops.front();
+                auto made = co_await zk_.create(op.path, op.data);
+                if (made || made.error() == zkco::errc::node_exists) {
+                    continue;
+                }
+                read = made.error();
+            }
+            if (!read) {
+                const bool retry = co_await reconnected_after(zk_, read.error());
+                if (retry) {
+                    continue;
+                }
+                spdlog::warn("worker {}: stops: {}", me_.id, read.error().message());
+                co_return;
+            }
+            auto ev = co_await read->watch.changed();
+            if (!ev && ev.error() == zkco::condition::session_lost) {
+                spdlog::warn("worker {}: session lost: {}", me_.id, ev.error().message());
+                co_return;
+            }
+        }
+    }
+
+    /// Runs `tid`, whose assignment holds `data` (nullopt: read it first).
+    void start(const std::string& tid, std::optional<std::string> data) {
+        auto t = std::make_shared<running_task>(zk_.get_executor());
+        tasks_.emplace(tid, t);
+        group_.spawn(
+            [this, tid, t, data = std::move(data)]() mutable {
+                return run_task(tid, t, std::move(data));
+            },
+            tid
+        );
+    }
+
+    asio::awaitable<void> run_task(
+        std::string tid, std::shared_ptr<running_task> t, std::optional<std::string> data
+    ) {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        const std::string path = protocol::layout::assignment(me_.id, tid);
+        zkco::result<zkco::node> node = zkco::node{};
+        if (data) {
+            node->data = std::move(*data);  // as created (version 0): only we write it since
+        } else {
+            ++stats_->task_reads;
+            node = co_await zk_.get(path);
+        }
+        while (!node) {
+            const bool retry = co_await reconnected_after(zk_, node.error());
+            if (!retry) {
+                break;
+            }
+            node = co_await zk_.get(path);
+        }
+        if (!node) {
+            finished(tid, std::nullopt);  // requeued or cancelled before we looked
+            co_return;
+        }
+        protocol::task_result result = co_await execute(tid, *node, t);
+        result.task = tid;
+        result.worker = me_.id;
+        result.finished_ms = protocol::now_ms();
+        std::optional<publish_end> how;
+        if (!state_.stopping()) {
+            how = co_await publish(tid, result);
+        }
+        finished(tid, how);
+    }
+
+    void finished(const std::string& tid, std::optional<publish_end> how) {
+        tasks_.erase(tid);
+        if (auto litter = state_.task_ended(tid, how)) {
+            act(*litter);
+        }
+        idle_.cancel();
+    }
+
+    asio::awaitable<protocol::task_result> execute(
+        const std::string& tid, const zkco::node& node, const std::shared_ptr<running_task>& t
+    ) {
+        auto spec = protocol::decode_task(node.data);
+        const std::int64_t started = protocol::now_ms();
+        if (!protocol::is_valid_task_id(tid)) {
+            // Written by a stranger (§8): its name must never reach a handler or a program
+            // (ZKD_TASK_ID), whatever the node holds.
+            spec = protocol::decode_error{"its name is not a task id"};
+        } else if (spec && spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id
+                                                                                 // gives the size
+            spec = protocol::decode_error{
+                "the node holds a bundle of " + std::to_string(spec->bundle.size()) +
+                " tasks where its id says " + std::to_string(protocol::bundle_size(tid))};
+        }
+        if (!spec) {
+            spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
+            auto r = failure(protocol::codes::malformed_task, spec.error().message);
+            r.started_ms = started;
+            co_return r;
+        }
+        // Tasks still running after a moment get their running mark (T3).
+        t->mark.expires_after(opts_.running_mark_after);
+        t->zk = &zk_;
+        t->worker = me_.id;
+        t->tid = tid;
+        t->marked = *spec;
+        t->version = node.stat.version;
+        t->mark.async_wait([this, t](zkco::error_code ec) {
+            if (ec || t->done || state_.stopping()) {
+                return;
+            }
+            write_assignment(t);
+        });
+
+        protocol::task_result r;
+        t->progress.assign(std::max<std::size_t>(spec->bundle.size(), 1), -1.0);
+        if (spec->bundle.empty()) {
+            r = co_await call(*spec, spec->args, t, protocol::max_result_bytes, tid, 0);
+        } else {
+            r = co_await call_bundle(*spec, t, tid);
+        }
+        t->done = true;
+        t->mark.cancel();
+        t->progress_timer.cancel();
+        r.attempt = spec->attempt;
+        r.started_ms = started;
+        co_return r;
+    }
+
+    /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
+    /// holds one entry per task and sums them up: their common state, or failed.
+    asio::awaitable<protocol::task_result> call_bundle(
+        const protocol::task_spec& spec,
+        const std::shared_ptr<running_task>& t,
+        const std::string& tid
+    ) {
+        // Failed until its call says otherwise (a call that never ran reports nothing).
+        std::vector<protocol::task_result> entries(
+            spec.bundle.size(), failure(protocol::codes::handler_error, "not run")
+        );
+        const std::size_t budget = bundled_value_budget(entries.size());
+        reactor::task_group calls(zk_.get_executor());
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+            calls.spawn([this, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
+                entries[i] = co_await call(
+                    spec, spec.bundle[i], t, budget, tid + "#" + std::to_string(i), i
+                );
+            });
+        }
+        co_await calls.async_wait(asio::use_awaitable);
+        if (auto e = calls.first_exception()) {
+            std::rethrow_exception(e);
+        }
+        for (auto& e : entries) {
+            // Each entry within its share of the result, and decodable where it sits.
+            if (auto ok = protocol::validate_bundled(e); !ok) {
+                e = failure(
+                    protocol::codes::handler_error,
+                    "the handler's result cannot be stored: " + ok.error().message
+                );
+            }
+            if (e.error) {
+                cut_utf8(e.error->message, budget / 2);
+            }
+        }
+        protocol::task_result r;
+        std::size_t failed = 0;
+        for (const auto& e : entries) {
+            failed += e.state == protocol::task_state::succeeded ? 0 : 1;
+        }
+        const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {
+            return e.state == entries.front().state;
+        });
+        if (failed == 0) {
+            r.state = protocol::task_state::succeeded;
+        } else if (uniform) {
+            r = failure(entries.front().error->code, entries.front().error->message);
+            r.state = entries.front().state;
+        } else {
+            r = failure(
+                protocol::codes::handler_error, std::to_string(failed) + " of " +
+                                                    std::to_string(entries.size()) +
+                                                    " tasks of the bundle did not succeed"
+            );
+        }
+        r.bundle = std::move(entries);
+        co_return r;
+    }
+
+    /// One handler call, stopped by its assignment's stop source or its timeout: on the pool,
+    /// or on the loop for an asynchronous type (an exec type). `label` names it to the handler
+    /// and `part` is its place in the bundle (0 alone). A value whose encoding is over
+    /// `value_limit` becomes a result_too_large failure.
+    asio::awaitable<protocol::task_result> call(
+        const protocol::task_spec& spec,
+        const boost::json::value& args,
+        const std::shared_ptr<running_task>& t,
+        std::size_t value_limit,
+        std::string label,
+        std::size_t part
+    ) {
+        auto c = std::make_shared<handler_call>(zk_.get_executor());
+        const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
+        const auto timeout = reg_.limits(spec.type).effective(spec.timeout);
+        handlers::handler_result outcome = handlers::handler_error{};
+        if (reg_.find_async(spec.type) != nullptr) {
+            handlers::async_call ac;
+            ac.args = args;
+            ac.task = std::move(label);
+            ac.stop = c->stop.get_token();
+            ac.started = [c, timeout] { arm_deadline(c, timeout); };
+            ac.progress = [t, part](double fraction, std::string message) {
+                record_progress(t, part, fraction, std::move(message));
+            };
+            outcome = co_await handlers::run_async_handler(reg_, spec.type, std::move(ac));
+        } else {
+            // The timeout counts from when a pool thread starts the handler, not while it
+            // queues (behind a bundle's other tasks, say): the job tells the loop when it starts.
+            std::function<void()> started;
+            if (timeout.count() > 0) {
+                started = [c, timeout, ex = zk_.get_executor()] {
+                    asio::post(ex, [c, timeout] { arm_deadline(c, timeout); });
+                };
+            }
+            // Reports from the pool thread reach the loop coalesced: the latest one, one post
+            // at a time, however often the handler reports.
+            struct latest {
+                std::mutex m;
+                double fraction = 0;
+                std::string message;
+                bool posted = false;
+            };
+            handlers::progress_fn report =
+                [box = std::make_shared<latest>(), t, part,
+                 ex = zk_.get_executor()](double fraction, std::string message) {
+                    const std::lock_guard lock(box->m);
+                    box->fraction = fraction;
+                    box->message = std::move(message);
+                    if (std::exchange(box->posted, true)) {
+                        return;
+                    }
+                    asio::post(ex, [box, t, part] {
+                        std::unique_lock held(box->m);
+                        box->posted = false;
+                        const double f = box->fraction;
+                        std::string m = box->message;
+                        held.unlock();
+                        record_progress(t, part, f, std::move(m));
+                    });
+                };
+            // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
+            auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
+                        started = std::move(started), report = std::move(report)]() {
+                if (started) {
+                    started();
+                }
+                return handlers::run_handler(reg, type, args, token, report);
+            };
+            outcome = co_await reactor::offload(pool_, std::move(job));
+        }
+        c->done = true;
+        c->deadline.cancel();
+
+        protocol::task_result r;
+        if (outcome) {
+            r.state = protocol::task_state::succeeded;
+            r.value = std::move(*outcome);
+            if (encode(r).size() > value_limit) {
+                r = failure(
+                    protocol::codes::result_too_large,
+                    "the handler's result is over " + std::to_string(value_limit) + " bytes"
+                );
+            }
+        } else if (c->timed_out) {
+            r = failure(
+                protocol::codes::timeout,
+                "timed out after " + std::to_string(timeout.count()) + " ms"
+            );
+        } else if (t->cancel_marker && t->stop.stop_requested()) {
+            r = failure(protocol::codes::cancelled, "cancelled");
+        } else {
+            r = failure(outcome.error().code, outcome.error().message);
+        }
+        co_return r;
+    }
+
+    /// T4, as worker_state's publish plan says, try by try.
+    asio::awaitable<publish_end> publish(std::string tid, protocol::task_result result) {
+        auto step = state_.publish(tid, encode(result));
+        zkco::error_code last;  // the error a reconnect step is about
+        for (;;) {
+            switch (step.what) {
+            case publish_plan::step::kind::send: {
+                auto ops = to_zkco(std::move(step.ops));
+                auto [ec, per_op] = co_await results_.async_submit(
+                    std::move(ops), asio::as_tuple(asio::use_awaitable)
+                );
+                last = ec;
+                step = state_.publish_answered(tid, to_answer(ec, per_op));
+                break;
+            }
+            case publish_plan::step::kind::clear_foreign: {
+                auto removed = co_await remove_children(zk_, step.path);
+                if (removed) {
+                    spdlog::warn(
+                        "worker {}: deleted {} node(s) someone else wrote below {}", me_.id,
+                        *removed, step.path
+                    );
+                } else {
+                    last = removed.error();
+                }
+                step = state_.publish_cleared(tid, removed.has_value());
+                break;
+            }
+            case publish_plan::step::kind::reconnect: {
+                const bool retry = co_await reconnected_after(zk_, last);
+                if (!retry) {
+                    spdlog::warn("worker {}: cannot publish {}: {}", me_.id, tid, last.message());
+                }
+                step = state_.publish_reconnected(tid, retry);
+                break;
+            }
+            case publish_plan::step::kind::done:
+                if (step.end == publish_end::published ||
+                    step.end == publish_end::published_by_lost_try) {
+                    if (opts_.on_published) {
+                        opts_.on_published(result);
+                    }
+                }
+                co_return step.end;
+            }
+        }
+    }
+
+    zkco::client& zk_;
+    protocol::layout l_;
+    protocol::member_info me_;
+    const handlers::registry& reg_;
+    reactor::compute_pool& pool_;
+    worker_options opts_;
+    worker_stats own_stats_;
+    worker_stats* stats_;
+    multi_batcher results_;
+    worker_state state_;
+    // The runtime side of each task in hand (handlers' stop source, timers): worker_state
+    // holds the same tasks' decisions.
+    std::map<std::string, std::shared_ptr<running_task>> tasks_;
+    reactor::task_group group_;
+    asio::steady_timer idle_;  // cancelled whenever a task ends (drain waits on it)
+};
+
+}  // namespace
+
+asio::awaitable<void> run_worker(
+    zkco::client& zk,
+    protocol::layout l,
+    protocol::member_info me,
+    const handlers::registry& reg,
+    reactor::compute_pool& pool,
+    worker_options opts,
+    worker_stats* stats
+) {
+    worker_session session(zk, l, std::move(me), reg, pool, opts, stats);
+    co_await session.run();
+}
+
+}  // namespace zkd::roles
