@@ -7,7 +7,7 @@
 #include "loadgen/report.hpp"
 #include "protocol/layout.hpp"
 #include "reactor/task_group.hpp"
-#include "roles/task_client.hpp"
+#include "roles/client/task_client.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>

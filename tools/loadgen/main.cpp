@@ -10,8 +10,8 @@
 #include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
-#include "roles/election.hpp"
-#include "roles/inspect.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/cluster/election.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
 
