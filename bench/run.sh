@@ -231,7 +231,7 @@ for mode in fsync nosync; do
          "multi/s $(jget "$out/$mode/raw.json" raw.multis_per_s)" \
          "($(jget "$out/$mode/raw.json" raw.creates_in_multis_per_s) creates/s inside multis)"
     if [ "$mode" = fsync ]; then
-        # The defaults configuration: what a user who runs `zkd run` as the README shows gets.
+        # The defaults configuration: what a user gets who runs `zkd run` with no options.
         d=$out/defaults
         ns=defaults
         mkdir -p "$d"
