@@ -9,7 +9,7 @@
 #   - how long `zkd tasks`, `zkd cluster`, GET /v1/cluster and GET /v1/tasks take to answer;
 #   - SIGKILL of the master with workers joining at the same moment: the time until the
 #     first task is done (the standby takes over once the dead master's session expires:
-#     the session timeout, 10 s by default, is part of it: kill_to_standby_elected_s);
+#     the session timeout, 6 s by default, is part of it: kill_to_standby_elected_s);
 #   - the drain: how many tasks are done per second, and whether all N are (no pending,
 #     none held, N results) within --drain-limit; if not, how long the rest would take.
 # Usage: bench/backlog.sh [--tasks N] [--workers W] [--heap SIZE] [--build DIR] [--out DIR]
@@ -19,7 +19,7 @@
 #   --heap SIZE          zkd-zk-local start --heap (default: its own, from the machine)
 #   --build DIR          where the binaries are (default build/release, built if missing)
 #   --out DIR            results (default bench/results/backlog-<date>-<N>)
-#   --session-timeout D  the master's and standby's session timeout (default: zkd's, 10s)
+#   --session-timeout D  the master's and standby's session timeout (default: zkd's, 6s)
 #   --drain-limit S      stop watching the drain after S seconds (default 600) and report the
 #                        rate so far and the time the rest would take at that rate
 #   --perf S             `perf record -g` the standby for S seconds from the kill

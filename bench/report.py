@@ -64,7 +64,7 @@ def defaults_section(out, raw, add):
     rpt = lambda x: num(requests_per_task(x), "{:.1f}")
     bt = get(burst, "load", "tasks_per_s")
     add(f"## Defaults ({DEFAULTS}; fsync ZooKeeper)\n")
-    add("What a user who starts `zkd run` as the README shows gets: 4 processes with default "
+    add("What a user gets who starts `zkd run` with no options: 4 processes with default "
         "options, one task per node. *one at a time*: one task in flight; *burst*: every task "
         "submitted at once, 100 per submit call; *open*: scheduled arrivals at half the burst's "
         "rate; *light*: 100 tasks/s. Writes are write transactions (a multi counts once) and "

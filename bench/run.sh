@@ -10,12 +10,12 @@
 # tasks, a light open loop (the latency floor); then batch sizes, event-loop lag under a
 # saturated pool, idle RSS, master memory and ZooKeeper heap per pending task; then (full
 # runs) the backlog scenario, bench/backlog.sh. ZooKeeper writes and requests per task are
-# the server's own counters (mntr). Writes bench/results/<date>/ (results.md, JSON of every
+# the server's own counters (mntr). Writes bench/results/run-<date>/ (results.md, JSON of every
 # run, PNG plots) and stops everything it started.
 # Usage: bench/run.sh [--quick] [--no-install] [--out DIR] [--backlog N] [--build DIR]
 #   --quick       smaller runs (a few minutes instead of about twenty), no backlog
 #   --no-install  do not install missing packages (gnuplot-nox, build dependencies)
-#   --out DIR     write results to DIR instead of bench/results/<date>
+#   --out DIR     write results to DIR instead of bench/results/run-<date>
 #   --backlog N   pending tasks for bench/backlog.sh (default 200000; 0: skip it)
 #   --build DIR   use the binaries already built in DIR instead of building build/release
 set -euo pipefail
@@ -87,7 +87,7 @@ done
 
 # --- where results go ------------------------------------------------------------------------
 if [ -z "$out" ]; then
-    out=bench/results/$(date +%Y-%m-%d)
+    out=bench/results/run-$(date +%Y-%m-%d)
     if [ -e "$out" ]; then
         n=2
         while [ -e "$out-$n" ]; do n=$((n + 1)); done
@@ -231,7 +231,7 @@ for mode in fsync nosync; do
          "multi/s $(jget "$out/$mode/raw.json" raw.multis_per_s)" \
          "($(jget "$out/$mode/raw.json" raw.creates_in_multis_per_s) creates/s inside multis)"
     if [ "$mode" = fsync ]; then
-        # The defaults configuration: what a user who runs `zkd run` as the README shows gets.
+        # The defaults configuration: what a user gets who runs `zkd run` with no options.
         d=$out/defaults
         ns=defaults
         mkdir -p "$d"

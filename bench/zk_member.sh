@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Issue 12 item 4 (docs/chaos.md): a 3-member ensemble (zkd-zk-local) and 4 `zkd run`
-# (session 4 s); zkd-loadgen's throughput (closed loop, 64 in flight) and an open loop at
-# RATE tasks/s, with all members up and with one follower stopped; then one follower killed
-# and restarted while the open loop runs, timed, with its phases from its own server.log.
+# One ZooKeeper member down, and a member restart under load (docs/chaos.md): a 3-member
+# ensemble (zkd-zk-local) and 4 `zkd run` (session timeout 4 s); zkd-loadgen's throughput
+# (closed loop, 64 in flight) and an open loop at RATE tasks/s, with all members up and
+# with one follower stopped; then one follower killed and restarted while the open loop
+# runs, timed, with its phases from its own server.log.
 # Usage: bench/zk_member.sh [BUILD_DIR (default build/release)] [SECONDS per load (20)] [RATE (200)]
 set -euo pipefail
 cd "$(dirname "$0")/.."

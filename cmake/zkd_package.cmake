@@ -47,9 +47,10 @@ elseif(ZKD_HELP2MAN AND ZKD_GZIP)
 else()
     message(STATUS "help2man or gzip not found: no man pages (tools/install-deps.sh installs them)")
 endif()
-install(FILES "${zkd_packaging}/copyright" README.md
+install(FILES "${zkd_packaging}/copyright" README.md CHANGELOG.md
         DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
-# README's links go to docs/: the same tree beside it.
+# The README's user links go to docs/: the same tree beside it (its links to the source
+# tree, tools/ and CONTRIBUTING.md are for a checkout).
 install(DIRECTORY docs/ DESTINATION "${CMAKE_INSTALL_DOCDIR}/docs" COMPONENT runtime)
 
 # Absolute paths, installed only for the package (EXCLUDE_FROM_ALL keeps them out of a

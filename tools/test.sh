@@ -41,6 +41,8 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 # The sources as .clang-format says (seconds; clang-tidy runs per change: tools/tidy.sh).
 tools/format.sh --check
+# No numbered internal milestone labels in tracked files (milliseconds).
+tools/check_labels.sh
 
 # build DIR TARGET [cmake args...]   (TARGET "all" for everything)
 build() {

@@ -14,7 +14,7 @@
 
 namespace zkd::cli {
 
-// Exit codes, for scripts (README.md lists them).
+// Exit codes, for scripts (docs/cli.md lists them).
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failed = 1;         ///< the task did not succeed / the command failed
 inline constexpr int exit_usage = 2;          ///< bad command line, config file or environment

@@ -252,7 +252,7 @@ int cmd_run(int argc, char** argv) {
     // threads never idle while the master refills a slot and T2/T4 batch: a burst of no-op
     // tasks on 4 default nodes of 2 cores went from 826 to 1,409 tasks/s and from 2.9 to 1.9
     // ZooKeeper writes per task. The price: a task may wait behind capacity - threads others
-    // on its worker, whatever their priority (README, "Priorities and prefetch").
+    // on its worker, whatever their priority (docs/cli.md, "Priorities and prefetch").
     o.capacity =
         static_cast<int>(a.number("--capacity", 4 * static_cast<long>(threads), 0, 100'000));
     o.session_timeout = a.duration("--session-timeout", roles::default_session_timeout, 400ms, 1h);

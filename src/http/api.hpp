@@ -87,7 +87,7 @@ bool is_public(resource r);
 /// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET" ("" for none).
 std::string_view allowed_methods(resource r);
 
-/// Who may use the API (README "HTTP API", threat model).
+/// Who may use the API (docs/http.md, threat model).
 struct access_policy {
     /// When not empty, every request needs `Authorization: Bearer <token>` (else 401).
     std::string token;

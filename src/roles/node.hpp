@@ -28,8 +28,8 @@ enum class node_role {
 /// A member that dies without closing its session keeps its role until ZooKeeper expires the
 /// session, one timeout after its last ping, which is at most a third of a timeout old (the
 /// C client pings after a third without traffic): 2/3 to 1 timeout after the death. With 6 s
-/// a SIGKILLed master is replaced within about 7 s (issue 14 asks < 10 s; 10 s, the previous
-/// default, gave 7.5-11 s). The price: a member whose whole process stalls longer (SIGSTOP, a
+/// a SIGKILLed master is replaced within about 7 s (the previous default, 10 s,
+/// gave 7.5-11 s). The price: a member whose whole process stalls longer (SIGSTOP, a
 /// paused VM) loses its role, which costs a takeover, never a task (epoch fencing). So does an
 /// event loop stalled that long: zkco's pings go out from the loop (handlers run on a pool).
 inline constexpr std::chrono::milliseconds default_session_timeout{6'000};

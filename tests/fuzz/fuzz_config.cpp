@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The config file (`zkd --config FILE`, README "Configuration"): cli::parse_config, then the
+// The config file (`zkd --config FILE`, docs/cli.md): cli::parse_config, then the
 // value parsers its keys go through (durations, the ZooKeeper connect string, the HTTP
 // listen address). Bad input is a usage_error, never a crash; a duration is never negative.
 #include "cli/options.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The body of POST /v1/tasks (README "HTTP API"): http::parse_submit. What it accepts makes
+// The body of POST /v1/tasks (docs/http.md): http::parse_submit. What it accepts makes
 // tasks a worker will take (validate()); what it refuses is a 400 whose error body is JSON.
 #include "fuzz_common.hpp"
 #include "http/api.hpp"

@@ -792,7 +792,7 @@ TEST_F(Http, ANewSessionAfterExpiry) {
     EXPECT_EQ(submit.status, 200) << submit;
 }
 
-// Issue 11.7: a client that leaves during POST ?wait loses nothing: the result is consumed
+// A client that leaves during POST ?wait loses nothing: the result is consumed
 // only once an answer carrying it was written.
 TEST_F(Http, AWaitingClientThatLeavesLeavesTheResult) {
     start();
@@ -943,7 +943,7 @@ TEST_F(Http, SlowlorisConnectionsDoNotLockOutAClientWithTheToken) {
     }
 }
 
-// Issue 11.6: with a token, every endpoint wants it (401 with WWW-Authenticate otherwise).
+// With a token, every endpoint wants it (401 with WWW-Authenticate otherwise).
 TEST_F(Http, ATokenIsRequiredOnEveryEndpoint) {
     const std::string token = "Zk8-secret_token.0123456789";
     start(true, {}, [&token](zkd::http::server_options& o) { o.token = token; });
@@ -973,7 +973,7 @@ TEST_F(Http, ATokenIsRequiredOnEveryEndpoint) {
     EXPECT_GE(std::stod(m["zkd_http_requests_total{\"code\":\"401\"}"]), 9.0);
 }
 
-// Issue 11.6: a browser on this machine cannot be used against a loopback server: no other
+// A browser on this machine cannot be used against a loopback server: no other
 // Host (DNS rebinding), no other Origin, no form or text/plain POST (CSRF).
 TEST_F(Http, BrowsersElsewhereAreRefused) {
     start();
@@ -1022,7 +1022,7 @@ TEST_F(Http, BrowsersElsewhereAreRefused) {
     EXPECT_EQ(m["zkd_tasks_submitted_total{}"], "1.0");
 }
 
-// Issue 11.6: HTTPS with a certificate and key (made here with the openssl CLI).
+// HTTPS with a certificate and key (made here with the openssl CLI).
 TEST_F(Http, ServesHttpsWithACertificate) {
     const auto cert = dir_ / "cert.pem";
     const auto key = dir_ / "key.pem";
@@ -1062,7 +1062,7 @@ TEST_F(Http, ServesHttpsWithACertificate) {
     EXPECT_EQ(after.status, 200) << after;
 }
 
-// Issue 11.6: `zkd run` will not expose the API beyond loopback (or a protected cluster's
+// `zkd run` will not expose the API beyond loopback (or a protected cluster's
 // API) without a token and TLS, unless told to; bad token or TLS files are usage errors.
 TEST_F(Http, RunRefusesToExposeTheApi) {
     const auto token_file = dir_ / "token";
@@ -1107,7 +1107,7 @@ TEST_F(Http, RunRefusesToExposeTheApi) {
     EXPECT_NE(env.err.find("--http-tls-cert"), std::string::npos) << env.err;
 }
 
-// Issue 11.6: `zkd run --http-token-file` serves only requests with the token.
+// `zkd run --http-token-file` serves only requests with the token.
 TEST_F(Http, RunServesOnlyWithTheToken) {
     const auto token_file = dir_ / "token";
     std::ofstream(token_file) << "run-token-0123456789\n";
@@ -1248,7 +1248,7 @@ TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
     EXPECT_EQ(checked.get(), "");
 }
 
-// Issue 15: the status page's files are served without the token (they hold no data) but
+// The status page's files are served without the token (they hold no data) but
 // with the Host and Origin checks and a strict CSP; its data, /v1/status, needs the token.
 TEST_F(Http, TheStatusPageIsPublicItsDataIsNot) {
     const std::string token = "status-token-0123456789";
@@ -1294,7 +1294,7 @@ TEST_F(Http, TheStatusPageIsPublicItsDataIsNot) {
     EXPECT_TRUE(v.at("running").is_array()) << status;
 }
 
-// Issue 15: /v1/status shows running tasks with their progress and lists failures found in
+// /v1/status shows running tasks with their progress and lists failures found in
 // the results.
 TEST_F(Http, StatusShowsRunningTasksAndFailures) {
     start(true, {}, [](zkd::http::server_options& o) { o.status_max_age = 200ms; });
@@ -1355,7 +1355,7 @@ TEST_F(Http, StatusSaysWhenItDidNotScanTheResultsForFailures) {
     ) << seen;
 }
 
-// Issue 15: the cluster part of /v1/status is read once per status_max_age, whoever asks:
+// The cluster part of /v1/status is read once per status_max_age, whoever asks:
 // a change in the cluster meanwhile shows only once it is over.
 TEST_F(Http, StatusSnapshotsAreSharedForTheirMaxAge) {
     capacity_ = 0;  // a master without a worker: a submitted task stays pending

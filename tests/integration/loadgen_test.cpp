@@ -497,7 +497,7 @@ TEST_F(Loadgen, NoResultForTheStallTimeStopsTheRun) {
 }
 
 // zkd-loadgen's own server dies in the middle of a run (the backlog that killed the embedded
-// ZooKeeper, issue 14): the run ends with exit 3 and says so, once its session is gone (the
+// ZooKeeper): the run ends with exit 3 and says so, once its session is gone (the
 // session timeout after the server went), instead of printing 0/s until someone kills it.
 TEST_F(Loadgen, AServerThatDiesMidRunEndsItWithExitThree) {
     ZKD_REQUIRE_LOCAL_ZK_SERVER();
@@ -581,7 +581,7 @@ TEST_F(Loadgen, AMasterStartedWithNoDirectGetsEveryTask) {
         << json::serialize(load.at("client"));
 }
 
-// Issue 14: a full queue (zkd run --max-pending) makes zkd-loadgen wait and submit again,
+// A full queue (zkd run --max-pending) makes zkd-loadgen wait and submit again,
 // counting the refusals, instead of failing tasks: 30 tasks at once against a bound of 5 are
 // all submitted and finish. (The client counts its own submits against the bound between
 // its reads of the pending count, so the sixth submit is refused however fast workers are.)

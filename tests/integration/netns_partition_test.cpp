@@ -4,7 +4,7 @@
 // the host end of a veth pair. Taking that link down cuts the node off the way a network does
 // it: packets are dropped, nothing is reset. A worker cut off past its session timeout loses
 // its tasks to another worker and its late results go nowhere; a master cut off past it
-// stands down before another takes over (issue 12, item 5: measured from both processes'
+// stands down before another takes over (measured from both processes'
 // logs); a partition shorter than the session timeout changes nothing. Needs root (CI runs
 // as root): without it every test here fails, saying so.
 #include "roles/client/inspect.hpp"
@@ -455,7 +455,7 @@ TEST_F(
             ok = co_await until(rejoined, 30s);
             ASSERT_TRUE(ok) << "the old master did not come back as a candidate and worker";
 
-            // Item 5: the old master stopped acting (stood down, was deposed, or lost its session:
+            // The old master stopped acting (stood down, was deposed, or lost its session:
             // whichever it logged first) before the new one was even elected.
             const auto old_log = log_lines("old");
             const auto new_log = log_lines("new");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The bound on pending tasks (issue 14, docs/protocol.md §7 "Client"), through real `zkd run`
+// The bound on pending tasks (docs/protocol.md §7 "Client"), through real `zkd run`
 // processes and a real ZooKeeper: a master started with --max-pending publishes it in
 // /master; submits up to it succeed, the next fails with "queue full" and creates nothing,
 // through the library (client_errc::queue_full), the CLI (exit 6) and HTTP (429 with

@@ -168,7 +168,7 @@ std::string foreign_task(const std::string& type, json::value args) {
     return encode(t);
 }
 
-// --- item 1: a deposed master rejoins the election --------------------------------------
+// --- a deposed master rejoins the election --------------------------------------
 
 TEST_F(RolesHostile, AnyoneMovingTheEpochDeposesTheMasterAndANewTermStarts) {
     run(
@@ -219,7 +219,7 @@ TEST_F(RolesHostile, AnyoneMovingTheEpochDeposesTheMasterAndANewTermStarts) {
     );
 }
 
-// --- item 2: only ephemeral nodes stand for workers and candidates ----------------------
+// --- only ephemeral nodes stand for workers and candidates ----------------------
 
 TEST_F(RolesHostile, APersistentWorkerNodeGetsNoTasksAndStallsNothing) {
     run([&]() -> asio::awaitable<void> {
@@ -272,7 +272,7 @@ TEST_F(RolesHostile, APersistentElectionNodeDoesNotKeepTheClusterWithoutAMaster)
     }());
 }
 
-// --- item 3: tasks that cannot be assigned fail once, with no loop ----------------------
+// --- tasks that cannot be assigned fail once, with no loop ----------------------
 
 TEST_F(RolesHostile, AnOversizedPendingNodeFailsOnceAsMalformed) {
     run([&]() -> asio::awaitable<void> {
@@ -356,7 +356,7 @@ TEST_F(RolesHostile, ACancelOfAPendingNodeWithAChildIsNotDropped) {
     }());
 }
 
-// --- item 4: children below assignments and results; our nodes deleted ------------------
+// --- children below assignments and results; our nodes deleted ------------------
 
 TEST_F(RolesHostile, AChildBelowARunningAssignmentDoesNotKeepTheTaskRunning) {
     run([&]() -> asio::awaitable<void> {

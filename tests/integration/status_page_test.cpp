@@ -243,7 +243,7 @@ protected:
     std::string base_url_;
 };
 
-// Issue 15: the page renders, follows the cluster live, and is quiet in the console.
+// The page renders, follows the cluster live, and is quiet in the console.
 TEST_F(StatusPage, ShowsWorkersJoiningAndLeavingAndTasksLiveWithoutConsoleErrors) {
     const auto started = std::chrono::steady_clock::now();
     const auto token_file = dir_ / "token";

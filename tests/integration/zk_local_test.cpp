@@ -352,8 +352,8 @@ TEST(ZkLocalSharedServer, SharedServerSurvivesRestart) {
 
 }  // namespace
 
-// The JVM heap: sized from the machine unless given, and given sizes are checked (issue 14:
-// a fixed -Xmx256m died of OutOfMemoryError at ~191,000 pending tasks).
+// The JVM heap: sized from the machine unless given, and given sizes are checked (a
+// fixed -Xmx256m died of OutOfMemoryError at ~191,000 pending tasks).
 TEST(ZkLocalHeap, SizesAreParsedAndTheDefaultFollowsTheMachine) {
     EXPECT_EQ(zl::parse_heap("300m"), "300m");
     EXPECT_EQ(zl::parse_heap("2g"), "2048m");
