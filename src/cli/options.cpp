@@ -472,7 +472,7 @@ std::string open_cluster_warning(const cluster_target& t) {
            "result, forge results, cancel tasks and pose as a worker or the master. To close "
            "it, start every zkd of the cluster, and give every client command, the same "
            "--user NAME with --password-file FILE (or ZKD_PASSWORD), in a namespace made with "
-           "them (README, \"Deploying on several machines\")";
+           "them (docs/deploying.md, \"Deploying on several machines\")";
 }
 
 }  // namespace zkd::cli

@@ -84,12 +84,12 @@ command line wins, then the environment, then the file. Durations take a unit: 5
   --no-direct             when master: clients place no task on a worker themselves, every
                           task goes through the master, strictly by priority (by default a
                           client sends a plain task straight to a worker with room, at
-                          about half the latency; README "Priorities and prefetch")
+                          about half the latency; docs/cli.md "Priorities and prefetch")
   --host NAME             name in member ids (default: the hostname)
   --log-level LEVEL       trace, debug, info (default), warn, error, off
   --log-format FORMAT     text (default) or json (one object per line)
   --http ADDR             serve the HTTP API and /metrics on ADDR (host:port, [v6]:port, or
-                          :port for loopback; off by default; see README "HTTP API"); the
+                          :port for loopback; off by default; see docs/http.md); the
                           queue metrics (zkd_queue_depth, assign latency, requeued, lost,
                           rejected) come only from the node that is master at the time
   --http-token-file FILE  every HTTP request then needs 'Authorization: Bearer <token>', the

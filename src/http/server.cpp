@@ -444,7 +444,7 @@ struct server::impl {
         );
         counters.tasks_placed_directly += zs.tc->direct_placed() - direct_before;
         if (!ids) {
-            if (ids.error() == roles::client_errc::invalid_task) {
+            if (ids.error() == roles::client_condition::invalid_task) {
                 co_return error_response({400, "invalid_task", ids.error().message()});
             }
             if (ids.error() == roles::client_errc::task_too_large) {

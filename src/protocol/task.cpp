@@ -304,10 +304,11 @@ std::optional<decode_error> field_problem(
     if (shape.depth + levels > max_json_depth) {
         return decode_error{
             quoted(key) + " is nested more than " + std::to_string(max_json_depth - levels) +
-            " levels deep"};
+                " levels deep",
+            std::string(key)};
     }
     if (!shape.finite)
-        return decode_error{quoted(key) + " holds an infinite number"};
+        return decode_error{quoted(key) + " holds an infinite number", std::string(key)};
     return std::nullopt;
 }
 
@@ -460,23 +461,28 @@ codec_result<void> validate(const task_spec& t) {
     if (!is_valid_task_type(t.type)) {
         return decode_error{
             "field \"type\" must be 1 to 128 characters of [A-Za-z0-9_.:-], not " +
-            brief(json::value(json::string_view(t.type.data(), t.type.size())))};
+            brief(json::value(json::string_view(t.type.data(), t.type.size()))),
+            "type"};
     }
     if (t.priority < min_priority || t.priority > max_priority) {
         return decode_error{
-            "field \"priority\" must be from 0 to 9, not " + std::to_string(t.priority)};
+            "field \"priority\" must be from 0 to 9, not " + std::to_string(t.priority),
+            "priority"};
     }
     if (t.timeout.count() < 0) {
         return decode_error{
-            "field \"timeout_ms\" must be >= 0, not " + std::to_string(t.timeout.count())};
+            "field \"timeout_ms\" must be >= 0, not " + std::to_string(t.timeout.count()),
+            "timeout_ms"};
     }
     if (t.max_attempts < 1 || t.max_attempts > max_attempts_limit) {
         return decode_error{
             "field \"max_attempts\" must be from 1 to " + std::to_string(max_attempts_limit) +
-            ", not " + std::to_string(t.max_attempts)};
+            ", not " + std::to_string(t.max_attempts),
+            "max_attempts"};
     }
     if (t.attempt < 1) {
-        return decode_error{"field \"attempt\" must be >= 1, not " + std::to_string(t.attempt)};
+        return decode_error{
+            "field \"attempt\" must be >= 1, not " + std::to_string(t.attempt), "attempt"};
     }
     // The task object itself is one level: args may use the rest.
     if (auto problem = field_problem("args", t.args))

@@ -64,6 +64,7 @@ std::string to_text(const boost::json::object& o);
 /// Why a decoder refused its input.
 struct decode_error {
     std::string message;
+    std::string field{};  ///< the member at fault, when validate() names one ("type", "args", ...)
 
     friend bool operator==(const decode_error&, const decode_error&) = default;
 };

@@ -202,7 +202,9 @@ TEST_F(RolesCluster, BadInputEndsInErrorResultsAndTheMasterCarriesOn) {
 
             // Refused before sending: an invalid type name, a task over the size limit.
             std::vector<task_request> invalid{{"bad type!", json::value{}}};
-            EXPECT_EQ((co_await tc.submit(std::move(invalid))).error(), client_errc::invalid_task);
+            auto refused = co_await tc.submit(std::move(invalid));
+            EXPECT_EQ(refused.error(), client_errc::invalid_type);
+            EXPECT_EQ(refused.error(), client_condition::invalid_task);
             std::vector<task_request> huge{{"echo", json::value(std::string(600'000, 'x'))}};
             EXPECT_EQ((co_await tc.submit(std::move(huge))).error(), client_errc::task_too_large);
 

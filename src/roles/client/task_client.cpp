@@ -40,41 +40,6 @@ namespace asio = boost::asio;
 
 namespace zkd::roles {
 
-namespace {
-
-class client_category_impl final : public boost::system::error_category {
-public:
-    const char* name() const noexcept override { return "zkd.client"; }
-    std::string message(int value) const override {
-        switch (static_cast<client_errc>(value)) {
-        case client_errc::invalid_task:
-            return "invalid task (type name, priority " + std::to_string(protocol::min_priority) +
-                   "-" + std::to_string(protocol::max_priority) + ", max_attempts 1-" +
-                   std::to_string(protocol::max_attempts_limit) + ", timeout >= 0)";
-        case client_errc::task_too_large:
-            return "task too large: its JSON is over " + std::to_string(protocol::max_task_bytes) +
-                   " bytes";
-        case client_errc::garbage_result:
-            return "the result node does not hold a zkd result";
-        case client_errc::queue_full:
-            return "queue full: the cluster's bound on pending tasks (zkd run --max-pending) "
-                   "would be passed";
-        }
-        return "unknown client error";
-    }
-};
-
-}  // namespace
-
-const boost::system::error_category& client_category() noexcept {
-    static const client_category_impl instance;
-    return instance;
-}
-
-zkco::error_code make_error_code(client_errc e) noexcept {
-    return {static_cast<int>(e), client_category()};
-}
-
 /// One wait parked in the inbox: the follower fills it in and cancels `ready`.
 struct task_client::inbox_wait {
     explicit inbox_wait(const asio::any_io_executor& ex)
@@ -202,8 +167,8 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         spec.max_attempts = t.max_attempts;
         spec.submitted_ms = protocol::now_ms();
         spec.client = ids_.client_hex();
-        if (!validate(spec)) {
-            co_return zkco::error_code(client_errc::invalid_task);
+        if (auto ok = validate(spec); !ok) {
+            co_return zkco::error_code(broken_rule(ok.error()));
         }
         auto encoded = encode(spec);
         if (!protocol::task_size_ok(encoded)) {
@@ -215,8 +180,8 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         protocol::task_spec next = spec;  // each task after the first, checked alone
         while (end < tasks.size() && end - i < most && same_bundle(tasks[end], spec)) {
             next.args = std::move(tasks[end].args);
-            if (!validate(next)) {
-                co_return zkco::error_code(client_errc::invalid_task);
+            if (auto ok = validate(next); !ok) {
+                co_return zkco::error_code(broken_rule(ok.error()));
             }
             auto size = protocol::to_text(next.args).size() + 1;
             if (bytes + size > protocol::max_task_bytes) {

@@ -5,6 +5,7 @@
 #include "protocol/layout.hpp"
 #include "protocol/queue_bound.hpp"
 #include "protocol/task.hpp"
+#include "roles/client/error.hpp"
 #include "roles/client/submit_fsm.hpp"
 #include "roles/txn/batcher.hpp"
 #include "zkco/client.hpp"
@@ -21,18 +22,6 @@
 #include <vector>
 
 namespace zkd::roles {
-
-/// Why a task could not be submitted, or its result not read.
-enum class client_errc {
-    invalid_task = 1,  ///< bad type name, priority, attempts or timeout
-    task_too_large,    ///< the encoded task is over max_task_bytes
-    garbage_result,    ///< the result node does not hold a zkd result
-    /// the cluster's bound on pending tasks (the master's max_pending) would be passed:
-    /// nothing was submitted; task_client::last_queue_check() has the figures
-    queue_full,
-};
-const boost::system::error_category& client_category() noexcept;
-zkco::error_code make_error_code(client_errc e) noexcept;
 
 /// One task to submit.
 struct task_request {
@@ -239,6 +228,3 @@ private:
 };
 
 }  // namespace zkd::roles
-
-template <>
-struct boost::system::is_error_code_enum<zkd::roles::client_errc> : std::true_type {};

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The worker's shell: its decisions are roles/worker_view (worker_state: what to run, stop,
+// The worker's shell: its decisions are worker_fsm (what to run, stop,
 // publish and retry, drain); this file feeds it what ZooKeeper and the handlers say and
 // carries its actions out, each task as a child of one task_group.
 //
@@ -18,6 +18,7 @@
 #include "roles/cluster/foreign.hpp"
 #include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"
+#include "roles/worker/progress.hpp"
 #include "roles/worker/worker_fsm.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -45,6 +46,10 @@ namespace zkd::roles {
 
 namespace {
 
+using detail::running_task;
+using detail::write_assignment;
+using detail::record_progress;
+
 protocol::task_result failure(std::string_view code, std::string message) {
     protocol::task_result r;
     r.state = code == protocol::codes::timeout     ? protocol::task_state::timed_out
@@ -52,116 +57,6 @@ protocol::task_result failure(std::string_view code, std::string message) {
                                                    : protocol::task_state::failed;
     r.error = protocol::task_error{std::string(code), std::move(message)};
     return r;
-}
-
-/// One assignment in this worker's hands: a task, or a bundle of tasks (§4.1).
-struct running_task {
-    explicit running_task(const asio::any_io_executor& ex) : mark(ex), progress_timer(ex) {}
-
-    std::stop_source stop;       // stops every handler of it: cancel marker, shutdown
-    bool cancel_marker = false;  // stopped for its <tid>.cancel marker (worker_state says)
-    bool done = false;
-    asio::steady_timer mark;       // when to write the running mark
-    std::vector<double> progress;  // what each handler call reported last (-1: nothing)
-    std::string progress_message;  // the last message reported
-
-    // Writes to the assignment node (the running mark, then progress): one at a time.
-    zkco::client* zk = nullptr;
-    std::string worker;
-    std::string tid;
-    protocol::task_spec marked;         // what the node holds, as we last wrote it
-    std::int32_t version = 0;           // the node's version we expect
-    bool writing = false;               // a write is in flight
-    bool dirty = false;                 // progress newer than what was written
-    bool gave_up = false;               // a write failed: the node is not ours to write any more
-    asio::steady_timer progress_timer;  // at most one progress write a second
-    asio::steady_timer::time_point last_write{};
-};
-
-/// The running mark (T3), with the latest progress; later progress reports at most once a
-/// second (docs/protocol.md §9). Only touches `t` and its session, never the worker, whose
-/// session may complete these after it has gone.
-void write_assignment(const std::shared_ptr<running_task>& t) {
-    if (t->done || t->writing || t->gave_up) {
-        return;
-    }
-    if (t->marked.running_ms == 0) {
-        t->marked.running_ms = protocol::now_ms();
-    }
-    double sum = 0;
-    bool any = false;
-    for (const double p : t->progress) {
-        any = any || p >= 0;
-        sum += std::max(p, 0.0);
-    }
-    if (any) {
-        t->marked.progress = sum / static_cast<double>(t->progress.size());
-        t->marked.progress_message = t->progress_message;
-        t->marked.progress_ms = protocol::now_ms();
-    }
-    t->writing = true;
-    t->dirty = false;
-    t->last_write = asio::steady_timer::clock_type::now();
-    auto op = protocol::running_mark_op(t->worker, t->tid, t->marked, t->version);
-    t->zk->async_set(
-        std::move(op.path), std::move(op.data), op.version,
-        [t](zkco::error_code ec, zkco::stat st) {
-            t->writing = false;
-            if (ec == zkco::condition::retryable && !t->done) {
-                // Outcome unknown (the connection dropped): the mark is what tells the master
-                // that this worker runs the task (an unmarked one it takes back), so try
-                // again in a second; a try that applied makes the next fail (version), done.
-                t->dirty = true;
-                t->progress_timer.expires_after(std::chrono::seconds(1));
-                t->progress_timer.async_wait([t](zkco::error_code wec) {
-                    if (!wec) {
-                        write_assignment(t);
-                    }
-                });
-                return;
-            }
-            if (protocol::read_mark(static_cast<bool>(ec)) == protocol::mark_outcome::gave_up) {
-                t->gave_up = true;  // gone (requeued, cancelled) or rewritten by someone else
-                return;
-            }
-            t->version = st.version;
-            if (t->dirty && !t->done) {
-                t->progress_timer.expires_at(t->last_write + std::chrono::seconds(1));
-                t->progress_timer.async_wait([t](zkco::error_code wec) {
-                    if (!wec) {
-                        write_assignment(t);
-                    }
-                });
-            }
-        }
-    );
-}
-
-/// A handler reported progress: published with the running mark, or within a second.
-void progress_reported(const std::shared_ptr<running_task>& t) {
-    t->dirty = true;
-    if (t->marked.running_ms == 0 || t->writing || t->done || t->gave_up) {
-        return;  // the mark carries it, or the write in flight schedules the next
-    }
-    t->progress_timer.expires_at(
-        std::max(asio::steady_timer::clock_type::now(), t->last_write + std::chrono::seconds(1))
-    );
-    t->progress_timer.async_wait([t](zkco::error_code ec) {
-        if (!ec) {
-            write_assignment(t);
-        }
-    });
-}
-
-/// Keeps what a handler call (`part` of the assignment) reported, on the loop.
-void record_progress(
-    const std::shared_ptr<running_task>& t, std::size_t part, double fraction, std::string message
-) {
-    if (part < t->progress.size() && std::isfinite(fraction)) {
-        t->progress[part] = std::clamp(fraction, 0.0, 1.0);
-        t->progress_message = std::move(message);
-        progress_reported(t);
-    }
 }
 
 /// One handler call: a task, or one task of a bundle.
@@ -335,7 +230,7 @@ private:
     /// Follows our assignment directory by its change log (docs/protocol.md §6): a data
     /// watch, so our own T4 deletes wake nothing, and a read that names the new assignments
     /// (with their data, mostly); the directory is listed only when the log does not account
-    /// for every change (worker_state::log_read says).
+    /// for every change (worker_fsm::log_read says).
     asio::awaitable<void> watch_assignments() {
         const std::string dir = protocol::layout::assign_dir(me_.id);
         for (;;) {
@@ -652,13 +547,13 @@ private:
         co_return r;
     }
 
-    /// T4, as worker_state's publish plan says, try by try.
+    /// T4, as worker_fsm's publish plan says, try by try.
     asio::awaitable<publish_end> publish(std::string tid, protocol::task_result result) {
         auto step = state_.publish(tid, encode(result));
         zkco::error_code last;  // the error a reconnect step is about
         for (;;) {
             switch (step.what) {
-            case publish_plan::step::kind::send: {
+            case publish_fsm::step::kind::send: {
                 auto ops = to_zkco(std::move(step.ops));
                 auto [ec, per_op] = co_await results_.async_submit(
                     std::move(ops), asio::as_tuple(asio::use_awaitable)
@@ -667,7 +562,7 @@ private:
                 step = state_.publish_answered(tid, to_answer(ec, per_op));
                 break;
             }
-            case publish_plan::step::kind::clear_foreign: {
+            case publish_fsm::step::kind::clear_foreign: {
                 auto removed = co_await remove_children(zk_, step.path);
                 if (removed) {
                     spdlog::warn(
@@ -680,7 +575,7 @@ private:
                 step = state_.publish_cleared(tid, removed.has_value());
                 break;
             }
-            case publish_plan::step::kind::reconnect: {
+            case publish_fsm::step::kind::reconnect: {
                 const bool retry = co_await reconnected_after(zk_, last);
                 if (!retry) {
                     spdlog::warn("worker {}: cannot publish {}: {}", me_.id, tid, last.message());
@@ -688,7 +583,7 @@ private:
                 step = state_.publish_reconnected(tid, retry);
                 break;
             }
-            case publish_plan::step::kind::done:
+            case publish_fsm::step::kind::done:
                 if (step.end == publish_end::published ||
                     step.end == publish_end::published_by_lost_try) {
                     if (opts_.on_published) {
@@ -709,8 +604,8 @@ private:
     worker_stats own_stats_;
     worker_stats* stats_;
     multi_batcher results_;
-    worker_state state_;
-    // The runtime side of each task in hand (handlers' stop source, timers): worker_state
+    worker_fsm state_;
+    // The runtime side of each task in hand (handlers' stop source, timers): worker_fsm
     // holds the same tasks' decisions.
     std::map<std::string, std::shared_ptr<running_task>> tasks_;
     reactor::task_group group_;

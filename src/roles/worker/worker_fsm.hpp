@@ -9,6 +9,7 @@
 // (handlers, timers, ZooKeeper); tests/unit/roles/worker/worker_fsm_test.cpp drives the view alone.
 
 #include "protocol/change_log.hpp"
+#include "roles/worker/publish_fsm.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "protocol/worker_txn.hpp"
@@ -33,90 +34,6 @@ struct worker_stats {
     std::uint64_t task_reads = 0;  ///< assignments read one by one (no data from a log)
 };
 
-/// How a publish (T4) ended.
-enum class publish_end {
-    published,              ///< committed
-    published_by_lost_try,  ///< a try whose answer was lost applied: not sent again
-    result_existed,         ///< without its assignment, a result was there already
-    discarded,              ///< the master took the task back (our /workers node is gone)
-    given_up,               ///< an error that does not go away by itself, or ten tries
-};
-
-/// T4 for one task, try by try: which ops to send, and after each answer what next.
-/// The assignment's delete is the fence: only while it exists may the worker publish. Should
-/// it be gone while our /workers node stands (someone else deleted it: the master takes
-/// assignments back only from departed workers), the result goes with a check of /workers
-/// instead, so the task is not lost while its client waits. But once a try went unanswered,
-/// a missing assignment means that try applied (its result may have been consumed since):
-/// nothing is sent again.
-class publish_plan {
-public:
-    struct step {
-        enum class kind {
-            send,           ///< run `ops`, then answered()
-            clear_foreign,  ///< delete what others wrote below `path`, then cleared()
-            reconnect,      ///< wait until connected again after the error, then reconnected()
-            done,           ///< over: `end` says how
-        };
-        kind what = kind::done;
-        std::vector<protocol::txn_op> ops;
-        std::string path;
-        publish_end end = publish_end::given_up;
-    };
-
-    static constexpr int max_tries = 10;
-
-    /// `marker`: a cancel marker exists for the task (its delete goes with the first try).
-    publish_plan(
-        protocol::layout l, std::string worker, std::string tid, std::string result, bool marker
-    );
-
-    step start();
-    /// The answer to the last `send` (no per-op results: the outcome is unknown).
-    step answered(const protocol::txn_answer& a);
-    /// The `clear_foreign` is over: `ok` false means it failed (then reconnect).
-    step cleared(bool ok);
-    /// After `reconnect`: `ok` when connected again and retrying makes sense.
-    step reconnected(bool ok);
-
-    /// A cancel marker appeared meanwhile: later tries delete it too.
-    void marker_seen() noexcept {
-        form_.with_marker = true;
-        marker_ = true;
-    }
-    /// Once done: a cancel marker was seen that the try which ended the publish did not
-    /// delete (it was sent before the marker came, or checked /workers instead), and that was
-    /// not found gone. Nobody else deletes it while this worker lives: the worker must.
-    [[nodiscard]] bool marker_left() const noexcept {
-        return marker_ && !marker_gone_ && !(sent_.fenced_by_assignment && sent_.with_marker);
-    }
-
-    /// The form of the next try.
-    [[nodiscard]] const protocol::publish_form& form() const noexcept { return form_; }
-    /// How many children of the worker's directory the try in flight deletes, if it applies
-    /// (the assignment and its marker; none when fenced by /workers instead).
-    [[nodiscard]] std::size_t removes_sent() const noexcept {
-        return sent_.fenced_by_assignment ? (sent_.with_marker ? 2 : 1) : 0;
-    }
-    [[nodiscard]] bool maybe_applied() const noexcept { return maybe_applied_; }
-
-private:
-    step send();
-    static step done(publish_end e);
-
-    protocol::layout l_;
-    std::string worker_;
-    std::string tid_;
-    std::string result_;
-    protocol::publish_form form_;  // of the next try
-    protocol::publish_form sent_;  // of the try in flight: its answer is read in its terms
-    int tries_ = 0;
-    bool marker_ = false;         // a cancel marker was seen, before or during the publish
-    bool marker_gone_ = false;    // a try found it gone
-    bool maybe_applied_ = false;  // a try went unanswered: it may have applied
-    bool last_unknown_ = false;   // the answer that led to `reconnect` was lost
-};
-
 /// One thing the worker view wants done.
 struct worker_action {
     enum class kind {
@@ -133,10 +50,10 @@ struct worker_action {
     std::optional<std::string> data;  ///< run: the assignment's data, when the log carried it
 };
 
-class worker_state {
+class worker_fsm {
 public:
     /// `stats` must outlive the view.
-    worker_state(protocol::layout l, protocol::member_info me, worker_stats& stats);
+    worker_fsm(protocol::layout l, protocol::member_info me, worker_stats& stats);
 
     /// This worker's node as it joined (/workers/<id>): what T9 writes again, draining.
     void joined(protocol::member_info me) { me_ = std::move(me); }
@@ -144,7 +61,7 @@ public:
     /// The assignment directory lists `names` (assignments and <tid>.cancel markers). Starts
     /// the tasks not in hand; a marker stops its task once; a marker whose task is neither
     /// in hand nor assigned is litter. An assignment missing from the listing while its task
-    /// runs changes nothing here: the publish finds out (see publish_plan).
+    /// runs changes nothing here: the publish finds out (see publish_fsm).
     std::vector<worker_action> listed(const std::vector<std::string>& names);
     /// listed(names), for a listing taken when the directory's stat was `s`: reads of its
     /// change log (log_read) follow on from there.
@@ -164,10 +81,10 @@ public:
     /// Publishing `tid`'s encoded result (T4) begins (with its marker's delete if one was
     /// seen): its first step. Then each answer goes to the matching call below, until a step
     /// says done; then task_ended(). Nothing is published once stopping().
-    publish_plan::step publish(const std::string& tid, std::string result);
-    publish_plan::step publish_answered(const std::string& tid, const protocol::txn_answer& a);
-    publish_plan::step publish_cleared(const std::string& tid, bool ok);
-    publish_plan::step publish_reconnected(const std::string& tid, bool ok);
+    publish_fsm::step publish(const std::string& tid, std::string result);
+    publish_fsm::step publish_answered(const std::string& tid, const protocol::txn_answer& a);
+    publish_fsm::step publish_cleared(const std::string& tid, bool ok);
+    publish_fsm::step publish_reconnected(const std::string& tid, bool ok);
     /// `tid`'s turn is over, its result published as `how` says, or not at all (nullopt: its
     /// assignment was gone before it was read, or the worker was stopping). It is no longer
     /// in hand. Yields a remove_marker when its cancel marker came while the try that
@@ -194,9 +111,9 @@ public:
 private:
     struct task {
         bool marker = false;               // its <tid>.cancel marker was seen
-        std::optional<publish_plan> plan;  // once publishing
+        std::optional<publish_fsm> plan;  // once publishing
     };
-    publish_plan* plan_of(const std::string& tid);
+    publish_fsm* plan_of(const std::string& tid);
     /// listed() and log_read(): `data_of(tid)` gives the data a new task's run carries.
     template <class DataOf>
     std::vector<worker_action> take(const std::vector<std::string>& names, DataOf data_of);

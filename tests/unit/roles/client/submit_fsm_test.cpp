@@ -52,7 +52,7 @@ std::string bundle_data(std::vector<std::size_t> consumed) {
 
 }  // namespace
 
-TEST(ClientViewSubmit, EachNodeIsOneCreateOfItsOwn) {
+TEST(SubmitFsm, EachNodeIsOneCreateOfItsOwn) {
     const auto p = two(true);
     const auto l = test_layout();
     ASSERT_EQ(p.size(), 2U);
@@ -60,7 +60,7 @@ TEST(ClientViewSubmit, EachNodeIsOneCreateOfItsOwn) {
     EXPECT_EQ(p.ops(1), std::vector<txn_op>{txn_op::create(l.pending_task(b), "B")});
 }
 
-TEST(ClientViewSubmit, SubmittedOnceEveryNodeIsThere) {
+TEST(SubmitFsm, SubmittedOnceEveryNodeIsThere) {
     auto p = two(true);
     EXPECT_EQ(p.result(), outcome::pending);
     EXPECT_EQ(p.answered(1, committed, false, true), next::wait);
@@ -69,7 +69,7 @@ TEST(ClientViewSubmit, SubmittedOnceEveryNodeIsThere) {
     EXPECT_EQ(p.result(), outcome::submitted);
 }
 
-TEST(ClientViewSubmit, AFailedNodeFailsTheCallButTheOthersStillCount) {
+TEST(SubmitFsm, AFailedNodeFailsTheCallButTheOthersStillCount) {
     auto p = two(true);
     EXPECT_EQ(p.answered(1, failed(op_code::other), false, true), next::wait);
     EXPECT_EQ(p.answered(0, committed, false, true), next::over);
@@ -77,7 +77,7 @@ TEST(ClientViewSubmit, AFailedNodeFailsTheCallButTheOthersStillCount) {
     EXPECT_EQ(p.first_failed(), 1U);
 }
 
-TEST(ClientViewSubmit, WithoutReceiptsALostCreateIsSentAgainAndFoundThere) {
+TEST(SubmitFsm, WithoutReceiptsALostCreateIsSentAgainAndFoundThere) {
     auto p = two(false);
     EXPECT_EQ(p.answered(0, lost, true, true), next::resend);
     EXPECT_EQ(p.answered(0, failed(op_code::node_exists), false, true), next::wait);
@@ -85,7 +85,7 @@ TEST(ClientViewSubmit, WithoutReceiptsALostCreateIsSentAgainAndFoundThere) {
     EXPECT_EQ(p.result(), outcome::submitted);
 }
 
-TEST(ClientViewSubmit, WithReceiptsALostAnswerIsTheBatchersToDecide) {
+TEST(SubmitFsm, WithReceiptsALostAnswerIsTheBatchersToDecide) {
     // With receipts the batcher completes a group with an unknown outcome only once the
     // session is gone: that is a failure, never a resend (which could create a task twice).
     auto p = two(true);
@@ -95,14 +95,14 @@ TEST(ClientViewSubmit, WithReceiptsALostAnswerIsTheBatchersToDecide) {
     EXPECT_EQ(p.first_failed(), 0U);
 }
 
-TEST(ClientViewSubmit, ALostAnswerIsNotSentAgainOnceTheSessionIsGoneOrTheBatcherAborted) {
+TEST(SubmitFsm, ALostAnswerIsNotSentAgainOnceTheSessionIsGoneOrTheBatcherAborted) {
     auto p = two(false);
     EXPECT_EQ(p.answered(0, lost, true, false), next::wait);  // session gone
     EXPECT_EQ(p.answered(1, lost, false, true), next::over);  // batcher gone
     EXPECT_EQ(p.result(), outcome::failed);
 }
 
-TEST(ClientViewSubmit, ACancelledSubmitWithAnswersOutIsNoSuccess) {
+TEST(SubmitFsm, ACancelledSubmitWithAnswersOutIsNoSuccess) {
     auto p = two(true);
     EXPECT_EQ(p.answered(0, committed, false, true), next::wait);
     p.cancelled();
@@ -112,7 +112,7 @@ TEST(ClientViewSubmit, ACancelledSubmitWithAnswersOutIsNoSuccess) {
     EXPECT_EQ(p.answered(1, committed, false, true), next::over);
 }
 
-TEST(ClientViewSubmit, ACancelSeenAfterEveryAnswerLeavesTheAnswersToSpeak) {
+TEST(SubmitFsm, ACancelSeenAfterEveryAnswerLeavesTheAnswersToSpeak) {
     auto p = two(true);
     p.answered(0, committed, false, true);
     p.answered(1, committed, false, true);
@@ -122,7 +122,7 @@ TEST(ClientViewSubmit, ACancelSeenAfterEveryAnswerLeavesTheAnswersToSpeak) {
 
 // --- direct placement (§6 T1 "Direct placement") ----------------------------------------------
 
-TEST(ClientViewSubmit, ADirectNodeGoesToItsWorkerAndToPendingOnceRedirected) {
+TEST(SubmitFsm, ADirectNodeGoesToItsWorkerAndToPendingOnceRedirected) {
     auto p = two(true);
     const auto l = test_layout();
     p.direct(0, "w-1", 3, "A+");
@@ -143,7 +143,7 @@ TEST(ClientViewSubmit, ADirectNodeGoesToItsWorkerAndToPendingOnceRedirected) {
     EXPECT_EQ(p.result(), outcome::submitted);
 }
 
-TEST(ClientViewSubmit, ADirectNodeFoundThereOrFailedCountsAsAnyOther) {
+TEST(SubmitFsm, ADirectNodeFoundThereOrFailedCountsAsAnyOther) {
     auto p = two(false);
     p.direct(0, "w-1", 0, "A+");
     p.direct(1, "w-2", 0, "B+");
@@ -170,7 +170,7 @@ worker_seen seen(const std::string& id, int capacity, int held, std::vector<std:
 
 }  // namespace
 
-TEST(ClientViewDirectPlacer, NothingGoesDirectlyBeforeAReadOrWithoutRoom) {
+TEST(DirectPlacer, NothingGoesDirectlyBeforeAReadOrWithoutRoom) {
     direct_placer d;
     EXPECT_FALSE(d.place("echo", 0));
     d.read({seen("w-0", 2, 1, {"echo"}), seen("w-1", 3, 3, {"echo"})});
@@ -184,7 +184,7 @@ TEST(ClientViewDirectPlacer, NothingGoesDirectlyBeforeAReadOrWithoutRoom) {
     EXPECT_FALSE(d.place("echo", 0));
 }
 
-TEST(ClientViewDirectPlacer, OnlyAWorkerThatServesTheTypeAndIsNotDraining) {
+TEST(DirectPlacer, OnlyAWorkerThatServesTheTypeAndIsNotDraining) {
     direct_placer d;
     auto draining = seen("w-2", 8, 0, {"echo", "sleep"});
     draining.info.draining = true;
@@ -197,7 +197,7 @@ TEST(ClientViewDirectPlacer, OnlyAWorkerThatServesTheTypeAndIsNotDraining) {
     EXPECT_FALSE(d.place("md5", 0));
 }
 
-TEST(ClientViewDirectPlacer, ASuspectTheMasterNamesGetsNothing) {
+TEST(DirectPlacer, ASuspectTheMasterNamesGetsNothing) {
     direct_placer d;
     d.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"})}, {"w-1"});
     EXPECT_EQ(d.budget("w-1"), 0);
@@ -210,7 +210,7 @@ TEST(ClientViewDirectPlacer, ASuspectTheMasterNamesGetsNothing) {
     EXPECT_FALSE(d.place("echo", 0)) << "only a suspect left: the task goes to pending";
 }
 
-TEST(ClientViewDirectPlacer, EachTurnHasItsWorkerWhileItHasRoom) {
+TEST(DirectPlacer, EachTurnHasItsWorkerWhileItHasRoom) {
     direct_placer d;
     d.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"}), seen("w-2", 8, 6, {"echo"})});
     EXPECT_EQ(d.place("echo", 4)->worker, "w-1");
@@ -221,7 +221,7 @@ TEST(ClientViewDirectPlacer, EachTurnHasItsWorkerWhileItHasRoom) {
     EXPECT_EQ(d.place("echo", 5)->worker, "w-0");
 }
 
-TEST(ClientViewDirectPlacer, AResultGivesTheSlotBackAndAReadCountsWhatTheWorkerHolds) {
+TEST(DirectPlacer, AResultGivesTheSlotBackAndAReadCountsWhatTheWorkerHolds) {
     direct_placer d;
     d.read({seen("w-0", 2, 0, {"echo"})});
     d.placed("t1", d.place("echo", 0)->worker);
@@ -246,7 +246,7 @@ TEST(ClientViewDirectPlacer, AResultGivesTheSlotBackAndAReadCountsWhatTheWorkerH
     EXPECT_EQ(d.budget("w-0"), 2);
 }
 
-TEST(ClientViewDirectPlacer, ALargeClusterIsReadAWindowOfWorkersAtATime) {
+TEST(DirectPlacer, ALargeClusterIsReadAWindowOfWorkersAtATime) {
     std::size_t at = 0;
     EXPECT_EQ(worker_window({"b", "a"}, at, 3), (std::vector<std::string>{"b", "a"}));
     EXPECT_EQ(at, 0U);
@@ -257,7 +257,7 @@ TEST(ClientViewDirectPlacer, ALargeClusterIsReadAWindowOfWorkersAtATime) {
     EXPECT_EQ(at, 1U);
 }
 
-TEST(ClientViewBundleConsume, MarksItsTasksAtTheVersionReadAndDelivers) {
+TEST(BundleConsume, MarksItsTasksAtTheVersionReadAndDelivers) {
     bundle_consume c("/results/r1/b", 3, {1});
     auto s = c.read(bundle_data({0}), 4);
     ASSERT_EQ(s.what, kind::write);
@@ -271,7 +271,7 @@ TEST(ClientViewBundleConsume, MarksItsTasksAtTheVersionReadAndDelivers) {
     EXPECT_EQ(c.result().consumed, (std::vector<std::size_t>{0}));  // as read
 }
 
-TEST(ClientViewBundleConsume, AConflictReadsAgainAndTasksConsumedMeanwhileAreTaken) {
+TEST(BundleConsume, AConflictReadsAgainAndTasksConsumedMeanwhileAreTaken) {
     bundle_consume c("/results/r1/b", 3, {1, 2});
     auto s = c.read(bundle_data({}), 1);
     s = c.answered(failed(op_code::bad_version), false);
@@ -284,7 +284,7 @@ TEST(ClientViewBundleConsume, AConflictReadsAgainAndTasksConsumedMeanwhileAreTak
     EXPECT_EQ(c.taken(), std::vector<std::size_t>{2});
 }
 
-TEST(ClientViewBundleConsume, ALostAnswerWhoseSetAppliedIsNotWrittenAgain) {
+TEST(BundleConsume, ALostAnswerWhoseSetAppliedIsNotWrittenAgain) {
     bundle_consume c("/results/r1/b", 3, {1});
     auto s = c.read(bundle_data({0}), 4);
     s = c.answered(lost, true);
@@ -298,7 +298,7 @@ TEST(ClientViewBundleConsume, ALostAnswerWhoseSetAppliedIsNotWrittenAgain) {
     EXPECT_TRUE(c.taken().empty());
 }
 
-TEST(ClientViewBundleConsume, ALostAnswerWhoseSetDidNotApplyWritesAgain) {
+TEST(BundleConsume, ALostAnswerWhoseSetDidNotApplyWritesAgain) {
     bundle_consume c("/results/r1/b", 3, {1});
     auto s = c.read(bundle_data({0}), 4);
     s = c.answered(lost, true);
@@ -308,7 +308,7 @@ TEST(ClientViewBundleConsume, ALostAnswerWhoseSetDidNotApplyWritesAgain) {
     EXPECT_EQ(s.ops[0].version, 4);
 }
 
-TEST(ClientViewBundleConsume, AGoneNodeMeansOthersTookOursUnlessOurLostDeleteDidIt) {
+TEST(BundleConsume, AGoneNodeMeansOthersTookOursUnlessOurLostDeleteDidIt) {
     bundle_consume mine("/results/r1/b", 2, {1});
     auto s = mine.read(bundle_data({0}), 4);
     EXPECT_EQ(s.ops[0], txn_op::remove("/results/r1/b", 4));  // the last one deletes
@@ -329,7 +329,7 @@ TEST(ClientViewBundleConsume, AGoneNodeMeansOthersTookOursUnlessOurLostDeleteDid
 
 // What the client's results directory follower must count as its own change: a committed
 // delete of the bundle's node, not a set, not a delete whose answer was lost.
-TEST(ClientViewBundleConsume, OnlyACommittedDeleteIsOurs) {
+TEST(BundleConsume, OnlyACommittedDeleteIsOurs) {
     bundle_consume last("/results/r1/b", 2, {1});
     (void)last.read(bundle_data({0}), 4);
     EXPECT_FALSE(last.deleted());
@@ -349,7 +349,7 @@ TEST(ClientViewBundleConsume, OnlyACommittedDeleteIsOurs) {
     EXPECT_FALSE(lost_delete.deleted());  // maybe ours, maybe not: the follower lists
 }
 
-TEST(ClientViewBundleConsume, GarbageSessionLossAndHardErrors) {
+TEST(BundleConsume, GarbageSessionLossAndHardErrors) {
     bundle_consume c("/results/r1/b", 3, {1});
     EXPECT_EQ(c.read("not json", 1).how, end::garbage);
 
@@ -388,7 +388,7 @@ using got = shared_bundle_read::outcome::kind;
 
 }  // namespace
 
-TEST(ClientViewSharedRead, TheReaderConsumesForEveryWaitThatJoinedAndEachGetsItsEntry) {
+TEST(SharedBundleRead, TheReaderConsumesForEveryWaitThatJoinedAndEachGetsItsEntry) {
     shared_bundle_read r(0);
     r.join(2);
     r.join(2);  // two waits of ours on one task
@@ -403,7 +403,7 @@ TEST(ClientViewSharedRead, TheReaderConsumesForEveryWaitThatJoinedAndEachGetsIts
     EXPECT_EQ(two.result.task, "b.2");
 }
 
-TEST(ClientViewSharedRead, ACancelledJoinedWaitLeavesTheReadOnce) {
+TEST(SharedBundleRead, ACancelledJoinedWaitLeavesTheReadOnce) {
     shared_bundle_read r(0);
     r.join(1);
     r.join(1);
@@ -411,7 +411,7 @@ TEST(ClientViewSharedRead, ACancelledJoinedWaitLeavesTheReadOnce) {
     EXPECT_EQ(r.indices(), (std::vector<std::size_t>{0, 1}));  // the other wait on 1 stays
 }
 
-TEST(ClientViewSharedRead, TasksConsumedByOthersFirstAndAGoneNodeAreGone) {
+TEST(SharedBundleRead, TasksConsumedByOthersFirstAndAGoneNodeAreGone) {
     shared_bundle_read r(0);
     r.join(1);
     r.consuming();
@@ -425,7 +425,7 @@ TEST(ClientViewSharedRead, TasksConsumedByOthersFirstAndAGoneNodeAreGone) {
     EXPECT_EQ(before.outcome_for(0, "b.0").what, got::gone);
 }
 
-TEST(ClientViewSharedRead, AReaderThatFailsLeavesTheOthersToReadForThemselves) {
+TEST(SharedBundleRead, AReaderThatFailsLeavesTheOthersToReadForThemselves) {
     shared_bundle_read waiting(0);
     waiting.join(1);
     EXPECT_TRUE(waiting.abandon());

@@ -14,7 +14,7 @@ using protocol::op_code;
 using protocol::txn_answer;
 using protocol::txn_op;
 using kind = worker_action::kind;
-using step_kind = publish_plan::step::kind;
+using step_kind = publish_fsm::step::kind;
 
 namespace {
 
@@ -60,10 +60,10 @@ std::string marker(const std::string& tid) {
     return tid + ".cancel";
 }
 
-class WorkerView : public ::testing::Test {
+class WorkerFsm : public ::testing::Test {
 protected:
     worker_stats stats;
-    worker_state w{test_layout(), me(), stats};
+    worker_fsm w{test_layout(), me(), stats};
     protocol::layout l = test_layout();
 
     /// Lists `names` and returns the kinds of the actions, in order.
@@ -87,7 +87,7 @@ protected:
 
 }  // namespace
 
-TEST_F(WorkerView, AListingStartsEachNewAssignmentOnce) {
+TEST_F(WorkerFsm, AListingStartsEachNewAssignmentOnce) {
     EXPECT_EQ(list({a}), std::vector<kind>{kind::run});
     EXPECT_EQ(last[0].tid, a);
     EXPECT_EQ(list({a, b}), std::vector<kind>{kind::run});
@@ -97,7 +97,7 @@ TEST_F(WorkerView, AListingStartsEachNewAssignmentOnce) {
     EXPECT_EQ(w.in_hand(), 2U);
 }
 
-TEST_F(WorkerView, ACancelMarkerStopsItsTaskOnceAndAStrayMarkerIsDeleted) {
+TEST_F(WorkerFsm, ACancelMarkerStopsItsTaskOnceAndAStrayMarkerIsDeleted) {
     list({a});
     EXPECT_EQ(list({a, marker(a)}), std::vector<kind>{kind::stop});
     EXPECT_TRUE(w.cancelled(a));
@@ -110,19 +110,19 @@ TEST_F(WorkerView, ACancelMarkerStopsItsTaskOnceAndAStrayMarkerIsDeleted) {
     EXPECT_EQ(last[0].ops[0], txn_op::remove(protocol::layout::cancel_marker("w1", b)));
 }
 
-TEST_F(WorkerView, AnAssignmentAndItsMarkerInOneListingStartAndStopIt) {
+TEST_F(WorkerFsm, AnAssignmentAndItsMarkerInOneListingStartAndStopIt) {
     EXPECT_EQ(list({marker(a), a}), (std::vector<kind>{kind::run, kind::stop}));
     EXPECT_TRUE(w.cancelled(a));
 }
 
-TEST_F(WorkerView, ADeletedDirectoryIsMadeAgain) {
+TEST_F(WorkerFsm, ADeletedDirectoryIsMadeAgain) {
     const auto x = w.dir_missing();
     EXPECT_EQ(x.what, kind::remake_dir);
     ASSERT_EQ(x.ops.size(), 1U);
     EXPECT_EQ(x.ops[0], txn_op::create(protocol::layout::assign_dir("w1"), ""));
 }
 
-TEST_F(WorkerView, APublishDeletesTheAssignmentAndCreatesTheResult) {
+TEST_F(WorkerFsm, APublishDeletesTheAssignmentAndCreatesTheResult) {
     list({a});
     auto s = w.publish(a, "R");
     ASSERT_EQ(s.what, step_kind::send);
@@ -135,7 +135,7 @@ TEST_F(WorkerView, APublishDeletesTheAssignmentAndCreatesTheResult) {
     EXPECT_EQ(w.in_hand(), 0U);
 }
 
-TEST_F(WorkerView, ACancelledTasksPublishDeletesItsMarkerToo) {
+TEST_F(WorkerFsm, ACancelledTasksPublishDeletesItsMarkerToo) {
     list({a, marker(a)});
     const auto s = w.publish(a, "R");
     ASSERT_EQ(s.what, step_kind::send);
@@ -146,7 +146,7 @@ TEST_F(WorkerView, ACancelledTasksPublishDeletesItsMarkerToo) {
     );
 }
 
-TEST_F(WorkerView, ALostAnswerThenAMissingAssignmentMeansThatTryApplied) {
+TEST_F(WorkerFsm, ALostAnswerThenAMissingAssignmentMeansThatTryApplied) {
     list({a});
     auto s = w.publish(a, "R");
     s = w.publish_answered(a, lost);
@@ -163,7 +163,7 @@ TEST_F(WorkerView, ALostAnswerThenAMissingAssignmentMeansThatTryApplied) {
     EXPECT_EQ(stats.discarded, 0U);
 }
 
-TEST_F(WorkerView, AnAnsweredFailureThatIsRetriedDoesNotCountAsMaybeApplied) {
+TEST_F(WorkerFsm, AnAnsweredFailureThatIsRetriedDoesNotCountAsMaybeApplied) {
     list({a});
     auto s = w.publish(a, "R");
     s = w.publish_answered(a, failed_at(2, 1, op_code::other));
@@ -176,7 +176,7 @@ TEST_F(WorkerView, AnAnsweredFailureThatIsRetriedDoesNotCountAsMaybeApplied) {
     EXPECT_EQ(s.ops[0], txn_op::check(protocol::layout::worker("w1")));
 }
 
-TEST_F(WorkerView, AnAssignmentDeletedWhileRunningIsPublishedCheckedAgainstWorkers) {
+TEST_F(WorkerFsm, AnAssignmentDeletedWhileRunningIsPublishedCheckedAgainstWorkers) {
     list({a});
     EXPECT_TRUE(list({}).empty());  // gone from the listing: the task runs on
     EXPECT_TRUE(w.in_hand(a));
@@ -192,7 +192,7 @@ TEST_F(WorkerView, AnAssignmentDeletedWhileRunningIsPublishedCheckedAgainstWorke
     EXPECT_EQ(s.end, publish_end::published);
 }
 
-TEST_F(WorkerView, AnAssignmentTakenBackWithOurWorkersNodeDiscardsTheResult) {
+TEST_F(WorkerFsm, AnAssignmentTakenBackWithOurWorkersNodeDiscardsTheResult) {
     list({a});
     auto s = w.publish(a, "R");
     s = w.publish_answered(a, failed_at(2, 0, op_code::no_node));
@@ -204,7 +204,7 @@ TEST_F(WorkerView, AnAssignmentTakenBackWithOurWorkersNodeDiscardsTheResult) {
     EXPECT_EQ(stats.published, 0U);
 }
 
-TEST_F(WorkerView, AnExistingResultLeavesOnlyTheDeletes) {
+TEST_F(WorkerFsm, AnExistingResultLeavesOnlyTheDeletes) {
     list({a});
     auto s = w.publish(a, "R");
     s = w.publish_answered(a, failed_at(2, 1, op_code::node_exists));
@@ -214,7 +214,7 @@ TEST_F(WorkerView, AnExistingResultLeavesOnlyTheDeletes) {
     EXPECT_EQ(s.end, publish_end::published);
 }
 
-TEST_F(WorkerView, ACancelDuringAPublishAddsTheMarkersDeleteToTheNextTry) {
+TEST_F(WorkerFsm, ACancelDuringAPublishAddsTheMarkersDeleteToTheNextTry) {
     list({a});
     auto s = w.publish(a, "R");
     ASSERT_EQ(s.ops.size(), 2U);
@@ -233,7 +233,7 @@ TEST_F(WorkerView, ACancelDuringAPublishAddsTheMarkersDeleteToTheNextTry) {
     EXPECT_EQ(s.ops, std::vector<txn_op>{remove_assignment(a)});
 }
 
-TEST_F(WorkerView, ForeignChildrenBelowTheAssignmentAreClearedFirst) {
+TEST_F(WorkerFsm, ForeignChildrenBelowTheAssignmentAreClearedFirst) {
     list({a});
     auto s = w.publish(a, "R");
     s = w.publish_answered(a, failed_at(2, 0, op_code::not_empty));
@@ -246,7 +246,7 @@ TEST_F(WorkerView, ForeignChildrenBelowTheAssignmentAreClearedFirst) {
     EXPECT_EQ(s.what, step_kind::reconnect);
 }
 
-TEST_F(WorkerView, APublishGivesUpWhenTheSessionIsGoneOrAfterTenTries) {
+TEST_F(WorkerFsm, APublishGivesUpWhenTheSessionIsGoneOrAfterTenTries) {
     list({a, b});
     auto s = w.publish(a, "R");
     s = w.publish_answered(a, lost);
@@ -262,11 +262,11 @@ TEST_F(WorkerView, APublishGivesUpWhenTheSessionIsGoneOrAfterTenTries) {
         s = w.publish_reconnected(b, true);
         sends += s.what == step_kind::send ? 1 : 0;
     }
-    EXPECT_EQ(sends, publish_plan::max_tries);
+    EXPECT_EQ(sends, publish_fsm::max_tries);
     EXPECT_EQ(s.end, publish_end::given_up);
 }
 
-TEST_F(WorkerView, ADrainMarksTheNodeAndEndsOnceTheTasksInHandAreOver) {
+TEST_F(WorkerFsm, ADrainMarksTheNodeAndEndsOnceTheTasksInHandAreOver) {
     list({a});
     const auto x = w.drain();
     EXPECT_EQ(x.what, kind::mark_draining);
@@ -286,13 +286,13 @@ TEST_F(WorkerView, ADrainMarksTheNodeAndEndsOnceTheTasksInHandAreOver) {
     EXPECT_TRUE(w.drained());
 }
 
-TEST_F(WorkerView, ADrainWithNothingInHandIsOverAtOnce) {
+TEST_F(WorkerFsm, ADrainWithNothingInHandIsOverAtOnce) {
     EXPECT_FALSE(w.drained());
     w.drain();
     EXPECT_TRUE(w.drained());
 }
 
-TEST_F(WorkerView, StoppingNamesTheTasksInHandAndStartsNothingMore) {
+TEST_F(WorkerFsm, StoppingNamesTheTasksInHandAndStartsNothingMore) {
     list({a, b});
     w.task_ended(a, publish_end::published);
     EXPECT_EQ(w.stop(), std::vector<std::string>{b});
@@ -319,7 +319,7 @@ std::string log_of(const std::vector<protocol::log_entry>& entries) {
 
 }  // namespace
 
-TEST_F(WorkerView, AChangeLogStartsItsAssignmentsWithTheirDataAndNoListing) {
+TEST_F(WorkerFsm, AChangeLogStartsItsAssignmentsWithTheirDataAndNoListing) {
     EXPECT_FALSE(w.log_read(dir_at(0, 0), "")) << "nothing listed yet: list first";
     EXPECT_TRUE(w.listed({}, dir_at(0, 0)).empty());
     const auto acts = w.log_read(dir_at(1, 2), log_of({{a, R"({"v":1,"type":"echo"})"}, {b, {}}}));
@@ -334,7 +334,7 @@ TEST_F(WorkerView, AChangeLogStartsItsAssignmentsWithTheirDataAndNoListing) {
     EXPECT_EQ(stats.logs_read, 1U);
 }
 
-TEST_F(WorkerView, OurOwnPublishIsNoReasonToList) {
+TEST_F(WorkerFsm, OurOwnPublishIsNoReasonToList) {
     w.listed({a}, dir_at(1, 1));
     auto s = w.publish(a, "{}");
     ASSERT_EQ(s.what, step_kind::send);
@@ -347,7 +347,7 @@ TEST_F(WorkerView, OurOwnPublishIsNoReasonToList) {
     EXPECT_EQ((*acts)[0].tid, b);
 }
 
-TEST_F(WorkerView, AMissedVersionGarbageOrAStrangersChildMeansAListing) {
+TEST_F(WorkerFsm, AMissedVersionGarbageOrAStrangersChildMeansAListing) {
     w.listed({}, dir_at(3, 6));
     EXPECT_FALSE(w.log_read(dir_at(5, 8), log_of({{a, "{}"}}))) << "version 4 missed";
     w.listed({a}, dir_at(5, 8));
@@ -357,7 +357,7 @@ TEST_F(WorkerView, AMissedVersionGarbageOrAStrangersChildMeansAListing) {
     EXPECT_EQ(list({a, b}), std::vector<kind>{kind::run}) << "the listing finds b";
 }
 
-TEST_F(WorkerView, AMarkerInTheLogStopsItsTaskOrIsLitter) {
+TEST_F(WorkerFsm, AMarkerInTheLogStopsItsTaskOrIsLitter) {
     w.listed({a}, dir_at(1, 1));
     auto acts = w.log_read(dir_at(2, 2), log_of({{marker(a), {}}}));
     ASSERT_TRUE(acts);
@@ -369,7 +369,7 @@ TEST_F(WorkerView, AMarkerInTheLogStopsItsTaskOrIsLitter) {
     EXPECT_EQ((*acts)[0].what, kind::remove_marker) << "b is not ours: the marker is litter";
 }
 
-TEST_F(WorkerView, AMarkerThatCameWhileThePublishingTryWasOutIsDeletedAfterIt) {
+TEST_F(WorkerFsm, AMarkerThatCameWhileThePublishingTryWasOutIsDeletedAfterIt) {
     // Found by CrackRun (1 run in 3): the master's T7 lands while T4 is out without the
     // marker's delete; T4 commits and the marker stays. Format 1 found it at the listing
     // that T4's own delete caused; a worker following its change log lists nothing then.
