@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The HTTP API's pure parts (no I/O): the listen address, request targets and routes, the
-// body of POST /v1/tasks, and the JSON of an error. server.cpp puts them on the wire.
+// body of POST /v1/tasks, and the JSON of an error. The server puts them on the wire.
 #pragma once
 
 #include "roles/client/task_client.hpp"

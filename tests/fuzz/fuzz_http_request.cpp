@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A whole HTTP request as a client sends it, read the way http/server.cpp reads one
+// A whole HTTP request as a client sends it, read the way http/connection.cpp reads one
 // (Beast's request_parser with the server's default header and body limits), then taken
 // apart by the API's pure parts: the target and its query, the route, a task id, the body
 // of a submit. Nothing crashes or throws; every refusal's error body is JSON.

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Private to zkco: the session state behind a client. Everything here runs on the
 // client's executor, which drives the single-threaded C client (zookeeper_st), except
-// push(), which the background closer's zookeeper_close also calls.
+// push(), which the background closer's zookeeper_close also calls. A C completion only
+// queues what it got; the executor hands it over, or drops it once the caller has gone.
+// Defined by concern: core.cpp (pending ops, watches, the inbox), session.cpp, io.cpp,
+// ops.cpp and callbacks.cpp (the C side, with c_client.hpp); pending_op.hpp is shared.
 #pragma once
 
 #include "zkco/config.hpp"
@@ -25,7 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
-// The C client's handle, forward-declared so that only core.cpp includes zookeeper.h.
+// The C client's handle, forward-declared so that only the core's .cpp files include
+// zookeeper.h (through c_client.hpp).
 struct _zhandle;  // NOLINT(bugprone-reserved-identifier): the C client's own name
 
 namespace zkd::zkco::detail {
