@@ -9,6 +9,7 @@
 #include "reactor/compute_pool.hpp"
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/node.hpp"
 #include "zkco/deadline.hpp"
 

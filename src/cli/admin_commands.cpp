@@ -4,6 +4,7 @@
 #include "cli/options.hpp"
 #include "cli/session.hpp"
 #include "roles/client/inspect.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
 

@@ -4,6 +4,7 @@
 #include "protocol/task.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/cluster/session_keeper.hpp"
 #include "zkco/deadline.hpp"
 

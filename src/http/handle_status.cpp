@@ -4,6 +4,7 @@
 #include "http/detail/server_impl.hpp"
 #include "http/status_page.hpp"
 #include "roles/client/inspect.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
 

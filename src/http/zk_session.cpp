@@ -2,6 +2,7 @@
 // The facade's own ZooKeeper session: kept connected (a new one after each ends), read for
 // the cluster's layout on first use, and its errors as answers (503 while there is none).
 #include "http/detail/server_impl.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/cluster/session_keeper.hpp"
 #include "zkco/deadline.hpp"
 

@@ -461,7 +461,7 @@ codec_result<void> validate(const task_spec& t) {
     if (!is_valid_task_type(t.type)) {
         return decode_error{
             "field \"type\" must be 1 to 128 characters of [A-Za-z0-9_.:-], not " +
-            brief(json::value(json::string_view(t.type.data(), t.type.size()))),
+                brief(json::value(json::string_view(t.type.data(), t.type.size()))),
             "type"};
     }
     if (t.priority < min_priority || t.priority > max_priority) {
@@ -477,7 +477,7 @@ codec_result<void> validate(const task_spec& t) {
     if (t.max_attempts < 1 || t.max_attempts > max_attempts_limit) {
         return decode_error{
             "field \"max_attempts\" must be from 1 to " + std::to_string(max_attempts_limit) +
-            ", not " + std::to_string(t.max_attempts),
+                ", not " + std::to_string(t.max_attempts),
             "max_attempts"};
     }
     if (t.attempt < 1) {

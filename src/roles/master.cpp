@@ -10,6 +10,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/cluster/foreign.hpp"
 #include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"

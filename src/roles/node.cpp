@@ -3,6 +3,7 @@
 
 #include "protocol/ids.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/cluster/session_keeper.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"

@@ -17,4 +17,21 @@ boost::asio::awaitable<bool> wait_connected(client& zk);
 /// (GCC 12 miscompiles a co_await in the right operand of && or ||).
 boost::asio::awaitable<bool> reconnected_after(client& zk, error_code ec);
 
+/// Runs `op` (an awaitable yielding a result) until it gives an answer other than "outcome
+/// unknown", waiting for the connection between tries; errc::session_expired once the
+/// session is gone. Only for operations that are safe to repeat.
+template <class Op>
+auto retry_unknown(client& zk, Op op) -> decltype(op()) {
+    for (;;) {
+        auto r = co_await op();
+        if (r || r.error() != condition::retryable) {
+            co_return r;
+        }
+        const bool connected = co_await wait_connected(zk);
+        if (!connected) {
+            co_return error_code(errc::session_expired);
+        }
+    }
+}
+
 }  // namespace zkd::zkco

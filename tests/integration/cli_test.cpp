@@ -6,6 +6,7 @@
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/client.hpp"

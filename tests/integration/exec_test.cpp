@@ -7,6 +7,7 @@
 
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "support/processes.hpp"
 #include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"

@@ -11,6 +11,7 @@
 #include "reactor/lag_probe.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/node.hpp"
 #include "roles/stats.hpp"
 #include "support/processes.hpp"

@@ -10,6 +10,7 @@
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "support/netns.hpp"
 #include "support/processes.hpp"
 #include "support/relay.hpp"

@@ -7,6 +7,7 @@
 #include "protocol/layout.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"

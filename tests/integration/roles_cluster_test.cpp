@@ -6,6 +6,7 @@
 
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/txn/zk_ops.hpp"
 
 #include <boost/json.hpp>

@@ -3,6 +3,7 @@
 // takeover with epoch fencing, worker registration.
 #include "protocol/ids.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/txn/batcher.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"

@@ -4,6 +4,7 @@
 // cluster must carry on, lose no task, and never turn a failure into a loop. Each test
 // writes the foreign state directly, as a stranger with a ZooKeeper client would.
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/node.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "support/roles_cluster.hpp"

@@ -5,6 +5,7 @@
 #include "protocol/ids.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"
 

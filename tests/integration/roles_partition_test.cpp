@@ -6,6 +6,7 @@
 // a new member. How long it believed itself master after the new one acted is reported
 // (never asserted: it depends on the machine's timing).
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/node.hpp"
 #include "support/relay.hpp"
 #include "support/roles_cluster.hpp"

@@ -5,6 +5,7 @@
 // when the master took it away before the client could look.
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "support/relay.hpp"
 #include "support/roles_cluster.hpp"
 #include "support/zk_fixture.hpp"

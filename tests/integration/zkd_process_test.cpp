@@ -5,6 +5,7 @@
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "support/processes.hpp"
 #include "support/workers_joined.hpp"
 #include "support/zk_fixture.hpp"

@@ -10,6 +10,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "roles/master.hpp"
 #include "roles/worker/worker.hpp"
 #include "support/workers_joined.hpp"

@@ -15,6 +15,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "zk_local/zk_local.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"

@@ -12,6 +12,7 @@
 #include "protocol/task.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
 

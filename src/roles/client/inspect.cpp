@@ -3,6 +3,7 @@
 
 #include "protocol/ids.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "zkco/read_batch.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -128,36 +129,6 @@ zkco::result<std::uint64_t> child_count(
 }
 
 }  // namespace
-
-asio::awaitable<zkco::result<protocol::layout>> read_layout(zkco::client& zk) {
-    auto node = co_await zk.get(protocol::layout::meta());
-    if (!node) {
-        co_return node.error();
-    }
-    auto meta = protocol::decode_meta(node->data);
-    if (!meta) {
-        co_return zkco::error_code(zkco::errc::data_inconsistency);
-    }
-    co_return protocol::layout::from(*meta);
-}
-
-std::vector<std::string> result_dir_paths(std::vector<std::string> names) {
-    std::sort(names.begin(), names.end());
-    std::vector<std::string> paths;
-    paths.reserve(names.size());
-    for (const auto& name : names) {
-        paths.push_back(zkco::join_path(protocol::layout::results_dir(), name));
-    }
-    return paths;
-}
-
-asio::awaitable<zkco::result<std::vector<std::string>>> list_result_dirs(zkco::client& zk) {
-    auto kids = co_await zk.get_children(protocol::layout::results_dir());
-    if (!kids) {
-        co_return kids.error();
-    }
-    co_return result_dir_paths(std::move(kids->names));
-}
 
 asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::client& zk) {
     auto listed = co_await zk.get_children(protocol::layout::workers_dir());

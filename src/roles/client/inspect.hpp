@@ -30,20 +30,6 @@
 
 namespace zkd::roles {
 
-/// Reads the layout /meta declares, creating nothing (unlike ensure_layout). Errors: no_node
-/// (no cluster in this namespace yet), data_inconsistency (/meta is garbage), the session's.
-boost::asio::awaitable<zkco::result<protocol::layout>> read_layout(zkco::client& zk);
-
-/// Every directory below /results holding results: the result shards and the clients'
-/// directories (`/results/<c>`, made on demand, so the set changes), as paths sorted by
-/// name, from the child names of /results. Anything that enumerates results lists these,
-/// never only layout::result_shard_paths().
-std::vector<std::string> result_dir_paths(std::vector<std::string> names);
-
-/// Lists /results (one read) and yields result_dir_paths of its children. Errors: no_node
-/// (no cluster in this namespace), the session's.
-boost::asio::awaitable<zkco::result<std::vector<std::string>>> list_result_dirs(zkco::client& zk);
-
 // --- the cluster ---------------------------------------------------------------------------
 
 /// The acting master, from /master.

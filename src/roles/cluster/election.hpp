@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Joining a cluster (docs/protocol.md §2, §7): the namespace and its fixed nodes, running for
-// master, taking over as master, registering as a worker.
+// Joining a cluster (docs/protocol.md §7): running for master, taking over as master,
+// registering as a worker. The namespace itself: roles/cluster/namespace.hpp.
 #pragma once
 
 #include "protocol/layout.hpp"
@@ -20,30 +20,6 @@ namespace zkd::roles {
 // by these names.
 using zkco::reconnected_after;
 using zkco::wait_connected;
-
-/// With a client connected *without* a chroot: creates `chroot` ("/zkd/<ns>") and its
-/// ancestors if missing (ancestors with the open ACL, the namespace with the default one).
-/// With credentials, a namespace node that already exists must be protected by them
-/// (check_protected): otherwise errc::invalid_acl, with an error log naming the node, its
-/// ACL and what to do. Someone else set it up, and adopting it would let them in.
-boost::asio::awaitable<zkco::result<void>> ensure_chroot(zkco::client& root, std::string chroot);
-
-/// With a client chrooted at the namespace: creates /meta (from `defaults`) unless it exists,
-/// then every fixed node of §2, and yields the layout /meta declares. Garbage in /meta gives
-/// errc::data_inconsistency (and a log line saying what is wrong): it decides every path, so
-/// guessing would be worse than stopping. With credentials, the namespace and every fixed
-/// node must be protected by them, as for ensure_chroot (errc::invalid_acl otherwise).
-boost::asio::awaitable<zkco::result<protocol::layout>> ensure_layout(
-    zkco::client& zk, protocol::meta_info defaults
-);
-
-/// With credentials `auth` and a client chrooted at the namespace: checks that the namespace
-/// node ("/") and each fixed node of `l` that exists grant nothing to anyone but `auth`'s
-/// digest id. Yields nullopt if so; otherwise a message naming the first node that is not,
-/// its ACL and what to do (also when an ACL cannot be read). Reads only.
-boost::asio::awaitable<std::optional<std::string>> check_protected(
-    zkco::client& zk, protocol::layout l, zkco::credentials auth
-);
 
 /// This member's node in /election.
 struct candidacy {

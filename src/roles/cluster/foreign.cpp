@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "roles/cluster/foreign.hpp"
 
-#include "roles/cluster/election.hpp"
+#include "zkco/retry.hpp"
 
 namespace asio = boost::asio;
 
@@ -22,7 +22,7 @@ asio::awaitable<zkco::error_code> clear(
             if (kids.error() == zkco::errc::no_node) {
                 co_return zkco::error_code();
             }
-            const bool retry = co_await reconnected_after(zk, kids.error());
+            const bool retry = co_await zkco::reconnected_after(zk, kids.error());
             if (retry) {
                 continue;
             }
@@ -48,7 +48,7 @@ asio::awaitable<zkco::error_code> clear(
                 if (r.error() == zkco::errc::not_empty) {
                     break;  // a new child meanwhile: the next listing finds it
                 }
-                const bool retry = co_await reconnected_after(zk, r.error());
+                const bool retry = co_await zkco::reconnected_after(zk, r.error());
                 if (!retry) {
                     co_return r.error();
                 }

@@ -2,6 +2,7 @@
 #include "roles/cluster/session_keeper.hpp"
 
 #include "roles/cluster/election.hpp"
+#include "roles/cluster/namespace.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/probe.hpp"
 

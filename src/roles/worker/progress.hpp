@@ -26,19 +26,19 @@ struct running_task {
     std::stop_source stop;       // stops every handler of it: cancel marker, shutdown
     bool cancel_marker = false;  // stopped for its <tid>.cancel marker (worker_fsm says)
     bool done = false;
-    boost::asio::steady_timer mark;       // when to write the running mark
-    std::vector<double> progress;  // what each handler call reported last (-1: nothing)
-    std::string progress_message;  // the last message reported
+    boost::asio::steady_timer mark;  // when to write the running mark
+    std::vector<double> progress;    // what each handler call reported last (-1: nothing)
+    std::string progress_message;    // the last message reported
 
     // Writes to the assignment node (the running mark, then progress): one at a time.
     zkco::client* zk = nullptr;
     std::string worker;
     std::string tid;
-    protocol::task_spec marked;         // what the node holds, as we last wrote it
-    std::int32_t version = 0;           // the node's version we expect
-    bool writing = false;               // a write is in flight
-    bool dirty = false;                 // progress newer than what was written
-    bool gave_up = false;               // a write failed: the node is not ours to write any more
+    protocol::task_spec marked;  // what the node holds, as we last wrote it
+    std::int32_t version = 0;    // the node's version we expect
+    bool writing = false;        // a write is in flight
+    bool dirty = false;          // progress newer than what was written
+    bool gave_up = false;        // a write failed: the node is not ours to write any more
     boost::asio::steady_timer progress_timer;  // at most one progress write a second
     boost::asio::steady_timer::time_point last_write{};
 };

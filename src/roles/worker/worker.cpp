@@ -46,9 +46,9 @@ namespace zkd::roles {
 
 namespace {
 
+using detail::record_progress;
 using detail::running_task;
 using detail::write_assignment;
-using detail::record_progress;
 
 protocol::task_result failure(std::string_view code, std::string message) {
     protocol::task_result r;

@@ -17,9 +17,7 @@ worker_fsm::worker_fsm(protocol::layout l, protocol::member_info me, worker_stat
     : l_(l), me_(std::move(me)), stats_(stats) {}
 
 template <class DataOf>
-std::vector<worker_action> worker_fsm::take(
-    const std::vector<std::string>& names, DataOf data_of
-) {
+std::vector<worker_action> worker_fsm::take(const std::vector<std::string>& names, DataOf data_of) {
     std::vector<worker_action> out;
     if (stopping_) {
         return out;

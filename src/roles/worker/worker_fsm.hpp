@@ -9,10 +9,10 @@
 // (handlers, timers, ZooKeeper); tests/unit/roles/worker/worker_fsm_test.cpp drives the view alone.
 
 #include "protocol/change_log.hpp"
-#include "roles/worker/publish_fsm.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "protocol/worker_txn.hpp"
+#include "roles/worker/publish_fsm.hpp"
 
 #include <cstdint>
 #include <map>
@@ -110,7 +110,7 @@ public:
 
 private:
     struct task {
-        bool marker = false;               // its <tid>.cancel marker was seen
+        bool marker = false;              // its <tid>.cancel marker was seen
         std::optional<publish_fsm> plan;  // once publishing
     };
     publish_fsm* plan_of(const std::string& tid);

@@ -46,17 +46,17 @@ TEST(ClientError, EachBrokenRuleHasItsCode) {
 }
 
 TEST(ClientError, EveryBrokenRuleIsAnInvalidTaskAndSaysItsRule) {
-    for (const auto e : {client_errc::invalid_type, client_errc::invalid_priority,
-                         client_errc::invalid_timeout, client_errc::invalid_max_attempts,
-                         client_errc::invalid_args}) {
+    for (const auto e :
+         {client_errc::invalid_type, client_errc::invalid_priority, client_errc::invalid_timeout,
+          client_errc::invalid_max_attempts, client_errc::invalid_args}) {
         const boost::system::error_code ec = e;
         EXPECT_EQ(ec, client_condition::invalid_task) << ec.message();
         EXPECT_NE(ec.message().find("invalid task: "), std::string::npos);
     }
     const boost::system::error_code ec = client_errc::invalid_priority;
     EXPECT_NE(ec.message().find("from 0 to 9"), std::string::npos) << ec.message();
-    for (const auto e : {client_errc::task_too_large, client_errc::garbage_result,
-                         client_errc::queue_full}) {
+    for (const auto e :
+         {client_errc::task_too_large, client_errc::garbage_result, client_errc::queue_full}) {
         const boost::system::error_code other = e;
         EXPECT_NE(other, client_condition::invalid_task) << other.message();
     }
