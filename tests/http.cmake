@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# The HTTP facade (src/http) and the cluster inspection API (roles/inspect).
+# The HTTP facade (src/http) and the cluster inspection API (roles/client/inspect).
 
 # Unit tests of src/http (tests/unit/http/*_test.cpp) are in zkd_unit_tests.
 target_link_libraries(zkd_unit_tests PRIVATE zkd::http)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// zkd tasks and zkd cluster: read-only views (roles/inspect.hpp), as tables or JSON.
+// zkd tasks and zkd cluster: read-only views (roles/client/inspect.hpp), as tables or JSON.
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
@@ -123,7 +123,7 @@ void print_tasks(const roles::task_list& list) {
     std::printf("\n");
 }
 
-void print_cluster(const cluster_target& t, const roles::cluster_view& c) {
+void print_cluster(const cluster_target& t, const roles::cluster_snapshot& c) {
     std::printf(
         "cluster   %s%s, epoch %lld\n", t.hosts.c_str(), t.chroot.c_str(),
         static_cast<long long>(c.epoch)

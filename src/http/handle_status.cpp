@@ -111,7 +111,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> server::impl::result_nam
 /// there are too many unconsumed results to list cheaply; failures_unscanned says why
 /// it did not look.
 asio::awaitable<void> server::impl::track_failures(
-    facade_session& s, const roles::cluster_view& view
+    facade_session& s, const roles::cluster_snapshot& view
 ) {
     // The first look reads more (the recent past), later ones what came since.
     const std::size_t most_read = results_seen.empty() ? 200 : 50;

@@ -9,17 +9,17 @@
 //          result as stored (docs/protocol.md §5) if it came within MS (it is then consumed,
 //          like `zkd submit --wait`, once the answer is written), else 202
 //          `{"id":..,"state":..}`. The body must be Content-Type application/json.
-//   GET    /v1/tasks[?limit=N] 200 roles::task_list JSON (see roles/inspect.hpp).
+//   GET    /v1/tasks[?limit=N] 200 roles::task_list JSON (see roles/client/inspect.hpp).
 //   GET    /v1/tasks/{id}      200 `{"id":..,"state":..,"worker":..,"result":{..}}` (worker and
 //          result when known; the result is peeked, never consumed); 404 for an id that
 //          exists nowhere; 400 for a malformed id.
 //   DELETE /v1/tasks/{id}      202 `{"id":..,"state":..,"cancel":"requested"}` (T7) for a
 //          pending, assigned or running task; 404 if unknown or finished.
-//   GET    /v1/cluster         200 roles::cluster_view JSON (see roles/inspect.hpp).
+//   GET    /v1/cluster         200 roles::cluster_snapshot JSON (see roles/client/inspect.hpp).
 //   GET    /metrics            Prometheus text 0.0.4 (see http/metrics.hpp).
 //   GET    /v1/status          200 the status page's data: `{"now_ms":T,"node":{..}|null (this
 //          node's figures, http/status.hpp node_json),"history":{..} (the charts' samples,
-//          status_history::to_json),"cluster":<cluster_view>,"queue":{"pending":N,
+//          status_history::to_json),"cluster":<cluster_snapshot>,"queue":{"pending":N,
 //          "by_priority":[N x10]|null},"running":[<task_entry>..],"assigned_total":N,
 //          "truncated":B,"failures":[..] (failure_log::to_json),"failures_scan":
 //          {"complete":B,"reason":".." (when not)},"age_ms":M (of the cluster part)}`; when

@@ -4,7 +4,7 @@
 // The worker's transactions (docs/protocol.md §6: T3 mark running, T4 complete, T9 drain),
 // each as a builder of its ops and a reader of its per-op results into a named outcome, in
 // the terms of protocol/master_txn.hpp (txn_op, op_code, txn_answer). Nothing here performs
-// I/O; roles/txn_io.hpp turns the ops into ZooKeeper multi ops.
+// I/O; roles/txn/zk_ops.hpp turns the ops into ZooKeeper multi ops.
 
 #include "protocol/layout.hpp"
 #include "protocol/master_txn.hpp"

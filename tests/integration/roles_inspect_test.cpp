@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Read-only views of a cluster (roles/inspect) against a real ZooKeeper: a master, a worker
+// Read-only views of a cluster (roles/client/inspect) against a real ZooKeeper: a master, a worker
 // and a client in one process, each with its own session; the views before, during and after
 // tasks; garbage in every kind of node; limits; nothing written by reading.
 #include "protocol/ids.hpp"

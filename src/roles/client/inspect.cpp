@@ -38,8 +38,8 @@ std::int64_t age_since(std::int64_t now, std::int64_t then) {
     return then > 0 ? std::max<std::int64_t>(0, now - then) : 0;
 }
 
-master_view master_from(const std::string& data) {
-    master_view m;
+master_snapshot master_from(const std::string& data) {
+    master_snapshot m;
     auto decoded = protocol::decode_master(data);
     if (!decoded) {
         m.garbage = decoded.error().message;
@@ -57,8 +57,8 @@ master_view master_from(const std::string& data) {
     return m;
 }
 
-worker_view worker_from(const std::string& id, const zkco::node& node) {
-    worker_view w;
+worker_snapshot worker_from(const std::string& id, const zkco::node& node) {
+    worker_snapshot w;
     w.id = id;
     if (node.stat.ephemeral_owner == 0) {
         w.ignored = "not ephemeral: no session owns it, so it is no live worker";
@@ -130,7 +130,7 @@ zkco::result<std::uint64_t> child_count(
 
 }  // namespace
 
-asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::client& zk) {
+asio::awaitable<zkco::result<std::vector<worker_snapshot>>> read_workers(zkco::client& zk) {
     auto listed = co_await zk.get_children(protocol::layout::workers_dir());
     if (!listed) {
         co_return listed.error();
@@ -146,7 +146,7 @@ asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::clien
     if (const auto done = co_await batch.wait(); !done) {
         co_return done.error();
     }
-    std::vector<worker_view> workers;
+    std::vector<worker_snapshot> workers;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         if (failed(*infos[i])) {
             co_return infos[i]->error();
@@ -158,8 +158,8 @@ asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::clien
     co_return workers;
 }
 
-asio::awaitable<zkco::result<cluster_view>> read_cluster(zkco::client& zk, protocol::layout l) {
-    cluster_view view;
+asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(zkco::client& zk, protocol::layout l) {
+    cluster_snapshot view;
 
     // Round 1: the fixed nodes and the directories' stats.
     read_batch first(zk);
@@ -598,7 +598,7 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
 
 // --- JSON ----------------------------------------------------------------------------------
 
-json::value to_json(const master_view& m) {
+json::value to_json(const master_snapshot& m) {
     if (!m.garbage.empty()) {
         return json::object{{"garbage", m.garbage}};
     }
@@ -619,7 +619,7 @@ json::value to_json(const master_view& m) {
     return o;
 }
 
-json::value to_json(const worker_view& w) {
+json::value to_json(const worker_snapshot& w) {
     json::object o;
     o["id"] = w.id;
     if (!w.garbage.empty()) {
@@ -650,7 +650,7 @@ json::value to_json(const worker_view& w) {
     return o;
 }
 
-json::value to_json(const cluster_view& c) {
+json::value to_json(const cluster_snapshot& c) {
     json::object o;
     o["epoch"] = c.epoch;
     o["master"] = c.master ? to_json(*c.master) : json::value(nullptr);

@@ -33,7 +33,7 @@ namespace zkd::roles {
 // --- the cluster ---------------------------------------------------------------------------
 
 /// The acting master, from /master.
-struct master_view {
+struct master_snapshot {
     std::string id;
     std::int64_t epoch = 0;
     std::string host;
@@ -54,7 +54,7 @@ struct master_view {
 };
 
 /// One /workers/<id> node and its assignment directory.
-struct worker_view {
+struct worker_snapshot {
     std::string id;  ///< the node's name
     std::string host;
     std::int64_t pid = 0;
@@ -77,10 +77,10 @@ struct worker_view {
 };
 
 /// A snapshot of a cluster (each figure read at a slightly different moment).
-struct cluster_view {
+struct cluster_snapshot {
     std::int64_t epoch = 0;             ///< /epoch's data version: 0 until a first master
-    std::optional<master_view> master;  ///< nullopt: no acting master
-    std::vector<worker_view> workers;   ///< sorted by id
+    std::optional<master_snapshot> master;  ///< nullopt: no acting master
+    std::vector<worker_snapshot> workers;   ///< sorted by id
     std::uint64_t pending = 0;          ///< pending tasks, from each shard's child count
     std::uint64_t results = 0;          ///< results not yet consumed, likewise (every
                                         ///< result directory: shards and client dirs)
@@ -99,7 +99,7 @@ inline constexpr std::size_t most_result_dirs_counted = 1'000;
 /// for its directories, list_result_dirs; past most_result_dirs_counted clients'
 /// directories, by /results' child count, it is not listed and only the result shards are
 /// counted). Errors: see the top of this file.
-boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(
+boost::asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(
     zkco::client& zk, protocol::layout l
 );
 
@@ -107,7 +107,7 @@ boost::asio::awaitable<zkco::result<cluster_view>> read_cluster(
 /// 0; nor /master: `suspect` stays false), sorted by id: one listing of /workers and one read
 /// per worker, whatever the number of tasks and results. What "is this type served" needs.
 /// Errors: see the top of this file.
-boost::asio::awaitable<zkco::result<std::vector<worker_view>>> read_workers(zkco::client& zk);
+boost::asio::awaitable<zkco::result<std::vector<worker_snapshot>>> read_workers(zkco::client& zk);
 
 // --- tasks ---------------------------------------------------------------------------------
 
@@ -182,16 +182,16 @@ boost::asio::awaitable<zkco::result<task_info>> read_task(
 
 /// `{"id":..,"epoch":E,"host":..,"pid":P,"since_ms":T,"throughput":F|null,
 /// "max_pending":N|null,"direct":B}`, or `{"garbage":"why"}`.
-boost::json::value to_json(const master_view& m);
+boost::json::value to_json(const master_snapshot& m);
 
 /// `{"id":..,"host":..,"pid":P,"capacity":N,"threads":K|null,"types":[..],"started_ms":T,
 /// "draining":B,"assigned":A,"running":R}`, or `{"id":..,"garbage":"why","assigned":A,
 /// "running":R}`.
-boost::json::value to_json(const worker_view& w);
+boost::json::value to_json(const worker_snapshot& w);
 
-/// `{"epoch":E,"master":<master_view>|null,"workers":[<worker_view>...],"pending":N,
+/// `{"epoch":E,"master":<master_snapshot>|null,"workers":[<worker_snapshot>...],"pending":N,
 /// "results":N,"cancel_requests":N}`.
-boost::json::value to_json(const cluster_view& c);
+boost::json::value to_json(const cluster_snapshot& c);
 
 /// Pending: `{"id":..,"state":"pending","type":..,"priority":P,"attempt":A,"age_ms":M,
 /// "submitted_ms":T}`, plus `"tasks":N` for a bundle. Assigned or running:

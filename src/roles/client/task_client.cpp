@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The client's shell: the decisions of a submit (T1: resend or not, did it succeed) and of a
-// bundle consume (T5: write, read again, deliver) are roles/client_view; this file carries
+// bundle consume (T5: write, read again, deliver) are roles/client/submit_fsm; this file carries
 // their steps out over the session and the batcher.
 //
 // Cancellation, the idiom of worker.cpp: where a cancel must be answered rather than thrown

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The client's decisions without ZooKeeper (roles/client_view.hpp): a submit's answers and a
+// The client's decisions without ZooKeeper (roles/client/submit_fsm.hpp): a submit's answers and a
 // bundle consume's answers fed by hand, lost ones and cancellations included.
 #include "roles/client/submit_fsm.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The change logs a transaction sent without a multi_batcher carries (roles/txn_io.hpp,
+// The change logs a transaction sent without a multi_batcher carries (roles/txn/zk_ops.hpp,
 // append_change_logs; docs/protocol.md §6): crack's job creation, for one.
 #include "roles/txn/zk_ops.hpp"
 
