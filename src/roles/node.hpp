@@ -3,7 +3,7 @@
 
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
-#include "roles/master.hpp"
+#include "roles/master/master.hpp"
 #include "roles/registry.hpp"
 #include "roles/stats.hpp"
 #include "roles/worker.hpp"

@@ -10,7 +10,7 @@
 #include "reactor/task_group.hpp"
 #include "roles/builtin_handlers.hpp"
 #include "roles/election.hpp"
-#include "roles/master.hpp"
+#include "roles/master/master.hpp"
 #include "roles/worker.hpp"
 #include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"

@@ -9,7 +9,7 @@
 #include "roles/builtin_handlers.hpp"
 #include "roles/election.hpp"
 #include "roles/inspect.hpp"
-#include "roles/master.hpp"
+#include "roles/master/master.hpp"
 #include "roles/queue_bound.hpp"
 #include "roles/worker.hpp"
 #include "support/workers_joined.hpp"

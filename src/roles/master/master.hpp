@@ -4,7 +4,7 @@
 #include "protocol/layout.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
-#include "roles/master_view.hpp"
+#include "roles/master/master_fsm.hpp"
 #include "roles/queue_bound.hpp"
 #include "zkco/client.hpp"
 

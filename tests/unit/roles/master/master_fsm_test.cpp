@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The master's decisions without ZooKeeper (roles/master_view.hpp): events in, actions out,
+// The master's decisions without ZooKeeper (roles/master/master_fsm.hpp): events in, actions out,
 // the answers to its transactions fed back by hand. Time is a parameter: no test sleeps.
+#include "roles/master/master_fsm.hpp"
+
 #include "protocol/ids.hpp"
-#include "roles/master_view.hpp"
 
 #include <gtest/gtest.h>
 
@@ -89,13 +90,13 @@ std::vector<master_action> of_kind(const master_step& s, kind k) {
 }
 
 // NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
-struct RolesMasterView : ::testing::Test {
+struct MasterFsm : ::testing::Test {
     master_stats stats;
     clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(1);
     std::vector<protocol::task_spec> assigned_specs;
-    master_state view{
+    master_fsm view{
         protocol::layout{}, 7,
-        master_state::options{
+        master_fsm::options{
             protocol::placement_policy::least_loaded, milliseconds(10'000), milliseconds(30'000),
             [this](const protocol::task_spec& t) { assigned_specs.push_back(t); }},
         stats};
@@ -154,7 +155,7 @@ struct RolesMasterView : ::testing::Test {
 
 }  // namespace
 
-TEST_F(RolesMasterView, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorkerCheck) {
+TEST_F(MasterFsm, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorkerCheck) {
     join("w1", 2);
     const auto low = tid(3, 1);
     const auto first = tid(5, 2);
@@ -189,7 +190,7 @@ TEST_F(RolesMasterView, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorker
     EXPECT_EQ(next[0].tid, second);
 }
 
-TEST_F(RolesMasterView, TheTasksOfOneDecisionStayTogetherOnAWorkerUpToItsThreads) {
+TEST_F(MasterFsm, TheTasksOfOneDecisionStayTogetherOnAWorkerUpToItsThreads) {
     // Two idle workers of 2 threads: 4 tasks decided at once (one transaction) go two and
     // two, so each worker reads one log for its pair and runs them side by side.
     join("w1", 8, {"echo"}, 2);
@@ -197,13 +198,13 @@ TEST_F(RolesMasterView, TheTasksOfOneDecisionStayTogetherOnAWorkerUpToItsThreads
     EXPECT_EQ(decide_four(), "w1 w1 w2 w2 ");
 }
 
-TEST_F(RolesMasterView, WorkersThatDoNotSayTheirThreadsGetADecisionsTasksInTurn) {
+TEST_F(MasterFsm, WorkersThatDoNotSayTheirThreadsGetADecisionsTasksInTurn) {
     join("w1", 8);
     join("w2", 8);
     EXPECT_EQ(decide_four(), "w1 w2 w1 w2 ");
 }
 
-TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenATaskWaits) {
+TEST_F(MasterFsm, AWorkerDirectoryIsListedAgainOnlyWhenATaskWaits) {
     join("w1", 2);
     join("w2", 2);
     // Nothing waits: a change of the directory (our own assignment, a T4, a task placed
@@ -267,7 +268,7 @@ TEST_F(RolesMasterView, AWorkerDirectoryIsListedAgainOnlyWhenATaskWaits) {
 // A directory whose watch fired may hold tasks clients placed there directly (docs/protocol.md
 // §6 T1 "Direct placement"): its worker gets nothing until it is listed, and then only the room
 // the listing leaves.
-TEST_F(RolesMasterView, AWorkerWhoseDirectoryChangedGetsNothingUntilItIsListed) {
+TEST_F(MasterFsm, AWorkerWhoseDirectoryChangedGetsNothingUntilItIsListed) {
     join("w1", 3);
     ASSERT_TRUE(view.worker_dir_listed("w1", {}));
     view.worker_dir_touched("w1");
@@ -288,7 +289,7 @@ TEST_F(RolesMasterView, AWorkerWhoseDirectoryChangedGetsNothingUntilItIsListed) 
 
 // A worker just read (joined, or found at takeover) may hold tasks already: a dead master's,
 // or ones clients placed there directly. It gets nothing until its directory is listed.
-TEST_F(RolesMasterView, AWorkerGetsNothingBeforeItsDirectoryIsFirstListed) {
+TEST_F(MasterFsm, AWorkerGetsNothingBeforeItsDirectoryIsFirstListed) {
     live.push_back("w1");
     ASSERT_EQ(view.workers_listed(live).to_read, std::vector<std::string>{"w1"});
     ASSERT_TRUE(view.worker_read("w1", worker_data(2, {"echo"}), true));
@@ -306,7 +307,7 @@ TEST_F(RolesMasterView, AWorkerGetsNothingBeforeItsDirectoryIsFirstListed) {
 // The count of assignments on their way, which decides whether a full worker's directory is
 // wanted, stays right when a worker departs with one of them out: the task it was for waits
 // again, and the other full worker's directory is wanted for it.
-TEST_F(RolesMasterView, AnAssignmentOutToADepartedWorkerNoLongerCountsAsOnItsWay) {
+TEST_F(MasterFsm, AnAssignmentOutToADepartedWorkerNoLongerCountsAsOnItsWay) {
     join("w1", 1);
     join("w2", 1);
     const auto a = tid(5, 1);
@@ -333,7 +334,7 @@ TEST_F(RolesMasterView, AnAssignmentOutToADepartedWorkerNoLongerCountsAsOnItsWay
     EXPECT_EQ(next[0].tid, to_w2.tid);
 }
 
-TEST_F(RolesMasterView, OnlyWorkersServingTheTypeGetItAndDrainingOnesNone) {
+TEST_F(MasterFsm, OnlyWorkersServingTheTypeGetItAndDrainingOnesNone) {
     join("w1", 4, {"other"});
     join("w2", 4, {"echo"});
     submit({tid(5, 1)});
@@ -352,7 +353,7 @@ TEST_F(RolesMasterView, OnlyWorkersServingTheTypeGetItAndDrainingOnesNone) {
     EXPECT_EQ(of_kind(view.next(*step.wake_at), kind::reject).size(), 1U);
 }
 
-TEST_F(RolesMasterView, AMalformedTaskAndANameThatIsNoTaskIdEndInFailedResults) {
+TEST_F(MasterFsm, AMalformedTaskAndANameThatIsNoTaskIdEndInFailedResults) {
     join("w1", 2);
     submit({tid(5, 1)}, "{ this is not json");
     view.shard_listed(0, {tid(5, 1), "garbage"});
@@ -370,7 +371,7 @@ TEST_F(RolesMasterView, AMalformedTaskAndANameThatIsNoTaskIdEndInFailedResults) 
     EXPECT_TRUE(view.next(t0).actions.empty());
 }
 
-TEST_F(RolesMasterView, MalformedResultsCarryTheAttemptTheTaskIsOn) {
+TEST_F(MasterFsm, MalformedResultsCarryTheAttemptTheTaskIsOn) {
     join("w1", 2);
     submit({tid(5, 1)}, "{ this is not json");
     auto rejects = of_kind(view.next(t0), kind::reject);
@@ -382,7 +383,7 @@ TEST_F(RolesMasterView, MalformedResultsCarryTheAttemptTheTaskIsOn) {
     EXPECT_EQ(r->error->code, protocol::codes::malformed_task);
 }
 
-TEST_F(RolesMasterView, ABundleWhoseArrayDoesNotMatchItsIdFailsBeforeItIsAssigned) {
+TEST_F(MasterFsm, ABundleWhoseArrayDoesNotMatchItsIdFailsBeforeItIsAssigned) {
     join("w1", 2);
     const auto bundle = protocol::bundle_id(tid(5, 1), 3);
     protocol::task_spec two;
@@ -410,7 +411,7 @@ TEST_F(RolesMasterView, ABundleWhoseArrayDoesNotMatchItsIdFailsBeforeItIsAssigne
     }
 }
 
-TEST_F(RolesMasterView, ATypeNobodyServesFailsOnlyAfterItsGrace) {
+TEST_F(MasterFsm, ATypeNobodyServesFailsOnlyAfterItsGrace) {
     join("w1", 2);
     submit({tid(5, 1)}, task_data("nobody"));
     auto step = view.next(t0);
@@ -423,24 +424,24 @@ TEST_F(RolesMasterView, ATypeNobodyServesFailsOnlyAfterItsGrace) {
     EXPECT_EQ(rejects[0].code, protocol::codes::unknown_type);
 }
 
-TEST_F(RolesMasterView, NoWorkersAtAllIsNoReasonToRejectOrEvenRead) {
+TEST_F(MasterFsm, NoWorkersAtAllIsNoReasonToRejectOrEvenRead) {
     view.shard_listed(0, {tid(5, 1)});
     const auto step = view.next(t0 + std::chrono::hours(1));
     EXPECT_TRUE(step.actions.empty());
     EXPECT_EQ(view.queue_depth(), 1U);
 }
 
-TEST_F(RolesMasterView, AFailingAssignmentBacksOffAndEndsFailedAfterMaxTries) {
+TEST_F(MasterFsm, AFailingAssignmentBacksOffAndEndsFailedAfterMaxTries) {
     join("w1", 1);
     const auto t = tid(5, 1);
     submit({t});
     auto now = t0;
     milliseconds expected_wait(200);
-    for (int i = 1; i <= master_state::max_assign_failures; ++i) {
+    for (int i = 1; i <= master_fsm::max_assign_failures; ++i) {
         auto assigns = of_kind(view.next(now), kind::assign);
         ASSERT_EQ(assigns.size(), 1U) << "try " << i;
         view.done(assigns[0], failed(3, 1, protocol::op_code::other), now);
-        if (i == master_state::max_assign_failures) {
+        if (i == master_fsm::max_assign_failures) {
             break;
         }
         const auto step = view.next(now);
@@ -456,7 +457,7 @@ TEST_F(RolesMasterView, AFailingAssignmentBacksOffAndEndsFailedAfterMaxTries) {
     EXPECT_NE(rejects[0].why.find("cannot be assigned"), std::string::npos);
 }
 
-TEST_F(RolesMasterView, LostAnswersAreRetriedForeverNeverFailingTheTask) {
+TEST_F(MasterFsm, LostAnswersAreRetriedForeverNeverFailingTheTask) {
     join("w1", 1);
     submit({tid(5, 1)});
     auto now = t0;
@@ -471,7 +472,7 @@ TEST_F(RolesMasterView, LostAnswersAreRetriedForeverNeverFailingTheTask) {
     EXPECT_TRUE(of_kind(view.next(now), kind::reject).empty());
 }
 
-TEST_F(RolesMasterView, AnAnswerSayingTheTaskIsGoneOrTheWorkerLeftIsNoTrouble) {
+TEST_F(MasterFsm, AnAnswerSayingTheTaskIsGoneOrTheWorkerLeftIsNoTrouble) {
     join("w1", 2);
     submit({tid(5, 1), tid(5, 2)});
     auto assigns = of_kind(view.next(t0), kind::assign);
@@ -484,7 +485,7 @@ TEST_F(RolesMasterView, AnAnswerSayingTheTaskIsGoneOrTheWorkerLeftIsNoTrouble) {
     EXPECT_EQ(again[0].tid, tid(5, 2));
 }
 
-TEST_F(RolesMasterView, ADeletedWorkerDirectoryStopsAssignmentsThereUntilItIsBack) {
+TEST_F(MasterFsm, ADeletedWorkerDirectoryStopsAssignmentsThereUntilItIsBack) {
     join("w1", 2);
     submit({tid(5, 1)});
     auto assigns = of_kind(view.next(t0), kind::assign);
@@ -495,7 +496,7 @@ TEST_F(RolesMasterView, ADeletedWorkerDirectoryStopsAssignmentsThereUntilItIsBac
     EXPECT_EQ(of_kind(view.next(t0), kind::assign).size(), 1U);
 }
 
-TEST_F(RolesMasterView, ADeposedMasterNotesNoTroubleForItsFailures) {
+TEST_F(MasterFsm, ADeposedMasterNotesNoTroubleForItsFailures) {
     join("w1", 1);
     submit({tid(5, 1)});
     auto assigns = of_kind(view.next(t0), kind::assign);
@@ -506,7 +507,7 @@ TEST_F(RolesMasterView, ADeposedMasterNotesNoTroubleForItsFailures) {
     EXPECT_EQ(of_kind(step, kind::assign).size(), 1U);
 }
 
-TEST_F(RolesMasterView, CancelOfAPendingTaskFailsItCancelled) {
+TEST_F(MasterFsm, CancelOfAPendingTaskFailsItCancelled) {
     join("w1", 1, {"other"});
     const auto t = tid(5, 1);
     view.shard_listed(0, {t});
@@ -521,7 +522,7 @@ TEST_F(RolesMasterView, CancelOfAPendingTaskFailsItCancelled) {
     EXPECT_EQ(view.queue_depth(), 0U);
 }
 
-TEST_F(RolesMasterView, CancelOfAnAssignedTaskLeavesAMarkerForItsWorker) {
+TEST_F(MasterFsm, CancelOfAnAssignedTaskLeavesAMarkerForItsWorker) {
     join("w1", 1);
     const auto t = tid(5, 1);
     ASSERT_TRUE(view.worker_dir_listed("w1", {t}));
@@ -531,9 +532,7 @@ TEST_F(RolesMasterView, CancelOfAnAssignedTaskLeavesAMarkerForItsWorker) {
     EXPECT_EQ(cancels[0].ops, protocol::cancel_assigned_ops("w1", t));
 }
 
-TEST_F(
-    RolesMasterView, ACancelArrivingWhileT2IsInFlightWaitsAndTheWorkerDyingMakesItAPendingCancel
-) {
+TEST_F(MasterFsm, ACancelArrivingWhileT2IsInFlightWaitsAndTheWorkerDyingMakesItAPendingCancel) {
     join("w1", 1);
     const auto t = tid(5, 1);
     submit({t});
@@ -555,7 +554,7 @@ TEST_F(
     EXPECT_FALSE(view.worker_alive("w1"));
 }
 
-TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheAssignmentGoneFollowsTheTaskBackToPending) {
+TEST_F(MasterFsm, ACancelWhoseMarkerFindsTheAssignmentGoneFollowsTheTaskBackToPending) {
     join("w1", 1);
     const auto t = tid(5, 1);
     submit({t});
@@ -583,7 +582,7 @@ TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheAssignmentGoneFollowsTheTaskBa
     EXPECT_EQ(view.queue_depth(), 0U);
 }
 
-TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheTaskFinishedIsDroppedAfterTheUsualWait) {
+TEST_F(MasterFsm, ACancelWhoseMarkerFindsTheTaskFinishedIsDroppedAfterTheUsualWait) {
     join("w1", 1);
     const auto t = tid(5, 1);
     ASSERT_TRUE(view.worker_dir_listed("w1", {t}));
@@ -599,7 +598,7 @@ TEST_F(RolesMasterView, ACancelWhoseMarkerFindsTheTaskFinishedIsDroppedAfterTheU
     EXPECT_EQ(drop[0].ops, protocol::drop_cancel_ops(t));
 }
 
-TEST_F(RolesMasterView, APendingTaskThatVanishedUnderACancelIsForgottenNotCancelledInALoop) {
+TEST_F(MasterFsm, APendingTaskThatVanishedUnderACancelIsForgottenNotCancelledInALoop) {
     join("w1", 1, {"other"});
     const auto t = tid(5, 1);
     view.shard_listed(0, {t});
@@ -613,7 +612,7 @@ TEST_F(RolesMasterView, APendingTaskThatVanishedUnderACancelIsForgottenNotCancel
     EXPECT_TRUE(of_kind(view.next(t0), kind::cancel).empty());
 }
 
-TEST_F(RolesMasterView, ACancelForATaskUnknownHereIsDroppedOnlyAfterThirtySeconds) {
+TEST_F(MasterFsm, ACancelForATaskUnknownHereIsDroppedOnlyAfterThirtySeconds) {
     join("w1", 1);
     const auto t = tid(5, 1);
     view.cancels_listed({t});
@@ -624,7 +623,7 @@ TEST_F(RolesMasterView, ACancelForATaskUnknownHereIsDroppedOnlyAfterThirtySecond
     EXPECT_EQ(cancels[0].ops, protocol::drop_cancel_ops(t));
 }
 
-TEST_F(RolesMasterView, ForeignChildrenAreClearedBeforeTheTaskIsCancelled) {
+TEST_F(MasterFsm, ForeignChildrenAreClearedBeforeTheTaskIsCancelled) {
     join("w1", 1, {"other"});
     const auto t = tid(5, 1);
     view.shard_listed(0, {t});
@@ -642,7 +641,7 @@ TEST_F(RolesMasterView, ForeignChildrenAreClearedBeforeTheTaskIsCancelled) {
     EXPECT_EQ(of_kind(view.next(t0), kind::cancel).size(), 1U);
 }
 
-TEST_F(RolesMasterView, AWorkerLeavingWithTasksIsHandedToT6AndForgottenAfter) {
+TEST_F(MasterFsm, AWorkerLeavingWithTasksIsHandedToT6AndForgottenAfter) {
     join("w1", 3);
     join("w2", 3);
     ASSERT_TRUE(view.worker_dir_listed("w1", {tid(5, 1), tid(5, 2)}));
@@ -664,7 +663,7 @@ TEST_F(RolesMasterView, AWorkerLeavingWithTasksIsHandedToT6AndForgottenAfter) {
     EXPECT_TRUE(view.assign_dirs_listed({"w1", "w3"}, {"w2"}).empty());
 }
 
-TEST_F(RolesMasterView, WorkerNodesThatAreNotAWorkersSessionAreIgnored) {
+TEST_F(MasterFsm, WorkerNodesThatAreNotAWorkersSessionAreIgnored) {
     live = {"p1", "g1"};
     const auto change = view.workers_listed(live);
     EXPECT_EQ(change.to_read.size(), 2U);
@@ -675,7 +674,7 @@ TEST_F(RolesMasterView, WorkerNodesThatAreNotAWorkersSessionAreIgnored) {
     EXPECT_TRUE(view.next(t0).actions.empty());
 }
 
-TEST_F(RolesMasterView, AFinishedBundleCountsItsTasks) {
+TEST_F(MasterFsm, AFinishedBundleCountsItsTasks) {
     join("w1", 2);
     const auto bundle = protocol::bundle_id(tid(5, 1), 3);
     ASSERT_TRUE(
@@ -684,7 +683,7 @@ TEST_F(RolesMasterView, AFinishedBundleCountsItsTasks) {
     EXPECT_EQ(view.worker_dir_listed("w1", {}), 3U);
 }
 
-TEST_F(RolesMasterView, APendingNodeThatVanishesBeforeItIsReadIsForgotten) {
+TEST_F(MasterFsm, APendingNodeThatVanishesBeforeItIsReadIsForgotten) {
     join("w1", 1);
     view.shard_listed(0, {tid(5, 1)});
     auto loads = of_kind(view.next(t0), kind::load);
@@ -699,8 +698,8 @@ TEST_F(RolesMasterView, APendingNodeThatVanishesBeforeItIsReadIsForgotten) {
     EXPECT_EQ(view.queue_depth(), 0U);
 }
 
-TEST_F(RolesMasterView, ListingsAreDiffedPerShardAndTheQueueKeepsIdOrderWithBundlesAndGarbage) {
-    // The view keeps ids in a compact form (roles/task_key.hpp): its order is still the ids'
+TEST_F(MasterFsm, ListingsAreDiffedPerShardAndTheQueueKeepsIdOrderWithBundlesAndGarbage) {
+    // The view keeps ids in a compact form (roles/master/task_key.hpp): its order is still the ids'
     // string order, bundles ("_10" before "_9") and names that are no task id included.
     join("w1", 1);
     const auto a = tid(5, 1);
@@ -756,7 +755,7 @@ protocol::log_entry logged(std::string name, std::optional<std::string> data = t
 
 }  // namespace
 
-TEST_F(RolesMasterView, ALoggedTaskWithItsDataIsAssignedWithoutARead) {
+TEST_F(MasterFsm, ALoggedTaskWithItsDataIsAssignedWithoutARead) {
     join("w1", 2);
     view.shard_logged(0, {logged(tid(5, 1))});
     EXPECT_EQ(view.queue_depth(), 1U);
@@ -772,7 +771,7 @@ TEST_F(RolesMasterView, ALoggedTaskWithItsDataIsAssignedWithoutARead) {
     EXPECT_EQ(view.queue_depth(), 0U);
 }
 
-TEST_F(RolesMasterView, ALoggedTaskWithoutDataOrBeyondTheLoadWindowIsReadWhenItsTurnComes) {
+TEST_F(MasterFsm, ALoggedTaskWithoutDataOrBeyondTheLoadWindowIsReadWhenItsTurnComes) {
     join("w1", 1);  // a window of 32 + 1 tasks
     std::vector<protocol::log_entry> entries;
     for (int i = 1; i <= 40; ++i) {
@@ -797,7 +796,7 @@ TEST_F(RolesMasterView, ALoggedTaskWithoutDataOrBeyondTheLoadWindowIsReadWhenIts
     EXPECT_EQ(loads[0].tids, std::vector<std::string>{tid(5, 50)});
 }
 
-TEST_F(RolesMasterView, WithoutWorkersALoggedTasksDataIsKeptAsideAndTakenWhenItMayBePlaced) {
+TEST_F(MasterFsm, WithoutWorkersALoggedTasksDataIsKeptAsideAndTakenWhenItMayBePlaced) {
     view.shard_logged(0, {logged(tid(5, 1))});
     EXPECT_EQ(view.queue_depth(), 1U);
     EXPECT_EQ(stats.tasks_from_logs, 0U);
@@ -813,11 +812,11 @@ TEST_F(RolesMasterView, WithoutWorkersALoggedTasksDataIsKeptAsideAndTakenWhenItM
     EXPECT_EQ(view.logged_data_bytes(), 0U);
 }
 
-TEST(RolesMasterViewBudget, PastItsBudgetALoggedTasksDataIsNotKeptAndTheTaskIsRead) {
+TEST(MasterFsmBudget, PastItsBudgetALoggedTasksDataIsNotKeptAndTheTaskIsRead) {
     master_stats stats;
-    master_state::options opts;
+    master_fsm::options opts;
     opts.logged_data_budget = task_data().size() + 150;  // one task, with its overhead
-    master_state view(protocol::layout{}, 7, opts, stats);
+    master_fsm view(protocol::layout{}, 7, opts, stats);
     view.shard_logged(0, {logged(tid(5, 1)), logged(tid(5, 2))});
     EXPECT_EQ(view.queue_depth(), 2U);
     EXPECT_GT(view.logged_data_bytes(), 0U);
@@ -834,7 +833,7 @@ TEST(RolesMasterViewBudget, PastItsBudgetALoggedTasksDataIsNotKeptAndTheTaskIsRe
     EXPECT_EQ(assigns[0].tid, tid(5, 1));
 }
 
-TEST_F(RolesMasterView, ALogReadAfterAMissedVersionGivesItsDataToTheTasksTheListingFound) {
+TEST_F(MasterFsm, ALogReadAfterAMissedVersionGivesItsDataToTheTasksTheListingFound) {
     join("w1", 4);
     const auto a = tid(5, 1);  // created by a transaction whose log was missed
     const auto b = tid(5, 2);  // created by the one whose log was read
@@ -855,7 +854,7 @@ TEST_F(RolesMasterView, ALogReadAfterAMissedVersionGivesItsDataToTheTasksTheList
     EXPECT_EQ(stats.tasks_from_logs, 1U);
 }
 
-TEST_F(RolesMasterView, ALoggedTaskDoesNotTakeTheLastSlotFromAListedOneAheadOfItBeingRead) {
+TEST_F(MasterFsm, ALoggedTaskDoesNotTakeTheLastSlotFromAListedOneAheadOfItBeingRead) {
     // One T1 in two shards landed while the new master listed them: the first task came by
     // a listing (its data to read), the second by its shard's log, with its data. Both are
     // known when the view decides; the one slot is the first one's (§3), not the second's
@@ -896,7 +895,7 @@ TEST_F(RolesMasterView, ALoggedTaskDoesNotTakeTheLastSlotFromAListedOneAheadOfIt
     EXPECT_EQ(assigns[1].tid, fourth);
 }
 
-TEST_F(RolesMasterView, LoggedNamesJoinTheShardsListingsDiffAndKnownOnesAreNotAddedAgain) {
+TEST_F(MasterFsm, LoggedNamesJoinTheShardsListingsDiffAndKnownOnesAreNotAddedAgain) {
     join("w1", 1);
     const auto a = tid(5, 1);
     const auto b = tid(5, 2);
@@ -924,7 +923,7 @@ TEST_F(RolesMasterView, LoggedNamesJoinTheShardsListingsDiffAndKnownOnesAreNotAd
     EXPECT_EQ(view.queue_depth(), 1U);
 }
 
-TEST_F(RolesMasterView, ALoggedTaskWhoseDataIsGarbageEndsInAFailedResult) {
+TEST_F(MasterFsm, ALoggedTaskWhoseDataIsGarbageEndsInAFailedResult) {
     join("w1", 1);
     view.shard_logged(0, {logged(tid(5, 1), "not json")});
     const auto rejects = of_kind(view.next(t0), kind::reject);
@@ -932,7 +931,7 @@ TEST_F(RolesMasterView, ALoggedTaskWhoseDataIsGarbageEndsInAFailedResult) {
     EXPECT_EQ(rejects[0].code, protocol::codes::malformed_task);
 }
 
-TEST_F(RolesMasterView, ASuspectGetsAFreshTaskAsItsProbeAndNothingElse) {
+TEST_F(MasterFsm, ASuspectGetsAFreshTaskAsItsProbeAndNothingElse) {
     join("w1", 8);
     join("w2", 2);
     // w1 left an assignment unstarted past the bound (the shell read it so): suspect.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/master_view.hpp"
+#include "roles/master/master_fsm.hpp"
 
 #include "protocol/ids.hpp"
 
@@ -10,9 +10,7 @@
 
 namespace zkd::roles {
 
-master_state::master_state(
-    protocol::layout l, std::int64_t epoch, options opts, master_stats& stats
-)
+master_fsm::master_fsm(protocol::layout l, std::int64_t epoch, options opts, master_stats& stats)
     : l_(l),
       epoch_(epoch),
       opts_(std::move(opts)),
@@ -22,7 +20,7 @@ master_state::master_state(
 
 // --- workers ------------------------------------------------------------------------------
 
-master_state::workers_change master_state::workers_listed(const std::vector<std::string>& names) {
+master_fsm::workers_change master_fsm::workers_listed(const std::vector<std::string>& names) {
     const std::set<std::string> now(names.begin(), names.end());
     workers_change out;
     for (auto& [id, w] : workers_) {
@@ -41,7 +39,7 @@ master_state::workers_change master_state::workers_listed(const std::vector<std:
     return out;
 }
 
-bool master_state::worker_read(const std::string& id, std::string_view data, bool ephemeral) {
+bool master_fsm::worker_read(const std::string& id, std::string_view data, bool ephemeral) {
     if (workers_.contains(id)) {
         return false;  // read twice (two listings raced): the first read counts
     }
@@ -75,7 +73,7 @@ bool master_state::worker_read(const std::string& id, std::string_view data, boo
     return true;
 }
 
-bool master_state::worker_updated(const std::string& id, std::string_view data) {
+bool master_fsm::worker_updated(const std::string& id, std::string_view data) {
     const auto it = workers_.find(id);
     if (it == workers_.end() || !it->second.alive) {
         return false;
@@ -89,7 +87,7 @@ bool master_state::worker_updated(const std::string& id, std::string_view data) 
     return true;
 }
 
-std::optional<std::uint64_t> master_state::worker_dir_listed(
+std::optional<std::uint64_t> master_fsm::worker_dir_listed(
     const std::string& id, const std::vector<std::string>& names
 ) {
     const auto it = workers_.find(id);
@@ -116,13 +114,13 @@ std::optional<std::uint64_t> master_state::worker_dir_listed(
     return done;
 }
 
-void master_state::worker_dir_touched(const std::string& id) {
+void master_fsm::worker_dir_touched(const std::string& id) {
     if (const auto it = workers_.find(id); it != workers_.end()) {
         it->second.touched = true;
     }
 }
 
-bool master_state::worker_dir_listing_wanted(const std::string& id) const {
+bool master_fsm::worker_dir_listing_wanted(const std::string& id) const {
     const auto it = workers_.find(id);
     if (it == workers_.end() || !it->second.alive || !cancels_.empty()) {
         return true;
@@ -136,7 +134,7 @@ bool master_state::worker_dir_listing_wanted(const std::string& id) const {
     return !w.info.draining && pending_.size() > assigns_in_flight_;
 }
 
-bool master_state::worker_dir_missing(const std::string& id) {
+bool master_fsm::worker_dir_missing(const std::string& id) {
     const auto it = workers_.find(id);
     if (it == workers_.end() || !it->second.alive) {
         return false;
@@ -152,18 +150,18 @@ bool master_state::worker_dir_missing(const std::string& id) {
     return true;
 }
 
-void master_state::worker_dir_back(const std::string& id) {
+void master_fsm::worker_dir_back(const std::string& id) {
     if (auto it = workers_.find(id); it != workers_.end()) {
         it->second.dir_missing = false;
     }
 }
 
-bool master_state::worker_alive(const std::string& id) const {
+bool master_fsm::worker_alive(const std::string& id) const {
     const auto it = workers_.find(id);
     return it != workers_.end() && it->second.alive;
 }
 
-std::vector<std::string> master_state::live_workers() const {
+std::vector<std::string> master_fsm::live_workers() const {
     std::vector<std::string> out;
     for (const auto& [id, w] : workers_) {
         if (w.alive) {
@@ -173,7 +171,7 @@ std::vector<std::string> master_state::live_workers() const {
     return out;
 }
 
-void master_state::departed_done(const std::string& id) {
+void master_fsm::departed_done(const std::string& id) {
     stalls_.forget(id);
     stats_.suspects = stalls_.suspects().size();
     if (const auto it = workers_.find(id); it != workers_.end()) {
@@ -182,7 +180,7 @@ void master_state::departed_done(const std::string& id) {
     }
 }
 
-std::vector<std::string> master_state::assign_dirs_listed(
+std::vector<std::string> master_fsm::assign_dirs_listed(
     const std::vector<std::string>& names, const std::set<std::string>& alive
 ) {
     std::vector<std::string> out;
@@ -197,7 +195,7 @@ std::vector<std::string> master_state::assign_dirs_listed(
 
 // --- pending tasks and cancels -------------------------------------------------------------
 
-void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> names) {
+void master_fsm::shard_listed(std::uint32_t shard, std::vector<std::string> names) {
     // A listing may hold tens of thousands of names and comes after every change of the
     // shard: only names that came or went touch the ordered view (hash lookups otherwise).
     // `known` holds exactly the shard's names that pending_ holds (forget() keeps it so).
@@ -242,7 +240,7 @@ void master_state::shard_listed(std::uint32_t shard, std::vector<std::string> na
     }
 }
 
-master_state::pending_map::iterator master_state::add_pending(std::uint32_t shard, task_key key) {
+master_fsm::pending_map::iterator master_fsm::add_pending(std::uint32_t shard, task_key key) {
     // New to us, or back: we took it (T2, forgotten since) and a node of the same id appeared
     // again, a new task to us.
     auto [it, added] = pending_.try_emplace(std::move(key));
@@ -260,7 +258,7 @@ master_state::pending_map::iterator master_state::add_pending(std::uint32_t shar
     return it;
 }
 
-void master_state::shard_logged(
+void master_fsm::shard_logged(
     std::uint32_t shard, std::vector<protocol::log_entry> entries, bool listed_since
 ) {
     // Only what is read next anyway is taken as read: the data of a task further back is
@@ -297,7 +295,7 @@ void master_state::shard_logged(
     }
 }
 
-bool master_state::tasks_loaded(const std::vector<task_read>& reads) {
+bool master_fsm::tasks_loaded(const std::vector<task_read>& reads) {
     bool failed = false;
     for (const auto& read : reads) {
         auto it = pending_.find(read.tid);
@@ -332,7 +330,7 @@ constexpr std::size_t logged_overhead = 96;
 
 }  // namespace
 
-void master_state::keep_logged(const task_key& key, std::string data) {
+void master_fsm::keep_logged(const task_key& key, std::string data) {
     const auto cost = data.size() + logged_overhead;
     if (logged_bytes_ + cost > opts_.logged_data_budget) {
         return;  // read when its turn comes
@@ -343,7 +341,7 @@ void master_state::keep_logged(const task_key& key, std::string data) {
     }
 }
 
-std::optional<std::string> master_state::take_logged(const task_key& key) {
+std::optional<std::string> master_fsm::take_logged(const task_key& key) {
     const auto it = logged_.find(key);
     if (it == logged_.end()) {
         return std::nullopt;
@@ -354,7 +352,7 @@ std::optional<std::string> master_state::take_logged(const task_key& key) {
     return data;
 }
 
-void master_state::take_data(pending_entry& p, const std::string& tid, std::string_view data) {
+void master_fsm::take_data(pending_entry& p, const std::string& tid, std::string_view data) {
     if (data.size() > protocol::max_task_bytes) {
         // Written by someone else (a client refuses it): too big to assign (§4).
         p.malformed = std::make_unique<std::string>(
@@ -369,24 +367,24 @@ void master_state::take_data(pending_entry& p, const std::string& tid, std::stri
     loaded_.insert(tid);
 }
 
-void master_state::load_finished() {
+void master_fsm::load_finished() {
     loading_ = false;
 }
 
-void master_state::cancels_listed(const std::vector<std::string>& names) {
+void master_fsm::cancels_listed(const std::vector<std::string>& names) {
     cancels_ = std::set<std::string>(names.begin(), names.end());
     std::erase_if(unknown_cancels_, [&](const auto& e) { return !cancels_.contains(e.first); });
 }
 
-bool master_state::begin_clearing(const std::string& path) {
+bool master_fsm::begin_clearing(const std::string& path) {
     return clearing_.insert(path).second;
 }
 
-void master_state::foreign_cleared(const std::string& path) {
+void master_fsm::foreign_cleared(const std::string& path) {
     clearing_.erase(path);
 }
 
-void master_state::clear_foreign(const std::string& path) {
+void master_fsm::clear_foreign(const std::string& path) {
     if (!begin_clearing(path)) {
         return;
     }
@@ -396,16 +394,16 @@ void master_state::clear_foreign(const std::string& path) {
     out_.push_back(std::move(a));
 }
 
-std::string master_state::pending_path(const std::string& tid) const {
+std::string master_fsm::pending_path(const std::string& tid) const {
     const auto it = pending_.find(tid);
     return it == pending_.end() ? l_.pending_task(tid) : path_of(tid, it->second);
 }
 
-std::string master_state::path_of(const std::string& tid, const pending_entry& p) const {
+std::string master_fsm::path_of(const std::string& tid, const pending_entry& p) const {
     return protocol::layout::pending_shard(p.shard) + "/" + tid;
 }
 
-void master_state::forget(pending_map::iterator p) {
+void master_fsm::forget(pending_map::iterator p) {
     if (auto k = shard_tasks_.find(p->second.shard); k != shard_tasks_.end()) {
         k->second.erase(p->first);
     }
@@ -420,7 +418,7 @@ void master_state::forget(pending_map::iterator p) {
     pending_.erase(p);
 }
 
-int master_state::note_trouble(
+int master_fsm::note_trouble(
     const std::string& tid, std::string_view what, const std::string& error, clock::time_point now
 ) {
     auto& t = troubled_[tid];
@@ -438,12 +436,12 @@ int master_state::note_trouble(
     return t.failures;
 }
 
-bool master_state::may_try(const std::string& tid, clock::time_point now) const {
+bool master_fsm::may_try(const std::string& tid, clock::time_point now) const {
     const auto t = troubled_.find(tid);
     return t == troubled_.end() || t->second.not_before <= now;
 }
 
-std::optional<long> master_state::load_window() const {
+std::optional<long> master_fsm::load_window() const {
     const auto live = slots();
     if (live.empty()) {
         return std::nullopt;
@@ -461,7 +459,7 @@ std::optional<long> master_state::load_window() const {
     return want;
 }
 
-std::vector<protocol::worker_slot> master_state::slots() const {
+std::vector<protocol::worker_slot> master_fsm::slots() const {
     std::vector<protocol::worker_slot> out;
     for (const auto& [id, w] : workers_) {
         if (w.alive && !w.info.draining && !w.dir_missing) {
@@ -475,7 +473,7 @@ std::vector<protocol::worker_slot> master_state::slots() const {
 
 // --- decisions ---------------------------------------------------------------------------------
 
-master_step master_state::next(clock::time_point now) {
+master_step master_fsm::next(clock::time_point now) {
     handle_cancels(now);
     auto grace_ends = reject_unplaceable(now);
     assign(now);
@@ -499,7 +497,7 @@ master_step master_state::next(clock::time_point now) {
     return step;
 }
 
-void master_state::handle_cancels(clock::time_point now) {
+void master_fsm::handle_cancels(clock::time_point now) {
     for (const auto& tid : cancels_) {
         if (cancels_in_flight_.contains(tid)) {
             continue;
@@ -547,7 +545,7 @@ void master_state::handle_cancels(clock::time_point now) {
     }
 }
 
-void master_state::cancel_done(const master_action& a, const master_txn_report& r) {
+void master_fsm::cancel_done(const master_action& a, const master_txn_report& r) {
     const auto& tid = a.tid;
     const auto outcome = protocol::read_cancel(r.answer);
     cancels_in_flight_.erase(tid);
@@ -583,7 +581,7 @@ void master_state::cancel_done(const master_action& a, const master_txn_report& 
     }
 }
 
-void master_state::reject(
+void master_fsm::reject(
     const std::string& tid, pending_entry& p, std::string_view code, std::string why
 ) {
     p.in_flight = true;
@@ -598,7 +596,7 @@ void master_state::reject(
     out_.push_back(std::move(a));
 }
 
-void master_state::reject_done(
+void master_fsm::reject_done(
     const master_action& a, const master_txn_report& r, clock::time_point now
 ) {
     const auto outcome = protocol::read_reject(r.answer);
@@ -625,9 +623,7 @@ void master_state::reject_done(
     }
 }
 
-std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
-    clock::time_point now
-) {
+std::optional<master_fsm::clock::time_point> master_fsm::reject_unplaceable(clock::time_point now) {
     const auto live = slots();
     std::optional<clock::time_point> next_check;
     for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
@@ -656,7 +652,7 @@ std::optional<master_state::clock::time_point> master_state::reject_unplaceable(
     return next_check;
 }
 
-void master_state::assign(clock::time_point now) {
+void master_fsm::assign(clock::time_point now) {
     auto live = slots();
     // A worker whose directory changed since it was listed may hold tasks clients placed
     // there directly: nothing goes there until the listing says how many (reading and
@@ -734,7 +730,7 @@ void master_state::assign(clock::time_point now) {
     }
 }
 
-void master_state::assign_done(
+void master_fsm::assign_done(
     const master_action& a, const master_txn_report& r, clock::time_point now
 ) {
     using protocol::assign_outcome;
@@ -784,7 +780,7 @@ void master_state::assign_done(
     }
 }
 
-void master_state::done(const master_action& a, const master_txn_report& r, clock::time_point now) {
+void master_fsm::done(const master_action& a, const master_txn_report& r, clock::time_point now) {
     switch (a.what) {
     case master_action::kind::assign:
         assign_done(a, r, now);
@@ -801,7 +797,7 @@ void master_state::done(const master_action& a, const master_txn_report& r, cloc
     }
 }
 
-bool master_state::load_more() {
+bool master_fsm::load_more() {
     if (loading_) {
         return false;
     }

@@ -6,14 +6,14 @@
 // pending tasks to read, which transactions to run (T2 assign, T7 cancel, failing a task
 // that is malformed or that no worker serves), which nodes to clear of what others wrote
 // below them — and when to look again. The answers to those transactions come back through
-// done(). master.cpp carries the actions out; tests/unit/roles_master_view_test.cpp drives
-// the view alone. The class is master_state: inspect.hpp has a master_view already.
+// done(). master.cpp carries the actions out; tests/unit/roles/master/master_fsm_test.cpp drives
+// the view alone.
 
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
-#include "roles/stall_watch.hpp"
-#include "roles/task_key.hpp"
+#include "roles/master/stall_watch.hpp"
+#include "roles/master/task_key.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -97,7 +97,7 @@ struct task_read {
     std::int32_t children = 0;
 };
 
-class master_state {
+class master_fsm {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -120,7 +120,7 @@ public:
     /// Tries before a task that cannot be assigned gets a failed result instead.
     static constexpr int max_assign_failures = 4;
 
-    master_state(protocol::layout l, std::int64_t epoch, options opts, master_stats& stats);
+    master_fsm(protocol::layout l, std::int64_t epoch, options opts, master_stats& stats);
 
     // --- workers (/workers, /workers/<w>, /assign/<w>) -------------------------------------
 

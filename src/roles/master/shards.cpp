@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+// Following the pending shards (docs/protocol.md §6, §7): by their change logs, a listing
+// when a log cannot be applied, and a sweep of their stats for writers that keep no log.
+#include "protocol/change_log.hpp"
+#include "roles/master/master_session.hpp"
+#include "roles/txn_io.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace zkd::roles::detail {
+
+/// Follows a pending shard by its change log (§6, §7): a data watch, which the master's
+/// own deletes do not fire. A read the shard's log_follower may apply adds the tasks it
+/// names (with their data, when they are read next anyway); anything else is listed.
+asio::awaitable<void> master_session::follow_shard(std::uint32_t shard) {
+    const std::string path = protocol::layout::pending_shard(shard);
+    while (!stopping()) {
+        shard_reading_[shard] = true;
+        auto got = co_await zk_.watch_get(path);
+        zkco::error_code failed;
+        if (!got) {
+            failed = got.error();
+        } else {
+            auto log = protocol::decode_change_log(got->value.data);
+            const auto step = followers_[shard].read(
+                to_dir_stat(got->value.stat),
+                log ? std::optional<std::size_t>(log->created.size()) : std::nullopt
+            );
+            if (step == protocol::log_follower::step::apply) {
+                ++stats_->shard_log_reads;
+                view_.shard_logged(shard, std::move(log->created));
+                wake();
+            } else if (step == protocol::log_follower::step::list) {
+                auto listed = co_await list_shard(shard);
+                if (!listed) {
+                    failed = listed.error();
+                } else if (log) {
+                    // What the log of the last transaction carried is good for the tasks
+                    // it created that the listing found, so they are not read again.
+                    view_.shard_logged(shard, std::move(log->created), true);
+                }
+            }
+        }
+        shard_read_done(shard);
+        if (failed) {
+            if (failed == zkco::errc::no_node) {
+                break;
+            }
+            const bool go_on = co_await recover(failed, path);
+            if (!go_on) {
+                break;
+            }
+            continue;
+        }
+        auto ev = co_await got->watch.changed();
+        if (!ev) {
+            const bool go_on = co_await recover(ev.error(), path);
+            if (!go_on) {
+                break;
+            }
+        }
+    }
+    followers_[shard].forget();
+    shard_seen(shard);  // the shard is gone, or we stop: nothing to wait for
+    wake();
+}
+
+void master_session::shard_read_done(std::uint32_t shard) {
+    shard_reading_[shard] = false;
+    ++shard_reads_[shard];
+    wake_.cancel();  // the schedule loop may wait for it (shard_reads_in)
+}
+
+/// True once every read of a pending shard that was out when the schedule loop last
+/// wanted to decide is in, and then every read out at that moment. One transaction may
+/// create tasks in several shards (a T1 of many tasks): their data watches fire before any
+/// later answer comes, so once a read sent for one of them is answered, the reads for the
+/// others are out (the loop may have wanted to decide between two of those watches);
+/// waiting for them too sees the transaction whole and keeps the queue's order across its
+/// shards (§3). The wait is extended once: reads sent later do not extend it again.
+bool master_session::shard_reads_in() {
+    if (!awaited_reads_) {
+        awaited_reads_ = reads_out();
+        reads_extended_ = false;
+    }
+    for (const auto& [shard, done] : *awaited_reads_) {
+        if (shard_reads_[shard] == done) {
+            return false;
+        }
+    }
+    if (!reads_extended_ && !awaited_reads_->empty()) {
+        reads_extended_ = true;
+        awaited_reads_ = reads_out();
+        if (!awaited_reads_->empty()) {
+            return false;
+        }
+    }
+    awaited_reads_.reset();
+    return true;
+}
+
+/// The pending shards being read now, each with its count of reads answered.
+std::vector<std::pair<std::uint32_t, std::uint64_t>> master_session::reads_out() const {
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
+    for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+        if (shard_reading_[shard]) {
+            out.emplace_back(shard, shard_reads_[shard]);
+        }
+    }
+    return out;
+}
+
+/// Lists a pending shard: the view and its follower are as the shard stood then.
+asio::awaitable<zkco::result<void>> master_session::list_shard(std::uint32_t shard) {
+    auto kids = co_await zk_.get_children(protocol::layout::pending_shard(shard));
+    if (!kids) {
+        co_return kids.error();
+    }
+    ++stats_->shard_listings;
+    // Nothing between the answer and these: a delete of ours answered later is counted
+    // after the listing, as the follower wants.
+    followers_[shard].listed(to_dir_stat(kids->stat));
+    view_.shard_listed(shard, std::move(kids->names));
+    shard_seen(shard);
+    wake();
+    co_return zkco::result<void>();
+}
+
+/// Finds what a writer that keeps no change log did to a pending shard (a client of
+/// protocol format 1 cannot connect, but anyone may create or delete a node there):
+/// every pending_sweep_interval, the stat of every followed shard, read at once. A
+/// shard whose data moved is left to its data watch, which will read it; one whose
+/// children moved by more than our own deletes is listed.
+asio::awaitable<void> master_session::sweep_shards() {
+    asio::steady_timer timer(zk_.get_executor());
+    for (;;) {
+        timer.expires_after(opts_.pending_sweep_interval);
+        auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (ec || stopping()) {
+            co_return;
+        }
+        auto sweep = std::make_shared<countdown>(zk_.get_executor());
+        auto to_list = std::make_shared<std::vector<std::uint32_t>>();
+        for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
+            if (!followers_[shard].following()) {
+                continue;  // not listed yet (its follow_shard is at it), or gone
+            }
+            ++sweep->left;
+            // A handler, not a read_batch: it runs in the order of the session's answers,
+            // as the follower needs (a delete answered first is reflected in the stat).
+            zk_.async_exists(
+                protocol::layout::pending_shard(shard),
+                [self = self_, sweep, to_list,
+                 shard](zkco::error_code e, std::optional<zkco::stat> st) {
+                    if (*self != nullptr && !e && st) {
+                        auto& f = (*self)->followers_[shard];
+                        const auto s = to_dir_stat(*st);
+                        // Data that moved: the data watch fires, its read decides.
+                        const auto& base = f.base();
+                        if (base && (base->czxid != s.czxid || base->version == s.version) &&
+                            f.read(s, std::nullopt) == protocol::log_follower::step::list) {
+                            to_list->push_back(shard);
+                        }
+                    }
+                    sweep->done();
+                }
+            );
+        }
+        co_await sweep->wait();
+        for (const auto shard : *to_list) {
+            if (stopping()) {
+                co_return;
+            }
+            co_await list_shard(shard);  // a failure: the next sweep looks again
+        }
+    }
+}
+
+/// The queue is ordered across shards (§3): until every pending shard has been listed
+/// once, the head of what was listed may not be the head of the queue, so a new master
+/// decides nothing before (a backlog of 1,000,000 is listed in a few seconds).
+void master_session::shard_seen(std::uint32_t shard) {
+    if (shard >= shard_listed_.size() || shard_listed_[shard]) {
+        return;
+    }
+    shard_listed_[shard] = true;
+    if (--shards_unlisted_ == 0) {
+        spdlog::info(
+            "master {}: {} pending shards listed, {} pending task(s), in {} ms", me_.id,
+            l_.pending_shards, view_.queue_depth(),
+            std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - started_
+            )
+                .count()
+        );
+    }
+}
+
+}  // namespace zkd::roles::detail
