@@ -84,22 +84,11 @@ asio::awaitable<void> master_session::collect_garbage() {
                     continue;
                 }
                 ++expired;
-                send(protocol::collect_ops(path), [](master_session& m, zkco::error_code e, auto&) {
-                    if (!e) {
-                        ++m.stats_->collected;
-                    }
-                });
+                send(protocol::collect_ops(path), sent::collect{false});
             }
         }
         for (const auto& [dir, st] : empty_clients) {
-            send(
-                protocol::collect_dir_ops(dir, st.version),
-                [](master_session& m, zkco::error_code e, auto&) {
-                    if (!e) {
-                        ++m.stats_->collected_dirs;
-                    }
-                }
-            );
+            send(protocol::collect_dir_ops(dir, st.version), sent::collect{true});
         }
         if (expired > 0 || !empty_clients.empty()) {
             spdlog::info(
@@ -164,6 +153,14 @@ master_session::list_results(
         }
     }
     co_return dirs;
+}
+
+void master_session::answered(
+    sent::collect& s, zkco::error_code ec, const protocol::txn_answer& /*r*/
+) {
+    if (!ec) {
+        ++(s.dir ? stats_->collected_dirs : stats_->collected);
+    }
 }
 
 }  // namespace zkd::roles::detail

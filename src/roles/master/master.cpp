@@ -61,6 +61,7 @@ asio::awaitable<void> master_session::follow(
             }
             continue;
         }
+        take_answers();
         const bool more = co_await on_change(std::move(kids->value.names));
         wake();
         if (!more) {
@@ -97,8 +98,8 @@ master_session::master_session(
       wake_(zk.get_executor()),
       dir_listing_(zk.get_executor(), asio::steady_timer::time_point::max()),
       view_(l, epoch, view_options(opts), *stats_),
-      self_(std::make_shared<master_session*>(this)),
-      retry_(zk.get_executor(), asio::steady_timer::time_point::max()) {
+      retry_(zk.get_executor(), asio::steady_timer::time_point::max()),
+      load_pause_(zk.get_executor()) {
     // Every master transaction fails once a newer master has bumped the epoch.
     batcher_.set_prefix({zkco::op::check{
         protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
@@ -117,7 +118,7 @@ master_session::master_session(
 }
 
 master_session::~master_session() {
-    *self_ = nullptr;
+    inbox_->close();
 }
 
 asio::awaitable<void> master_session::run() {
@@ -165,40 +166,88 @@ asio::awaitable<void> master_session::run() {
     retry_.cancel();
     group_.emit(asio::cancellation_type::terminal);
     co_await group_.async_wait(asio::as_tuple(asio::use_awaitable));
-    // Answers to what we sent touch this session: wait for them (they end with the session).
+    // The answers to what we sent still count (the stats): wait for them, then take them.
     // (A session that ends completes them all with its error.)
     while (batcher_.outstanding() > 0) {
         co_await batcher_.async_wait_idle(asio::as_tuple(asio::use_awaitable));
     }
+    take_answers();
     if (stats_->deposed) {
         spdlog::warn("master {}: deposed (epoch {} is no longer current)", me_.id, epoch_);
     }
 }
 
-/// Sends a fenced group; `done` runs only while this session exists.
-void master_session::send(group_ops ops, on_done done) {
+/// Sends a fenced group. The handler only pushes the answer into the inbox: cheap, and
+/// harmless once the session is gone (the box is closed then).
+void master_session::send(group_ops ops, sent::purpose what) {
     auto deletes = pending_deletes(ops);
     batcher_.async_submit(
         to_zkco(std::move(ops)),
-        [self = self_, done = std::move(done),
-         deletes = std::move(deletes)](zkco::error_code ec, std::vector<zkco::op_result> r) {
-            if (*self == nullptr) {
-                return;
-            }
-            auto& m = **self;
-            if (!ec) {
-                // Our own deletes move the shards' cversion: their followers expect it.
-                for (const auto shard : deletes) {
-                    m.followers_[shard].removed();
-                }
-            }
-            if (epoch_check_failed(ec, r)) {
-                m.stats_->deposed = true;
-                m.stop_ = true;
-            }
-            done(m, ec, to_answer(ec, r));
-            m.wake();
+        [box = inbox_, what = std::move(what), deletes = std::move(deletes)](
+            zkco::error_code ec, std::vector<zkco::op_result> r
+        ) mutable {
+            box->push(answer::txn{std::move(what), std::move(deletes), ec, std::move(r)});
         }
+    );
+}
+
+/// Applies the answers in the inbox, in the order they came. The schedule loop takes them
+/// before each step; a watcher takes them before it hands the fsm what it read, so that the
+/// fsm and the shards' followers see answers and reads in the order ZooKeeper gave them.
+void master_session::take_answers() {
+    if (inbox_->empty()) {
+        return;
+    }
+    for (auto& e : inbox_->take()) {
+        std::visit([this](auto& ev) { apply(ev); }, e);
+        wake();
+    }
+}
+
+void master_session::apply(answer::tasks& t) {
+    if (view_.tasks_loaded(t.reads)) {
+        // Not while disconnected in a tight loop: the next batch waits a moment.
+        load_pause_.expires_after(std::chrono::milliseconds(100));
+        load_pause_.async_wait([box = inbox_](zkco::error_code ec) {
+            if (!ec) {
+                box->push(answer::load_paused{});
+            }
+        });
+    } else {
+        view_.load_finished();
+    }
+}
+
+void master_session::apply(answer::load_paused& /*p*/) {
+    view_.load_finished();
+}
+
+void master_session::apply(answer::cleared& c) {
+    view_.foreign_cleared(c.path);
+}
+
+void master_session::apply(answer::txn& a) {
+    if (!a.ec) {
+        // Our own deletes move the shards' cversion: their followers expect it.
+        for (const auto shard : a.deletes) {
+            followers_[shard].removed();
+        }
+    }
+    if (epoch_check_failed(a.ec, a.results)) {
+        stats_->deposed = true;
+        stop_ = true;
+    }
+    const auto r = to_answer(a.ec, a.results);
+    std::visit([&](auto& what) { answered(what, a.ec, r); }, a.what);
+}
+
+void master_session::answered(
+    sent::for_fsm& s, zkco::error_code ec, const protocol::txn_answer& r
+) {
+    view_.done(
+        s.action,
+        master_txn_report{r, ec == zkco::condition::retryable, ec ? ec.message() : std::string()},
+        std::chrono::steady_clock::now()
     );
 }
 
@@ -249,6 +298,7 @@ asio::awaitable<bool> master_session::workers_changed(std::vector<std::string> n
         paths.push_back(protocol::layout::worker(id));
     }
     auto nodes = co_await zkco::get_all(zk_, paths);
+    take_answers();
     for (std::size_t i = 0; i < change.to_read.size(); ++i) {
         if (!nodes[i]) {
             continue;  // gone again
@@ -276,6 +326,7 @@ asio::awaitable<void> master_session::watch_worker(std::string id) {
             }
             continue;
         }
+        take_answers();
         if (!view_.worker_updated(id, w->value.data)) {
             co_return;
         }
@@ -303,6 +354,7 @@ asio::awaitable<void> master_session::follow_worker_dir(std::string id) {
     };
     while (!stopping()) {
         co_await follow(dir, changed, when_wanted);
+        take_answers();
         if (stopping() || !view_.worker_dir_missing(id)) {
             co_return;
         }
@@ -323,6 +375,7 @@ asio::awaitable<void> master_session::follow_worker_dir(std::string id) {
                 }
             }
         }
+        take_answers();
         view_.worker_dir_back(id);
     }
 }
@@ -336,6 +389,7 @@ asio::awaitable<void> master_session::until_dir_listing_wanted(
     if (ev.type != zkco::event_type::child) {
         co_return;
     }
+    take_answers();
     view_.worker_dir_touched(id);
     for (;;) {
         auto cs = co_await asio::this_coro::cancellation_state;
@@ -392,13 +446,7 @@ asio::awaitable<void> master_session::load(
         reads[i].data = std::move(nodes[i]->data);
         reads[i].children = nodes[i]->stat.num_children;
     }
-    if (view_.tasks_loaded(reads)) {
-        // Not while disconnected in a tight loop: the next batch waits a moment.
-        asio::steady_timer pause(zk_.get_executor(), std::chrono::milliseconds(100));
-        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    view_.load_finished();
-    wake();
+    inbox_->push(answer::tasks{std::move(reads)});
 }
 
 /// Deletes what others wrote below a node of ours (§8), once at a time per node, so the
@@ -424,8 +472,7 @@ void master_session::start_clearing(const std::string& path) {
                     removed.error().message()
                 );
             }
-            view_.foreign_cleared(path);
-            wake();
+            inbox_->push(answer::cleared{path});
         },
         "foreign"
     );
@@ -438,9 +485,9 @@ void master_session::arm_retry(std::optional<std::chrono::steady_clock::time_poi
         return;
     }
     retry_.expires_at(*at);
-    retry_.async_wait([self = self_](zkco::error_code e) {
-        if (!e && *self != nullptr) {
-            (*self)->wake();
+    retry_.async_wait([box = inbox_](zkco::error_code e) {
+        if (!e) {
+            box->push(answer::retry_due{});
         }
     });
 }
@@ -456,7 +503,13 @@ asio::awaitable<void> master_session::schedule_loop() {
         if (stopping() || cs.cancelled() != asio::cancellation_type::none) {
             co_return;
         }
+        take_answers();
+        if (stopping()) {
+            co_return;
+        }
         if (!dirty_ || shards_unlisted_ > 0 || !shard_reads_in()) {
+            // Woken by the inbox (an answer), by wake() (a watcher saw a change) or by
+            // shard_read_done.
             wake_.expires_at(asio::steady_timer::time_point::max());
             co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
             continue;
@@ -559,18 +612,7 @@ void master_session::carry_out(master_action a) {
         break;
     }
     auto ops = std::move(a.ops);
-    send(
-        std::move(ops),
-        [a = std::move(a
-         )](master_session& m, zkco::error_code ec, const protocol::txn_answer& answer) {
-            m.view_.done(
-                a,
-                master_txn_report{
-                    answer, ec == zkco::condition::retryable, ec ? ec.message() : std::string()},
-                std::chrono::steady_clock::now()
-            );
-        }
-    );
+    send(std::move(ops), sent::for_fsm{std::move(a)});
 }
 
 }  // namespace detail

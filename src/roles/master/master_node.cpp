@@ -36,10 +36,7 @@ asio::awaitable<void> master_session::report() {
         }
         written = rate;
         master_node_.throughput = rate;
-        send(
-            protocol::master_report_ops(master_node_),
-            [](master_session&, zkco::error_code, auto&) {}
-        );
+        send(protocol::master_report_ops(master_node_), sent::nothing{});
     }
 }
 
@@ -54,8 +51,7 @@ void master_session::publish_suspects() {
         return;
     }
     master_node_.suspects = std::move(suspects);
-    send(protocol::master_report_ops(master_node_), [](master_session&, zkco::error_code, auto&) {
-    });
+    send(protocol::master_report_ops(master_node_), sent::nothing{});
 }
 
 /// Keeps /master (§2), which operators and clients read, in place: should someone delete
@@ -96,10 +92,7 @@ asio::awaitable<void> master_session::keep_master_node() {
             rewriting_master_node_ = true;
             send(
                 protocol::master_node_ops(master_node_, w->value.has_value(), version),
-                [](master_session& m, zkco::error_code, auto&) {
-                    // Whatever the outcome, the watch shows what /master holds now.
-                    m.rewriting_master_node_ = false;
-                }
+                sent::master_node{}
             );
         }
         auto ev = co_await w->watch.changed();
@@ -110,6 +103,13 @@ asio::awaitable<void> master_session::keep_master_node() {
             }
         }
     }
+}
+
+void master_session::answered(
+    sent::master_node& /*s*/, zkco::error_code /*ec*/, const protocol::txn_answer& /*r*/
+) {
+    // Whatever the outcome, the watch shows what /master holds now.
+    rewriting_master_node_ = false;
 }
 
 }  // namespace zkd::roles::detail

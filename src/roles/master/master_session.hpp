@@ -11,6 +11,7 @@
 #include "protocol/master_txn.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/batcher.hpp"
+#include "roles/master/inbox.hpp"
 #include "roles/master/master.hpp"
 #include "zkco/client.hpp"
 
@@ -27,11 +28,97 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace zkd::roles::detail {
 
 namespace asio = boost::asio;
+
+/// Answers a coroutine waits for (T6's transactions, the stats of a sweep of the pending
+/// shards): counted down as the schedule loop takes them from the inbox. Shared with the
+/// events, so that a coroutine cancelled early leaves them something alive to count on.
+struct countdown {
+    explicit countdown(const asio::any_io_executor& ex)
+        : timer(ex, asio::steady_timer::time_point::max()) {}
+    std::size_t left = 0;
+    std::size_t failed = 0;  // for callers that count failures
+    asio::steady_timer timer;
+    void done() {
+        if (--left == 0) {
+            timer.cancel();
+        }
+    }
+    asio::awaitable<void> wait() {
+        if (left > 0) {
+            co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+    }
+};
+
+/// What a transaction the master sent was for: what its answer changes.
+namespace sent {
+/// One of master_fsm's actions (assign, reject, cancel): the answer goes back to the fsm.
+struct for_fsm {
+    master_action action;
+};
+/// T6 of one task of a departed worker (requeue_departed waits for `wait`).
+struct requeue {
+    std::string worker;
+    std::string tid;
+    std::string path;
+    protocol::departed_kind kind = protocol::departed_kind::requeue;
+    int attempt = 0;
+    std::shared_ptr<countdown> wait;
+};
+/// T6 of one assignment a live worker left unstarted (stall_watch).
+struct take_back {
+    std::string worker;
+    std::string tid;
+    protocol::departed_kind kind = protocol::departed_kind::requeue;
+};
+/// T8 of one result, or of an empty client directory.
+struct collect {
+    bool dir = false;
+};
+/// /master written again (keep_master_node).
+struct master_node {};
+/// Nothing to note (a marker deleted, /master's figures).
+struct nothing {};
+using purpose = std::variant<for_fsm, requeue, take_back, collect, master_node, nothing>;
+}  // namespace sent
+
+/// What comes back to the schedule loop through the inbox.
+namespace answer {
+/// A transaction sent through the batcher ended.
+struct txn {
+    sent::purpose what;
+    std::vector<std::uint32_t> deletes;  ///< pending shards it deletes a node of, once each
+    zkco::error_code ec;
+    std::vector<zkco::op_result> results;
+};
+/// The stat of a pending shard, read by sweep_shards.
+struct shard_stat {
+    std::uint32_t shard = 0;
+    zkco::error_code ec;
+    std::optional<zkco::stat> stat;
+    std::shared_ptr<countdown> sweep;
+    std::shared_ptr<std::vector<std::uint32_t>> to_list;
+};
+/// The data of a load action's tasks.
+struct tasks {
+    std::vector<task_read> reads;
+};
+/// The pause after a load that failed is over.
+struct load_paused {};
+/// What others wrote below `path` is deleted (or could not be).
+struct cleared {
+    std::string path;
+};
+/// The time master_fsm asked to look again at has come.
+struct retry_due {};
+using event = std::variant<txn, shard_stat, tasks, load_paused, cleared, retry_due>;
+}  // namespace answer
 
 /// The master's I/O: watchers that feed what they see to master_fsm (master_fsm.hpp),
 /// the schedule loop that carries out its actions and hands the answers back, and what needs
@@ -54,10 +141,6 @@ public:
 
 private:
     using group_ops = std::vector<protocol::txn_op>;
-    /// The answer to a transaction: the whole's error (for its message and whether it may be
-    /// retried) and the per-op codes protocol's readers take.
-    using on_done =
-        std::function<void(master_session&, zkco::error_code, const protocol::txn_answer&)>;
 
     void wake() {
         dirty_ = true;
@@ -66,7 +149,24 @@ private:
 
     [[nodiscard]] bool stopping() const { return stop_ || zkco::is_terminal(zk_.state()); }
 
-    void send(group_ops ops, on_done done);
+    /// Sends a fenced group; its answer comes back through the inbox.
+    void send(group_ops ops, sent::purpose what);
+    /// Applies what the inbox holds, in the order it came.
+    void take_answers();
+    void apply(answer::txn& a);
+    void apply(answer::shard_stat& s);
+    void apply(answer::tasks& t);
+    void apply(answer::load_paused& p);
+    void apply(answer::cleared& c);
+    void apply(answer::retry_due& /*r*/) {}  // nothing but a step
+    // What an answer to a transaction changes, by what it was for (each with its loop).
+    void answered(sent::for_fsm& s, zkco::error_code ec, const protocol::txn_answer& r);
+    void answered(sent::requeue& s, zkco::error_code ec, const protocol::txn_answer& r);
+    void answered(sent::take_back& s, zkco::error_code ec, const protocol::txn_answer& r);
+    void answered(sent::collect& s, zkco::error_code ec, const protocol::txn_answer& r);
+    void answered(sent::master_node& s, zkco::error_code ec, const protocol::txn_answer& r);
+    void
+    answered(sent::nothing& /*s*/, zkco::error_code /*ec*/, const protocol::txn_answer& /*r*/) {}
     [[nodiscard]] std::vector<std::uint32_t> pending_deletes(const group_ops& ops) const;
     asio::awaitable<bool> recover(zkco::error_code ec, std::string what);
     template <class OnChange>
@@ -123,27 +223,6 @@ private:
         std::map<std::string, result_dir_seen> dirs, const std::vector<std::string>& changed
     );
 
-    /// Transactions a coroutine waits for (T6's, sent through the batcher; reads go through
-    /// zkco::read_batch). Shared with the handlers, so that a coroutine cancelled early
-    /// leaves them something alive to write to.
-    struct countdown {
-        explicit countdown(const asio::any_io_executor& ex)
-            : timer(ex, asio::steady_timer::time_point::max()) {}
-        std::size_t left = 0;
-        std::size_t failed = 0;  // for callers that count failures
-        asio::steady_timer timer;
-        void done() {
-            if (--left == 0) {
-                timer.cancel();
-            }
-        }
-        asio::awaitable<void> wait() {
-            if (left > 0) {
-                co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-            }
-        }
-    };
-
     zkco::client& zk_;
     protocol::layout l_;
     protocol::member_info me_;
@@ -156,11 +235,13 @@ private:
     asio::steady_timer wake_;
     asio::steady_timer dir_listing_;  // never expires: cancelled to wake until_dir_listing_wanted
     master_fsm view_;  // the workers, pending tasks and cancels, and what to do about them
-    std::shared_ptr<master_session*> self_;  // null once destroyed: late answers check it
 
     protocol::member_info master_node_;   // what /master says of us
     bool rewriting_master_node_ = false;  // keep_master_node's write is in flight
     asio::steady_timer retry_;            // wakes the loop when the view wants to look again
+    asio::steady_timer load_pause_;       // a load that failed waits before the next
+    // Answers to what the master sent and read; closed when the session ends.
+    std::shared_ptr<inbox<answer::event>> inbox_ = std::make_shared<inbox<answer::event>>(wake_);
 
     bool dirty_ = true;
     bool stop_ = false;

@@ -42,10 +42,7 @@ asio::awaitable<void> master_session::requeue_departed(std::string id) {
         }
         if (tids.empty()) {
             for (const auto& tid : markers) {
-                send(
-                    protocol::remove_marker_ops(id, tid),
-                    [](master_session&, zkco::error_code, auto&) {}
-                );
+                send(protocol::remove_marker_ops(id, tid), sent::nothing{});
             }
             auto [ec, r] = co_await batcher_.async_submit(
                 to_zkco(protocol::remove_departed_dir_ops(id)), asio::as_tuple(asio::use_awaitable)
@@ -78,30 +75,7 @@ asio::awaitable<void> master_session::requeue_departed(std::string id) {
             ++pending->left;
             send(
                 std::move(plan.ops),
-                [pending, tid, kind = plan.kind, attempt = plan.attempt, path = paths[i]](
-                    master_session& m, zkco::error_code, const protocol::txn_answer& a
-                ) {
-                    const auto outcome = protocol::read_departed(a);
-                    if (outcome == protocol::departed_outcome::foreign_below) {
-                        m.clear_foreign(path);  // someone wrote below the assignment
-                    }
-                    if (outcome != protocol::departed_outcome::committed) {
-                        ++pending->failed;
-                    } else if (kind == protocol::departed_kind::lost) {
-                        ++m.stats_->lost;
-                        spdlog::warn(
-                            "master: task {} quarantined as lost after {} attempt(s)", tid, attempt
-                        );
-                    } else if (kind == protocol::departed_kind::requeue) {
-                        ++m.stats_->requeued;
-                        spdlog::info("master: task {} requeued (attempt {})", tid, attempt + 1);
-                    } else if (kind == protocol::departed_kind::cancel) {
-                        ++m.stats_->cancelled;
-                    } else {
-                        ++m.stats_->rejected;
-                    }
-                    pending->done();
-                }
+                sent::requeue{id, tid, paths[i], plan.kind, plan.attempt, pending}
             );
         }
         co_await pending->wait();
@@ -112,8 +86,33 @@ asio::awaitable<void> master_session::requeue_departed(std::string id) {
             backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
         }
     }
+    take_answers();
     view_.departed_done(id);
     wake();
+}
+
+/// One task's T6 ended: counted, and what it left in the way cleared.
+void master_session::answered(
+    sent::requeue& s, zkco::error_code /*ec*/, const protocol::txn_answer& r
+) {
+    const auto outcome = protocol::read_departed(r);
+    if (outcome == protocol::departed_outcome::foreign_below) {
+        clear_foreign(s.path);  // someone wrote below the assignment
+    }
+    if (outcome != protocol::departed_outcome::committed) {
+        ++s.wait->failed;
+    } else if (s.kind == protocol::departed_kind::lost) {
+        ++stats_->lost;
+        spdlog::warn("master: task {} quarantined as lost after {} attempt(s)", s.tid, s.attempt);
+    } else if (s.kind == protocol::departed_kind::requeue) {
+        ++stats_->requeued;
+        spdlog::info("master: task {} requeued (attempt {})", s.tid, s.attempt + 1);
+    } else if (s.kind == protocol::departed_kind::cancel) {
+        ++stats_->cancelled;
+    } else {
+        ++stats_->rejected;
+    }
+    s.wait->done();
 }
 
 }  // namespace zkd::roles::detail

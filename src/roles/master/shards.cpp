@@ -17,6 +17,7 @@ asio::awaitable<void> master_session::follow_shard(std::uint32_t shard) {
     while (!stopping()) {
         shard_reading_[shard] = true;
         auto got = co_await zk_.watch_get(path);
+        take_answers();
         zkco::error_code failed;
         if (!got) {
             failed = got.error();
@@ -113,6 +114,7 @@ std::vector<std::pair<std::uint32_t, std::uint64_t>> master_session::reads_out()
 /// Lists a pending shard: the view and its follower are as the shard stood then.
 asio::awaitable<zkco::result<void>> master_session::list_shard(std::uint32_t shard) {
     auto kids = co_await zk_.get_children(protocol::layout::pending_shard(shard));
+    take_answers();
     if (!kids) {
         co_return kids.error();
     }
@@ -146,23 +148,14 @@ asio::awaitable<void> master_session::sweep_shards() {
                 continue;  // not listed yet (its follow_shard is at it), or gone
             }
             ++sweep->left;
-            // A handler, not a read_batch: it runs in the order of the session's answers,
-            // as the follower needs (a delete answered first is reflected in the stat).
+            // A handler, not a read_batch: its answer goes into the inbox in the order of the
+            // session's answers, as the follower needs (a delete answered first is reflected
+            // in the stat).
             zk_.async_exists(
                 protocol::layout::pending_shard(shard),
-                [self = self_, sweep, to_list,
+                [box = inbox_, sweep, to_list,
                  shard](zkco::error_code e, std::optional<zkco::stat> st) {
-                    if (*self != nullptr && !e && st) {
-                        auto& f = (*self)->followers_[shard];
-                        const auto s = to_dir_stat(*st);
-                        // Data that moved: the data watch fires, its read decides.
-                        const auto& base = f.base();
-                        if (base && (base->czxid != s.czxid || base->version == s.version) &&
-                            f.read(s, std::nullopt) == protocol::log_follower::step::list) {
-                            to_list->push_back(shard);
-                        }
-                    }
-                    sweep->done();
+                    box->push(answer::shard_stat{shard, e, st, sweep, to_list});
                 }
             );
         }
@@ -194,6 +187,21 @@ void master_session::shard_seen(std::uint32_t shard) {
                 .count()
         );
     }
+}
+
+/// The stat a sweep read of a shard: listed when its children moved by more than our deletes.
+void master_session::apply(answer::shard_stat& s) {
+    if (!s.ec && s.stat) {
+        auto& f = followers_[s.shard];
+        const auto st = to_dir_stat(*s.stat);
+        // Data that moved: the data watch fires, its read decides.
+        const auto& base = f.base();
+        if (base && (base->czxid != st.czxid || base->version == st.version) &&
+            f.read(st, std::nullopt) == protocol::log_follower::step::list) {
+            s.to_list->push_back(s.shard);
+        }
+    }
+    s.sweep->done();
 }
 
 }  // namespace zkd::roles::detail

@@ -36,6 +36,7 @@ asio::awaitable<void> master_session::watch_stalls() {
         if (auto all = co_await batch.wait(); !all) {
             continue;  // the next round looks again
         }
+        take_answers();
         for (std::size_t i = 0; i < ids.size() && !stopping(); ++i) {
             if (*lists[i]) {
                 co_await check_stalled(ids[i], (*lists[i])->names);
@@ -71,6 +72,7 @@ asio::awaitable<void> master_session::check_stalled(
         paths.push_back(protocol::layout::assignment(id, tid));
     }
     auto nodes = co_await zkco::get_all(zk_, paths);
+    take_answers();
     const auto now_ms = protocol::now_ms();
     std::vector<stall_watch::assignment> reads;
     std::map<std::string, const zkco::node*> read_nodes;
@@ -108,23 +110,23 @@ asio::awaitable<void> master_session::check_stalled(
         auto plan = protocol::departed_ops(
             l_, id, tid, node->data, marked.contains(tid), now_ms, node->stat.version
         );
-        send(
-            std::move(plan.ops),
-            [tid, id,
-             kind = plan.kind](master_session& m, zkco::error_code, const protocol::txn_answer& a) {
-                if (protocol::read_departed(a) != protocol::departed_outcome::committed) {
-                    return;  // started meanwhile, or finished: the next round looks again
-                }
-                ++m.stats_->taken_back;
-                if (kind == protocol::departed_kind::requeue) {
-                    ++m.stats_->requeued;
-                } else if (kind == protocol::departed_kind::lost) {
-                    ++m.stats_->lost;
-                }
-                spdlog::info("master: task {} taken back from worker {}", tid, id);
-            }
-        );
+        send(std::move(plan.ops), sent::take_back{id, tid, plan.kind});
     }
+}
+
+void master_session::answered(
+    sent::take_back& s, zkco::error_code /*ec*/, const protocol::txn_answer& r
+) {
+    if (protocol::read_departed(r) != protocol::departed_outcome::committed) {
+        return;  // started meanwhile, or finished: the next round looks again
+    }
+    ++stats_->taken_back;
+    if (s.kind == protocol::departed_kind::requeue) {
+        ++stats_->requeued;
+    } else if (s.kind == protocol::departed_kind::lost) {
+        ++stats_->lost;
+    }
+    spdlog::info("master: task {} taken back from worker {}", s.tid, s.worker);
 }
 
 }  // namespace zkd::roles::detail
