@@ -25,12 +25,21 @@ namespace detail {
 
 namespace {
 
-master_fsm::options view_options(const master_options& o) {
+master_fsm::options fsm_options(
+    const master_options& o, const protocol::member_info& me, std::int64_t epoch
+) {
     master_fsm::options v;
     v.policy = o.policy;
     v.unknown_type_grace = o.unknown_type_grace;
     v.on_assigned = o.on_assigned;
     v.unstarted_bound = o.unstarted_bound;
+    v.master_node = me;
+    v.master_node.epoch = epoch;
+    v.master_node.max_pending = published_bound(o.max_pending);
+    v.master_node.direct = o.direct_placement;
+    if (v.master_node.since_ms == 0) {
+        v.master_node.since_ms = protocol::now_ms();
+    }
     return v;
 }
 
@@ -61,7 +70,6 @@ asio::awaitable<void> master_session::follow(
             }
             continue;
         }
-        take_answers();
         const bool more = co_await on_change(std::move(kids->value.names));
         wake();
         if (!more) {
@@ -97,9 +105,8 @@ master_session::master_session(
       group_(zk.get_executor()),
       wake_(zk.get_executor()),
       dir_listing_(zk.get_executor(), asio::steady_timer::time_point::max()),
-      view_(l, epoch, view_options(opts), *stats_),
-      retry_(zk.get_executor(), asio::steady_timer::time_point::max()),
-      load_pause_(zk.get_executor()) {
+      fsm_(l, epoch, fsm_options(opts, me_, epoch), *stats_),
+      retry_(zk.get_executor(), asio::steady_timer::time_point::max()) {
     // Every master transaction fails once a newer master has bumped the epoch.
     batcher_.set_prefix({zkco::op::check{
         protocol::layout::epoch(), static_cast<std::int32_t>(epoch)}});
@@ -107,13 +114,6 @@ master_session::master_session(
     batcher_.enable_change_logs();
     for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
         shard_index_.emplace(protocol::layout::pending_shard(shard), shard);
-    }
-    master_node_ = me_;
-    master_node_.epoch = epoch;
-    master_node_.max_pending = published_bound(opts.max_pending);
-    master_node_.direct = opts.direct_placement;
-    if (master_node_.since_ms == 0) {
-        master_node_.since_ms = protocol::now_ms();
     }
 }
 
@@ -205,25 +205,11 @@ void master_session::take_answers() {
 }
 
 void master_session::apply(answer::tasks& t) {
-    if (view_.tasks_loaded(t.reads)) {
-        // Not while disconnected in a tight loop: the next batch waits a moment.
-        load_pause_.expires_after(std::chrono::milliseconds(100));
-        load_pause_.async_wait([box = inbox_](zkco::error_code ec) {
-            if (!ec) {
-                box->push(answer::load_paused{});
-            }
-        });
-    } else {
-        view_.load_finished();
-    }
-}
-
-void master_session::apply(answer::load_paused& /*p*/) {
-    view_.load_finished();
+    to_fsm(master_saw::tasks_read{std::move(t.reads)});
 }
 
 void master_session::apply(answer::cleared& c) {
-    view_.foreign_cleared(c.path);
+    to_fsm(master_saw::cleared{std::move(c.path)});
 }
 
 void master_session::apply(answer::txn& a) {
@@ -244,11 +230,22 @@ void master_session::apply(answer::txn& a) {
 void master_session::answered(
     sent::for_fsm& s, zkco::error_code ec, const protocol::txn_answer& r
 ) {
-    view_.done(
-        s.action,
-        master_txn_report{r, ec == zkco::condition::retryable, ec ? ec.message() : std::string()},
-        std::chrono::steady_clock::now()
-    );
+    to_fsm(master_saw::answered{
+        std::move(s.txn),
+        master_txn_report{r, ec == zkco::condition::retryable, ec ? ec.message() : std::string()}});
+}
+
+/// Hands the fsm an event and carries out what it decides.
+void master_session::to_fsm(const master_event& e) {
+    carry_out(fsm_.on(e, std::chrono::steady_clock::now()));
+}
+
+/// A watcher's event: the answers that came before it first, then the event; the schedule
+/// loop decides next.
+void master_session::feed(const master_event& e) {
+    take_answers();
+    to_fsm(e);
+    wake();
 }
 
 /// The pending shard of each pending node `ops` delete (T2, T7 on a pending task, a
@@ -288,28 +285,28 @@ asio::awaitable<bool> master_session::recover(zkco::error_code ec, std::string w
 }
 
 asio::awaitable<bool> master_session::workers_changed(std::vector<std::string> names) {
-    auto change = view_.workers_listed(names);
-    for (auto& id : change.departed) {
-        group_.spawn([this, id = std::move(id)] { return requeue_departed(id); }, "requeue");
-    }
+    feed(master_saw::workers_listed{std::move(names)});
+    co_return true;
+}
+
+/// Reads the nodes of workers new to the fsm (a read_workers action).
+asio::awaitable<void> master_session::read_workers(std::vector<std::string> ids) {
     std::vector<std::string> paths;
-    paths.reserve(change.to_read.size());
-    for (const auto& id : change.to_read) {
+    paths.reserve(ids.size());
+    for (const auto& id : ids) {
         paths.push_back(protocol::layout::worker(id));
     }
     auto nodes = co_await zkco::get_all(zk_, paths);
-    take_answers();
-    for (std::size_t i = 0; i < change.to_read.size(); ++i) {
-        if (!nodes[i]) {
-            continue;  // gone again
-        }
-        const auto& id = change.to_read[i];
-        if (view_.worker_read(id, nodes[i]->data, is_ephemeral(nodes[i]->stat))) {
-            group_.spawn([this, id] { return watch_worker(id); }, "worker");
-            group_.spawn([this, id] { return follow_worker_dir(id); }, "assign");
+    master_saw::workers_read read;
+    read.nodes.reserve(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        auto& n = read.nodes.emplace_back(master_saw::worker_node{std::move(ids[i]), {}, false});
+        if (nodes[i]) {  // else gone again
+            n.data = std::move(nodes[i]->data);
+            n.ephemeral = is_ephemeral(nodes[i]->stat);
         }
     }
-    co_return true;
+    feed(read);
 }
 
 /// Follows a live worker's node: a worker says `draining` there when it shuts down.
@@ -326,11 +323,10 @@ asio::awaitable<void> master_session::watch_worker(std::string id) {
             }
             continue;
         }
-        take_answers();
-        if (!view_.worker_updated(id, w->value.data)) {
+        feed(master_saw::worker_changed{id, std::move(w->value.data)});
+        if (!fsm_.worker_alive(id)) {
             co_return;
         }
-        wake();
         auto ev = co_await w->watch.changed();
         if (!ev) {
             const bool go_on = co_await recover(ev.error(), protocol::layout::worker(id));
@@ -354,8 +350,11 @@ asio::awaitable<void> master_session::follow_worker_dir(std::string id) {
     };
     while (!stopping()) {
         co_await follow(dir, changed, when_wanted);
-        take_answers();
-        if (stopping() || !view_.worker_dir_missing(id)) {
+        if (stopping()) {
+            co_return;
+        }
+        feed(master_saw::dir_gone{id});
+        if (!fsm_.worker_alive(id)) {
             co_return;
         }
         auto w = co_await zk_.watch_exists(dir);
@@ -375,13 +374,12 @@ asio::awaitable<void> master_session::follow_worker_dir(std::string id) {
                 }
             }
         }
-        take_answers();
-        view_.worker_dir_back(id);
+        feed(master_saw::dir_back{id});
     }
 }
 
 /// A live worker's directory changed: lists it again at once if it was deleted, else
-/// once the view needs it (master_fsm::worker_dir_listing_wanted). Most changes are
+/// once the fsm needs it (master_fsm::worker_dir_listing_wanted). Most changes are
 /// our own assignments; the slots T4 frees are counted when the count is in the way.
 asio::awaitable<void> master_session::until_dir_listing_wanted(
     std::string id, zkco::watch_event ev
@@ -389,12 +387,11 @@ asio::awaitable<void> master_session::until_dir_listing_wanted(
     if (ev.type != zkco::event_type::child) {
         co_return;
     }
-    take_answers();
-    view_.worker_dir_touched(id);
+    feed(master_saw::dir_touched{id});
     for (;;) {
         auto cs = co_await asio::this_coro::cancellation_state;
         if (stopping() || cs.cancelled() != asio::cancellation_type::none ||
-            view_.worker_dir_listing_wanted(id)) {
+            fsm_.worker_dir_listing_wanted(id)) {
             co_return;
         }
         // Woken after every step of the schedule loop (its expiry never comes).
@@ -405,14 +402,9 @@ asio::awaitable<void> master_session::until_dir_listing_wanted(
 asio::awaitable<bool> master_session::worker_dir_changed(
     std::string id, std::vector<std::string> names
 ) {
-    const auto done = view_.worker_dir_listed(id, names);
-    if (!done) {
-        co_return false;  // departed: requeue_departed owns the directory now
-    }
-    if (*done > 0) {
-        finishes_.emplace_back(std::chrono::steady_clock::now(), *done);
-    }
-    co_return true;
+    feed(master_saw::dir_listed{id, std::move(names)});
+    // Departed: requeue_departed owns the directory now.
+    co_return fsm_.worker_alive(id);
 }
 
 /// Directories of workers that are gone: at takeover (a dead master's leftovers), and
@@ -422,14 +414,12 @@ asio::awaitable<bool> master_session::assign_dirs_changed(std::vector<std::strin
     if (!live) {
         co_return true;  // the next change looks again
     }
-    const std::set<std::string> alive(live->names.begin(), live->names.end());
-    for (auto& id : view_.assign_dirs_listed(names, alive)) {
-        group_.spawn([this, id = std::move(id)] { return requeue_departed(id); }, "requeue");
-    }
+    feed(master_saw::assign_dirs_listed{
+        std::move(names), std::set<std::string>(live->names.begin(), live->names.end())});
     co_return true;
 }
 
-/// Reads the data of the pending tasks the view asks for, then tells it.
+/// Reads the data of the pending tasks the fsm asks for, then tells it.
 asio::awaitable<void> master_session::load(
     std::vector<std::string> tids, std::vector<std::string> paths
 ) {
@@ -449,15 +439,8 @@ asio::awaitable<void> master_session::load(
     inbox_->push(answer::tasks{std::move(reads)});
 }
 
-/// Deletes what others wrote below a node of ours (§8), once at a time per node, so the
-/// transaction that deletes the node can succeed; the schedule loop tries again after.
-void master_session::clear_foreign(const std::string& path) {
-    if (view_.begin_clearing(path)) {
-        start_clearing(path);
-    }
-}
-
-/// Clears `path` for the view (it has begun clearing it).
+/// Deletes what others wrote below a node of ours (§8; a clear_below action), so the
+/// transaction that deletes the node can succeed; the fsm tries again after.
 void master_session::start_clearing(const std::string& path) {
     group_.spawn(
         [this, path]() -> asio::awaitable<void> {
@@ -479,7 +462,7 @@ void master_session::start_clearing(const std::string& path) {
 }
 
 /// Wakes the schedule loop at `at` (a task in trouble may be tried again, a type's grace
-/// ends): the view's earliest such time.
+/// ends): the fsm's earliest such time.
 void master_session::arm_retry(std::optional<std::chrono::steady_clock::time_point> at) {
     if (!at || *at == retry_.expiry()) {
         return;
@@ -493,7 +476,7 @@ void master_session::arm_retry(std::optional<std::chrono::steady_clock::time_poi
 }
 
 asio::awaitable<bool> master_session::cancels_changed(std::vector<std::string> names) {
-    view_.cancels_listed(names);
+    feed(master_saw::cancels_listed{std::move(names)});
     co_return true;
 }
 
@@ -507,22 +490,20 @@ asio::awaitable<void> master_session::schedule_loop() {
         if (stopping()) {
             co_return;
         }
-        if (!dirty_ || shards_unlisted_ > 0 || !shard_reads_in()) {
-            // Woken by the inbox (an answer), by wake() (a watcher saw a change) or by
-            // shard_read_done.
+        if (dirty_) {
+            // Decided only once the fsm has the shards it waits for (else: not decided).
+            auto step = fsm_.on(master_saw::decide{}, std::chrono::steady_clock::now());
+            if (step.decided) {
+                dirty_ = false;
+                carry_out(std::move(step));
+                continue;
+            }
+        }
+        if (inbox_->empty()) {
+            // Woken by the inbox (an answer), by wake() (a watcher saw a change) or by a
+            // shard read that came in.
             wake_.expires_at(asio::steady_timer::time_point::max());
             co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
-            continue;
-        }
-        dirty_ = false;
-        auto step = view_.next(std::chrono::steady_clock::now());
-        for (auto& a : step.actions) {
-            carry_out(std::move(a));
-        }
-        dir_listing_.cancel();  // directories waiting to be listed look whether they must
-        arm_retry(step.wake_at);
-        if (opts_.on_queue_depth) {
-            opts_.on_queue_depth(view_.queue_depth());
         }
     }
 }
@@ -592,27 +573,65 @@ asio::awaitable<void> master_session::watch_epoch() {
     }
 }
 
-/// Carries out one of the view's actions; the answer goes back to the view.
-void master_session::carry_out(master_action a) {
-    switch (a.what) {
-    case master_action::kind::load:
-        group_.spawn(
-            [this, tids = std::move(a.tids), paths = std::move(a.paths)]() mutable {
-                return load(std::move(tids), std::move(paths));
-            },
-            "load"
-        );
-        return;
-    case master_action::kind::clear_foreign:
-        start_clearing(a.path);
-        return;
-    case master_action::kind::assign:
-    case master_action::kind::reject:
-    case master_action::kind::cancel:
-        break;
+/// Carries out what the fsm decided; the answers come back to it as events.
+void master_session::carry_out(master_step step) {
+    if (stop_) {
+        return;  // the answers that come while stopping still count; nothing new starts
     }
-    auto ops = std::move(a.ops);
-    send(std::move(ops), sent::for_fsm{std::move(a)});
+    for (auto& a : step.actions) {
+        std::visit([this](auto& act) { carry_out(act); }, a);
+    }
+    if (step.decided) {
+        dir_listing_.cancel();  // directories waiting to be listed look whether they must
+        arm_retry(step.wake_at);
+        if (opts_.on_queue_depth) {
+            opts_.on_queue_depth(fsm_.queue_depth());
+        }
+    }
+}
+
+void master_session::carry_out(master_do::read_tasks& a) {
+    group_.spawn(
+        [this, tids = std::move(a.tids), paths = std::move(a.paths)]() mutable {
+            return load(std::move(tids), std::move(paths));
+        },
+        "load"
+    );
+}
+
+void master_session::carry_out(master_do::clear_below& a) {
+    start_clearing(a.path);
+}
+
+void master_session::carry_out(master_do::read_workers& a) {
+    group_.spawn(
+        [this, ids = std::move(a.ids)]() mutable { return read_workers(std::move(ids)); }, "worker"
+    );
+}
+
+void master_session::carry_out(master_do::follow_worker& a) {
+    group_.spawn([this, id = a.id] { return watch_worker(id); }, "worker");
+    group_.spawn([this, id = a.id] { return follow_worker_dir(id); }, "assign");
+}
+
+void master_session::carry_out(master_do::write_master& a) {
+    if (a.again) {
+        send(std::move(a.ops), sent::master_node{});
+    } else {
+        send(std::move(a.ops), sent::nothing{});
+    }
+}
+
+void master_session::carry_out(master_do::assign& a) {
+    send_txn(a);
+}
+
+void master_session::carry_out(master_do::reject& a) {
+    send_txn(a);
+}
+
+void master_session::carry_out(master_do::cancel& a) {
+    send_txn(a);
 }
 
 }  // namespace detail

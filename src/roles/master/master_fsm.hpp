@@ -2,12 +2,13 @@
 #pragma once
 
 // The master's view of the cluster and its decisions (docs/protocol.md §7 "Master loop"),
-// with no I/O: what the watchers see goes in as events, and next() says what to do — which
-// pending tasks to read, which transactions to run (T2 assign, T7 cancel, failing a task
-// that is malformed or that no worker serves), which nodes to clear of what others wrote
-// below them — and when to look again. The answers to those transactions come back through
-// done(). master.cpp carries the actions out; tests/unit/roles/master/master_fsm_test.cpp drives
-// the view alone.
+// with no I/O, behind one door: on(event, now). What the watchers see, the data read and the
+// answers to transactions go in as events (master_saw::*); out come actions (master_do::*):
+// which workers to read, follow or requeue (T6), which pending tasks to read, which
+// transactions to run (T2 assign, T7 cancel, failing a task that is malformed or that no
+// worker serves), which nodes to clear of what others wrote below them, and when to look
+// again. master.cpp carries the actions out; tests/unit/roles/master/master_fsm_test.cpp
+// drives the fsm alone, event by event.
 
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
@@ -17,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +26,8 @@
 #include <set>
 #include <string>
 #include <unordered_set>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace zkd::roles {
@@ -53,34 +57,6 @@ struct master_stats {
     std::uint64_t tasks_from_logs = 0;  ///< pending tasks taken with the data their log held
 };
 
-/// One thing the view wants done.
-struct master_action {
-    enum class kind {
-        load,           ///< read the data of `tids` at `paths`, then tasks_loaded()
-        assign,         ///< run `ops` (T2 of `tid` to `worker`), then done()
-        reject,         ///< run `ops` (fail `tid` with `code`: `why`), then done()
-        cancel,         ///< run `ops` (T7 of `tid`: at `path` if pending, else at `worker`
-                        ///< if assigned, else only the request), then done()
-        clear_foreign,  ///< delete what others wrote below `path`, then foreign_cleared()
-    };
-    kind what = kind::load;
-    std::string tid;
-    std::string worker;
-    std::vector<protocol::txn_op> ops;
-    std::vector<std::string> tids;
-    std::vector<std::string> paths;
-    std::string path;
-    std::string code;
-    std::string why;
-};
-
-/// What next() decided: the actions, and when to call next() again at the latest (a task
-/// waiting after a failure, an unserved type's grace ending).
-struct master_step {
-    std::vector<master_action> actions;
-    std::optional<std::chrono::steady_clock::time_point> wake_at;
-};
-
 /// How a transaction of an action ended.
 struct master_txn_report {
     protocol::txn_answer answer;
@@ -88,7 +64,7 @@ struct master_txn_report {
     std::string error;       ///< the error's message, empty when it committed
 };
 
-/// A pending node's data as read for tasks_loaded().
+/// A pending node's data as read for a read_tasks action.
 struct task_read {
     enum class status { ok, gone, error };
     std::string tid;
@@ -96,6 +72,277 @@ struct task_read {
     std::string data;
     std::int32_t children = 0;
 };
+
+// --- what the fsm decides: actions ------------------------------------------------------
+
+namespace master_do {
+/// Read the data of `tids` at `paths`; then a tasks_read event.
+struct read_tasks {
+    std::vector<std::string> tids;
+    std::vector<std::string> paths;
+};
+/// Run `ops`: T2 of `tid` to `worker`; then an answered event.
+struct assign {
+    std::string tid;
+    std::string worker;
+    std::vector<protocol::txn_op> ops;
+};
+/// Run `ops`: fail `tid` with `code` (`why`); then an answered event.
+struct reject {
+    std::string tid;
+    std::string code;
+    std::string why;
+    std::vector<protocol::txn_op> ops;
+};
+/// Run `ops`: T7 of `tid`, at `path` if pending, else at `worker` if assigned, else only the
+/// request; then an answered event.
+struct cancel {
+    std::string tid;
+    std::string worker;
+    std::string path;
+    std::vector<protocol::txn_op> ops;
+};
+/// Delete what others wrote below `path`; then a cleared event.
+struct clear_below {
+    std::string path;
+};
+/// Read the nodes of these new workers; then a workers_read event.
+struct read_workers {
+    std::vector<std::string> ids;
+};
+/// Follow a worker that joined: its node (worker_changed) and its directory (dir_listed,
+/// dir_touched, dir_gone, dir_back), while worker_alive().
+struct follow_worker {
+    std::string id;
+};
+/// List a departed worker's directory (T6); then a departed_listed event.
+struct list_departed {
+    std::string worker;
+};
+/// Read a departed worker's assignments `tids` at `paths`; then a departed_read event.
+struct read_departed {
+    std::string worker;
+    std::vector<std::string> tids;
+    std::vector<std::string> paths;
+};
+/// Run `ops`: T6 of one task of a departed worker, assigned at `path` (`kind`: back to
+/// pending, lost, cancelled or failed; `attempt`: the one it was on); then an answered event.
+struct requeue_task {
+    std::string worker;
+    std::string tid;
+    std::string path;
+    protocol::departed_kind kind = protocol::departed_kind::requeue;
+    int attempt = 0;
+    std::vector<protocol::txn_op> ops;
+};
+/// Run `ops`: delete a departed worker's emptied directory; then an answered event.
+struct remove_departed {
+    std::string worker;
+    std::vector<protocol::txn_op> ops;
+};
+/// Run `ops`, whatever comes of it: a departed worker's cancel marker deleted.
+struct remove_marker {
+    std::vector<protocol::txn_op> ops;
+};
+/// Write /master (fenced like every master write): its figures (throughput, suspects), or,
+/// `again`, the whole node, someone having deleted or replaced it; then, `again`, a
+/// master_node_written event.
+struct write_master {
+    std::vector<protocol::txn_op> ops;
+    bool again = false;
+};
+}  // namespace master_do
+
+/// A transaction the fsm decided; the same value comes back with its answer.
+using master_txn = std::variant<
+    master_do::assign,
+    master_do::reject,
+    master_do::cancel,
+    master_do::requeue_task,
+    master_do::remove_departed>;
+
+/// One thing the fsm wants done; each alternative carries only its own fields.
+using master_action = std::variant<
+    master_do::read_tasks,
+    master_do::assign,
+    master_do::reject,
+    master_do::cancel,
+    master_do::clear_below,
+    master_do::read_workers,
+    master_do::follow_worker,
+    master_do::list_departed,
+    master_do::read_departed,
+    master_do::requeue_task,
+    master_do::remove_departed,
+    master_do::remove_marker,
+    master_do::write_master>;
+
+/// What one event led to: the actions, and when to look again at the latest (a decide
+/// event then: a task waiting after a failure, an unserved type's grace ending).
+struct master_step {
+    std::vector<master_action> actions;
+    std::optional<std::chrono::steady_clock::time_point> wake_at;
+    bool decided = false;  ///< a decide event ran the decisions (the queue may have moved)
+};
+
+// --- what happened: events ---------------------------------------------------------------
+
+namespace master_saw {
+/// /workers lists `names`.
+struct workers_listed {
+    std::vector<std::string> names;
+};
+/// A new worker's node as read (read_workers): `data` nullopt when it is gone again.
+struct worker_node {
+    std::string id;
+    std::optional<std::string> data;
+    bool ephemeral = false;
+};
+struct workers_read {
+    std::vector<worker_node> nodes;
+};
+/// A live worker's node changed.
+struct worker_changed {
+    std::string id;
+    std::string data;
+};
+/// A live worker's directory lists `names`.
+struct dir_listed {
+    std::string worker;
+    std::vector<std::string> names;
+};
+/// A live worker's directory changed since it was listed (its watch fired): until it is
+/// listed again the worker gets no task, for the change may be tasks clients placed there
+/// directly (docs/protocol.md §6 T1 "Direct placement"), which the count does not see.
+struct dir_touched {
+    std::string worker;
+};
+/// A live worker's directory is gone, or back.
+struct dir_gone {
+    std::string worker;
+};
+struct dir_back {
+    std::string worker;
+};
+/// /assign lists `names` while /workers lists `alive`: directories of departed workers.
+struct assign_dirs_listed {
+    std::vector<std::string> names;
+    std::set<std::string> alive;
+};
+/// A departed worker's directory lists `names` (nullopt: it is gone, and T6 is over).
+struct departed_listed {
+    std::string worker;
+    std::optional<std::vector<std::string>> names;
+};
+/// A departed worker's assignment as read: `data` nullopt when it was not read (gone).
+struct departed_node {
+    std::string tid;
+    std::optional<std::string> data;
+};
+struct departed_read {
+    std::string worker;
+    std::vector<departed_node> nodes;
+};
+/// A read of a pending shard went out (its data, or a listing), or its answer is in: until
+/// every shard is listed once, and while reads that were out when a decision was due are
+/// not all in, decide events decide nothing (shards_ready()).
+struct shard_reading {
+    std::uint32_t shard = 0;
+};
+struct shard_read_done {
+    std::uint32_t shard = 0;
+};
+/// A pending shard lists `names`.
+struct shard_listed {
+    std::uint32_t shard = 0;
+    std::vector<std::string> names;
+};
+/// A pending shard's change log may be applied (protocol::log_follower said so): its
+/// transaction created `entries` there. Names new to the fsm are added; one that came
+/// with its data is taken as read when it falls in the load window (it would be read
+/// next), so that a task arriving while slots are free costs no read. The data of the
+/// others is kept aside while options::logged_data_budget lasts, and taken instead of a
+/// read when their turn comes; past the budget a backlog costs an id each, and its tasks
+/// are read when their turn comes. `listed_since`: the log could not be applied and the
+/// shard was listed after it was read; the log then only gives its data to the unread
+/// tasks the listing found, so that a missed version costs reads only of the tasks of
+/// the transactions missed.
+struct shard_logged {
+    std::uint32_t shard = 0;
+    std::vector<protocol::log_entry> entries;
+    bool listed_since = false;
+};
+/// A pending shard is no longer followed (gone, or the master stops): nothing to wait for.
+struct shard_gone {
+    std::uint32_t shard = 0;
+};
+/// The data of a read_tasks action's tasks.
+struct tasks_read {
+    std::vector<task_read> reads;
+};
+/// /cancel lists `names`.
+struct cancels_listed {
+    std::vector<std::string> names;
+};
+/// Someone wrote below `path`, a node of ours a transaction must delete (T6 found it).
+struct foreign_found {
+    std::string path;
+};
+/// What others wrote below `path` is deleted (or could not be).
+struct cleared {
+    std::string path;
+};
+/// The transaction of an assign, reject or cancel action ended.
+struct answered {
+    master_txn txn;
+    master_txn_report report;
+};
+/// Time to refresh the throughput figure in /master (every report interval): written when
+/// it changed.
+struct report_due {};
+/// A round of stall_watch is over: /master names the suspects, written when they changed.
+struct stalls_checked {};
+/// /master as watched: whether it exists, whether it is this session's node, its data when
+/// that was read, and its version. Anything but this master's own node is written again.
+struct master_node_read {
+    bool exists = false;
+    bool owned = false;
+    std::optional<std::string> data;
+    std::int32_t version = -1;
+};
+/// The write of /master again ended (whatever its outcome, the watch shows what it holds).
+struct master_node_written {};
+/// Everything that came is in: decide (cancels, rejections, assignments, reads).
+struct decide {};
+}  // namespace master_saw
+
+/// What the fsm is told, one event at a time.
+using master_event = std::variant<
+    master_saw::workers_listed,
+    master_saw::workers_read,
+    master_saw::worker_changed,
+    master_saw::dir_listed,
+    master_saw::dir_touched,
+    master_saw::dir_gone,
+    master_saw::dir_back,
+    master_saw::assign_dirs_listed,
+    master_saw::departed_listed,
+    master_saw::departed_read,
+    master_saw::shard_reading,
+    master_saw::shard_read_done,
+    master_saw::shard_listed,
+    master_saw::shard_logged,
+    master_saw::shard_gone,
+    master_saw::tasks_read,
+    master_saw::cancels_listed,
+    master_saw::foreign_found,
+    master_saw::cleared,
+    master_saw::answered,
+    master_saw::report_due,
+    master_saw::stalls_checked,
+    master_saw::master_node_read,
+    master_saw::master_node_written,
+    master_saw::decide>;
 
 class master_fsm {
 public:
@@ -115,6 +362,10 @@ public:
         /// How long a worker may leave an assignment unmarked before it is taken back and
         /// the worker is suspect (stall_watch); 0: never.
         std::chrono::milliseconds unstarted_bound{10'000};
+        /// What /master says of this master (docs/protocol.md §2): its id, epoch, bound on
+        /// pending tasks and placement, which stay; its throughput and suspects, which the
+        /// fsm keeps current.
+        protocol::member_info master_node{};
     };
 
     /// Tries before a task that cannot be assigned gets a failed result instead.
@@ -122,89 +373,25 @@ public:
 
     master_fsm(protocol::layout l, std::int64_t epoch, options opts, master_stats& stats);
 
-    // --- workers (/workers, /workers/<w>, /assign/<w>) -------------------------------------
+    /// The one door: what happened goes in; what to do comes out, with when to look again.
+    master_step on(const master_event& e, clock::time_point now);
 
-    struct workers_change {
-        /// Left: requeue their tasks (T6), then departed_done().
-        std::vector<std::string> departed;
-        /// New: read their nodes, then worker_read().
-        std::vector<std::string> to_read;
-    };
-    /// /workers lists `names`.
-    workers_change workers_listed(const std::vector<std::string>& names);
-    /// A new worker's node: true when it joined (follow its node and directory), false when
-    /// it is ignored (not ephemeral, or not a worker's data).
-    bool worker_read(const std::string& id, std::string_view data, bool ephemeral);
-    /// A live worker's node changed; false once it is no worker of ours any more.
-    bool worker_updated(const std::string& id, std::string_view data);
-    /// A live worker's directory lists `names`. The number of tasks finished since the last
-    /// listing (for the throughput figure), or nullopt once the worker has departed.
-    std::optional<std::uint64_t> worker_dir_listed(
-        const std::string& id, const std::vector<std::string>& names
-    );
-    /// A live worker's directory changed since it was listed (its watch fired): until it is
-    /// listed again, the worker gets no task, for the change may be tasks clients placed
-    /// there directly (docs/protocol.md §6 T1 "Direct placement"), which the count does not
-    /// see.
-    void worker_dir_touched(const std::string& id);
+    // --- what the shell may ask (no decisions) -----------------------------------------------
+
+    [[nodiscard]] bool worker_alive(const std::string& id) const;
+    /// The live workers' ids (sorted).
+    [[nodiscard]] std::vector<std::string> live_workers() const;
     /// A live worker's directory changed since it was listed: must it be listed now? The
-    /// view counts a worker's assignments from its last listing plus what we assigned since;
+    /// fsm counts a worker's assignments from its last listing plus what we assigned since;
     /// a listing can wait until a pending task waits for a slot (the directory's changes
     /// may be slots freed by T4 or tasks placed directly: either way the count must be
     /// right before the worker gets more), or while a cancel request is open (it is
     /// forwarded to the holder). False otherwise: the listing waits, and a task at a time
     /// placed directly costs the master no listing.
     [[nodiscard]] bool worker_dir_listing_wanted(const std::string& id) const;
-    /// A live worker's directory is gone (false: the worker is gone too), or back.
-    bool worker_dir_missing(const std::string& id);
-    void worker_dir_back(const std::string& id);
-    [[nodiscard]] bool worker_alive(const std::string& id) const;
-    /// The live workers' ids (sorted).
-    [[nodiscard]] std::vector<std::string> live_workers() const;
     /// Which workers leave their assignments unstarted: the shell feeds it what it reads of
-    /// the live workers' directories; assign() gives suspects a probe at most.
+    /// the live workers' directories; the decisions give suspects a probe at most.
     stall_watch& stalls() { return stalls_; }
-    /// T6 for a departed worker is over: it is forgotten.
-    void departed_done(const std::string& id);
-    /// /assign lists `names` while /workers lists `alive`: the directories of departed
-    /// workers not handed to T6 yet (each is returned once).
-    std::vector<std::string> assign_dirs_listed(
-        const std::vector<std::string>& names, const std::set<std::string>& alive
-    );
-
-    // --- pending tasks and cancels ----------------------------------------------------------
-
-    void shard_listed(std::uint32_t shard, std::vector<std::string> names);
-    /// A read of the shard's change log may be applied (protocol::log_follower said so): its
-    /// transaction created `entries` there. Names new to the view are added; one that came
-    /// with its data is taken as read when it falls in the load window (it would be read
-    /// next), so that a task arriving while slots are free costs no read. The data of the
-    /// others is kept aside while options::logged_data_budget lasts, and taken instead of a
-    /// read when their turn comes; past the budget a backlog costs an id each, and its tasks
-    /// are read when their turn comes. `listed_since`: the log could not be applied and the
-    /// shard was listed after it was read; the log then only gives its data to the unread
-    /// tasks the listing found, so that a missed version costs reads only of the tasks of
-    /// the transactions missed.
-    void shard_logged(
-        std::uint32_t shard, std::vector<protocol::log_entry> entries, bool listed_since = false
-    );
-    /// The data of a load action's tasks; true when a read failed (pause before the next).
-    bool tasks_loaded(const std::vector<task_read>& reads);
-    /// The load action is over (after the pause, if any).
-    void load_finished();
-    void cancels_listed(const std::vector<std::string>& names);
-    /// True when `path` is not being cleared yet: the caller clears it, then foreign_cleared().
-    bool begin_clearing(const std::string& path);
-    void foreign_cleared(const std::string& path);
-
-    // --- decisions and their answers ----------------------------------------------------------
-
-    /// Cancels, rejections, assignments and reads to start now.
-    master_step next(clock::time_point now);
-    /// The transaction of an assign, reject or cancel action ended. Actions it calls for
-    /// (a rejection, clearing) come with the next next().
-    void done(const master_action& a, const master_txn_report& r, clock::time_point now);
-
     [[nodiscard]] std::size_t queue_depth() const { return pending_.size(); }
     /// Bytes of logged data kept aside for tasks beyond the load window (with overhead).
     [[nodiscard]] std::size_t logged_data_bytes() const { return logged_bytes_; }
@@ -243,6 +430,50 @@ private:
     // Keyed by the compact form of the id: one node per task, no string on the heap.
     using pending_map = std::map<task_key, pending_entry>;
 
+    /// A new worker's node: true when it joined (follow its node and directory), false when
+    /// it is ignored (not ephemeral, or not a worker's data).
+    bool worker_read(const std::string& id, std::string_view data, bool ephemeral);
+    // One per event (master_fsm.cpp); the actions they decide go to out_.
+    void handle(const master_saw::workers_listed& e, clock::time_point now);
+    void handle(const master_saw::workers_read& e, clock::time_point now);
+    void handle(const master_saw::worker_changed& e, clock::time_point now);
+    void handle(const master_saw::dir_listed& e, clock::time_point now);
+    void handle(const master_saw::dir_touched& e, clock::time_point now);
+    void handle(const master_saw::dir_gone& e, clock::time_point now);
+    void handle(const master_saw::dir_back& e, clock::time_point now);
+    void handle(const master_saw::assign_dirs_listed& e, clock::time_point now);
+    // T6 (master_fsm_requeue.cpp).
+    void handle(const master_saw::departed_listed& e, clock::time_point now);
+    void handle(const master_saw::departed_read& e, clock::time_point now);
+    void requeue(const std::string& worker);
+    void forget_departed(const std::string& worker);
+    /// The departed workers whose directory is due to be listed again: listed now; the
+    /// earliest time one is due later.
+    std::optional<clock::time_point> relist_departed(clock::time_point now);
+    void handle(const master_saw::shard_reading& e, clock::time_point now);
+    void handle(const master_saw::shard_read_done& e, clock::time_point now);
+    void handle(const master_saw::shard_listed& e, clock::time_point now);
+    void handle(const master_saw::shard_logged& e, clock::time_point now);
+    void handle(const master_saw::shard_gone& e, clock::time_point now);
+    void handle(const master_saw::tasks_read& e, clock::time_point now);
+    void handle(const master_saw::cancels_listed& e, clock::time_point now);
+    void handle(const master_saw::foreign_found& e, clock::time_point now);
+    void handle(const master_saw::cleared& e, clock::time_point now);
+    void handle(const master_saw::answered& e, clock::time_point now);
+    // /master (master_fsm_master_node.cpp).
+    void handle(const master_saw::report_due& e, clock::time_point now);
+    void handle(const master_saw::stalls_checked& e, clock::time_point now);
+    void handle(const master_saw::master_node_read& e, clock::time_point now);
+    void handle(const master_saw::master_node_written& e, clock::time_point now);
+
+    /// The decisions (master_fsm_decide.cpp): cancels, rejections, assignments and reads to
+    /// start now, and when to look again.
+    std::optional<clock::time_point> decide(clock::time_point now);
+    /// The shard readiness a decision waits for (see shard_reading).
+    void shard_seen(std::uint32_t shard, clock::time_point now);
+    bool shard_reads_in();
+    [[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint64_t>> reads_out() const;
+
     [[nodiscard]] std::string path_of(const std::string& tid, const pending_entry& p) const;
     void forget(pending_map::iterator p);
     void clear_foreign(const std::string& path);
@@ -268,14 +499,18 @@ private:
     void assign(clock::time_point now);
     /// Reads the next tasks of the load window, or takes them from logged_ as far as it
     /// has them in order: true when some were taken (decide again on them).
-    bool load_more();
+    bool load_more(clock::time_point now);
     void keep_logged(const task_key& key, std::string data);
     /// The logged data kept for `key`, removed from logged_; nullopt when none is.
     std::optional<std::string> take_logged(const task_key& key);
 
-    void assign_done(const master_action& a, const master_txn_report& r, clock::time_point now);
-    void reject_done(const master_action& a, const master_txn_report& r, clock::time_point now);
-    void cancel_done(const master_action& a, const master_txn_report& r);
+    void done(const master_do::assign& a, const master_txn_report& r, clock::time_point now);
+    void done(const master_do::reject& a, const master_txn_report& r, clock::time_point now);
+    void done(const master_do::cancel& a, const master_txn_report& r, clock::time_point now);
+    void done(const master_do::requeue_task& a, const master_txn_report& r, clock::time_point now);
+    void done(
+        const master_do::remove_departed& a, const master_txn_report& r, clock::time_point now
+    );
 
     protocol::layout l_;
     std::int64_t epoch_;
@@ -283,17 +518,18 @@ private:
     master_stats& stats_;
     protocol::placer placer_;
     stall_watch stalls_;
-    std::vector<master_action> out_;  // actions decided outside next(), handed out by it
+    std::vector<master_action> out_;  // the actions decided, handed out by on()
 
     std::map<std::string, worker_entry> workers_;
     // The sum of workers_' in_flight: what worker_dir_listing_wanted, asked once per worker
     // after every step, would otherwise add up over all workers each time.
     std::size_t assigns_in_flight_ = 0;
-    std::set<std::string> ignored_;       // worker nodes with garbage data
-    std::set<std::string> orphans_seen_;  // directories of departed workers handed to T6
-    pending_map pending_;                 // by task id: FIFO within priority
-    std::set<std::string> loaded_;        // pending tasks whose data is read, in the same order
-    bool loading_ = false;                // a batch of reads is out
+    std::set<std::string> ignored_;        // worker nodes with garbage data
+    std::set<std::string> orphans_seen_;   // directories of departed workers handed to T6
+    pending_map pending_;                  // by task id: FIFO within priority
+    std::set<std::string> loaded_;         // pending tasks whose data is read, in the same order
+    bool loading_ = false;                 // a batch of reads is out
+    clock::time_point load_paused_until_;  // after a batch of reads that failed
     // Data logs carried for tasks beyond the load window, up to opts_.logged_data_budget.
     std::map<task_key, std::string> logged_;
     std::size_t logged_bytes_ = 0;
@@ -306,6 +542,35 @@ private:
     std::map<std::string, clock::time_point> unserved_since_;
     std::map<std::string, trouble> troubled_;  // pending tasks whose transactions failed
     std::set<std::string> clearing_;           // nodes whose foreign children are being deleted
+
+    // Shard readiness: the queue is ordered across shards (§3). Until every pending shard
+    // has been listed once, the head of what was listed may not be the head of the queue.
+    std::vector<bool> shard_listed_;
+    std::size_t shards_unlisted_;
+    std::optional<clock::time_point> started_;  // the first event (for the log)
+    std::vector<bool> shard_reading_;           // a read of it is out
+    std::vector<std::uint64_t> shard_reads_;    // reads of it answered
+    // The shard reads a decision waits for: (shard, its reads done then).
+    std::optional<std::vector<std::pair<std::uint32_t, std::uint64_t>>> awaited_reads_;
+    bool reads_extended_ = false;  // awaited_reads_ holds the reads out once the first were in
+
+    /// T6 of one departed worker: its directory listed, its assignments read and handed back
+    /// (one transaction each), again until it is empty, then deleted.
+    struct departure {
+        bool counted = false;           // said how many tasks it left (its first listing)
+        std::set<std::string> markers;  // tasks with a cancel marker there
+        std::size_t out = 0;            // its transactions out
+        std::size_t failed = 0;         // of those, the ones that failed
+        std::chrono::milliseconds backoff{100};
+        std::optional<clock::time_point> relist_at;  // listed again then, after failures
+    };
+    std::map<std::string, departure> departures_;
+
+    // /master: what it says of us, and the tasks finished (time, count) for its throughput.
+    protocol::member_info master_node_;
+    bool rewriting_master_node_ = false;  // its write again is out
+    std::deque<std::pair<clock::time_point, std::uint64_t>> finishes_;
+    double throughput_written_ = 0;
 };
 
 /// The directories below /results one T8 sweep looks at, and where the next one starts.

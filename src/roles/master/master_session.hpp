@@ -2,7 +2,7 @@
 #pragma once
 
 // The master's shell (master.cpp), its loops in files of their own: shards.cpp follows the
-// pending shards, requeue.cpp takes a departed worker's tasks back (T6), stalls.cpp takes
+// pending shards, requeue.cpp reads what T6 needs, stalls.cpp takes
 // back what a live worker leaves unstarted, collect.cpp deletes results nobody consumed
 // (T8), master_node.cpp keeps /master. Not API: run_master (master.hpp) is the door.
 
@@ -35,8 +35,8 @@ namespace zkd::roles::detail {
 
 namespace asio = boost::asio;
 
-/// Answers a coroutine waits for (T6's transactions, the stats of a sweep of the pending
-/// shards): counted down as the schedule loop takes them from the inbox. Shared with the
+/// Answers a coroutine waits for (the stats of a sweep of the pending shards): counted down
+/// as they are taken from the inbox. Shared with the
 /// events, so that a coroutine cancelled early leaves them something alive to count on.
 struct countdown {
     explicit countdown(const asio::any_io_executor& ex)
@@ -58,18 +58,9 @@ struct countdown {
 
 /// What a transaction the master sent was for: what its answer changes.
 namespace sent {
-/// One of master_fsm's actions (assign, reject, cancel): the answer goes back to the fsm.
+/// One of master_fsm's transactions (assign, reject, cancel, T6): the answer goes back to it.
 struct for_fsm {
-    master_action action;
-};
-/// T6 of one task of a departed worker (requeue_departed waits for `wait`).
-struct requeue {
-    std::string worker;
-    std::string tid;
-    std::string path;
-    protocol::departed_kind kind = protocol::departed_kind::requeue;
-    int attempt = 0;
-    std::shared_ptr<countdown> wait;
+    master_txn txn;
 };
 /// T6 of one assignment a live worker left unstarted (stall_watch).
 struct take_back {
@@ -85,7 +76,7 @@ struct collect {
 struct master_node {};
 /// Nothing to note (a marker deleted, /master's figures).
 struct nothing {};
-using purpose = std::variant<for_fsm, requeue, take_back, collect, master_node, nothing>;
+using purpose = std::variant<for_fsm, take_back, collect, master_node, nothing>;
 }  // namespace sent
 
 /// What comes back to the schedule loop through the inbox.
@@ -109,15 +100,13 @@ struct shard_stat {
 struct tasks {
     std::vector<task_read> reads;
 };
-/// The pause after a load that failed is over.
-struct load_paused {};
 /// What others wrote below `path` is deleted (or could not be).
 struct cleared {
     std::string path;
 };
 /// The time master_fsm asked to look again at has come.
 struct retry_due {};
-using event = std::variant<txn, shard_stat, tasks, load_paused, cleared, retry_due>;
+using event = std::variant<txn, shard_stat, tasks, cleared, retry_due>;
 }  // namespace answer
 
 /// The master's I/O: watchers that feed what they see to master_fsm (master_fsm.hpp),
@@ -153,15 +142,39 @@ private:
     void send(group_ops ops, sent::purpose what);
     /// Applies what the inbox holds, in the order it came.
     void take_answers();
+    /// Hands the fsm an event and carries out what it decides.
+    void to_fsm(const master_event& e);
+    /// A watcher's event: the answers before it first, then the event; then a step is due.
+    void feed(const master_event& e);
+    void carry_out(master_step step);
+    void carry_out(master_do::read_tasks& a);
+    void carry_out(master_do::assign& a);
+    void carry_out(master_do::reject& a);
+    void carry_out(master_do::cancel& a);
+    void carry_out(master_do::clear_below& a);
+    void carry_out(master_do::read_workers& a);
+    void carry_out(master_do::follow_worker& a);
+    void carry_out(master_do::list_departed& a);
+    void carry_out(master_do::read_departed& a);
+    void carry_out(master_do::requeue_task& a);
+    void carry_out(master_do::remove_departed& a);
+    void carry_out(master_do::remove_marker& a);
+    void carry_out(master_do::write_master& a);
+    /// One of the fsm's transactions: sent, and the same action comes back with its answer
+    /// (its ops moved out).
+    template <class Txn>
+    void send_txn(Txn& a) {
+        auto ops = std::move(a.ops);
+        send(std::move(ops), sent::for_fsm{master_txn(std::move(a))});
+    }
+    asio::awaitable<void> read_workers(std::vector<std::string> ids);
     void apply(answer::txn& a);
     void apply(answer::shard_stat& s);
     void apply(answer::tasks& t);
-    void apply(answer::load_paused& p);
     void apply(answer::cleared& c);
     void apply(answer::retry_due& /*r*/) {}  // nothing but a step
     // What an answer to a transaction changes, by what it was for (each with its loop).
     void answered(sent::for_fsm& s, zkco::error_code ec, const protocol::txn_answer& r);
-    void answered(sent::requeue& s, zkco::error_code ec, const protocol::txn_answer& r);
     void answered(sent::take_back& s, zkco::error_code ec, const protocol::txn_answer& r);
     void answered(sent::collect& s, zkco::error_code ec, const protocol::txn_answer& r);
     void answered(sent::master_node& s, zkco::error_code ec, const protocol::txn_answer& r);
@@ -182,26 +195,23 @@ private:
     asio::awaitable<bool> worker_dir_changed(std::string id, std::vector<std::string> names);
     asio::awaitable<bool> assign_dirs_changed(std::vector<std::string> names);
     asio::awaitable<void> load(std::vector<std::string> tids, std::vector<std::string> paths);
-    void clear_foreign(const std::string& path);
     void start_clearing(const std::string& path);
     void arm_retry(std::optional<std::chrono::steady_clock::time_point> at);
     asio::awaitable<bool> cancels_changed(std::vector<std::string> names);
     asio::awaitable<void> schedule_loop();
     asio::awaitable<void> follow_connection();
     asio::awaitable<void> watch_epoch();
-    void carry_out(master_action a);
 
     // shards.cpp
     asio::awaitable<void> follow_shard(std::uint32_t shard);
-    void shard_read_done(std::uint32_t shard);
-    bool shard_reads_in();
-    [[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint64_t>> reads_out() const;
     asio::awaitable<zkco::result<void>> list_shard(std::uint32_t shard);
     asio::awaitable<void> sweep_shards();
-    void shard_seen(std::uint32_t shard);
 
     // requeue.cpp
-    asio::awaitable<void> requeue_departed(std::string id);
+    asio::awaitable<void> list_departed(std::string worker);
+    asio::awaitable<void> read_departed(
+        std::string worker, std::vector<std::string> tids, std::vector<std::string> paths
+    );
 
     // stalls.cpp
     asio::awaitable<void> watch_stalls();
@@ -209,7 +219,6 @@ private:
 
     // master_node.cpp
     asio::awaitable<void> report();
-    void publish_suspects();
     asio::awaitable<void> keep_master_node();
 
     // collect.cpp
@@ -234,30 +243,18 @@ private:
     reactor::task_group group_;
     asio::steady_timer wake_;
     asio::steady_timer dir_listing_;  // never expires: cancelled to wake until_dir_listing_wanted
-    master_fsm view_;  // the workers, pending tasks and cancels, and what to do about them
+    master_fsm fsm_;  // the workers, pending tasks and cancels, and what to do about them
 
-    protocol::member_info master_node_;   // what /master says of us
-    bool rewriting_master_node_ = false;  // keep_master_node's write is in flight
-    asio::steady_timer retry_;            // wakes the loop when the view wants to look again
-    asio::steady_timer load_pause_;       // a load that failed waits before the next
+    asio::steady_timer retry_;  // wakes the loop when the view wants to look again
     // Answers to what the master sent and read; closed when the session ends.
     std::shared_ptr<inbox<answer::event>> inbox_ = std::make_shared<inbox<answer::event>>(wake_);
 
     bool dirty_ = true;
     bool stop_ = false;
-    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-    std::vector<bool> shard_listed_ = std::vector<bool>(l_.pending_shards, false);
     // Per pending shard: whether a read of its change log may be applied (§6).
     std::vector<protocol::log_follower> followers_ =
         std::vector<protocol::log_follower>(l_.pending_shards);
     std::map<std::string, std::uint32_t, std::less<>> shard_index_;  // shard path → shard
-    std::vector<bool> shard_reading_ = std::vector<bool>(l_.pending_shards, false);
-    std::vector<std::uint64_t> shard_reads_ = std::vector<std::uint64_t>(l_.pending_shards, 0);
-    // The shard reads the schedule loop waits for: (shard, its reads done then).
-    std::optional<std::vector<std::pair<std::uint32_t, std::uint64_t>>> awaited_reads_;
-    bool reads_extended_ = false;  // awaited_reads_ holds the reads out once the first were in
-    std::size_t shards_unlisted_ = l_.pending_shards;  // shards not listed once yet
-    std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> finishes_;
 };
 
 }  // namespace zkd::roles::detail

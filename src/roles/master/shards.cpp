@@ -15,7 +15,7 @@ namespace zkd::roles::detail {
 asio::awaitable<void> master_session::follow_shard(std::uint32_t shard) {
     const std::string path = protocol::layout::pending_shard(shard);
     while (!stopping()) {
-        shard_reading_[shard] = true;
+        to_fsm(master_saw::shard_reading{shard});
         auto got = co_await zk_.watch_get(path);
         take_answers();
         zkco::error_code failed;
@@ -29,8 +29,7 @@ asio::awaitable<void> master_session::follow_shard(std::uint32_t shard) {
             );
             if (step == protocol::log_follower::step::apply) {
                 ++stats_->shard_log_reads;
-                view_.shard_logged(shard, std::move(log->created));
-                wake();
+                feed(master_saw::shard_logged{shard, std::move(log->created), false});
             } else if (step == protocol::log_follower::step::list) {
                 auto listed = co_await list_shard(shard);
                 if (!listed) {
@@ -38,11 +37,12 @@ asio::awaitable<void> master_session::follow_shard(std::uint32_t shard) {
                 } else if (log) {
                     // What the log of the last transaction carried is good for the tasks
                     // it created that the listing found, so they are not read again.
-                    view_.shard_logged(shard, std::move(log->created), true);
+                    feed(master_saw::shard_logged{shard, std::move(log->created), true});
                 }
             }
         }
-        shard_read_done(shard);
+        to_fsm(master_saw::shard_read_done{shard});
+        wake_.cancel();  // the schedule loop may wait for it
         if (failed) {
             if (failed == zkco::errc::no_node) {
                 break;
@@ -62,56 +62,10 @@ asio::awaitable<void> master_session::follow_shard(std::uint32_t shard) {
         }
     }
     followers_[shard].forget();
-    shard_seen(shard);  // the shard is gone, or we stop: nothing to wait for
-    wake();
+    feed(master_saw::shard_gone{shard});
 }
 
-void master_session::shard_read_done(std::uint32_t shard) {
-    shard_reading_[shard] = false;
-    ++shard_reads_[shard];
-    wake_.cancel();  // the schedule loop may wait for it (shard_reads_in)
-}
-
-/// True once every read of a pending shard that was out when the schedule loop last
-/// wanted to decide is in, and then every read out at that moment. One transaction may
-/// create tasks in several shards (a T1 of many tasks): their data watches fire before any
-/// later answer comes, so once a read sent for one of them is answered, the reads for the
-/// others are out (the loop may have wanted to decide between two of those watches);
-/// waiting for them too sees the transaction whole and keeps the queue's order across its
-/// shards (§3). The wait is extended once: reads sent later do not extend it again.
-bool master_session::shard_reads_in() {
-    if (!awaited_reads_) {
-        awaited_reads_ = reads_out();
-        reads_extended_ = false;
-    }
-    for (const auto& [shard, done] : *awaited_reads_) {
-        if (shard_reads_[shard] == done) {
-            return false;
-        }
-    }
-    if (!reads_extended_ && !awaited_reads_->empty()) {
-        reads_extended_ = true;
-        awaited_reads_ = reads_out();
-        if (!awaited_reads_->empty()) {
-            return false;
-        }
-    }
-    awaited_reads_.reset();
-    return true;
-}
-
-/// The pending shards being read now, each with its count of reads answered.
-std::vector<std::pair<std::uint32_t, std::uint64_t>> master_session::reads_out() const {
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
-    for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
-        if (shard_reading_[shard]) {
-            out.emplace_back(shard, shard_reads_[shard]);
-        }
-    }
-    return out;
-}
-
-/// Lists a pending shard: the view and its follower are as the shard stood then.
+/// Lists a pending shard: the fsm and the follower are as the shard stood then.
 asio::awaitable<zkco::result<void>> master_session::list_shard(std::uint32_t shard) {
     auto kids = co_await zk_.get_children(protocol::layout::pending_shard(shard));
     take_answers();
@@ -122,9 +76,7 @@ asio::awaitable<zkco::result<void>> master_session::list_shard(std::uint32_t sha
     // Nothing between the answer and these: a delete of ours answered later is counted
     // after the listing, as the follower wants.
     followers_[shard].listed(to_dir_stat(kids->stat));
-    view_.shard_listed(shard, std::move(kids->names));
-    shard_seen(shard);
-    wake();
+    feed(master_saw::shard_listed{shard, std::move(kids->names)});
     co_return zkco::result<void>();
 }
 
@@ -166,26 +118,6 @@ asio::awaitable<void> master_session::sweep_shards() {
             }
             co_await list_shard(shard);  // a failure: the next sweep looks again
         }
-    }
-}
-
-/// The queue is ordered across shards (§3): until every pending shard has been listed
-/// once, the head of what was listed may not be the head of the queue, so a new master
-/// decides nothing before (a backlog of 1,000,000 is listed in a few seconds).
-void master_session::shard_seen(std::uint32_t shard) {
-    if (shard >= shard_listed_.size() || shard_listed_[shard]) {
-        return;
-    }
-    shard_listed_[shard] = true;
-    if (--shards_unlisted_ == 0) {
-        spdlog::info(
-            "master {}: {} pending shards listed, {} pending task(s), in {} ms", me_.id,
-            l_.pending_shards, view_.queue_depth(),
-            std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - started_
-            )
-                .count()
-        );
     }
 }
 

@@ -15,7 +15,7 @@ namespace zkd::roles::detail {
 /// (T6 for one task, at the version read: a running mark written meanwhile keeps it), and
 /// names the suspects in /master.
 asio::awaitable<void> master_session::watch_stalls() {
-    auto& stalls = view_.stalls();
+    auto& stalls = fsm_.stalls();
     if (!stalls.enabled()) {
         co_return;
     }
@@ -26,7 +26,7 @@ asio::awaitable<void> master_session::watch_stalls() {
         if (ec || stopping()) {
             co_return;
         }
-        const auto ids = view_.live_workers();
+        const auto ids = fsm_.live_workers();
         zkco::read_batch batch(zk_);
         std::vector<zkco::read_batch::slot<zkco::children>> lists;
         lists.reserve(ids.size());
@@ -42,7 +42,7 @@ asio::awaitable<void> master_session::watch_stalls() {
                 co_await check_stalled(ids[i], (*lists[i])->names);
             }
         }
-        publish_suspects();
+        to_fsm(master_saw::stalls_checked{});
         wake();  // a suspect gets nothing, or its probe
     }
 }
@@ -52,7 +52,7 @@ asio::awaitable<void> master_session::watch_stalls() {
 asio::awaitable<void> master_session::check_stalled(
     std::string id, std::vector<std::string> names
 ) {
-    auto& stalls = view_.stalls();
+    auto& stalls = fsm_.stalls();
     std::set<std::string> tids;
     std::set<std::string> marked;
     for (auto& name : names) {
