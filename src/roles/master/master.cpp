@@ -33,6 +33,8 @@ master_fsm::options fsm_options(
     v.unknown_type_grace = o.unknown_type_grace;
     v.on_assigned = o.on_assigned;
     v.unstarted_bound = o.unstarted_bound;
+    v.result_retention = o.result_retention;
+    v.gc_dirs_per_sweep = o.gc_dirs_per_sweep;
     v.master_node = me;
     v.master_node.epoch = epoch;
     v.master_node.max_pending = published_bound(o.max_pending);
@@ -403,7 +405,7 @@ asio::awaitable<bool> master_session::worker_dir_changed(
     std::string id, std::vector<std::string> names
 ) {
     feed(master_saw::dir_listed{id, std::move(names)});
-    // Departed: requeue_departed owns the directory now.
+    // Departed: T6 owns the directory now.
     co_return fsm_.worker_alive(id);
 }
 

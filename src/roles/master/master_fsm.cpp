@@ -578,20 +578,4 @@ std::vector<protocol::worker_slot> master_fsm::slots() const {
     return out;
 }
 
-result_sweep sweep_window(
-    const std::vector<std::string>& sorted, const std::string& after, std::size_t most
-) {
-    auto from = std::upper_bound(sorted.begin(), sorted.end(), after);
-    if (from == sorted.end()) {
-        from = sorted.begin();
-    }
-    const auto n = std::min<std::size_t>(most, static_cast<std::size_t>(sorted.end() - from));
-    result_sweep out;
-    out.dirs.assign(from, from + static_cast<std::ptrdiff_t>(n));
-    if (from + static_cast<std::ptrdiff_t>(n) != sorted.end()) {
-        out.next_after = out.dirs.back();
-    }
-    return out;
-}
-
 }  // namespace zkd::roles

@@ -3,12 +3,15 @@
 
 // The master's view of the cluster and its decisions (docs/protocol.md §7 "Master loop"),
 // with no I/O, behind one door: on(event, now). What the watchers see, the data read and the
-// answers to transactions go in as events (master_saw::*); out come actions (master_do::*):
-// which workers to read, follow or requeue (T6), which pending tasks to read, which
-// transactions to run (T2 assign, T7 cancel, failing a task that is malformed or that no
-// worker serves), which nodes to clear of what others wrote below them, and when to look
-// again. master.cpp carries the actions out; tests/unit/roles/master/master_fsm_test.cpp
-// drives the fsm alone, event by event.
+// answers to transactions go in as events (master_saw::*); out come actions (master_do::*),
+// with when to look again: which workers to read and follow, which pending tasks to read,
+// which transactions to run (T2 assign, T7 cancel, failing a task that is malformed or that
+// no worker serves), what to read and run for T6 (a departed worker's tasks) and T8 (results
+// nobody consumed), which nodes to clear of what others wrote below them, and when to write
+// /master. It decides nothing before every pending shard was listed once. master.cpp carries
+// the actions out; tests/unit/roles/master/master_fsm_*_test.cpp drive the fsm alone, event
+// by event. The code: master_fsm.cpp (the door, what events change), master_fsm_decide.cpp,
+// master_fsm_requeue.cpp (T6), master_fsm_collect.cpp (T8), master_fsm_master_node.cpp.
 
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
@@ -144,6 +147,25 @@ struct remove_departed {
 struct remove_marker {
     std::vector<protocol::txn_op> ops;
 };
+/// Read the stat of these directories below /results (T8); then a result_dirs_stat event.
+struct stat_result_dirs {
+    std::vector<std::string> dirs;
+};
+/// List these directories below /results; then a results_listed event.
+struct list_results {
+    std::vector<std::string> dirs;
+};
+/// Read the stat (the ctime) of these results; then a results_stat event.
+struct stat_results {
+    std::vector<std::string> paths;
+};
+/// Run `ops`: T8 of the result at `path`, or (`dir`) of the empty client directory there;
+/// then an answered event.
+struct collect {
+    std::string path;
+    bool dir = false;
+    std::vector<protocol::txn_op> ops;
+};
 /// Write /master (fenced like every master write): its figures (throughput, suspects), or,
 /// `again`, the whole node, someone having deleted or replaced it; then, `again`, a
 /// master_node_written event.
@@ -159,7 +181,8 @@ using master_txn = std::variant<
     master_do::reject,
     master_do::cancel,
     master_do::requeue_task,
-    master_do::remove_departed>;
+    master_do::remove_departed,
+    master_do::collect>;
 
 /// One thing the fsm wants done; each alternative carries only its own fields.
 using master_action = std::variant<
@@ -175,6 +198,10 @@ using master_action = std::variant<
     master_do::requeue_task,
     master_do::remove_departed,
     master_do::remove_marker,
+    master_do::stat_result_dirs,
+    master_do::list_results,
+    master_do::stat_results,
+    master_do::collect,
     master_do::write_master>;
 
 /// What one event led to: the actions, and when to look again at the latest (a decide
@@ -297,6 +324,41 @@ struct answered {
     master_txn txn;
     master_txn_report report;
 };
+/// A T8 sweep starts: /results holds these directories (the result shards and the clients'
+/// directories), at `now_ms` by the wall clock (the results' ctimes are compared to it).
+/// Ignored while the last sweep is not over.
+struct result_dirs_listed {
+    std::vector<std::string> dirs;
+    std::int64_t now_ms = 0;
+};
+/// What T8 reads of a node's stat.
+struct node_stat {
+    std::int32_t num_children = 0;
+    std::int32_t cversion = 0;
+    std::int32_t version = 0;
+    std::int64_t ctime = 0;  ///< ms since the epoch
+    std::int64_t mtime = 0;  ///< ms since the epoch
+};
+/// The stats of a stat_result_dirs action's directories (nullopt: gone, or not read).
+struct result_dirs_stat {
+    std::vector<std::string> dirs;
+    std::vector<std::optional<node_stat>> stats;
+};
+/// The children of a list_results action's directories (nullopt: not listed).
+struct results_listed {
+    std::vector<std::string> dirs;
+    std::vector<std::optional<std::vector<std::string>>> names;
+};
+/// A result's ctime as a stat_results action read it.
+struct result_read {
+    enum class status { ok, gone, error };
+    status st = status::ok;
+    std::int64_t ctime = 0;
+};
+struct results_stat {
+    std::vector<std::string> paths;
+    std::vector<result_read> reads;
+};
 /// Time to refresh the throughput figure in /master (every report interval): written when
 /// it changed.
 struct report_due {};
@@ -338,6 +400,10 @@ using master_event = std::variant<
     master_saw::foreign_found,
     master_saw::cleared,
     master_saw::answered,
+    master_saw::result_dirs_listed,
+    master_saw::result_dirs_stat,
+    master_saw::results_listed,
+    master_saw::results_stat,
     master_saw::report_due,
     master_saw::stalls_checked,
     master_saw::master_node_read,
@@ -362,6 +428,11 @@ public:
         /// How long a worker may leave an assignment unmarked before it is taken back and
         /// the worker is suspect (stall_watch); 0: never.
         std::chrono::milliseconds unstarted_bound{10'000};
+        /// Results nobody consumed are deleted this long after they were written (T8).
+        std::chrono::milliseconds result_retention{24L * 3600 * 1000};
+        /// Most directories below /results one T8 sweep reads the stat of; the next sweep
+        /// goes on from where it stopped.
+        std::size_t gc_dirs_per_sweep = 1'000;
         /// What /master says of this master (docs/protocol.md §2): its id, epoch, bound on
         /// pending tasks and placement, which stay; its throughput and suspects, which the
         /// fsm keeps current.
@@ -460,6 +531,15 @@ private:
     void handle(const master_saw::foreign_found& e, clock::time_point now);
     void handle(const master_saw::cleared& e, clock::time_point now);
     void handle(const master_saw::answered& e, clock::time_point now);
+    // T8 (master_fsm_collect.cpp).
+    void handle(const master_saw::result_dirs_listed& e, clock::time_point now);
+    void handle(const master_saw::result_dirs_stat& e, clock::time_point now);
+    void handle(const master_saw::results_listed& e, clock::time_point now);
+    void handle(const master_saw::results_stat& e, clock::time_point now);
+    void done(const master_do::collect& a, const master_txn_report& r, clock::time_point now);
+    /// The sweep's reads are in: the results past the retention, and the empty client
+    /// directories, are deleted.
+    void end_sweep();
     // /master (master_fsm_master_node.cpp).
     void handle(const master_saw::report_due& e, clock::time_point now);
     void handle(const master_saw::stalls_checked& e, clock::time_point now);
@@ -565,6 +645,24 @@ private:
         std::optional<clock::time_point> relist_at;  // listed again then, after failures
     };
     std::map<std::string, departure> departures_;
+
+    /// What T8 knows of one directory below /results.
+    struct result_dir_seen {
+        std::int32_t cversion = 0;  // its children's version when last listed in full
+        std::map<std::string, std::int64_t> results;  // result path -> ctime (ms)
+    };
+    /// One T8 sweep while its reads are out.
+    struct result_sweep_state {
+        std::int64_t cutoff = 0;                      // results created before are deleted
+        std::vector<std::string> dirs;                // the directories it looks at (sorted)
+        std::map<std::string, result_dir_seen> seen;  // what is known once it is over
+        std::vector<std::pair<std::string, std::int32_t>> empty_clients;  // dir, version
+        std::vector<std::string> fresh;      // results not known before, being read
+        std::vector<std::string> fresh_dir;  // the directory of each
+    };
+    std::map<std::string, result_dir_seen> results_known_;  // what the last sweeps saw
+    std::string swept_to_;  // the last directory the last sweep looked at
+    std::optional<result_sweep_state> sweep_;
 
     // /master: what it says of us, and the tasks finished (time, count) for its throughput.
     protocol::member_info master_node_;

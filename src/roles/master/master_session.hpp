@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// The master's shell (master.cpp), its loops in files of their own: shards.cpp follows the
-// pending shards, requeue.cpp reads what T6 needs, stalls.cpp takes
-// back what a live worker leaves unstarted, collect.cpp deletes results nobody consumed
-// (T8), master_node.cpp keeps /master. Not API: run_master (master.hpp) is the door.
+// The master's shell (master.cpp) and its loops, in files of their own: shards.cpp follows the
+// pending shards, requeue.cpp reads what T6 needs, stalls.cpp takes back what a live worker
+// leaves unstarted, collect.cpp reads what T8 needs, master_node.cpp keeps /master in place.
+// What they read goes to master_fsm, which decides. Not API: run_master (master.hpp) is.
 
 #include "protocol/change_log.hpp"
 #include "protocol/layout.hpp"
@@ -68,15 +68,11 @@ struct take_back {
     std::string tid;
     protocol::departed_kind kind = protocol::departed_kind::requeue;
 };
-/// T8 of one result, or of an empty client directory.
-struct collect {
-    bool dir = false;
-};
 /// /master written again (keep_master_node).
 struct master_node {};
 /// Nothing to note (a marker deleted, /master's figures).
 struct nothing {};
-using purpose = std::variant<for_fsm, take_back, collect, master_node, nothing>;
+using purpose = std::variant<for_fsm, take_back, master_node, nothing>;
 }  // namespace sent
 
 /// What comes back to the schedule loop through the inbox.
@@ -159,6 +155,10 @@ private:
     void carry_out(master_do::requeue_task& a);
     void carry_out(master_do::remove_departed& a);
     void carry_out(master_do::remove_marker& a);
+    void carry_out(master_do::stat_result_dirs& a);
+    void carry_out(master_do::list_results& a);
+    void carry_out(master_do::stat_results& a);
+    void carry_out(master_do::collect& a);
     void carry_out(master_do::write_master& a);
     /// One of the fsm's transactions: sent, and the same action comes back with its answer
     /// (its ops moved out).
@@ -176,7 +176,6 @@ private:
     // What an answer to a transaction changes, by what it was for (each with its loop).
     void answered(sent::for_fsm& s, zkco::error_code ec, const protocol::txn_answer& r);
     void answered(sent::take_back& s, zkco::error_code ec, const protocol::txn_answer& r);
-    void answered(sent::collect& s, zkco::error_code ec, const protocol::txn_answer& r);
     void answered(sent::master_node& s, zkco::error_code ec, const protocol::txn_answer& r);
     void
     answered(sent::nothing& /*s*/, zkco::error_code /*ec*/, const protocol::txn_answer& /*r*/) {}
@@ -222,15 +221,7 @@ private:
     asio::awaitable<void> keep_master_node();
 
     // collect.cpp
-    /// What T8 knows of one directory below /results.
-    struct result_dir_seen {
-        std::int32_t cversion = 0;  ///< its children's version when last listed in full
-        std::map<std::string, std::int64_t> results;  ///< result path -> ctime (ms)
-    };
     asio::awaitable<void> collect_garbage();
-    asio::awaitable<std::map<std::string, result_dir_seen>> list_results(
-        std::map<std::string, result_dir_seen> dirs, const std::vector<std::string>& changed
-    );
 
     zkco::client& zk_;
     protocol::layout l_;
@@ -245,7 +236,7 @@ private:
     asio::steady_timer dir_listing_;  // never expires: cancelled to wake until_dir_listing_wanted
     master_fsm fsm_;  // the workers, pending tasks and cancels, and what to do about them
 
-    asio::steady_timer retry_;  // wakes the loop when the view wants to look again
+    asio::steady_timer retry_;  // wakes the loop when the fsm wants to look again
     // Answers to what the master sent and read; closed when the session ends.
     std::shared_ptr<inbox<answer::event>> inbox_ = std::make_shared<inbox<answer::event>>(wake_);
 

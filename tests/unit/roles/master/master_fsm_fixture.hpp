@@ -97,6 +97,10 @@ constexpr std::type_identity<master_do::requeue_task> requeue_task{};
 constexpr std::type_identity<master_do::remove_departed> remove_departed{};
 constexpr std::type_identity<master_do::remove_marker> remove_marker{};
 constexpr std::type_identity<master_do::write_master> write_master{};
+constexpr std::type_identity<master_do::stat_result_dirs> stat_result_dirs{};
+constexpr std::type_identity<master_do::list_results> list_results{};
+constexpr std::type_identity<master_do::stat_results> stat_results{};
+constexpr std::type_identity<master_do::collect> collect{};
 }  // namespace kind
 
 /// The actions of one kind a step holds, in order.

@@ -370,27 +370,6 @@ TEST_F(MasterFsm, ADeposedMasterNotesNoTroubleForItsFailures) {
     EXPECT_EQ(of_kind(step, kind::assign).size(), 1U);
 }
 
-TEST(ResultSweep, SuccessiveSweepsCoverEveryDirectoryAFewAtATime) {
-    const std::vector<std::string> dirs{
-        "/results/00", "/results/01", "/results/a", "/results/b", "/results/c"};
-    auto s = sweep_window(dirs, "", 2);
-    EXPECT_EQ(s.dirs, (std::vector<std::string>{"/results/00", "/results/01"}));
-    EXPECT_EQ(s.next_after, "/results/01");
-    s = sweep_window(dirs, s.next_after, 2);
-    EXPECT_EQ(s.dirs, (std::vector<std::string>{"/results/a", "/results/b"}));
-    s = sweep_window(dirs, s.next_after, 2);
-    EXPECT_EQ(s.dirs, std::vector<std::string>{"/results/c"});
-    EXPECT_EQ(s.next_after, "") << "the end was reached: the next sweep starts again";
-    // A directory the last sweep ended on may be gone: the next one goes on after its name.
-    s = sweep_window({"/results/00", "/results/c"}, "/results/b", 2);
-    EXPECT_EQ(s.dirs, std::vector<std::string>{"/results/c"});
-    // Past the last one: from the start.
-    s = sweep_window(dirs, "/results/z", 10);
-    EXPECT_EQ(s.dirs, dirs);
-    EXPECT_EQ(s.next_after, "");
-    EXPECT_TRUE(sweep_window({}, "", 10).dirs.empty());
-}
-
 // The queue is ordered across shards (§3): a new master decides nothing before each pending
 // shard was listed once (or is gone).
 TEST(MasterFsmShards, NothingIsDecidedBeforeEveryPendingShardIsListedOnce) {
