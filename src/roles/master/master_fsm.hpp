@@ -7,11 +7,13 @@
 // with when to look again: which workers to read and follow, which pending tasks to read,
 // which transactions to run (T2 assign, T7 cancel, failing a task that is malformed or that
 // no worker serves), what to read and run for T6 (a departed worker's tasks) and T8 (results
-// nobody consumed), which nodes to clear of what others wrote below them, and when to write
-// /master. It decides nothing before every pending shard was listed once. master.cpp carries
-// the actions out; tests/unit/roles/master/master_fsm_*_test.cpp drive the fsm alone, event
-// by event. The code: master_fsm.cpp (the door, what events change), master_fsm_decide.cpp,
-// master_fsm_requeue.cpp (T6), master_fsm_collect.cpp (T8), master_fsm_master_node.cpp.
+// nobody consumed), which assignments a live worker left unstarted to read and take back,
+// which nodes to clear of what others wrote below them, and when to write /master. It
+// decides nothing before every pending shard was listed once. master.cpp carries the actions
+// out; tests/unit/roles/master/master_fsm_*_test.cpp drive the fsm alone, event by event. The code:
+// master_fsm.cpp (the door, what events change), master_fsm_decide.cpp, master_fsm_requeue.cpp
+// (T6), master_fsm_stalls.cpp (assignments left unstarted), master_fsm_collect.cpp (T8),
+// master_fsm_master_node.cpp (/master).
 
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
@@ -147,6 +149,21 @@ struct remove_departed {
 struct remove_marker {
     std::vector<protocol::txn_op> ops;
 };
+/// Read the assignments `tids` (at `paths`) of a live worker that left them unmarked (not
+/// running) for two listings; then an assignments_read event.
+struct read_assignments {
+    std::string worker;
+    std::vector<std::string> tids;
+    std::vector<std::string> paths;
+};
+/// Run `ops`: T6 for one assignment a live worker left unstarted past the bound (at the
+/// version read: a running mark written meanwhile keeps it); then an answered event.
+struct take_back {
+    std::string worker;
+    std::string tid;
+    protocol::departed_kind kind = protocol::departed_kind::requeue;
+    std::vector<protocol::txn_op> ops;
+};
 /// Read the stat of these directories below /results (T8); then a result_dirs_stat event.
 struct stat_result_dirs {
     std::vector<std::string> dirs;
@@ -182,6 +199,7 @@ using master_txn = std::variant<
     master_do::cancel,
     master_do::requeue_task,
     master_do::remove_departed,
+    master_do::take_back,
     master_do::collect>;
 
 /// One thing the fsm wants done; each alternative carries only its own fields.
@@ -198,6 +216,8 @@ using master_action = std::variant<
     master_do::requeue_task,
     master_do::remove_departed,
     master_do::remove_marker,
+    master_do::read_assignments,
+    master_do::take_back,
     master_do::stat_result_dirs,
     master_do::list_results,
     master_do::stat_results,
@@ -362,8 +382,28 @@ struct results_stat {
 /// Time to refresh the throughput figure in /master (every report interval): written when
 /// it changed.
 struct report_due {};
-/// A round of stall_watch is over: /master names the suspects, written when they changed.
-struct stalls_checked {};
+/// A round of stall_watch (every half unstarted_bound): the live workers' directories as
+/// listed (nullopt: not listed). Once the assignments it asks to read are read, /master names
+/// the suspects, written when they changed.
+struct stall_dirs_listed {
+    std::vector<std::string> workers;
+    std::vector<std::optional<std::vector<std::string>>> names;
+};
+/// One assignment a read_assignments action read.
+struct assignment_node {
+    enum class status { ok, gone, error };
+    std::string tid;
+    status st = status::ok;
+    std::string data;
+    std::int64_t ctime = 0;  ///< ms since the epoch
+    std::int32_t version = 0;
+};
+/// A read_assignments action's reads, at `now_ms` by the wall clock.
+struct assignments_read {
+    std::string worker;
+    std::vector<assignment_node> nodes;
+    std::int64_t now_ms = 0;
+};
 /// /master as watched: whether it exists, whether it is this session's node, its data when
 /// that was read, and its version. Anything but this master's own node is written again.
 struct master_node_read {
@@ -405,7 +445,8 @@ using master_event = std::variant<
     master_saw::results_listed,
     master_saw::results_stat,
     master_saw::report_due,
-    master_saw::stalls_checked,
+    master_saw::stall_dirs_listed,
+    master_saw::assignments_read,
     master_saw::master_node_read,
     master_saw::master_node_written,
     master_saw::decide>;
@@ -460,9 +501,11 @@ public:
     /// forwarded to the holder). False otherwise: the listing waits, and a task at a time
     /// placed directly costs the master no listing.
     [[nodiscard]] bool worker_dir_listing_wanted(const std::string& id) const;
-    /// Which workers leave their assignments unstarted: the shell feeds it what it reads of
-    /// the live workers' directories; the decisions give suspects a probe at most.
-    stall_watch& stalls() { return stalls_; }
+    /// How often the live workers' directories are listed for assignments left unstarted
+    /// (stall_dirs_listed); 0: never.
+    [[nodiscard]] std::chrono::milliseconds stall_period() const {
+        return stalls_.enabled() ? stalls_.period() : std::chrono::milliseconds(0);
+    }
     [[nodiscard]] std::size_t queue_depth() const { return pending_.size(); }
     /// Bytes of logged data kept aside for tasks beyond the load window (with overhead).
     [[nodiscard]] std::size_t logged_data_bytes() const { return logged_bytes_; }
@@ -542,7 +585,12 @@ private:
     void end_sweep();
     // /master (master_fsm_master_node.cpp).
     void handle(const master_saw::report_due& e, clock::time_point now);
-    void handle(const master_saw::stalls_checked& e, clock::time_point now);
+    // Stalled workers (master_fsm_stalls.cpp).
+    void handle(const master_saw::stall_dirs_listed& e, clock::time_point now);
+    void handle(const master_saw::assignments_read& e, clock::time_point now);
+    void done(const master_do::take_back& a, const master_txn_report& r, clock::time_point now);
+    /// A stall round's reads are in: /master names the suspects.
+    void publish_suspects();
     void handle(const master_saw::master_node_read& e, clock::time_point now);
     void handle(const master_saw::master_node_written& e, clock::time_point now);
 
@@ -663,6 +711,11 @@ private:
     std::map<std::string, result_dir_seen> results_known_;  // what the last sweeps saw
     std::string swept_to_;  // the last directory the last sweep looked at
     std::optional<result_sweep_state> sweep_;
+
+    // A stall round: per worker, the tasks with a cancel marker in its last listing, and the
+    // reads out.
+    std::map<std::string, std::set<std::string>> stall_markers_;
+    std::size_t stall_reads_out_ = 0;
 
     // /master: what it says of us, and the tasks finished (time, count) for its throughput.
     protocol::member_info master_node_;

@@ -33,7 +33,7 @@ void master_fsm::handle(const master_saw::report_due& /*e*/, clock::time_point n
     out_.emplace_back(master_do::write_master{protocol::master_report_ops(master_node_), false});
 }
 
-void master_fsm::handle(const master_saw::stalls_checked& /*e*/, clock::time_point /*now*/) {
+void master_fsm::publish_suspects() {
     // Named in /master when they changed: clients placing directly skip them.
     auto suspects = stalls_.suspects();
     stats_.suspects = suspects.size();

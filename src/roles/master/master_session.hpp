@@ -2,8 +2,8 @@
 #pragma once
 
 // The master's shell (master.cpp) and its loops, in files of their own: shards.cpp follows the
-// pending shards, requeue.cpp reads what T6 needs, stalls.cpp takes back what a live worker
-// leaves unstarted, collect.cpp reads what T8 needs, master_node.cpp keeps /master in place.
+// pending shards, requeue.cpp reads what T6 needs, stalls.cpp reads the assignments live
+// workers leave unstarted, collect.cpp reads what T8 needs, master_node.cpp keeps /master in place.
 // What they read goes to master_fsm, which decides. Not API: run_master (master.hpp) is.
 
 #include "protocol/change_log.hpp"
@@ -58,21 +58,15 @@ struct countdown {
 
 /// What a transaction the master sent was for: what its answer changes.
 namespace sent {
-/// One of master_fsm's transactions (assign, reject, cancel, T6): the answer goes back to it.
+/// One of master_fsm's transactions: the answer goes back to it.
 struct for_fsm {
     master_txn txn;
-};
-/// T6 of one assignment a live worker left unstarted (stall_watch).
-struct take_back {
-    std::string worker;
-    std::string tid;
-    protocol::departed_kind kind = protocol::departed_kind::requeue;
 };
 /// /master written again (keep_master_node).
 struct master_node {};
 /// Nothing to note (a marker deleted, /master's figures).
 struct nothing {};
-using purpose = std::variant<for_fsm, take_back, master_node, nothing>;
+using purpose = std::variant<for_fsm, master_node, nothing>;
 }  // namespace sent
 
 /// What comes back to the schedule loop through the inbox.
@@ -155,6 +149,8 @@ private:
     void carry_out(master_do::requeue_task& a);
     void carry_out(master_do::remove_departed& a);
     void carry_out(master_do::remove_marker& a);
+    void carry_out(master_do::read_assignments& a);
+    void carry_out(master_do::take_back& a);
     void carry_out(master_do::stat_result_dirs& a);
     void carry_out(master_do::list_results& a);
     void carry_out(master_do::stat_results& a);
@@ -175,7 +171,6 @@ private:
     void apply(answer::retry_due& /*r*/) {}  // nothing but a step
     // What an answer to a transaction changes, by what it was for (each with its loop).
     void answered(sent::for_fsm& s, zkco::error_code ec, const protocol::txn_answer& r);
-    void answered(sent::take_back& s, zkco::error_code ec, const protocol::txn_answer& r);
     void answered(sent::master_node& s, zkco::error_code ec, const protocol::txn_answer& r);
     void
     answered(sent::nothing& /*s*/, zkco::error_code /*ec*/, const protocol::txn_answer& /*r*/) {}
@@ -214,7 +209,6 @@ private:
 
     // stalls.cpp
     asio::awaitable<void> watch_stalls();
-    asio::awaitable<void> check_stalled(std::string id, std::vector<std::string> names);
 
     // master_node.cpp
     asio::awaitable<void> report();

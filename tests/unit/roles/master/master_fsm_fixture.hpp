@@ -97,6 +97,8 @@ constexpr std::type_identity<master_do::requeue_task> requeue_task{};
 constexpr std::type_identity<master_do::remove_departed> remove_departed{};
 constexpr std::type_identity<master_do::remove_marker> remove_marker{};
 constexpr std::type_identity<master_do::write_master> write_master{};
+constexpr std::type_identity<master_do::read_assignments> read_assignments{};
+constexpr std::type_identity<master_do::take_back> take_back{};
 constexpr std::type_identity<master_do::stat_result_dirs> stat_result_dirs{};
 constexpr std::type_identity<master_do::list_results> list_results{};
 constexpr std::type_identity<master_do::stat_results> stat_results{};

@@ -50,14 +50,36 @@ TEST_F(MasterFsm, AFinishedBundleCountsItsTasks) {
 TEST_F(MasterFsm, ASuspectGetsAFreshTaskAsItsProbeAndNothingElse) {
     join("w1", 8);
     join("w2", 2);
-    // w1 left an assignment unstarted past the bound (the shell read it so): suspect.
-    auto& stalls = view.stalls();
-    stalls.listed("w1", {"old"});
-    stalls.listed("w1", {"old"});
-    stall_watch::assignment unstarted;
-    unstarted.tid = "old";
-    unstarted.age_ms = 10'000;
-    ASSERT_TRUE(stalls.read("w1", {unstarted}).now_suspect);
+    // w1 left an assignment unstarted past the bound: two rounds list it; the second reads
+    // it, takes it back and makes w1 suspect (named in /master).
+    const auto old = tid(4, 9);
+    const master_saw::stall_dirs_listed round{
+        {"w1", "w2"}, {std::vector<std::string>{old}, std::nullopt}};
+    EXPECT_TRUE(of_kind(view.on(round, t0), kind::read_assignments).empty());
+    const auto reads = of_kind(view.on(round, t0), kind::read_assignments);
+    ASSERT_EQ(reads.size(), 1U);
+    EXPECT_EQ(reads[0].worker, "w1");
+    EXPECT_EQ(reads[0].tids, std::vector<std::string>{old});
+    EXPECT_EQ(reads[0].paths, std::vector<std::string>{protocol::layout::assignment("w1", old)});
+    protocol::task_spec unstarted = *protocol::decode_task(task_data());
+    unstarted.assigned_ms = 1'000;
+    const auto step = view.on(
+        assignments_read{
+            "w1",
+            {assignment_node{old, assignment_node::status::ok, protocol::encode(unstarted), 0, 4}},
+            1'000 + 10'000},
+        t0
+    );
+    const auto takes = of_kind(step, kind::take_back);
+    ASSERT_EQ(takes.size(), 1U);
+    EXPECT_EQ(takes[0].tid, old);
+    EXPECT_EQ(takes[0].kind, protocol::departed_kind::requeue);
+    const auto writes = of_kind(step, kind::write_master);
+    ASSERT_EQ(writes.size(), 1U);  // the suspects named
+    EXPECT_EQ(stats.suspects, 1U);
+    view.on(answered{takes[0], committed(takes[0].ops.size())}, t0);
+    EXPECT_EQ(stats.taken_back, 1U);
+    EXPECT_EQ(stats.requeued, 1U);
     // A task taken back once (attempt 2) is no probe: it goes to w2 although w1 is emptier.
     submit({tid(5, 1)}, task_data("echo", 2));
     auto assigns = of_kind(view.on(decide{}, t0), kind::assign);
@@ -72,7 +94,9 @@ TEST_F(MasterFsm, ASuspectGetsAFreshTaskAsItsProbeAndNothingElse) {
         order += a.worker + " ";
     }
     EXPECT_EQ(order, "w1 w2 ");
-    EXPECT_FALSE(stalls.may_assign("w1", t0)) << "its probe is out";
+    // Its probe is out: nothing more for w1 (w2 is full).
+    submit({tid(5, 5)});
+    EXPECT_TRUE(of_kind(view.on(decide{}, t0), kind::assign).empty());
 }
 
 TEST_F(MasterFsm, WorkersAreReadFollowedAndRequeuedThroughActions) {
@@ -193,7 +217,8 @@ TEST(MasterFsmNode, WithNoSuspectsNothingIsWritten) {
     opts.master_node = master_node();
     master_fsm view(protocol::layout{}, 7, opts, stats);
     const auto t0 = clock_type::time_point{} + std::chrono::hours(1);
-    EXPECT_TRUE(of_kind(view.on(stalls_checked{}, t0), kind::write_master).empty());
+    // A round with no live worker: nobody is suspect, which /master says already.
+    EXPECT_TRUE(of_kind(view.on(stall_dirs_listed{}, t0), kind::write_master).empty());
     EXPECT_EQ(stats.suspects, 0U);
 }
 
