@@ -4,7 +4,7 @@
 #include "handlers/registry.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
-#include "roles/master.hpp"
+#include "roles/master/master.hpp"
 #include "roles/stats.hpp"
 #include "roles/worker/worker.hpp"
 #include "zkco/config.hpp"

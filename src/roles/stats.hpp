@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "roles/master.hpp"
+#include "roles/master/master.hpp"
 #include "roles/worker/worker.hpp"
 #include "zkco/types.hpp"
 

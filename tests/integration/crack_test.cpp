@@ -10,7 +10,7 @@
 #include "reactor/compute_pool.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/cluster/election.hpp"
-#include "roles/master.hpp"
+#include "roles/master/master.hpp"
 #include "roles/worker/worker.hpp"
 #include "support/roles_cluster.hpp"
 #include "zkco/deadline.hpp"

@@ -11,7 +11,7 @@
 #include "roles/client/inspect.hpp"
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/namespace.hpp"
-#include "roles/master.hpp"
+#include "roles/master/master.hpp"
 #include "roles/worker/worker.hpp"
 #include "support/workers_joined.hpp"
 #include "support/zk_fixture.hpp"

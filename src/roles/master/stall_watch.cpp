@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/stall_watch.hpp"
+#include "roles/master/stall_watch.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // roles::task_key: a pending node's name in 16 bytes, ordered exactly as the names are.
+#include "roles/master/task_key.hpp"
+
 #include "protocol/ids.hpp"
-#include "roles/task_key.hpp"
 
 #include <gtest/gtest.h>
 

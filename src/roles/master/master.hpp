@@ -5,7 +5,7 @@
 #include "protocol/placement.hpp"
 #include "protocol/queue_bound.hpp"
 #include "protocol/task.hpp"
-#include "roles/master_view.hpp"
+#include "roles/master/master_fsm.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
