@@ -65,10 +65,11 @@ install(TARGETS ${zkd_exported} EXPORT zkdTargets
         INCLUDES DESTINATION "${ZKD_INSTALL_INCLUDEDIR}")
 
 # Headers by directory: files added to these directories are installed without a list to
-# keep. They include each other as "roles/node.hpp", so include/zkd is the include path.
+# keep; a detail/ folder is private to its room and not installed. They include each other
+# as "roles/node.hpp", so include/zkd is the include path.
 foreach(dir IN ITEMS zkco reactor protocol handlers roles http)
     install(DIRECTORY "${PROJECT_SOURCE_DIR}/src/${dir}" DESTINATION "${ZKD_INSTALL_INCLUDEDIR}"
-            COMPONENT dev FILES_MATCHING PATTERN "*.hpp")
+            COMPONENT dev FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 endforeach()
 
 install(EXPORT zkdTargets NAMESPACE zkd:: DESTINATION "${ZKD_INSTALL_CMAKEDIR}" COMPONENT dev)

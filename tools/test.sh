@@ -43,6 +43,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 tools/format.sh --check
 # No numbered internal milestone labels in tracked files (milliseconds).
 tools/check_labels.sh
+# The doors between the rooms of src/ (no include across a forbidden edge).
+tools/check_includes.sh
 
 # build DIR TARGET [cmake args...]   (TARGET "all" for everything)
 build() {

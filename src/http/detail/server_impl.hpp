@@ -145,7 +145,9 @@ struct server::impl {
         zkco::client& zk, std::vector<std::string> dirs
     );
     boost::asio::awaitable<zkco::result<std::vector<std::string>>> result_names(zkco::client& zk);
-    boost::asio::awaitable<void> track_failures(facade_session& s, const roles::cluster_snapshot& view);
+    boost::asio::awaitable<void> track_failures(
+        facade_session& s, const roles::cluster_snapshot& view
+    );
     boost::asio::awaitable<api_result<boost::json::object>> read_snapshot();
     boost::asio::awaitable<response> status();
     boost::json::object status_body(boost::json::object part, std::int64_t age_ms) const;

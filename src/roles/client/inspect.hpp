@@ -78,12 +78,12 @@ struct worker_snapshot {
 
 /// A snapshot of a cluster (each figure read at a slightly different moment).
 struct cluster_snapshot {
-    std::int64_t epoch = 0;             ///< /epoch's data version: 0 until a first master
+    std::int64_t epoch = 0;                 ///< /epoch's data version: 0 until a first master
     std::optional<master_snapshot> master;  ///< nullopt: no acting master
     std::vector<worker_snapshot> workers;   ///< sorted by id
-    std::uint64_t pending = 0;          ///< pending tasks, from each shard's child count
-    std::uint64_t results = 0;          ///< results not yet consumed, likewise (every
-                                        ///< result directory: shards and client dirs)
+    std::uint64_t pending = 0;              ///< pending tasks, from each shard's child count
+    std::uint64_t results = 0;              ///< results not yet consumed, likewise (every
+                                            ///< result directory: shards and client dirs)
     /// Clients' result directories whose results `results` leaves out: past
     /// most_result_dirs_counted of them, only the result shards are counted.
     std::uint64_t uncounted_result_dirs = 0;

@@ -4,7 +4,7 @@
 // (master_fsm_collect.cpp).
 #include "protocol/ids.hpp"
 #include "roles/cluster/namespace.hpp"
-#include "roles/master/master_session.hpp"
+#include "roles/master/detail/master_session.hpp"
 #include "zkco/read_batch.hpp"
 
 namespace zkd::roles::detail {

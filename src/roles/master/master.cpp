@@ -7,7 +7,7 @@
 #include "protocol/ids.hpp"
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/foreign.hpp"
-#include "roles/master/master_session.hpp"
+#include "roles/master/detail/master_session.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "zkco/read_batch.hpp"
 

@@ -2,7 +2,7 @@
 // /master (docs/protocol.md §2), which operators and clients read: what it says and when it is
 // written are master_fsm's (master_fsm_master_node.cpp); here are the timer of its figures
 // and the watch that keeps it in place.
-#include "roles/master/master_session.hpp"
+#include "roles/master/detail/master_session.hpp"
 #include "roles/txn/zk_ops.hpp"
 
 namespace zkd::roles::detail {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // T6's reads (docs/protocol.md §6 T6): a departed worker's directory and assignments, for
 // master_fsm, which decides what becomes of them (master_fsm_requeue.cpp).
-#include "roles/master/master_session.hpp"
+#include "roles/master/detail/master_session.hpp"
 #include "zkco/read_batch.hpp"
 
 namespace zkd::roles::detail {

@@ -2,7 +2,7 @@
 // Following the pending shards (docs/protocol.md §6, §7): by their change logs, a listing
 // when a log cannot be applied, and a sweep of their stats for writers that keep no log.
 #include "protocol/change_log.hpp"
-#include "roles/master/master_session.hpp"
+#include "roles/master/detail/master_session.hpp"
 #include "roles/txn/zk_ops.hpp"
 
 #include <spdlog/spdlog.h>

@@ -3,7 +3,7 @@
 // unstarted_bound the live workers' directories are listed, and the assignments master_fsm asks
 // about read; it decides what to take back (master_fsm_stalls.cpp).
 #include "protocol/ids.hpp"
-#include "roles/master/master_session.hpp"
+#include "roles/master/detail/master_session.hpp"
 #include "zkco/read_batch.hpp"
 
 namespace zkd::roles::detail {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/worker/progress.hpp"
+#include "roles/worker/detail/progress.hpp"
 
 #include "protocol/ids.hpp"
 #include "protocol/worker_txn.hpp"

@@ -18,7 +18,7 @@
 #include "roles/cluster/foreign.hpp"
 #include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"
-#include "roles/worker/progress.hpp"
+#include "roles/worker/detail/progress.hpp"
 #include "roles/worker/worker_fsm.hpp"
 
 #include <boost/asio/as_tuple.hpp>

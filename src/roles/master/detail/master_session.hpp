@@ -10,9 +10,9 @@
 #include "protocol/layout.hpp"
 #include "protocol/master_txn.hpp"
 #include "reactor/task_group.hpp"
-#include "roles/txn/batcher.hpp"
-#include "roles/master/inbox.hpp"
+#include "roles/master/detail/inbox.hpp"
 #include "roles/master/master.hpp"
+#include "roles/txn/batcher.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/as_tuple.hpp>
