@@ -3,6 +3,7 @@
 
 #include "handlers/registry.hpp"
 #include "protocol/task.hpp"
+#include "protocol/text.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json/object.hpp>
@@ -44,42 +45,7 @@ std::optional<std::int64_t> parse_int(std::string_view s) {
 /// surrogates, nothing above U+10FFFF) replaced by U+FFFD, so that a JSON body quoting what a
 /// client sent (a query value, a path, a type cut at 140 bytes) is still UTF-8, hence JSON.
 std::string to_utf8(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        std::size_t len = 0;
-        std::uint32_t cp = 0;
-        if (c < 0x80) {
-            len = 1;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            len = 2;
-            cp = c & 0x1FU;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            cp = c & 0x0FU;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            cp = c & 0x07U;
-        }
-        bool ok = len != 0 && len <= s.size() - i;
-        for (std::size_t k = 1; ok && k < len; ++k) {
-            const auto cc = static_cast<unsigned char>(s[i + k]);
-            ok = (cc & 0xC0U) == 0x80U;
-            cp = (cp << 6U) | (cc & 0x3FU);
-        }
-        ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) &&
-             !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
-        if (ok) {
-            out.append(s.substr(i, len));
-            i += len;
-        } else {
-            out.append("\xEF\xBF\xBD");  // U+FFFD
-            ++i;
-        }
-    }
-    return out;
+    return protocol::printable_utf8(s, "\xEF\xBF\xBD");  // U+FFFD
 }
 
 /// One task object of the body; `where` names it in messages ("task 3: ").

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "apps/crack/md5_crack.hpp"
 
+#include "protocol/text.hpp"
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/string.hpp>
@@ -55,29 +57,6 @@ std::optional<md5_words> parse_hash(std::string_view hex) {
         words[i / 8] = (words[i / 8] << 4) | static_cast<std::uint32_t>(v);
     }
     return words;
-}
-
-// Length in bytes of the UTF-8 character at the start of `s`, or 0 if it is malformed.
-// Checks structure (lead byte, continuation bytes, no overlong 2-byte forms); JSON input was
-// already fully validated by the parser.
-std::size_t utf8_char_length(std::string_view s) noexcept {
-    const auto lead = static_cast<unsigned char>(s.front());
-    std::size_t len = 0;
-    if (lead < 0x80)
-        len = 1;
-    else if (lead >= 0xC2 && lead <= 0xDF)
-        len = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF)
-        len = 3;
-    else if (lead >= 0xF0 && lead <= 0xF4)
-        len = 4;
-    if (len == 0 || len > s.size())
-        return 0;
-    for (std::size_t i = 1; i < len; ++i) {
-        if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80)
-            return 0;
-    }
-    return len;
 }
 
 // min(n^len, cap), and whether the cap was hit.
@@ -285,7 +264,7 @@ std::vector<std::string> charset_symbols(std::string_view charset) {
         throw std::invalid_argument("the charset is empty");
     std::vector<std::string> symbols;
     while (!charset.empty()) {
-        const std::size_t len = utf8_char_length(charset);
+        const std::size_t len = protocol::utf8_char(charset, 0);
         if (len == 0)
             throw std::invalid_argument("the charset is not valid UTF-8");
         if (symbols.size() == max_charset_size)

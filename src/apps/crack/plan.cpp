@@ -5,6 +5,7 @@
 #include "apps/crack/words.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
+#include "protocol/text.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/string.hpp>
@@ -87,7 +88,7 @@ zkco::result<crack_plan> make_plan(const crack_spec& s) {
         }
         std::string framed;
         for (const auto& w : *s.words) {
-            if (!valid_utf8(w)) {
+            if (!protocol::is_utf8(w)) {
                 return zkco::error_code(crack_errc::bad_word);
             }
             framed += std::to_string(w.size());

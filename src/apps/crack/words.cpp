@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "apps/crack/words.hpp"
 
+#include "protocol/text.hpp"
+
 #include <cstdint>
 #include <map>
 #include <set>
@@ -22,49 +24,6 @@ std::optional<std::string> normalize_hash(std::string_view h) {
         }
     }
     return out;
-}
-
-bool valid_utf8(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t len = 0;
-        std::uint32_t cp = 0;
-        if (c >= 0xC2 && c <= 0xDF) {
-            len = 2;
-            cp = c & 0x1FU;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            cp = c & 0x0FU;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            cp = c & 0x07U;
-        } else {
-            return false;
-        }
-        if (len > s.size() - i) {
-            return false;
-        }
-        for (std::size_t k = 1; k < len; ++k) {
-            const auto cc = static_cast<unsigned char>(s[i + k]);
-            if ((cc & 0xC0U) != 0x80U) {
-                return false;
-            }
-            cp = (cp << 6U) | (cc & 0x3FU);
-        }
-        if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) {
-            return false;
-        }
-        if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) {
-            return false;
-        }
-        i += len;
-    }
-    return true;
 }
 
 std::optional<std::string> named_charset(std::string_view name) {
@@ -127,7 +86,7 @@ std::vector<std::string> parse_word_list(std::string_view text, std::size_t* ski
         if (line.empty()) {
             continue;
         }
-        if (!valid_utf8(line)) {
+        if (!protocol::is_utf8(line)) {
             ++bad;
             continue;
         }

@@ -20,9 +20,6 @@ std::optional<std::string> named_charset(std::string_view name);
 /// (if not null), since a task's JSON cannot carry them.
 std::vector<std::string> parse_word_list(std::string_view text, std::size_t* skipped = nullptr);
 
-/// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
-[[nodiscard]] bool valid_utf8(std::string_view s) noexcept;
-
 /// The hash, lowercased, if it is 32 hex digits; nullopt otherwise.
 [[nodiscard]] std::optional<std::string> normalize_hash(std::string_view h);
 

@@ -3,6 +3,7 @@
 // run's outcome means (classify, progress lines) and the handler with its concurrency limit.
 #include "handlers/exec.hpp"
 #include "protocol/syntax.hpp"
+#include "protocol/text.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -168,68 +169,8 @@ program resolve(program_config c, const env_lookup& lookup) {
 
 namespace {
 
-/// The length of the UTF-8 character at s[i], or 0 if the bytes there are not one (strictly:
-/// no overlong forms, surrogates or code points past U+10FFFF, as JSON parsers check).
-std::size_t utf8_char(std::string_view s, std::size_t i) {
-    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-    const unsigned c = b(0);
-    std::size_t len = 0;
-    unsigned lo = 0x80;
-    unsigned hi = 0xBF;
-    if (c < 0x80U) {
-        return 1;
-    }
-    if (c >= 0xC2U && c <= 0xDFU) {
-        len = 2;
-    } else if (c >= 0xE0U && c <= 0xEFU) {
-        len = 3;
-        lo = c == 0xE0U ? 0xA0U : 0x80U;
-        hi = c == 0xEDU ? 0x9FU : 0xBFU;
-    } else if (c >= 0xF0U && c <= 0xF4U) {
-        len = 4;
-        lo = c == 0xF0U ? 0x90U : 0x80U;
-        hi = c == 0xF4U ? 0x8FU : 0xBFU;
-    } else {
-        return 0;
-    }
-    if (i + len > s.size() || b(1) < lo || b(1) > hi) {
-        return 0;
-    }
-    for (std::size_t k = 2; k < len; ++k) {
-        if ((b(k) & 0xC0U) != 0x80U) {
-            return 0;
-        }
-    }
-    return len;
-}
-
-bool is_utf8(std::string_view s) {
-    for (std::size_t i = 0; i < s.size();) {
-        const std::size_t len = utf8_char(s, i);
-        if (len == 0) {
-            return false;
-        }
-        i += len;
-    }
-    return true;
-}
-
-/// `s` with bytes that are not valid UTF-8 replaced by '?', so that it can sit in JSON.
-std::string printable_utf8(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size();) {
-        const std::size_t len = utf8_char(s, i);
-        if (len == 0) {
-            out += '?';
-            ++i;
-        } else {
-            out.append(s.substr(i, len));
-            i += len;
-        }
-    }
-    return out;
-}
+using protocol::is_utf8;
+using protocol::printable_utf8;
 
 std::string with_stderr(std::string message, const std::string& tail) {
     if (!tail.empty()) {

@@ -6,9 +6,9 @@
 
 namespace zkd::roles {
 
-// --- submit_plan -----------------------------------------------------------------------------
+// --- submit_fsm -----------------------------------------------------------------------------
 
-submit_plan::submit_plan(
+submit_fsm::submit_fsm(
     protocol::layout l, std::vector<std::string> tids, std::vector<std::string> data, bool receipts
 )
     : l_(l),
@@ -17,7 +17,7 @@ submit_plan::submit_plan(
       receipts_(receipts),
       left_(tids_.size()) {}
 
-void submit_plan::direct(
+void submit_fsm::direct(
     std::size_t i, std::string worker, std::int32_t worker_version, std::string data
 ) {
     if (direct_.empty()) {
@@ -26,19 +26,19 @@ void submit_plan::direct(
     direct_.at(i) = {std::move(worker), worker_version, std::move(data)};
 }
 
-const std::string& submit_plan::direct_worker(std::size_t i) const {
+const std::string& submit_fsm::direct_worker(std::size_t i) const {
     static const std::string none;
     return direct_.empty() ? none : direct_.at(i).worker;
 }
 
-std::vector<protocol::txn_op> submit_plan::ops(std::size_t i) const {
+std::vector<protocol::txn_op> submit_fsm::ops(std::size_t i) const {
     if (const auto& d = direct_worker(i); !d.empty()) {
         return protocol::direct_submit_ops(d, direct_[i].version, tids_.at(i), direct_[i].data);
     }
     return {protocol::submit_op(l_, tids_.at(i), data_.at(i))};
 }
 
-submit_plan::next submit_plan::answered(
+submit_fsm::next submit_fsm::answered(
     std::size_t i, const protocol::txn_answer& a, bool lost, bool session_alive
 ) {
     auto says = protocol::read_submit(a);
@@ -71,7 +71,7 @@ submit_plan::next submit_plan::answered(
     return left_ == 0 ? next::over : next::wait;
 }
 
-submit_plan::outcome submit_plan::result() const noexcept {
+submit_fsm::outcome submit_fsm::result() const noexcept {
     if (left_ > 0) {
         // Cancelled with answers out: what became of those nodes is unknown, so the call
         // must not say they were submitted.

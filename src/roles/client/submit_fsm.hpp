@@ -27,7 +27,7 @@ namespace zkd::roles {
 
 /// T1 for one submit() call: one create per node (a task's or a bundle's), each a group of
 /// its own so that a node that fails does not take the others down with it.
-class submit_plan {
+class submit_fsm {
 public:
     /// What an answer to a node's group calls for.
     enum class next {
@@ -44,7 +44,7 @@ public:
 
     /// `receipts`: the batcher decides a lost answer itself (a receipt), and never completes
     /// a group with an unknown outcome while the session lives.
-    submit_plan(
+    submit_fsm(
         protocol::layout l,
         std::vector<std::string> tids,
         std::vector<std::string> data,

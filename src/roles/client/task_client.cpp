@@ -285,15 +285,15 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     // The plan and the wake-up are shared with the batcher's handlers, which may outlive a
     // cancelled caller (and this client: they check `alive` before touching it).
     struct state {
-        state(const asio::any_io_executor& ex, submit_plan p)
+        state(const asio::any_io_executor& ex, submit_fsm p)
             : plan(std::move(p)), all_done(ex, asio::steady_timer::time_point::max()) {}
-        submit_plan plan;
+        submit_fsm plan;
         std::vector<zkco::error_code> errors;  // per node, for the first that failed
         asio::steady_timer all_done;
     };
     auto st = std::make_shared<state>(
         zk_.get_executor(),
-        submit_plan(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled())
+        submit_fsm(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled())
     );
     st->errors.resize(st->plan.size());
     own_unconsumed_ += st->plan.size();
@@ -323,7 +323,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                     }
                 }
                 switch (next) {
-                case submit_plan::next::resend:
+                case submit_fsm::next::resend:
                     if (auto again = weak_send.lock()) {
                         (*again)(i);
                         return;
@@ -331,10 +331,10 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                     // The call is over (cancelled): nobody to resend for.
                     st->all_done.cancel();
                     break;
-                case submit_plan::next::over:
+                case submit_fsm::next::over:
                     st->all_done.cancel();
                     break;
-                case submit_plan::next::wait:
+                case submit_fsm::next::wait:
                     break;
                 }
             }
@@ -343,7 +343,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     for (std::size_t i = 0; i < st->plan.size(); ++i) {
         (*send)(i);
     }
-    if (st->plan.result() == submit_plan::outcome::pending) {
+    if (st->plan.result() == submit_fsm::outcome::pending) {
         // A cancel ends the wait (or came before it): the answers still out are unknown.
         auto cs = co_await asio::this_coro::cancellation_state;
         if (cs.cancelled() == asio::cancellation_type::none) {
@@ -355,12 +355,12 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         }
     }
     switch (st->plan.result()) {
-    case submit_plan::outcome::submitted:
+    case submit_fsm::outcome::submitted:
         co_return ids;
-    case submit_plan::outcome::failed:
+    case submit_fsm::outcome::failed:
         co_return st->errors[*st->plan.first_failed()];
-    case submit_plan::outcome::cancelled:
-    case submit_plan::outcome::pending:
+    case submit_fsm::outcome::cancelled:
+    case submit_fsm::outcome::pending:
         break;
     }
     co_return zkco::error_code(asio::error::operation_aborted);

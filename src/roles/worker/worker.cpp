@@ -11,6 +11,7 @@
 #include "roles/worker/worker.hpp"
 
 #include "protocol/ids.hpp"
+#include "protocol/text.hpp"
 #include "protocol/worker_txn.hpp"
 #include "reactor/offload.hpp"
 #include "reactor/task_group.hpp"
@@ -83,28 +84,7 @@ void arm_deadline(const std::shared_ptr<handler_call>& c, std::chrono::milliseco
     });
 }
 
-/// Cuts `s` to at most `n` bytes without splitting a UTF-8 character (JSON must stay valid).
-void cut_utf8(std::string& s, std::size_t n) {
-    if (s.size() <= n) {
-        return;
-    }
-    s.resize(n);
-    std::size_t keep = s.size();
-    // Drop a trailing lead byte and its continuation bytes if the character was cut short.
-    std::size_t back = 0;
-    while (back < 4 && back < keep &&
-           (static_cast<unsigned char>(s[keep - 1 - back]) & 0xC0U) == 0x80U) {
-        ++back;
-    }
-    if (back < keep) {
-        const auto lead = static_cast<unsigned char>(s[keep - 1 - back]);
-        const std::size_t need = lead >= 0xF0U ? 4 : lead >= 0xE0U ? 3 : lead >= 0xC0U ? 2 : 1;
-        if (need != back + 1) {
-            keep -= back + 1;
-        }
-    }
-    s.resize(keep);
-}
+using protocol::cut_utf8;
 
 /// The largest encoded value a bundle's task may keep so that the bundle's result fits.
 std::size_t bundled_value_budget(std::size_t tasks) {

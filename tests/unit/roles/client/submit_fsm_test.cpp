@@ -13,8 +13,8 @@ using namespace zkd::roles;
 using protocol::op_code;
 using protocol::txn_answer;
 using protocol::txn_op;
-using next = submit_plan::next;
-using outcome = submit_plan::outcome;
+using next = submit_fsm::next;
+using outcome = submit_fsm::outcome;
 using kind = bundle_consume::step::kind;
 using end = bundle_consume::step::end;
 
@@ -37,8 +37,8 @@ txn_answer failed(op_code c) {
     return {true, {c}};
 }
 
-submit_plan two(bool receipts) {
-    return submit_plan(test_layout(), {a, b}, {"A", "B"}, receipts);
+submit_fsm two(bool receipts) {
+    return submit_fsm(test_layout(), {a, b}, {"A", "B"}, receipts);
 }
 
 std::string bundle_data(std::vector<std::size_t> consumed) {
