@@ -70,9 +70,8 @@ void cut_utf8(std::string& s, std::size_t n) {
     // s[n] is the first byte dropped: while it continues a character, that character would
     // be cut short, so it goes too (at most three bytes back: a character has four).
     std::size_t keep = n;
-    for (int back = 0; back < 3 && keep > 0 &&
-                       (static_cast<unsigned char>(s[keep]) & 0xC0U) == 0x80U;
-         ++back) {
+    for (int back = 0;
+         back < 3 && keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0U) == 0x80U; ++back) {
         --keep;
     }
     if ((static_cast<unsigned char>(s[keep]) & 0xC0U) == 0x80U) {

@@ -28,7 +28,11 @@ TEST(ProtocolText, CharactersOfEachLengthAndWhatIsNotOne) {
 }
 
 TEST(ProtocolText, PrintableReplacesEachBadByte) {
-    EXPECT_EQ(printable_utf8("a\xFF" "b\xC3\xA9"), "a?b\xC3\xA9");
+    EXPECT_EQ(
+        printable_utf8("a\xFF"
+                       "b\xC3\xA9"),
+        "a?b\xC3\xA9"
+    );
     EXPECT_EQ(printable_utf8("\xE2\x82", "\xEF\xBF\xBD"), "\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 

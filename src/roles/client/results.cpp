@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: MIT
+// The client's results side: waiting for results (its own through the inbox, others' by
+// watch), consuming them (T5, bundles included), status, cancel and close. The submit side
+// is task_client.cpp; the cancellation idiom is the one written at its top.
+#include "protocol/client_txn.hpp"
+#include "protocol/ids.hpp"
+#include "roles/client/detail/inbox.hpp"
+#include "roles/client/inspect.hpp"
+#include "roles/client/submit_fsm.hpp"
+#include "roles/client/task_client.hpp"
+#include "roles/cluster/election.hpp"
+#include "roles/cluster/foreign.hpp"
+#include "roles/txn/zk_ops.hpp"
+#include "zkco/deadline.hpp"
+#include "zkco/read_batch.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+namespace asio = boost::asio;
+
+namespace asio = boost::asio;
+
+namespace zkd::roles {
+
+struct task_client::bundle_wait {
+    bundle_wait(const asio::any_io_executor& ex, std::size_t first)
+        : read(first), done(ex, asio::steady_timer::time_point::max()) {}
+
+    shared_bundle_read read;
+    zkco::error_code error;  ///< the consume's, when it failed
+    asio::steady_timer done;
+};
+
+asio::awaitable<zkco::result<protocol::task_result>> task_client::wait(std::string tid) {
+    if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
+        co_return co_await wait_bundled(std::string(ref->node), *ref->index, tid);
+    }
+    auto node = co_await await_result_node(tid);
+    if (!node) {
+        co_return node.error();
+    }
+    consume_result(l_.result(tid));  // garbage too (§8): it is nobody's result
+    auto decoded = protocol::decode_result(node->data);
+    if (!decoded) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::move(*decoded);
+}
+
+asio::awaitable<zkco::result<protocol::task_result>> task_client::await_result(std::string tid) {
+    const auto ref = protocol::parse_task_ref(tid);
+    const bool bundled = ref && ref->index;
+    // (A local, not a conditional expression inside co_await: GCC 12 destroys the
+    // temporaries of such an expression twice.)
+    std::string node_id = tid;
+    if (bundled) {
+        node_id = std::string(ref->node);
+    }
+    auto node = co_await await_result_node(std::move(node_id));
+    if (!node) {
+        co_return node.error();
+    }
+    auto decoded = protocol::decode_result(node->data);
+    if (!decoded) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    if (!bundled) {
+        co_return std::move(*decoded);
+    }
+    if (std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), *ref->index)) {
+        co_return zkco::error_code(zkco::errc::no_node);
+    }
+    auto r = protocol::bundled_result(*decoded, *ref->index, tid);
+    if (!r) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::move(*r);
+}
+
+asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
+    if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
+        std::string bundle(ref->node);
+        auto node = co_await read_node(l_.result(bundle));
+        if (!node) {
+            if (node.error() == zkco::errc::no_node) {
+                co_return zkco::result<void>();
+            }
+            co_return node.error();
+        }
+        std::vector<std::size_t> indices(1, *ref->index);
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), std::move(indices));
+        if (!consumed && consumed.error() != client_errc::garbage_result) {
+            co_return consumed.error();
+        }
+        co_return zkco::result<void>();
+    }
+    const auto ec = co_await consume_until_done(l_.result(tid));
+    if (ec) {
+        co_return ec;
+    }
+    co_return zkco::result<void>();
+}
+
+asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(
+    std::string bundle, std::size_t index, std::string tid
+) {
+    using phase = shared_bundle_read::phase;
+    std::shared_ptr<bundle_wait> w;
+    for (;;) {
+        if (auto it = bundle_waits_.find(bundle); it != bundle_waits_.end()) {
+            // Another wait of ours reads this bundle: join it.
+            w = it->second;
+            w->read.join(index);
+            co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
+            const auto next = w->read.woke(index);
+            if (next == shared_bundle_read::on_wake::read_again) {
+                continue;
+            }
+            if (next == shared_bundle_read::on_wake::cancelled) {
+                co_return zkco::error_code(asio::error::operation_aborted);
+            }
+            if (next == shared_bundle_read::on_wake::wait_more) {
+                // Cancelled, but our result is being consumed: take it rather than lose it.
+                co_await asio::this_coro::throw_if_cancelled(false);
+                while (w->read.now() == phase::consuming) {
+                    co_await w->done.async_wait(asio::as_tuple(asio::use_awaitable));
+                }
+                if (w->read.now() == phase::abandoned) {
+                    // The reader failed mid-consume; we were cancelled: no reading again.
+                    co_return zkco::error_code(asio::error::operation_aborted);
+                }
+            }
+            break;
+        }
+        w = std::make_shared<bundle_wait>(zk_.get_executor(), index);
+        bundle_waits_.emplace(bundle, w);
+        // However this reader ends (an error, or a cancellation thrown out of a co_await),
+        // its entry goes and the waits that joined it wake up: they read for themselves.
+        struct release {
+            release(task_client& c, const std::string& b, std::shared_ptr<bundle_wait> s)
+                : client(c), bundle(b), w(std::move(s)) {}
+            release(const release&) = delete;
+            release& operator=(const release&) = delete;
+            release(release&&) = delete;
+            release& operator=(release&&) = delete;
+            ~release() {
+                if (auto it = client.bundle_waits_.find(bundle);
+                    it != client.bundle_waits_.end() && it->second == w) {
+                    client.bundle_waits_.erase(it);
+                }
+                if (w->read.abandon()) {
+                    w->done.cancel();
+                }
+            }
+            task_client& client;
+            const std::string& bundle;
+            std::shared_ptr<bundle_wait> w;
+        };
+        const release guard(*this, bundle, w);
+        auto node = co_await await_node(l_.result(bundle));
+        bundle_waits_.erase(bundle);  // later waits read again
+        if (!node) {
+            if (node.error() == zkco::errc::no_node) {
+                w->read.gone();  // gone before we read it: for all of us
+                w->done.cancel();
+            }
+            co_return node.error();
+        }
+        // Cancelled meanwhile: consume nothing (our caller would not see its result).
+        const auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
+        w->read.consuming();
+        co_await asio::this_coro::throw_if_cancelled(false);  // the others depend on this
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), w->read.indices());
+        if (consumed) {
+            w->read.consumed(std::move(consumed->first), std::move(consumed->second));
+        } else {
+            w->error = consumed.error();
+            w->read.failed();
+        }
+        w->done.cancel();
+        break;
+    }
+    auto out = w->read.outcome_for(index, tid);
+    switch (out.what) {
+    case shared_bundle_read::outcome::kind::result:
+        co_return std::move(out.result);
+    case shared_bundle_read::outcome::kind::gone:
+        co_return zkco::error_code(zkco::errc::no_node);
+    case shared_bundle_read::outcome::kind::garbage:
+        break;
+    case shared_bundle_read::outcome::kind::failed:
+        co_return w->error;
+    }
+    co_return zkco::error_code(client_errc::garbage_result);
+}
+
+asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
+task_client::consume_bundled(
+    std::string bundle, zkco::node node, std::vector<std::size_t> indices
+) {
+    const std::string path = l_.result(bundle);
+    bundle_consume c(path, protocol::bundle_size(bundle), std::move(indices));
+    auto step = c.read(node.data, node.stat.version);
+    zkco::error_code last;  // the error a reconnect or failed step is about
+    for (;;) {
+        switch (step.what) {
+        case bundle_consume::step::kind::write: {
+            auto ops = to_zkco(std::move(step.ops));
+            auto [ec, per_op] =
+                co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
+            last = ec;
+            const bool lost =
+                ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
+            step = c.answered(to_answer(ec, per_op), lost);
+            if (c.deleted() &&
+                zkco::parent_path(path) == protocol::layout::client_results(ids_.client_hex())) {
+                // Our delete in our own directory: its follower's count of changes has it.
+                inbox_->view.removed(bundle);
+            }
+            break;
+        }
+        case bundle_consume::step::kind::reconnect: {
+            const bool retry = co_await reconnected_after(zk_, last);
+            step = c.reconnected(retry);
+            break;
+        }
+        case bundle_consume::step::kind::reread: {
+            auto again = co_await read_node(path);
+            if (again) {
+                step = c.reread(again->data, again->stat.version);
+            } else if (again.error() == zkco::errc::no_node) {
+                step = c.reread_gone();
+            } else {
+                co_return again.error();
+            }
+            break;
+        }
+        case bundle_consume::step::kind::done:
+            switch (step.how) {
+            case bundle_consume::step::end::delivered:
+                co_return std::pair(c.result(), c.taken());
+            case bundle_consume::step::end::garbage:
+                consume_result(path);  // garbage is nobody's result (§8)
+                co_return zkco::error_code(client_errc::garbage_result);
+            case bundle_consume::step::end::failed:
+                break;
+            }
+            co_return last;
+        }
+    }
+}
+
+std::uint64_t task_client::results_listings() const noexcept {
+    return inbox_->view.listings();
+}
+
+asio::awaitable<zkco::result<zkco::node>> task_client::read_node(std::string path) {
+    for (;;) {
+        auto node = co_await zk_.get(path);
+        if (node || node.error() == zkco::errc::no_node) {
+            co_return node;
+        }
+        const bool retry = co_await reconnected_after(zk_, node.error());
+        if (!retry) {
+            co_return node.error();
+        }
+    }
+}
+
+asio::awaitable<zkco::result<zkco::node>> task_client::await_node(std::string path) {
+    bool there = false;  // known to exist (the watch said "created"): read it at once
+    for (;;) {
+        if (!there) {
+            auto w = co_await zk_.watch_exists(path);
+            if (!w) {
+                const bool retry = co_await reconnected_after(zk_, w.error());
+                if (retry) {
+                    continue;
+                }
+                co_return w.error();
+            }
+            if (!w->value) {
+                auto ev = co_await w->watch.changed();
+                if (!ev && ev.error() == zkco::condition::session_lost) {
+                    co_return ev.error();
+                }
+                there = ev && ev->type == zkco::event_type::created;
+                continue;
+            }
+        }
+        // no_node: someone else consumed it.
+        co_return co_await read_node(path);
+    }
+}
+
+asio::awaitable<zkco::result<zkco::node>> task_client::await_result_node(std::string tid) {
+    // A bundle's waits share one read of its node (wait_bundled), and a bundle's consume
+    // rewrites its node: those keep the exists watch.
+    if (protocol::bundle_size(tid) == 0 && protocol::task_id_client(tid) == ids_.client_hex()) {
+        auto node = co_await await_own(tid);
+        if (node) {
+            direct_.settled(tid);  // a slot it may have taken at its worker is free again
+        }
+        co_return node;
+    }
+    co_return co_await await_node(l_.result(tid));
+}
+
+asio::awaitable<zkco::result<zkco::node>> task_client::await_own(std::string name) {
+    const auto box = inbox_;
+    if (box->view.wait(name)) {
+        co_return co_await read_node(l_.result(name));  // there already
+    }
+    auto w = std::make_shared<inbox_wait>(zk_.get_executor());
+    box->waits[name].push_back(w);
+    if (!box->running) {
+        box->running = true;
+        asio::co_spawn(
+            zk_.get_executor(),
+            follow_inbox(zk_, protocol::layout::client_results(ids_.client_hex()), box, alive_),
+            asio::detached
+        );
+    }
+    co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!w->done) {
+        // Cancelled: this wait leaves (a result delivered later stays for the next reader).
+        auto& ws = box->waits[name];
+        std::erase(ws, w);
+        if (ws.empty()) {
+            box->waits.erase(name);
+        }
+        box->view.unwait(name);
+        co_return zkco::error_code(asio::error::operation_aborted);
+    }
+    if (w->read_it) {
+        co_return co_await read_node(l_.result(name));
+    }
+    co_return std::move(w->node);
+}
+
+asio::awaitable<void> task_client::follow_inbox(
+    zkco::client& zk, std::string dir, std::shared_ptr<inbox> box, std::shared_ptr<bool> alive
+) {
+    zkco::error_code failed;
+    for (;;) {
+        auto read = co_await zk.watch_get(dir);
+        if (!*alive) {
+            co_return;
+        }
+        zkco::error_code ec;
+        if (read) {
+            auto delivery = box->view.log_read(to_dir_stat(read->value.stat), read->value.data);
+            if (!delivery) {
+                auto kids = co_await zk.get_children(dir);
+                if (!*alive) {
+                    co_return;
+                }
+                if (kids) {
+                    delivery = box->view.listed(kids->names, to_dir_stat(kids->stat));
+                } else {
+                    ec = kids.error();
+                }
+            }
+            if (delivery) {
+                box->deliver(*delivery);
+            }
+        } else {
+            ec = read.error();
+        }
+        if (ec == zkco::errc::no_node) {
+            // Not made yet (the first result makes it) or deleted (T8): wait for it.
+            box->view.gone();
+            auto there = co_await zk.watch_exists(dir);
+            if (!*alive) {
+                co_return;
+            }
+            if (there && !there->value) {
+                auto ev = co_await there->watch.changed();
+                if (!*alive) {
+                    co_return;
+                }
+                if (!ev && ev.error() == zkco::condition::session_lost) {
+                    failed = ev.error();
+                    break;
+                }
+            }
+            if (there || there.error() == zkco::errc::no_node) {
+                continue;
+            }
+            ec = there.error();
+        }
+        if (ec) {
+            box->view.gone();
+            const bool retry = co_await reconnected_after(zk, ec);
+            if (!*alive) {
+                co_return;
+            }
+            if (retry) {
+                continue;
+            }
+            failed = ec;
+            break;
+        }
+        auto ev = co_await read->watch.changed();
+        if (!*alive) {
+            co_return;
+        }
+        if (!ev && ev.error() == zkco::condition::session_lost) {
+            failed = ev.error();
+            break;
+        }
+        if (box->view.waiting() == 0) {
+            // Nobody waits: the next wait starts a follower again, which reads from the
+            // view's base on (a follower waiting for nothing would keep its io_context busy).
+            box->running = false;
+            co_return;
+        }
+    }
+    box->fail(failed);
+}
+
+asio::awaitable<zkco::result<task_status>> task_client::status(std::string tid) {
+    auto info = co_await read_task(zk_, l_, std::move(tid));
+    if (!info) {
+        co_return info.error();
+    }
+    if (info->state == protocol::task_state::unknown && !info->garbage.empty()) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return task_status{info->state, std::move(info->worker), std::move(info->result)};
+}
+
+void task_client::consume_result(std::string path) {
+    ++consuming_;
+    // No captures: a coroutine lambda's captures die with the lambda, its parameters do not.
+    auto consume = [](task_client* self, std::shared_ptr<bool> alive,
+                      std::string p) -> asio::awaitable<void> {
+        const auto ec = co_await self->consume_until_done(std::move(p), true);
+        if (*alive && ec != asio::error::operation_aborted && --self->consuming_ == 0) {
+            self->consumed_.cancel();
+        }
+    };
+    asio::co_spawn(zk_.get_executor(), consume(this, alive_, std::move(path)), asio::detached);
+}
+
+asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string path, bool deferred) {
+    const auto alive = alive_;
+    const auto own_results = protocol::layout::client_results(ids_.client_hex());
+    zkco::error_code ec;
+    for (int tries = 0; tries < 10; ++tries) {
+        auto remove = to_zkco(std::vector<protocol::txn_op>{protocol::consume_op(path)});
+        // A deferred first try rides with the next transaction (the next submit, say):
+        // nobody waits for it, and one task at a time then costs one write transaction less.
+        const auto token = asio::as_tuple(asio::use_awaitable);
+        auto send = deferred && tries == 0
+                        ? batcher_.async_submit_deferred(std::move(remove), token)
+                        : batcher_.async_submit(std::move(remove), token);
+        auto [sent, r] = co_await std::move(send);
+        ec = sent;
+        if (!*alive || ec == asio::error::operation_aborted) {
+            co_return asio::error::operation_aborted;  // this client is gone (or going)
+        }
+        const auto outcome = protocol::read_consume(to_answer(ec, r));
+        if (outcome == protocol::consume_outcome::consumed) {
+            if (zkco::parent_path(path) == own_results) {
+                if (!ec) {
+                    // Our delete: the follower's count of the directory's changes includes it.
+                    inbox_->view.removed(std::string(zkco::base_name(path)));
+                }
+                own_unconsumed_ -= own_unconsumed_ > 0 ? 1 : 0;
+            }
+            co_return zkco::error_code();  // (no node: by an earlier try, or another client)
+        }
+        if (outcome == protocol::consume_outcome::foreign_below) {
+            // Someone wrote below the result: clear it (§8), then delete it.
+            auto removed = co_await remove_children(zk_, path);
+            if (!*alive) {
+                co_return asio::error::operation_aborted;
+            }
+            if (removed) {
+                spdlog::warn(
+                    "client: deleted {} node(s) someone else wrote below {}", *removed, path
+                );
+                continue;
+            }
+            ec = removed.error();
+        }
+        const bool retry = co_await reconnected_after(zk_, ec);
+        if (!*alive) {
+            co_return asio::error::operation_aborted;
+        }
+        if (!retry) {
+            break;
+        }
+    }
+    spdlog::warn(
+        "client: could not consume {}: {}; it stays until the master's result retention "
+        "deletes it",
+        path, ec.message()
+    );
+    co_return ec;
+}
+
+asio::awaitable<void> task_client::flush() {
+    // (A session that ends completes the batcher's groups and ends the consumes.)
+    while (!zkco::is_terminal(zk_.state())) {
+        if (batcher_.outstanding() > 0) {
+            co_await batcher_.async_wait_idle(asio::as_tuple(asio::use_awaitable));
+        } else if (consuming_ > 0) {
+            co_await consumed_.async_wait(asio::as_tuple(asio::use_awaitable));
+        } else {
+            break;
+        }
+    }
+}
+
+asio::awaitable<void> task_client::close() {
+    co_await flush();
+    if (!results_dir_made_ || own_unconsumed_ > 0 || zkco::is_terminal(zk_.state())) {
+        co_return;  // none made, a result of ours may still come (or lie there), or no session
+    }
+    results_dir_made_ = false;
+    // Fails when a result is in it after all (not empty) or someone deleted it: both fine.
+    const auto dir = protocol::layout::client_results(ids_.client_hex());
+    auto removed = co_await zkco::with_timeout(zk_.remove(dir), std::chrono::seconds(2));
+    if (!removed && removed.error() != zkco::errc::not_empty &&
+        removed.error() != zkco::errc::no_node) {
+        spdlog::debug("client: results directory {} kept: {}", dir, removed.error().message());
+    }
+}
+
+asio::awaitable<zkco::result<void>> task_client::cancel(std::string tid) {
+    if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
+        tid = std::string(ref->node);  // a bundle is cancelled as a whole
+    }
+    auto r = co_await zk_.create(
+        protocol::layout::cancel_request(tid), encode(protocol::cancel_info{protocol::now_ms()})
+    );
+    if (!r && r.error() != zkco::errc::node_exists) {
+        co_return r.error();
+    }
+    co_return zkco::result<void>();
+}
+
+}  // namespace zkd::roles
