@@ -2,7 +2,7 @@
 #include "roles/client/inspect.hpp"
 
 #include "protocol/ids.hpp"
-#include "roles/client/task_client.hpp"
+#include "roles/client/error.hpp"
 #include "roles/cluster/namespace.hpp"
 #include "zkco/read_batch.hpp"
 

@@ -15,7 +15,6 @@
 #include "protocol/client_txn.hpp"
 #include "protocol/ids.hpp"
 #include "roles/client/detail/inbox.hpp"
-#include "roles/client/inspect.hpp"
 #include "roles/client/submit_fsm.hpp"
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/foreign.hpp"
