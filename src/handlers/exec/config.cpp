@@ -172,6 +172,22 @@ void set_setting(
     }
 }
 
+/// Refuses `setting`, unknown to exec types, naming the nearest known one or all of them.
+[[noreturn]] void unknown_setting(
+    const std::string& key, const std::string& type, const std::string& setting
+) {
+    const auto near = protocol::nearest(setting, settings, 3);
+    std::string known;
+    for (const auto s : settings) {
+        if (!known.empty()) {
+            known += ", ";
+        }
+        known += s;
+    }
+    bad("exec." + key + ": unknown setting '" + setting + "' of exec type '" + type + "' (" +
+        (near.empty() ? "settings: " + known : "did you mean '" + near + "'?") + ")");
+}
+
 /// Refuses `key`, a config key that defines a type, when it is a type of `defined` followed
 /// by a dot and more: then the rest is a mistyped setting of that type, not a type of its own.
 void refuse_unknown_setting(const std::string& key, const std::set<std::string>& defined) {
@@ -181,14 +197,7 @@ void refuse_unknown_setting(const std::string& key, const std::set<std::string>&
         if (!defined.contains(type)) {
             continue;
         }
-        const std::string setting = key.substr(dot + 1);
-        const auto near = protocol::nearest(setting, settings, 3);
-        std::string known;
-        for (const auto s : settings) {
-            known += (known.empty() ? "" : ", ") + std::string(s);
-        }
-        bad("exec." + key + ": unknown setting '" + setting + "' of exec type '" + type + "' (" +
-            (near.empty() ? "settings: " + known : "did you mean '" + near + "'?") + ")");
+        unknown_setting(key, type, key.substr(dot + 1));
     }
 }
 
