@@ -123,6 +123,12 @@ asio::awaitable<zkco::result<candidacy>> campaign(zkco::client& zk, protocol::me
             persistent.insert(before.name);
             continue;
         }
+        // A cancel that came while a read was out (the node drains or stops) was emitted
+        // before this wait began, and would not end it: look first, then wait.
+        if (const auto cs = co_await asio::this_coro::cancellation_state;
+            cs.cancelled() != asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
         spdlog::debug("election: {} waits for {}", me.id, before.name);
         if (auto ev = co_await w->watch.changed();
             !ev && ev.error() == zkco::condition::session_lost) {
