@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Fails on numbered internal milestone labels in the tracked files: the word session, issue,
-# milestone or stop followed by a number ("session 18", "Issue 11.6:", "(issue #12)",
-# "milestone 3"), "item N" (of an issue), "round N of the review" and "(#N)". Comments, docs,
+# milestone or stop followed by a number ("session N", "Issue N.M:", "(issue #N)",
+# "milestone N"), "item N" (of an issue), "round N of the review" and "(#N)". Comments, docs,
 # test names and results say what is true of the product now; history goes into
 # CHANGELOG.md, by version. Legitimate text passes: "session timeout", "zk session
 # 0x1f...", "(session 4 s)", "session 4.000s" (a number with a unit), "round 1" of a run.
