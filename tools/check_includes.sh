@@ -19,6 +19,8 @@ rules=(
     "src/reactor/: reactor/"
     "src/protocol/: protocol/"
     "src/handlers/: handlers/ protocol/"
+    # Workflows' pure parts (spec, ids, documents, workflow_fsm): the wire format only.
+    "src/workflow/: workflow/ protocol/"
     "src/roles/txn/: roles/txn/ protocol/ zkco/"
     "src/roles/cluster/: roles/cluster/ protocol/ zkco/ reactor/"
     "src/roles/worker/: roles/worker/ roles/cluster/ roles/txn/ handlers/ protocol/ zkco/ reactor/"
