@@ -97,6 +97,9 @@ workflow_step workflow_fsm::on(const workflow_event& e, std::int64_t now_ms) {
         cancel_requested_ = true;
         return advance(now_ms);
     }
+    if (std::holds_alternative<wf_saw::tick>(e)) {
+        return advance(now_ms);
+    }
     const auto& w = std::get<wf_saw::written>(e);
     if (!in_flight_) {
         return {};
@@ -121,8 +124,8 @@ workflow_step workflow_fsm::on(const workflow_event& e, std::int64_t now_ms) {
 workflow_step workflow_fsm::on_loaded(const wf_saw::loaded& e, std::int64_t now) {
     loaded_ = true;
     in_flight_.reset();
-    outcomes_.clear();
     finished_sent_ = false;
+    // Results never change once written: what was seen before a reload still holds.
     if (e.state) {
         state_ = *e.state;
         version_ = e.version;

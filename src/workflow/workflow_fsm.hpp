@@ -50,7 +50,9 @@ struct loaded {
     std::optional<workflow_state> state;  ///< nullopt: no state node yet
     std::int32_t version = -1;            ///< the state node's data version (-1: none)
     bool cancel_requested = false;        ///< /workflows/<id>/cancel exists
-    /// Every result node in the workflow's results directory: its name and what it holds.
+    /// Result nodes of the workflow's results directory: their names and what they hold
+    /// (results seen before, as wf_saw::result or in an earlier load, are kept: a result
+    /// never changes).
     std::vector<std::pair<std::string, read_result>> results;
 };
 /// A result node of the workflow's directory was read (named by its change log or found).
@@ -60,6 +62,8 @@ struct result {
 };
 /// /workflows/<id>/cancel appeared.
 struct cancel {};
+/// The time asked for (workflow_step::wake_at_ms) came.
+struct tick {};
 /// The answer to the last write action: committed, or anything else (not applied, or its
 /// outcome unknown).
 struct written {
@@ -68,7 +72,7 @@ struct written {
 }  // namespace wf_saw
 
 using workflow_event =
-    std::variant<wf_saw::loaded, wf_saw::result, wf_saw::cancel, wf_saw::written>;
+    std::variant<wf_saw::loaded, wf_saw::result, wf_saw::cancel, wf_saw::tick, wf_saw::written>;
 
 /// What the engine is to do.
 namespace wf_do {

@@ -445,7 +445,7 @@ TEST(WorkflowFsm, AFinishedWorkflowIsReapedAfterRetention) {
     EXPECT_NE(find_action<wf_do::finished>(first), nullptr);
     EXPECT_EQ(first.wake_at_ms, f.now + 600);
     f.now += 600;
-    const auto later = f.on(wf_saw::cancel{});
+    const auto later = f.on(wf_saw::tick{});
     EXPECT_NE(find_action<wf_do::reap>(later), nullptr);
     EXPECT_FALSE(has_write(later));
 }
