@@ -109,7 +109,7 @@ def test_the_client_script(node):
 
     ok = run("sum", "[1, 2, 3]", "--timeout", "60")
     assert ok.returncode == 0, ok.stderr
-    assert json.loads(ok.stdout) == 6
+    assert json.loads(ok.stdout) == {"sum": 6}
     assert "submitted t" in ok.stderr
     failed = run("fail", '"nope"', "--timeout", "60")
     assert failed.returncode == 1 and "failed: handler_error" in failed.stderr
