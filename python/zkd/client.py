@@ -159,17 +159,17 @@ class Client:
         """Submits one task of `type` with JSON-able `args`: a Task handle.
 
         priority 0-9 (default 5); timeout: the task's own time limit in seconds (default
-        none); max_attempts (default 3); wait: seconds to wait for the result in the same
-        request (the handle then holds it when it came in time: its wait() returns at
-        once); allow_unserved: submit even when no worker serves the type now (else
+        none); max_attempts (default 3); wait: seconds (at most 60) to wait for the result
+        in the same request (the handle then holds it when it came in time: its wait()
+        returns at once); allow_unserved: submit even when no worker serves the type now (else
         UnservedType). Errors: InvalidTask, UnservedType, QueueFull, Unauthorized,
         Unavailable, ApiError."""
         body = _task_body(type, args, priority, timeout, max_attempts, allow_unserved)
         path = "/v1/tasks"
         extra = 0.0
         if wait is not None:
-            path += f"?wait={_ms(wait)}"
-            extra = wait
+            extra = min(max(0.0, wait), _WAIT_CHUNK_S)
+            path += f"?wait={_ms(extra)}"
         status, answer = self._call("POST", path, body, extra_time=extra, retry=False)
         if status == 200:
             return Task(self, str(answer.get("task")), answer)

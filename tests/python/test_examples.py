@@ -91,7 +91,7 @@ def test_examples_in_serve_mode(start_node, tmp_path):
         pytest.skip("this zkd has no serve mode (`zkd run --help` lists no --serve)")
     _, c = start(start_node, tmp_path, "--serve")
     check_served_types(c, serve_mode=True)
-    # One process serves task after task: the same pid answers (a warm program).
+    # Task after task on warm processes, each answered with its own args.
     values = [c.run("served_echo", i, timeout=60) for i in range(20)]
     assert values == list(range(20))
 
