@@ -21,10 +21,11 @@ set(zkd_pytest_env
     "ZKD_ZK_LOCAL=$<TARGET_FILE:zkd_zk_local_cli>"
     "ZKD_PYTHON_DIR=${PROJECT_SOURCE_DIR}/python"
     "PYTHONDONTWRITEBYTECODE=1")
-# The serve loop over pipes: no zkd, no ZooKeeper.
-add_test(NAME python_serve
-    COMMAND ${zkd_pytest} "${CMAKE_CURRENT_SOURCE_DIR}/python/test_serve.py")
-set_tests_properties(python_serve PROPERTIES LABELS unit TIMEOUT 120
+# The serve loop over pipes, and the client's errors: no zkd, no ZooKeeper.
+add_test(NAME python_unit
+    COMMAND ${zkd_pytest} "${CMAKE_CURRENT_SOURCE_DIR}/python/test_serve.py"
+            "${CMAKE_CURRENT_SOURCE_DIR}/python/test_errors.py")
+set_tests_properties(python_unit PROPERTIES LABELS unit TIMEOUT 120
     ENVIRONMENT "${zkd_pytest_env}")
 # The client, the examples, and serve mode end to end (marker serve_e2e).
 add_test(NAME python_client
