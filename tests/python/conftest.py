@@ -43,6 +43,14 @@ def _missing(what: str) -> None:
     pytest.skip(f"needs {what}")
 
 
+def zkd_env(extra: Optional[dict] = None) -> dict:
+    """The environment of a `zkd run`: the tests' own ZKD_* variables left out (zkd warns
+    about every ZKD_ variable that is none of its options)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZKD_")}
+    env.update(extra or {})
+    return env
+
+
 def binary(name: str, env: str) -> str:
     path = os.environ.get(env)
     if not path or not os.access(path, os.X_OK):
@@ -158,7 +166,7 @@ def start_node(zk_connect: str, tmp_path: Path):
             ns or f"py{uuid.uuid4().hex[:10]}",
             tmp_path,
             list(extra),
-            dict(os.environ, **(env or {})),
+            zkd_env(env),
         )
         nodes.append(node)
         return node
@@ -176,7 +184,7 @@ def node(zk_connect: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         f"py{uuid.uuid4().hex[:10]}",
         tmp_path_factory.mktemp("node"),
         [],
-        dict(os.environ),
+        zkd_env(),
     )
     with zkd.Client(n.url) as c:
         n.wait_ready(c)
