@@ -50,7 +50,7 @@ function(zkd_collect_exported target)
     endforeach()
     set(zkd_exported ${zkd_exported} PARENT_SCOPE)
 endfunction()
-foreach(library IN ITEMS zkd_zkco zkd_reactor zkd_protocol zkd_handlers zkd_roles zkd_http)
+foreach(library IN ITEMS zkd_zkco zkd_reactor zkd_protocol zkd_workflow zkd_handlers zkd_roles zkd_http)
     zkd_collect_exported(${library})
 endforeach()
 foreach(target IN LISTS zkd_exported)
@@ -67,7 +67,7 @@ install(TARGETS ${zkd_exported} EXPORT zkdTargets
 # Headers by directory: files added to these directories are installed without a list to
 # keep; a detail/ folder is private to its room and not installed. They include each other
 # as "roles/node.hpp", so include/zkd is the include path.
-foreach(dir IN ITEMS zkco reactor protocol handlers roles http)
+foreach(dir IN ITEMS zkco reactor protocol workflow handlers roles http)
     install(DIRECTORY "${PROJECT_SOURCE_DIR}/src/${dir}" DESTINATION "${ZKD_INSTALL_INCLUDEDIR}"
             COMPONENT dev FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 endforeach()
