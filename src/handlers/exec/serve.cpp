@@ -277,7 +277,7 @@ private:
     void start_one() {
         const int id = next_id_++;
         std::vector<std::string> env = p_.env;
-        env.push_back("ZKD_SERVE=1");
+        env.emplace_back("ZKD_SERVE=1");
         env.push_back("ZKD_TASK_TYPE=" + p_.config.name);
         std::string error;
         auto c = detail::spawn(*ex_, p_, env, false, error);

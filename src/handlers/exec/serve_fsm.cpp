@@ -82,7 +82,7 @@ std::variant<frame, std::string> parse_frame(std::string_view line) {
     };
     const auto id = [&](std::string& out) -> std::optional<std::string> {
         if (!string_member("id", out)) {
-            return "a \"" + std::string(name) + "\" frame without an \"id\" string";
+            return "a \"" + std::string(name) + R"(" frame without an "id" string)";
         }
         return std::nullopt;
     };
@@ -100,7 +100,7 @@ std::variant<frame, std::string> parse_frame(std::string_view line) {
         }
         const auto* f = o.if_contains("fraction");
         if (f == nullptr || !f->is_number() || !std::isfinite(f->to_number<double>())) {
-            return std::string("a \"progress\" frame without a \"fraction\" number");
+            return std::string(R"(a "progress" frame without a "fraction" number)");
         }
         p.fraction = std::clamp(f->to_number<double>(), 0.0, 1.0);
         std::string m;
@@ -127,7 +127,7 @@ std::variant<frame, std::string> parse_frame(std::string_view line) {
         }
         const auto* value = o.if_contains("value");
         if (value == nullptr) {
-            return std::string("a \"result\" frame without a \"value\"");
+            return std::string(R"(a "result" frame without a "value")");
         }
         r.value = *value;
         return frame{std::move(r)};
