@@ -48,8 +48,11 @@ std::string to_utf8(std::string_view s) {
     return protocol::printable_utf8(s, "\xEF\xBF\xBD");  // U+FFFD
 }
 
-/// One task object of the body; `where` names it in messages ("task 3: ").
-api_result<roles::task_request> parse_task(const json::value& v, const std::string& where) {
+/// One task object of the body; `where` names it in messages ("task 3: "). `allow_unserved`:
+/// set to the task's "allow_unserved".
+api_result<roles::task_request> parse_task(
+    const json::value& v, const std::string& where, bool& allow_unserved
+) {
     constexpr std::int64_t int_min = std::numeric_limits<int>::min();
     constexpr std::int64_t int_max = std::numeric_limits<int>::max();
     if (!v.is_object()) {
@@ -88,10 +91,16 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
                 );
             }
             t.max_attempts = static_cast<int>(*number);
+        } else if (key == "allow_unserved") {
+            if (!value.is_bool()) {
+                return bad("invalid_task", where + "\"allow_unserved\" must be true or false");
+            }
+            allow_unserved = value.get_bool();
         } else {
             return bad(
                 "invalid_task", where + "unknown field \"" + std::string(key) +
-                                    "\" (known: type, args, priority, timeout_ms, max_attempts)"
+                                    "\" (known: type, args, priority, timeout_ms, max_attempts, "
+                                    "allow_unserved)"
             );
         }
     }
@@ -380,10 +389,16 @@ route match_route(std::string_view path) {
         return {resource::page, {}};
     }
     constexpr std::string_view prefix = "/v1/tasks/";
+    constexpr std::string_view result_suffix = "/result";
     if (path.starts_with(prefix)) {
-        const auto id = path.substr(prefix.size());
+        auto id = path.substr(prefix.size());
+        auto what = resource::task;
+        if (id.ends_with(result_suffix)) {
+            id.remove_suffix(result_suffix.size());
+            what = resource::result;
+        }
         if (id.find('/') == std::string_view::npos) {
-            return {resource::task, std::string(id)};
+            return {what, std::string(id)};
         }
     }
     return {};
@@ -398,6 +413,7 @@ std::string_view allowed_methods(resource r) {
     case resource::tasks:
         return "GET, POST";
     case resource::task:
+    case resource::result:
         return "GET, DELETE";
     case resource::cluster:
     case resource::metrics:
@@ -417,6 +433,14 @@ api_result<submit_request> parse_submit(std::string_view body) {
         return bad("bad_json", "the body is not JSON: " + ec.message());
     }
     submit_request out;
+    const auto add = [&out](roles::task_request t, bool allow_unserved) {
+        if (!allow_unserved &&
+            std::find(out.check_served.begin(), out.check_served.end(), t.type) ==
+                out.check_served.end()) {
+            out.check_served.push_back(t.type);
+        }
+        out.tasks.push_back(std::move(t));
+    };
     if (doc.is_array()) {
         const auto& items = doc.get_array();
         if (items.empty()) {
@@ -424,19 +448,21 @@ api_result<submit_request> parse_submit(std::string_view body) {
         }
         out.many = true;
         for (std::size_t i = 0; i < items.size(); ++i) {
-            auto t = parse_task(items[i], "task " + std::to_string(i) + ": ");
+            bool allow_unserved = false;
+            auto t = parse_task(items[i], "task " + std::to_string(i) + ": ", allow_unserved);
             if (!t) {
                 return t.error();
             }
-            out.tasks.push_back(std::move(*t));
+            add(std::move(*t), allow_unserved);
         }
         return out;
     }
-    auto t = parse_task(doc, {});
+    bool allow_unserved = false;
+    auto t = parse_task(doc, {}, allow_unserved);
     if (!t) {
         return t.error();
     }
-    out.tasks.push_back(std::move(*t));
+    add(std::move(*t), allow_unserved);
     return out;
 }
 
