@@ -29,6 +29,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <stop_token>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -109,6 +110,11 @@ command line wins, then the environment, then the file. Durations take a unit: 5
                           dir, user, kill-grace) go in the config file as 'exec.NAME.SETTING
                           = VALUE', and 'exec.NAME = PROGRAM [ARG...]' defines one there:
                           see docs/exec.md
+  --serve NAME=PROGRAM [ARG...]
+                          serve task type NAME with long-lived PROGRAM processes, each given
+                          one task at a time as JSON lines on stdin and answering on stdout
+                          (docs/exec.md "Serve mode"); repeatable, as --exec. Settings as for
+                          --exec, plus warm, max-tasks, max-memory, start-timeout
   --config FILE           read options from FILE
   --version               print zkd's version
 )";
@@ -186,7 +192,7 @@ void add_exec_types(const args& a, handlers::registry& reg) {
         file.push_back({key, entry.value, entry.where});
     }
     try {
-        auto types = handlers::exec::configure(file, a.values("--exec"));
+        auto types = handlers::exec::configure(file, a.values("--exec"), a.values("--serve"));
         const auto lookup = [](const std::string& name) -> std::optional<std::string> {
             const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
             return v == nullptr ? std::nullopt : std::optional<std::string>(v);
@@ -196,7 +202,10 @@ void add_exec_types(const args& a, handlers::registry& reg) {
                 throw usage_error("exec type '" + name + "': a built-in task type has that name");
             }
             auto p = handlers::exec::resolve(std::move(c), lookup);
-            spdlog::debug("zkd: exec type {}: {}", name, p.path);
+            spdlog::info(
+                "zkd: exec type {}: {} ({})", name, p.path,
+                p.config.mode == handlers::exec::run_mode::serve ? "served" : "a process per task"
+            );
             handlers::exec::add_exec_type(reg, std::move(p));
         }
     } catch (const std::invalid_argument& e) {
@@ -231,7 +240,8 @@ int cmd_run(int argc, char** argv) {
              {"--http-insecure", false, true},
              {"--http-max-connections"},
              {"--enable-crash-task", false, true},
-             {"--exec", true, false, true}}
+             {"--exec", true, false, true},
+             {"--serve", true, false, true}}
         )
     );
     if (a.has("--help")) {
@@ -388,12 +398,27 @@ int cmd_run(int argc, char** argv) {
             first_session.cancel();
         }
     };
+    // The registry's services (served exec types' processes) run beside the node and stop
+    // once it has finished: its tasks are drained or stopped by then.
+    std::stop_source services_stop;
+    for (const auto& service : reg.services()) {
+        asio::co_spawn(loop, service(services_stop.get_token()), [](const std::exception_ptr& e) {
+            if (e) {
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& ex) {
+                    spdlog::error("zkd: a service stopped on an error: {}", ex.what());
+                }
+            }
+        });
+    }
     const roles::node_links links{&stats, &drain};
     asio::co_spawn(
         loop, roles::run_node(o, reg, core.pool(), links),
         asio::bind_cancellation_slot(
             stop.slot(),
             [&](const std::exception_ptr& e) {
+                services_stop.request_stop();
                 if (!e && !drain.is_set() && !stopped && rc == exit_ok) {
                     // It gave up by itself (e.g. a namespace it must refuse): it said why.
                     rc = exit_failed;

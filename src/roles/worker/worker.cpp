@@ -386,7 +386,7 @@ private:
         for (std::size_t i = 0; i < entries.size(); ++i) {
             calls.spawn([this, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
                 entries[i] = co_await call(
-                    spec, spec.bundle[i], t, budget, tid + "#" + std::to_string(i), i
+                    spec, spec.bundle[i], t, budget, protocol::bundled_task_id(tid, i), i
                 );
             });
         }
@@ -450,6 +450,9 @@ private:
             handlers::async_call ac;
             ac.args = args;
             ac.task = std::move(label);
+            ac.attempt = spec.attempt;
+            ac.epoch = spec.epoch;
+            ac.timeout = timeout;
             ac.stop = c->stop.get_token();
             ac.started = [c, timeout] { arm_deadline(c, timeout); };
             ac.progress = [t, part](double fraction, std::string message) {
