@@ -8,6 +8,7 @@
 #pragma once
 
 #include <boost/assert/source_location.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
@@ -90,6 +91,7 @@ enum class task_state {
     cancelled,
     lost,
     unknown,
+    delayed,  ///< waiting in the delayed tree for its time (§4.3): a delayed task or a retry
 };
 
 /// "pending", "timed_out", ...
@@ -124,6 +126,10 @@ struct task_spec {
     double progress = -1;
     std::string progress_message;
     std::int64_t progress_ms = 0;
+    /// The fields of delayed tasks and retries (§4.3: `due_ms`, `retries`, `backoff_ms`,
+    /// `backoff_max_ms`, `try`, `errors`) as read, written back as they are, so that every
+    /// rewrite of the task (T2, T3, T6) keeps them; protocol/delay.hpp reads and makes them.
+    boost::json::object timing;
 
     friend bool operator==(const task_spec&, const task_spec&) = default;
 };
@@ -325,6 +331,9 @@ inline constexpr std::size_t max_log_inline_bytes = std::size_t{64} * 1024;
 struct log_entry {
     std::string name;
     std::optional<std::string> data;  ///< the child's data, when it came along
+    /// A delayed shard's entry: the child's due time (§4.3); nullopt elsewhere, or when a
+    /// writer gave none (the node's data says it).
+    std::optional<std::int64_t> due_ms{};
 
     friend bool operator==(const log_entry&, const log_entry&) = default;
 };
