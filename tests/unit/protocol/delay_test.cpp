@@ -48,7 +48,8 @@ TEST(ProtocolDelay, RefusesWhatIsNoTime) {
 TEST(ProtocolDelay, FormatsTimeAsRfc3339AndBack) {
     EXPECT_EQ(format_time(0), "1970-01-01T00:00:00.000Z");
     EXPECT_EQ(format_time(1795768200250), "2026-11-27T08:30:00.250Z");
-    for (const std::int64_t t : {1LL, 951782400000LL, 1709164800999LL, max_due_ms}) {
+    for (const std::int64_t t :
+         {std::int64_t{1}, std::int64_t{951782400000}, std::int64_t{1709164800999}, max_due_ms}) {
         EXPECT_EQ(parse_time(format_time(t)), t) << t;
     }
 }
