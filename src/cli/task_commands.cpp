@@ -24,7 +24,6 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <set>
 #include <unistd.h>
 
 namespace asio = boost::asio;
@@ -162,24 +161,12 @@ asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, std::stri
     if (!workers) {
         co_return std::nullopt;  // the master fails it later if it must; do not block on a view
     }
-    std::set<std::string> served;
-    bool any = false;
-    for (const auto& w : *workers) {
-        if (w.garbage.empty()) {
-            any = true;
-            served.insert(w.types.begin(), w.types.end());
-        }
-    }
-    if (!any || served.contains(type)) {
+    auto no = roles::unserved(*workers, type);
+    if (!no) {
         co_return std::nullopt;
     }
-    std::string list;
-    for (const auto& t : served) {
-        list += (list.empty() ? "" : ", ") + t;
-    }
-    co_return "no worker serves task type '" + type + "' (the " + std::to_string(workers->size()) +
-        " workers serve: " + (list.empty() ? "nothing" : list) +
-        "); nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
+    co_return *no +
+        "; nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
         "to join";
 }
 

@@ -49,7 +49,6 @@ std::string to_utf8(std::string_view s) {
     return protocol::printable_utf8(s, "\xEF\xBF\xBD");  // U+FFFD
 }
 
-/// One task object of the body; `where` names it in messages ("task 3: ").
 /// The fields of a task object that say when it may start and how it is retried
 /// (docs/protocol.md §4.3), as submit_options; `now_ms` turns `delay_ms` into a due time.
 struct timing {
@@ -61,8 +60,10 @@ struct timing {
     friend bool operator==(const timing&, const timing&) = default;
 };
 
+/// One task object of the body; `where` names it in messages ("task 3: "). `when`: its
+/// timing fields; `allow_unserved`: set to the task's "allow_unserved".
 api_result<roles::task_request> parse_task(
-    const json::value& v, const std::string& where, timing& when
+    const json::value& v, const std::string& where, timing& when, bool& allow_unserved
 ) {
     constexpr std::int64_t int_min = std::numeric_limits<int>::min();
     constexpr std::int64_t int_max = std::numeric_limits<int>::max();
@@ -102,6 +103,11 @@ api_result<roles::task_request> parse_task(
                 );
             }
             t.max_attempts = static_cast<int>(*number);
+        } else if (key == "allow_unserved") {
+            if (!value.is_bool()) {
+                return bad("invalid_task", where + "\"allow_unserved\" must be true or false");
+            }
+            allow_unserved = value.get_bool();
         } else if (key == "delay_ms") {
             if (!number || *number < 0 || *number > protocol::max_due_ms) {
                 return bad("invalid_task", where + "\"delay_ms\" must be a whole number >= 0");
@@ -137,9 +143,10 @@ api_result<roles::task_request> parse_task(
             (key == "backoff_ms" ? when.backoff_ms : when.backoff_max_ms) = *number;
         } else {
             return bad(
-                "invalid_task", where + "unknown field \"" + std::string(key) +
-                                    "\" (known: type, args, priority, timeout_ms, max_attempts, "
-                                    "delay_ms, at, retries, backoff_ms, backoff_max_ms)"
+                "invalid_task",
+                where + "unknown field \"" + std::string(key) +
+                    "\" (known: type, args, priority, timeout_ms, max_attempts, "
+                    "allow_unserved, delay_ms, at, retries, backoff_ms, backoff_max_ms)"
             );
         }
     }
@@ -437,10 +444,16 @@ route match_route(std::string_view path) {
         return {resource::page, {}};
     }
     constexpr std::string_view prefix = "/v1/tasks/";
+    constexpr std::string_view result_suffix = "/result";
     if (path.starts_with(prefix)) {
-        const auto id = path.substr(prefix.size());
+        auto id = path.substr(prefix.size());
+        auto what = resource::task;
+        if (id.ends_with(result_suffix)) {
+            id.remove_suffix(result_suffix.size());
+            what = resource::result;
+        }
         if (id.find('/') == std::string_view::npos) {
-            return {resource::task, std::string(id)};
+            return {what, std::string(id)};
         }
     }
     return {};
@@ -455,6 +468,7 @@ std::string_view allowed_methods(resource r) {
     case resource::tasks:
         return "GET, POST";
     case resource::task:
+    case resource::result:
         return "GET, DELETE";
     case resource::cluster:
     case resource::metrics:
@@ -474,6 +488,14 @@ api_result<submit_request> parse_submit(std::string_view body) {
         return bad("bad_json", "the body is not JSON: " + ec.message());
     }
     submit_request out;
+    const auto add = [&out](roles::task_request t, bool allow_unserved) {
+        if (!allow_unserved &&
+            std::find(out.check_served.begin(), out.check_served.end(), t.type) ==
+                out.check_served.end()) {
+            out.check_served.push_back(t.type);
+        }
+        out.tasks.push_back(std::move(t));
+    };
     std::optional<timing> shared;
     // One submit call carries one timing: the tasks of an array must agree on it.
     auto take = [&](const timing& w, const std::string& where) -> api_result<void> {
@@ -496,23 +518,25 @@ api_result<submit_request> parse_submit(std::string_view body) {
         for (std::size_t i = 0; i < items.size(); ++i) {
             const auto where = "task " + std::to_string(i) + ": ";
             timing w;
-            auto t = parse_task(items[i], where, w);
+            bool allow_unserved = false;
+            auto t = parse_task(items[i], where, w, allow_unserved);
             if (!t) {
                 return t.error();
             }
             if (auto ok = take(w, where); !ok) {
                 return ok.error();
             }
-            out.tasks.push_back(std::move(*t));
+            add(std::move(*t), allow_unserved);
         }
     } else {
         timing w;
-        auto t = parse_task(doc, {}, w);
+        bool allow_unserved = false;
+        auto t = parse_task(doc, {}, w, allow_unserved);
         if (!t) {
             return t.error();
         }
         (void)take(w, {});
-        out.tasks.push_back(std::move(*t));
+        add(std::move(*t), allow_unserved);
     }
     const auto& w = *shared;
     if (w.delay_ms) {

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <string_view>
 #include <utility>
 
 namespace asio = boost::asio;
@@ -156,6 +158,29 @@ asio::awaitable<zkco::result<std::vector<worker_snapshot>>> read_workers(zkco::c
         }
     }
     co_return workers;
+}
+
+std::optional<std::string> unserved(
+    const std::vector<worker_snapshot>& workers, std::string_view type
+) {
+    std::set<std::string, std::less<>> served;
+    bool any = false;
+    for (const auto& w : workers) {
+        if (w.garbage.empty()) {
+            any = true;
+            served.insert(w.types.begin(), w.types.end());
+        }
+    }
+    if (!any || served.contains(type)) {
+        return std::nullopt;
+    }
+    std::string list;
+    for (const auto& t : served) {
+        list += (list.empty() ? "" : ", ") + t;
+    }
+    return "no worker serves task type '" + std::string(type) + "' (the " +
+           std::to_string(workers.size()) + " workers serve: " + (list.empty() ? "nothing" : list) +
+           ")";
 }
 
 asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(zkco::client& zk, protocol::layout l) {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zkd::roles {
@@ -109,6 +110,14 @@ boost::asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(
 /// per worker, whatever the number of tasks and results. What "is this type served" needs.
 /// Errors: see the top of this file.
 boost::asio::awaitable<zkco::result<std::vector<worker_snapshot>>> read_workers(zkco::client& zk);
+
+/// When workers are there (with readable nodes) and none serves `type`: why, for people ("no
+/// worker serves task type 'x' (the 2 workers serve: echo, sum)"); nullopt when one serves it
+/// or no worker is there at all (a cluster still starting: the task waits for one). What
+/// `zkd submit` and `POST /v1/tasks` refuse a task for, unless told it may be served later.
+std::optional<std::string> unserved(
+    const std::vector<worker_snapshot>& workers, std::string_view type
+);
 
 // --- tasks ---------------------------------------------------------------------------------
 
