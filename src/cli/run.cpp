@@ -10,6 +10,7 @@
 #include "handlers/registry.hpp"
 #include "http/api.hpp"
 #include "http/server.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/placement.hpp"
 #include "reactor/event.hpp"
 #include "reactor/reactor.hpp"
@@ -86,6 +87,11 @@ command line wins, then the environment, then the file. Durations take a unit: 5
                           task goes through the master, strictly by priority (by default a
                           client sends a plain task straight to a worker with room, at
                           about half the latency; docs/cli.md "Priorities and prefetch")
+  --retry TYPE=N[:BASE[:MAX]]
+                          when worker: a task of TYPE that names no retries of its own is
+                          retried up to N times after a failed or timed-out try, retry k
+                          waiting a random time in [0, min(MAX, BASE*2^(k-1))] (default
+                          BASE 1s, MAX 60 x BASE); repeatable, one TYPE each
   --host NAME             name in member ids (default: the hostname)
   --log-level LEVEL       trace, debug, info (default), warn, error, off
   --log-format FORMAT     text (default) or json (one object per line)
@@ -241,7 +247,8 @@ int cmd_run(int argc, char** argv) {
              {"--http-max-connections"},
              {"--enable-crash-task", false, true},
              {"--exec", true, false, true},
-             {"--serve", true, false, true}}
+             {"--serve", true, false, true},
+             {"--retry", true, false, true}}
         )
     );
     if (a.has("--help")) {
@@ -274,6 +281,29 @@ int cmd_run(int argc, char** argv) {
     o.master.unstarted_bound = a.duration("--suspect-after", 10s, 0ms, 24h);
     if (o.master.unstarted_bound.count() > 0 && o.master.unstarted_bound < 1s) {
         throw usage_error("--suspect-after wants 0 (never) or at least 1s");
+    }
+    for (const auto& spec : a.values("--retry")) {
+        const auto eq = spec.find('=');
+        const auto type = spec.substr(0, std::min(eq, spec.size()));
+        const auto rest = eq == std::string::npos ? std::string() : spec.substr(eq + 1);
+        const auto colon = rest.find(':');
+        const auto n = rest.substr(0, colon);
+        const bool number =
+            !n.empty() && n.size() <= 3 && n.find_first_not_of("0123456789") == std::string::npos;
+        std::optional<protocol::backoff_policy> p = protocol::backoff_policy{};
+        if (colon != std::string::npos) {
+            p = protocol::parse_backoff(rest.substr(colon + 1));
+        }
+        if (!protocol::is_valid_task_type(type) || !number || !p ||
+            std::stoi(n) > protocol::max_retries_limit) {
+            throw usage_error(
+                "--retry wants TYPE=N[:BASE[:MAX]] (N from 0 to 100, BASE and MAX durations), "
+                "not '" +
+                spec + "'"
+            );
+        }
+        p->retries = std::stoi(n);
+        o.worker.retry_defaults[type] = *p;
     }
     const auto grace = a.duration("--grace", 30s, 0ms, 24h);
     o.host = a.get("--host", "");

@@ -135,6 +135,9 @@ boost::system::result<void, std::string> check_token(std::string_view token);
 struct submit_request {
     std::vector<roles::task_request> tasks;
     bool many = false;  ///< the body was an array: the answer lists ids
+    /// The tasks' delay and retries (`delay_ms` or `at`, `retries`, `backoff_ms`,
+    /// `backoff_max_ms`; docs/http.md): the same for every task of an array.
+    roles::submit_options how;
     /// The types some worker must serve, else the submit is refused (each once, in order of
     /// first use): those of the tasks without `"allow_unserved": true`.
     std::vector<std::string> check_served;

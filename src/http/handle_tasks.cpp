@@ -99,7 +99,7 @@ asio::awaitable<response> server::impl::submit(std::string text, target t, reque
         co_return error_response(*refused);
     }
     const auto n = parsed->tasks.size();
-    roles::submit_options how;
+    roles::submit_options how = parsed->how;
     how.bundle = static_cast<std::size_t>(bundle->value_or(1));
     const auto direct_before = zs.tc->direct_placed();
     auto ids =

@@ -400,7 +400,8 @@ std::vector<std::string> read_suspects(reader& r) {
 // --- states ----------------------------------------------------------------------------------
 
 namespace {
-constexpr std::array<std::pair<task_state, std::string_view>, 9> state_names{{
+constexpr std::array<std::pair<task_state, std::string_view>, 10> state_names{{
+    {task_state::delayed, "delayed"},
     {task_state::pending, "pending"},
     {task_state::assigned, "assigned"},
     {task_state::running, "running"},
@@ -437,6 +438,7 @@ bool is_result_state(task_state s) noexcept {
     case task_state::cancelled:
     case task_state::lost:
         return true;
+    case task_state::delayed:
     case task_state::pending:
     case task_state::assigned:
     case task_state::running:
@@ -538,6 +540,9 @@ std::string encode(const task_spec& t) {
             {"message", json::string_view(t.progress_message.data(), t.progress_message.size())},
             {"at_ms", t.progress_ms}};
     }
+    for (const auto& [key, value] : t.timing) {
+        o[key] = value;
+    }
     return to_text(o);
 }
 
@@ -580,6 +585,12 @@ codec_result<task_spec> decode_task(std::string_view data) {
             t.progress = f->to_number<double>();
             t.progress_message = m != nullptr && m->is_string() ? std::string(m->get_string()) : "";
             t.progress_ms = at != nullptr && at->is_int64() ? at->get_int64() : 0;
+        }
+    }
+    // Kept as they are for the writers that rewrite the task (protocol/delay.hpp reads them).
+    for (const auto* key : {"due_ms", "retries", "backoff_ms", "backoff_max_ms", "try", "errors"}) {
+        if (const auto* v = r.find(key)) {
+            t.timing[key] = *v;
         }
     }
     if (!r.ok())
@@ -722,6 +733,10 @@ std::string encode(const task_result& r) {
         o["started_ms"] = r.started_ms;
     if (r.finished_ms != 0)
         o["finished_ms"] = r.finished_ms;
+    if (r.try_number != 0)
+        o["try"] = r.try_number;
+    if (!r.errors.empty())
+        o["errors"] = r.errors;
     if (!r.bundle.empty()) {
         json::array entries;
         entries.reserve(r.bundle.size());
@@ -752,8 +767,14 @@ codec_result<task_result> decode_result(std::string_view data) {
     res.worker = r.string("worker");
     res.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
     res.finished_ms = r.integer("finished_ms", 0, int64_min, int64_max);
+    res.try_number = r.small_integer("try", 0, 0, int_max);
     if (!r.ok())
         return r.error();
+    if (auto* errors = r.find("errors")) {
+        if (!errors->is_array())
+            return decode_error{"field \"errors\" must be an array"};
+        res.errors = std::move(errors->get_array());
+    }
     if (res.task.empty())
         return decode_error{"field \"task\" is empty"};
     if (auto ok = decode_outcome(r, res); !ok)
@@ -807,6 +828,8 @@ codec_result<task_result> bundled_result(
         r.worker = whole.worker;
         r.started_ms = whole.started_ms;
         r.finished_ms = whole.finished_ms;
+        r.try_number = whole.try_number;
+        r.errors = whole.errors;
     } else {
         return decode_error{
             "the bundle's result holds " + std::to_string(whole.bundle.size()) +
@@ -1011,6 +1034,9 @@ std::string encode(const change_log& log) {
         if (e.data) {
             o["data"] = json::string_view(e.data->data(), e.data->size());
         }
+        if (e.due_ms) {
+            o["due_ms"] = *e.due_ms;
+        }
         created.emplace_back(std::move(o));
     }
     json::object o = new_document();
@@ -1043,6 +1069,12 @@ codec_result<change_log> decode_change_log(std::string_view data) {
             if (!d->is_string())
                 return decode_error{"field \"data\" must be a string, not " + brief(*d)};
             e.data = std::string(d->get_string());
+        }
+        // Advisory: a due time of another shape is dropped (the node's data says it).
+        if (const auto* due = o->if_contains("due_ms"); due != nullptr) {
+            if (const auto ms = as_int64(*due); ms && *ms >= 0) {
+                e.due_ms = *ms;
+            }
         }
         log.created.push_back(std::move(e));
     }

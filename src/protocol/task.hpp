@@ -8,6 +8,8 @@
 #pragma once
 
 #include <boost/assert/source_location.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
@@ -90,6 +92,7 @@ enum class task_state {
     cancelled,
     lost,
     unknown,
+    delayed,  ///< waiting in the delayed tree for its time (§4.3): a delayed task or a retry
 };
 
 /// "pending", "timed_out", ...
@@ -124,6 +127,10 @@ struct task_spec {
     double progress = -1;
     std::string progress_message;
     std::int64_t progress_ms = 0;
+    /// The fields of delayed tasks and retries (§4.3: `due_ms`, `retries`, `backoff_ms`,
+    /// `backoff_max_ms`, `try`, `errors`) as read, written back as they are, so that every
+    /// rewrite of the task (T2, T3, T6) keeps them; protocol/delay.hpp reads and makes them.
+    boost::json::object timing;
 
     friend bool operator==(const task_spec&, const task_spec&) = default;
 };
@@ -199,6 +206,10 @@ struct task_result {
     std::string worker;                        ///< empty: absent
     std::int64_t started_ms = 0;               ///< 0: absent
     std::int64_t finished_ms = 0;              ///< 0: absent
+    /// A retried task's last try (§4.3 "try"), 1 for the first; 0: absent (never retried).
+    int try_number = 0;
+    /// The earlier tries' errors (§4.3 "errors"), oldest first, as the worker wrote them.
+    boost::json::array errors;
     /// A bundle's result as its worker writes it (§5.1): one per bundled task, in order, each
     /// with only state, value and error. Empty: the result applies to every task of it.
     std::vector<task_result> bundle;
@@ -325,6 +336,9 @@ inline constexpr std::size_t max_log_inline_bytes = std::size_t{64} * 1024;
 struct log_entry {
     std::string name;
     std::optional<std::string> data;  ///< the child's data, when it came along
+    /// A delayed shard's entry: the child's due time (§4.3); nullopt elsewhere, or when a
+    /// writer gave none (the node's data says it).
+    std::optional<std::int64_t> due_ms{};
 
     friend bool operator==(const log_entry&, const log_entry&) = default;
 };

@@ -555,6 +555,7 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
     // tasks move through them (pending, assignments, result) means a task moving on between
     // the reads is caught in its later state.
     read_batch first(zk);
+    auto delayed = first.get(l.delayed_task(tid));
     auto pending = first.exists(l.pending_task(tid));
     auto dirs = first.get_children(protocol::layout::assign_dir());
     const auto first_done = co_await first.wait();
@@ -563,6 +564,9 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
     }
     if (failed(*pending)) {
         co_return pending->error();
+    }
+    if (failed(*delayed)) {
+        co_return delayed->error();
     }
     if (failed(*dirs)) {
         co_return dirs->error();
@@ -615,6 +619,12 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
     }
     if (*pending && **pending) {
         info.state = protocol::task_state::pending;
+    } else if (*delayed) {
+        info.state = protocol::task_state::delayed;
+        info.delay = protocol::read_delay_fields((*delayed)->data);
+        if (!info.delay) {
+            info.garbage = "the delayed node holds no JSON object";
+        }
     }
     co_return info;
 }
@@ -762,6 +772,18 @@ json::value to_json(const task_info& t) {
     }
     if (!t.garbage.empty()) {
         o["garbage"] = t.garbage;
+    }
+    if (t.delay) {
+        if (t.delay->due_ms) {
+            o["due_ms"] = *t.delay->due_ms;
+            o["due"] = protocol::format_time(*t.delay->due_ms);
+        }
+        if (t.delay->try_number > 1) {
+            o["try"] = t.delay->try_number;
+        }
+        if (!t.delay->errors.empty()) {
+            o["errors"] = t.delay->errors;
+        }
     }
     return o;
 }

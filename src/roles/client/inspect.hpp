@@ -15,6 +15,7 @@
 // and partial abandon the reads (the late replies are dropped) and yield operation_aborted.
 #pragma once
 
+#include "protocol/delay.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "zkco/client.hpp"
@@ -176,6 +177,8 @@ struct task_info {
     std::string progress_message;
     /// Non-empty: the node found is garbage (why); a garbage result leaves state unknown.
     std::string garbage;
+    /// Delayed (§4.3): when it is due, and, for a retry, its try and the earlier errors.
+    std::optional<protocol::delay_fields> delay;
 };
 
 /// Where a task is now, with its result if finished (peeked, never consumed). Reads, in two

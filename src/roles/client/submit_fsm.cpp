@@ -35,6 +35,9 @@ std::vector<protocol::txn_op> submit_fsm::ops(std::size_t i) const {
     if (const auto& d = direct_worker(i); !d.empty()) {
         return protocol::direct_submit_ops(d, direct_[i].version, tids_.at(i), direct_[i].data);
     }
+    if (delayed_) {
+        return {protocol::txn_op::create(l_.delayed_task(tids_.at(i)), data_.at(i))};
+    }
     return {protocol::submit_op(l_, tids_.at(i), data_.at(i))};
 }
 

@@ -58,6 +58,8 @@ public:
     /// The worker node `i` was placed on directly; empty when it went to pending (or was
     /// redirected there).
     [[nodiscard]] const std::string& direct_worker(std::size_t i) const;
+    /// Every node goes to the delayed tree (§6 "Delayed tasks and retries"), not pending.
+    void delay_all() noexcept { delayed_ = true; }
 
     [[nodiscard]] std::size_t size() const noexcept { return tids_.size(); }
     /// Node `i`'s id.
@@ -85,6 +87,7 @@ private:
     std::size_t left_;
     std::optional<std::size_t> failed_;
     bool cancelled_ = false;
+    bool delayed_ = false;
     struct direct_target {
         std::string worker;  // empty: pending
         std::int32_t version = 0;

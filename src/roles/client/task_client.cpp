@@ -97,6 +97,30 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     };
     std::vector<node_to_name> to_name;
     std::vector<std::string> data;
+    // A delayed submit (§4.3): the ids carry the due time, the nodes go to /delayed.
+    const bool delayed = opts.due_ms && *opts.due_ms > protocol::now_ms();
+    if (opts.due_ms && (*opts.due_ms < 0 || *opts.due_ms > protocol::max_due_ms)) {
+        co_return zkco::error_code(client_errc::bad_due_time);
+    }
+    if (opts.retries && (*opts.retries < 0 || *opts.retries > protocol::max_retries_limit)) {
+        co_return zkco::error_code(client_errc::bad_retries);
+    }
+    const bool extra = delayed || opts.retries || opts.backoff;
+    // The fields of §4.3 in a task's document.
+    auto with_fields = [&](std::string encoded) {
+        if (!extra) {
+            return encoded;
+        }
+        boost::system::error_code ec;
+        auto doc = protocol::parse_json(encoded, ec);
+        if (ec || !doc.is_object()) {
+            return encoded;  // not reached: encode() writes an object
+        }
+        protocol::set_submit_fields(
+            doc.get_object(), delayed ? opts.due_ms : std::nullopt, opts.retries, opts.backoff
+        );
+        return protocol::to_text(doc);
+    };
     for (std::size_t i = 0; i < tasks.size();) {
         auto& t = tasks[i];
         protocol::task_spec spec;
@@ -110,7 +134,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         if (auto ok = validate(spec); !ok) {
             co_return zkco::error_code(broken_rule(ok.error()));
         }
-        auto encoded = encode(spec);
+        auto encoded = with_fields(encode(spec));
         if (!protocol::task_size_ok(encoded)) {
             co_return zkco::error_code(client_errc::task_too_large);
         }
@@ -132,7 +156,9 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             spec.bundle.push_back(std::move(next.args));
             ++end;
         }
-        const node_to_name plain{spec.priority, spec.submitted_ms, 0, {}};
+        // A delayed task's id carries its due time (§4.3).
+        const auto id_ms = delayed ? *opts.due_ms : spec.submitted_ms;
+        const node_to_name plain{spec.priority, id_ms, 0, {}};
         if (spec.bundle.empty()) {
             to_name.push_back(plain);
             to_name.back().type = spec.type;
@@ -148,13 +174,13 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                 for (auto& member : members) {
                     spec.args = std::move(member);
                     to_name.push_back(plain);
-                    data.push_back(encode(spec));
+                    data.push_back(with_fields(encode(spec)));
                 }
                 i = end;
                 continue;
             }
-            to_name.push_back({spec.priority, spec.submitted_ms, spec.bundle.size(), {}});
-            data.push_back(encode(spec));
+            to_name.push_back({spec.priority, id_ms, spec.bundle.size(), {}});
+            data.push_back(with_fields(encode(spec)));
             if (!protocol::task_size_ok(data.back())) {
                 co_return zkco::error_code(client_errc::task_too_large);
             }
@@ -162,7 +188,8 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         i = end;
     }
     // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent.
-    auto admitted = co_await check_queue(to_name.size());
+    // Delayed nodes do not count against it: they are not pending.
+    auto admitted = co_await check_queue(delayed ? 0 : to_name.size());
     if (!admitted) {
         co_return admitted.error();
     }
@@ -201,7 +228,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     const auto placed_ms = protocol::now_ms();
     for (const auto& n : to_name) {
         std::optional<direct_placer::target> to;
-        if (direct_on_ && n.bundle == 0) {
+        if (direct_on_ && n.bundle == 0 && !delayed) {
             // The transaction it goes in, as draw_id counts: its worker is tried first.
             to = direct_.place(n.type, ids_.client() + batcher_.counters().transactions);
         }
@@ -237,6 +264,9 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     );
     st->errors.resize(st->plan.size());
     own_unconsumed_ += st->plan.size();
+    if (delayed) {
+        st->plan.delay_all();
+    }
     for (auto& d : direct) {
         st->plan.direct(d.node, std::move(d.to.worker), d.to.version, std::move(d.data));
     }

@@ -10,6 +10,7 @@
 // and the `||` operator emit, and an exception-free check keeps every exit path visible.
 #include "roles/worker/worker.hpp"
 
+#include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/text.hpp"
 #include "protocol/worker_txn.hpp"
@@ -38,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stop_token>
 
@@ -307,7 +309,7 @@ private:
         result.finished_ms = protocol::now_ms();
         std::optional<publish_end> how;
         if (!state_.stopping()) {
-            how = co_await publish(tid, result);
+            how = co_await publish(tid, result, node->data);
         }
         finished(tid, how);
     }
@@ -531,8 +533,37 @@ private:
     }
 
     /// T4, as worker_fsm's publish plan says, try by try.
-    asio::awaitable<publish_end> publish(std::string tid, protocol::task_result result) {
-        auto step = state_.publish(tid, encode(result));
+    asio::awaitable<publish_end> publish(
+        std::string tid, protocol::task_result result, const std::string& assignment
+    ) {
+        // A failed try with retries left waits as a delayed task (§6 T4 "Retry"); the last
+        // try's result carries the earlier tries' errors.
+        std::string data = encode(result);
+        std::string target;
+        if (!state_.marker_seen(tid) && result.error) {
+            auto defaults = protocol::backoff_policy{};
+            if (const auto spec = protocol::decode_task(assignment); spec) {
+                if (const auto d = opts_.retry_defaults.find(spec->type);
+                    d != opts_.retry_defaults.end()) {
+                    defaults = d->second;
+                }
+            }
+            if (auto plan = protocol::plan_retry(
+                    assignment, result.state, *result.error, result.finished_ms, defaults, rng_()
+                )) {
+                spdlog::info(
+                    "worker {}: task {} {} ({}): try {} at {}", me_.id, tid,
+                    protocol::to_string(result.state), result.error->code, plan->next_try,
+                    protocol::format_time(plan->due_ms)
+                );
+                data = std::move(plan->data);
+                target = l_.delayed_task(tid);
+            }
+        }
+        if (target.empty()) {
+            data = protocol::with_earlier_tries(std::move(data), assignment);
+        }
+        auto step = state_.publish(tid, std::move(data), std::move(target));
         zkco::error_code last;  // the error a reconnect step is about
         for (;;) {
             switch (step.what) {
@@ -584,6 +615,8 @@ private:
     const handlers::registry& reg_;
     reactor::compute_pool& pool_;
     worker_options opts_;
+    // The jitter of retries' backoff (§4.3): seeded per worker, so workers do not retry in step.
+    std::mt19937_64 rng_{std::random_device{}()};
     worker_stats own_stats_;
     worker_stats* stats_;
     multi_batcher results_;
