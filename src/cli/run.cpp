@@ -333,16 +333,18 @@ int cmd_run(int argc, char** argv) {
         spdlog::warn("zkd: {}", open);
     }
 
-    handlers::registry reg;
-    handlers::add_builtin_handlers(reg, a.has("--enable-crash-task"));
-    crack::add_handlers(reg);  // md5-crack, the partitions of `zkd crack`
-    add_exec_types(a, reg);
     // The event loop, the compute pool handlers run on, and (serving HTTP) the lag probe.
     const auto listen = a.value("--http");
     reactor::reactor core(
         {.compute_threads = threads,
          .lag_interval = listen ? std::chrono::milliseconds(100) : std::chrono::milliseconds(0)}
     );
+    // After the loop: a served type's timers and pipes, bound to the loop when its service
+    // ran, must be destroyed while the loop still exists.
+    handlers::registry reg;
+    handlers::add_builtin_handlers(reg, a.has("--enable-crash-task"));
+    crack::add_handlers(reg);  // md5-crack, the partitions of `zkd crack`
+    add_exec_types(a, reg);
     const auto loop = core.get_executor();
     asio::cancellation_signal stop;
     reactor::event drain(loop);

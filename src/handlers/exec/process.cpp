@@ -30,6 +30,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits>
 #include <memory>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -224,6 +225,8 @@ struct proc_entry {
 };
 
 constexpr std::size_t max_procs = 8192;
+/// The largest pid_t, bounding the digits read from /proc.
+constexpr pid_t max_pid = std::numeric_limits<pid_t>::max();
 
 /// Reads the parent and state of `pid` from /proc/PID/stat; false if it is gone.
 bool read_stat(pid_t pid, pid_t& ppid, char& state) {
@@ -301,10 +304,13 @@ std::size_t list_procs(std::array<proc_entry, max_procs>& procs) {
             off += d->d_reclen;
             pid_t pid = 0;
             const char* name = &d->d_name[0];
+            // A pid's digits; anything else (self, sys, a number past pid_t) is no process.
             bool numeric = name[0] != '\0';
-            for (const char* c = name; *c != '\0'; ++c) {  // NOLINT
-                numeric = numeric && *c >= '0' && *c <= '9';
-                pid = pid * 10 + (*c - '0');
+            for (const char* c = name; numeric && *c != '\0'; ++c) {  // NOLINT
+                numeric = *c >= '0' && *c <= '9' && pid <= (max_pid - 9) / 10;
+                if (numeric) {
+                    pid = pid * 10 + (*c - '0');
+                }
             }
             if (!numeric || count == max_procs) {
                 continue;
