@@ -595,6 +595,7 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
             auto first = co_await tc.submit(std::move(one));
             ASSERT_TRUE(first);
             ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 30s));
+            co_await master_settled();
             EXPECT_EQ(master_stats_.shard_listings, 1U);  // the first listing, no more
             const auto log_reads = master_stats_.shard_log_reads;
             const auto from_logs = master_stats_.tasks_from_logs;
@@ -722,6 +723,7 @@ TEST_F(RolesCluster, APendingNodeNobodyLoggedIsFoundByTheSweep) {
             auto first = co_await tc.submit(std::move(one));
             ASSERT_TRUE(first);
             ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 30s));
+            co_await master_listed();
             const auto listings = master_stats_.shard_listings;
 
             task_id_generator gen;
@@ -790,6 +792,7 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
                 ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s));
             }
             ASSERT_EQ(tc.direct_placed(), 1U);
+            co_await master_settled();
             const auto assigned = master_stats_.assigned;
             const auto master_reads = sessions_[master_session]->counters().reads;
 

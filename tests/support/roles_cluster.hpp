@@ -95,6 +95,7 @@ protected:
     /// Elects a master on a session of its own and runs it; its member info.
     boost::asio::awaitable<protocol::member_info> start_master(roles::master_options opts = {}) {
         auto* zk = co_await session();
+        master_zk_ = zk;
         auto me = member("master", 0);
         me.max_pending = protocol::published_bound(opts.max_pending);  // as zkd run's node does
         me.direct = opts.direct_placement;
@@ -151,6 +152,42 @@ protected:
         co_await t.async_wait(boost::asio::use_awaitable);
     }
 
+    /// Waits (up to 30 s) until the master has listed every pending shard once. A test
+    /// counting the master's listings counts only its own then, also on a loaded machine
+    /// where a task may be placed directly and finish before the start-up listing does.
+    boost::asio::awaitable<void> master_listed() {
+        using namespace std::chrono_literals;
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        while (master_stats_.shard_listings < layout_.pending_shards) {
+            if (std::chrono::steady_clock::now() > until) {
+                throw std::runtime_error("the master did not list its pending shards in 30 s");
+            }
+            co_await settle(20ms);
+        }
+    }
+
+    /// Waits (up to 30 s) until the master has listed every pending shard and then read
+    /// nothing for 300 ms: its start-up reads (shards, delayed shards, workers) are over, so
+    /// a test counting the master's reads counts only its own. Not for a master that sweeps
+    /// often (its sweeps read).
+    boost::asio::awaitable<void> master_settled() {
+        using namespace std::chrono_literals;
+        co_await master_listed();
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        auto reads = master_zk_->counters().reads;
+        for (;;) {
+            co_await settle(300ms);
+            const auto now = master_zk_->counters().reads;
+            if (now == reads) {
+                co_return;
+            }
+            if (std::chrono::steady_clock::now() > until) {
+                throw std::runtime_error("the master kept reading for 30 s");
+            }
+            reads = now;
+        }
+    }
+
     /// Waits (up to 30 s) until `n` workers have joined as a client sees them (support/
     /// workers_joined.hpp). start_worker() returns before that; a test whose counts depend on
     /// which tasks went to workers directly waits for this before its first submit.
@@ -168,6 +205,7 @@ protected:
     std::vector<std::unique_ptr<zkco::client>> sessions_;
     protocol::layout layout_;
     roles::master_stats master_stats_;
+    zkco::client* master_zk_ = nullptr;  ///< the session of the master start_master() ran
     std::map<std::string, roles::worker_stats> worker_stats_;
 };
 
