@@ -49,14 +49,14 @@ std::string to_utf8(std::string_view s) {
 }
 
 /// One task object of the body; `where` names it in messages ("task 3: ").
-api_result<roles::task_request> parse_task(const json::value& v, const std::string& where) {
+api_result<protocol::task_spec> parse_task(const json::value& v, const std::string& where) {
     constexpr std::int64_t int_min = std::numeric_limits<int>::min();
     constexpr std::int64_t int_max = std::numeric_limits<int>::max();
     if (!v.is_object()) {
         return bad("invalid_task", where + "a task is a JSON object");
     }
     const auto& o = v.get_object();
-    roles::task_request t;
+    protocol::task_spec t;
     bool has_type = false;
     for (const auto& [key, value] : o) {
         const auto number = protocol::as_int64(value);
@@ -100,13 +100,7 @@ api_result<roles::task_request> parse_task(const json::value& v, const std::stri
     }
     // The rules (the type name, ranges, args nesting, numbers JSON can hold): the codec's, the
     // same the client, the master and the worker apply.
-    protocol::task_spec spec;
-    spec.type = t.type;
-    spec.args = t.args;
-    spec.priority = t.priority;
-    spec.timeout = t.timeout;
-    spec.max_attempts = t.max_attempts;
-    if (auto ok = protocol::validate(spec); !ok) {
+    if (auto ok = protocol::validate(t); !ok) {
         return bad("invalid_task", where + ok.error().message);
     }
     return t;

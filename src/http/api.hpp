@@ -131,7 +131,7 @@ boost::system::result<void, std::string> check_token(std::string_view token);
 
 /// What POST /v1/tasks asks for.
 struct submit_request {
-    std::vector<roles::task_request> tasks;
+    std::vector<protocol::task_spec> tasks;
     bool many = false;  ///< the body was an array: the answer lists ids
 };
 

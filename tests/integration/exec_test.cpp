@@ -520,7 +520,7 @@ TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
             co_await start_worker("w1", 4);
             task_client tc(*zk, layout_);
             const json::value args = json::parse(R"({"x":[1,"two"]})");
-            std::vector<task_request> reqs{{"cat", args}, {"bad", 1}, {"slow", 1}, {"slow", 2}};
+            std::vector<task_spec> reqs{{"cat", args}, {"bad", 1}, {"slow", 1}, {"slow", 2}};
             reqs[2].timeout = 300ms;
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
@@ -549,7 +549,7 @@ TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
             EXPECT_FALSE(alive(pid_of(to_cancel)));
 
             // A bundle of exec tasks: one program per task, one result.
-            std::vector<task_request> bundled{{"cat", 1}, {"cat", 2}, {"bad", 3}, {"cat", 4}};
+            std::vector<task_spec> bundled{{"cat", 1}, {"cat", 2}, {"bad", 3}, {"cat", 4}};
             submit_options so;
             so.bundle = 4;
             auto bids = co_await tc.submit(std::move(bundled), so);
@@ -594,7 +594,7 @@ TEST_F(ExecCluster, ProgressIsPublishedOnTheAssignmentAtMostOnceASecond) {
             co_await start_master();
             auto w = co_await start_worker("w1", 2);
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs{{"steps", 1}};
+            std::vector<task_spec> reqs{{"steps", 1}};
             const auto started = std::chrono::steady_clock::now();
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
@@ -656,7 +656,7 @@ TEST_F(ExecCluster, ABuiltInHandlersProgressIsPublishedToo) {
             co_await start_master();
             co_await start_worker("w1", 1);
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs{{"reporting", 1}};
+            std::vector<task_spec> reqs{{"reporting", 1}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             task_info info;
@@ -686,7 +686,7 @@ TEST_F(ExecCluster, ArgsAndOutputBiggerThanAPipeBufferThroughZooKeeper) {
             co_await start_worker("w1", 1);
             task_client tc(*zk, layout_);
             const json::value big(std::string(300 * 1024, 'z'));
-            std::vector<task_request> reqs{{"cat", big}};
+            std::vector<task_spec> reqs{{"cat", big}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
@@ -706,7 +706,7 @@ TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrCh
             co_await start_master();
             co_await start_worker("w1", 16);
             task_client tc(*zk, layout_);
-            std::vector<task_request> first{{"quick", 0}};
+            std::vector<task_spec> first{{"quick", 0}};
             auto warm = co_await tc.submit(std::move(first));  // sockets and reactors open now
             ASSERT_TRUE(warm);
             const auto warmed = co_await zkd::zkco::with_timeout(tc.wait(warm->front()), 30s);
@@ -714,7 +714,7 @@ TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrCh
             // The fixture's ZooKeeper server may be a child of ours: compare, not count.
             const auto children_before = children();
             const std::size_t fds_before = open_fds();
-            std::vector<task_request> reqs(200, task_request{"quick", 1});
+            std::vector<task_spec> reqs(200, task_spec{"quick", 1});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             std::size_t ok = 0;
@@ -849,7 +849,7 @@ TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramAndTheTaskCompletesElsewhere) {
             auto l = co_await ensure_layout(*zk, meta_info{});
             ASSERT_TRUE(l);
             task_client tc(*zk, *l);
-            std::vector<task_request> reqs{{"once", json::value("again")}};
+            std::vector<task_spec> reqs{{"once", json::value("again")}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             ZKD_AWAIT_CONDITION(pid_in(pids) > 0, 30s);
@@ -892,7 +892,7 @@ TEST_F(ExecZkd, DrainLetsARunningProgramFinishThenStopsThoseStillRunningAfterThe
             auto l = co_await ensure_layout(*zk, meta_info{});
             ASSERT_TRUE(l);
             task_client tc(*zk, *l);
-            std::vector<task_request> reqs{{"gated", 1}, {"forever", 2}};
+            std::vector<task_spec> reqs{{"gated", 1}, {"forever", 2}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             ZKD_AWAIT_CONDITION(

@@ -28,7 +28,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -70,97 +69,18 @@ task_client::~task_client() {
     *alive_ = false;
 }
 
-namespace {
-
-// What a bundle's node holds beyond its tasks' args (type, priority, ...), generously.
-constexpr std::size_t bundle_overhead = 1024;
-
-bool same_bundle(const task_request& t, const protocol::task_spec& bundle) {
-    return t.type == bundle.type && t.priority == bundle.priority && t.timeout == bundle.timeout &&
-           t.max_attempts == bundle.max_attempts;
-}
-
-}  // namespace
-
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
-    std::vector<task_request> tasks, submit_options opts
+    std::vector<protocol::task_spec> tasks, submit_options opts
 ) {
     co_await asio::this_coro::throw_if_cancelled(false);  // a cancel is answered, not thrown
-    const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, protocol::max_bundle_tasks);
+    const auto count = tasks.size();
     // One per node: its id is drawn once the call is about to send (draw_id), so that all
     // of it lands in the shard of the transaction it will go in.
-    struct node_to_name {
-        int priority = 0;
-        std::int64_t submitted_ms = 0;
-        std::size_t bundle = 0;  // tasks in it; 0: a plain task
-        std::string type;        // a plain task's (direct placement)
-    };
-    std::vector<node_to_name> to_name;
-    std::vector<std::string> data;
-    for (std::size_t i = 0; i < tasks.size();) {
-        auto& t = tasks[i];
-        protocol::task_spec spec;
-        spec.type = std::move(t.type);
-        spec.args = std::move(t.args);
-        spec.priority = t.priority;
-        spec.timeout = t.timeout;
-        spec.max_attempts = t.max_attempts;
-        spec.submitted_ms = protocol::now_ms();
-        spec.client = ids_.client_hex();
-        if (auto ok = validate(spec); !ok) {
-            co_return zkco::error_code(broken_rule(ok.error()));
-        }
-        auto encoded = encode(spec);
-        if (!protocol::task_size_ok(encoded)) {
-            co_return zkco::error_code(client_errc::task_too_large);
-        }
-        // Then the tasks after it that may share its node, while they fit.
-        std::size_t end = i + 1;
-        std::size_t bytes = encoded.size() + bundle_overhead;
-        protocol::task_spec next = spec;  // each task after the first, checked alone
-        while (end < tasks.size() && end - i < most && same_bundle(tasks[end], spec)) {
-            next.args = std::move(tasks[end].args);
-            if (auto ok = validate(next); !ok) {
-                co_return zkco::error_code(broken_rule(ok.error()));
-            }
-            auto size = protocol::to_text(next.args).size() + 1;
-            if (bytes + size > protocol::max_task_bytes) {
-                tasks[end].args = std::move(next.args);  // it starts the next node
-                break;
-            }
-            bytes += size;
-            spec.bundle.push_back(std::move(next.args));
-            ++end;
-        }
-        const node_to_name plain{spec.priority, spec.submitted_ms, 0, {}};
-        if (spec.bundle.empty()) {
-            to_name.push_back(plain);
-            to_name.back().type = spec.type;
-            data.push_back(std::move(encoded));
-        } else {
-            spec.bundle.insert(spec.bundle.begin(), std::move(spec.args));
-            spec.args = nullptr;
-            if (!validate(spec)) {
-                // Args nested too deep for a bundle (its tasks' args sit a level deeper than
-                // a task's): each task goes alone.
-                auto members = std::move(spec.bundle);
-                spec.bundle.clear();
-                for (auto& member : members) {
-                    spec.args = std::move(member);
-                    to_name.push_back(plain);
-                    data.push_back(encode(spec));
-                }
-                i = end;
-                continue;
-            }
-            to_name.push_back({spec.priority, spec.submitted_ms, spec.bundle.size(), {}});
-            data.push_back(encode(spec));
-            if (!protocol::task_size_ok(data.back())) {
-                co_return zkco::error_code(client_errc::task_too_large);
-            }
-        }
-        i = end;
+    auto packed = pack_tasks(std::move(tasks), opts.bundle, ids_.client_hex(), protocol::now_ms());
+    if (!packed) {
+        co_return zkco::error_code(packed.error());
     }
+    auto& to_name = *packed;
     // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent.
     auto admitted = co_await check_queue(to_name.size());
     if (!admitted) {
@@ -188,8 +108,10 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     // are for the transaction they go in.
     std::vector<std::string> ids;    // what the caller gets: one per task
     std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
-    ids.reserve(tasks.size());
+    std::vector<std::string> data;   // one per node
+    ids.reserve(count);
     nodes.reserve(to_name.size());
+    data.reserve(to_name.size());
     // Plain tasks go to a worker directly while the placer finds one with room (§6 T1
     // "Direct placement"), the others to pending.
     struct direct_node {
@@ -199,22 +121,26 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     };
     std::vector<direct_node> direct;
     const auto placed_ms = protocol::now_ms();
-    for (const auto& n : to_name) {
+    for (auto& n : to_name) {
         std::optional<direct_placer::target> to;
         if (direct_on_ && n.bundle == 0) {
             // The transaction it goes in, as draw_id counts: its worker is tried first.
             to = direct_.place(n.type, ids_.client() + batcher_.counters().transactions);
         }
-        if (to) {
+        // A direct placement's assignment: assigned_ms and worker, no attempt or epoch (§4).
+        // Our own encode() wrote the task, so the stamp does not fail; if it did, the task
+        // would go to pending (and the worker's budget come back with the next read).
+        auto with = to ? protocol::stamp(n.data, protocol::assignment{0, 0, placed_ms, to->worker})
+                       : protocol::codec_result<std::string>(protocol::decode_error{});
+        if (with) {
             // No shard to fall in: the id as it comes.
             nodes.push_back(ids_.next(n.priority, n.submitted_ms));
             direct_.placed(nodes.back(), to->worker);
-            const auto i = nodes.size() - 1;
-            auto with = protocol::direct_assignment(data[i], to->worker, placed_ms);
-            direct.push_back({i, std::move(*to), std::move(with)});
+            direct.push_back({nodes.size() - 1, std::move(*to), std::move(*with)});
         } else {
             nodes.push_back(draw_id(n.priority, n.submitted_ms, n.bundle));
         }
+        data.push_back(std::move(n.data));
         if (n.bundle == 0) {
             ids.push_back(nodes.back());
         }

@@ -23,15 +23,6 @@
 
 namespace zkd::roles {
 
-/// One task to submit.
-struct task_request {
-    std::string type;
-    boost::json::value args;
-    int priority = 5;
-    std::chrono::milliseconds timeout{0};
-    int max_attempts = 3;
-};
-
 /// How submit() stores tasks.
 struct submit_options {
     /// Most tasks per bundle (docs/protocol.md §4.1): consecutive tasks of one call with the
@@ -61,14 +52,16 @@ public:
     task_client& operator=(const task_client&) = delete;
 
     /// Submits the tasks and yields their ids, in order (a bundled task's id is
-    /// `<bundle id>.<index>`). Validated first: nothing is sent if one is invalid
-    /// (client_errc), nor when its nodes would take the pending count past the master's
-    /// bound (queue_full; the count and bound are read at most a second before, docs/
-    /// protocol.md §7). A retry after a lost connection is idempotent. Cancelled (terminal)
-    /// before every node was answered: operation_aborted, the outcome unknown (the creates
-    /// already sent may still apply), never success.
+    /// `<bundle id>.<index>`). Each task is as its submitter means it (type, args, priority,
+    /// timeout, max_attempts; its `bundle` empty: bundles are submit_options::bundle's to
+    /// make); the client fills `submitted_ms` and `client`. Validated first: nothing is sent
+    /// if one is invalid (client_errc), nor when its nodes would take the pending count past
+    /// the master's bound (queue_full; the count and bound are read at most a second before,
+    /// docs/protocol.md §7). A retry after a lost connection is idempotent. Cancelled
+    /// (terminal) before every node was answered: operation_aborted, the outcome unknown (the
+    /// creates already sent may still apply), never success.
     boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit(
-        std::vector<task_request> tasks, submit_options opts = {}
+        std::vector<protocol::task_spec> tasks, submit_options opts = {}
     );
 
     /// Waits (by watch, never polling) until the task's result exists, reads it and consumes

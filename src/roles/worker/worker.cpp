@@ -323,30 +323,31 @@ private:
     asio::awaitable<protocol::task_result> execute(
         const std::string& tid, const zkco::node& node, const std::shared_ptr<running_task>& t
     ) {
-        auto spec = protocol::decode_task(node.data);
         const std::int64_t started = protocol::now_ms();
-        if (!protocol::is_valid_task_id(tid)) {
-            // Written by a stranger (§8): its name must never reach a handler or a program
-            // (ZKD_TASK_ID), whatever the node holds.
-            spec = protocol::decode_error{"its name is not a task id"};
-        } else if (spec && spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id
-                                                                                 // gives the size
-            spec = protocol::decode_error{
-                "the node holds a bundle of " + std::to_string(spec->bundle.size()) +
-                " tasks where its id says " + std::to_string(protocol::bundle_size(tid))};
+        // Written by a stranger (§8): its name must never reach a handler or a program
+        // (ZKD_TASK_ID), whatever the node holds. §4.1: the id gives a bundle's size.
+        protocol::codec_result<protocol::task_node> node_read =
+            protocol::decode_error{"its name is not a task id"};
+        if (protocol::is_valid_task_id(tid)) {
+            node_read = protocol::decode_task_node(tid, node.data);
         }
-        if (!spec) {
-            spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
-            auto r = failure(protocol::codes::malformed_task, spec.error().message);
+        auto assigned = node_read ? protocol::stamp(node.data, node_read->assigned)
+                                  : protocol::codec_result<std::string>(node_read.error());
+        if (!assigned) {
+            const auto& why = assigned.error().message;
+            spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, why);
+            auto r = failure(protocol::codes::malformed_task, why);
             r.started_ms = started;
             co_return r;
         }
+        const protocol::task_spec* spec = &node_read->task;
         // Tasks still running after a moment get their running mark (T3).
         t->mark.expires_after(opts_.running_mark_after);
         t->zk = &zk_;
         t->worker = me_.id;
         t->tid = tid;
-        t->marked = *spec;
+        t->assigned = std::move(*assigned);
+        t->run = node_read->run;
         t->version = node.stat.version;
         t->mark.async_wait([this, t](zkco::error_code ec) {
             if (ec || t->done || state_.stopping()) {
@@ -365,7 +366,7 @@ private:
         t->done = true;
         t->mark.cancel();
         t->progress_timer.cancel();
-        r.attempt = spec->attempt;
+        r.attempt = node_read->assigned.attempt;
         r.started_ms = started;
         co_return r;
     }

@@ -244,8 +244,9 @@ TEST(CrackPlan, APartitionTaskIsAValidPendingNode) {
     const auto* create = std::get_if<zkd::zkco::op::create>(&*op);
     ASSERT_NE(create, nullptr);
     EXPECT_EQ(create->path, l.pending_task(tid));
-    const auto task = zkd::protocol::decode_task(create->data);
-    ASSERT_TRUE(task) << task.error().message;
+    const auto node = zkd::protocol::decode_task_node(create->data);
+    ASSERT_TRUE(node) << node.error().message;
+    const auto* task = &node->task;
     EXPECT_EQ(task->type, md5_crack_type);
     EXPECT_EQ(task->args, partition_args(p, {0, 6}));
     EXPECT_EQ(task->priority, spec.priority);
