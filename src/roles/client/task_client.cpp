@@ -18,6 +18,7 @@
 #include "roles/client/submit_fsm.hpp"
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/foreign.hpp"
+#include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
@@ -58,11 +59,12 @@ multi_batcher::limits client_batch_limits() {
 task_client::task_client(zkco::client& zk, protocol::layout l)
     : zk_(zk),
       l_(l),
-      batcher_(zk, client_batch_limits()),
+      batcher_(std::make_unique<multi_batcher>(zk, client_batch_limits())),
       consumed_(zk.get_executor(), asio::steady_timer::time_point::max()),
+      direct_(std::make_unique<direct_placer>()),
       queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()),
       inbox_(std::make_shared<inbox>()) {
-    batcher_.enable_change_logs();  // T1's creates go in their shards' change logs (§6)
+    batcher_->enable_change_logs();  // T1's creates go in their shards' change logs (§6)
 }
 
 task_client::~task_client() {
@@ -99,7 +101,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     if (!receipts_ && zk_.session()) {
         // One name per session and client: the session's id makes it unique (T1).
         receipts_ = true;
-        batcher_.enable_receipts(
+        batcher_->enable_receipts(
             protocol::layout::receipts_dir(),
             protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex())
         );
@@ -125,7 +127,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         std::optional<direct_placer::target> to;
         if (direct_on_ && n.bundle == 0) {
             // The transaction it goes in, as draw_id counts: its worker is tried first.
-            to = direct_.place(n.type, ids_.client() + batcher_.counters().transactions);
+            to = direct_->place(n.type, ids_.client() + batcher_->counters().transactions);
         }
         // A direct placement's assignment: assigned_ms and worker, no attempt or epoch (§4).
         // Our own encode() wrote the task, so the stamp does not fail; if it did, the task
@@ -135,7 +137,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         if (with) {
             // No shard to fall in: the id as it comes.
             nodes.push_back(ids_.next(n.priority, n.submitted_ms));
-            direct_.placed(nodes.back(), to->worker);
+            direct_->placed(nodes.back(), to->worker);
             direct.push_back({nodes.size() - 1, std::move(*to), std::move(*with)});
         } else {
             nodes.push_back(draw_id(n.priority, n.submitted_ms, n.bundle));
@@ -159,7 +161,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     };
     auto st = std::make_shared<state>(
         zk_.get_executor(),
-        submit_fsm(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled())
+        submit_fsm(l_, std::move(nodes), std::move(data), batcher_->receipts_enabled())
     );
     st->errors.resize(st->plan.size());
     own_unconsumed_ += st->plan.size();
@@ -169,7 +171,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     auto send = std::make_shared<std::function<void(std::size_t)>>();
     *send = [this, st, alive = alive_, weak_send = std::weak_ptr(send)](std::size_t i) {
         auto ops = to_zkco(st->plan.ops(i));
-        batcher_.async_submit_decided(
+        batcher_->async_submit_decided(
             std::move(ops),
             [this, st, alive, weak_send, i](zkco::error_code ec, auto per_op) {
                 // operation_aborted: the batcher (and maybe this client) is gone: not lost.
@@ -183,7 +185,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                     if (st->plan.direct_worker(i).empty()) {
                         // Redirected to pending (the worker changed or left): the slot it
                         // took is free.
-                        direct_.settled(st->plan.tid(i));
+                        direct_->settled(st->plan.tid(i));
                     } else if (!ec) {
                         ++direct_placed_;
                     }
@@ -240,7 +242,7 @@ std::string task_client::draw_id(int priority, std::int64_t submitted_ms, std::s
     // backlog. Counter values are skipped until an id falls in the shard (16 tries on
     // average with 16 shards); an id that does not after a few tries goes where it falls.
     const auto shards = std::max<std::uint32_t>(l_.pending_shards, 1);
-    const auto txn = batcher_.counters().transactions;
+    const auto txn = batcher_->counters().transactions;
     if (txn != drawn_for_txn_) {
         drawn_for_txn_ = txn;
         drawn_ = 0;
@@ -329,7 +331,7 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
             if (workers && **workers && master_says_direct_) {
                 co_await read_workers(std::move((**workers)->names));
             } else {
-                direct_.read({});  // no view: nothing goes directly
+                direct_->read({});  // no view: nothing goes directly
             }
             co_return ec;
         }
@@ -354,7 +356,7 @@ asio::awaitable<void> task_client::read_workers(std::vector<std::string> names) 
         dirs.push_back(batch.exists(protocol::layout::assign_dir(name)));
     }
     if (!co_await batch.wait()) {
-        direct_.read({});
+        direct_->read({});
         co_return;
     }
     std::vector<worker_seen> seen;
@@ -372,7 +374,7 @@ asio::awaitable<void> task_client::read_workers(std::vector<std::string> names) 
             {names[k], (*nodes[k])->stat.version, std::move(*info), (**dirs[k])->num_children}
         );
     }
-    direct_.read(std::move(seen), master_suspects_);
+    direct_->read(std::move(seen), master_suspects_);
 }
 
 /// The waits of one client on tasks of one bundle: the first reads and consumes for all

@@ -6,8 +6,6 @@
 #include "protocol/queue_bound.hpp"
 #include "protocol/task.hpp"
 #include "roles/client/error.hpp"
-#include "roles/client/submit_fsm.hpp"
-#include "roles/txn/batcher.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -23,6 +21,9 @@
 
 namespace zkd::roles {
 
+class multi_batcher;  // roles/txn/batcher.hpp: the client's transactions
+class direct_placer;  // roles/client/submit_fsm.hpp: where a task goes directly
+
 /// How submit() stores tasks.
 struct submit_options {
     /// Most tasks per bundle (docs/protocol.md §4.1): consecutive tasks of one call with the
@@ -32,6 +33,41 @@ struct submit_options {
     /// bundle, a retry retries it. Fewer ZooKeeper requests per task, so far more tasks per second.
     /// 1 (the default): every task its own node.
     std::size_t bundle = 1;
+};
+
+/// Tasks and the caller's own ZooKeeper ops in one transaction (docs/protocol.md §6 T1), for
+/// an application whose tasks must appear together with nodes of its own, or not at all
+/// (zkd-crack creates a job node and its partitions' tasks so). The caller draws the tasks'
+/// ids (protocol::task_id_generator::next) and sends ops() with zkco::client::multi,
+/// retrying as it sees fit: the caller's ops in the order added, then one pending create per
+/// task in the order added, then the change logs of the shards they go in (§6 "Change
+/// logs": what the master follows them by). Unlike task_client::submit(): no bundles, no
+/// direct placement, no check of the bound on pending tasks, no receipt.
+class task_transaction {
+public:
+    /// Each task gets `client` (the submitting client's id, 8 hex digits) and `now_ms` as
+    /// its `client` and `submitted_ms`.
+    task_transaction(protocol::layout l, std::string client, std::int64_t now_ms);
+
+    /// One of the caller's ops.
+    void add(zkco::multi_op op) { own_.push_back(std::move(op)); }
+    /// The caller's op `i` (in the order added), to fill in once the tasks are known.
+    [[nodiscard]] zkco::multi_op& own(std::size_t i) { return own_.at(i); }
+    /// The task `task` under the id `tid`, checked as submit() checks one: an error
+    /// (client_errc, task_too_large included) adds nothing.
+    zkco::result<void> add_task(const std::string& tid, protocol::task_spec task);
+
+    [[nodiscard]] std::size_t own_count() const noexcept { return own_.size(); }
+    [[nodiscard]] std::size_t task_count() const noexcept { return tasks_.size(); }
+    /// The transaction: the caller's ops, the tasks' creates, the change logs.
+    [[nodiscard]] std::vector<zkco::multi_op> ops() const;
+
+private:
+    protocol::layout l_;
+    std::string client_;
+    std::int64_t now_ms_;
+    std::vector<zkco::multi_op> own_;
+    std::vector<zkco::multi_op> tasks_;
 };
 
 /// A task's state as a client sees it (docs/protocol.md §6), with the worker holding it.
@@ -186,7 +222,7 @@ private:
     zkco::client& zk_;
     protocol::layout l_;
     protocol::task_id_generator ids_;
-    multi_batcher batcher_;
+    std::unique_ptr<multi_batcher> batcher_;
     /// draw_id: the batcher's transaction count the last id was drawn for, and how many
     /// nodes were drawn for it; every shard_run of them go in the next shard.
     std::uint64_t drawn_for_txn_ = 0;
@@ -205,7 +241,7 @@ private:
     bool direct_on_ = true;                     ///< place_directly()
     bool master_says_direct_ = true;            ///< /master's "direct", as last read
     std::vector<std::string> master_suspects_;  ///< /master's "suspects", as last read
-    direct_placer direct_;                      ///< the workers as last read, for direct placement
+    std::unique_ptr<direct_placer> direct_;     ///< the workers as last read, for direct placement
     std::uint64_t direct_placed_ = 0;           ///< direct_placed()
     /// Most workers read for direct placement at a time (read_workers, worker_window), and
     /// where the next read's window starts.
