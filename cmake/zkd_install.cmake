@@ -50,7 +50,7 @@ function(zkd_collect_exported target)
     endforeach()
     set(zkd_exported ${zkd_exported} PARENT_SCOPE)
 endfunction()
-foreach(library IN ITEMS zkd_zkco zkd_reactor zkd_protocol zkd_handlers zkd_roles zkd_http)
+foreach(library IN ITEMS zkd_zkco zkd_reactor zkd_protocol zkd_workflow zkd_handlers zkd_roles zkd_http)
     zkd_collect_exported(${library})
 endforeach()
 foreach(target IN LISTS zkd_exported)
@@ -67,7 +67,7 @@ install(TARGETS ${zkd_exported} EXPORT zkdTargets
 # Headers by directory: files added to these directories are installed without a list to
 # keep; a detail/ folder is private to its room and not installed. They include each other
 # as "roles/node.hpp", so include/zkd is the include path.
-foreach(dir IN ITEMS zkco reactor protocol handlers roles http)
+foreach(dir IN ITEMS zkco reactor protocol workflow handlers roles http)
     install(DIRECTORY "${PROJECT_SOURCE_DIR}/src/${dir}" DESTINATION "${ZKD_INSTALL_INCLUDEDIR}"
             COMPONENT dev FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 endforeach()
@@ -81,3 +81,35 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/zkdConfigVersion.cmake"
 install(FILES "${PROJECT_BINARY_DIR}/zkdConfig.cmake" "${PROJECT_BINARY_DIR}/zkdConfigVersion.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/FindZooKeeper.cmake"
         DESTINATION "${ZKD_INSTALL_CMAKEDIR}" COMPONENT dev)
+
+# The Python module (python/zkd, docs/python.md), with the programs (component `runtime`, so
+# in the .deb too), where the system's python3 finds it without PYTHONPATH: Debian's python3
+# reads lib/python3/dist-packages under /usr (packages) and lib/python3.X/dist-packages under
+# /usr/local (X: its minor version). So the prefix /usr gets lib/python3/dist-packages, any
+# other prefix lib/python3.X/dist-packages (of the python3 found here), unless
+# ZKD_INSTALL_PYTHONDIR says where (relative to the prefix). The prefix is known only at
+# install time (`cmake --install --prefix P`, CPack's /usr): decided there.
+find_program(ZKD_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT ZKD_PYTHON3)
+    find_program(ZKD_PYTHON3 NAMES python3)
+endif()
+set(zkd_python_version "")
+if(ZKD_PYTHON3)
+    execute_process(COMMAND "${ZKD_PYTHON3}" -c "import sys; print('%d.%d' % sys.version_info[:2])"
+        OUTPUT_VARIABLE zkd_python_version OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+endif()
+set(ZKD_INSTALL_PYTHONDIR "" CACHE STRING
+    "Where the Python module zkd goes, relative to the install prefix (default: lib/python3/dist-packages for /usr, else lib/python3.X/dist-packages)")
+install(CODE "
+    set(zkd_pydir \"${ZKD_INSTALL_PYTHONDIR}\")
+    if(zkd_pydir STREQUAL \"\")
+        if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\" OR \"${zkd_python_version}\" STREQUAL \"\")
+            set(zkd_pydir lib/python3/dist-packages)
+        else()
+            set(zkd_pydir lib/python${zkd_python_version}/dist-packages)
+        endif()
+    endif()
+    file(INSTALL \"${PROJECT_SOURCE_DIR}/python/zkd\"
+         DESTINATION \"\${CMAKE_INSTALL_PREFIX}/\${zkd_pydir}\"
+         FILES_MATCHING PATTERN \"*.py\" PATTERN \"__pycache__\" EXCLUDE)
+" COMPONENT runtime)

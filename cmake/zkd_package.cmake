@@ -83,12 +83,14 @@ arguments, or an operator's own program), the master assigns them, workers compu
 publish the results.
 
 This package holds zkd, with a systemd unit running `zkd run` as the user zkd (configured in
-/etc/zkd/zkd.conf), zkd-loadgen, zkd-zk-local and zkd-chaos.")
+/etc/zkd/zkd.conf), zkd-loadgen, zkd-zk-local, zkd-chaos, and the Python module zkd
+(a client of the HTTP API, and the program side of exec serve mode).")
 # Library dependencies from dpkg-shlibdeps; systemd-sysusers for the zkd user (postinst).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd | systemd-standalone-sysusers")
-# zkd-zk-local and zkd-chaos start a local ZooKeeper (a Java program).
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "zookeeper, default-jre-headless")
+# zkd-zk-local and zkd-chaos start a local ZooKeeper (a Java program); the Python module
+# (python3 -c "import zkd") needs python3.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "zookeeper, default-jre-headless, python3")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     "${zkd_packaging}/deb/conffiles" "${zkd_packaging}/deb/postinst"
     "${zkd_packaging}/deb/prerm" "${zkd_packaging}/deb/postrm")

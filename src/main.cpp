@@ -24,6 +24,7 @@ commands:
   cancel    cancel a task
   tasks     list pending and running tasks, with worker and age
   cluster   show the master, the workers with their load, the queue and throughput
+  workflow  run a DAG of tasks (run, status, cancel, list): chains, groups, map, fan-in
   crack     find an MD5 preimage with the whole cluster (word list or brute force)
   purge     delete results nobody consumed (--results [--older-than DUR])
   drop-namespace delete the namespace and all in it (--yes; refused while members live)
@@ -65,11 +66,12 @@ int main(int argc, char** argv) {
     spdlog::cfg::load_env_levels();
     const std::string cmd = argc > 1 ? argv[1] : "";
     const std::map<std::string, int (*)(int, char**)> commands{
-        {"run", zkd::cli::cmd_run},         {"submit", zkd::cli::cmd_submit},
-        {"wait", zkd::cli::cmd_wait},       {"status", zkd::cli::cmd_status},
-        {"cancel", zkd::cli::cmd_cancel},   {"tasks", zkd::cli::cmd_tasks},
-        {"cluster", zkd::cli::cmd_cluster}, {"crack", zkd::cli::cmd_crack},
-        {"purge", zkd::cli::cmd_purge},     {"drop-namespace", zkd::cli::cmd_drop_namespace},
+        {"run", zkd::cli::cmd_run},           {"submit", zkd::cli::cmd_submit},
+        {"wait", zkd::cli::cmd_wait},         {"status", zkd::cli::cmd_status},
+        {"cancel", zkd::cli::cmd_cancel},     {"tasks", zkd::cli::cmd_tasks},
+        {"cluster", zkd::cli::cmd_cluster},   {"crack", zkd::cli::cmd_crack},
+        {"purge", zkd::cli::cmd_purge},       {"drop-namespace", zkd::cli::cmd_drop_namespace},
+        {"workflow", zkd::cli::cmd_workflow},
     };
     if (wants_version(argc, argv)) {
         std::printf("zkd %s\n", ZKD_VERSION);

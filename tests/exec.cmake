@@ -5,3 +5,10 @@ zkd_integration_test(exec integration/exec_test.cpp)
 target_compile_definitions(exec_test PRIVATE ZKD_BINARY="$<TARGET_FILE:zkd>")
 add_dependencies(exec_test zkd)
 target_compile_definitions(exec_test PRIVATE ZKD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+# Served exec types (docs/exec.md "Serve mode"): real `zkd run` processes and a real served
+# program (tests/programs/served.py).
+zkd_integration_test(serve integration/serve_test.cpp)
+target_compile_definitions(serve_test PRIVATE ZKD_BINARY="$<TARGET_FILE:zkd>")
+add_dependencies(serve_test zkd)
+target_compile_definitions(serve_test PRIVATE ZKD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -37,6 +37,17 @@ done
 for f in etc lib/systemd usr; do
     [ ! -e "$prefix/$f" ] || fail "$f installed by a plain cmake --install"
 done
+# The Python module, where python3 looks under a prefix other than /usr
+# (lib/python3.X/dist-packages; /usr/local/lib/python3.X/dist-packages is on Debian's path).
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pydir=$prefix/lib/python$pyver/dist-packages
+for f in __init__.py client.py errors.py serve.py; do
+    [ -f "$pydir/zkd/$f" ] || fail "python/zkd/$f not installed in $pydir"
+done
+found=$(cd / && PYTHONPATH="$pydir" "$py" -c 'import zkd; print(zkd.__file__)') || fail "python3 cannot import the installed zkd"
+[ "$found" = "$pydir/zkd/__init__.py" ] || fail "python3 imported zkd from $found, not $pydir"
 [ "$("$prefix/bin/zkd" --version)" = "zkd $version" ] || fail "zkd --version says '$("$prefix/bin/zkd" --version)', not 'zkd $version'"
 
 step "configure and build examples/ against $prefix only"

@@ -55,6 +55,7 @@ for dep in libc6 libstdc++6 libzookeeper-st2 libssl3 libboost-json1.81.0 libspdl
     grep -qF "$dep" <<<"$depends" || fail "Depends lacks $dep"
 done
 grep -qF zookeeper <<<"$(field Suggests)" || fail "Suggests lacks zookeeper"
+grep -qF python3 <<<"$(field Suggests)" || fail "Suggests lacks python3"
 info=$(dpkg-deb -I "$deb")
 for f in postinst prerm postrm conffiles md5sums; do
     grep -qE "^ +[0-9]+ bytes, +[0-9]+ lines +\*? *$f( |$)" <<<"$info" || fail "no $f in the control archive: $info"
@@ -67,7 +68,9 @@ for f in ./usr/bin/zkd ./usr/bin/zkd-loadgen ./usr/bin/zkd-zk-local ./usr/bin/zk
          ./usr/share/man/man1/zkd.1.gz ./usr/share/man/man1/zkd-loadgen.1.gz \
          ./lib/systemd/system/zkd.service ./etc/zkd/zkd.conf ./usr/lib/sysusers.d/zkd.conf \
          ./usr/share/doc/zkd/copyright ./usr/share/doc/zkd/docs/protocol.md \
-         ./usr/share/doc/zkd/docs/exec.md; do
+         ./usr/share/doc/zkd/docs/exec.md ./usr/share/doc/zkd/docs/python.md \
+         ./usr/lib/python3/dist-packages/zkd/__init__.py ./usr/lib/python3/dist-packages/zkd/client.py \
+         ./usr/lib/python3/dist-packages/zkd/serve.py; do
     grep -qE " $f\$" <<<"$contents" || fail "$f not in the package"
 done
 ! grep -qE '\.a$|/include/|/cmake/' <<<"$contents" || fail "development files in the package"
@@ -86,6 +89,10 @@ grep -qE '^zkd:x:[0-9]+:[0-9]+:[^:]*:/var/lib/zkd:/usr/sbin/nologin$' "$root/etc
 grep -q '^zkd:x:' "$root/etc/group" || fail "no zkd group"
 ! grep -q '^zkd:' /etc/passwd || echo "(this machine has a zkd user of its own)"
 [ "$("$root/usr/bin/zkd" --version)" = "zkd $version" ] || fail "the installed zkd says $("$root/usr/bin/zkd" --version)"
+# The Python module, where Debian's python3 looks (/usr/lib/python3/dist-packages).
+found=$(cd / && PYTHONPATH="$root/usr/lib/python3/dist-packages" /usr/bin/python3 -c 'import zkd; print(zkd.__file__)') || fail "python3 cannot import zkd from the package"
+[ "$found" = "$root/usr/lib/python3/dist-packages/zkd/__init__.py" ] || fail "zkd imported from $found"
+! grep -q '__pycache__\|\.pyc$' <<<"$contents" || fail "compiled Python in the package"
 zcat "$root/usr/share/man/man1/zkd.1.gz" | grep -q -e '--grace' || fail "the man page lacks zkd run's options"
 
 step "the unit (systemd-analyze verify)"

@@ -19,12 +19,16 @@ rules=(
     "src/reactor/: reactor/"
     "src/protocol/: protocol/"
     "src/handlers/: handlers/ protocol/"
+    # Workflows' pure parts (spec, ids, documents, workflow_fsm): the wire format only.
+    "src/workflow/: workflow/ protocol/"
     "src/roles/txn/: roles/txn/ protocol/ zkco/"
     "src/roles/cluster/: roles/cluster/ protocol/ zkco/ reactor/"
     "src/roles/worker/: roles/worker/ roles/cluster/ roles/txn/ handlers/ protocol/ zkco/ reactor/"
     "src/roles/client/: roles/client/ roles/cluster/ roles/txn/ protocol/ zkco/ reactor/"
     "src/roles/master/: roles/master/ roles/cluster/ roles/txn/ protocol/ zkco/ reactor/"
-    "src/roles/: roles/ handlers/ protocol/ zkco/ reactor/"
+    # The workflow engine, beside the master: workflow_fsm's shell.
+    "src/roles/workflow/: roles/workflow/ roles/txn/ workflow/ protocol/ zkco/ reactor/"
+    "src/roles/: roles/ handlers/ workflow/ protocol/ zkco/ reactor/"
     "src/http/: http/ roles/client/ roles/cluster/ roles/stats.hpp handlers/registry.hpp protocol/ zkco/ reactor/"
     # Applications use the client API (crack's job and its tasks in one transaction too:
     # roles::task_transaction).

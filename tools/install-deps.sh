@@ -14,7 +14,7 @@ packages=(
     zookeeper default-jre-headless
     clang-tidy clang-format
     clang libclang-rt-14-dev
-    curl procps python3 python3-prometheus-client prometheus chromium
+    curl procps python3 python3-pytest python3-prometheus-client prometheus chromium
     iproute2
     # tools/package.sh and its test: man pages, dpkg-shlibdeps, systemd-analyze, systemd-sysusers
     help2man dpkg-dev systemd

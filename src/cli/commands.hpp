@@ -15,5 +15,6 @@ int cmd_cluster(int argc, char** argv);
 int cmd_crack(int argc, char** argv);
 int cmd_purge(int argc, char** argv);
 int cmd_drop_namespace(int argc, char** argv);
+int cmd_workflow(int argc, char** argv);
 
 }  // namespace zkd::cli

@@ -10,6 +10,7 @@
 #include "handlers/registry.hpp"
 #include "http/api.hpp"
 #include "http/server.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/placement.hpp"
 #include "reactor/event.hpp"
 #include "reactor/reactor.hpp"
@@ -29,6 +30,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <stop_token>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -85,6 +87,11 @@ command line wins, then the environment, then the file. Durations take a unit: 5
                           task goes through the master, strictly by priority (by default a
                           client sends a plain task straight to a worker with room, at
                           about half the latency; docs/cli.md "Priorities and prefetch")
+  --retry TYPE=N[:BASE[:MAX]]
+                          when worker: a task of TYPE that names no retries of its own is
+                          retried up to N times after a failed or timed-out try, retry k
+                          waiting a random time in [0, min(MAX, BASE*2^(k-1))] (default
+                          BASE 1s, MAX 60 x BASE); repeatable, one TYPE each
   --host NAME             name in member ids (default: the hostname)
   --log-level LEVEL       trace, debug, info (default), warn, error, off
   --log-format FORMAT     text (default) or json (one object per line)
@@ -109,6 +116,11 @@ command line wins, then the environment, then the file. Durations take a unit: 5
                           dir, user, kill-grace) go in the config file as 'exec.NAME.SETTING
                           = VALUE', and 'exec.NAME = PROGRAM [ARG...]' defines one there:
                           see docs/exec.md
+  --serve NAME=PROGRAM [ARG...]
+                          serve task type NAME with long-lived PROGRAM processes, each given
+                          one task at a time as JSON lines on stdin and answering on stdout
+                          (docs/exec.md "Serve mode"); repeatable, as --exec. Settings as for
+                          --exec, plus warm, max-tasks, max-memory, start-timeout
   --config FILE           read options from FILE
   --version               print zkd's version
 )";
@@ -186,7 +198,7 @@ void add_exec_types(const args& a, handlers::registry& reg) {
         file.push_back({key, entry.value, entry.where});
     }
     try {
-        auto types = handlers::exec::configure(file, a.values("--exec"));
+        auto types = handlers::exec::configure(file, a.values("--exec"), a.values("--serve"));
         const auto lookup = [](const std::string& name) -> std::optional<std::string> {
             const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
             return v == nullptr ? std::nullopt : std::optional<std::string>(v);
@@ -196,7 +208,10 @@ void add_exec_types(const args& a, handlers::registry& reg) {
                 throw usage_error("exec type '" + name + "': a built-in task type has that name");
             }
             auto p = handlers::exec::resolve(std::move(c), lookup);
-            spdlog::debug("zkd: exec type {}: {}", name, p.path);
+            spdlog::info(
+                "zkd: exec type {}: {} ({})", name, p.path,
+                p.config.mode == handlers::exec::run_mode::serve ? "served" : "a process per task"
+            );
             handlers::exec::add_exec_type(reg, std::move(p));
         }
     } catch (const std::invalid_argument& e) {
@@ -231,7 +246,9 @@ int cmd_run(int argc, char** argv) {
              {"--http-insecure", false, true},
              {"--http-max-connections"},
              {"--enable-crash-task", false, true},
-             {"--exec", true, false, true}}
+             {"--exec", true, false, true},
+             {"--serve", true, false, true},
+             {"--retry", true, false, true}}
         )
     );
     if (a.has("--help")) {
@@ -264,6 +281,29 @@ int cmd_run(int argc, char** argv) {
     o.master.unstarted_bound = a.duration("--suspect-after", 10s, 0ms, 24h);
     if (o.master.unstarted_bound.count() > 0 && o.master.unstarted_bound < 1s) {
         throw usage_error("--suspect-after wants 0 (never) or at least 1s");
+    }
+    for (const auto& spec : a.values("--retry")) {
+        const auto eq = spec.find('=');
+        const auto type = spec.substr(0, std::min(eq, spec.size()));
+        const auto rest = eq == std::string::npos ? std::string() : spec.substr(eq + 1);
+        const auto colon = rest.find(':');
+        const auto n = rest.substr(0, colon);
+        const bool number =
+            !n.empty() && n.size() <= 3 && n.find_first_not_of("0123456789") == std::string::npos;
+        std::optional<protocol::backoff_policy> p = protocol::backoff_policy{};
+        if (colon != std::string::npos) {
+            p = protocol::parse_backoff(rest.substr(colon + 1));
+        }
+        if (!protocol::is_valid_task_type(type) || !number || !p ||
+            std::stoi(n) > protocol::max_retries_limit) {
+            throw usage_error(
+                "--retry wants TYPE=N[:BASE[:MAX]] (N from 0 to 100, BASE and MAX durations), "
+                "not '" +
+                spec + "'"
+            );
+        }
+        p->retries = std::stoi(n);
+        o.worker.retry_defaults[type] = *p;
     }
     const auto grace = a.duration("--grace", 30s, 0ms, 24h);
     o.host = a.get("--host", "");
@@ -388,12 +428,27 @@ int cmd_run(int argc, char** argv) {
             first_session.cancel();
         }
     };
+    // The registry's services (served exec types' processes) run beside the node and stop
+    // once it has finished: its tasks are drained or stopped by then.
+    std::stop_source services_stop;
+    for (const auto& service : reg.services()) {
+        asio::co_spawn(loop, service(services_stop.get_token()), [](const std::exception_ptr& e) {
+            if (e) {
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& ex) {
+                    spdlog::error("zkd: a service stopped on an error: {}", ex.what());
+                }
+            }
+        });
+    }
     const roles::node_links links{&stats, &drain};
     asio::co_spawn(
         loop, roles::run_node(o, reg, core.pool(), links),
         asio::bind_cancellation_slot(
             stop.slot(),
             [&](const std::exception_ptr& e) {
+                services_stop.request_stop();
                 if (!e && !drain.is_set() && !stopped && rc == exit_ok) {
                     // It gave up by itself (e.g. a namespace it must refuse): it said why.
                     rc = exit_failed;

@@ -3,7 +3,9 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
+#include "protocol/syntax.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
 #include "zkco/deadline.hpp"
@@ -22,7 +24,6 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <set>
 #include <unistd.h>
 
 namespace asio = boost::asio;
@@ -62,6 +63,16 @@ allows) submit fails with exit 6, sending nothing: submit again once tasks have 
   --priority P            0 (lowest) to 9 (highest), default 5
   --task-timeout DUR      the handler's time limit (default none)
   --max-attempts N        runs allowed if workers die (default 3)
+  --delay DUR             start no earlier than DUR from now (the task waits as
+                          'delayed'; with --wait, the wait includes the delay)
+  --at TIME               start no earlier than TIME: RFC 3339 (2026-11-27T08:30:00Z,
+                          ...+01:00) or milliseconds since the epoch
+  --retries N             retry a try that failed or timed out up to N times (0 to 100;
+                          default: the workers' default for TYPE, else 0); bad_args,
+                          unknown_type, malformed_task and cancellation never retry.
+                          Unlike --max-attempts (worker losses), retries follow failures
+  --backoff BASE[:MAX]    retry k waits a random time in [0, min(MAX, BASE*2^(k-1))]
+                          (default 1s:60s; MAX default 60 x BASE)
   --allow-unserved        submit even though no worker serves TYPE now (one that does is
                           about to join)
   --create-namespace      create the namespace if no cluster is there yet (the task waits
@@ -78,8 +89,9 @@ result was already consumed).
 
 constexpr const char* status_help = R"(usage: zkd status ID [options]
 
-Shows where task ID is: pending, assigned or running (with its worker), or finished with its
-result (shown, not consumed). Exits 0 if the task is known, 5 if not.
+Shows where task ID is: delayed (until its due time; a retry with its try and last error),
+pending, assigned or running (with its worker), or finished with its result (shown, not
+consumed). Exits 0 if the task is known, 5 if not.
 
   --json                  print {"id","state","worker","result"} as JSON)";
 
@@ -149,24 +161,12 @@ asio::awaitable<std::optional<std::string>> unserved(zkco::client& zk, std::stri
     if (!workers) {
         co_return std::nullopt;  // the master fails it later if it must; do not block on a view
     }
-    std::set<std::string> served;
-    bool any = false;
-    for (const auto& w : *workers) {
-        if (w.garbage.empty()) {
-            any = true;
-            served.insert(w.types.begin(), w.types.end());
-        }
-    }
-    if (!any || served.contains(type)) {
+    auto no = roles::unserved(*workers, type);
+    if (!no) {
         co_return std::nullopt;
     }
-    std::string list;
-    for (const auto& t : served) {
-        list += (list.empty() ? "" : ", ") + t;
-    }
-    co_return "no worker serves task type '" + type + "' (the " + std::to_string(workers->size()) +
-        " workers serve: " + (list.empty() ? "nothing" : list) +
-        "); nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
+    co_return *no +
+        "; nothing was submitted. Pass --allow-unserved if a worker that serves it is about "
         "to join";
 }
 
@@ -290,6 +290,10 @@ int cmd_submit(int argc, char** argv) {
              {"--priority"},
              {"--task-timeout"},
              {"--max-attempts"},
+             {"--delay"},
+             {"--at"},
+             {"--retries"},
+             {"--backoff"},
              {"--allow-unserved", false, false},
              {"--create-namespace", false, false}}
         )
@@ -320,6 +324,36 @@ int cmd_submit(int argc, char** argv) {
     req.timeout = a.duration("--task-timeout", 0ms, 0ms, 24h);
     req.max_attempts =
         static_cast<int>(a.number("--max-attempts", 3, 1, protocol::max_attempts_limit));
+    roles::submit_options sopts;
+    if (a.has("--delay") && a.has("--at")) {
+        throw usage_error("submit: --delay and --at both say when; give one");
+    }
+    if (a.has("--delay")) {
+        sopts.due_ms = protocol::now_ms() + a.duration("--delay", 0ms, 0ms, 24h * 366 * 10).count();
+    }
+    if (a.has("--at")) {
+        const auto at = protocol::parse_time(a.value("--at").value_or(""));
+        if (!at) {
+            throw usage_error(
+                "submit: --at wants a time: RFC 3339 (2026-11-27T08:30:00Z) or milliseconds "
+                "since the epoch, not '" +
+                a.value("--at").value_or("") + "'"
+            );
+        }
+        sopts.due_ms = *at;
+    }
+    if (a.has("--retries")) {
+        sopts.retries = static_cast<int>(a.number("--retries", 0, 0, protocol::max_retries_limit));
+    }
+    if (a.has("--backoff")) {
+        sopts.backoff = protocol::parse_backoff(a.value("--backoff").value_or(""));
+        if (!sopts.backoff) {
+            throw usage_error(
+                "submit: --backoff wants BASE or BASE:MAX, durations (" +
+                std::string(protocol::duration_forms) + "), BASE > 0, MAX >= BASE, at most 24h"
+            );
+        }
+    }
     const bool wait = a.has("--wait");
     if (a.has("--timeout") && !wait) {
         throw usage_error(
@@ -347,7 +381,7 @@ int cmd_submit(int argc, char** argv) {
             asio::signal_set interrupt(co_await asio::this_coro::executor, SIGINT, SIGTERM);
             roles::task_client tc(zk, l);
             std::vector<protocol::task_spec> one{req};
-            auto ids = co_await tc.submit(std::move(one));
+            auto ids = co_await tc.submit(std::move(one), sopts);
             if (!ids && ids.error() == roles::client_errc::queue_full) {
                 const auto& q = tc.last_queue_check();
                 complain(
@@ -447,6 +481,20 @@ int cmd_status(int argc, char** argv) {
                     "%s %s\n%s\n", id.c_str(), state.c_str(),
                     protocol::encode(*info->result).c_str()
                 );
+            } else if (info->delay) {
+                // Delayed: its due time, and for a retry its try and the last error.
+                std::string line = id + " " + state;
+                if (info->delay->due_ms) {
+                    line += " until " + protocol::format_time(*info->delay->due_ms);
+                }
+                if (info->delay->try_number > 1) {
+                    line += " (try " + std::to_string(info->delay->try_number) + ")";
+                }
+                std::printf("%s\n", printable(line).c_str());
+                if (!info->delay->errors.empty() && info->delay->errors.back().is_object()) {
+                    const auto last = protocol::to_text(info->delay->errors.back().get_object());
+                    std::printf("last error: %s\n", printable(last).c_str());
+                }
             } else if (!info->worker.empty() && info->progress >= 0) {
                 std::printf(
                     "%s %s on %s: %.0f%% %s\n", id.c_str(), state.c_str(),

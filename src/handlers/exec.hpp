@@ -24,6 +24,10 @@ namespace zkd::handlers::exec {
 /// What a program's stdout is: one JSON value, or text (the result is a JSON string).
 enum class output_mode { json, text };
 
+/// How a type runs its program: once per task, or served (started once, given tasks one at
+/// a time over JSON-lines frames, docs/exec.md "Serve mode").
+enum class run_mode { once, serve };
+
 inline constexpr std::size_t default_max_output = std::size_t{256} * 1024;
 /// A result holds at most 512 KiB (docs/protocol.md §5): more output could not be stored.
 inline constexpr std::size_t max_max_output = std::size_t{512} * 1024;
@@ -45,6 +49,12 @@ struct program_config {
     std::string dir;               ///< working directory; empty: zkd's own
     std::string user;              ///< run as this user (zkd must be root); empty: zkd's
     std::chrono::milliseconds kill_grace{5000};  ///< SIGTERM to SIGKILL on stop
+    run_mode mode = run_mode::once;
+    // Served types only:
+    int warm = 0;                ///< processes started at once (the rest on demand)
+    int max_tasks = 0;           ///< a process is replaced after this many tasks; 0: never
+    std::size_t max_memory = 0;  ///< a process over this RSS is replaced between tasks; 0: never
+    std::chrono::milliseconds start_timeout{30'000};  ///< from start to its "ready" frame
 
     friend bool operator==(const program_config&, const program_config&) = default;
 };
@@ -53,8 +63,11 @@ struct program_config {
 /// `sh -c '...'` is how an operator asks for a shell.
 [[nodiscard]] std::vector<std::string> split_argv(std::string_view text);
 
-/// Parses the value of `--exec NAME=PROGRAM [ARG...]`. Throws std::invalid_argument.
-[[nodiscard]] program_config parse_exec_flag(std::string_view value);
+/// Parses the value of `--exec NAME=PROGRAM [ARG...]` (or of `--serve`, when `flag` says so:
+/// the type is then served). Throws std::invalid_argument.
+[[nodiscard]] program_config parse_exec_flag(
+    std::string_view value, std::string_view flag = "--exec"
+);
 
 /// Applies one config file line `exec.NAME = PROGRAM [ARG...]` or `exec.NAME.SETTING =
 /// VALUE` (`key` without the "exec." prefix: "NAME" or "NAME.SETTING"; a known SETTING
@@ -72,17 +85,20 @@ struct file_setting {
 };
 
 /// The exec types of a configuration: the config file's `exec.*` lines, then the `--exec`
-/// flags, whose program replaces the file's for the same type (the file's settings still
-/// apply). Refused: a type given twice by `--exec`, a flag's type name ending in a setting
+/// and `--serve` flags, whose program (and mode) replaces the file's for the same type (the
+/// file's settings still apply). Refused: a type given twice by `--exec` or `--serve`, a flag's
+/// type name ending in a setting
 /// (`x.timeout`), and a file key `exec.A.B` defining a type where A is a type of the same
 /// configuration (`exec.A`, `exec.A.SETTING` or `--exec A=`): B is then an unknown setting
 /// of A, and the message names the nearest one.
 /// Throws std::invalid_argument; a message about a file line begins with its "FILE:LINE: ".
 [[nodiscard]] std::map<std::string, program_config> configure(
-    const std::vector<file_setting>& file, const std::vector<std::string>& flags
+    const std::vector<file_setting>& file,
+    const std::vector<std::string>& flags,
+    const std::vector<std::string>& serve_flags = {}
 );
 
-/// "512", "64KiB", "1MiB", "2k", "3M" (binary units): bytes, or nullopt.
+/// "512", "64KiB", "1MiB", "2k", "3M", "1GiB", "2G" (binary units): bytes, or nullopt.
 [[nodiscard]] std::optional<std::size_t> parse_size(std::string_view text);
 
 /// Who a program runs as.
@@ -144,8 +160,15 @@ struct run_outcome {
 );
 
 /// Registers `p` in `reg` as an asynchronous type (at most `concurrency` at once, its
-/// timeouts as type_limits). Also sets SIGPIPE to be ignored if it was at its default (a
-/// program closing stdin early must not kill the worker). Throws as registry::add does.
+/// timeouts as type_limits); a served type (mode serve) through add_served_type. Also sets SIGPIPE
+/// to be ignored if it was at its default (a program closing stdin early must not kill the worker).
+/// Throws as registry::add does.
 void add_exec_type(registry& reg, program p);
+
+/// Registers the served type `p` (docs/exec.md "Serve mode"): its handler, and a service
+/// (registry::add_service) that starts its warm processes and, once stopped, closes every
+/// process's stdin (after the tasks in flight) and awaits their exit. Its processes live on
+/// the executor of whichever starts first, the service or a task.
+void add_served_type(registry& reg, program p);
 
 }  // namespace zkd::handlers::exec

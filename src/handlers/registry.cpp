@@ -133,6 +133,13 @@ handler_result invoke_guarded(
 
 }  // namespace
 
+void registry::add_service(service s) {
+    if (!s) {
+        throw std::invalid_argument("an empty service");
+    }
+    services_.push_back(std::move(s));
+}
+
 handler_result run_handler(
     const registry& reg,
     std::string_view type,

@@ -58,7 +58,13 @@ using progress_task_handler = std::function<handler_result(
 /// What an asynchronous handler gets for one task.
 struct async_call {
     boost::json::value args;  ///< the task's `args` as is
-    std::string task;         ///< its id; a bundle's task: "<bundle id>#<index>"
+    std::string task;         ///< its id; a bundle's task: "<bundle id>.<index>"
+    int attempt = 1;          ///< the assignment's attempt (docs/protocol.md §4)
+    /// The assignment's epoch (0: placed directly by a client): with the id and attempt, the
+    /// fencing token a program can hand to what it writes to.
+    std::int64_t epoch = 0;
+    /// The timeout the worker applies to this call, counted from started(); zero: none.
+    std::chrono::milliseconds timeout{0};
     /// Requested on cancellation, on the task's timeout and on shutdown: the handler then
     /// ends its work promptly and returns (any result; the worker reports why it stopped).
     /// The awaitable's own cancellation is not used: stop is the one way to stop it.
@@ -74,6 +80,12 @@ struct async_call {
 /// rather than computes, such as a child process (exec types, docs/exec.md). It must never
 /// block the loop. Throwing is allowed: run_async_handler turns it into handler_error.
 using async_task_handler = std::function<boost::asio::awaitable<handler_result>(async_call)>;
+
+/// Something that runs on the event loop beside the handlers while a node runs (a served
+/// exec type's processes, docs/exec.md "Serve mode"): started before the node joins, asked to
+/// stop through its stop_token once the node has finished (its tasks drained or stopped), and
+/// awaited before the loop ends. It must end promptly once asked.
+using service = std::function<boost::asio::awaitable<void>(std::stop_token)>;
 
 /// Per-type timeouts the worker applies to a task (both kinds of handler).
 struct type_limits {
@@ -126,6 +138,11 @@ public:
     /// The registered types, sorted.
     [[nodiscard]] std::vector<std::string> types() const;
 
+    /// Adds a service (see `service`): whoever runs a node with this registry runs it.
+    void add_service(service s);
+    /// The services, in the order they were added.
+    [[nodiscard]] const std::vector<service>& services() const { return services_; }
+
 private:
     struct entry {
         task_handler sync;
@@ -136,6 +153,7 @@ private:
     void add_entry(std::string type, entry e);
 
     std::map<std::string, entry, std::less<>> handlers_;
+    std::vector<service> services_;
 };
 
 /// Runs the handler registered for `type` on the calling thread; never throws what the

@@ -2,6 +2,7 @@
 #include "http/api.hpp"
 
 #include "handlers/registry.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/task.hpp"
 #include "protocol/text.hpp"
 
@@ -48,8 +49,22 @@ std::string to_utf8(std::string_view s) {
     return protocol::printable_utf8(s, "\xEF\xBF\xBD");  // U+FFFD
 }
 
-/// One task object of the body; `where` names it in messages ("task 3: ").
-api_result<protocol::task_spec> parse_task(const json::value& v, const std::string& where) {
+/// The fields of a task object that say when it may start and how it is retried
+/// (docs/protocol.md §4.3), as submit_options; `now_ms` turns `delay_ms` into a due time.
+struct timing {
+    std::optional<std::int64_t> delay_ms;
+    std::optional<std::int64_t> at_ms;
+    std::optional<int> retries;
+    std::optional<std::int64_t> backoff_ms;
+    std::optional<std::int64_t> backoff_max_ms;
+    friend bool operator==(const timing&, const timing&) = default;
+};
+
+/// One task object of the body; `where` names it in messages ("task 3: "). `when`: its
+/// timing fields; `allow_unserved`: set to the task's "allow_unserved".
+api_result<protocol::task_spec> parse_task(
+    const json::value& v, const std::string& where, timing& when, bool& allow_unserved
+) {
     constexpr std::int64_t int_min = std::numeric_limits<int>::min();
     constexpr std::int64_t int_max = std::numeric_limits<int>::max();
     if (!v.is_object()) {
@@ -88,15 +103,64 @@ api_result<protocol::task_spec> parse_task(const json::value& v, const std::stri
                 );
             }
             t.max_attempts = static_cast<int>(*number);
+        } else if (key == "allow_unserved") {
+            if (!value.is_bool()) {
+                return bad("invalid_task", where + "\"allow_unserved\" must be true or false");
+            }
+            allow_unserved = value.get_bool();
+        } else if (key == "delay_ms") {
+            if (!number || *number < 0 || *number > protocol::max_due_ms) {
+                return bad("invalid_task", where + "\"delay_ms\" must be a whole number >= 0");
+            }
+            when.delay_ms = *number;
+        } else if (key == "at") {
+            auto at = value.is_string()
+                          ? protocol::parse_time(std::string(value.get_string()))
+                          : (number ? protocol::parse_time(std::to_string(*number)) : std::nullopt);
+            if (!at) {
+                return bad(
+                    "invalid_task", where +
+                                        "\"at\" must be an RFC 3339 time "
+                                        "(\"2026-11-27T08:30:00Z\") or ms since the epoch"
+                );
+            }
+            when.at_ms = *at;
+        } else if (key == "retries") {
+            if (!number || *number < 0 || *number > protocol::max_retries_limit) {
+                return bad(
+                    "invalid_task", where + "\"retries\" must be a whole number from 0 to " +
+                                        std::to_string(protocol::max_retries_limit)
+                );
+            }
+            when.retries = static_cast<int>(*number);
+        } else if (key == "backoff_ms" || key == "backoff_max_ms") {
+            if (!number || *number < 1 || *number > 24L * 3600 * 1000) {
+                return bad(
+                    "invalid_task",
+                    where + "\"" + std::string(key) + "\" must be a whole number from 1 to 86400000"
+                );
+            }
+            (key == "backoff_ms" ? when.backoff_ms : when.backoff_max_ms) = *number;
         } else {
             return bad(
-                "invalid_task", where + "unknown field \"" + std::string(key) +
-                                    "\" (known: type, args, priority, timeout_ms, max_attempts)"
+                "invalid_task",
+                where + "unknown field \"" + std::string(key) +
+                    "\" (known: type, args, priority, timeout_ms, max_attempts, "
+                    "allow_unserved, delay_ms, at, retries, backoff_ms, backoff_max_ms)"
             );
         }
     }
     if (!has_type) {
         return bad("invalid_task", where + "\"type\" is required");
+    }
+    if (when.delay_ms && when.at_ms) {
+        return bad("invalid_task", where + "\"delay_ms\" and \"at\" both say when; give one");
+    }
+    if (when.backoff_max_ms && !when.backoff_ms) {
+        return bad("invalid_task", where + "\"backoff_max_ms\" wants \"backoff_ms\" too");
+    }
+    if (when.backoff_ms && when.backoff_max_ms && *when.backoff_max_ms < *when.backoff_ms) {
+        return bad("invalid_task", where + "\"backoff_max_ms\" is below \"backoff_ms\"");
     }
     // The rules (the type name, ranges, args nesting, numbers JSON can hold): the codec's, the
     // same the client, the master and the worker apply.
@@ -374,10 +438,16 @@ route match_route(std::string_view path) {
         return {resource::page, {}};
     }
     constexpr std::string_view prefix = "/v1/tasks/";
+    constexpr std::string_view result_suffix = "/result";
     if (path.starts_with(prefix)) {
-        const auto id = path.substr(prefix.size());
+        auto id = path.substr(prefix.size());
+        auto what = resource::task;
+        if (id.ends_with(result_suffix)) {
+            id.remove_suffix(result_suffix.size());
+            what = resource::result;
+        }
         if (id.find('/') == std::string_view::npos) {
-            return {resource::task, std::string(id)};
+            return {what, std::string(id)};
         }
     }
     return {};
@@ -392,6 +462,7 @@ std::string_view allowed_methods(resource r) {
     case resource::tasks:
         return "GET, POST";
     case resource::task:
+    case resource::result:
         return "GET, DELETE";
     case resource::cluster:
     case resource::metrics:
@@ -411,6 +482,27 @@ api_result<submit_request> parse_submit(std::string_view body) {
         return bad("bad_json", "the body is not JSON: " + ec.message());
     }
     submit_request out;
+    const auto add = [&out](protocol::task_spec t, bool allow_unserved) {
+        if (!allow_unserved &&
+            std::find(out.check_served.begin(), out.check_served.end(), t.type) ==
+                out.check_served.end()) {
+            out.check_served.push_back(t.type);
+        }
+        out.tasks.push_back(std::move(t));
+    };
+    std::optional<timing> shared;
+    // One submit call carries one timing: the tasks of an array must agree on it.
+    auto take = [&](const timing& w, const std::string& where) -> api_result<void> {
+        if (shared && !(*shared == w)) {
+            return bad(
+                "invalid_task", where +
+                                    "the tasks of one array share delay_ms, at, retries "
+                                    "and backoff: submit them apart"
+            );
+        }
+        shared = w;
+        return {};
+    };
     if (doc.is_array()) {
         const auto& items = doc.get_array();
         if (items.empty()) {
@@ -418,19 +510,43 @@ api_result<submit_request> parse_submit(std::string_view body) {
         }
         out.many = true;
         for (std::size_t i = 0; i < items.size(); ++i) {
-            auto t = parse_task(items[i], "task " + std::to_string(i) + ": ");
+            const auto where = "task " + std::to_string(i) + ": ";
+            timing w;
+            bool allow_unserved = false;
+            auto t = parse_task(items[i], where, w, allow_unserved);
             if (!t) {
                 return t.error();
             }
-            out.tasks.push_back(std::move(*t));
+            if (auto ok = take(w, where); !ok) {
+                return ok.error();
+            }
+            add(std::move(*t), allow_unserved);
         }
-        return out;
+    } else {
+        timing w;
+        bool allow_unserved = false;
+        auto t = parse_task(doc, {}, w, allow_unserved);
+        if (!t) {
+            return t.error();
+        }
+        (void)take(w, {});
+        add(std::move(*t), allow_unserved);
     }
-    auto t = parse_task(doc, {});
-    if (!t) {
-        return t.error();
+    const auto& w = *shared;
+    if (w.delay_ms) {
+        out.how.due_ms = protocol::now_ms() + *w.delay_ms;
+    } else if (w.at_ms) {
+        out.how.due_ms = *w.at_ms;
     }
-    out.tasks.push_back(std::move(*t));
+    out.how.retries = w.retries;
+    if (w.backoff_ms) {
+        protocol::backoff_policy p;
+        p.base = std::chrono::milliseconds(*w.backoff_ms);
+        p.max = std::chrono::milliseconds(
+            w.backoff_max_ms.value_or(std::min<std::int64_t>(*w.backoff_ms * 60, 24L * 3600 * 1000))
+        );
+        out.how.backoff = p;
+    }
     return out;
 }
 

@@ -62,6 +62,7 @@ api_result<std::optional<std::int64_t>> query_int(
 enum class resource {
     tasks,    ///< /v1/tasks: GET (list), POST (submit)
     task,     ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
+    result,   ///< /v1/tasks/{id}/result: GET (wait for it), DELETE (wait for it and consume it)
     cluster,  ///< /v1/cluster: GET
     metrics,  ///< /metrics: GET
     status,   ///< /v1/status: GET (the status page's data)
@@ -75,8 +76,9 @@ struct route {
     std::string task_id;  ///< resource::task: the {id} segment as is (may be malformed)
 };
 
-/// Matches a path (without query) to a resource. "/v1/tasks/{id}" takes any single segment,
-/// an empty one included ("/v1/tasks/"); more segments are resource::none.
+/// Matches a path (without query) to a resource. "/v1/tasks/{id}" and "/v1/tasks/{id}/result"
+/// take any single segment as {id}, an empty one included ("/v1/tasks/"); other paths below
+/// /v1/tasks/ are resource::none.
 route match_route(std::string_view path);
 
 /// Whether a resource is served without the bearer token: only the status page's static
@@ -84,7 +86,7 @@ route match_route(std::string_view path);
 /// Host and Origin checks apply to every resource.
 bool is_public(resource r);
 
-/// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET" ("" for none).
+/// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET, HEAD" ("" for none).
 std::string_view allowed_methods(resource r);
 
 /// Who may use the API (docs/http.md, threat model).
@@ -133,14 +135,21 @@ boost::system::result<void, std::string> check_token(std::string_view token);
 struct submit_request {
     std::vector<protocol::task_spec> tasks;
     bool many = false;  ///< the body was an array: the answer lists ids
+    /// The tasks' delay and retries (`delay_ms` or `at`, `retries`, `backoff_ms`,
+    /// `backoff_max_ms`; docs/http.md): the same for every task of an array.
+    roles::submit_options how;
+    /// The types some worker must serve, else the submit is refused (each once, in order of
+    /// first use): those of the tasks without `"allow_unserved": true`.
+    std::vector<std::string> check_served;
 };
 
 /// Parses POST /v1/tasks's body: one task object or a non-empty array of them. A task object
 /// has a `type` (string, required) and optionally `args` (any JSON), `priority` (0-9,
-/// default 5), `timeout_ms` (>= 0, default 0: none) and `max_attempts` (>= 1, default 3);
-/// other fields are refused. Numbers must be whole (3.0 is fine). Errors, all 400:
-/// `bad_json` (not JSON, or nested deeper than protocol::max_json_depth), `invalid_task` (the
-/// rules above, or a type that is not a valid task type name).
+/// default 5), `timeout_ms` (>= 0, default 0: none), `max_attempts` (>= 1, default 3) and
+/// `allow_unserved` (a boolean, default false: see check_served); other fields are refused. Numbers
+/// must be whole (3.0 is fine). Errors, all 400: `bad_json` (not JSON, or nested deeper than
+/// protocol::max_json_depth), `invalid_task` (the rules above, or a type that is not a valid task
+/// type name).
 api_result<submit_request> parse_submit(std::string_view body);
 
 }  // namespace zkd::http

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every request's way in: the access checks (token, Host, Origin), the route, the method,
-// then the endpoint that answers it (handle_tasks.cpp, handle_cluster.cpp, handle_status.cpp).
+// then the endpoint that answers it (handle_tasks.cpp, handle_result.cpp, handle_cluster.cpp,
+// handle_status.cpp).
 #include "http/detail/server_impl.hpp"
 #include "protocol/task.hpp"
 
@@ -87,6 +88,11 @@ asio::awaitable<response> server::impl::handle(request req, request_context& ctx
     case resource::task:
         if (method == bhttp::verb::get || method == bhttp::verb::delete_) {
             co_return co_await task(method, std::move(r.task_id));
+        }
+        break;
+    case resource::result:
+        if (method == bhttp::verb::get || method == bhttp::verb::delete_) {
+            co_return co_await result(method, std::move(r.task_id), std::move(*t), ctx);
         }
         break;
     case resource::cluster:

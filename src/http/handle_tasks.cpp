@@ -1,63 +1,76 @@
 // SPDX-License-Identifier: MIT
-// The tasks API: POST and GET /v1/tasks, GET and DELETE /v1/tasks/{id}, and a result waited
-// for (?wait), consumed once its answer is written.
+// The tasks API: POST and GET /v1/tasks, GET and DELETE /v1/tasks/{id} (a result waited for
+// is in handle_result.cpp).
 #include "http/detail/server_impl.hpp"
 #include "protocol/ids.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
 #include "zkco/deadline.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/json/array.hpp>
 
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
-#include <sys/socket.h>
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace asio = boost::asio;
 namespace bhttp = boost::beast::http;
 namespace json = boost::json;
-using tcp = asio::ip::tcp;
 
 namespace zkd::http {
 
 namespace {
 
-/// Whether the client has closed its side of the connection (or reset it), as far as
-/// can be told now without reading: peeks at what it sent.
-bool peer_left(tcp::socket& s) {
-    char c = 0;
-    const auto n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-/// Completes when the client has closed its side of the connection (or reset it): reads
-/// nothing (peeks), so pipelined requests stay for the parser. If the client sends
-/// something instead, it is still there: waits until cancelled.
-asio::awaitable<void> client_gone(tcp::socket& s) {
-    for (;;) {
-        auto [ec] =
-            co_await s.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
-        if (ec || peer_left(s)) {
-            co_return;  // the socket failed, or end of stream, or reset (or cancelled: the
-                        // wait won, and this result is ignored)
-        }
-        char c = 0;
-        const auto n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n > 0) {
-            asio::steady_timer forever(s.get_executor(), asio::steady_timer::time_point::max());
-            co_await forever.async_wait(asio::as_tuple(asio::use_awaitable));
-            co_return;
-        }
-    }
-}
+/// How long a read of the workers answers "is this type served" when it says yes; a no is
+/// always read afresh (a worker may just have joined).
+constexpr std::chrono::seconds served_view_age{1};
 
 }  // namespace
+
+api_error bad_task_id(const std::string& id) {
+    return {
+        400, "bad_task_id",
+        "'" + id.substr(0, 64) +
+            "' is not a task id (t<P>-<13 digits>-<14 hex digits>, or <bundle>.<index>)"};
+}
+
+/// Whether some worker serves each of `types` (when workers are there): nothing, or 409
+/// `unserved_type`. The workers as read at most served_view_age ago answer a yes; a no is
+/// read again. A failed read refuses nothing (the type check must not block submits).
+asio::awaitable<std::optional<api_error>> server::impl::check_served(
+    facade_session& s, const std::vector<std::string>& types
+) {
+    if (types.empty()) {
+        co_return std::nullopt;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const auto all_served = [&types](const std::vector<roles::worker_snapshot>& w) {
+        return std::all_of(types.begin(), types.end(), [&w](const std::string& t) {
+            return !roles::unserved(w, t);
+        });
+    };
+    if (s.workers_seen && now - s.workers_seen->first < served_view_age &&
+        all_served(s.workers_seen->second)) {
+        co_return std::nullopt;
+    }
+    auto workers = co_await zkco::with_timeout(roles::read_workers(s.zk), opts.zk_timeout);
+    if (!workers) {
+        co_return std::nullopt;
+    }
+    s.workers_seen.emplace(std::chrono::steady_clock::now(), std::move(*workers));
+    for (const auto& t : types) {
+        if (auto no = roles::unserved(s.workers_seen->second, t)) {
+            co_return api_error{
+                409, "unserved_type",
+                *no +
+                    "; nothing was submitted (\"allow_unserved\": true submits it for a worker "
+                    "about to join)"};
+        }
+    }
+    co_return std::nullopt;
+}
 
 asio::awaitable<response> server::impl::submit(std::string text, target t, request_context& ctx) {
     auto parsed = parse_submit(text);
@@ -82,8 +95,11 @@ asio::awaitable<response> server::impl::submit(std::string text, target t, reque
         co_return error_response(s.error());
     }
     auto& zs = **s;
+    if (auto refused = co_await check_served(zs, parsed->check_served)) {
+        co_return error_response(*refused);
+    }
     const auto n = parsed->tasks.size();
-    roles::submit_options how;
+    roles::submit_options how = parsed->how;
     how.bundle = static_cast<std::size_t>(bundle->value_or(1));
     const auto direct_before = zs.tc->direct_placed();
     auto ids =
@@ -121,52 +137,7 @@ asio::awaitable<response> server::impl::submit(std::string text, target t, reque
     if (!*wait) {
         co_return json_response(201, json::object{{"id", id}});
     }
-    // The result is read, not consumed: the connection consumes it once the answer is
-    // written. A client that leaves meanwhile ends the wait and leaves the result.
-    using namespace asio::experimental::awaitable_operators;
-    auto waited = co_await (
-        zkco::with_timeout(zs.tc->await_result(id), std::chrono::milliseconds(**wait)) ||
-        client_gone(*ctx.peer)
-    );
-    if (waited.index() == 1) {
-        ++counters.waits_abandoned;
-        spdlog::info(
-            "http: the client waiting for task {} left before it finished; its result "
-            "stays for a later reader",
-            id
-        );
-        ctx.abandoned = true;
-        co_return response{};
-    }
-    auto& result = std::get<0>(waited);
-    if (result && peer_left(*ctx.peer)) {  // it left just as the result came
-        ++counters.waits_abandoned;
-        spdlog::info(
-            "http: the client waiting for task {} left as it finished; its result stays "
-            "for a later reader",
-            id
-        );
-        ctx.abandoned = true;
-        co_return response{};
-    }
-    if (result) {
-        ctx.consume = id;
-        co_return json_response(200, roles::to_json(*result));
-    }
-    if (result.error() == zkco::errc::no_node) {
-        co_return error_response(
-            {404, "unknown_task", "the result of task " + id + " was consumed by another client"}
-        );
-    }
-    if (result.error() != zkco::errc::operation_timeout) {
-        co_return error_response(zk_error(result.error(), "waiting for task " + id));
-    }
-    json::object body{{"id", id}};
-    auto info = co_await zkco::with_timeout(roles::read_task(zs.zk, *zs.l, id), opts.zk_timeout);
-    if (info) {
-        body["state"] = protocol::to_string(info->state);
-    }
-    co_return json_response(202, body);
+    co_return co_await await_answer(*s, id, std::chrono::milliseconds(**wait), ctx, true);
 }
 
 asio::awaitable<response> server::impl::list(target t) {
@@ -192,11 +163,7 @@ asio::awaitable<response> server::impl::list(target t) {
 
 asio::awaitable<response> server::impl::task(bhttp::verb method, std::string id) {
     if (!protocol::parse_task_ref(id)) {
-        co_return error_response(
-            {400, "bad_task_id",
-             "'" + id.substr(0, 64) +
-                 "' is not a task id (t<P>-<13 digits>-<14 hex digits>, or <bundle>.<index>)"}
-        );
+        co_return error_response(bad_task_id(id));
     }
     auto s = co_await session();
     if (!s) {
@@ -210,10 +177,7 @@ asio::awaitable<response> server::impl::task(bhttp::verb method, std::string id)
     const bool unknown = info->state == protocol::task_state::unknown;
     if (method == bhttp::verb::get) {
         if (unknown && info->garbage.empty()) {
-            co_return error_response(
-                {404, "unknown_task",
-                 "no task " + id + " (never submitted, or its result was consumed)"}
-            );
+            co_return error_response(unknown_task(id));
         }
         if (unknown) {  // its result node holds garbage (§8)
             co_return error_response(
@@ -223,10 +187,7 @@ asio::awaitable<response> server::impl::task(bhttp::verb method, std::string id)
         co_return json_response(200, roles::to_json(*info));
     }
     if (unknown && info->garbage.empty()) {
-        co_return error_response(
-            {404, "unknown_task",
-             "no task " + id + " (never submitted, or its result was consumed)"}
-        );
+        co_return error_response(unknown_task(id));
     }
     if (unknown || protocol::is_result_state(info->state)) {
         co_return error_response(

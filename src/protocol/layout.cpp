@@ -52,7 +52,8 @@ std::string layout::worker(std::string_view member) {
 
 bool is_logged_dir(std::string_view dir) noexcept {
     for (const std::string_view top :
-         {std::string_view("/pending/"), std::string_view("/assign/")}) {
+         {std::string_view("/pending/"), std::string_view("/assign/"),
+          std::string_view("/delayed/")}) {
         if (dir.size() > top.size() && dir.starts_with(top)) {
             return dir.find('/', top.size()) == std::string_view::npos;
         }
@@ -94,6 +95,20 @@ std::vector<std::string> layout::pending_shard_paths() const {
     for (std::uint32_t i = 0; i < n; ++i)
         paths.push_back(pending_shard(i));
     return paths;
+}
+
+std::string layout::delayed_shard(std::uint32_t i) {
+    return path({"delayed", shard_name(i)});
+}
+
+std::string layout::delayed_task(std::string_view tid) const {
+    return path({"delayed", shard_name(shard_of(tid, std::max(pending_shards, 1U))), tid});
+}
+
+bool layout::is_delayed_shard(std::string_view dir) noexcept {
+    constexpr std::string_view top = "/delayed/";
+    return dir.size() > top.size() && dir.starts_with(top) &&
+           dir.find('/', top.size()) == std::string_view::npos;
 }
 
 std::string layout::result_shard(std::uint32_t i) {
@@ -143,6 +158,10 @@ std::vector<std::string> layout::fixed_nodes() const {
         nodes.push_back(std::move(p));
     nodes.push_back(cancel_dir());
     nodes.push_back(receipts_dir());
+    // Last: a namespace made before the delayed tree gets it from the next zkd run.
+    nodes.push_back(delayed_dir());
+    for (std::uint32_t i = 0; i < std::max(pending_shards, 1U); ++i)
+        nodes.push_back(delayed_shard(i));
     return nodes;
 }
 

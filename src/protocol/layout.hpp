@@ -24,7 +24,8 @@ bool is_cancel_marker(std::string_view name) noexcept;
 std::string_view marker_task(std::string_view name) noexcept;
 
 /// True for a directory whose children are created with a change log in its data (§6
-/// "Change logs"): "/pending/<s>", "/assign/<member>" and a client's "/results/<c>".
+/// "Change logs"): "/pending/<s>", "/delayed/<s>", "/assign/<member>" and a client's
+/// "/results/<c>".
 bool is_logged_dir(std::string_view dir) noexcept;
 
 /// True for "/results/<c>", a client's results directory (layout::is_client_results): the
@@ -67,6 +68,16 @@ struct layout {
     std::string pending_task(std::string_view tid) const;
     /// Every pending shard, in shard order.
     std::vector<std::string> pending_shard_paths() const;
+
+    /// "/delayed": the delayed tasks and retries waiting for their time (§4.3).
+    static std::string delayed_dir() { return "/delayed"; }
+    /// "/delayed/<shard_name(i)>"; `i` is not checked against pending_shards (the delayed
+    /// tree has as many shards as pending).
+    static std::string delayed_shard(std::uint32_t i);
+    /// "/delayed/<s>/<tid>", the shard computed from the id as for pending.
+    std::string delayed_task(std::string_view tid) const;
+    /// True for "/delayed/<s>" (any shard name).
+    static bool is_delayed_shard(std::string_view dir) noexcept;
 
     static std::string results_dir() { return "/results"; }
     /// "/results/<shard_name(i)>"; `i` is not checked against result_shards. The result

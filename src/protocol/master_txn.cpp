@@ -166,6 +166,45 @@ std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_vie
         txn_op::remove(layout::cancel_request(tid))};
 }
 
+std::vector<txn_op> cancel_delayed_ops(
+    const layout& l, std::string_view tid, int attempt, std::int64_t now_ms
+) {
+    return {
+        txn_op::remove(l.delayed_task(tid)),
+        txn_op::create(
+            l.result(tid),
+            master_result(
+                tid, codes::cancelled, "cancelled", attempt, task_state::cancelled, now_ms
+            )
+        ),
+        txn_op::remove(layout::cancel_request(tid))};
+}
+
+std::vector<txn_op> release_ops(const layout& l, std::string_view tid, std::string data) {
+    return {
+        txn_op::remove(l.delayed_task(tid)), txn_op::create(l.pending_task(tid), std::move(data))};
+}
+
+std::vector<txn_op> drop_delayed_ops(const layout& l, std::string_view tid) {
+    return {txn_op::remove(l.delayed_task(tid))};
+}
+
+release_outcome read_release(const txn_answer& a) noexcept {
+    if (!a.failed) {
+        return release_outcome::committed;
+    }
+    switch (code_at(a, 0)) {
+    case op_code::no_node:
+        return release_outcome::task_gone;
+    case op_code::not_empty:
+        return release_outcome::foreign_below;
+    default:
+        break;
+    }
+    return code_at(a, 1) == op_code::node_exists ? release_outcome::pending_exists
+                                                 : release_outcome::failed;
+}
+
 std::vector<txn_op> drop_cancel_ops(std::string_view tid) {
     return {txn_op::remove(layout::cancel_request(tid))};
 }

@@ -120,12 +120,33 @@ std::vector<txn_op> cancel_pending_ops(
 );
 /// Assigned to `worker`: check(assignment), create(marker), delete(/cancel/<tid>).
 std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_view tid);
+/// Delayed (§6 "Delayed tasks and retries"): delete(/delayed/<s>/<tid>), create(result,
+/// cancelled, with the task's `attempt` when known: 0 leaves it out), delete(/cancel/<tid>).
+std::vector<txn_op> cancel_delayed_ops(
+    const layout& l, std::string_view tid, int attempt, std::int64_t now_ms
+);
 /// Finished or unknown: delete(/cancel/<tid>).
 std::vector<txn_op> drop_cancel_ops(std::string_view tid);
 /// For any of the three: task_gone when the first op found no node (the pending node or the
 /// assignment moved on: assigned, finished, requeued; or the request is gone), foreign_below
 /// when the pending node has children.
 pending_outcome read_cancel(const txn_answer& a) noexcept;
+
+// --- T10 release a delayed task ----------------------------------------------------------------
+
+/// delete(/delayed/<s>/<tid>), create(/pending/<s>/<tid>, `data`: the delayed node's bytes).
+std::vector<txn_op> release_ops(const layout& l, std::string_view tid, std::string data);
+/// delete(/delayed/<s>/<tid>) alone: its pending node exists already.
+std::vector<txn_op> drop_delayed_ops(const layout& l, std::string_view tid);
+
+enum class release_outcome {
+    committed,
+    task_gone,       ///< the delayed node is gone (cancelled, or released by an earlier try)
+    foreign_below,   ///< someone wrote below the delayed node
+    pending_exists,  ///< a pending node of that name exists: drop the delayed one alone
+    failed,          ///< anything else, the outcome unknown included
+};
+release_outcome read_release(const txn_answer& a) noexcept;
 
 // --- T6 a departed worker's assignment --------------------------------------------------------
 

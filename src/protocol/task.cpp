@@ -400,7 +400,8 @@ std::vector<std::string> read_suspects(reader& r) {
 // --- states ----------------------------------------------------------------------------------
 
 namespace {
-constexpr std::array<std::pair<task_state, std::string_view>, 9> state_names{{
+constexpr std::array<std::pair<task_state, std::string_view>, 10> state_names{{
+    {task_state::delayed, "delayed"},
     {task_state::pending, "pending"},
     {task_state::assigned, "assigned"},
     {task_state::running, "running"},
@@ -437,6 +438,7 @@ bool is_result_state(task_state s) noexcept {
     case task_state::cancelled:
     case task_state::lost:
         return true;
+    case task_state::delayed:
     case task_state::pending:
     case task_state::assigned:
     case task_state::running:
@@ -517,6 +519,21 @@ task_head head_of(const task_node& n) {
 
 namespace {
 
+enum class part { task, assignment, progress };
+
+// The part a node's member belongs to, by its key. Any member that is neither the
+// assignment's nor the progress' is the task's: its submitted fields, §4.3's `due_ms`,
+// `retries`, `backoff_ms`, `backoff_max_ms`, and a retried try's `try` and `errors` (which a
+// stamp must keep: they are the task's next try as the worker wrote it, §6 T4 "Retry"), and
+// any member of a newer writer. A member added to the assignment or the progress goes here.
+part part_of(std::string_view key) noexcept {
+    if (key == "attempt" || key == "epoch" || key == "assigned_ms" || key == "worker")
+        return part::assignment;
+    if (key == "running_ms" || key == "progress")
+        return part::progress;
+    return part::task;
+}
+
 // The members of each part, as encode() writes them, in its order.
 void put_task(json::object& o, const task_spec& t) {
     o["type"] = json::string_view(t.type.data(), t.type.size());
@@ -535,6 +552,12 @@ void put_task(json::object& o, const task_spec& t) {
     o["submitted_ms"] = t.submitted_ms;
     if (!t.client.empty())
         o["client"] = json::string_view(t.client.data(), t.client.size());
+    // §4.3's members, after the others: a key the task writes itself, or one of the
+    // assignment's or the progress', is not the timing's to write.
+    for (const auto& [key, value] : t.timing) {
+        if (part_of(key) == part::task && !o.contains(key))
+            o[key] = value;
+    }
 }
 
 // A pending task carries its attempt only once requeued (§6 T6); an assignment always, but
@@ -620,6 +643,12 @@ codec_result<task_node> decode_task_node(std::string_view data) {
             n.run.at_ms = at != nullptr && at->is_int64() ? at->get_int64() : 0;
         }
     }
+    // Kept as they are for the writers that rewrite the task (protocol/delay.hpp reads them).
+    for (const auto* key : {"due_ms", "retries", "backoff_ms", "backoff_max_ms", "try", "errors"}) {
+        if (const auto* v = r.find(key)) {
+            t.timing[key] = *v;
+        }
+    }
     if (!r.ok())
         return r.error();
     if (auto valid = validate(n); !valid)
@@ -650,16 +679,6 @@ codec_result<task_node> decode_task_node(std::string_view tid, std::string_view 
 // included, so a node stamped twice, or by writers of other orders, comes out the same.
 
 namespace {
-
-enum class part { task, assignment, progress };
-
-part part_of(std::string_view key) noexcept {
-    if (key == "attempt" || key == "epoch" || key == "assigned_ms" || key == "worker")
-        return part::assignment;
-    if (key == "running_ms" || key == "progress")
-        return part::progress;
-    return part::task;  // "v", the task's members, and any member of a newer writer
-}
 
 struct member_span {
     std::size_t begin = 0;  // the key's opening quote
@@ -969,6 +988,10 @@ std::string encode(const task_result& r) {
         o["started_ms"] = r.started_ms;
     if (r.finished_ms != 0)
         o["finished_ms"] = r.finished_ms;
+    if (r.try_number != 0)
+        o["try"] = r.try_number;
+    if (!r.errors.empty())
+        o["errors"] = r.errors;
     if (!r.bundle.empty()) {
         json::array entries;
         entries.reserve(r.bundle.size());
@@ -999,8 +1022,14 @@ codec_result<task_result> decode_result(std::string_view data) {
     res.worker = r.string("worker");
     res.started_ms = r.integer("started_ms", 0, int64_min, int64_max);
     res.finished_ms = r.integer("finished_ms", 0, int64_min, int64_max);
+    res.try_number = r.small_integer("try", 0, 0, int_max);
     if (!r.ok())
         return r.error();
+    if (auto* errors = r.find("errors")) {
+        if (!errors->is_array())
+            return decode_error{"field \"errors\" must be an array"};
+        res.errors = std::move(errors->get_array());
+    }
     if (res.task.empty())
         return decode_error{"field \"task\" is empty"};
     if (auto ok = decode_outcome(r, res); !ok)
@@ -1054,6 +1083,8 @@ codec_result<task_result> bundled_result(
         r.worker = whole.worker;
         r.started_ms = whole.started_ms;
         r.finished_ms = whole.finished_ms;
+        r.try_number = whole.try_number;
+        r.errors = whole.errors;
     } else {
         return decode_error{
             "the bundle's result holds " + std::to_string(whole.bundle.size()) +
@@ -1258,6 +1289,9 @@ std::string encode(const change_log& log) {
         if (e.data) {
             o["data"] = json::string_view(e.data->data(), e.data->size());
         }
+        if (e.due_ms) {
+            o["due_ms"] = *e.due_ms;
+        }
         created.emplace_back(std::move(o));
     }
     json::object o = new_document();
@@ -1290,6 +1324,12 @@ codec_result<change_log> decode_change_log(std::string_view data) {
             if (!d->is_string())
                 return decode_error{"field \"data\" must be a string, not " + brief(*d)};
             e.data = std::string(d->get_string());
+        }
+        // Advisory: a due time of another shape is dropped (the node's data says it).
+        if (const auto* due = o->if_contains("due_ms"); due != nullptr) {
+            if (const auto ms = as_int64(*due); ms && *ms >= 0) {
+                e.due_ms = *ms;
+            }
         }
         log.created.push_back(std::move(e));
     }

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <boost/assert/source_location.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
@@ -90,6 +92,7 @@ enum class task_state {
     cancelled,
     lost,
     unknown,
+    delayed,  ///< waiting in the delayed tree for its time (§4.3): a delayed task or a retry
 };
 
 /// "pending", "timed_out", ...
@@ -114,6 +117,12 @@ struct task_spec {
     int max_attempts = 3;
     std::int64_t submitted_ms = 0;
     std::string client{};  ///< the submitting client's id (8 hex digits); empty when absent
+    /// The fields of delayed tasks and retries (§4.3), as read and written back as they are:
+    /// those a submit sets (`due_ms`, `retries`, `backoff_ms`, `backoff_max_ms`;
+    /// protocol::set_submit_fields) and those a worker's retry writes into the task's next
+    /// try (`try`, `errors`; protocol::plan_retry). Neither assignment nor progress: stamp()
+    /// keeps them byte for byte. protocol/delay.hpp reads and makes them.
+    boost::json::object timing{};
 
     friend bool operator==(const task_spec&, const task_spec&) = default;
 };
@@ -266,6 +275,10 @@ struct task_result {
     std::string worker;                        ///< empty: absent
     std::int64_t started_ms = 0;               ///< 0: absent
     std::int64_t finished_ms = 0;              ///< 0: absent
+    /// A retried task's last try (§4.3 "try"), 1 for the first; 0: absent (never retried).
+    int try_number = 0;
+    /// The earlier tries' errors (§4.3 "errors"), oldest first, as the worker wrote them.
+    boost::json::array errors;
     /// A bundle's result as its worker writes it (§5.1): one per bundled task, in order, each
     /// with only state, value and error. Empty: the result applies to every task of it.
     std::vector<task_result> bundle;
@@ -392,6 +405,9 @@ inline constexpr std::size_t max_log_inline_bytes = std::size_t{64} * 1024;
 struct log_entry {
     std::string name;
     std::optional<std::string> data;  ///< the child's data, when it came along
+    /// A delayed shard's entry: the child's due time (§4.3); nullopt elsewhere, or when a
+    /// writer gave none (the node's data says it).
+    std::optional<std::int64_t> due_ms{};
 
     friend bool operator==(const log_entry&, const log_entry&) = default;
 };

@@ -45,7 +45,8 @@ std::vector<txn_op> publish_ops(
     std::string_view worker,
     std::string_view tid,
     const std::string& result_data,
-    const publish_form& form
+    const publish_form& form,
+    std::string_view target
 ) {
     std::vector<txn_op> ops;
     if (form.fenced_by_assignment) {
@@ -57,7 +58,9 @@ std::vector<txn_op> publish_ops(
         ops.push_back(txn_op::check(layout::worker(worker)));
     }
     if (form.with_result) {
-        ops.push_back(txn_op::create(l.result(tid), result_data));
+        ops.push_back(
+            txn_op::create(target.empty() ? l.result(tid) : std::string(target), result_data)
+        );
     }
     return ops;
 }

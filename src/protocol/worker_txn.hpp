@@ -52,13 +52,15 @@ struct publish_form {
 };
 
 /// delete(/assign/<w>/<tid>) [delete(<tid>.cancel)] [create(result)], or, unfenced,
-/// check(/workers/<w>) [create(result)].
+/// check(/workers/<w>) [create(result)]. `target`: where the create goes, the result's path
+/// when empty; a retry's delayed node (§6 T4 "Retry") otherwise.
 std::vector<txn_op> publish_ops(
     const layout& l,
     std::string_view worker,
     std::string_view tid,
     const std::string& result_data,
-    const publish_form& form
+    const publish_form& form,
+    std::string_view target = {}
 );
 
 enum class publish_outcome {

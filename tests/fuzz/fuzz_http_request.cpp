@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     const auto r = match_route(t->path);
     FUZZ_CHECK(r.what == resource::none || !allowed_methods(r.what).empty());
-    if (r.what == resource::task) {
+    if (r.what == resource::task || r.what == resource::result) {
         if (const auto ref = zkd::protocol::parse_task_ref(r.task_id)) {
             FUZZ_CHECK(zkd::protocol::is_valid_task_id(ref->node));
         }

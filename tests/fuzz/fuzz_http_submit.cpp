@@ -8,6 +8,9 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
+#include <cstddef>
+
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace zkd;
@@ -23,6 +26,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     FUZZ_CHECK(!r->tasks.empty());
     FUZZ_CHECK(r->many || r->tasks.size() == 1);
+    // The types to check for a worker: each once, each the type of one of the tasks.
+    FUZZ_CHECK(r->check_served.size() <= r->tasks.size());
+    for (std::size_t i = 0; i < r->check_served.size(); ++i) {
+        const auto& type = r->check_served[i];
+        FUZZ_CHECK(std::any_of(r->tasks.begin(), r->tasks.end(), [&](const auto& t) {
+            return t.type == type;
+        }));
+        FUZZ_CHECK(
+            std::find(
+                r->check_served.begin() + static_cast<std::ptrdiff_t>(i) + 1, r->check_served.end(),
+                type
+            ) == r->check_served.end()
+        );
+    }
     for (const auto& spec : r->tasks) {
         FUZZ_CHECK(protocol::validate(spec).has_value());
         const auto back = protocol::decode_task_node(protocol::encode(spec));

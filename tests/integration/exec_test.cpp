@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -90,6 +91,44 @@ std::set<pid_t> children() {
     return out;
 }
 
+/// A script that starts a tree: a background child, a child in a session of its own
+/// (setsid), one that ignores SIGTERM, then itself sleeps; each writes its pid into `pids`,
+/// one a line (four lines in all once the tree is up).
+std::string tree_script(const fs::path& dir, const fs::path& pids) {
+    const std::string out = " >> " + pids.string();
+    return write_script(
+        dir, "tree.sh",
+        "sh -c 'echo $$" + out +
+            "; exec sleep 300' &\n"
+            "setsid sh -c 'echo $$" +
+            out +
+            "; exec sleep 300' &\n"
+            "sh -c 'trap \"\" TERM; echo $$" +
+            out +
+            "; exec sleep 300' &\n"
+            "echo $$" +
+            out + "\nexec sleep 300"
+    );
+}
+
+/// The pids of `file`, one a line.
+std::vector<pid_t> pids_in(const fs::path& file) {
+    std::istringstream in(read_file(file));
+    std::vector<pid_t> out;
+    for (pid_t pid = 0; in >> pid;) {
+        out.push_back(pid);
+    }
+    return out;
+}
+
+bool any_alive(const std::vector<pid_t>& pids) {
+    return std::any_of(pids.begin(), pids.end(), [](pid_t p) {
+        const std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
+        const auto close = stat.rfind(')');
+        return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+    });
+}
+
 exec::program make_program(
     const std::string& name,
     std::vector<std::string> argv,
@@ -134,6 +173,8 @@ protected:
         async_call c;
         c.args = std::move(args);
         c.task = "t-1";
+        c.attempt = 2;
+        c.epoch = 9;
         c.stop = stop.get_token();
         c.started = [] {};
         c.progress = [this](double f, std::string m) { progress_.emplace_back(f, std::move(m)); };
@@ -248,6 +289,36 @@ TEST_F(ExecProgram, StopSendsSigtermToTheGroupAndTheProgramIsReaped) {
     EXPECT_EQ(children(), children_before_);
 }
 
+TEST_F(ExecProgram, StopKillsTheWholeTreeSetsidAndSigtermIgnoringProcessesIncluded) {
+    const auto pids = dir_ / "pids";
+    auto p = make_program("tree", {tree_script(dir_, pids)});
+    auto r = call(std::move(p), 1, [&] { return pids_in(pids).size() == 4; });
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, "cancelled");
+    const auto all = pids_in(pids);
+    ASSERT_EQ(all.size(), 4U);
+    EXPECT_FALSE(any_alive(all)) << read_file(pids);
+    EXPECT_EQ(children(), children_before_);
+}
+
+TEST_F(ExecProgram, WhatAProgramLeavesRunningDiesWhenItExits) {
+    const auto pids = dir_ / "pids";
+    const auto script = write_script(
+        dir_, "leaver.sh",
+        "setsid sh -c 'echo $$ >> " + pids.string() +
+            "; exec sleep 300' &\n"
+            "while [ ! -s " +
+            pids.string() + " ]; do sleep 0.01; done; echo 7"
+    );
+    auto r = call(make_program("leaver", {script}), 1);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(*r, json::value(7));
+    const auto all = pids_in(pids);
+    ASSERT_EQ(all.size(), 1U);
+    EXPECT_FALSE(any_alive(all));
+    EXPECT_EQ(children(), children_before_);
+}
+
 TEST_F(ExecProgram, AProgramIgnoringSigtermGetsSigkillAfterTheGrace) {
     const auto started = dir_ / "started";
     // Its trap reports the SIGTERM and carries on; only SIGKILL ends it.
@@ -289,7 +360,7 @@ TEST_F(ExecProgram, TheEnvironmentHoldsOnlyWhatIsListed) {
     EXPECT_EQ(
         lines, (std::set<std::string>{
                    "ZKD_EXEC_TEST_KEEP=kept", "MODE=fast", "ZKD_TASK_ID=t-1", "ZKD_TASK_TYPE=env",
-                   "ZKD_PROGRESS_FD=3"})
+                   "ZKD_TASK_ATTEMPT=2", "ZKD_TASK_EPOCH=9", "ZKD_PROGRESS_FD=3"})
     );
 }
 
@@ -477,6 +548,15 @@ bool alive(pid_t pid) {
     return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
 
+/// A task as a stranger would write it under an assignment directory.
+std::string foreign_task_data(const std::string& type, json::value args) {
+    task_spec t;
+    t.type = type;
+    t.args = std::move(args);
+    t.submitted_ms = now_ms();
+    return encode(t);
+}
+
 class ExecCluster : public zkd::test::roles_cluster {
 protected:
     void SetUp() override {
@@ -564,6 +644,77 @@ TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
                     EXPECT_EQ(r->value, json::value(i + 1));
                 }
             }
+            co_await tc.flush();
+        }(),
+        120s
+    );
+}
+
+TEST_F(ExecCluster, AProgramGetsItsTasksIdAttemptAndEpochAndNeverAForgedName) {
+    const auto seen = dir_ / "seen";
+    exec::add_exec_type(
+        registry_, make_program(
+                       "fence", {write_script(
+                                    dir_, "fence.sh",
+                                    "echo \"$ZKD_TASK_ID\" >> " + seen.string() +
+                                        "; printf '{\"id\":\"%s\",\"attempt\":%s,\"epoch\":%s}' "
+                                        "\"$ZKD_TASK_ID\" \"$ZKD_TASK_ATTEMPT\" \"$ZKD_TASK_EPOCH\""
+                                )}
+                   )
+    );
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            auto w = co_await start_worker("w1", 2);
+            co_await workers_joined(*zk, 1);
+            task_client tc(*zk, layout_);
+            tc.place_directly(false);  // placed by the master: the assignment has an epoch
+            std::vector<task_spec> reqs{{"fence", 1}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            ASSERT_EQ(r->state, task_state::succeeded) << r->error->message;
+            EXPECT_EQ(r->value.at("id"), json::value(ids->front()));
+            EXPECT_EQ(r->value.at("attempt"), json::value(1));
+            EXPECT_GE(r->value.at("epoch").as_int64(), 1);
+            // A bundled task's id is the one clients know it by.
+            std::vector<task_spec> two{{"fence", 1}, {"fence", 2}};
+            submit_options sb;
+            sb.bundle = 2;
+            auto bids = co_await tc.submit(std::move(two), sb);
+            ASSERT_TRUE(bids);
+            auto b1 = co_await zkd::zkco::with_timeout(tc.wait((*bids)[1]), 30s);
+            ASSERT_TRUE(b1) << b1.error().message();
+            EXPECT_EQ(b1->value.at("id"), json::value((*bids)[1]));
+
+            // A stranger's assignment named like a shell command fails as malformed_task and
+            // no program runs for it.
+            const std::string name = "x;$(id)";
+            ASSERT_TRUE(co_await zk->create(
+                layout::assignment(w.me.id, name), foreign_task_data("fence", json::value(7))
+            ));
+            // An unlogged child: the worker lists its directory on its next change.
+            std::vector<task_spec> more{{"fence", 3}};
+            auto nudge = co_await tc.submit(std::move(more));
+            ASSERT_TRUE(nudge);
+            auto n = co_await zkd::zkco::with_timeout(tc.wait(nudge->front()), 30s);
+            ASSERT_TRUE(n) << n.error().message();
+            std::optional<task_result> failed;
+            for (int i = 0; i < 300 && !failed; ++i) {
+                auto got = co_await zk->get(layout_.result(name));
+                if (got) {
+                    failed = decode_result(got->data).value();
+                } else {
+                    co_await settle(20ms);
+                }
+            }
+            ASSERT_TRUE(failed) << "no result for the forged assignment";
+            EXPECT_EQ(failed->state, task_state::failed);
+            EXPECT_EQ(failed->error->code, codes::malformed_task);
+            EXPECT_EQ(read_file(seen).find(name), std::string::npos) << read_file(seen);
+            EXPECT_EQ(read_file(seen).find("x;"), std::string::npos) << read_file(seen);
             co_await tc.flush();
         }(),
         120s
@@ -864,6 +1015,48 @@ TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramAndTheTaskCompletesElsewhere) {
             EXPECT_EQ(r->state, task_state::succeeded);
             EXPECT_EQ(r->value, json::value("again"));
             EXPECT_EQ(r->worker.rfind("b-", 0), 0U) << r->worker;
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
+}
+
+TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramsWholeTreeAndATimeoutDoesToo) {
+    const auto pids = dir_ / "pids";
+    const auto script = tree_script(dir_, pids);
+    start("a", {"--exec", "tree=" + script});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            // A timeout stops the whole tree.
+            std::vector<task_spec> timed{{"tree", 1}};
+            timed.front().timeout = 1500ms;
+            timed.front().max_attempts = 1;
+            auto first = co_await tc.submit(std::move(timed));
+            ASSERT_TRUE(first);
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(first->front()), 60s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::timed_out);
+            const auto stopped = pids_in(pids);
+            EXPECT_EQ(stopped.size(), 4U) << read_file(pids);
+            ZKD_AWAIT_CONDITION(!any_alive(stopped), 10s);
+            EXPECT_FALSE(any_alive(stopped)) << read_file(pids);
+            fs::remove(pids);
+            // kill -9 of the worker: none of the tree outlives it.
+            std::vector<task_spec> reqs{{"tree", 2}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            ZKD_AWAIT_CONDITION(pids_in(pids).size() == 4, 30s);
+            const auto tree = pids_in(pids);
+            ASSERT_EQ(tree.size(), 4U);
+            ASSERT_TRUE(any_alive(tree));
+            nodes_.at("a")->kill(SIGKILL);
+            ZKD_AWAIT_CONDITION(!any_alive(tree), 5s);
+            EXPECT_FALSE(any_alive(tree)) << "outlived their worker: " << read_file(pids);
             co_await tc.flush();
             co_await zk->close();
         }(),

@@ -604,6 +604,127 @@ TEST_F(Http, CancelARunningTaskAndWaitThatTimesOut) {
     EXPECT_EQ(late.error_code(), "finished");
 }
 
+// GET /v1/tasks/{id}/result waits for a result and shows it; DELETE waits and consumes it,
+// once its answer is written.
+TEST_F(Http, WaitForAResultByIdThenConsumeIt) {
+    start();
+    wait_ready();
+    auto slow = post("/v1/tasks", R"({"type":"sleep","args":{"ms":1500}})");
+    ASSERT_EQ(slow.status, 201) << slow;
+    const auto id = json::value_to<std::string>(slow.json().at("id"));
+
+    // Not finished, no wait: 202 with where it is, at once.
+    auto now = curl("/v1/tasks/" + id + "/result");
+    ASSERT_EQ(now.status, 202) << now;
+    EXPECT_EQ(now.json().at("id"), json::value(id));
+    const auto state = json::value_to<std::string>(now.json().at("state"));
+    EXPECT_TRUE(state == "pending" || state == "assigned" || state == "running") << state;
+
+    // GET with a wait: the result once it comes, not consumed.
+    auto shown = curl("/v1/tasks/" + id + "/result?wait=30000");
+    ASSERT_EQ(shown.status, 200) << shown;
+    EXPECT_EQ(shown.json().at("task"), json::value(id));
+    EXPECT_EQ(shown.json().at("state"), "succeeded");
+    auto again = curl("/v1/tasks/" + id + "/result");
+    ASSERT_EQ(again.status, 200) << again;  // a finished task answers without a wait
+    EXPECT_EQ(again.json().at("state"), "succeeded");
+
+    // DELETE: delivered and consumed.
+    auto taken = curl("/v1/tasks/" + id + "/result?wait=30000", {"-X", "DELETE"});
+    ASSERT_EQ(taken.status, 200) << taken;
+    EXPECT_EQ(taken.json().at("state"), "succeeded");
+    auto gone = poll("/v1/tasks/" + id + "/result", [](const reply& r) { return r.status == 404; });
+    ASSERT_EQ(gone.status, 404) << gone;
+    EXPECT_EQ(gone.error_code(), "unknown_task");
+    EXPECT_EQ(gone.json().at("id"), json::value(id));  // errors about a task name it
+
+    // DELETE waiting on a task still running: it delivers the result when it comes.
+    auto echo = post("/v1/tasks", R"({"type":"sleep","args":{"ms":300}})");
+    ASSERT_EQ(echo.status, 201) << echo;
+    const auto eid = json::value_to<std::string>(echo.json().at("id"));
+    auto waited = curl("/v1/tasks/" + eid + "/result?wait=30000", {"-X", "DELETE"});
+    ASSERT_EQ(waited.status, 200) << waited;
+    EXPECT_EQ(waited.json().at("task"), json::value(eid));
+    auto consumed = poll("/v1/tasks/" + eid, [](const reply& r) { return r.status == 404; });
+    EXPECT_EQ(consumed.status, 404) << consumed;
+
+    // A failed task's result is delivered like any other (its state says how it ended).
+    auto fail = post("/v1/tasks", R"({"type":"fail","args":"on purpose"})");
+    ASSERT_EQ(fail.status, 201) << fail;
+    const auto fid = json::value_to<std::string>(fail.json().at("id"));
+    auto failed = curl("/v1/tasks/" + fid + "/result?wait=30000", {"-X", "DELETE"});
+    ASSERT_EQ(failed.status, 200) << failed;
+    EXPECT_EQ(failed.json().at("state"), "failed");
+    EXPECT_TRUE(failed.json().at("error").at("code").is_string()) << failed;
+
+    // Refusals.
+    auto unknown = curl("/v1/tasks/t5-1763733600123-00000000000000/result?wait=100");
+    EXPECT_EQ(unknown.status, 404) << unknown;
+    EXPECT_EQ(unknown.error_code(), "unknown_task");
+    auto bad_id = curl("/v1/tasks/nope/result");
+    EXPECT_EQ(bad_id.status, 400) << bad_id;
+    EXPECT_EQ(bad_id.error_code(), "bad_task_id");
+    auto bad_wait = curl("/v1/tasks/" + id + "/result?wait=soon");
+    EXPECT_EQ(bad_wait.status, 400) << bad_wait;
+    EXPECT_EQ(bad_wait.error_code(), "bad_query");
+    auto post_it = post("/v1/tasks/" + id + "/result", "{}");
+    EXPECT_EQ(post_it.status, 405) << post_it;
+    EXPECT_EQ(post_it.header("Allow"), "GET, DELETE");
+}
+
+// A wait that runs out says where the task is and leaves its result; a later wait gets it.
+TEST_F(Http, AResultWaitThatTimesOutThenACancelledResult) {
+    start();
+    wait_ready();
+    auto slow = post("/v1/tasks?wait=100", R"({"type":"sleep","args":{"ms":60000}})");
+    ASSERT_EQ(slow.status, 202) << slow;  // the submit's own wait ran out: the id is there
+    const auto id = json::value_to<std::string>(slow.json().at("id"));
+    auto waited = curl("/v1/tasks/" + id + "/result?wait=200", {"-X", "DELETE"});
+    ASSERT_EQ(waited.status, 202) << waited;
+    EXPECT_EQ(waited.json().at("id"), json::value(id));
+    EXPECT_TRUE(waited.json().at("state").is_string()) << waited;
+    auto cancel = curl("/v1/tasks/" + id, {"-X", "DELETE"});
+    ASSERT_EQ(cancel.status, 202) << cancel;
+    auto cancelled = curl("/v1/tasks/" + id + "/result?wait=30000", {"-X", "DELETE"});
+    ASSERT_EQ(cancelled.status, 200) << cancelled;
+    EXPECT_EQ(cancelled.json().at("state"), "cancelled");
+    EXPECT_EQ(cancelled.json().at("error").at("code"), "cancelled");
+}
+
+// A type no worker serves is refused, as `zkd submit` refuses it, unless the task says it may
+// be served later.
+TEST_F(Http, AnUnservedTypeIsRefusedUnlessAllowed) {
+    start();
+    wait_ready();
+    auto refused = post("/v1/tasks", R"({"type":"resize","args":1})");
+    ASSERT_EQ(refused.status, 409) << refused;
+    EXPECT_EQ(refused.error_code(), "unserved_type");
+    const auto message = json::value_to<std::string>(refused.json().at("error").at("message"));
+    EXPECT_NE(message.find("'resize'"), std::string::npos) << message;
+    EXPECT_NE(message.find("echo"), std::string::npos) << message;  // what is served
+    EXPECT_NE(message.find("allow_unserved"), std::string::npos) << message;
+    // One unserved task refuses the whole array: nothing is submitted.
+    auto mixed = post("/v1/tasks", R"([{"type":"echo"},{"type":"resize"}])");
+    ASSERT_EQ(mixed.status, 409) << mixed;
+    auto listed = curl("/v1/tasks");
+    ASSERT_EQ(listed.status, 200) << listed;
+    EXPECT_EQ(listed.json().at("pending_total"), 0) << listed;
+    EXPECT_EQ(listed.json().at("assigned_total"), 0) << listed;
+
+    // Allowed: it is submitted and waits for a worker that serves it.
+    auto later = post("/v1/tasks", R"({"type":"resize","args":1,"allow_unserved":true})");
+    ASSERT_EQ(later.status, 201) << later;
+    const auto id = json::value_to<std::string>(later.json().at("id"));
+    auto pending = curl("/v1/tasks/" + id);
+    ASSERT_EQ(pending.status, 200) << pending;
+    EXPECT_EQ(pending.json().at("state"), "pending");
+    auto cancel = curl("/v1/tasks/" + id, {"-X", "DELETE"});
+    EXPECT_EQ(cancel.status, 202) << cancel;
+    // A served type is not held up by the check.
+    auto fine = post("/v1/tasks?wait=30000", R"({"type":"echo","args":"served"})");
+    EXPECT_EQ(fine.status, 200) << fine;
+}
+
 TEST_F(Http, ErrorsAreJsonWithTheRightStatus) {
     start();
     wait_ready();

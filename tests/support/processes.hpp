@@ -91,6 +91,9 @@ public:
         return -1;
     }
 
+    /// Its pid (0 once it was reaped).
+    [[nodiscard]] pid_t pid() const { return pid_; }
+
     void kill(int sig) {
         if (pid_ > 0) {
             ::kill(pid_, sig);

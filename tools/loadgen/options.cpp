@@ -6,6 +6,7 @@
 #include "zkco/config.hpp"
 
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/string.hpp>
 
 #include <algorithm>
@@ -52,6 +53,9 @@ Load (without --tasks and --duration: --tasks 1000):
   --max-in-flight N       open loop: submit no more while N tasks are in flight (the run
                           falls behind schedule, which is reported; default 100000)
   --task SPEC             echo (default), spin:MS (burn CPU for MS ms), sleep:MS
+  --type NAME             instead of --task: tasks of any registered type NAME (an exec
+                          type, say), each with the args of --args
+  --args JSON             the args of every --type task (default {})
   --payload BYTES         echo: a string of BYTES; spin/sleep: a "pad" string of BYTES
                           beside "ms" when BYTES > 0 (default 16)
   --batch N               tasks per task_client::submit() call (default 1); the client's
@@ -130,6 +134,8 @@ const std::vector<std::string>& valued() {
         "--rate",
         "--max-in-flight",
         "--task",
+        "--type",
+        "--args",
         "--payload",
         "--batch",
         "--bundle",
@@ -226,7 +232,7 @@ std::chrono::milliseconds millis(
 
 std::optional<task_kind> parse_task_kind(const std::string& s) {
     if (s == "echo") {
-        return task_kind{"echo", 0};
+        return task_kind{"echo", 0, std::nullopt};
     }
     const auto colon = s.find(':');
     if (colon == std::string::npos) {
@@ -242,10 +248,13 @@ std::optional<task_kind> parse_task_kind(const std::string& s) {
     if (v > 86'400'000) {
         return std::nullopt;
     }
-    return task_kind{type, v};
+    return task_kind{type, v, std::nullopt};
 }
 
 boost::json::value task_args(const task_kind& kind, std::size_t payload) {
+    if (kind.args) {
+        return *kind.args;
+    }
     if (kind.type == "echo") {
         return boost::json::string(payload, 'x');
     }
@@ -395,6 +404,28 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
             );
         }
         s.kind = *k;
+    }
+    if (auto v = get("--type")) {
+        if (get("--task")) {
+            throw usage_error("--type and --task are two ways to say what runs: give one");
+        }
+        if (!protocol::is_valid_task_type(*v)) {
+            throw usage_error(
+                "--type wants a task type name (1 to 128 of A-Z a-z 0-9 _ . : -), not '" + *v + "'"
+            );
+        }
+        s.kind = task_kind{*v, 0, boost::json::object{}};
+    }
+    if (auto v = get("--args")) {
+        if (!get("--type")) {
+            throw usage_error("--args goes with --type");
+        }
+        boost::system::error_code ec;
+        auto parsed = boost::json::parse(*v, ec);
+        if (ec) {
+            throw usage_error("--args wants JSON (" + ec.message() + "): '" + *v + "'");
+        }
+        s.kind.args = std::move(parsed);
     }
     if (auto v = get("--payload")) {
         s.payload = static_cast<std::size_t>(whole("--payload", *v, 0, 500'000));

@@ -32,6 +32,8 @@ enum exit_code : int {
 struct task_kind {
     std::string type = "echo";
     std::int64_t ms = 0;
+    /// --type NAME --args JSON: any registered type, every task with these args.
+    std::optional<boost::json::value> args;
 
     friend bool operator==(const task_kind&, const task_kind&) = default;
 };

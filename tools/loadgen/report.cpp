@@ -46,6 +46,9 @@ std::string grouped(double v) {
 }
 
 std::string task_spec_text(const settings& s) {
+    if (s.kind.args) {
+        return s.kind.type;
+    }
     return s.kind.type == "echo" ? "echo" : s.kind.type + ":" + std::to_string(s.kind.ms);
 }
 

@@ -79,9 +79,10 @@ std::chrono::milliseconds duration_setting(std::string_view key, std::string_vie
     return *d;
 }
 
-constexpr std::array<std::string_view, 9> settings{"timeout",     "max-timeout", "max-output",
-                                                   "concurrency", "output",      "env",
-                                                   "dir",         "user",        "kill-grace"};
+constexpr std::array<std::string_view, 14> settings{
+    "timeout", "max-timeout", "max-output", "concurrency",  "output",
+    "env",     "dir",         "user",       "kill-grace",   "mode",
+    "warm",    "max-tasks",   "max-memory", "start-timeout"};
 
 /// A config key's type name and setting ("img.v2.timeout": "img.v2" and "timeout"); the
 /// setting is empty when the key defines the type. A known setting suffix wins over a dot in
@@ -140,6 +141,22 @@ int count_setting(std::string_view key, std::string_view value) {
     return static_cast<int>(*n);
 }
 
+std::size_t memory_setting(std::string_view key, std::string_view value) {
+    const auto n = parse_size(value);
+    if (!n || *n == 0) {
+        bad("exec." + std::string(key) + " wants a size (e.g. 512MiB, 2GiB), not '" +
+            std::string(value) + "'");
+    }
+    return *n;
+}
+
+run_mode mode_setting(std::string_view key, std::string_view value) {
+    if (value != "once" && value != "serve") {
+        bad("exec." + std::string(key) + " wants once or serve, not '" + std::string(value) + "'");
+    }
+    return value == "serve" ? run_mode::serve : run_mode::once;
+}
+
 output_mode output_setting(std::string_view key, std::string_view value) {
     if (value != "json" && value != "text") {
         bad("exec." + std::string(key) + " wants json or text, not '" + std::string(value) + "'");
@@ -169,6 +186,16 @@ void set_setting(
         c.dir = value;
     } else if (setting == "user") {
         c.user = value;
+    } else if (setting == "mode") {
+        c.mode = mode_setting(key, value);
+    } else if (setting == "warm") {
+        c.warm = count_setting(key, value);
+    } else if (setting == "max-tasks") {
+        c.max_tasks = count_setting(key, value);
+    } else if (setting == "max-memory") {
+        c.max_memory = memory_setting(key, value);
+    } else if (setting == "start-timeout") {
+        c.start_timeout = duration_setting(key, value);
     }
 }
 
@@ -222,27 +249,32 @@ std::optional<std::size_t> parse_size(std::string_view text) {
     if (unit == "M" || unit == "MiB") {
         return n * 1024 * 1024;
     }
+    if (unit == "G" || unit == "GiB") {
+        return n * 1024 * 1024 * 1024;
+    }
     return std::nullopt;
 }
 
-program_config parse_exec_flag(std::string_view value) {
+program_config parse_exec_flag(std::string_view value, std::string_view flag) {
+    const std::string f(flag);
     const auto eq = value.find('=');
     if (eq == std::string_view::npos) {
-        bad("--exec wants NAME=PROGRAM [ARG...], not '" + std::string(value) + "'");
+        bad(f + " wants NAME=PROGRAM [ARG...], not '" + std::string(value) + "'");
     }
     program_config c;
     c.name = std::string(value.substr(0, eq));
     if (!is_valid_type_name(c.name)) {
-        bad("--exec: '" + c.name + "' is not a task type name (1 to 128 of A-Z a-z 0-9 _ . : -)");
+        bad(f + ": '" + c.name + "' is not a task type name (1 to 128 of A-Z a-z 0-9 _ . : -)");
     }
     if (const auto [type, setting] = split_key(c.name); !setting.empty()) {
-        bad("--exec " + c.name + ": a type name cannot end in '." + setting +
+        bad(f + " " + c.name + ": a type name cannot end in '." + setting +
             "'; settings go in the config file (exec." + c.name + " = VALUE)");
     }
     c.argv = split_argv(value.substr(eq + 1));
     if (c.argv.empty()) {
-        bad("--exec " + c.name + ": no program given");
+        bad(f + " " + c.name + ": no program given");
     }
+    c.mode = flag == "--serve" ? run_mode::serve : run_mode::once;
     return c;
 }
 
@@ -266,16 +298,21 @@ void apply_setting(
 }
 
 std::map<std::string, program_config> configure(
-    const std::vector<file_setting>& file, const std::vector<std::string>& flags
+    const std::vector<file_setting>& file,
+    const std::vector<std::string>& flags,
+    const std::vector<std::string>& serve_flags
 ) {
     std::vector<program_config> given;
     std::set<std::string> defined;
-    for (const auto& flag : flags) {
-        auto c = parse_exec_flag(flag);
-        if (!defined.insert(c.name).second) {
-            bad("--exec " + c.name + ": the type is given twice");
+    for (const auto* list : {&flags, &serve_flags}) {
+        const std::string_view flag = list == &flags ? "--exec" : "--serve";
+        for (const auto& value : *list) {
+            auto c = parse_exec_flag(value, flag);
+            if (!defined.insert(c.name).second) {
+                bad(std::string(flag) + " " + c.name + ": the type is given twice");
+            }
+            given.push_back(std::move(c));
         }
-        given.push_back(std::move(c));
     }
     for (const auto& line : file) {
         defined.insert(split_key(line.key).first);
@@ -295,6 +332,7 @@ std::map<std::string, program_config> configure(
         auto& t = types[c.name];
         t.name = c.name;
         t.argv = std::move(c.argv);  // the command line wins over the file's program
+        t.mode = c.mode;
     }
     return types;
 }

@@ -151,6 +151,10 @@ program resolve(program_config c, const env_lookup& lookup) {
             p.user = std::move(id);
         }
     }
+    if (c.mode == run_mode::serve && c.concurrency > 0 && c.warm > c.concurrency) {
+        bad("exec type '" + t + "': warm (" + std::to_string(c.warm) +
+            ") cannot be more than concurrency (" + std::to_string(c.concurrency) + ")");
+    }
     if (c.max_output == 0 || c.max_output > max_max_output) {
         bad("exec type '" + t + "': max-output must be from 1 byte to 512KiB");
     }
@@ -348,6 +352,10 @@ void ignore_sigpipe() {
 
 void add_exec_type(registry& reg, program p) {
     ignore_sigpipe();
+    if (p.config.mode == run_mode::serve) {
+        add_served_type(reg, std::move(p));
+        return;
+    }
     auto prog = std::make_shared<const program>(std::move(p));
     auto limit = std::make_shared<limiter>(prog->config.concurrency);
     const type_limits limits{prog->config.timeout, prog->config.max_timeout};
@@ -362,7 +370,8 @@ void add_exec_type(registry& reg, program p) {
         } const held{limit.get()};
         call.started();
         std::vector<std::string> extra{
-            "ZKD_TASK_ID=" + call.task, "ZKD_TASK_TYPE=" + prog->config.name,
+            "ZKD_TASK_ID=" + call.task, "ZKD_TASK_ATTEMPT=" + std::to_string(call.attempt),
+            "ZKD_TASK_EPOCH=" + std::to_string(call.epoch), "ZKD_TASK_TYPE=" + prog->config.name,
             "ZKD_PROGRESS_FD=" + std::to_string(progress_fd)};
         const auto o = co_await run_program(
             *prog, protocol::to_text(call.args), call.stop, std::move(call.progress),

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// Exec task types: one child program's whole life (spawn with its fds, environment, user and
-// process group; stdin/stdout/stderr/fd 3 and the pidfd as Asio operations; the kill
-// escalation; reaping), in one file because those parts share the child's state and its
-// invariants (every child reaped, no fd leaked, no signal to a pid that may be reused);
+// Exec task types: one child program's whole life (its supervisor, spawn with its fds,
+// environment, user and process group; stdin/stdout/stderr/fd 3, the control socket and the
+// supervisor's pidfd as Asio operations; the kill escalation; reaping), in one file because
+// those parts share the child's state and its invariants (every child reaped, no fd leaked, no
+// process of a program's tree left behind, no signal to a pid that may be reused);
 // docs/exec.md is the contract.
 #include "handlers/exec.hpp"
+#include "handlers/exec/detail/child.hpp"
 #include "protocol/syntax.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -16,38 +18,32 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <climits>
-#include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <grp.h>
-#include <list>
 #include <memory>
-#include <mutex>
-#include <pwd.h>
-#include <set>
-#include <stdexcept>
+#include <poll.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace asio = boost::asio;
-namespace json = boost::json;
 
 namespace zkd::handlers::exec {
 
-// --- running a program -----------------------------------------------------------------------
+namespace detail {
 
 namespace {
 
@@ -92,7 +88,19 @@ bool make_pipe(pipe_ends& p) {
 }
 
 /// Where the child failed, sent to the parent with errno on the error pipe.
-enum class stage : int { pgid = 1, pdeathsig, fds, dir, groups, gid, uid, exec };
+enum class stage : int {
+    pgid = 1,
+    pdeathsig,
+    fds,
+    dir,
+    groups,
+    gid,
+    uid,
+    exec,
+    subreaper,
+    signals,
+    fork
+};
 
 const char* stage_text(stage s) {
     switch (s) {
@@ -112,21 +120,36 @@ const char* stage_text(stage s) {
         return "setuid";
     case stage::exec:
         return "execve";
+    case stage::subreaper:
+        return "prctl(PR_SET_CHILD_SUBREAPER)";
+    case stage::signals:
+        return "signalfd";
+    case stage::fork:
+        return "fork (its supervisor)";
     }
     return "?";
 }
 
-/// Everything the child needs, prepared before fork(): the child may call only
-/// async-signal-safe functions (the worker has other threads).
+// The supervisor's fds: the program's 0..3 until it has forked it, then its own.
+constexpr int error_fd = 4;    // execve's failure (close-on-exec)
+constexpr int control_fd = 5;  // the control socket (close-on-exec)
+constexpr int signal_fd = 6;   // SIGCHLD (close-on-exec)
+
+/// Records the supervisor writes on the control socket: {kind, value}.
+enum class record : std::int32_t { started = 0, exited = 1, killed = 2 };
+
+/// Everything the children need, prepared before fork(): the supervisor and the program may
+/// call only async-signal-safe functions (the worker has other threads, whose locks a fork
+/// copies held).
 struct child_plan {
     const char* path = nullptr;
     char* const* argv = nullptr;
     char* const* envp = nullptr;
     const char* dir = nullptr;
     const identity* user = nullptr;
-    pid_t parent = 0;
-    std::array<int, 4> fds{};  // becomes 0 (stdin), 1, 2, 3 (progress)
+    std::array<int, 4> fds{};  // becomes 0 (stdin), 1, 2, 3 (progress; -1: none)
     int error = -1;            // the error pipe's write end (close-on-exec)
+    int control = -1;          // the supervisor's end of the control socket
 };
 
 [[noreturn]] void child_fail(int fd, stage s) {
@@ -135,55 +158,43 @@ struct child_plan {
     ::_exit(127);
 }
 
-[[noreturn]] void run_child(const child_plan& p) {
-    int err = p.error;
-    // Its own process group, so that a stop reaches whatever it started; and it dies with
-    // the thread that forked it (the loop thread). If the worker is already gone, so are we.
+void close_from(unsigned first) {
+    if (::syscall(SYS_close_range, first, ~0U, 0U) != 0) {
+        for (int fd = static_cast<int>(first); fd < 65536; ++fd) {
+            ::close(fd);
+        }
+    }
+}
+
+void set_all_signals(void (*handler)(int)) {
+    struct sigaction sa {};
+    sa.sa_handler = handler;  // NOLINT(cppcoreguidelines-pro-type-union-access)
+    for (int sig = 1; sig < NSIG; ++sig) {
+        ::sigaction(sig, &sa, nullptr);
+    }
+}
+
+// --- the program, forked by its supervisor ---------------------------------------------------
+
+[[noreturn]] void run_program_child(const child_plan& p, pid_t supervisor) {
+    const int err = error_fd;
+    // Ignored signals and the supervisor's mask would stay across execve.
+    set_all_signals(SIG_DFL);
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::close(control_fd);
+    ::close(signal_fd);
+    // Its own process group (what a terminal's signals and job control see as one job), and
+    // it dies with its supervisor.
     if (::setpgid(0, 0) != 0) {
         child_fail(err, stage::pgid);
     }
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
         child_fail(err, stage::pdeathsig);
     }
-    if (::getppid() != p.parent) {
+    if (::getppid() != supervisor) {
         ::_exit(127);
-    }
-    // Ignored signals (SIGPIPE in the worker) would stay ignored across execve.
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;  // NOLINT(cppcoreguidelines-pro-type-union-access)
-    for (int sig = 1; sig < NSIG; ++sig) {
-        ::sigaction(sig, &dfl, nullptr);
-    }
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Move every end out of 0..4 first: one of them may have such a number already.
-    std::array<int, 5> high{};
-    for (std::size_t i = 0; i < 4; ++i) {
-        high[i] = ::fcntl(p.fds[i], F_DUPFD_CLOEXEC, 10);
-        if (high[i] < 0) {
-            child_fail(err, stage::fds);
-        }
-    }
-    high[4] = ::fcntl(err, F_DUPFD_CLOEXEC, 10);
-    if (high[4] < 0) {
-        child_fail(err, stage::fds);
-    }
-    err = high[4];
-    for (int i = 0; i < 4; ++i) {
-        if (::dup2(high[static_cast<std::size_t>(i)], i) != i) {  // dup2 clears close-on-exec
-            child_fail(err, stage::fds);
-        }
-    }
-    if (::dup3(high[4], 4, O_CLOEXEC) != 4) {
-        child_fail(err, stage::fds);
-    }
-    err = 4;
-    // Nothing else of the worker's reaches the program, close-on-exec or not.
-    if (::syscall(SYS_close_range, 5U, ~0U, 0U) != 0) {
-        for (int fd = 5; fd < 65536; ++fd) {
-            ::close(fd);
-        }
     }
     if (p.dir != nullptr && ::chdir(p.dir) != 0) {
         child_fail(err, stage::dir);
@@ -203,81 +214,406 @@ struct child_plan {
     child_fail(err, stage::exec);
 }
 
-/// A started child and its pipes (the parent's ends), on the loop's executor.
-struct child : std::enable_shared_from_this<child> {
-    explicit child(const asio::any_io_executor& ex)
-        : in(ex),
-          out(ex),
-          err(ex),
-          progress(ex),
-          error(ex),
-          pidfd(ex),
-          kill_timer(ex),
-          drain_timer(ex) {}
+// --- the supervisor's view of its tree (async-signal-safe: raw syscalls, no allocation) ------
 
-    pid_t pid = 0;
-    asio::posix::stream_descriptor in, out, err, progress, error, pidfd;
-    asio::steady_timer kill_timer;   // SIGTERM → SIGKILL
-    asio::steady_timer drain_timer;  // after exit: pipes held by escaped processes
-    std::chrono::milliseconds grace{0};
-    bool reaped = false;  // never signal its group after: the pid may be reused
-    bool term_sent = false;
-    int readers = 3;  // stdout, stderr, progress: until EOF
-    run_outcome outcome;
+struct proc_entry {
+    pid_t pid;
+    pid_t ppid;
+    char state;
+    bool ours;
+};
 
-    void signal_group(int sig) const {
-        if (!reaped) {
-            ::kill(-pid, sig);
+constexpr std::size_t max_procs = 8192;
+
+/// Reads the parent and state of `pid` from /proc/PID/stat; false if it is gone.
+bool read_stat(pid_t pid, pid_t& ppid, char& state) {
+    std::array<char, 64> path{};
+    // "/proc/" + digits + "/stat", by hand (snprintf is not async-signal-safe).
+    std::array<char, 16> digits{};
+    std::size_t n = 0;
+    for (auto v = static_cast<unsigned>(pid); n == 0 || v != 0; v /= 10) {
+        digits[n++] = static_cast<char>('0' + v % 10);
+    }
+    std::size_t at = 0;
+    for (const char ch : {'/', 'p', 'r', 'o', 'c', '/'}) {
+        path[at++] = ch;
+    }
+    while (n > 0) {
+        path[at++] = digits[--n];
+    }
+    for (const char ch : {'/', 's', 't', 'a', 't'}) {
+        path[at++] = ch;
+    }
+    path[at] = '\0';
+    const int fd = ::open(path.data(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    std::array<char, 512> buf{};
+    const auto got = ::read(fd, buf.data(), buf.size() - 1);
+    ::close(fd);
+    if (got <= 0) {
+        return false;
+    }
+    // "pid (comm) S ppid ...": comm may hold anything, so from the last ')'.
+    auto rp = static_cast<std::size_t>(got);
+    while (rp > 0 && buf[rp - 1] != ')') {
+        --rp;
+    }
+    if (rp == 0 || rp + 3 >= static_cast<std::size_t>(got)) {
+        return false;
+    }
+    state = buf[rp + 1];
+    pid_t v = 0;
+    for (std::size_t i = rp + 3;
+         i < static_cast<std::size_t>(got) && buf[i] >= '0' && buf[i] <= '9'; ++i) {
+        v = v * 10 + (buf[i] - '0');
+    }
+    ppid = v;
+    return true;
+}
+
+struct linux_dirent64 {
+    std::uint64_t d_ino;
+    std::int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[1];  // NOLINT(cppcoreguidelines-avoid-c-arrays)
+};
+
+/// Lists every process into `procs` (sorted by pid); their count.
+std::size_t list_procs(std::array<proc_entry, max_procs>& procs) {
+    const int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        return 0;
+    }
+    std::size_t count = 0;
+    alignas(8) std::array<char, 8192> buf{};
+    for (;;) {
+        const auto got = ::syscall(SYS_getdents64, dir, buf.data(), buf.size());
+        if (got <= 0) {
+            break;
+        }
+        for (long off = 0; off < got;) {
+            const auto* d = reinterpret_cast<const linux_dirent64*>(  // NOLINT
+                buf.data() + off
+            );
+            off += d->d_reclen;
+            pid_t pid = 0;
+            const char* name = &d->d_name[0];
+            bool numeric = name[0] != '\0';
+            for (const char* c = name; *c != '\0'; ++c) {  // NOLINT
+                numeric = numeric && *c >= '0' && *c <= '9';
+                pid = pid * 10 + (*c - '0');
+            }
+            if (!numeric || count == max_procs) {
+                continue;
+            }
+            pid_t ppid = 0;
+            char state = '?';
+            if (read_stat(pid, ppid, state)) {
+                procs[count++] = proc_entry{pid, ppid, state, false};
+            }
         }
     }
+    ::close(dir);
+    // Insertion sort: /proc lists in pid order already, so this is one pass.
+    for (std::size_t i = 1; i < count; ++i) {
+        for (std::size_t j = i; j > 0 && procs[j - 1].pid > procs[j].pid; --j) {
+            std::swap(procs[j - 1], procs[j]);
+        }
+    }
+    return count;
+}
 
-    void terminate() {
-        if (reaped || term_sent) {
+const proc_entry* find_proc(
+    const std::array<proc_entry, max_procs>& procs, std::size_t n, pid_t pid
+) {
+    std::size_t lo = 0;
+    std::size_t hi = n;
+    while (lo < hi) {
+        const std::size_t mid = (lo + hi) / 2;
+        if (procs[mid].pid < pid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < n && procs[lo].pid == pid ? &procs[lo] : nullptr;
+}
+
+/// Sends `sig` to every live process below `self` (the supervisor, a subreaper: its
+/// descendants' parent chains all lead to it); how many it signalled. Each is signalled
+/// through a pidfd opened after its parent was read and checked again after, so a pid reused
+/// meanwhile is not hit.
+std::size_t signal_tree(pid_t self, int sig) {
+    std::array<proc_entry, max_procs> procs;  // NOLINT(cppcoreguidelines-pro-type-member-init)
+    const std::size_t n = list_procs(procs);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (procs[i].ours) {
+                continue;
+            }
+            const proc_entry* parent = find_proc(procs, n, procs[i].ppid);
+            if (procs[i].ppid == self || (parent != nullptr && parent->ours)) {
+                procs[i].ours = true;
+                changed = true;
+            }
+        }
+    }
+    std::size_t signalled = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& e = procs[i];
+        if (!e.ours || e.state == 'Z' || e.state == 'X') {
+            continue;
+        }
+        const auto fd = static_cast<int>(::syscall(SYS_pidfd_open, e.pid, 0));
+        if (fd < 0) {
+            continue;  // gone
+        }
+        pid_t ppid = 0;
+        char state = '?';
+        if (read_stat(e.pid, ppid, state) && state != 'Z' && state != 'X' &&
+            (ppid == e.ppid || ppid == self)) {
+            ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0U);
+            ++signalled;
+        }
+        ::close(fd);
+    }
+    return signalled;
+}
+
+void reap_all(pid_t program, int& status, bool& program_done) {
+    for (;;) {
+        int st = 0;
+        const pid_t w = ::waitpid(-1, &st, WNOHANG);
+        if (w <= 0) {
             return;
         }
-        term_sent = true;
-        signal_group(SIGTERM);
-        kill_timer.expires_after(grace);
-        kill_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-            if (!ec) {
-                self->signal_group(SIGKILL);
-            }
-        });
-    }
-
-    void reader_done() {
-        if (--readers == 0) {
-            drain_timer.cancel();
+        if (w == program) {
+            status = st;
+            program_done = true;
         }
     }
-};
+}
+
+/// SIGKILL to the whole tree until none of it is left (each round reaps what it can; a
+/// process in uninterruptible sleep may take a moment to die), at most about 10 s.
+void kill_everything(pid_t self, pid_t program, int& status, bool& program_done) {
+    for (int round = 0; round < 2000; ++round) {
+        const std::size_t left = signal_tree(self, SIGKILL);
+        reap_all(program, status, program_done);
+        if (left == 0) {
+            return;
+        }
+        const timespec pause{0, 5'000'000};
+        ::nanosleep(&pause, nullptr);
+    }
+}
+
+void send_record(record kind, std::int32_t value) {
+    const std::array<std::int32_t, 2> msg{static_cast<std::int32_t>(kind), value};
+    [[maybe_unused]] const auto n = ::send(control_fd, msg.data(), sizeof msg, MSG_NOSIGNAL);
+}
+
+// --- the supervisor, forked by zkd -----------------------------------------------------------
+
+[[noreturn]] void run_supervisor(const child_plan& p) {
+    int err = p.error;
+    // Its own process group: a terminal's ^C to zkd's group does not reach it (zkd decides).
+    if (::setpgid(0, 0) != 0) {
+        child_fail(err, stage::pgid);
+    }
+    set_all_signals(SIG_DFL);
+    for (const int sig :
+         {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2}) {
+        ::signal(sig, SIG_IGN);
+    }
+    sigset_t chld;
+    ::sigemptyset(&chld);
+    ::sigaddset(&chld, SIGCHLD);
+    ::sigprocmask(SIG_SETMASK, &chld, nullptr);
+    // Move every end out of 0..6 first: one of them may have such a number already.
+    std::array<int, 6> high{-1, -1, -1, -1, -1, -1};
+    for (std::size_t i = 0; i < 4; ++i) {
+        if (p.fds[i] >= 0 && (high[i] = ::fcntl(p.fds[i], F_DUPFD_CLOEXEC, 10)) < 0) {
+            child_fail(err, stage::fds);
+        }
+    }
+    high[4] = ::fcntl(err, F_DUPFD_CLOEXEC, 10);
+    if (high[4] < 0) {
+        child_fail(err, stage::fds);
+    }
+    err = high[4];
+    high[5] = ::fcntl(p.control, F_DUPFD_CLOEXEC, 10);
+    if (high[5] < 0) {
+        child_fail(err, stage::fds);
+    }
+    for (int i = 0; i < 4; ++i) {
+        const int from = high[static_cast<std::size_t>(i)];
+        if (from < 0) {
+            ::close(i);
+        } else if (::dup2(from, i) != i) {  // dup2 clears close-on-exec
+            child_fail(err, stage::fds);
+        }
+    }
+    if (::dup3(high[4], error_fd, O_CLOEXEC) != error_fd) {
+        child_fail(err, stage::fds);
+    }
+    err = error_fd;
+    if (::dup3(high[5], control_fd, O_CLOEXEC) != control_fd) {
+        child_fail(err, stage::fds);
+    }
+    // Nothing else of the worker's stays open here or reaches the program.
+    ::close(signal_fd);
+    close_from(static_cast<unsigned>(signal_fd) + 1);
+    // The lowest free number may be 3 (a program without fd 3): moved to its place.
+    const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        child_fail(err, stage::signals);
+    }
+    if (sfd != signal_fd) {
+        if (::dup3(sfd, signal_fd, O_CLOEXEC) != signal_fd) {
+            child_fail(err, stage::signals);
+        }
+        ::close(sfd);
+    }
+    // Orphans of the program's tree (a daemonizing grandchild, a setsid one) become ours.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+        child_fail(err, stage::subreaper);
+    }
+    const pid_t self = ::getpid();
+    const pid_t program = ::fork();
+    if (program < 0) {
+        child_fail(err, stage::fork);
+    }
+    if (program == 0) {
+        run_program_child(p, self);
+    }
+    for (int fd = 0; fd <= error_fd; ++fd) {
+        ::close(fd);  // the program's ends: EOF for zkd must not wait for us
+    }
+    send_record(record::started, program);
+
+    int status = 0;
+    bool program_done = false;
+    bool zkd_gone = false;
+    while (!program_done && !zkd_gone) {
+        std::array<pollfd, 2> fds{pollfd{control_fd, POLLIN, 0}, pollfd{signal_fd, POLLIN, 0}};
+        if (::poll(fds.data(), fds.size(), -1) < 0) {
+            continue;  // EINTR
+        }
+        if ((fds[1].revents & POLLIN) != 0) {
+            signalfd_siginfo info{};
+            while (::read(signal_fd, &info, sizeof info) > 0) {
+            }
+            reap_all(program, status, program_done);
+        }
+        if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+            std::array<char, 16> req{};
+            const auto got = ::read(control_fd, req.data(), req.size());
+            if (got <= 0) {
+                zkd_gone = true;  // zkd exited or was killed: nothing of the program stays
+            }
+            for (ssize_t i = 0; i < got; ++i) {
+                if (req[static_cast<std::size_t>(i)] == 'T') {
+                    signal_tree(self, SIGTERM);
+                } else if (req[static_cast<std::size_t>(i)] == 'K') {
+                    signal_tree(self, SIGKILL);
+                }
+            }
+        }
+    }
+    // The program's work ends with it: whatever of its tree is left dies now.
+    kill_everything(self, program, status, program_done);
+    if (!program_done) {
+        // Killed by kill_everything, but not reaped yet (it was not in the last round's list).
+        while (::waitpid(program, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (WIFEXITED(status)) {
+        send_record(record::exited, WEXITSTATUS(status));
+    } else if (WIFSIGNALED(status)) {
+        send_record(record::killed, WTERMSIG(status));
+    }
+    ::_exit(0);
+}
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
     std::vector<char*> out;
     out.reserve(v.size() + 1);
     for (const auto& s : v) {
-        out.push_back(const_cast<char*>(s.c_str())
-        );  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+        out.push_back(const_cast<char*>(s.c_str())  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+        );
     }
     out.push_back(nullptr);
     return out;
 }
 
-/// Forks and execs `p`; the child's outcome gets start_error if a step before exec failed
-/// (reported asynchronously on the error pipe).
+}  // namespace
+
+child::child(const asio::any_io_executor& ex)
+    : in(ex), out(ex), err(ex), progress(ex), error(ex), control(ex), pidfd(ex), kill_timer(ex) {}
+
+void child::send(char request) const {
+    if (!reaped && control.is_open()) {
+        // One byte into an almost empty socket: never blocks (and never SIGPIPE).
+        [[maybe_unused]] const auto n = ::send(
+            const_cast<asio::posix::stream_descriptor&>(control)  // NOLINT
+                .native_handle(),
+            &request, 1, MSG_DONTWAIT | MSG_NOSIGNAL
+        );
+    }
+}
+
+void child::terminate() {
+    if (reaped || term_sent || kill_sent) {
+        return;
+    }
+    term_sent = true;
+    send('T');
+    kill_timer.expires_after(grace);
+    kill_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec) {
+            self->kill_tree();
+        }
+    });
+}
+
+void child::kill_tree() {
+    if (reaped || kill_sent) {
+        return;
+    }
+    kill_sent = true;
+    send('K');
+}
+
 std::shared_ptr<child> spawn(
     const asio::any_io_executor& ex,
     const program& p,
     const std::vector<std::string>& env,
+    bool with_progress_fd,
     std::string& error
 ) {
     std::array<pipe_ends, 5> pipes;  // stdin, stdout, stderr, progress, exec error
-    for (auto& pe : pipes) {
-        if (!make_pipe(pe)) {
+    for (std::size_t i = 0; i < pipes.size(); ++i) {
+        if (i == 3 && !with_progress_fd) {
+            continue;
+        }
+        if (!make_pipe(pipes[i])) {
             error = std::string("pipe2: ") + std::strerror(errno);  // NOLINT(concurrency-mt-unsafe)
             return nullptr;
         }
     }
+    std::array<int, 2> sock{-1, -1};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock.data()) != 0) {
+        error =
+            std::string("socketpair: ") + std::strerror(errno);  // NOLINT(concurrency-mt-unsafe)
+        return nullptr;
+    }
+    unique_fd ours(sock[0]);
+    unique_fd theirs(sock[1]);
     auto argv = c_strings(p.config.argv);
     auto envp = c_strings(env);
     child_plan plan;
@@ -286,10 +622,10 @@ std::shared_ptr<child> spawn(
     plan.envp = envp.data();
     plan.dir = p.config.dir.empty() ? nullptr : p.config.dir.c_str();
     plan.user = p.user ? &*p.user : nullptr;
-    plan.parent = ::getpid();
     plan.fds = {
         pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(), pipes[3].write.get()};
     plan.error = pipes[4].write.get();
+    plan.control = theirs.get();
 
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -297,59 +633,191 @@ std::shared_ptr<child> spawn(
         return nullptr;
     }
     if (pid == 0) {
-        run_child(plan);
+        run_supervisor(plan);
     }
-    // Also here, so that the group exists before we may signal it.
-    ::setpgid(pid, pid);
     auto c = std::make_shared<child>(ex);
-    c->pid = pid;
-    c->grace = p.config.kill_grace;
+    c->supervisor = pid;
     c->in.assign(pipes[0].write.release());
     c->out.assign(pipes[1].read.release());
     c->err.assign(pipes[2].read.release());
-    c->progress.assign(pipes[3].read.release());
+    if (with_progress_fd) {
+        c->progress.assign(pipes[3].read.release());
+    }
     c->error.assign(pipes[4].read.release());
+    c->control.assign(ours.release());
     const auto pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // close-on-exec
     if (pidfd >= 0) {
         c->pidfd.assign(pidfd);
     }
-    return c;  // the child's ends close here
+    return c;  // the children's ends close here
 }
 
-asio::awaitable<void> feed(std::shared_ptr<child> c, std::string input) {
-    // A program that exits (or closes stdin) before reading everything: EPIPE, ignored.
-    co_await asio::async_write(c->in, asio::buffer(input), asio::as_tuple(asio::use_awaitable));
+namespace {
+
+struct control_state {
+    int exit_code = -1;
+    int signal = 0;
+    bool reported = false;
+};
+
+asio::awaitable<void> read_control(std::shared_ptr<child> c, control_state& s) {
+    std::array<std::int32_t, 2> rec{};
+    for (;;) {
+        auto [ec, n] = co_await asio::async_read(
+            c->control, asio::buffer(rec), asio::as_tuple(asio::use_awaitable)
+        );
+        if (ec || n != sizeof rec) {
+            co_return;  // EOF: the supervisor is gone
+        }
+        switch (static_cast<record>(rec[0])) {
+        case record::started:
+            c->program = rec[1];
+            break;
+        case record::exited:
+            s.exit_code = rec[1];
+            s.reported = true;
+            break;
+        case record::killed:
+            s.signal = rec[1];
+            s.reported = true;
+            break;
+        }
+    }
+}
+
+asio::awaitable<void> wait_supervisor(std::shared_ptr<child> c, exit_status& st) {
+    // EOF on the error pipe: execve succeeded (the pipe is close-on-exec).
+    std::array<int, 2> msg{};
+    auto [eec, got] =
+        co_await asio::async_read(c->error, asio::buffer(msg), asio::as_tuple(asio::use_awaitable));
+    if (got == sizeof msg) {
+        st.start_error = std::string(stage_text(static_cast<stage>(msg[0]))) + ": " +
+                         std::strerror(msg[1]);  // NOLINT(concurrency-mt-unsafe)
+    }
     boost::system::error_code ignored;
-    c->in.close(ignored);
+    c->error.close(ignored);
+
+    // Readiness may be spurious (a stale event for a reused descriptor number): whatever
+    // wakes us, the supervisor must have exited, checked without reaping. Without a pidfd (an
+    // old kernel), poll.
+    asio::steady_timer poll(c->pidfd.get_executor());
+    siginfo_t info{};
+    for (;;) {
+        if (c->pidfd.is_open()) {
+            auto [wec] = co_await c->pidfd.async_wait(
+                asio::posix::descriptor_base::wait_read, asio::as_tuple(asio::use_awaitable)
+            );
+            if (wec) {
+                boost::system::error_code ignored_close;
+                c->pidfd.close(ignored_close);  // poll instead of spinning on a failing wait
+            }
+        } else {
+            poll.expires_after(std::chrono::milliseconds(10));
+            co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        info = {};
+        const int rc =
+            ::waitid(P_PID, static_cast<id_t>(c->supervisor), &info, WEXITED | WNOHANG | WNOWAIT);
+        if ((rc != 0 && errno != EINTR) || (rc == 0 && info.si_pid == c->supervisor)) {
+            break;
+        }
+    }
+    info = {};
+    while (::waitid(P_PID, static_cast<id_t>(c->supervisor), &info, WEXITED) != 0 && errno == EINTR
+    ) {
+    }
+    c->reaped = true;
+    c->kill_timer.cancel();
+    c->pidfd.close(ignored);
+    // The supervisor's own end, should it not report (killed from outside): as the program's.
+    if (info.si_code == CLD_EXITED) {
+        st.exit_code = info.si_status;
+    } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+        st.signal = info.si_status;
+    }
 }
 
-asio::awaitable<void> read_stdout(std::shared_ptr<child> c, std::size_t limit) {
+}  // namespace
+
+asio::awaitable<exit_status> wait_exit(std::shared_ptr<child> c) {
+    co_await asio::this_coro::reset_cancellation_state([](asio::cancellation_type) {
+        return asio::cancellation_type::none;
+    });
+    exit_status st;
+    control_state cs;
+    using namespace asio::experimental::awaitable_operators;
+    co_await (read_control(c, cs) && wait_supervisor(c, st));
+    if (cs.reported) {
+        st.exit_code = cs.exit_code;
+        st.signal = cs.signal;
+    } else if (st.start_error.empty() && st.signal == 0) {
+        // A supervisor that exits without a report lost its program (it never forked it).
+        st.start_error = "the supervisor exited with code " + std::to_string(st.exit_code);
+    }
+    co_return st;
+}
+
+}  // namespace detail
+
+// --- running a program once ------------------------------------------------------------------
+
+namespace {
+
+using detail::child;
+
+/// One one-shot run: its child and what is read of it.
+struct run_state {
+    std::shared_ptr<child> c;
+    run_outcome outcome;
+    int readers = 3;                 // stdout, stderr, progress: until EOF
+    asio::steady_timer drain_timer;  // after exit: pipes held by escaped processes
+
+    run_state(std::shared_ptr<child> ch, const asio::any_io_executor& ex)
+        : c(std::move(ch)), drain_timer(ex) {}
+
+    void reader_done() {
+        if (--readers == 0) {
+            drain_timer.cancel();
+        }
+    }
+};
+
+asio::awaitable<void> feed(std::shared_ptr<run_state> s, std::string input) {
+    // A program that exits (or closes stdin) before reading everything: EPIPE, ignored.
+    co_await asio::async_write(s->c->in, asio::buffer(input), asio::as_tuple(asio::use_awaitable));
+    boost::system::error_code ignored;
+    s->c->in.close(ignored);
+}
+
+asio::awaitable<void> read_stdout(std::shared_ptr<run_state> s, std::size_t limit) {
     std::array<char, 65536> buf{};
     for (;;) {
-        auto [ec, n] =
-            co_await c->out.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
-        if (!c->outcome.output_too_large) {
-            if (c->outcome.output.size() + n > limit) {
-                c->outcome.output_too_large = true;
-                c->outcome.output.clear();
-                c->signal_group(SIGKILL);
+        auto [ec, n] = co_await s->c->out.async_read_some(
+            asio::buffer(buf), asio::as_tuple(asio::use_awaitable)
+        );
+        if (!s->outcome.output_too_large) {
+            if (s->outcome.output.size() + n > limit) {
+                s->outcome.output_too_large = true;
+                s->outcome.output.clear();
+                s->c->kill_tree();
             } else {
-                c->outcome.output.append(buf.data(), n);
+                s->outcome.output.append(buf.data(), n);
             }
         }
         if (ec) {
             break;
         }
     }
-    c->reader_done();
+    s->reader_done();
 }
 
-asio::awaitable<void> read_stderr(std::shared_ptr<child> c) {
+asio::awaitable<void> read_stderr(std::shared_ptr<run_state> s) {
     std::array<char, 16384> buf{};
-    std::string& tail = c->outcome.stderr_tail;
+    std::string& tail = s->outcome.stderr_tail;
     for (;;) {
-        auto [ec, n] =
-            co_await c->err.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] = co_await s->c->err.async_read_some(
+            asio::buffer(buf), asio::as_tuple(asio::use_awaitable)
+        );
         tail.append(buf.data(), n);
         if (tail.size() > 2 * stderr_tail_bytes) {
             tail.erase(0, tail.size() - stderr_tail_bytes);
@@ -361,16 +829,16 @@ asio::awaitable<void> read_stderr(std::shared_ptr<child> c) {
     if (tail.size() > stderr_tail_bytes) {
         tail.erase(0, tail.size() - stderr_tail_bytes);
     }
-    c->reader_done();
+    s->reader_done();
 }
 
-asio::awaitable<void> read_progress(std::shared_ptr<child> c, progress_fn progress) {
+asio::awaitable<void> read_progress(std::shared_ptr<run_state> s, progress_fn progress) {
     constexpr std::size_t max_line = 4096;
     std::array<char, 4096> buf{};
     std::string line;
     bool skipping = false;  // inside a line too long to be one
     for (;;) {
-        auto [ec, n] = co_await c->progress.async_read_some(
+        auto [ec, n] = co_await s->c->progress.async_read_some(
             asio::buffer(buf), asio::as_tuple(asio::use_awaitable)
         );
         for (std::size_t i = 0; i < n; ++i) {
@@ -395,70 +863,29 @@ asio::awaitable<void> read_progress(std::shared_ptr<child> c, progress_fn progre
             break;
         }
     }
-    c->reader_done();
+    s->reader_done();
 }
 
-asio::awaitable<void> wait_exit(std::shared_ptr<child> c) {
-    // EOF on the error pipe: execve succeeded (the pipe is close-on-exec).
-    std::array<int, 2> msg{};
-    auto [eec, got] =
-        co_await asio::async_read(c->error, asio::buffer(msg), asio::as_tuple(asio::use_awaitable));
-    if (got == sizeof msg) {
-        c->outcome.start_error = std::string(stage_text(static_cast<stage>(msg[0]))) + ": " +
-                                 std::strerror(msg[1]);  // NOLINT(concurrency-mt-unsafe)
+asio::awaitable<void> await_exit(std::shared_ptr<run_state> s) {
+    const auto st = co_await detail::wait_exit(s->c);
+    if (!st.start_error.empty()) {
+        s->outcome.start_error = st.start_error;
     }
+    s->outcome.exit_code = st.exit_code;
+    s->outcome.signal = st.signal;
+    // Its whole tree is dead by now, so the pipes are closed; should something still hold
+    // them (a process the supervisor could not kill), stop reading after a moment.
     boost::system::error_code ignored;
-    c->error.close(ignored);
-
-    // Readiness may be spurious (a stale event for a reused descriptor number): whatever
-    // wakes us, the child must have exited, checked without reaping, before we signal its
-    // group. Without a pidfd (an old kernel), poll.
-    asio::steady_timer poll(c->pidfd.get_executor());
-    siginfo_t info{};
-    for (;;) {
-        if (c->pidfd.is_open()) {
-            auto [wec] = co_await c->pidfd.async_wait(
-                asio::posix::descriptor_base::wait_read, asio::as_tuple(asio::use_awaitable)
-            );
-            if (wec) {
-                boost::system::error_code ignored_close;
-                c->pidfd.close(ignored_close);  // poll instead of spinning on a failing wait
-            }
-        } else {
-            poll.expires_after(std::chrono::milliseconds(10));
-            co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
-        }
-        info = {};
-        const int rc =
-            ::waitid(P_PID, static_cast<id_t>(c->pid), &info, WEXITED | WNOHANG | WNOWAIT);
-        if ((rc != 0 && errno != EINTR) || (rc == 0 && info.si_pid == c->pid)) {
-            break;
-        }
-    }
-    // What it left behind in its group dies with it (still a zombie: the pid is not reused).
-    c->signal_group(SIGKILL);
-    info = {};
-    while (::waitid(P_PID, static_cast<id_t>(c->pid), &info, WEXITED) != 0 && errno == EINTR) {
-    }
-    c->reaped = true;
-    c->kill_timer.cancel();
-    c->pidfd.close(ignored);
-    if (info.si_code == CLD_EXITED) {
-        c->outcome.exit_code = info.si_status;
-    } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
-        c->outcome.signal = info.si_status;
-    }
-    // A process that left the group may hold the pipes: give it a moment, then stop reading.
-    if (c->readers > 0) {
-        c->drain_timer.expires_after(std::chrono::seconds(1));
-        auto [dec] = co_await c->drain_timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (s->readers > 0) {
+        s->drain_timer.expires_after(std::chrono::seconds(1));
+        auto [dec] = co_await s->drain_timer.async_wait(asio::as_tuple(asio::use_awaitable));
         if (!dec) {
-            c->out.close(ignored);
-            c->err.close(ignored);
-            c->progress.close(ignored);
+            s->c->out.close(ignored);
+            s->c->err.close(ignored);
+            s->c->progress.close(ignored);
         }
     }
-    c->in.close(ignored);  // a write into a pipe nobody reads
+    s->c->in.close(ignored);  // a write into a pipe nobody reads
 }
 
 }  // namespace
@@ -483,24 +910,26 @@ asio::awaitable<run_outcome> run_program(
     }
     std::vector<std::string> env = p.env;
     env.insert(env.end(), extra_env.begin(), extra_env.end());
-    auto c = spawn(ex, p, env, o.start_error);
+    auto c = detail::spawn(ex, p, env, true, o.start_error);
     if (!c) {
         co_return o;
     }
+    c->grace = p.config.kill_grace;
+    auto s = std::make_shared<run_state>(c, ex);
     {
-        const std::stop_callback on_stop(stop, [c] {
-            asio::post(c->pidfd.get_executor(), [c] {
-                c->outcome.stopped = true;
-                c->terminate();
+        const std::stop_callback on_stop(stop, [s] {
+            asio::post(s->drain_timer.get_executor(), [s] {
+                s->outcome.stopped = true;
+                s->c->terminate();
             });
         });
         using namespace asio::experimental::awaitable_operators;
         co_await (
-            feed(c, std::move(input)) && read_stdout(c, p.config.max_output) && read_stderr(c) &&
-            read_progress(c, std::move(progress)) && wait_exit(c)
+            feed(s, std::move(input)) && read_stdout(s, p.config.max_output) && read_stderr(s) &&
+            read_progress(s, std::move(progress)) && await_exit(s)
         );
     }
-    o = std::move(c->outcome);
+    o = std::move(s->outcome);
     o.stopped = o.stopped || stop.stop_requested();
     co_return o;
 }

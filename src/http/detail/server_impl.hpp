@@ -84,12 +84,22 @@ struct facade_session {
     zkco::client& zk;
     std::optional<protocol::layout> l;       ///< read from /meta on first use
     std::unique_ptr<roles::task_client> tc;  ///< made with the layout
+    /// The workers as last read for a submit's check of its types (check_served), and when.
+    std::optional<
+        std::pair<std::chrono::steady_clock::time_point, std::vector<roles::worker_snapshot>>>
+        workers_seen;
 };
 
 /// A JSON answer (handle_request.cpp).
 response json_response(unsigned status, const boost::json::value& body);
 /// The answer to an error: `{"error":{"code":..,"message":..}}` (handle_request.cpp).
 response error_response(const api_error& e);
+/// The same with the task's id: `{"error":{..},"id":..}` (handle_result.cpp).
+response error_response(const api_error& e, const std::string& id);
+/// 404 `unknown_task` (handle_result.cpp).
+api_error unknown_task(const std::string& id);
+/// 400 `bad_task_id`: `id` is not a task id (handle_tasks.cpp).
+api_error bad_task_id(const std::string& id);
 
 struct server::impl {
     impl(executor_type e, server_options o)
@@ -133,6 +143,24 @@ struct server::impl {
     boost::asio::awaitable<response> list(target t);
     boost::asio::awaitable<response> task(boost::beast::http::verb method, std::string id);
     boost::asio::awaitable<void> consume(const std::string& id);
+    boost::asio::awaitable<std::optional<api_error>> check_served(
+        facade_session& s, const std::vector<std::string>& types
+    );
+
+    // handle_result.cpp: /v1/tasks/{id}/result, and the wait of POST /v1/tasks?wait.
+    boost::asio::awaitable<response> result(
+        boost::beast::http::verb method, std::string id, target t, request_context& ctx
+    );
+    /// Waits up to `wait` for the task's result: 200 with it (consumed once the answer is
+    /// written when `consume`), 202 `{"id","state"}` if it is not done in time, an error
+    /// naming the id; nothing (ctx.abandoned) if the client leaves first.
+    boost::asio::awaitable<response> await_answer(
+        std::shared_ptr<facade_session> s,
+        std::string id,
+        std::chrono::milliseconds wait,
+        request_context& ctx,
+        bool consume
+    );
 
     // handle_cluster.cpp: /v1/cluster and /metrics.
     boost::asio::awaitable<response> cluster();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "roles/client/error.hpp"
 
+#include "protocol/delay.hpp"
+
 #include <string>
 
 namespace zkd::roles {
@@ -34,6 +36,12 @@ public:
         case client_errc::queue_full:
             return "queue full: the cluster's bound on pending tasks (zkd run --max-pending) "
                    "would be passed";
+        case client_errc::bad_due_time:
+            return "invalid task: a due time is from 1970 to " +
+                   protocol::format_time(protocol::max_due_ms);
+        case client_errc::bad_retries:
+            return "invalid task: retries are from 0 to " +
+                   std::to_string(protocol::max_retries_limit);
         }
         return "unknown client error";
     }
@@ -44,6 +52,8 @@ public:
         case client_errc::invalid_timeout:
         case client_errc::invalid_max_attempts:
         case client_errc::invalid_args:
+        case client_errc::bad_due_time:
+        case client_errc::bad_retries:
             return make_error_condition(client_condition::invalid_task);
         default:
             return {value, *this};

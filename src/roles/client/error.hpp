@@ -26,6 +26,8 @@ enum class client_errc {
     /// the cluster's bound on pending tasks (the master's max_pending) would be passed:
     /// nothing was submitted; task_client::last_queue_check() has the figures
     queue_full,
+    bad_due_time,  ///< a due time before 1970 or after protocol::max_due_ms
+    bad_retries,   ///< retries not from 0 to protocol::max_retries_limit
 };
 
 /// What several client_errc mean together.

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <string_view>
 #include <utility>
 
 namespace asio = boost::asio;
@@ -157,6 +159,29 @@ asio::awaitable<zkco::result<std::vector<worker_snapshot>>> read_workers(zkco::c
         }
     }
     co_return workers;
+}
+
+std::optional<std::string> unserved(
+    const std::vector<worker_snapshot>& workers, std::string_view type
+) {
+    std::set<std::string, std::less<>> served;
+    bool any = false;
+    for (const auto& w : workers) {
+        if (w.garbage.empty()) {
+            any = true;
+            served.insert(w.types.begin(), w.types.end());
+        }
+    }
+    if (!any || served.contains(type)) {
+        return std::nullopt;
+    }
+    std::string list;
+    for (const auto& t : served) {
+        list += (list.empty() ? "" : ", ") + t;
+    }
+    return "no worker serves task type '" + std::string(type) + "' (the " +
+           std::to_string(workers.size()) + " workers serve: " + (list.empty() ? "nothing" : list) +
+           ")";
 }
 
 asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(zkco::client& zk, protocol::layout l) {
@@ -531,6 +556,7 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
     // tasks move through them (pending, assignments, result) means a task moving on between
     // the reads is caught in its later state.
     read_batch first(zk);
+    auto delayed = first.get(l.delayed_task(tid));
     auto pending = first.exists(l.pending_task(tid));
     auto dirs = first.get_children(protocol::layout::assign_dir());
     const auto first_done = co_await first.wait();
@@ -539,6 +565,9 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
     }
     if (failed(*pending)) {
         co_return pending->error();
+    }
+    if (failed(*delayed)) {
+        co_return delayed->error();
     }
     if (failed(*dirs)) {
         co_return dirs->error();
@@ -591,6 +620,12 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
     }
     if (*pending && **pending) {
         info.state = protocol::task_state::pending;
+    } else if (*delayed) {
+        info.state = protocol::task_state::delayed;
+        info.delay = protocol::read_delay_fields((*delayed)->data);
+        if (!info.delay) {
+            info.garbage = "the delayed node holds no JSON object";
+        }
     }
     co_return info;
 }
@@ -738,6 +773,18 @@ json::value to_json(const task_info& t) {
     }
     if (!t.garbage.empty()) {
         o["garbage"] = t.garbage;
+    }
+    if (t.delay) {
+        if (t.delay->due_ms) {
+            o["due_ms"] = *t.delay->due_ms;
+            o["due"] = protocol::format_time(*t.delay->due_ms);
+        }
+        if (t.delay->try_number > 1) {
+            o["try"] = t.delay->try_number;
+        }
+        if (!t.delay->errors.empty()) {
+            o["errors"] = t.delay->errors;
+        }
     }
     return o;
 }

@@ -15,6 +15,7 @@
 // and partial abandon the reads (the late replies are dropped) and yield operation_aborted.
 #pragma once
 
+#include "protocol/delay.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "zkco/client.hpp"
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zkd::roles {
@@ -109,6 +111,14 @@ boost::asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(
 /// Errors: see the top of this file.
 boost::asio::awaitable<zkco::result<std::vector<worker_snapshot>>> read_workers(zkco::client& zk);
 
+/// When workers are there (with readable nodes) and none serves `type`: why, for people ("no
+/// worker serves task type 'x' (the 2 workers serve: echo, sum)"); nullopt when one serves it
+/// or no worker is there at all (a cluster still starting: the task waits for one). What
+/// `zkd submit` and `POST /v1/tasks` refuse a task for, unless told it may be served later.
+std::optional<std::string> unserved(
+    const std::vector<worker_snapshot>& workers, std::string_view type
+);
+
 // --- tasks ---------------------------------------------------------------------------------
 
 /// A pending, assigned or running task, from its node.
@@ -167,6 +177,8 @@ struct task_info {
     std::string progress_message;
     /// Non-empty: the node found is garbage (why); a garbage result leaves state unknown.
     std::string garbage;
+    /// Delayed (§4.3): when it is due, and, for a retry, its try and the earlier errors.
+    std::optional<protocol::delay_fields> delay;
 };
 
 /// Where a task is now, with its result if finished (peeked, never consumed). Reads, in two

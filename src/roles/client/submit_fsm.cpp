@@ -20,7 +20,7 @@ constexpr std::size_t bundle_overhead = 1024;
 // share is compared here.
 bool same_node(const protocol::task_spec& t, const protocol::task_spec& first) {
     return t.type == first.type && t.priority == first.priority && t.timeout == first.timeout &&
-           t.max_attempts == first.max_attempts;
+           t.max_attempts == first.max_attempts && t.timing == first.timing;
 }
 
 // Stamps `t` as this submit's and checks it alone.
@@ -136,6 +136,9 @@ const std::string& submit_fsm::direct_worker(std::size_t i) const {
 std::vector<protocol::txn_op> submit_fsm::ops(std::size_t i) const {
     if (const auto& d = direct_worker(i); !d.empty()) {
         return protocol::direct_submit_ops(d, direct_[i].version, tids_.at(i), direct_[i].data);
+    }
+    if (delayed_) {
+        return {protocol::txn_op::create(l_.delayed_task(tids_.at(i)), data_.at(i))};
     }
     return {protocol::submit_op(l_, tids_.at(i), data_.at(i))};
 }

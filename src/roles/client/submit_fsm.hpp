@@ -43,8 +43,8 @@ struct packed_node {
 /// The nodes a submit writes for `tasks`, in order (docs/protocol.md §4, §4.1). Each task
 /// gets `submitted_ms` = `now_ms` and `client` = `client` (what the caller put there is
 /// replaced) and must pass protocol::validate() and fit max_task_bytes. Consecutive tasks
-/// of the same type, priority, timeout and max attempts share a bundle of at most `most`
-/// (1: none; at most max_bundle_tasks) while the node stays within max_task_bytes; tasks
+/// of the same type, priority, timeout, max attempts and timing (§4.3) share a bundle of at most
+/// `most` (1: none; at most max_bundle_tasks) while the node stays within max_task_bytes; tasks
 /// whose args are nested too deep to sit in a bundle go alone. An error, nothing packed: the
 /// first rule a task breaks (a task_spec whose `bundle` is not empty: invalid_args, bundles
 /// are the packer's to make).
@@ -88,6 +88,8 @@ public:
     /// The worker node `i` was placed on directly; empty when it went to pending (or was
     /// redirected there).
     [[nodiscard]] const std::string& direct_worker(std::size_t i) const;
+    /// Every node goes to the delayed tree (§6 "Delayed tasks and retries"), not pending.
+    void delay_all() noexcept { delayed_ = true; }
 
     [[nodiscard]] std::size_t size() const noexcept { return tids_.size(); }
     /// Node `i`'s id.
@@ -115,6 +117,7 @@ private:
     std::size_t left_;
     std::optional<std::size_t> failed_;
     bool cancelled_ = false;
+    bool delayed_ = false;
     struct direct_target {
         std::string worker;  // empty: pending
         std::int32_t version = 0;

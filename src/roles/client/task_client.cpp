@@ -78,13 +78,34 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     const auto count = tasks.size();
     // One per node: its id is drawn once the call is about to send (draw_id), so that all
     // of it lands in the shard of the transaction it will go in.
+    // A delayed submit (§4.3): the ids carry the due time, the nodes go to /delayed.
+    const bool delayed = opts.due_ms && *opts.due_ms > protocol::now_ms();
+    if (opts.due_ms && (*opts.due_ms < 0 || *opts.due_ms > protocol::max_due_ms)) {
+        co_return zkco::error_code(client_errc::bad_due_time);
+    }
+    if (opts.retries && (*opts.retries < 0 || *opts.retries > protocol::max_retries_limit)) {
+        co_return zkco::error_code(client_errc::bad_retries);
+    }
+    // The fields of §4.3 go in each task as submitted (so into its node, and alike in a
+    // bundle's tasks, which share one node).
+    for (auto& t : tasks) {
+        protocol::set_submit_fields(
+            t.timing, delayed ? opts.due_ms : std::nullopt, opts.retries, opts.backoff
+        );
+    }
     auto packed = pack_tasks(std::move(tasks), opts.bundle, ids_.client_hex(), protocol::now_ms());
     if (!packed) {
         co_return zkco::error_code(packed.error());
     }
+    if (delayed) {
+        for (auto& n : *packed) {
+            n.submitted_ms = *opts.due_ms;  // a delayed task's id carries its due time (§4.3)
+        }
+    }
     auto& to_name = *packed;
     // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent.
-    auto admitted = co_await check_queue(to_name.size());
+    // Delayed nodes do not count against it: they are not pending.
+    auto admitted = co_await check_queue(delayed ? 0 : to_name.size());
     if (!admitted) {
         co_return admitted.error();
     }
@@ -125,7 +146,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     const auto placed_ms = protocol::now_ms();
     for (auto& n : to_name) {
         std::optional<direct_placer::target> to;
-        if (direct_on_ && n.bundle == 0) {
+        if (direct_on_ && n.bundle == 0 && !delayed) {
             // The transaction it goes in, as draw_id counts: its worker is tried first.
             to = direct_->place(n.type, ids_.client() + batcher_->counters().transactions);
         }
@@ -165,6 +186,9 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     );
     st->errors.resize(st->plan.size());
     own_unconsumed_ += st->plan.size();
+    if (delayed) {
+        st->plan.delay_all();
+    }
     for (auto& d : direct) {
         st->plan.direct(d.node, std::move(d.to.worker), d.to.version, std::move(d.data));
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/queue_bound.hpp"
@@ -33,6 +34,14 @@ struct submit_options {
     /// bundle, a retry retries it. Fewer ZooKeeper requests per task, so far more tasks per second.
     /// 1 (the default): every task its own node.
     std::size_t bundle = 1;
+    /// Not before this time (ms since the epoch; docs/protocol.md §4.3): the tasks wait in the
+    /// delayed tree, their ids carrying the time, until the master moves them to pending. A
+    /// time not after now: submitted as any task.
+    std::optional<std::int64_t> due_ms;
+    /// Retries after a failed or timed-out try, and their backoff (§4.3); nullopt: the
+    /// worker's default for the type.
+    std::optional<int> retries;
+    std::optional<protocol::backoff_policy> backoff;
 };
 
 /// Tasks and the caller's own ZooKeeper ops in one transaction (docs/protocol.md §6 T1), for

@@ -116,6 +116,7 @@ master_session::master_session(
     batcher_.enable_change_logs();
     for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
         shard_index_.emplace(protocol::layout::pending_shard(shard), shard);
+        shard_index_.emplace(protocol::layout::delayed_shard(shard), l_.pending_shards + shard);
     }
 }
 
@@ -157,6 +158,7 @@ asio::awaitable<void> master_session::run() {
     );
     for (std::uint32_t shard = 0; shard < l_.pending_shards; ++shard) {
         group_.spawn([this, shard] { return follow_shard(shard); }, "pending");
+        group_.spawn([this, shard] { return follow_delayed_shard(shard); }, "delayed");
     }
     group_.spawn([this] { return sweep_shards(); }, "sweep");
     group_.spawn([this] { return watch_stalls(); }, "stalls");
@@ -208,6 +210,10 @@ void master_session::take_answers() {
 
 void master_session::apply(answer::tasks& t) {
     to_fsm(master_saw::tasks_read{std::move(t.reads)});
+}
+
+void master_session::apply(answer::delayed_nodes& d) {
+    to_fsm(master_saw::delayed_read{std::move(d.reads)});
 }
 
 void master_session::apply(answer::cleared& c) {
@@ -599,6 +605,19 @@ void master_session::carry_out(master_do::read_tasks& a) {
         },
         "load"
     );
+}
+
+void master_session::carry_out(master_do::read_delayed& a) {
+    group_.spawn(
+        [this, tids = std::move(a.tids), paths = std::move(a.paths)]() mutable {
+            return load_delayed(std::move(tids), std::move(paths));
+        },
+        "delayed"
+    );
+}
+
+void master_session::carry_out(master_do::release& a) {
+    send_txn(a);
 }
 
 void master_session::carry_out(master_do::clear_below& a) {

@@ -24,6 +24,8 @@ master_fsm::master_fsm(protocol::layout l, std::int64_t epoch, options opts, mas
       shards_unlisted_(l_.pending_shards),
       shard_reading_(l_.pending_shards, false),
       shard_reads_(l_.pending_shards, 0),
+      delayed_listed_(l_.pending_shards, false),
+      delayed_unlisted_(l_.pending_shards),
       master_node_(opts_.master_node) {}
 
 master_step master_fsm::on(const master_event& e, clock::time_point now) {

@@ -18,6 +18,7 @@
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
+#include "roles/master/delayed_queue.hpp"
 #include "roles/master/stall_watch.hpp"
 #include "roles/master/task_key.hpp"
 
@@ -46,6 +47,7 @@ struct master_stats {
     std::uint64_t rejected = 0;   ///< malformed or unknown-type tasks failed
     std::uint64_t finished = 0;   ///< assignments live workers completed
     std::uint64_t collected = 0;  ///< expired results deleted (T8)
+    std::uint64_t released = 0;   ///< delayed tasks moved to pending (T10)
     bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
     /// Old empty client results directories deleted (T8; the results themselves: collected).
     std::uint64_t collected_dirs = 0;
@@ -183,6 +185,21 @@ struct collect {
     bool dir = false;
     std::vector<protocol::txn_op> ops;
 };
+/// Read the delayed tasks `tids` at `paths`, whose time may have come (T10); then a
+/// delayed_read event.
+struct read_delayed {
+    std::vector<std::string> tids;
+    std::vector<std::string> paths;
+};
+/// Run `ops`: T10 of the delayed task `tid` of `shard` (moved to pending, the same bytes), or,
+/// `drop_only`, the delete of a delayed node whose pending node exists already; then an
+/// answered event.
+struct release {
+    std::string tid;
+    std::uint32_t shard = 0;
+    bool drop_only = false;
+    std::vector<protocol::txn_op> ops;
+};
 /// Write /master (fenced like every master write): its figures (throughput, suspects), or,
 /// `again`, the whole node, someone having deleted or replaced it; then, `again`, a
 /// master_node_written event.
@@ -200,7 +217,8 @@ using master_txn = std::variant<
     master_do::requeue_task,
     master_do::remove_departed,
     master_do::take_back,
-    master_do::collect>;
+    master_do::collect,
+    master_do::release>;
 
 /// One thing the fsm wants done; each alternative carries only its own fields.
 using master_action = std::variant<
@@ -222,7 +240,9 @@ using master_action = std::variant<
     master_do::list_results,
     master_do::stat_results,
     master_do::collect,
-    master_do::write_master>;
+    master_do::write_master,
+    master_do::read_delayed,
+    master_do::release>;
 
 /// What one event led to: the actions, and when to look again at the latest (a decide
 /// event then: a task waiting after a failure, an unserved type's grace ending).
@@ -414,6 +434,22 @@ struct master_node_read {
 };
 /// The write of /master again ended (whatever its outcome, the watch shows what it holds).
 struct master_node_written {};
+/// A delayed shard lists `names` (T10: every delayed task's name, due no earlier than its
+/// id's time).
+struct delayed_listed {
+    std::uint32_t shard = 0;
+    std::vector<std::string> names;
+};
+/// A delayed shard's change log may be applied: its transaction created `entries` there,
+/// each with its due time when the entry says it.
+struct delayed_logged {
+    std::uint32_t shard = 0;
+    std::vector<protocol::log_entry> entries;
+};
+/// The data of a read_delayed action's tasks.
+struct delayed_read {
+    std::vector<task_read> reads;
+};
 /// Everything that came is in: decide (cancels, rejections, assignments, reads).
 struct decide {};
 }  // namespace master_saw
@@ -449,6 +485,9 @@ using master_event = std::variant<
     master_saw::assignments_read,
     master_saw::master_node_read,
     master_saw::master_node_written,
+    master_saw::delayed_listed,
+    master_saw::delayed_logged,
+    master_saw::delayed_read,
     master_saw::decide>;
 
 class master_fsm {
@@ -478,6 +517,10 @@ public:
         /// pending tasks and placement, which stay; its throughput and suspects, which the
         /// fsm keeps current.
         protocol::member_info master_node{};
+        /// The wall clock, ms since the epoch: delayed tasks are due by it (T10).
+        std::function<std::int64_t()> wall_ms;
+        /// Most delayed tasks read (and released) at a time.
+        std::size_t delayed_batch = 1000;
     };
 
     /// Tries before a task that cannot be assigned gets a failed result instead.
@@ -507,6 +550,8 @@ public:
         return stalls_.enabled() ? stalls_.period() : std::chrono::milliseconds(0);
     }
     [[nodiscard]] std::size_t queue_depth() const { return pending_.size(); }
+    /// Delayed tasks known (waiting, or being read or released).
+    [[nodiscard]] std::size_t delayed_count() const { return delayed_.size(); }
     /// Bytes of logged data kept aside for tasks beyond the load window (with overhead).
     [[nodiscard]] std::size_t logged_data_bytes() const { return logged_bytes_; }
     [[nodiscard]] std::string pending_path(const std::string& tid) const;
@@ -600,6 +645,16 @@ private:
     void publish_suspects();
     void handle(const master_saw::master_node_read& e, clock::time_point now);
     void handle(const master_saw::master_node_written& e, clock::time_point now);
+    // Delayed tasks (master_fsm_delayed.cpp).
+    void handle(const master_saw::delayed_listed& e, clock::time_point now);
+    void handle(const master_saw::delayed_logged& e, clock::time_point now);
+    void handle(const master_saw::delayed_read& e, clock::time_point now);
+    void done(const master_do::release& a, const master_txn_report& r, clock::time_point now);
+    /// Reads the delayed tasks whose time has come; when to look again (the earliest due).
+    std::optional<clock::time_point> release_due(clock::time_point now);
+    /// A cancel request for a task in the delayed view: its T7 (true), or nothing yet.
+    bool cancel_delayed(const std::string& tid);
+    [[nodiscard]] std::int64_t wall_now() const;
 
     /// The decisions (master_fsm_decide.cpp): cancels, rejections, assignments and reads to
     /// start now, and when to look again.
@@ -718,6 +773,12 @@ private:
     std::map<std::string, result_dir_seen> results_known_;  // what the last sweeps saw
     std::string swept_to_;  // the last directory the last sweep looked at
     std::optional<result_sweep_state> sweep_;
+
+    // Delayed tasks (T10): every one's name and due time, and the shards listed once.
+    delayed_queue delayed_;
+    std::vector<bool> delayed_listed_;
+    std::size_t delayed_unlisted_;
+    std::size_t delayed_reads_out_ = 0;  // delayed tasks being read
 
     // A stall round: per worker, the tasks with a cancel marker in its last listing, and the
     // reads out.

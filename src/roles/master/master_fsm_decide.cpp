@@ -38,6 +38,9 @@ std::optional<master_fsm::clock::time_point> master_fsm::decide(clock::time_poin
     if (load_paused_until_ > now && (!wake_at || load_paused_until_ < *wake_at)) {
         wake_at = load_paused_until_;
     }
+    if (const auto due = release_due(now); due && (!wake_at || *due < *wake_at)) {
+        wake_at = due;
+    }
     return wake_at;
 }
 
@@ -54,6 +57,9 @@ void master_fsm::handle_cancels(clock::time_point now) {
             }
         }
         const bool retry = cancel_failures_.contains(tid);
+        if (!retry && p == pending_.end() && holder == nullptr && cancel_delayed(tid)) {
+            continue;  // delayed: cancelled there, or once its read or release is answered
+        }
         if (p != pending_.end() && clearing_.contains(path_of(tid, p->second))) {
             continue;  // cancelled once what others wrote below it is gone
         }
@@ -94,7 +100,18 @@ void master_fsm::done(
     const auto& tid = a.tid;
     const auto outcome = protocol::read_cancel(r.answer);
     cancels_in_flight_.erase(tid);
-    if (auto entry = pending_.find(tid); entry != pending_.end()) {
+    if (a.path == l_.delayed_task(tid)) {
+        // A delayed task's (T7): gone from the delayed tree, or back in the queue.
+        if (outcome == protocol::pending_outcome::committed ||
+            outcome == protocol::pending_outcome::task_gone) {
+            delayed_.forget(tid);
+        } else {
+            delayed_.put_back(tid, wall_now());
+        }
+        if (outcome == protocol::pending_outcome::foreign_below) {
+            clear_foreign(a.path);
+        }
+    } else if (auto entry = pending_.find(tid); entry != pending_.end()) {
         entry->second.in_flight = false;
         if (outcome == protocol::pending_outcome::committed) {
             forget(entry);

@@ -5,6 +5,7 @@
 // ops out, per-op codes back, and the change logs a transaction's creates go in.
 
 #include "protocol/change_log.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/master_txn.hpp"
 #include "protocol/task.hpp"
@@ -158,7 +159,10 @@ public:
         const bool fits = cost <= protocol::max_log_inline_bytes;
         notes_.push_back(
             {it->second, c.path.substr(dir.size() + 1), fits ? c.data : std::string(),
-             fits ? cost : no_room}
+             fits ? cost : no_room,
+             // A delayed shard's log gives each entry its due time (docs/protocol.md §6
+             // "Delayed tasks and retries"), so the master needs no read to learn it.
+             protocol::layout::is_delayed_shard(dir) ? protocol::read_due_ms(c.data) : std::nullopt}
         );
         bytes_ += entry_overhead + notes_.back().name.size();
         return true;
@@ -172,7 +176,7 @@ public:
         std::vector<protocol::change_log> logs(dirs_.size());
         std::size_t left = std::min(data_room, protocol::max_log_inline_bytes);
         for (const auto& n : notes_) {
-            protocol::log_entry e{n.name, std::nullopt};
+            protocol::log_entry e{n.name, std::nullopt, n.due_ms};
             if (n.cost <= left) {
                 left -= n.cost;
                 e.data = n.data;
@@ -197,6 +201,7 @@ private:
         std::string name;
         std::string data;  // empty when it cannot fit (cost no_room)
         std::size_t cost;  // json_string_bytes(data)
+        std::optional<std::int64_t> due_ms;
     };
     std::map<std::string, std::size_t, std::less<>> dirs_;
     std::vector<noted> notes_;

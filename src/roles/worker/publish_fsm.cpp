@@ -8,12 +8,18 @@
 namespace zkd::roles {
 
 publish_fsm::publish_fsm(
-    protocol::layout l, std::string worker, std::string tid, std::string result, bool marker
+    protocol::layout l,
+    std::string worker,
+    std::string tid,
+    std::string result,
+    bool marker,
+    std::string target
 )
     : l_(l),
       worker_(std::move(worker)),
       tid_(std::move(tid)),
       result_(std::move(result)),
+      target_(std::move(target)),
       form_{true, marker, true},
       marker_(marker) {}
 
@@ -36,7 +42,7 @@ publish_fsm::step publish_fsm::send() {
     sent_ = form_;
     step s;
     s.what = step::kind::send;
-    s.ops = protocol::publish_ops(l_, worker_, tid_, result_, sent_);
+    s.ops = protocol::publish_ops(l_, worker_, tid_, result_, sent_, target_);
     return s;
 }
 

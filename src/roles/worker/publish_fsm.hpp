@@ -46,8 +46,15 @@ public:
     static constexpr int max_tries = 10;
 
     /// `marker`: a cancel marker exists for the task (its delete goes with the first try).
+    /// `target`: where `result` is created, the task's result path when empty; a retry's
+    /// delayed node (docs/protocol.md §6 T4 "Retry"), fenced the same way.
     publish_fsm(
-        protocol::layout l, std::string worker, std::string tid, std::string result, bool marker
+        protocol::layout l,
+        std::string worker,
+        std::string tid,
+        std::string result,
+        bool marker,
+        std::string target = {}
     );
 
     step start();
@@ -87,6 +94,7 @@ private:
     std::string worker_;
     std::string tid_;
     std::string result_;
+    std::string target_;
     protocol::publish_form form_;  // of the next try
     protocol::publish_form sent_;  // of the try in flight: its answer is read in its terms
     int tries_ = 0;

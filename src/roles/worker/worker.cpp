@@ -10,6 +10,7 @@
 // and the `||` operator emit, and an exception-free check keeps every exit path visible.
 #include "roles/worker/worker.hpp"
 
+#include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/text.hpp"
 #include "protocol/worker_txn.hpp"
@@ -38,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stop_token>
 
@@ -307,7 +309,7 @@ private:
         result.finished_ms = protocol::now_ms();
         std::optional<publish_end> how;
         if (!state_.stopping()) {
-            how = co_await publish(tid, result);
+            how = co_await publish(tid, result, node->data);
         }
         finished(tid, how);
     }
@@ -340,7 +342,8 @@ private:
             r.started_ms = started;
             co_return r;
         }
-        const protocol::task_spec* spec = &node_read->task;
+        const protocol::task_node& read = *node_read;
+        const protocol::task_spec* spec = &read.task;
         // Tasks still running after a moment get their running mark (T3).
         t->mark.expires_after(opts_.running_mark_after);
         t->zk = &zk_;
@@ -359,9 +362,9 @@ private:
         protocol::task_result r;
         t->progress.assign(std::max<std::size_t>(spec->bundle.size(), 1), -1.0);
         if (spec->bundle.empty()) {
-            r = co_await call(*spec, spec->args, t, protocol::max_result_bytes, tid, 0);
+            r = co_await call(read, spec->args, t, protocol::max_result_bytes, tid, 0);
         } else {
-            r = co_await call_bundle(*spec, t, tid);
+            r = co_await call_bundle(read, t, tid);
         }
         t->done = true;
         t->mark.cancel();
@@ -374,10 +377,11 @@ private:
     /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
     /// holds one entry per task and sums them up: their common state, or failed.
     asio::awaitable<protocol::task_result> call_bundle(
-        const protocol::task_spec& spec,
+        const protocol::task_node& node,
         const std::shared_ptr<running_task>& t,
         const std::string& tid
     ) {
+        const protocol::task_spec& spec = node.task;
         // Failed until its call says otherwise (a call that never ran reports nothing).
         std::vector<protocol::task_result> entries(
             spec.bundle.size(), failure(protocol::codes::handler_error, "not run")
@@ -385,11 +389,13 @@ private:
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
-            calls.spawn([this, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
-                entries[i] = co_await call(
-                    spec, spec.bundle[i], t, budget, tid + "#" + std::to_string(i), i
-                );
-            });
+            calls.spawn(
+                [this, &node, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
+                    entries[i] = co_await call(
+                        node, spec.bundle[i], t, budget, protocol::bundled_task_id(tid, i), i
+                    );
+                }
+            );
         }
         co_await calls.async_wait(asio::use_awaitable);
         if (auto e = calls.first_exception()) {
@@ -436,13 +442,14 @@ private:
     /// and `part` is its place in the bundle (0 alone). A value whose encoding is over
     /// `value_limit` becomes a result_too_large failure.
     asio::awaitable<protocol::task_result> call(
-        const protocol::task_spec& spec,
+        const protocol::task_node& node,
         const boost::json::value& args,
         const std::shared_ptr<running_task>& t,
         std::size_t value_limit,
         std::string label,
         std::size_t part
     ) {
+        const protocol::task_spec& spec = node.task;
         auto c = std::make_shared<handler_call>(zk_.get_executor());
         const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
         const auto timeout = reg_.limits(spec.type).effective(spec.timeout);
@@ -451,6 +458,9 @@ private:
             handlers::async_call ac;
             ac.args = args;
             ac.task = std::move(label);
+            ac.attempt = node.assigned.attempt;
+            ac.epoch = node.assigned.epoch;
+            ac.timeout = timeout;
             ac.stop = c->stop.get_token();
             ac.started = [c, timeout] { arm_deadline(c, timeout); };
             ac.progress = [t, part](double fraction, std::string message) {
@@ -529,8 +539,37 @@ private:
     }
 
     /// T4, as worker_fsm's publish plan says, try by try.
-    asio::awaitable<publish_end> publish(std::string tid, protocol::task_result result) {
-        auto step = state_.publish(tid, encode(result));
+    asio::awaitable<publish_end> publish(
+        std::string tid, protocol::task_result result, const std::string& assignment
+    ) {
+        // A failed try with retries left waits as a delayed task (§6 T4 "Retry"); the last
+        // try's result carries the earlier tries' errors.
+        std::string data = encode(result);
+        std::string target;
+        if (!state_.marker_seen(tid) && result.error) {
+            auto defaults = protocol::backoff_policy{};
+            if (const auto node = protocol::decode_task_node(assignment); node) {
+                if (const auto d = opts_.retry_defaults.find(node->task.type);
+                    d != opts_.retry_defaults.end()) {
+                    defaults = d->second;
+                }
+            }
+            if (auto plan = protocol::plan_retry(
+                    assignment, result.state, *result.error, result.finished_ms, defaults, rng_()
+                )) {
+                spdlog::info(
+                    "worker {}: task {} {} ({}): try {} at {}", me_.id, tid,
+                    protocol::to_string(result.state), result.error->code, plan->next_try,
+                    protocol::format_time(plan->due_ms)
+                );
+                data = std::move(plan->data);
+                target = l_.delayed_task(tid);
+            }
+        }
+        if (target.empty()) {
+            data = protocol::with_earlier_tries(std::move(data), assignment);
+        }
+        auto step = state_.publish(tid, std::move(data), std::move(target));
         zkco::error_code last;  // the error a reconnect step is about
         for (;;) {
             switch (step.what) {
@@ -582,6 +621,8 @@ private:
     const handlers::registry& reg_;
     reactor::compute_pool& pool_;
     worker_options opts_;
+    // The jitter of retries' backoff (§4.3): seeded per worker, so workers do not retry in step.
+    std::mt19937_64 rng_{std::random_device{}()};
     worker_stats own_stats_;
     worker_stats* stats_;
     multi_batcher results_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "handlers/registry.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
 #include "reactor/compute_pool.hpp"
@@ -14,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 
 namespace zkd::roles {
 
@@ -26,6 +29,9 @@ struct worker_options {
     reactor::event* drain = nullptr;
     /// Called on the executor for each result this worker published (T4 committed).
     std::function<void(const protocol::task_result&)> on_published;
+    /// Per task type, the retries and backoff a task that names none gets (docs/protocol.md
+    /// §4.3; `zkd run --retry TYPE=N:BASE[:MAX]`); a type not here: no retries.
+    std::map<std::string, protocol::backoff_policy> retry_defaults;
 };
 
 /// Runs `me` as a worker for as long as the session lasts (docs/protocol.md §7 "Worker"):

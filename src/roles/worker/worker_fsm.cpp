@@ -114,10 +114,17 @@ publish_fsm* worker_fsm::plan_of(const std::string& tid) {
     return it != tasks_.end() && it->second.plan ? &*it->second.plan : nullptr;
 }
 
-publish_fsm::step worker_fsm::publish(const std::string& tid, std::string result) {
+publish_fsm::step worker_fsm::publish(
+    const std::string& tid, std::string result, std::string target
+) {
     auto& t = tasks_[tid];
-    t.plan.emplace(l_, me_.id, tid, std::move(result), t.marker);
+    t.plan.emplace(l_, me_.id, tid, std::move(result), t.marker, std::move(target));
     return t.plan->start();
+}
+
+bool worker_fsm::marker_seen(const std::string& tid) const {
+    const auto it = tasks_.find(tid);
+    return it != tasks_.end() && it->second.marker;
 }
 
 publish_fsm::step worker_fsm::publish_answered(

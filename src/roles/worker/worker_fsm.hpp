@@ -81,7 +81,10 @@ public:
     /// Publishing `tid`'s encoded result (T4) begins (with its marker's delete if one was
     /// seen): its first step. Then each answer goes to the matching call below, until a step
     /// says done; then task_ended(). Nothing is published once stopping().
-    publish_fsm::step publish(const std::string& tid, std::string result);
+    /// `target`: as publish_fsm's (a retry's delayed node; empty: the result).
+    publish_fsm::step publish(const std::string& tid, std::string result, std::string target = {});
+    /// True when a cancel marker was seen for `tid` (a cancelled task is never retried).
+    [[nodiscard]] bool marker_seen(const std::string& tid) const;
     publish_fsm::step publish_answered(const std::string& tid, const protocol::txn_answer& a);
     publish_fsm::step publish_cleared(const std::string& tid, bool ok);
     publish_fsm::step publish_reconnected(const std::string& tid, bool ok);

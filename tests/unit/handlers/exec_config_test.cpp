@@ -131,7 +131,8 @@ TEST(RolesExecConfig, RefusesAnUnknownSettingOfATypeWithTheNearestOne) {
     EXPECT_EQ(
         refusal({{"y", "/bin/cat"}, {"y.colour", "red"}}),
         "zkd.conf:2: exec.y.colour: unknown setting 'colour' of exec type 'y' (settings: "
-        "timeout, max-timeout, max-output, concurrency, output, env, dir, user, kill-grace)"
+        "timeout, max-timeout, max-output, concurrency, output, env, dir, user, kill-grace, "
+        "mode, warm, max-tasks, max-memory, start-timeout)"
     );
     // The type named only by another setting.
     EXPECT_NE(
@@ -462,6 +463,56 @@ TEST(RolesTaskProgress, RoundTripsOnTheAssignmentAndBadShapesAreDropped) {
         ASSERT_TRUE(odd) << bad;
         EXPECT_EQ(odd->run.fraction, -1) << bad;
     }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(RolesExecConfig, ServedTypesComeFromServeOrTheModeSettingWithTheirOwnSettings) {
+    const auto types = configure(
+        {{"a", "/bin/cat", "zkd.conf:1"},
+         {"a.mode", "serve", "zkd.conf:2"},
+         {"a.warm", "2", "zkd.conf:3"},
+         {"a.max-tasks", "1000", "zkd.conf:4"},
+         {"a.max-memory", "2GiB", "zkd.conf:5"},
+         {"a.start-timeout", "5s", "zkd.conf:6"},
+         {"b.mode", "serve", "zkd.conf:7"},
+         {"c.max-memory", "512M", "zkd.conf:8"}},
+        {"b=/bin/echo"}, {"c=/bin/cat"}
+    );
+    const auto& a = types.at("a");
+    EXPECT_EQ(a.mode, run_mode::serve);
+    EXPECT_EQ(a.warm, 2);
+    EXPECT_EQ(a.max_tasks, 1000);
+    EXPECT_EQ(a.max_memory, std::size_t{2} * 1024 * 1024 * 1024);
+    EXPECT_EQ(a.start_timeout, 5s);
+    EXPECT_EQ(types.at("b").mode, run_mode::once) << "--exec wins over the file's mode";
+    EXPECT_EQ(types.at("c").mode, run_mode::serve);
+    EXPECT_EQ(types.at("c").max_memory, std::size_t{512} * 1024 * 1024);
+    EXPECT_EQ(configure({}, {}, {"d=/bin/cat"}).at("d").mode, run_mode::serve);
+    EXPECT_THROW((void)configure({{"a.mode", "forever", "f:1"}}, {}), std::invalid_argument);
+    EXPECT_THROW((void)configure({{"a.max-memory", "lots", "f:1"}}, {}), std::invalid_argument);
+    try {
+        (void)configure({}, {"x=/bin/cat"}, {"x=/bin/cat"});
+        ADD_FAILURE() << "a type given by --exec and --serve";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_STREQ(e.what(), "--serve x: the type is given twice");
+    }
+}
+
+TEST(RolesExecConfig, AServedTypeCannotKeepMoreWarmThanItsConcurrency) {
+    program_config c;
+    c.name = "s";
+    c.argv = {"/bin/cat"};
+    c.mode = run_mode::serve;
+    c.concurrency = 1;
+    c.warm = 2;
+    EXPECT_THROW(
+        (void)resolve(c, [](const std::string&) { return std::nullopt; }), std::invalid_argument
+    );
+    c.concurrency = 0;  // the worker's slots
+    EXPECT_NO_THROW((void)resolve(c, [](const std::string&) { return std::nullopt; }));
 }
 
 }  // namespace

@@ -88,12 +88,20 @@ TEST(HttpApi, Routes) {
     auto empty = match_route("/v1/tasks/");
     EXPECT_EQ(empty.what, resource::task);
     EXPECT_EQ(empty.task_id, "");
+    auto result = match_route("/v1/tasks/t4-1763733600123-3fa9c2d100002a.3/result");
+    EXPECT_EQ(result.what, resource::result);
+    EXPECT_EQ(result.task_id, "t4-1763733600123-3fa9c2d100002a.3");
+    // "result" alone is an id (not a task id: the endpoint answers 400 bad_task_id).
+    EXPECT_EQ(match_route("/v1/tasks/result").what, resource::task);
+    EXPECT_EQ(match_route("/v1/tasks//result").what, resource::result);
     for (const char* none :
-         {"/ui", "/v1", "/v1/tasks/a/b", "/v1/cluster/", "/metrics/x", "/v2/tasks", "/V1/tasks"}) {
+         {"/ui", "/v1", "/v1/tasks/a/b", "/v1/cluster/", "/metrics/x", "/v2/tasks", "/V1/tasks",
+          "/v1/tasks/a/result/", "/v1/tasks/a/b/result", "/v1/tasks/a/results"}) {
         EXPECT_EQ(match_route(none).what, resource::none) << none;
     }
     EXPECT_EQ(allowed_methods(resource::tasks), "GET, POST");
     EXPECT_EQ(allowed_methods(resource::task), "GET, DELETE");
+    EXPECT_EQ(allowed_methods(resource::result), "GET, DELETE");
     EXPECT_EQ(allowed_methods(resource::cluster), "GET, HEAD");
     EXPECT_EQ(allowed_methods(resource::metrics), "GET, HEAD");
 }
@@ -138,6 +146,30 @@ TEST(HttpApi, SubmitManyTasks) {
     EXPECT_NE(bad.error().message.find("task 1"), std::string::npos) << bad.error().message;
 
     EXPECT_EQ(parse_submit("[]").error().code, "invalid_task");
+}
+
+TEST(HttpApi, SubmitAllowUnserved) {
+    // The types to check, each once, in order: those of tasks without allow_unserved.
+    auto r =
+        parse_submit(R"([{"type":"a"},{"type":"b","allow_unserved":true},{"type":"a"},{"type":"c",)"
+                     R"("allow_unserved":false},{"type":"b"}])");
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->tasks.size(), 5U);
+    EXPECT_EQ(r->check_served, (std::vector<std::string>{"a", "c", "b"}));
+
+    auto one = parse_submit(R"({"type":"later","allow_unserved":true})");
+    ASSERT_TRUE(one) << one.error().message;
+    EXPECT_TRUE(one->check_served.empty());
+    EXPECT_EQ(parse_submit(R"({"type":"x"})")->check_served, std::vector<std::string>{"x"});
+
+    for (const char* invalid :
+         {R"({"type":"x","allow_unserved":1})", R"({"type":"x","allow_unserved":"true"})",
+          R"({"type":"x","allow_unserved":null})"}) {
+        auto bad = parse_submit(invalid);
+        ASSERT_FALSE(bad) << invalid;
+        EXPECT_EQ(bad.error().code, "invalid_task") << invalid;
+        EXPECT_NE(bad.error().message.find("allow_unserved"), std::string::npos);
+    }
 }
 
 TEST(HttpApi, SubmitRefusals) {

@@ -103,7 +103,7 @@ TEST(ProtocolLayout, ShardLists) {
 TEST(ProtocolLayout, FixedNodesParentsFirst) {
     for (const layout l : {layout{}, layout{1, 1}, layout{3, 120}}) {
         const auto nodes = l.fixed_nodes();
-        EXPECT_EQ(nodes.size(), 9U + l.pending_shards + l.result_shards);
+        EXPECT_EQ(nodes.size(), 10U + 2 * l.pending_shards + l.result_shards);
         EXPECT_EQ(nodes.front(), "/meta");
         std::set<std::string> seen;
         for (const auto& p : nodes) {
@@ -122,6 +122,8 @@ TEST(ProtocolLayout, FixedNodesParentsFirst) {
             EXPECT_TRUE(seen.contains(p)) << p;
         for (const auto& p : l.result_shard_paths())
             EXPECT_TRUE(seen.contains(p)) << p;
+        for (std::uint32_t i = 0; i < l.pending_shards; ++i)
+            EXPECT_TRUE(seen.contains(layout::delayed_shard(i))) << i;
         // Ephemeral nodes are not fixed.
         EXPECT_FALSE(seen.contains(layout::master()));
     }
@@ -152,3 +154,16 @@ TEST(ProtocolLayout, CancelMarkers) {
 }
 
 }  // namespace
+
+TEST(ProtocolLayout, DelayedTasksShardLikePendingOnes) {
+    const layout l{16, 16};
+    const std::string tid = "t4-1763733600123-3fa9c2d100002a";
+    const auto pending = l.pending_task(tid);
+    const auto delayed = l.delayed_task(tid);
+    EXPECT_EQ(delayed, "/delayed" + pending.substr(std::string("/pending").size()));
+    EXPECT_TRUE(layout::is_delayed_shard("/delayed/07"));
+    EXPECT_FALSE(layout::is_delayed_shard("/delayed/07/" + tid));
+    EXPECT_FALSE(layout::is_delayed_shard("/delayed/"));
+    EXPECT_FALSE(layout::is_delayed_shard("/pending/07"));
+    EXPECT_TRUE(is_logged_dir("/delayed/07"));
+}

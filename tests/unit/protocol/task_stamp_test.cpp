@@ -380,3 +380,46 @@ TEST(ProtocolTaskSplit, StampAgreesWithTheDecoderOnMutatedNodes) {
     }
     EXPECT_GT(decoded, 1000);
 }
+
+TEST(ProtocolTaskSplit, TheFieldsOfDelaysAndRetriesAreTheTasksAndSurviveEveryStamp) {
+    // §4.3's members (`due_ms`, `retries`, `backoff_ms`, `backoff_max_ms`, a retry's `try`
+    // and `errors`) are neither the assignment's nor the progress': encode() writes them
+    // with the task's, decode reads them into task_spec::timing, and no stamp drops them.
+    const auto timing = json::parse(R"({"due_ms":1763733700000,"retries":2,"backoff_ms":100,)"
+                                    R"("backoff_max_ms":900,"try":2,"errors":[{"try":1,)"
+                                    R"("code":"handler_error","message":"x","finished_ms":1}]})")
+                            .as_object();
+    for (const auto& t : representative_nodes()) {
+        auto before = split(t);
+        before.task.timing = timing;
+        const auto bytes = encode(before);
+        const auto decoded = decode_task_node(bytes);
+        ASSERT_TRUE(decoded) << decoded.error().message;
+        EXPECT_EQ(decoded->task.timing, timing);
+        EXPECT_EQ(decoded->assigned, before.assigned);
+        EXPECT_EQ(decoded->run, before.run);
+        EXPECT_NE(encode(before.task).find(R"("try":2)"), std::string::npos);
+        for (const auto& a : {assignment{1, 7, 10, "w"}, assignment{3, 0, 0, {}}}) {
+            const auto stamped = stamp(bytes, a);
+            ASSERT_TRUE(stamped);
+            EXPECT_EQ(*stamped, encode(task_node{before.task, a, before.run}));
+            const auto marked = stamp(*stamped, progress{11, 0.5, "half", 12});
+            ASSERT_TRUE(marked);
+            const auto back = decode_task_node(*marked);
+            ASSERT_TRUE(back);
+            EXPECT_EQ(back->task.timing, timing);
+        }
+    }
+    // Members of another part in the timing are not its to write.
+    task_spec odd;
+    odd.type = "t";
+    odd.timing["attempt"] = 9;
+    odd.timing["running_ms"] = 9;
+    odd.timing["type"] = "not this";
+    odd.timing["due_ms"] = 5;
+    EXPECT_EQ(
+        encode(odd),
+        R"({"v":1,"type":"t","args":null,"priority":5,"timeout_ms":0,"max_attempts":3,)"
+        R"("submitted_ms":0,"due_ms":5})"
+    );
+}

@@ -53,7 +53,7 @@ TEST(ProtocolTaskState, Names) {
         {task_state::running, "running"},     {task_state::succeeded, "succeeded"},
         {task_state::failed, "failed"},       {task_state::timed_out, "timed_out"},
         {task_state::cancelled, "cancelled"}, {task_state::lost, "lost"},
-        {task_state::unknown, "unknown"},
+        {task_state::unknown, "unknown"},     {task_state::delayed, "delayed"},
     };
     for (const auto& [state, name] : all) {
         EXPECT_EQ(to_string(state), name);
@@ -66,6 +66,7 @@ TEST(ProtocolTaskState, Names) {
     EXPECT_TRUE(is_result_state(task_state::lost));
     EXPECT_FALSE(is_result_state(task_state::running));
     EXPECT_FALSE(is_result_state(task_state::unknown));
+    EXPECT_FALSE(is_result_state(task_state::delayed));
 }
 
 // --- tasks -----------------------------------------------------------------------------------

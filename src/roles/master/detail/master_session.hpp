@@ -94,9 +94,13 @@ struct tasks {
 struct cleared {
     std::string path;
 };
+/// The data of a read_delayed action's tasks.
+struct delayed_nodes {
+    std::vector<task_read> reads;
+};
 /// The time master_fsm asked to look again at has come.
 struct retry_due {};
-using event = std::variant<txn, shard_stat, tasks, cleared, retry_due>;
+using event = std::variant<txn, shard_stat, tasks, cleared, delayed_nodes, retry_due>;
 }  // namespace answer
 
 /// The master's I/O: watchers that feed what they see to master_fsm (master_fsm.hpp),
@@ -156,6 +160,8 @@ private:
     void carry_out(master_do::stat_results& a);
     void carry_out(master_do::collect& a);
     void carry_out(master_do::write_master& a);
+    void carry_out(master_do::read_delayed& a);
+    void carry_out(master_do::release& a);
     /// One of the fsm's transactions: sent, and the same action comes back with its answer
     /// (its ops moved out).
     template <class Txn>
@@ -168,6 +174,7 @@ private:
     void apply(answer::shard_stat& s);
     void apply(answer::tasks& t);
     void apply(answer::cleared& c);
+    void apply(answer::delayed_nodes& d);
     void apply(answer::retry_due& /*r*/) {}  // nothing but a step
     // What an answer to a transaction changes, by what it was for (each with its loop).
     void answered(sent::for_fsm& s, zkco::error_code ec, const protocol::txn_answer& r);
@@ -200,6 +207,13 @@ private:
     asio::awaitable<void> follow_shard(std::uint32_t shard);
     asio::awaitable<zkco::result<void>> list_shard(std::uint32_t shard);
     asio::awaitable<void> sweep_shards();
+    // The delayed shards (T10), followed like the pending ones, by their change logs; no
+    // sweep: while they wait, delayed tasks cost ZooKeeper nothing.
+    asio::awaitable<void> follow_delayed_shard(std::uint32_t shard);
+    asio::awaitable<zkco::result<void>> list_delayed_shard(std::uint32_t shard);
+    asio::awaitable<void> load_delayed(
+        std::vector<std::string> tids, std::vector<std::string> paths
+    );
 
     // requeue.cpp
     asio::awaitable<void> list_departed(std::string worker);
@@ -236,10 +250,12 @@ private:
 
     bool dirty_ = true;
     bool stop_ = false;
-    // Per pending shard: whether a read of its change log may be applied (§6).
+    // Per pending shard, then per delayed shard (at pending_shards + s): whether a read of
+    // its change log may be applied (§6).
     std::vector<protocol::log_follower> followers_ =
-        std::vector<protocol::log_follower>(l_.pending_shards);
-    std::map<std::string, std::uint32_t, std::less<>> shard_index_;  // shard path → shard
+        std::vector<protocol::log_follower>(2 * static_cast<std::size_t>(l_.pending_shards));
+    // Shard path → its follower's index (a delayed shard's: pending_shards + s).
+    std::map<std::string, std::uint32_t, std::less<>> shard_index_;
 };
 
 }  // namespace zkd::roles::detail

@@ -117,3 +117,32 @@ TEST(RolesPackTasks, TheFirstBrokenRuleRefusesTheWholeCall) {
     EXPECT_EQ(pack_tasks({made}, 8, "c", now).error(), client_errc::invalid_args);
     EXPECT_TRUE(pack_tasks({}, 8, "c", now));
 }
+
+TEST(RolesPackTasks, TheTimingOfDelaysAndRetriesGoesInTheNodeAndSplitsBundles) {
+    // §4.3's fields as a submit sets them (protocol::set_submit_fields): in the node after
+    // the task's other members; tasks that differ in them never share a node.
+    auto later = task("echo", 1);
+    later.timing["due_ms"] = 1763733700000;
+    later.timing["retries"] = 2;
+    auto same = later;
+    same.args = 2;
+    auto other = later;
+    other.args = 3;
+    other.timing["retries"] = 3;
+    const auto packed = pack_tasks({later, same, other, task("echo", 4)}, 8, "c", now);
+    ASSERT_TRUE(packed);
+    ASSERT_EQ(packed->size(), 3U);
+    EXPECT_EQ((*packed)[0].bundle, 2U);
+    EXPECT_EQ((*packed)[1].bundle, 0U);
+    EXPECT_EQ((*packed)[2].bundle, 0U);
+    const auto first = protocol::decode_task_node((*packed)[0].data);
+    ASSERT_TRUE(first) << (*packed)[0].data;
+    EXPECT_EQ(first->task.timing, later.timing);
+    EXPECT_NE(
+        (*packed)[0].data.find(R"("client":"c","due_ms":1763733700000,"retries":2})"),
+        std::string::npos
+    ) << (*packed)[0].data;
+    const auto plain = protocol::decode_task_node((*packed)[2].data);
+    ASSERT_TRUE(plain);
+    EXPECT_TRUE(plain->task.timing.empty());
+}

@@ -188,13 +188,17 @@ struct MasterFsm : ::testing::Test {
     master_stats stats;
     clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(1);
     std::vector<protocol::task_head> assigned_specs;
-    master_fsm view{
-        protocol::layout{}, 7,
-        master_fsm::options{
-            protocol::placement_policy::least_loaded, milliseconds(10'000), milliseconds(30'000),
-            [this](const protocol::task_head& t) { assigned_specs.push_back(t); }},
-        stats};
+    master_fsm view{protocol::layout{}, 7, options(), stats};
     std::vector<std::string> live;
+
+    master_fsm::options options() {
+        master_fsm::options o;
+        o.policy = protocol::placement_policy::least_loaded;
+        o.unknown_type_grace = milliseconds(10'000);
+        o.unknown_cancel_grace = milliseconds(30'000);
+        o.on_assigned = [this](const protocol::task_head& t) { assigned_specs.push_back(t); };
+        return o;
+    }
 
     MasterFsm() { list_all_shards(view, t0); }
 

@@ -45,7 +45,7 @@ TEST(LoadgenOptions, Defaults) {
     EXPECT_FALSE(s.duration);
     EXPECT_FALSE(s.rate);
     EXPECT_EQ(s.concurrency, 64U);
-    EXPECT_EQ(s.kind, (task_kind{"echo", 0}));
+    EXPECT_EQ(s.kind, (task_kind{"echo", 0, std::nullopt}));
     EXPECT_EQ(s.batch, 1U);
     EXPECT_TRUE(s.load);
     EXPECT_FALSE(s.raw);
@@ -83,7 +83,7 @@ TEST(LoadgenOptions, EnvironmentAndFlags) {
     ASSERT_TRUE(s.duration);
     EXPECT_EQ(s.duration->count(), 1500);
     EXPECT_FALSE(s.tasks);  // a duration alone: no task limit
-    EXPECT_EQ(s.kind, (task_kind{"spin", 3}));
+    EXPECT_EQ(s.kind, (task_kind{"spin", 3, std::nullopt}));
     EXPECT_EQ(s.payload, 0U);
     EXPECT_EQ(s.batch, 8U);
     EXPECT_TRUE(s.json);
@@ -266,13 +266,26 @@ TEST(LoadgenOptions, DurationsTakeUnits) {
 }
 
 TEST(LoadgenOptions, TaskKindsAndArgs) {
-    EXPECT_EQ(parse_task_kind("sleep:0"), (task_kind{"sleep", 0}));
-    EXPECT_EQ(parse_task_kind("spin:86400000"), (task_kind{"spin", 86'400'000}));
+    EXPECT_EQ(parse_task_kind("sleep:0"), (task_kind{"sleep", 0, std::nullopt}));
+    EXPECT_EQ(parse_task_kind("spin:86400000"), (task_kind{"spin", 86'400'000, std::nullopt}));
     EXPECT_FALSE(parse_task_kind("spin:86400001"));
     EXPECT_FALSE(parse_task_kind("sum"));
-    EXPECT_EQ(task_args({"echo", 0}, 5), boost::json::value("xxxxx"));
-    EXPECT_EQ(task_args({"spin", 2}, 0), boost::json::parse(R"({"ms":2})"));
-    EXPECT_EQ(task_args({"sleep", 4}, 3), boost::json::parse(R"({"ms":4,"pad":"xxx"})"));
+    EXPECT_EQ(task_args({"echo", 0, std::nullopt}, 5), boost::json::value("xxxxx"));
+    EXPECT_EQ(task_args({"spin", 2, std::nullopt}, 0), boost::json::parse(R"({"ms":2})"));
+    EXPECT_EQ(
+        task_args({"sleep", 4, std::nullopt}, 3), boost::json::parse(R"({"ms":4,"pad":"xxx"})")
+    );
+}
+
+TEST(LoadgenOptions, AnyTypeWithItsArgs) {
+    const auto s = parse({"--type", "resize", "--args", R"({"w":10})"});
+    EXPECT_EQ(s.kind.type, "resize");
+    EXPECT_EQ(task_args(s.kind, 16), boost::json::parse(R"({"w":10})"));
+    EXPECT_EQ(task_args(parse({"--type", "noop"}).kind, 16), boost::json::object{});
+    EXPECT_THROW(parse({"--type", "bad name"}), usage_error);
+    EXPECT_THROW(parse({"--type", "x", "--args", "{nope"}), usage_error);
+    EXPECT_THROW(parse({"--args", "{}"}), usage_error);
+    EXPECT_THROW(parse({"--type", "x", "--task", "echo"}), usage_error);
 }
 
 TEST(LoadgenMntr, ParsesCountersAndDifferences) {

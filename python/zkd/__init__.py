@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+"""zkd from Python (docs/python.md): a client of the HTTP API (`zkd.Client`), and the
+program side of exec serve mode (`@zkd.task`, `zkd.serve()`). Standard library only."""
+
+from .client import Client, Task, TaskStatus
+from .errors import (
+    ApiError,
+    InvalidTask,
+    QueueFull,
+    TaskCancelled,
+    TaskFailed,
+    TaskLost,
+    TaskTimedOut,
+    Unauthorized,
+    Unavailable,
+    UnknownTask,
+    UnservedType,
+    WaitTimeout,
+)
+from .serve import (
+    Cancelled,
+    TaskContext,
+    TaskError,
+    cancelled,
+    checkpoint,
+    progress,
+    serve,
+    task,
+    task_context,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ApiError",
+    "Cancelled",
+    "Client",
+    "InvalidTask",
+    "QueueFull",
+    "Task",
+    "TaskCancelled",
+    "TaskContext",
+    "TaskError",
+    "TaskFailed",
+    "TaskLost",
+    "TaskStatus",
+    "TaskTimedOut",
+    "Unauthorized",
+    "Unavailable",
+    "UnknownTask",
+    "UnservedType",
+    "WaitTimeout",
+    "cancelled",
+    "checkpoint",
+    "progress",
+    "serve",
+    "task",
+    "task_context",
+]

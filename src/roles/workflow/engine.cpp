@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: MIT
+#include "roles/workflow/engine.hpp"
+
+#include "protocol/change_log.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/task.hpp"
+#include "reactor/task_group.hpp"
+#include "roles/txn/zk_ops.hpp"
+#include "workflow/ids.hpp"
+#include "workflow/spec.hpp"
+#include "workflow/state.hpp"
+#include "workflow/txn.hpp"
+#include "workflow/workflow_fsm.hpp"
+#include "zkco/retry.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zkd::roles {
+
+namespace asio = boost::asio;
+namespace wf = zkd::workflow;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Most deletes one W4 transaction holds.
+constexpr std::size_t reap_batch = 500;
+
+asio::awaitable<bool> pause(std::chrono::milliseconds d) {
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_return !ec;
+}
+
+asio::awaitable<bool> cancelled() {
+    auto cs = co_await asio::this_coro::cancellation_state;
+    co_return cs.cancelled() != asio::cancellation_type::none;
+}
+
+/// One workflow, followed and advanced (docs/protocol.md §11.4).
+class runner : public std::enable_shared_from_this<runner> {
+public:
+    runner(
+        zkco::client& zk,
+        protocol::layout l,
+        std::int64_t epoch,
+        workflow_engine_options o,
+        workflow_engine_stats* stats,
+        std::string id,
+        wf::workflow_ref ref,
+        const asio::any_io_executor& ex
+    )
+        : zk_(zk),
+          l_(l),
+          epoch_(epoch),
+          opts_(o),
+          stats_(stats),
+          id_(std::move(id)),
+          ref_(ref),
+          wake_(ex),
+          watchers_(ex) {}
+
+    asio::awaitable<void> run() {
+        // Cancelled (the master stops acting), it stops at its next wait and joins its
+        // watchers, instead of throwing from every later co_await.
+        co_await asio::this_coro::throw_if_cancelled(false);
+        auto spec = co_await read_spec();
+        if (!spec) {
+            co_return;
+        }
+        wf::workflow_fsm::options fo;
+        fo.retention_ms = opts_.retention.count();
+        fsm_.emplace(ref_, *spec, fo);
+        if (stats_ != nullptr) {
+            ++stats_->adopted;
+        }
+        spdlog::info("workflow {}: adopted ({} steps)", id_, (*spec)->steps.size());
+        watchers_.spawn([self = shared_from_this()] { return self->follow_results(); }, "results");
+        watchers_.spawn([self = shared_from_this()] { return self->follow_cancel(); }, "cancel");
+        co_await drive();
+        watchers_.emit(asio::cancellation_type::terminal);
+        co_await watchers_.async_wait(asio::use_awaitable);
+    }
+
+private:
+    void push(wf::workflow_event e) {
+        inbox_.push_back(std::move(e));
+        wake_.cancel();
+    }
+
+    asio::awaitable<void> drive() {
+        bool need_load = true;
+        std::optional<std::int64_t> wake_at;
+        auto backoff = 100ms;
+        for (;;) {
+            const bool stop = co_await cancelled();
+            if (stop) {
+                co_return;
+            }
+            if (need_load) {
+                need_load = false;
+                const auto ok = co_await load();
+                if (!ok) {
+                    co_return;
+                }
+            }
+            while (!inbox_.empty() && !need_load) {
+                auto e = std::move(inbox_.front());
+                inbox_.pop_front();
+                auto step = fsm_->on(e, protocol::now_ms());
+                wake_at = step.wake_at_ms;
+                const auto go_on = co_await carry_out(std::move(step), need_load);
+                if (!go_on) {
+                    co_return;
+                }
+            }
+            if (need_load) {
+                // A write failed: read again, after a pause that grows while writes keep
+                // failing (100 ms to 5 s).
+                const bool waited = co_await pause(backoff);
+                if (!waited) {
+                    co_return;
+                }
+                backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+                continue;
+            }
+            if (inbox_.empty()) {
+                if (wake_at) {
+                    const auto in = std::max<std::int64_t>(0, *wake_at - protocol::now_ms());
+                    wake_.expires_after(std::chrono::milliseconds(in));
+                } else {
+                    wake_.expires_at(asio::steady_timer::time_point::max());
+                }
+                auto [ec] = co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
+                if (!ec && wake_at) {
+                    push(wf::wf_saw::tick{});
+                }
+            }
+        }
+    }
+
+    asio::awaitable<bool> carry_out(wf::workflow_step step, bool& need_load) {
+        for (auto& action : step.actions) {
+            if (auto* w = std::get_if<wf::wf_do::write>(&action)) {
+                const auto creates = w->creates.size();
+                auto r = co_await zk_.multi(to_zkco(wf::launch_ops(l_, id_, epoch_, *w)));
+                if (r) {
+                    if (stats_ != nullptr) {
+                        ++stats_->writes;
+                        stats_->launched += creates;
+                    }
+                    spdlog::debug("workflow {}: wrote its state, {} tasks launched", id_, creates);
+                    push(wf::wf_saw::written{true});
+                    continue;
+                }
+                if (r.failed_op() == std::optional<std::size_t>{0}) {
+                    spdlog::info("workflow {}: deposed (epoch {} is past)", id_, epoch_);
+                    co_return false;
+                }
+                spdlog::warn(
+                    "workflow {}: its write failed ({}): reading it again", id_, r.ec.message()
+                );
+                push(wf::wf_saw::written{false});
+            } else if (auto* c = std::get_if<wf::wf_do::cancel_tasks>(&action)) {
+                for (const auto& tid : c->tids) {
+                    auto op = wf::cancel_task_op(tid, protocol::now_ms());
+                    auto made = co_await zk_.create(op.path, op.data);
+                    if (!made && made.error() != zkco::errc::node_exists) {
+                        spdlog::warn(
+                            "workflow {}: cannot ask {} to stop: {}", id_, tid,
+                            made.error().message()
+                        );
+                    }
+                }
+                spdlog::info("workflow {}: asked {} running tasks to stop", id_, c->tids.size());
+            } else if (std::holds_alternative<wf::wf_do::reload>(action)) {
+                need_load = true;
+            } else if (auto* f = std::get_if<wf::wf_do::finished>(&action)) {
+                spdlog::info("workflow {}: {}", id_, wf::to_string(f->status));
+                if (stats_ != nullptr) {
+                    ++stats_->finished;
+                }
+                watchers_.emit(asio::cancellation_type::terminal);
+            } else if (std::holds_alternative<wf::wf_do::reap>(action)) {
+                co_await reap();
+                co_return false;
+            }
+        }
+        co_return true;
+    }
+
+    /// The header, the chunks, the spec; nullopt (logged) when the workflow cannot be run.
+    asio::awaitable<std::optional<std::shared_ptr<const wf::workflow_spec>>> read_spec() {
+        for (;;) {
+            auto h = co_await zk_.get(wf::workflow_node(id_));
+            if (!h) {
+                if (h.error() == zkco::errc::no_node) {
+                    co_return std::nullopt;
+                }
+                const bool retry = co_await zkco::reconnected_after(zk_, h.error());
+                if (!retry) {
+                    co_return std::nullopt;
+                }
+                continue;
+            }
+            if (h->data.empty()) {
+                // Its client is still writing a large spec (W1), or died doing so.
+                if (protocol::now_ms() - h->stat.ctime > opts_.abandoned_after.count()) {
+                    spdlog::warn(
+                        "workflow {}: its client never finished writing it: deleting it", id_
+                    );
+                    co_await reap();
+                    co_return std::nullopt;
+                }
+                const bool waited = co_await pause(200ms);
+                if (!waited) {
+                    co_return std::nullopt;
+                }
+                continue;
+            }
+            auto header = wf::decode_header(h->data);
+            if (!header) {
+                spdlog::error(
+                    "workflow {}: its header is garbage: {}", id_, header.error().message
+                );
+                co_return std::nullopt;
+            }
+            std::string text;
+            text.reserve(header->spec_bytes);
+            for (std::size_t i = 0; i < header->chunks; ++i) {
+                auto c = co_await zkco::retry_unknown(zk_, [&] {
+                    return zk_.get(wf::spec_chunk_node(id_, i));
+                });
+                if (!c) {
+                    spdlog::error(
+                        "workflow {}: chunk {} of its spec: {}", id_, i, c.error().message()
+                    );
+                    co_return std::nullopt;
+                }
+                text += c->data;
+            }
+            auto spec = wf::parse_spec(text);
+            if (!spec || spec->steps.size() != header->steps) {
+                spdlog::error(
+                    "workflow {}: its spec is garbage: {}", id_,
+                    spec ? "not as many steps as its header says" : spec.error().message
+                );
+                co_return std::nullopt;
+            }
+            co_return std::make_shared<const wf::workflow_spec>(std::move(*spec));
+        }
+    }
+
+    /// Reads the state and the cancel request into a wf_saw::loaded; false: stop.
+    asio::awaitable<bool> load() {
+        for (;;) {
+            auto st = co_await zk_.get(wf::state_node(id_));
+            std::optional<wf::workflow_state> state;
+            std::int32_t version = -1;
+            if (st) {
+                auto decoded = wf::decode_state(st->data, fsm_->spec().steps.size());
+                if (!decoded) {
+                    spdlog::error(
+                        "workflow {}: its state is garbage ({}): left alone", id_,
+                        decoded.error().message
+                    );
+                    co_return false;
+                }
+                state = std::move(*decoded);
+                version = st->stat.version;
+            } else if (st.error() != zkco::errc::no_node) {
+                const bool retry = co_await zkco::reconnected_after(zk_, st.error());
+                if (!retry) {
+                    co_return false;
+                }
+                continue;
+            }
+            auto c =
+                co_await zkco::retry_unknown(zk_, [&] { return zk_.exists(wf::cancel_node(id_)); });
+            if (!c) {
+                co_return false;
+            }
+            push(wf::wf_saw::loaded{std::move(state), version, c->has_value(), {}});
+            co_return true;
+        }
+    }
+
+    asio::awaitable<void> deliver(const std::string& dir, const std::string& name) {
+        auto r = co_await zkco::retry_unknown(zk_, [&] { return zk_.get(dir + "/" + name); });
+        if (r) {
+            push(wf::wf_saw::result{name, protocol::decode_result(r->data)});
+        }
+    }
+
+    /// Follows /results/<client> by its change log (§6), every result once.
+    asio::awaitable<void> follow_results() {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        const auto dir = wf::results_node(ref_);
+        protocol::log_follower follower;
+        std::set<std::string, std::less<>> seen;
+        for (;;) {
+            const bool stop = co_await cancelled();
+            if (stop) {
+                co_return;
+            }
+            auto n = co_await zk_.watch_get(dir);
+            if (!n) {
+                follower.forget();
+                if (n.error() == zkco::errc::no_node) {
+                    auto e = co_await zk_.watch_exists(dir);
+                    if (e && !e->value) {
+                        auto fired = co_await e->watch.changed();
+                        if (!fired) {
+                            co_return;
+                        }
+                    } else if (!e) {
+                        const bool retry = co_await zkco::reconnected_after(zk_, e.error());
+                        if (!retry) {
+                            co_return;
+                        }
+                    }
+                    continue;
+                }
+                const bool retry = co_await zkco::reconnected_after(zk_, n.error());
+                if (!retry) {
+                    co_return;
+                }
+                continue;
+            }
+            auto log = protocol::decode_change_log(n->value.data);
+            const auto step = follower.read(
+                to_dir_stat(n->value.stat),
+                log ? std::optional<std::size_t>(log->created.size()) : std::nullopt
+            );
+            if (step == protocol::log_follower::step::apply) {
+                for (const auto& e : log->created) {
+                    if (!seen.insert(e.name).second) {
+                        continue;
+                    }
+                    if (e.data) {
+                        push(wf::wf_saw::result{e.name, protocol::decode_result(*e.data)});
+                    } else {
+                        co_await deliver(dir, e.name);
+                    }
+                }
+            } else if (step == protocol::log_follower::step::list) {
+                auto kids = co_await zk_.get_children(dir);
+                if (kids) {
+                    for (const auto& name : kids->names) {
+                        if (seen.insert(name).second) {
+                            co_await deliver(dir, name);
+                        }
+                    }
+                    follower.listed(to_dir_stat(kids->stat));
+                }
+            }
+            auto fired = co_await n->watch.changed();
+            if (!fired) {
+                co_return;  // cancelled, or the session ended
+            }
+        }
+    }
+
+    asio::awaitable<void> follow_cancel() {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        for (;;) {
+            const bool stop = co_await cancelled();
+            if (stop) {
+                co_return;
+            }
+            auto e = co_await zk_.watch_exists(wf::cancel_node(id_));
+            if (!e) {
+                const bool retry = co_await zkco::reconnected_after(zk_, e.error());
+                if (!retry) {
+                    co_return;
+                }
+                continue;
+            }
+            if (e->value) {
+                push(wf::wf_saw::cancel{});
+                co_return;
+            }
+            auto fired = co_await e->watch.changed();
+            if (!fired) {
+                co_return;
+            }
+        }
+    }
+
+    /// Deletes `paths` fenced by the epoch, in batches; false when deposed.
+    asio::awaitable<bool> fenced_delete(const std::vector<std::string>& paths) {
+        for (std::size_t at = 0; at < paths.size(); at += reap_batch) {
+            const auto end = std::min(paths.size(), at + reap_batch);
+            const auto fence = protocol::txn_op::check(
+                protocol::layout::epoch(), static_cast<std::int32_t>(epoch_)
+            );
+            std::vector<protocol::txn_op> ops;
+            ops.push_back(fence);
+            for (auto i = at; i < end; ++i) {
+                ops.push_back(protocol::txn_op::remove(paths[i]));
+            }
+            auto r = co_await zk_.multi(to_zkco(ops));
+            if (r) {
+                continue;
+            }
+            if (r.failed_op() == std::optional<std::size_t>{0}) {
+                co_return false;
+            }
+            // One of them is gone (or has children): each on its own.
+            for (auto i = at; i < end; ++i) {
+                std::vector<protocol::txn_op> single;
+                single.push_back(fence);
+                single.push_back(protocol::txn_op::remove(paths[i]));
+                auto one = co_await zk_.multi(to_zkco(std::move(single)));
+                if (!one && one.failed_op() == std::optional<std::size_t>{0}) {
+                    co_return false;
+                }
+            }
+        }
+        co_return true;
+    }
+
+    /// W4: the results, their directory, the workflow's children, the workflow node.
+    asio::awaitable<void> reap() {
+        const auto dir = wf::results_node(ref_);
+        std::vector<std::string> paths;
+        if (auto kids = co_await zk_.get_children(dir)) {
+            for (const auto& name : kids->names) {
+                paths.push_back(dir);
+                paths.back().append("/").append(name);
+            }
+        }
+        paths.push_back(dir);
+        if (auto kids = co_await zk_.get_children(wf::workflow_node(id_))) {
+            for (const auto& name : kids->names) {
+                paths.push_back(wf::workflow_node(id_) + "/" + name);
+            }
+        }
+        paths.push_back(wf::workflow_node(id_));
+        const bool done = co_await fenced_delete(paths);
+        if (done) {
+            spdlog::info("workflow {}: reaped", id_);
+            if (stats_ != nullptr) {
+                ++stats_->reaped;
+            }
+        }
+    }
+
+    zkco::client& zk_;
+    protocol::layout l_;
+    std::int64_t epoch_;
+    workflow_engine_options opts_;
+    workflow_engine_stats* stats_;
+    std::string id_;
+    wf::workflow_ref ref_;
+    asio::steady_timer wake_;
+    reactor::task_group watchers_;
+    std::deque<wf::workflow_event> inbox_;
+    std::optional<wf::workflow_fsm> fsm_;
+};
+
+}  // namespace
+
+asio::awaitable<void> run_workflows(
+    zkco::client& zk,
+    protocol::layout l,
+    std::int64_t epoch,
+    workflow_engine_options opts,
+    workflow_engine_stats* stats
+) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    auto ex = co_await asio::this_coro::executor;
+    reactor::task_group group(ex);
+    std::set<std::string, std::less<>> known;
+    for (;;) {
+        const bool stop = co_await cancelled();
+        if (stop) {
+            break;
+        }
+        auto kids = co_await zk.watch_children(wf::workflows_dir());
+        if (!kids) {
+            if (kids.error() == zkco::errc::no_node) {
+                // No workflow yet: wait for the first client to make the directory.
+                auto e = co_await zk.watch_exists(wf::workflows_dir());
+                if (e && !e->value) {
+                    auto fired = co_await e->watch.changed();
+                    if (!fired) {
+                        break;
+                    }
+                    continue;
+                }
+                if (e) {
+                    continue;
+                }
+                const bool retry = co_await zkco::reconnected_after(zk, e.error());
+                if (!retry) {
+                    break;
+                }
+                continue;
+            }
+            const bool retry = co_await zkco::reconnected_after(zk, kids.error());
+            if (!retry) {
+                break;
+            }
+            continue;
+        }
+        for (const auto& name : kids->value.names) {
+            const auto ref = wf::parse_workflow_id(name);
+            if (!ref) {
+                continue;
+            }
+            if (!known.insert(name).second) {
+                continue;
+            }
+            auto r = std::make_shared<runner>(zk, l, epoch, opts, stats, name, *ref, ex);
+            group.spawn([r] { return r->run(); }, "workflow " + name);
+        }
+        auto fired = co_await kids->watch.changed();
+        if (!fired) {
+            break;
+        }
+    }
+    group.emit(asio::cancellation_type::terminal);
+    co_await group.async_wait(asio::use_awaitable);
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// The workflow engine: the elected master's shell over workflow_fsm (docs/protocol.md §11).
+#pragma once
+
+#include "protocol/layout.hpp"
+#include "zkco/client.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+
+namespace zkd::roles {
+
+struct workflow_engine_options {
+    /// A finished workflow is deleted this long after it ended (W4); the master's result
+    /// retention.
+    std::chrono::milliseconds retention{24L * 3600 * 1000};
+    /// An empty workflow node (its client died while writing a large spec) older than this
+    /// is deleted.
+    std::chrono::milliseconds abandoned_after{10L * 60 * 1000};
+};
+
+/// What the engine has done, for logs and tests.
+struct workflow_engine_stats {
+    std::uint64_t adopted = 0;   ///< workflows read and followed
+    std::uint64_t launched = 0;  ///< tasks created (W2 committed)
+    std::uint64_t writes = 0;    ///< W2 transactions committed
+    std::uint64_t finished = 0;  ///< workflows that ended under this engine
+    std::uint64_t reaped = 0;    ///< workflows deleted (W4)
+};
+
+/// Runs every workflow of the namespace as the master of epoch `epoch` (from take_over):
+/// lists /workflows (and follows it), reads each workflow's spec and state, follows its
+/// results directory, and carries out its workflow_fsm's actions, each write one multi
+/// fenced by check(/epoch, epoch). Runs until cancelled (the node cancels it when the
+/// master stops acting) or the session ends.
+boost::asio::awaitable<void> run_workflows(
+    zkco::client& zk,
+    protocol::layout l,
+    std::int64_t epoch,
+    workflow_engine_options opts = {},
+    workflow_engine_stats* stats = nullptr
+);
+
+}  // namespace zkd::roles

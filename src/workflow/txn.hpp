@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// A workflow's nodes and its transactions (docs/protocol.md §11): W1 submit, W2 launch (the
+// master's, fenced by its epoch), W3 cancel request, W4 reap; each as a builder of its ops,
+// in the terms of protocol/master_txn.hpp. No I/O.
+#pragma once
+
+#include "protocol/layout.hpp"
+#include "protocol/master_txn.hpp"
+#include "workflow/ids.hpp"
+#include "workflow/state.hpp"
+#include "workflow/workflow_fsm.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkd::workflow {
+
+/// Most spec chunks one W1 transaction creates (3 x 256 KiB, under the 900,000 bytes a
+/// transaction may hold).
+inline constexpr std::size_t chunks_per_submit_txn = 3;
+
+/// "/workflows"
+std::string workflows_dir();
+/// "/workflows/<id>": the header.
+std::string workflow_node(std::string_view id);
+/// "/workflows/<id>/spec-<iiii>"
+std::string spec_chunk_node(std::string_view id, std::size_t i);
+/// "/workflows/<id>/state"
+std::string state_node(std::string_view id);
+/// "/workflows/<id>/cancel"
+std::string cancel_node(std::string_view id);
+/// "/results/<client>": where the workflow's tasks' results land.
+std::string results_node(workflow_ref w);
+
+/// W1: the transactions that store a workflow, in order. The first creates the workflow's
+/// results directory (node_exists there: its client part is taken, draw another id), the
+/// workflow node and its first chunks; when the spec needs more than one transaction, the
+/// workflow node is created empty and the last transaction sets its header (version 0).
+/// `canonical` is encode_spec()'s text; `h` its header (chunks and spec_bytes are filled in).
+std::vector<std::vector<protocol::txn_op>> submit_txns(
+    workflow_ref w, workflow_header h, std::string_view canonical
+);
+
+/// W2: check(/epoch, epoch), the state (create, or set at the write's version), each task's
+/// create in its pending shard, and one change log per shard created in (§6).
+std::vector<protocol::txn_op> launch_ops(
+    const protocol::layout& l, std::string_view id, std::int64_t epoch, const wf_do::write& w
+);
+
+/// W3: create(/workflows/<id>/cancel, "").
+protocol::txn_op cancel_request_op(std::string_view id);
+
+/// T7 for each task of wf_do::cancel_tasks: create(/cancel/<tid>, request) (node_exists:
+/// asked already).
+protocol::txn_op cancel_task_op(std::string_view tid, std::int64_t now_ms);
+
+}  // namespace zkd::workflow

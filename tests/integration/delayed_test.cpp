@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: MIT
+// Delayed tasks and retries (docs/protocol.md §4.3, §6 "Delayed tasks and retries") through
+// real `zkd run` processes and a real ZooKeeper: a delayed task never starts before its time
+// (its id carries it, its result says when it started), tasks start in the order of their
+// due times, a cancel ends a delayed task, a master SIGKILLed while 1,000 wait loses none and
+// starts none early, and a program that fails twice then succeeds ends `succeeded` at try 3
+// with two recorded errors and waits that grow with the backoff.
+#include "protocol/delay.hpp"
+#include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
+#include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
+#include "support/processes.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::literals;
+
+namespace {
+
+class Delayed : public zkd::test::zk_test {  // NOLINT(readability-identifier-naming)
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        dir_ = zkd::test::make_test_dir(
+            "delayed", ::testing::UnitTest::GetInstance()->current_test_info()->name()
+        );
+    }
+
+    void TearDown() override {
+        nodes_.clear();
+        if (HasFailure()) {
+            zkd::test::print_logs(dir_, 4000);
+        }
+        std::filesystem::remove_all(dir_);
+        zk_test::TearDown();
+    }
+
+    [[nodiscard]] std::string connect() const { return base_ + chroot_; }
+
+    zkd::test::zkd_process& start_node(const std::string& host, std::vector<std::string> extra) {
+        nodes_.push_back(std::make_unique<zkd::test::zkd_process>(
+            ZKD_BINARY, connect(), ns_, host, dir_ / (host + ".log"), std::move(extra)
+        ));
+        return *nodes_.back();
+    }
+
+    zkd::test::command_result zkd(std::vector<std::string> args, std::chrono::seconds t = 60s) {
+        args.insert(args.begin(), ZKD_BINARY);
+        args.insert(args.end(), {"--zk", connect(), "--namespace", ns_});
+        return zkd::test::run_command(args, {}, t);
+    }
+
+    /// Waits (at most 30 s) until `zkd cluster --json` shows a master and `workers` workers.
+    void wait_up(std::size_t workers) {
+        for (int i = 0; i < 600; ++i) {
+            const auto c = zkd({"cluster", "--json"});
+            boost::system::error_code ec;
+            const auto v = c.exit_code == 0 ? json::parse(c.out, ec) : json::value();
+            if (!ec && v.is_object() && v.at("master").is_object() &&
+                v.at("workers").as_array().size() == workers) {
+                return;
+            }
+            std::this_thread::sleep_for(50ms);
+        }
+        FAIL() << "the cluster did not come up";
+    }
+
+    /// `zkd submit` of an echo task with `extra` flags: its id.
+    std::string submit(std::vector<std::string> extra, const std::string& type = "echo") {
+        std::vector<std::string> args{"submit", type, "1"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = zkd(args);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        auto id = r.out;
+        while (!id.empty() && (id.back() == '\n' || id.back() == '\r')) {
+            id.pop_back();
+        }
+        return id;
+    }
+
+    /// `zkd wait ID`: the result as JSON (null if none came).
+    json::value wait(const std::string& id) {
+        const auto r = zkd({"wait", id, "--timeout", "60s"}, 90s);
+        boost::system::error_code ec;
+        auto v = json::parse(r.out, ec);
+        EXPECT_FALSE(ec) << id << ": " << r.out << r.err;
+        return ec ? json::value() : v;
+    }
+
+    std::string ns_ = "dl";
+    std::filesystem::path dir_;
+    std::vector<std::unique_ptr<zkd::test::zkd_process>> nodes_;
+};
+
+std::int64_t due_of(const std::string& id) {
+    return zkd::protocol::task_id_ms(id).value_or(-1);
+}
+
+}  // namespace
+
+TEST_F(Delayed, NeverBeforeItsTimeAndInTheOrderOfDueTimes) {
+    ZKD_REQUIRE_ZK_SERVER();
+    start_node("n1", {"--capacity", "4"});
+    wait_up(1);
+    const auto late = submit({"--delay", "3s"});
+    const auto early = submit({"--delay", "1500ms"});
+    const auto middle = submit({"--at", std::to_string(zkd::protocol::now_ms() + 2200)});
+    const auto st = zkd({"status", late});
+    EXPECT_EQ(st.exit_code, 0) << st.err;
+    EXPECT_NE(st.out.find(late + " delayed until "), std::string::npos) << st.out;
+    const auto as_json = zkd({"status", late, "--json"});
+    EXPECT_NE(as_json.out.find("\"state\":\"delayed\""), std::string::npos) << as_json.out;
+    EXPECT_NE(as_json.out.find("\"due_ms\":" + std::to_string(due_of(late))), std::string::npos)
+        << as_json.out;
+
+    std::vector<std::pair<std::int64_t, std::string>> started;
+    for (const auto& id : {late, early, middle}) {
+        const auto r = wait(id);
+        ASSERT_TRUE(r.is_object()) << id;
+        EXPECT_EQ(r.at("state"), "succeeded") << json::serialize(r);
+        const auto s = r.at("started_ms").to_number<std::int64_t>();
+        // Never before its time (the id carries the due time; one machine, one clock).
+        EXPECT_GE(s, due_of(id)) << id << " started " << due_of(id) - s << " ms early";
+        started.emplace_back(s, id);
+    }
+    std::sort(started.begin(), started.end());
+    EXPECT_EQ(started[0].second, early);
+    EXPECT_EQ(started[1].second, middle);
+    EXPECT_EQ(started[2].second, late);
+}
+
+TEST_F(Delayed, ACancelEndsADelayedTask) {
+    ZKD_REQUIRE_ZK_SERVER();
+    start_node("n1", {"--capacity", "2"});
+    wait_up(1);
+    const auto id = submit({"--delay", "60s"});
+    const auto c = zkd({"cancel", id, "--wait", "--timeout", "30s"});
+    EXPECT_NE(c.out.find("\"cancelled\""), std::string::npos) << c.out << c.err;
+    const auto st = zkd({"status", id});
+    EXPECT_EQ(st.exit_code, 5) << st.out;  // consumed by the wait: gone
+}
+
+TEST_F(Delayed, AMasterKilledWhileAThousandWaitLosesNoneAndStartsNoneEarly) {
+    ZKD_REQUIRE_ZK_SERVER();
+    // Two master candidates that run nothing, one worker.
+    auto& first = start_node("m1", {"--capacity", "0"});
+    wait_up(0);  // m1 leads (capacity 0: no worker)
+    start_node("m2", {"--capacity", "0"});
+    start_node("w1", {"--role", "worker", "--capacity", "64"});
+    wait_up(1);
+    std::vector<std::string> ids;
+    std::int64_t due = 0;
+    run([&]() -> asio::awaitable<void> {
+        auto cfg = make_config();
+        cfg.connect_string = connect() + zkd::protocol::chroot_path(ns_);
+        zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+        EXPECT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        auto l = co_await zkd::roles::read_layout(zk);
+        EXPECT_TRUE(l);
+        if (l) {
+            zkd::roles::task_client tc(zk, *l);
+            std::vector<zkd::protocol::task_spec> many(1000);
+            for (std::size_t i = 0; i < many.size(); ++i) {
+                many[i].type = "echo";
+                many[i].args = static_cast<std::int64_t>(i);
+            }
+            zkd::roles::submit_options when;
+            due = zkd::protocol::now_ms() + 6000;
+            when.due_ms = due;
+            auto got = co_await tc.submit(std::move(many), when);
+            EXPECT_TRUE(got) << got.error().message();
+            if (got) {
+                ids = std::move(*got);
+            }
+            co_await tc.flush();
+        }
+        co_await zk.close();
+    }());
+    ASSERT_EQ(ids.size(), 1000U);
+    std::this_thread::sleep_for(1500ms);  // the first master has them all in view
+    first.kill(SIGKILL);                  // the next takes over with none of its memory
+    std::size_t succeeded = 0;
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    run([&]() -> asio::awaitable<void> {
+        auto cfg = make_config();
+        cfg.connect_string = connect() + zkd::protocol::chroot_path(ns_);
+        zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+        EXPECT_TRUE(co_await zkd::zkco::with_timeout(zk.connect(), 10s));
+        auto l = co_await zkd::roles::read_layout(zk);
+        if (l) {
+            zkd::roles::task_client tc(zk, *l);
+            for (const auto& id : ids) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait(id), 60s);
+                EXPECT_TRUE(r) << id;
+                if (r && r->state == zkd::protocol::task_state::succeeded) {
+                    ++succeeded;
+                    earliest = std::min(earliest, r->started_ms);
+                }
+            }
+            co_await tc.flush();
+        }
+        co_await zk.close();
+    }());
+    EXPECT_EQ(succeeded, 1000U);  // none lost
+    EXPECT_GE(earliest, due) << "a task started " << due - earliest << " ms early";
+}
+
+TEST_F(Delayed, AProgramFailingTwiceSucceedsAtItsThirdTryWithTheErrorsKept) {
+    ZKD_REQUIRE_ZK_SERVER();
+    const auto counter = dir_ / "tries";
+    const auto script = dir_ / "flaky.sh";
+    {
+        std::ofstream s(script);
+        s << "#!/bin/sh\n"
+          << "n=$(cat '" << counter.string() << "' 2>/dev/null || echo 0)\n"
+          << "n=$((n+1))\necho $n > '" << counter.string() << "'\n"
+          << "if [ $n -lt 3 ]; then echo \"failure $n\" >&2; exit 1; fi\n"
+          << "echo '{\"ok\":true}'\n";
+    }
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    start_node("n1", {"--capacity", "2", "--exec", "flaky=" + script.string()});
+    wait_up(1);
+    const auto id = submit({"--retries", "3", "--backoff", "400ms:10s"}, "flaky");
+    // While it waits between tries, status says which try comes and the last error.
+    bool seen_retry = false;
+    for (int i = 0; i < 100 && !seen_retry; ++i) {
+        const auto st = zkd({"status", id});
+        seen_retry = st.out.find(" delayed until ") != std::string::npos &&
+                     st.out.find("(try ") != std::string::npos &&
+                     st.out.find("last error: ") != std::string::npos;
+        if (!seen_retry) {
+            std::this_thread::sleep_for(20ms);
+        }
+    }
+    const auto r = wait(id);
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r.at("state"), "succeeded") << json::serialize(r);
+    ASSERT_TRUE(r.as_object().contains("try")) << json::serialize(r);
+    EXPECT_EQ(r.at("try"), 3) << json::serialize(r);
+    ASSERT_TRUE(r.at("errors").is_array()) << json::serialize(r);
+    const auto& errors = r.at("errors").as_array();
+    ASSERT_EQ(errors.size(), 2U) << json::serialize(r);
+    EXPECT_EQ(errors[0].at("try"), 1);
+    EXPECT_EQ(errors[1].at("try"), 2);
+    EXPECT_EQ(errors[0].at("code"), "handler_error");
+    // Each retry waited no less than nothing and no more than its cap (400 ms, then 800 ms),
+    // from the failed try's end to the next start.
+    const auto end1 = errors[0].at("finished_ms").to_number<std::int64_t>();
+    const auto end2 = errors[1].at("finished_ms").to_number<std::int64_t>();
+    EXPECT_GE(end2, end1);
+    EXPECT_GE(r.at("started_ms").to_number<std::int64_t>(), end2);
+    EXPECT_TRUE(seen_retry) << "zkd status never showed the retry waiting";
+}

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: MIT
+// Served exec types (docs/exec.md "Serve mode") with real `zkd run` processes, a real
+// ZooKeeper and a real served program: tests/programs/served.py, a Python script that speaks
+// the framing with the standard library alone.
+#include "roles/client/task_client.hpp"
+#include "roles/cluster/namespace.hpp"
+#include "support/processes.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <signal.h>
+#include <sstream>
+#include <unistd.h>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using namespace std::literals;
+using namespace zkd::roles;
+using namespace zkd::protocol;
+
+namespace {
+
+std::string test_name() {
+    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+const std::string served = (fs::path(ZKD_SOURCE_DIR) / "tests" / "programs" / "served.py").string();
+
+/// Whether `pid` is a live process (a zombie is not).
+bool alive(pid_t pid) {
+    if (pid <= 0) {
+        return false;
+    }
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+/// Every process below `root` (from /proc parent links), with its state letter.
+std::map<pid_t, char> descendants(pid_t root) {
+    std::map<pid_t, std::pair<pid_t, char>> all;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        const auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const std::string stat = read_file(e.path() / "stat");
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos || close + 4 >= stat.size()) {
+            continue;
+        }
+        std::istringstream rest(stat.substr(close + 2));
+        char state = '?';
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        all[std::stoi(name)] = {ppid, state};
+    }
+    std::map<pid_t, char> out;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (const auto& [pid, info] : all) {
+            if (!out.contains(pid) && (info.first == root || out.contains(info.first))) {
+                out[pid] = info.second;
+                changed = true;
+            }
+        }
+    }
+    return out;
+}
+
+/// Open descriptors of `pid` and of every process below it.
+std::size_t tree_fds(pid_t pid) {
+    std::size_t n = 0;
+    auto count = [&n](pid_t p) {
+        std::error_code ec;
+        for (auto it = fs::directory_iterator("/proc/" + std::to_string(p) + "/fd", ec);
+             !ec && it != fs::directory_iterator{}; it.increment(ec)) {
+            ++n;
+        }
+    };
+    count(pid);
+    for (const auto& [p, state] : descendants(pid)) {
+        count(p);
+    }
+    return n;
+}
+
+std::size_t zombies_below(pid_t pid) {
+    const auto d = descendants(pid);
+    return static_cast<std::size_t>(std::count_if(d.begin(), d.end(), [](const auto& e) {
+        return e.second == 'Z';
+    }));
+}
+
+#define ZKD_AWAIT_CONDITION(pred, limit)                               \
+    for (auto zkd_until_ = std::chrono::steady_clock::now() + (limit); \
+         !(pred) && std::chrono::steady_clock::now() < zkd_until_;) {  \
+        co_await settle(20ms);                                         \
+    }
+
+class Serve : public zkd::test::zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        dir_ = zkd::test::make_test_dir("serve", test_name());
+        zk_ = base_ + chroot_;
+    }
+
+    void TearDown() override {
+        nodes_.clear();
+        if (HasFailure()) {
+            zkd::test::print_logs(dir_, 6000);
+        }
+        fs::remove_all(dir_);
+        zk_test::TearDown();
+    }
+
+    /// Starts `zkd run` as `host` with the config file lines `config` and `extra` flags.
+    void start(const std::string& host, const std::string& config, std::vector<std::string> extra) {
+        const auto file = dir_ / (host + ".conf");
+        std::ofstream(file) << config;
+        extra.insert(extra.begin(), {"--config", file.string()});
+        nodes_.emplace(
+            host, std::make_unique<zkd::test::zkd_process>(
+                      ZKD_BINARY, zk_, "serve", host, dir_ / (host + ".log"), std::move(extra)
+                  )
+        );
+    }
+
+    std::string log_of(const std::string& host) { return read_file(dir_ / (host + ".log")); }
+
+    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client() {
+        zkd::zkco::config cfg = make_config();
+        cfg.connect_string = zk_ + chroot_path("serve");
+        for (int i = 0; i < 300; ++i) {
+            auto zk = std::make_unique<zkd::zkco::client>(ioc_.get_executor(), cfg);
+            auto c = co_await zkd::zkco::with_timeout(zk->connect(), 10s);
+            if (c) {
+                const auto meta = co_await zk->exists("/meta"s);
+                if (meta && meta->has_value()) {
+                    co_return zk;
+                }
+            }
+            co_await zk->close();
+            co_await settle(50ms);
+        }
+        throw std::runtime_error("the cluster's namespace never appeared");
+    }
+
+    asio::awaitable<void> settle(std::chrono::milliseconds d) {
+        asio::steady_timer t(ioc_, d);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+
+    /// Submits one task and waits for its result.
+    static asio::awaitable<task_result> one(
+        task_client& tc,
+        const std::string& type,
+        json::value args,
+        std::chrono::milliseconds timeout = 0ms
+    ) {
+        std::vector<task_spec> reqs{{type, std::move(args)}};
+        reqs.front().timeout = timeout;
+        reqs.front().max_attempts = 1;
+        auto ids = co_await tc.submit(std::move(reqs));
+        if (!ids) {
+            throw std::runtime_error("submit: " + ids.error().message());
+        }
+        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 60s);
+        if (!r) {
+            throw std::runtime_error("wait: " + r.error().message());
+        }
+        co_return *r;
+    }
+
+    static pid_t pid_of(const task_result& r) {
+        return r.state == task_state::succeeded ? static_cast<pid_t>(r.value.at("pid").as_int64())
+                                                : 0;
+    }
+
+    fs::path dir_;
+    std::string zk_;
+    std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
+};
+
+TEST_F(Serve, TwoThousandTasksThroughOneWorkerKeepDescriptorsAndZombiesStable) {
+    start("a", "exec.noop.concurrency = 2\nexec.noop.warm = 2\n", {"--serve", "noop=" + served});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            const pid_t zkd = nodes_.at("a")->pid();
+            std::size_t fds_early = 0;
+            std::set<pid_t> programs;
+            for (int round = 0; round < 20; ++round) {
+                std::vector<task_spec> reqs;
+                for (int i = 0; i < 100; ++i) {
+                    reqs.push_back({"noop", json::value{{"echo", round * 100 + i}}});
+                }
+                auto ids = co_await tc.submit(std::move(reqs));
+                ASSERT_TRUE(ids) << ids.error().message();
+                for (std::size_t i = 0; i < ids->size(); ++i) {
+                    auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[i]), 60s);
+                    ASSERT_TRUE(r) << r.error().message();
+                    ASSERT_EQ(r->state, task_state::succeeded)
+                        << (r->error ? r->error->message : "");
+                    ASSERT_EQ(r->value, json::value(round * 100 + static_cast<int>(i)));
+                }
+                if (round == 1) {
+                    fds_early = tree_fds(zkd);
+                    for (const auto& [p, state] : descendants(zkd)) {
+                        programs.insert(p);
+                    }
+                }
+            }
+            EXPECT_EQ(tree_fds(zkd), fds_early);
+            EXPECT_EQ(zombies_below(zkd), 0U);
+            std::set<pid_t> now;
+            for (const auto& [p, state] : descendants(zkd)) {
+                now.insert(p);
+            }
+            EXPECT_EQ(now, programs) << "the same processes served every task";
+            EXPECT_EQ(programs.size(), 4U) << "two programs, each under its supervisor";
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        300s
+    );
+}
+
+TEST_F(Serve, CrashesHangsCancelsAndRecyclingReplaceProcessesAsTheyShould) {
+    start(
+        "a",
+        "exec.s.concurrency = 1\nexec.s.kill-grace = 300ms\n"
+        "exec.r = " +
+            served + "\nexec.r.mode = serve\nexec.r.max-tasks = 3\n",
+        {"--serve", "s=" + served}
+    );
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            json::object pid_args;
+            pid_args["pid"] = 1;
+
+            // Recycling after max-tasks: three tasks per process.
+            std::vector<pid_t> pids;
+            for (int i = 0; i < 7; ++i) {
+                const std::string type1 = "r";
+                auto r = co_await one(tc, type1, pid_args);
+                ASSERT_EQ(r.state, task_state::succeeded) << r.error->message;
+                EXPECT_EQ(r.value.at("env"), json::value("1"));
+                pids.push_back(pid_of(r));
+            }
+            EXPECT_EQ(pids[0], pids[2]);
+            EXPECT_NE(pids[2], pids[3]);
+            EXPECT_EQ(pids[3], pids[5]);
+            EXPECT_NE(pids[5], pids[6]);
+            ZKD_AWAIT_CONDITION(!alive(pids[0]), 10s);
+            EXPECT_FALSE(alive(pids[0])) << "a recycled process lives on";
+
+            // A crash mid-task fails the task; the next task gets a new process.
+            const std::string type2 = "s";
+            const pid_t first = pid_of(co_await one(tc, type2, pid_args));
+            ASSERT_GT(first, 0);
+            const std::string type3 = "s";
+            json::object args3;
+            args3["crash"] = 3;
+            auto crashed = co_await one(tc, type3, args3);
+            EXPECT_EQ(crashed.state, task_state::failed);
+            ASSERT_TRUE(crashed.error);
+            EXPECT_EQ(crashed.error->code, "handler_error");
+            EXPECT_NE(
+                crashed.error->message.find("exited with code 3 while running the task"),
+                std::string::npos
+            ) << crashed.error->message;
+            EXPECT_FALSE(alive(first));
+            const std::string type4 = "s";
+            const pid_t second = pid_of(co_await one(tc, type4, pid_args));
+            EXPECT_GT(second, 0);
+            EXPECT_NE(second, first);
+
+            // A hung process: the timeout sends a cancel, then kills and replaces it.
+            const std::string type5 = "s";
+            json::object args5;
+            args5["hang"] = 1;
+            auto hung = co_await one(tc, type5, args5, 1000ms);
+            EXPECT_EQ(hung.state, task_state::timed_out);
+            ZKD_AWAIT_CONDITION(!alive(second), 10s);
+            EXPECT_FALSE(alive(second)) << "the hung process lives on";
+            const std::string type6 = "s";
+            const pid_t third = pid_of(co_await one(tc, type6, pid_args));
+            EXPECT_GT(third, 0);
+            EXPECT_NE(third, second);
+
+            // A cancel the program answers: the process stays.
+            std::vector<task_spec> reqs{{"s", json::value{{"wait_cancel", 1}}}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            co_await settle(500ms);
+            ASSERT_TRUE(co_await tc.cancel(ids->front()));
+            auto cancelled = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+            ASSERT_TRUE(cancelled);
+            EXPECT_EQ(cancelled->state, task_state::cancelled);
+            const std::string type7 = "s";
+            EXPECT_EQ(pid_of(co_await one(tc, type7, pid_args)), third);
+
+            // A program's own error code and message.
+            const std::string type8 = "s";
+            json::object args8;
+            args8["fail"] = "no such thing";
+            auto refused = co_await one(tc, type8, args8);
+            EXPECT_EQ(refused.state, task_state::failed);
+            ASSERT_TRUE(refused.error);
+            EXPECT_EQ(refused.error->code, "bad_args");
+            EXPECT_EQ(refused.error->message, "no such thing");
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        300s
+    );
+}
+
+TEST_F(Serve, ACrashLoopMarksTheTypeUnhealthyAndAStartThatSucceedsHealsIt) {
+    const auto broken = dir_ / "broken";
+    std::ofstream(broken) << "";
+    start("a", "exec.b.warm = 1\n", {"--serve", "b=" + served + " " + broken.string()});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            ZKD_AWAIT_CONDITION(log_of("a").find("unhealthy") != std::string::npos, 30s);
+            ASSERT_NE(log_of("a").find("unhealthy on this worker"), std::string::npos);
+            const std::string type9 = "b";
+            json::object args9;
+            args9["echo"] = 1;
+            auto r = co_await one(tc, type9, args9);
+            EXPECT_EQ(r.state, task_state::failed);
+            ASSERT_TRUE(r.error);
+            EXPECT_NE(r.error->message.find("unhealthy"), std::string::npos) << r.error->message;
+            fs::remove(broken);
+            ZKD_AWAIT_CONDITION(log_of("a").find("healthy again") != std::string::npos, 30s);
+            ASSERT_NE(log_of("a").find("healthy again"), std::string::npos);
+            const std::string type10 = "b";
+            json::object args10;
+            args10["echo"] = 2;
+            auto ok = co_await one(tc, type10, args10);
+            EXPECT_EQ(ok.state, task_state::succeeded);
+            EXPECT_EQ(ok.value, json::value(2));
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
+}
+
+TEST_F(Serve, KillingTheWorkerKillsEveryProcessOfItsServedPrograms) {
+    start("a", "", {"--serve", "s=" + served});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            const std::string type11 = "s";
+            json::object args11;
+            args11["spawn"] = 1;
+            auto r = co_await one(tc, type11, args11);
+            ASSERT_EQ(r.state, task_state::succeeded) << r.error->message;
+            std::vector<pid_t> tree;
+            for (const auto& p : r.value.as_array()) {
+                tree.push_back(static_cast<pid_t>(p.as_int64()));
+            }
+            ASSERT_EQ(tree.size(), 3U);
+            for (const pid_t p : tree) {
+                EXPECT_TRUE(alive(p)) << p;
+            }
+            nodes_.at("a")->kill(SIGKILL);
+            const auto any = [&] { return std::any_of(tree.begin(), tree.end(), alive); };
+            ZKD_AWAIT_CONDITION(!any(), 5s);
+            for (const pid_t p : tree) {
+                EXPECT_FALSE(alive(p)) << "pid " << p << " outlived its worker";
+            }
+            co_await zk->close();
+        }(),
+        120s
+    );
+}
+
+TEST_F(Serve, DrainLetsTheTaskInFlightFinishThenTheProgramExits) {
+    const auto gate = dir_ / "gate";
+    start("a", "exec.s.kill-grace = 10s\n", {"--serve", "s=" + served, "--grace", "20000"});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            const std::string type12 = "s";
+            json::object args12;
+            args12["pid"] = 1;
+            const pid_t program = pid_of(co_await one(tc, type12, args12));
+            ASSERT_GT(program, 0);
+            std::vector<task_spec> reqs{{"s", json::value{{"gate", gate.string()}}}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            co_await settle(500ms);
+            nodes_.at("a")->kill(SIGTERM);
+            co_await settle(300ms);
+            EXPECT_TRUE(alive(program)) << "drained before its task finished";
+            std::ofstream(gate) << "";
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            // Its stdin closed, the program exits by itself, well before kill-grace.
+            EXPECT_EQ(nodes_.at("a")->wait_exit(8s), 0);
+            EXPECT_FALSE(alive(program));
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
+}
+
+}  // namespace

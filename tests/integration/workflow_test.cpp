@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+// Workflows through real `zkd run` processes and `zkd workflow` against a real ZooKeeper
+// (docs/workflows.md, docs/protocol.md §11): values passed down a chain, a fan-in that runs
+// once, a dynamic map, failures, cancel, a master SIGKILL while it launches and collects,
+// and every refused spec.
+#include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
+#include "support/processes.hpp"
+#include "support/zk_fixture.hpp"
+#include "zkco/deadline.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::literals;
+
+namespace {
+
+/// An exec type that counts: its value is 1 + the sum of every number in its args (inputs
+/// included, arrays summed), and each run appends its args' "tag" (or the item) to a log.
+constexpr const char* count_py = R"(#!/usr/bin/env python3
+import json, sys
+args = json.load(sys.stdin)
+def total(v):
+    if isinstance(v, bool) or v is None:
+        return 0
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, list):
+        return sum(total(x) for x in v)
+    if isinstance(v, dict):
+        return sum(total(x) for k, x in v.items() if k != "tag")
+    return 0
+tag = args.get("tag", "-") if isinstance(args, dict) else "item"
+with open(sys.argv[1], "a") as log:
+    log.write(str(tag) + "\n")
+print(json.dumps(total(args) + 1))
+)";
+
+// NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
+class Workflow : public zkd::test::zk_test {
+protected:
+    void SetUp() override {
+        zk_test::SetUp();
+        dir_ = zkd::test::make_test_dir(
+            "wf", ::testing::UnitTest::GetInstance()->current_test_info()->name()
+        );
+        ns_ = "wf";
+        zk_ = base_ + chroot_;
+        script_ = dir_ / "count.py";
+        std::ofstream(script_) << count_py;
+        std::filesystem::permissions(script_, std::filesystem::perms::owner_all);
+        runs_ = dir_ / "runs.log";
+    }
+    void TearDown() override {
+        nodes_.clear();
+        if (HasFailure()) {
+            zkd::test::print_logs(dir_, 4000);
+        }
+        std::filesystem::remove_all(dir_);
+        zk_test::TearDown();
+    }
+    /// A node; `worker`: a worker that does not run for master, else a candidate that
+    /// works only when `works`.
+    void start(const std::string& host, bool worker, bool works = true) {
+        std::vector<std::string> extra{
+            "--exec", "count=" + script_.string() + " " + runs_.string()};
+        if (worker) {
+            extra.insert(extra.end(), {"--role", "worker", "--capacity", "8", "--threads", "8"});
+        } else if (!works) {
+            extra.insert(extra.end(), {"--capacity", "0"});
+        }
+        nodes_.emplace(
+            host, std::make_unique<zkd::test::zkd_process>(
+                      ZKD_BINARY, zk_, ns_, host, dir_ / (host + ".log"), std::move(extra)
+                  )
+        );
+    }
+    zkd::test::command_result zkd(
+        std::vector<std::string> args, const std::string& stdin_text = {}
+    ) {
+        std::vector<std::string> argv{ZKD_BINARY};
+        argv.insert(argv.end(), args.begin(), args.end());
+        argv.insert(argv.end(), {"--zk", zk_, "--namespace", ns_});
+        std::filesystem::path in;
+        if (!stdin_text.empty()) {
+            in = dir_ / "stdin.json";
+            std::ofstream(in) << stdin_text;
+        }
+        return zkd::test::run_command(argv, {}, 240s, in);
+    }
+    /// Runs SPEC with --wait --json: the status document.
+    json::object run_wait(const std::string& spec, int expect_exit = 0) {
+        auto r = zkd({"workflow", "run", "-", "--wait", "--json", "--timeout", "200s"}, spec);
+        EXPECT_EQ(r.exit_code, expect_exit) << r.out << r.err;
+        boost::system::error_code ec;
+        auto v = json::parse(r.out, ec);
+        if (ec || !v.is_object()) {
+            ADD_FAILURE() << "not JSON: " << r.out << r.err;
+            return {};
+        }
+        return v.get_object();
+    }
+    /// How many times the count type ran with each tag.
+    std::map<std::string, int> runs() const {
+        std::map<std::string, int> out;
+        std::ifstream in(runs_);
+        for (std::string line; std::getline(in, line);) {
+            ++out[line];
+        }
+        return out;
+    }
+    void wait_for_cluster() {
+        // The namespace exists and a worker serves "count" once `zkd cluster --json` says so.
+        for (int i = 0; i < 600; ++i) {
+            auto r = zkd({"cluster", "--json"});
+            if (r.exit_code == 0 && r.out.find("\"count\"") != std::string::npos &&
+                r.out.find("\"epoch\"") != std::string::npos) {
+                return;
+            }
+            ::usleep(100'000);
+        }
+        FAIL() << "the cluster never came up";
+    }
+
+    std::filesystem::path dir_;
+    std::filesystem::path script_;
+    std::filesystem::path runs_;
+    std::string ns_;
+    std::string zk_;
+    std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
+};
+
+std::string step(const std::string& name, const std::string& body) {
+    return "\"" + name + "\":{" + body + "}";
+}
+
+TEST_F(Workflow, AChainOfFiftyPassesItsValues) {
+    start("m", false);
+    start("w", true);
+    wait_for_cluster();
+    std::string spec = R"({"name":"chain","steps":{)";
+    for (int i = 0; i < 50; ++i) {
+        spec += (i ? "," : "") +
+                step(
+                    "s" + std::to_string(100 + i),
+                    R"("type":"count","args":{"tag":"s)" + std::to_string(100 + i) + "\"}" +
+                        (i ? R"(,"after":["s)" + std::to_string(99 + i) + "\"]" : "")
+                );
+    }
+    spec += "}}";
+    const auto s = run_wait(spec);
+    EXPECT_EQ(s.at("status"), "succeeded");
+    EXPECT_EQ(s.at("result").at("s149"), 50);
+    EXPECT_EQ(s.at("steps").at("s120").at("value"), 21);
+    for (const auto& [tag, n] : runs()) {
+        EXPECT_EQ(n, 1) << tag;
+    }
+    EXPECT_EQ(runs().size(), 50U);
+}
+
+TEST_F(Workflow, AThousandToOneFanInRunsOnce) {
+    start("m", false);
+    start("w1", true);
+    start("w2", true);
+    wait_for_cluster();
+    std::string spec = R"({"steps":{)" + step("src", R"("type":"echo","args":1)");
+    std::string after;
+    for (int i = 0; i < 1000; ++i) {
+        const auto name = "f" + std::to_string(i);
+        spec += "," + step(name, R"("type":"count","args":{"tag":"f","i":0},"after":["src"])");
+        after += (i ? ",\"" : "\"") + name + "\"";
+    }
+    spec += "," + step("join", R"("type":"count","args":{"tag":"join"},"after":[)" + after + "]");
+    spec += "}}";
+    const auto s = run_wait(spec);
+    EXPECT_EQ(s.at("status"), "succeeded");
+    // Each of the 1,000 gets {"inputs":{"src":1}}: 2; the join sums them, plus one.
+    EXPECT_EQ(s.at("result").at("join"), 2001);
+    auto r = runs();
+    EXPECT_EQ(r["join"], 1);
+    EXPECT_EQ(r["f"], 1000);
+}
+
+TEST_F(Workflow, AMapFansOutOverWhatItsSourceReturned) {
+    start("m", false);
+    start("w", true);
+    wait_for_cluster();
+    const auto s = run_wait(R"({"steps":{
+        "list":{"type":"echo","args":[1,2,3,4,5,6,7,8,9,10]},
+        "each":{"type":"count","map":"list"},
+        "again":{"type":"count","map":"list","args":{"tag":"again"}},
+        "total":{"type":"count","args":{"tag":"total"},"after":["each"]},
+        "empty":{"type":"echo","args":[]},
+        "none":{"type":"count","map":"empty"}}})");
+    EXPECT_EQ(s.at("status"), "succeeded");
+    EXPECT_EQ(s.at("steps").at("each").at("value"), json::parse("[2,3,4,5,6,7,8,9,10,11]"));
+    EXPECT_EQ(s.at("steps").at("each").at("tasks"), 10);
+    // again: {"tag","item","index"}: item + index + 1.
+    EXPECT_EQ(s.at("steps").at("again").at("value"), json::parse("[2,4,6,8,10,12,14,16,18,20]"));
+    EXPECT_EQ(s.at("result").at("total"), 66);
+    EXPECT_EQ(s.at("steps").at("none").at("value"), json::array{});
+}
+
+TEST_F(Workflow, AFailureSkipsItsDependantsUnlessItContinues) {
+    start("m", false);
+    wait_for_cluster();
+    const auto s = run_wait(
+        R"({"steps":{
+        "bad":{"type":"fail","args":"boom"},
+        "after_bad":{"type":"count","args":{"tag":"x"},"after":["bad"]},
+        "soft":{"type":"fail","continue_on_failure":true},
+        "after_soft":{"type":"echo","args":{},"after":["soft"]},
+        "other":{"type":"count","args":{"tag":"other"}}}})",
+        1
+    );
+    EXPECT_EQ(s.at("status"), "failed");
+    EXPECT_EQ(s.at("steps").at("bad").at("status"), "failed");
+    EXPECT_EQ(s.at("steps").at("bad").at("error").at("code"), "handler_error");
+    EXPECT_EQ(s.at("steps").at("after_bad").at("status"), "skipped");
+    EXPECT_EQ(s.at("steps").at("after_soft").at("status"), "succeeded");
+    EXPECT_EQ(
+        s.at("steps").at("after_soft").at("value"), json::parse(R"({"inputs":{"soft":null}})")
+    );
+    EXPECT_EQ(s.at("steps").at("other").at("status"), "succeeded");
+    EXPECT_EQ(runs().count("x"), 0U);
+}
+
+TEST_F(Workflow, CancelStopsWhatWaitsAndWhatRuns) {
+    start("m", false);
+    wait_for_cluster();
+    auto r = zkd({"workflow", "run", "-"}, R"({"steps":{
+        "long":{"type":"sleep","args":{"ms":60000}},
+        "next":{"type":"echo","after":["long"]}}})");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto id = r.out.substr(0, r.out.find('\n'));
+    // Wait until the long step runs, then cancel.
+    for (int i = 0; i < 200; ++i) {
+        auto st = zkd({"workflow", "status", id, "--json"});
+        if (st.out.find("\"tasks\":1") != std::string::npos) {
+            break;
+        }
+        ::usleep(50'000);
+    }
+    auto c = zkd({"workflow", "cancel", id});
+    EXPECT_EQ(c.exit_code, 0) << c.err;
+    json::object s;
+    for (int i = 0; i < 200; ++i) {
+        auto st = zkd({"workflow", "status", id, "--json"});
+        s = json::parse(st.out).get_object();
+        if (s.at("status") == "cancelled" && s.at("steps").at("long").at("done") == 1) {
+            break;
+        }
+        ::usleep(100'000);
+    }
+    EXPECT_EQ(s.at("status"), "cancelled");
+    EXPECT_EQ(s.at("steps").at("next").at("status"), "cancelled");
+    EXPECT_EQ(s.at("steps").at("long").at("done"), 1);  // its task ended, cancelled, in seconds
+    EXPECT_EQ(s.at("steps").at("long").at("error").at("code"), "cancelled");
+    auto again = zkd({"workflow", "cancel", id});
+    EXPECT_EQ(again.exit_code, 1);  // it has ended
+    auto list = zkd({"workflow", "list"});
+    EXPECT_NE(list.out.find(id + "  cancelled"), std::string::npos) << list.out;
+    EXPECT_EQ(zkd({"workflow", "status", "wf-0000000000001-00000000"}).exit_code, 5);
+}
+
+TEST_F(Workflow, AMasterKilledWhileLaunchingAndCollectingLaunchesNothingTwice) {
+    // Two candidates that do not work, two workers that do not run for master: killing the
+    // master stops no task, so each step runs exactly once.
+    start("m1", false, false);
+    start("m2", false, false);
+    start("w1", true);
+    start("w2", true);
+    wait_for_cluster();
+    std::string spec = R"({"steps":{)";
+    // A chain of 30, each fanning out 20 that a fan-in collects.
+    for (int i = 0; i < 30; ++i) {
+        const auto c = "c" + std::to_string(100 + i);
+        spec += (i ? "," : "") +
+                step(
+                    c, R"("type":"count","args":{"tag":")" + c + "\"}" +
+                           (i ? R"(,"after":["j)" + std::to_string(99 + i) + "\"]" : "")
+                );
+        std::string after;
+        for (int k = 0; k < 20; ++k) {
+            const auto f = c + "f" + std::to_string(k);
+            std::string body = R"("type":"count","args":{"tag":")";
+            body.append(f).append(R"("},"after":[")").append(c).append("\"]");
+            spec += "," + step(f, body);
+            after += (k ? ",\"" : "\"") + f + "\"";
+        }
+        spec += "," + step(
+                          "j" + std::to_string(100 + i), R"("type":"count","args":{"tag":"j)" +
+                                                             std::to_string(100 + i) +
+                                                             R"("},"after":[)" + after + "]"
+                      );
+    }
+    spec += "}}";
+    auto submitted = zkd({"workflow", "run", "-"}, spec);
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+    const auto id = submitted.out.substr(0, submitted.out.find('\n'));
+    // Kill whichever candidate is master, twice, while the workflow runs (each time once a
+    // live candidate acts: the last one's session takes 2 s to end).
+    for (int kill = 0; kill < 2; ++kill) {
+        ::usleep(500'000);
+        std::string host;
+        for (int i = 0; i < 400 && host.empty(); ++i) {
+            auto cl = zkd({"cluster", "--json"});
+            boost::system::error_code ec;
+            auto doc = json::parse(cl.out, ec);
+            const auto* m =
+                !ec && doc.is_object() ? doc.get_object().if_contains("master") : nullptr;
+            if (m != nullptr && m->is_object() && m->get_object().contains("host")) {
+                const std::string h(m->at("host").as_string().c_str());
+                if (nodes_.contains(h)) {
+                    host = h;
+                }
+            }
+            if (host.empty()) {
+                ::usleep(50'000);
+            }
+        }
+        ASSERT_FALSE(host.empty()) << "no live master";
+        nodes_.at(host)->kill(SIGKILL);
+        nodes_.erase(host);
+        start("m" + std::to_string(3 + kill), false, false);  // a candidate for what follows
+    }
+    json::object s;
+    for (int i = 0; i < 1200; ++i) {
+        auto st = zkd({"workflow", "status", id, "--json"});
+        s = json::parse(st.out).get_object();
+        if (s.at("status") != "running") {
+            break;
+        }
+        ::usleep(100'000);
+    }
+    EXPECT_EQ(s.at("status"), "succeeded");
+    const auto r = runs();
+    EXPECT_EQ(r.size(), 30U * 22U);
+    for (const auto& [tag, n] : r) {
+        EXPECT_EQ(n, 1) << tag << " ran " << n << " times";
+    }
+    // Each level multiplies by about 20 (past int64: a double), so only its kind is checked.
+    EXPECT_TRUE(s.at("result").at("j129").is_number()) << s.at("result");
+}
+
+TEST_F(Workflow, RefusedSpecsCreateNothing) {
+    start("m", false);
+    wait_for_cluster();
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"{", "the spec is not JSON"},
+        {R"({"steps":{"a":{"type":"echo","after":["b"]},"b":{"type":"echo","after":["a"]}}})",
+         "the steps form a cycle: a -> b -> a"},
+        {R"({"steps":{"a":{"type":"echo","after":["zz"]}}})", "names \"zz\", which is no step"},
+        {R"({"steps":{"a":{"type":"no_such_type"}}})", "no worker serves task type 'no_such_type'"},
+        {R"({"steps":{"a":{"type":"echo","bogus":1}}})", "unknown field \"bogus\""},
+        {R"({"steps":{"a":{"type":"echo","map":"a"}}})", "cannot map over its own result"},
+        {R"({"steps":{}})", "\"steps\" must be an object of at least one step"},
+    };
+    for (const auto& [spec, message] : cases) {
+        auto r = zkd({"workflow", "run", "-"}, spec);
+        EXPECT_EQ(r.exit_code, 1) << spec << "\n" << r.out << r.err;
+        EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    }
+    std::string big =
+        R"({"steps":{"a":{"type":"echo","args":")" + std::string(17 << 20, 'x') + "\"}}}";
+    auto r = zkd({"workflow", "run", "-"}, big);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("over the limit of 16777216 bytes"), std::string::npos) << r.err;
+    auto list = zkd({"workflow", "list"});
+    EXPECT_EQ(list.exit_code, 0);
+    EXPECT_EQ(list.out, "");
+}
+
+}  // namespace

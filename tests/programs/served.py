@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# A served program speaking docs/exec.md's framing with nothing but the standard library (the
+# tests' served type). args: {"echo":V} answers V; {"pid":1} its pid; {"progress":F} reports F
+# first; {"crash":N} exits with N mid-task; {"hang":1} ignores everything; {"wait_cancel":1}
+# answers only a cancel; {"fail":M} fails with code bad_args; {"gate":F} answers once file F
+# exists; {"spawn":1} starts two sleeps (one in a session of its own) and answers their pids
+# with its own. argv[1], if given: a file whose
+# existence makes it exit 1 before it says ready (a program that cannot start).
+import json, os, subprocess, sys, time
+if len(sys.argv) > 1 and os.path.exists(sys.argv[1]):
+    sys.exit(1)
+def send(**frame):
+    sys.stdout.write(json.dumps(frame) + "\n"); sys.stdout.flush()
+send(op="ready", protocol=1)
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("op") != "task":
+        continue
+    tid, args = msg["id"], msg["args"]
+    if "crash" in args:
+        os._exit(args["crash"])
+    if "hang" in args:
+        time.sleep(3600)
+    if "progress" in args:
+        send(op="progress", id=tid, fraction=args["progress"], message="halfway")
+    if "gate" in args:
+        while not os.path.exists(args["gate"]):
+            time.sleep(0.02)
+    if "spawn" in args:
+        kids = [subprocess.Popen(c).pid for c in (["setsid", "sleep", "300"], ["sleep", "300"])]
+        send(op="result", id=tid, value=kids + [os.getpid()])
+    elif "wait_cancel" in args:
+        for other in sys.stdin:
+            if json.loads(other) == {"op": "cancel", "id": tid}:
+                break
+        send(op="error", id=tid, code="cancelled", message="stopped as asked")
+    elif "fail" in args:
+        send(op="error", id=tid, code="bad_args", message=args["fail"])
+    elif "pid" in args:
+        send(op="result", id=tid, value={"pid": os.getpid(), "env": os.environ.get("ZKD_SERVE")})
+    else:
+        send(op="result", id=tid, value=args.get("echo"))
