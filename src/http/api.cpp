@@ -154,13 +154,13 @@ api_result<protocol::task_spec> parse_task(
         return bad("invalid_task", where + "\"type\" is required");
     }
     if (when.delay_ms && when.at_ms) {
-        return bad("invalid_task", where + "\"delay_ms\" and \"at\" both say when; give one");
+        return bad("invalid_task", where + R"("delay_ms" and "at" both say when; give one)");
     }
     if (when.backoff_max_ms && !when.backoff_ms) {
-        return bad("invalid_task", where + "\"backoff_max_ms\" wants \"backoff_ms\" too");
+        return bad("invalid_task", where + R"("backoff_max_ms" wants "backoff_ms" too)");
     }
     if (when.backoff_ms && when.backoff_max_ms && *when.backoff_max_ms < *when.backoff_ms) {
-        return bad("invalid_task", where + "\"backoff_max_ms\" is below \"backoff_ms\"");
+        return bad("invalid_task", where + R"("backoff_max_ms" is below "backoff_ms")");
     }
     // The rules (the type name, ranges, args nesting, numbers JSON can hold): the codec's, the
     // same the client, the master and the worker apply.
