@@ -677,9 +677,7 @@ TEST_F(RolesCluster, TheTasksOfOneSubmitLandInOneShardAndTheNextSubmitInAnother)
                 for (int i = 0; i < 20; ++i) {
                     batch.push_back({"echo", json::value(i)});
                 }
-                submit_options so;
-                so.bundle = bundle;
-                auto ids = co_await tc.submit(std::move(batch), so);
+                auto ids = co_await tc.submit(std::move(batch), submit_options{bundle});
                 ASSERT_TRUE(ids) << ids.error().message();
                 ASSERT_EQ(ids->size(), 20U);
                 seen.push_back(shards_of(*ids));

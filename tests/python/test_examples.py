@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""examples/python/ under a real `zkd run`: the served types as one-shot exec types (what a
-zkd without serve mode runs), in serve mode (marker serve_e2e), and the client script."""
+"""examples/python/ under a real `zkd run`: the served types as one-shot exec types, in serve
+mode (marker serve_e2e), and the client script."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import zkd
-from conftest import EXAMPLES, PYTHON_DIR, binary
+from conftest import EXAMPLES, PYTHON_DIR
 
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 TYPES = {"served_echo": "served_echo.py", "primes": "served_primes.py"}
@@ -31,12 +31,6 @@ def config(tmp_path: Path) -> Path:
 
 def program(name: str) -> str:
     return f"{name}={PYTHON} {EXAMPLES / TYPES[name]}"
-
-
-def serve_mode_supported() -> bool:
-    zkd_binary = binary("zkd", "ZKD_BINARY")
-    out = subprocess.run([zkd_binary, "run", "--help"], capture_output=True, text=True)
-    return "--serve" in out.stdout + out.stderr
 
 
 def start(start_node, tmp_path: Path, flag: str):
@@ -87,8 +81,6 @@ def test_examples_as_one_shot_exec_types(start_node, tmp_path):
 
 @pytest.mark.serve_e2e
 def test_examples_in_serve_mode(start_node, tmp_path):
-    if not serve_mode_supported():
-        pytest.skip("this zkd has no serve mode (`zkd run --help` lists no --serve)")
     _, c = start(start_node, tmp_path, "--serve")
     check_served_types(c, serve_mode=True)
     # Task after task on warm processes, each answered with its own args.

@@ -37,11 +37,11 @@ struct submit_options {
     /// Not before this time (ms since the epoch; docs/protocol.md §4.3): the tasks wait in the
     /// delayed tree, their ids carrying the time, until the master moves them to pending. A
     /// time not after now: submitted as any task.
-    std::optional<std::int64_t> due_ms;
+    std::optional<std::int64_t> due_ms{};
     /// Retries after a failed or timed-out try, and their backoff (§4.3); nullopt: the
     /// worker's default for the type.
-    std::optional<int> retries;
-    std::optional<protocol::backoff_policy> backoff;
+    std::optional<int> retries{};
+    std::optional<protocol::backoff_policy> backoff{};
 };
 
 /// Tasks and the caller's own ZooKeeper ops in one transaction (docs/protocol.md §6 T1), for
