@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
         auto layout = co_await zkd::roles::ensure_layout(client, zkd::protocol::meta_info{});
         if (layout) {
             zkd::roles::task_client tasks(client, *layout);
-            std::vector<zkd::roles::task_request> one{{"reverse", json::value("hello, zkd")}};
+            std::vector<zkd::protocol::task_spec> one{
+                {.type = "reverse", .args = json::value("hello, zkd")}};
             auto ids = co_await tasks.submit(std::move(one));
             if (ids) {
                 auto result = co_await zkd::zkco::with_timeout(tasks.wait(ids->front()), 30s);

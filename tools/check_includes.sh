@@ -30,9 +30,8 @@ rules=(
     "src/roles/workflow/: roles/workflow/ roles/txn/ workflow/ protocol/ zkco/ reactor/"
     "src/roles/: roles/ handlers/ workflow/ protocol/ zkco/ reactor/"
     "src/http/: http/ roles/client/ roles/cluster/ roles/stats.hpp handlers/registry.hpp protocol/ zkco/ reactor/"
-    # Applications use the client API. The one exception: crack creates a job node and its
-    # partitions' tasks in one transaction, which the client API does not offer.
-    "src/apps/crack/detail/open.cpp: apps/ roles/client/task_client.hpp roles/txn/zk_ops.hpp handlers/registry.hpp protocol/ zkco/ reactor/"
+    # Applications use the client API (crack's job and its tasks in one transaction too:
+    # roles::task_transaction).
     "src/apps/: apps/ roles/client/task_client.hpp handlers/registry.hpp protocol/ zkco/ reactor/"
 )
 

@@ -304,7 +304,7 @@ int cmd_submit(int argc, char** argv) {
     if (a.positional.empty() || a.positional.size() > 2) {
         throw usage_error("submit wants TYPE [ARGS-JSON]");
     }
-    roles::task_request req;
+    protocol::task_spec req;
     req.type = a.positional[0];
     if (!protocol::is_valid_task_type(req.type)) {
         throw usage_error(
@@ -380,7 +380,7 @@ int cmd_submit(int argc, char** argv) {
             // From here on an interrupt must not lose the task's id: it is reported, not fatal.
             asio::signal_set interrupt(co_await asio::this_coro::executor, SIGINT, SIGTERM);
             roles::task_client tc(zk, l);
-            std::vector<roles::task_request> one{req};
+            std::vector<protocol::task_spec> one{req};
             auto ids = co_await tc.submit(std::move(one), sopts);
             if (!ids && ids.error() == roles::client_errc::queue_full) {
                 const auto& q = tc.last_queue_check();

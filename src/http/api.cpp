@@ -62,7 +62,7 @@ struct timing {
 
 /// One task object of the body; `where` names it in messages ("task 3: "). `when`: its
 /// timing fields; `allow_unserved`: set to the task's "allow_unserved".
-api_result<roles::task_request> parse_task(
+api_result<protocol::task_spec> parse_task(
     const json::value& v, const std::string& where, timing& when, bool& allow_unserved
 ) {
     constexpr std::int64_t int_min = std::numeric_limits<int>::min();
@@ -71,7 +71,7 @@ api_result<roles::task_request> parse_task(
         return bad("invalid_task", where + "a task is a JSON object");
     }
     const auto& o = v.get_object();
-    roles::task_request t;
+    protocol::task_spec t;
     bool has_type = false;
     for (const auto& [key, value] : o) {
         const auto number = protocol::as_int64(value);
@@ -164,13 +164,7 @@ api_result<roles::task_request> parse_task(
     }
     // The rules (the type name, ranges, args nesting, numbers JSON can hold): the codec's, the
     // same the client, the master and the worker apply.
-    protocol::task_spec spec;
-    spec.type = t.type;
-    spec.args = t.args;
-    spec.priority = t.priority;
-    spec.timeout = t.timeout;
-    spec.max_attempts = t.max_attempts;
-    if (auto ok = protocol::validate(spec); !ok) {
+    if (auto ok = protocol::validate(t); !ok) {
         return bad("invalid_task", where + ok.error().message);
     }
     return t;
@@ -488,7 +482,7 @@ api_result<submit_request> parse_submit(std::string_view body) {
         return bad("bad_json", "the body is not JSON: " + ec.message());
     }
     submit_request out;
-    const auto add = [&out](roles::task_request t, bool allow_unserved) {
+    const auto add = [&out](protocol::task_spec t, bool allow_unserved) {
         if (!allow_unserved &&
             std::find(out.check_served.begin(), out.check_served.end(), t.type) ==
                 out.check_served.end()) {

@@ -133,7 +133,7 @@ boost::system::result<void, std::string> check_token(std::string_view token);
 
 /// What POST /v1/tasks asks for.
 struct submit_request {
-    std::vector<roles::task_request> tasks;
+    std::vector<protocol::task_spec> tasks;
     bool many = false;  ///< the body was an array: the answer lists ids
     /// The tasks' delay and retries (`delay_ms` or `at`, `retries`, `backoff_ms`,
     /// `backoff_max_ms`; docs/http.md): the same for every task of an array.

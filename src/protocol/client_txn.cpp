@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/client_txn.hpp"
 
-#include <boost/json/serialize.hpp>
-#include <boost/json/string_view.hpp>
-
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -37,21 +34,6 @@ submit_outcome read_submit(const txn_answer& a) noexcept {
         return submit_outcome::unknown;
     }
     return *c == op_code::node_exists ? submit_outcome::exists : submit_outcome::failed;
-}
-
-std::string direct_assignment(std::string task, std::string_view worker, std::int64_t assigned_ms) {
-    // encode() writes an object, without assignment members for a task not assigned yet:
-    // they go in before its closing brace (cheaper than decoding and encoding it again).
-    if (task.empty() || task.back() != '}') {
-        return task;  // not encode()'s: the worker reports what it finds
-    }
-    task.pop_back();
-    task += ",\"assigned_ms\":";
-    task += std::to_string(assigned_ms);
-    task += ",\"worker\":";
-    task += boost::json::serialize(boost::json::string_view(worker.data(), worker.size()));
-    task += '}';
-    return task;
 }
 
 std::vector<txn_op> direct_submit_ops(

@@ -34,11 +34,6 @@ submit_outcome read_submit(const txn_answer& a) noexcept;
 
 // --- T1 direct (a client places the task on a worker itself, §6 T1 "Direct placement") -------
 
-/// A task's encoded data (encode(task_spec) of a task not assigned yet: no assignment
-/// fields) with the assignment a direct placement gives it: `worker`, `assigned_ms`, and no
-/// epoch (0: no master assigned it).
-std::string direct_assignment(std::string task, std::string_view worker, std::int64_t assigned_ms);
-
 /// check(/workers/<worker>, version) and create(/assign/<worker>/<tid>, data): the task goes
 /// to the worker only while its node is as the client read it (alive, not draining since).
 std::vector<txn_op> direct_submit_ops(

@@ -76,21 +76,23 @@ constexpr std::size_t assign_delete_pending = 1;
 constexpr std::size_t assign_create = 2;
 }  // namespace
 
-std::vector<txn_op> assign_ops(
+codec_result<std::vector<txn_op>> assign_ops(
     std::uint32_t shard,
     std::string_view tid,
     std::string_view worker,
-    task_spec task,
+    std::string_view data,
+    int attempt,
     std::int64_t epoch,
     std::int64_t now_ms
 ) {
-    task.epoch = epoch;
-    task.assigned_ms = now_ms;
-    task.worker = std::string(worker);
+    auto assigned = stamp(data, assignment{attempt, epoch, now_ms, std::string(worker)});
+    if (!assigned) {
+        return assigned.error();
+    }
     std::vector<txn_op> ops(3);
     ops[assign_check_worker] = txn_op::check(layout::worker(worker));
     ops[assign_delete_pending] = txn_op::remove(pending_path(shard, tid));
-    ops[assign_create] = txn_op::create(layout::assignment(worker, tid), encode(task));
+    ops[assign_create] = txn_op::create(layout::assignment(worker, tid), std::move(*assigned));
     return ops;
 }
 
@@ -227,7 +229,7 @@ departed_plan departed_ops(
     if (marked) {
         plan.ops.push_back(txn_op::remove(layout::cancel_marker(worker, tid)));
     }
-    auto spec = decode_task(data);
+    auto spec = decode_task_node(data);
     if (!spec) {
         plan.kind = departed_kind::malformed;
         plan.ops.push_back(txn_op::create(
@@ -238,34 +240,35 @@ departed_plan departed_ops(
         ));
         return plan;
     }
-    plan.attempt = spec->attempt;
+    plan.attempt = spec->assigned.attempt;
     if (marked) {
         plan.kind = departed_kind::cancel;
         plan.ops.push_back(txn_op::create(
             l.result(tid),
             master_result(
-                tid, codes::cancelled, "cancelled", spec->attempt, task_state::cancelled, now_ms
+                tid, codes::cancelled, "cancelled", plan.attempt, task_state::cancelled, now_ms
             )
         ));
-    } else if (spec->attempt >= spec->max_attempts) {
+    } else if (plan.attempt >= spec->task.max_attempts) {
         plan.kind = departed_kind::lost;
         plan.ops.push_back(txn_op::create(
             l.result(tid),
             master_result(
                 tid, codes::attempts_exhausted,
-                "its worker was lost on each of " + std::to_string(spec->attempt) + " attempt(s)",
-                spec->attempt, task_state::lost, now_ms
+                "its worker was lost on each of " + std::to_string(plan.attempt) + " attempt(s)",
+                plan.attempt, task_state::lost, now_ms
             )
         ));
     } else {
         plan.kind = departed_kind::requeue;
-        task_spec again = std::move(*spec);
-        again.attempt = plan.attempt + 1;
-        again.epoch = 0;
-        again.assigned_ms = 0;
-        again.worker.clear();
-        again.running_ms = 0;
-        plan.ops.push_back(txn_op::create(l.pending_task(tid), encode(again)));
+        // The task as read, with the next attempt and nothing of the assignment or its run.
+        const assignment next{plan.attempt + 1, 0, 0, {}};
+        auto unrun = stamp(data, progress{});
+        auto again = unrun ? stamp(*unrun, next) : unrun;
+        plan.ops.push_back(txn_op::create(
+            l.pending_task(tid),
+            again ? std::move(*again) : encode(task_node{std::move(spec->task), next, {}})
+        ));
     }
     return plan;
 }

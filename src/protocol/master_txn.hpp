@@ -65,13 +65,16 @@ std::string master_result(
 
 // --- T2 assign -------------------------------------------------------------------------------
 
-/// check(/workers/<w>), delete(/pending/<shard>/<tid>), create(/assign/<w>/<tid>, task as
-/// assigned: epoch, assigned_ms and worker set).
-std::vector<txn_op> assign_ops(
+/// check(/workers/<w>), delete(/pending/<shard>/<tid>), create(/assign/<w>/<tid>, the
+/// pending node's `data` as read, stamped with the assignment: its `attempt`, `epoch`,
+/// `assigned_ms` and `worker`; the task's members, args included, go as they were read). An
+/// error when `data` is not a JSON object (stamp()); data that decoded never is.
+codec_result<std::vector<txn_op>> assign_ops(
     std::uint32_t shard,
     std::string_view tid,
     std::string_view worker,
-    task_spec task,
+    std::string_view data,
+    int attempt,
     std::int64_t epoch,
     std::int64_t now_ms
 );
@@ -163,7 +166,8 @@ struct departed_plan {
 /// What becomes of /assign/<worker>/<tid>, holding `data`, now that its worker is gone (or
 /// stalled: then at the `version` read, so that a running mark written meanwhile keeps it
 /// there): delete it (and its marker when `marked`), then pending again, lost, cancelled or
-/// failed.
+/// failed. Pending again, the node is `data` stamped with `attempt` + 1 and nothing else of
+/// the assignment or the progress.
 departed_plan departed_ops(
     const layout& l,
     std::string_view worker,

@@ -482,10 +482,6 @@ codec_result<void> validate(const task_spec& t) {
                 ", not " + std::to_string(t.max_attempts),
             "max_attempts"};
     }
-    if (t.attempt < 1) {
-        return decode_error{
-            "field \"attempt\" must be >= 1, not " + std::to_string(t.attempt), "attempt"};
-    }
     // The task object itself is one level: args may use the rest.
     if (auto problem = field_problem("args", t.args))
         return std::move(*problem);
@@ -504,8 +500,42 @@ codec_result<void> validate(const task_spec& t) {
     return {};
 }
 
-std::string encode(const task_spec& t) {
-    json::object o = new_document();
+codec_result<void> validate(const task_node& n) {
+    if (auto ok = validate(n.task); !ok) {
+        return ok;
+    }
+    if (n.assigned.attempt < 1) {
+        return decode_error{
+            "field \"attempt\" must be >= 1, not " + std::to_string(n.assigned.attempt), "attempt"};
+    }
+    return {};
+}
+
+task_head head_of(const task_node& n) {
+    return task_head{
+        n.task.type, n.task.priority, n.task.bundle.size(), n.assigned.attempt,
+        n.task.submitted_ms};
+}
+
+namespace {
+
+enum class part { task, assignment, progress };
+
+// The part a node's member belongs to, by its key. Any member that is neither the
+// assignment's nor the progress' is the task's: its submitted fields, §4.3's `due_ms`,
+// `retries`, `backoff_ms`, `backoff_max_ms`, and a retried try's `try` and `errors` (which a
+// stamp must keep: they are the task's next try as the worker wrote it, §6 T4 "Retry"), and
+// any member of a newer writer. A member added to the assignment or the progress goes here.
+part part_of(std::string_view key) noexcept {
+    if (key == "attempt" || key == "epoch" || key == "assigned_ms" || key == "worker")
+        return part::assignment;
+    if (key == "running_ms" || key == "progress")
+        return part::progress;
+    return part::task;
+}
+
+// The members of each part, as encode() writes them, in its order.
+void put_task(json::object& o, const task_spec& t) {
     o["type"] = json::string_view(t.type.data(), t.type.size());
     if (t.bundle.empty()) {
         o["args"] = finite(t.args);
@@ -522,36 +552,61 @@ std::string encode(const task_spec& t) {
     o["submitted_ms"] = t.submitted_ms;
     if (!t.client.empty())
         o["client"] = json::string_view(t.client.data(), t.client.size());
-    // A pending task carries its attempt only once requeued (§6 T6); an assignment always.
-    const bool assigned = t.epoch != 0 || t.assigned_ms != 0 || !t.worker.empty();
-    if (assigned || t.attempt != 1)
-        o["attempt"] = t.attempt;
-    if (t.epoch != 0)
-        o["epoch"] = t.epoch;
-    if (t.assigned_ms != 0)
-        o["assigned_ms"] = t.assigned_ms;
-    if (!t.worker.empty())
-        o["worker"] = json::string_view(t.worker.data(), t.worker.size());
-    if (t.running_ms != 0)
-        o["running_ms"] = t.running_ms;
-    if (t.progress >= 0) {
-        o["progress"] = {
-            {"fraction", std::min(t.progress, 1.0)},
-            {"message", json::string_view(t.progress_message.data(), t.progress_message.size())},
-            {"at_ms", t.progress_ms}};
-    }
+    // §4.3's members, after the others: a key the task writes itself, or one of the
+    // assignment's or the progress', is not the timing's to write.
     for (const auto& [key, value] : t.timing) {
-        o[key] = value;
+        if (part_of(key) == part::task && !o.contains(key))
+            o[key] = value;
     }
+}
+
+// A pending task carries its attempt only once requeued (§6 T6); an assignment always, but
+// for a direct placement's stamp (attempt 0).
+void put_assignment(json::object& o, const assignment& a) {
+    if (a.attempt > 0 && (a.assigned() || a.attempt != 1))
+        o["attempt"] = a.attempt;
+    if (a.epoch != 0)
+        o["epoch"] = a.epoch;
+    if (a.assigned_ms != 0)
+        o["assigned_ms"] = a.assigned_ms;
+    if (!a.worker.empty())
+        o["worker"] = json::string_view(a.worker.data(), a.worker.size());
+}
+
+void put_progress(json::object& o, const progress& p) {
+    if (p.running_ms != 0)
+        o["running_ms"] = p.running_ms;
+    if (p.fraction >= 0) {
+        o["progress"] = {
+            {"fraction", std::min(p.fraction, 1.0)},
+            {"message", json::string_view(p.message.data(), p.message.size())},
+            {"at_ms", p.at_ms}};
+    }
+}
+
+}  // namespace
+
+std::string encode(const task_spec& t) {
+    json::object o = new_document();
+    put_task(o, t);
     return to_text(o);
 }
 
-codec_result<task_spec> decode_task(std::string_view data) {
+std::string encode(const task_node& n) {
+    json::object o = new_document();
+    put_task(o, n.task);
+    put_assignment(o, n.assigned);
+    put_progress(o, n.run);
+    return to_text(o);
+}
+
+codec_result<task_node> decode_task_node(std::string_view data) {
     auto doc = parse_document(data);
     if (!doc)
         return doc.error();
     reader r(*doc);
-    task_spec t;
+    task_node n;
+    task_spec& t = n.task;
     t.type = r.string("type", true);
     if (auto* args = r.find("args"))
         t.args = std::move(*args);
@@ -570,11 +625,12 @@ codec_result<task_spec> decode_task(std::string_view data) {
     t.max_attempts = r.small_integer("max_attempts", 3, 1, max_attempts_limit);
     t.submitted_ms = r.integer("submitted_ms", 0, int64_min, int64_max);
     t.client = r.string("client");
-    t.attempt = r.small_integer("attempt", 1, 1, int_max);
-    t.epoch = r.integer("epoch", 0, 0, int64_max);
-    t.assigned_ms = r.integer("assigned_ms", 0, int64_min, int64_max);
-    t.worker = r.string("worker");
-    t.running_ms = r.integer("running_ms", 0, int64_min, int64_max);
+    assignment& a = n.assigned;
+    a.attempt = r.small_integer("attempt", 1, 1, int_max);
+    a.epoch = r.integer("epoch", 0, 0, int64_max);
+    a.assigned_ms = r.integer("assigned_ms", 0, int64_min, int64_max);
+    a.worker = r.string("worker");
+    n.run.running_ms = r.integer("running_ms", 0, int64_min, int64_max);
     // Progress is advisory: a report of the wrong shape is dropped, the task stays valid.
     if (const auto* p = r.find("progress"); p != nullptr && p->is_object()) {
         const auto* f = p->get_object().if_contains("fraction");
@@ -582,9 +638,9 @@ codec_result<task_spec> decode_task(std::string_view data) {
         const auto* at = p->get_object().if_contains("at_ms");
         if (f != nullptr && f->is_number() && f->to_number<double>() >= 0 &&
             f->to_number<double>() <= 1) {
-            t.progress = f->to_number<double>();
-            t.progress_message = m != nullptr && m->is_string() ? std::string(m->get_string()) : "";
-            t.progress_ms = at != nullptr && at->is_int64() ? at->get_int64() : 0;
+            n.run.fraction = f->to_number<double>();
+            n.run.message = m != nullptr && m->is_string() ? std::string(m->get_string()) : "";
+            n.run.at_ms = at != nullptr && at->is_int64() ? at->get_int64() : 0;
         }
     }
     // Kept as they are for the writers that rewrite the task (protocol/delay.hpp reads them).
@@ -595,19 +651,218 @@ codec_result<task_spec> decode_task(std::string_view data) {
     }
     if (!r.ok())
         return r.error();
-    if (auto valid = validate(t); !valid)
+    if (auto valid = validate(n); !valid)
         return valid.error();
-    return t;
+    return n;
 }
 
-codec_result<task_spec> decode_task_node(std::string_view tid, std::string_view data) {
-    auto t = decode_task(data);
-    if (t && t->bundle.size() != bundle_size(tid)) {  // §4.1: the id gives the size
+codec_result<task_node> decode_task_node(std::string_view tid, std::string_view data) {
+    auto n = decode_task_node(data);
+    if (n && n->task.bundle.size() != bundle_size(tid)) {  // §4.1: the id gives the size
         return decode_error{
-            "the node holds a bundle of " + std::to_string(t->bundle.size()) +
+            "the node holds a bundle of " + std::to_string(n->task.bundle.size()) +
             " tasks where its id says " + std::to_string(bundle_size(tid))};
     }
-    return t;
+    return n;
+}
+
+// --- stamp -----------------------------------------------------------------------------------
+//
+// A stamp finds the boundaries of the node's top-level members and nothing more: a member is
+// its key (a JSON string) and its value, whose extent a scan of brackets and strings gives
+// without parsing numbers, checking UTF-8 or building anything. Keeping `args` as raw text in
+// a decoded node instead would have every reader (the worker runs the args, inspect shows
+// them) parse it twice, and would not serve the master, which holds only bytes and a head.
+// The scan is linear and allocates only the list of members; on data that is not a JSON
+// object it stops with an error. Keys are compared unescaped (a newer or foreign writer may
+// escape them), and members of the part stamped are dropped wherever they stand, duplicates
+// included, so a node stamped twice, or by writers of other orders, comes out the same.
+
+namespace {
+
+struct member_span {
+    std::size_t begin = 0;  // the key's opening quote
+    std::size_t end = 0;    // just past the value
+    part of = part::task;
+};
+
+class member_scanner {
+public:
+    explicit member_scanner(std::string_view s) noexcept : s_(s) {}
+
+    // The top-level members of the object `s` holds, in order; nullopt if it holds none.
+    std::optional<std::vector<member_span>> members() {
+        std::vector<member_span> out;
+        skip_space();
+        if (!eat('{'))
+            return std::nullopt;
+        skip_space();
+        if (!eat('}')) {
+            for (;;) {
+                skip_space();
+                member_span m;
+                m.begin = at_;
+                const auto key_end = string_end(at_);
+                if (!key_end)
+                    return std::nullopt;
+                m.of = part_of_key(m.begin, *key_end);
+                at_ = *key_end;
+                skip_space();
+                if (!eat(':'))
+                    return std::nullopt;
+                skip_space();
+                const auto value_end = value(at_);
+                if (!value_end)
+                    return std::nullopt;
+                at_ = m.end = *value_end;
+                out.push_back(m);
+                skip_space();
+                if (eat(','))
+                    continue;
+                if (eat('}'))
+                    break;
+                return std::nullopt;
+            }
+        }
+        skip_space();
+        if (at_ != s_.size())
+            return std::nullopt;
+        return out;
+    }
+
+private:
+    static bool space(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+    void skip_space() noexcept {
+        while (at_ < s_.size() && space(s_[at_]))
+            ++at_;
+    }
+    bool eat(char c) noexcept {
+        if (at_ < s_.size() && s_[at_] == c) {
+            ++at_;
+            return true;
+        }
+        return false;
+    }
+
+    // Just past the string opening at `i`.
+    std::optional<std::size_t> string_end(std::size_t i) const noexcept {
+        if (i >= s_.size() || s_[i] != '"')
+            return std::nullopt;
+        for (++i; i < s_.size(); ++i) {
+            if (s_[i] == '\\') {
+                ++i;  // the escaped character (a \u's digits are plain characters)
+            } else if (s_[i] == '"') {
+                return i + 1;
+            }
+        }
+        return std::nullopt;
+    }
+
+    // Just past the value starting at `i`: a string, an array or object (brackets matched,
+    // strings skipped), or a literal or number (up to the next delimiter).
+    std::optional<std::size_t> value(std::size_t i) const {
+        if (i >= s_.size())
+            return std::nullopt;
+        if (s_[i] == '"')
+            return string_end(i);
+        if (s_[i] == '{' || s_[i] == '[') {
+            std::vector<char> closers;
+            while (i < s_.size()) {
+                const char c = s_[i];
+                if (c == '"') {
+                    const auto e = string_end(i);
+                    if (!e)
+                        return std::nullopt;
+                    i = *e;
+                    continue;
+                }
+                if (c == '{' || c == '[') {
+                    closers.push_back(c == '{' ? '}' : ']');
+                } else if (c == '}' || c == ']') {
+                    if (closers.empty() || closers.back() != c)
+                        return std::nullopt;
+                    closers.pop_back();
+                    if (closers.empty())
+                        return i + 1;
+                }
+                ++i;
+            }
+            return std::nullopt;
+        }
+        const auto start = i;
+        while (i < s_.size() && !space(s_[i]) && s_[i] != ',' && s_[i] != '}' && s_[i] != ']' &&
+               s_[i] != '"' && s_[i] != '{' && s_[i] != '[' && s_[i] != ':') {
+            ++i;
+        }
+        return i == start ? std::nullopt : std::optional<std::size_t>(i);
+    }
+
+    // The part of the member whose key spans [begin, end) (quotes included).
+    part part_of_key(std::size_t begin, std::size_t end) const {
+        const auto raw = s_.substr(begin + 1, end - begin - 2);
+        if (raw.find('\\') == std::string_view::npos)
+            return part_of(raw);
+        boost::system::error_code ec;
+        const auto key = parse_json(s_.substr(begin, end - begin), ec);
+        if (ec || !key.is_string())
+            return part::task;  // not a key of ours (the scan goes on; decoding refuses it)
+        return part_of(std::string_view(key.get_string()));
+    }
+
+    std::string_view s_;
+    std::size_t at_ = 0;
+};
+
+// The encoded members of `o` without its braces ("" when empty).
+std::string inner_members(const json::object& o) {
+    auto text = to_text(o);
+    return text.substr(1, text.size() - 2);
+}
+
+// `data`'s members with those of part `replaced` swapped for `fresh` (encoded, no braces),
+// the task's first, then the assignment's, then the progress'.
+codec_result<std::string> restamp(std::string_view data, part replaced, const std::string& fresh) {
+    const auto members = member_scanner(data).members();
+    if (!members)
+        return decode_error{"not a JSON object"};
+    std::string out;
+    out.reserve(data.size() + fresh.size() + 2);
+    out += '{';
+    const auto add = [&](std::string_view text) {
+        if (text.empty())
+            return;
+        if (out.size() > 1)
+            out += ',';
+        out += text;
+    };
+    for (const part p : {part::task, part::assignment, part::progress}) {
+        if (p == replaced) {
+            add(fresh);
+            continue;
+        }
+        for (const auto& m : *members) {
+            if (m.of == p)
+                add(data.substr(m.begin, m.end - m.begin));
+        }
+    }
+    out += '}';
+    // In place: a decode_error is constructible from a string too.
+    return codec_result<std::string>(boost::system::in_place_value, std::move(out));
+}
+
+}  // namespace
+
+codec_result<std::string> stamp(std::string_view encoded_task, const assignment& a) {
+    json::object o;
+    put_assignment(o, a);
+    return restamp(encoded_task, part::assignment, inner_members(o));
+}
+
+codec_result<std::string> stamp(std::string_view encoded_task, const progress& p) {
+    json::object o;
+    put_progress(o, p);
+    return restamp(encoded_task, part::progress, inner_members(o));
 }
 
 bool task_size_ok(std::string_view encoded, std::size_t limit) noexcept {

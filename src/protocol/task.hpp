@@ -103,53 +103,122 @@ bool is_result_state(task_state s) noexcept;
 
 // --- task (§4) -------------------------------------------------------------------------------
 
-/// A task as submitted, plus the fields the master adds when it assigns it. A bundle (§4.1)
-/// is one task node holding several tasks of one type: `bundle` holds each one's `args`.
+/// A task as its client submitted it (§4): what the master places and a worker runs, the
+/// same in every node the task passes through. A bundle (§4.1) is one task node holding
+/// several tasks of one type: `bundle` holds each one's `args`. A client fills
+/// `submitted_ms` and `client` when it submits (roles::task_client).
 struct task_spec {
-    std::string type;
-    boost::json::value args;                 ///< any JSON; null when absent (and in a bundle)
-    std::vector<boost::json::value> bundle;  ///< a bundle's tasks' args; empty: not a bundle
-    int priority = default_priority;         ///< min_priority (lowest) to max_priority (highest)
+    std::string type{};
+    boost::json::value args{};                 ///< any JSON; null when absent (and in a bundle)
+    std::vector<boost::json::value> bundle{};  ///< a bundle's tasks' args; empty: not a bundle
+    int priority = default_priority;           ///< min_priority (lowest) to max_priority (highest)
     /// 0: none. Not bounded above: clamp before adding it to a time point.
     std::chrono::milliseconds timeout{0};
     int max_attempts = 3;
     std::int64_t submitted_ms = 0;
-    std::string client;  ///< the submitting client's id (8 hex digits); empty when absent
-
-    // Assignment (§4); 0 or empty when absent. A requeued pending task keeps its attempt.
-    int attempt = 1;
-    std::int64_t epoch = 0;
-    std::int64_t assigned_ms = 0;
-    std::string worker;
-    std::int64_t running_ms = 0;
-    /// The worker's latest progress report on its assignment (§4): a fraction in [0, 1], or
-    /// -1 when there is none; its message and when it was written.
-    double progress = -1;
-    std::string progress_message;
-    std::int64_t progress_ms = 0;
-    /// The fields of delayed tasks and retries (§4.3: `due_ms`, `retries`, `backoff_ms`,
-    /// `backoff_max_ms`, `try`, `errors`) as read, written back as they are, so that every
-    /// rewrite of the task (T2, T3, T6) keeps them; protocol/delay.hpp reads and makes them.
-    boost::json::object timing;
+    std::string client{};  ///< the submitting client's id (8 hex digits); empty when absent
+    /// The fields of delayed tasks and retries (§4.3), as read and written back as they are:
+    /// those a submit sets (`due_ms`, `retries`, `backoff_ms`, `backoff_max_ms`;
+    /// protocol::set_submit_fields) and those a worker's retry writes into the task's next
+    /// try (`try`, `errors`; protocol::plan_retry). Neither assignment nor progress: stamp()
+    /// keeps them byte for byte. protocol/delay.hpp reads and makes them.
+    boost::json::object timing{};
 
     friend bool operator==(const task_spec&, const task_spec&) = default;
 };
 
+/// A task node's assignment (§4): the try the task is on and who holds it. The master's T2
+/// writes all four; a client's direct placement (§6 T1) `assigned_ms` and `worker` only; a
+/// pending node holds at most `attempt` (once requeued, T6).
+struct assignment {
+    /// The ordinal of the try the task is on: 1 when submitted, one more each time T6
+    /// requeues it. Written when above 1 or when the task is assigned(). 0 only in a stamp
+    /// (never decoded): left out although assigned, as a direct placement does (§6 T1;
+    /// readers take it as 1).
+    int attempt = 1;
+    std::int64_t epoch = 0;        ///< the assigning master's epoch; 0: no master assigned it
+    std::int64_t assigned_ms = 0;  ///< 0: absent
+    std::string worker{};          ///< the member holding it; empty: absent
+
+    /// True when any of epoch, assigned_ms and worker is there.
+    [[nodiscard]] bool assigned() const noexcept {
+        return epoch != 0 || assigned_ms != 0 || !worker.empty();
+    }
+    friend bool operator==(const assignment&, const assignment&) = default;
+};
+
+/// What the worker holding an assignment writes into its node (§4, T3): the running mark and
+/// the latest progress report.
+struct progress {
+    std::int64_t running_ms = 0;  ///< when the mark was first written; 0: absent (not running)
+    /// The latest report: a fraction in [0, 1] (a bundle's: the mean over its tasks), or -1
+    /// when there is none (then no `progress` member is written).
+    double fraction = -1;
+    std::string message{};   ///< the latest report's message
+    std::int64_t at_ms = 0;  ///< when the write that carried it was made
+
+    friend bool operator==(const progress&, const progress&) = default;
+};
+
+/// The data of a task node, /pending/<s>/<tid> or /assign/<member>/<tid> (§4): the task as
+/// submitted, its assignment, its worker's progress. One JSON object holds the three parts'
+/// members side by side (encode() writes the task's first, then the assignment's, then the
+/// progress'); stamp() rewrites one part of an encoded node without decoding the rest.
+struct task_node {
+    task_spec task{};
+    assignment assigned{};
+    progress run{};
+
+    friend bool operator==(const task_node&, const task_node&) = default;
+};
+
+/// What the master keeps of a pending node it read and validated, beside the node's bytes:
+/// all that placement and its results need (it never encodes the task again, stamp() does).
+struct task_head {
+    std::string type;
+    int priority = default_priority;
+    std::size_t bundle = 0;  ///< tasks in the bundle; 0: a plain task
+    int attempt = 1;
+    std::int64_t submitted_ms = 0;
+
+    friend bool operator==(const task_head&, const task_head&) = default;
+};
+task_head head_of(const task_node& n);
+
 /// True for a non-empty type of at most 128 characters from [A-Za-z0-9_.:-].
 bool is_valid_task_type(std::string_view type) noexcept;
-/// Checks the rules decode_task() enforces: type, priority, timeout, attempts, and `args` (each
-/// bundled task's too, at most max_bundle_tasks of them) that will decode (finite numbers,
-/// nesting within max_json_depth - 1).
+/// Checks the rules decode_task_node() enforces of the task: type, priority, timeout,
+/// attempts, and `args` (each bundled task's too, at most max_bundle_tasks of them) that will
+/// decode (finite numbers, nesting within max_json_depth - 1).
 codec_result<void> validate(const task_spec& t);
+/// validate() of the task, and an attempt of at least 1.
+codec_result<void> validate(const task_node& n);
 
-/// Infinite numbers (which JSON cannot hold) in `args` are written as null.
+/// The task as submitted: no assignment or progress members. Infinite numbers (which JSON
+/// cannot hold) in `args` are written as null.
 std::string encode(const task_spec& t);
-codec_result<task_spec> decode_task(std::string_view data);
-/// decode_task() for the node of the task `tid` (pending or assigned): also an error when its
-/// `bundle` does not hold as many tasks as the id says (a plain id: none; §4.1).
-codec_result<task_spec> decode_task_node(std::string_view tid, std::string_view data);
+/// The whole node: the task's members, then the assignment's (those present, as
+/// assignment::attempt says), then the progress' (running_ms when not 0, progress when its
+/// fraction is not negative).
+std::string encode(const task_node& n);
+/// Any task node's data, pending or assigned.
+codec_result<task_node> decode_task_node(std::string_view data);
+/// decode_task_node() for the node of the task `tid`: also an error when its `bundle` does
+/// not hold as many tasks as the id says (a plain id: none; §4.1).
+codec_result<task_node> decode_task_node(std::string_view tid, std::string_view data);
 /// True when an encoded task is within `limit`, itself capped at max_task_bytes.
 bool task_size_ok(std::string_view encoded, std::size_t limit = max_task_bytes) noexcept;
+
+/// `encoded_task` (a task node's data, from any writer: members in any order, whitespace,
+/// stamped before or not) with its assignment members (`attempt`, `epoch`, `assigned_ms`,
+/// `worker`) replaced by `a`'s, as encode() writes them; every other member is kept byte for
+/// byte, `args` and `bundle` untouched (never decoded nor encoded again). The output holds the
+/// task's members first, then the assignment's, then the progress' (so that stamping a node
+/// encode() wrote gives what encode() writes of the stamped node). An error when the data is
+/// not a JSON object; the members' values are not checked (decode the node for that).
+codec_result<std::string> stamp(std::string_view encoded_task, const assignment& a);
+/// As above for the progress members (`running_ms`, `progress`): the worker's writes (T3).
+codec_result<std::string> stamp(std::string_view encoded_task, const progress& p);
 
 // --- result (§5) -----------------------------------------------------------------------------
 

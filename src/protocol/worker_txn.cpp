@@ -7,10 +7,18 @@ namespace zkd::protocol {
 
 // --- T3 --------------------------------------------------------------------------------------
 
-txn_op running_mark_op(
-    std::string_view worker, std::string_view tid, const task_spec& marked, std::int32_t version
+codec_result<txn_op> running_mark_op(
+    std::string_view worker,
+    std::string_view tid,
+    std::string_view assigned,
+    const progress& run,
+    std::int32_t version
 ) {
-    return txn_op::set(layout::assignment(worker, tid), encode(marked), version);
+    auto data = stamp(assigned, run);
+    if (!data) {
+        return data.error();
+    }
+    return txn_op::set(layout::assignment(worker, tid), std::move(*data), version);
 }
 
 mark_outcome read_mark(bool failed) noexcept {

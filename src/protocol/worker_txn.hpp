@@ -19,10 +19,17 @@ namespace zkd::protocol {
 
 // --- T3 mark running ---------------------------------------------------------------------------
 
-/// set(/assign/<w>/<tid>, `marked`, version): the running mark, or a later progress report,
-/// at the version the worker last wrote.
-txn_op running_mark_op(
-    std::string_view worker, std::string_view tid, const task_spec& marked, std::int32_t version
+/// set(/assign/<w>/<tid>, `assigned` stamped with `run`, version): the running mark, or a
+/// later progress report, at the version the worker last wrote. `assigned` is the node as
+/// the worker read it (stamped with its decoded assignment, so that a direct placement's
+/// first rewrite carries `"attempt":1`, §4): its task goes as read, never encoded again. An
+/// error when `assigned` is not a JSON object (stamp()).
+codec_result<txn_op> running_mark_op(
+    std::string_view worker,
+    std::string_view tid,
+    std::string_view assigned,
+    const progress& run,
+    std::int32_t version
 );
 
 enum class mark_outcome {

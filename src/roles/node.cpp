@@ -225,7 +225,7 @@ void observe(node_options& o, node_stats& stats) {
             }
         };
     o.master.on_assigned = [&stats,
-                            next = std::move(o.master.on_assigned)](const protocol::task_spec& t) {
+                            next = std::move(o.master.on_assigned)](const protocol::task_head& t) {
         if (t.submitted_ms > 0) {
             stats.assign_latency.observe(
                 static_cast<double>(std::max<std::int64_t>(0, protocol::now_ms() - t.submitted_ms))

@@ -30,9 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     }
 
-    if (const auto t = decode_task(node_data)) {
-        FUZZ_CHECK(t->bundle.size() <= max_bundle_tasks);
-        FUZZ_CHECK(t->bundle.empty() || t->args.is_null());
+    if (const auto t = decode_task_node(node_data)) {
+        FUZZ_CHECK(t->task.bundle.size() <= max_bundle_tasks);
+        FUZZ_CHECK(t->task.bundle.empty() || t->task.args.is_null());
     }
     if (const auto r = decode_result(node_data); r && ref) {
         const auto one = bundled_result(*r, ref->index.value_or(0), std::string(id));

@@ -40,15 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             ) == r->check_served.end()
         );
     }
-    for (const auto& t : r->tasks) {
-        protocol::task_spec spec;
-        spec.type = t.type;
-        spec.args = t.args;
-        spec.priority = t.priority;
-        spec.timeout = t.timeout;
-        spec.max_attempts = t.max_attempts;
+    for (const auto& spec : r->tasks) {
         FUZZ_CHECK(protocol::validate(spec).has_value());
-        const auto back = protocol::decode_task(protocol::encode(spec));
+        const auto back = protocol::decode_task_node(protocol::encode(spec));
         FUZZ_CHECK(back.has_value());
     }
     return 0;

@@ -174,7 +174,7 @@ TEST_F(Delayed, AMasterKilledWhileAThousandWaitLosesNoneAndStartsNoneEarly) {
         EXPECT_TRUE(l);
         if (l) {
             zkd::roles::task_client tc(zk, *l);
-            std::vector<zkd::roles::task_request> many(1000);
+            std::vector<zkd::protocol::task_spec> many(1000);
             for (std::size_t i = 0; i < many.size(); ++i) {
                 many[i].type = "echo";
                 many[i].args = static_cast<std::int64_t>(i);

@@ -600,7 +600,7 @@ TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
             co_await start_worker("w1", 4);
             task_client tc(*zk, layout_);
             const json::value args = json::parse(R"({"x":[1,"two"]})");
-            std::vector<task_request> reqs{{"cat", args}, {"bad", 1}, {"slow", 1}, {"slow", 2}};
+            std::vector<task_spec> reqs{{"cat", args}, {"bad", 1}, {"slow", 1}, {"slow", 2}};
             reqs[2].timeout = 300ms;
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
@@ -629,7 +629,7 @@ TEST_F(ExecCluster, ProgramsSucceedFailTimeOutAndAreCancelledThroughAWorker) {
             EXPECT_FALSE(alive(pid_of(to_cancel)));
 
             // A bundle of exec tasks: one program per task, one result.
-            std::vector<task_request> bundled{{"cat", 1}, {"cat", 2}, {"bad", 3}, {"cat", 4}};
+            std::vector<task_spec> bundled{{"cat", 1}, {"cat", 2}, {"bad", 3}, {"cat", 4}};
             submit_options so;
             so.bundle = 4;
             auto bids = co_await tc.submit(std::move(bundled), so);
@@ -670,7 +670,7 @@ TEST_F(ExecCluster, AProgramGetsItsTasksIdAttemptAndEpochAndNeverAForgedName) {
             co_await workers_joined(*zk, 1);
             task_client tc(*zk, layout_);
             tc.place_directly(false);  // placed by the master: the assignment has an epoch
-            std::vector<task_request> reqs{{"fence", 1}};
+            std::vector<task_spec> reqs{{"fence", 1}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
@@ -680,7 +680,7 @@ TEST_F(ExecCluster, AProgramGetsItsTasksIdAttemptAndEpochAndNeverAForgedName) {
             EXPECT_EQ(r->value.at("attempt"), json::value(1));
             EXPECT_GE(r->value.at("epoch").as_int64(), 1);
             // A bundled task's id is the one clients know it by.
-            std::vector<task_request> two{{"fence", 1}, {"fence", 2}};
+            std::vector<task_spec> two{{"fence", 1}, {"fence", 2}};
             submit_options sb;
             sb.bundle = 2;
             auto bids = co_await tc.submit(std::move(two), sb);
@@ -696,7 +696,7 @@ TEST_F(ExecCluster, AProgramGetsItsTasksIdAttemptAndEpochAndNeverAForgedName) {
                 layout::assignment(w.me.id, name), foreign_task_data("fence", json::value(7))
             ));
             // An unlogged child: the worker lists its directory on its next change.
-            std::vector<task_request> more{{"fence", 3}};
+            std::vector<task_spec> more{{"fence", 3}};
             auto nudge = co_await tc.submit(std::move(more));
             ASSERT_TRUE(nudge);
             auto n = co_await zkd::zkco::with_timeout(tc.wait(nudge->front()), 30s);
@@ -745,7 +745,7 @@ TEST_F(ExecCluster, ProgressIsPublishedOnTheAssignmentAtMostOnceASecond) {
             co_await start_master();
             auto w = co_await start_worker("w1", 2);
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs{{"steps", 1}};
+            std::vector<task_spec> reqs{{"steps", 1}};
             const auto started = std::chrono::steady_clock::now();
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
@@ -807,7 +807,7 @@ TEST_F(ExecCluster, ABuiltInHandlersProgressIsPublishedToo) {
             co_await start_master();
             co_await start_worker("w1", 1);
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs{{"reporting", 1}};
+            std::vector<task_spec> reqs{{"reporting", 1}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             task_info info;
@@ -837,7 +837,7 @@ TEST_F(ExecCluster, ArgsAndOutputBiggerThanAPipeBufferThroughZooKeeper) {
             co_await start_worker("w1", 1);
             task_client tc(*zk, layout_);
             const json::value big(std::string(300 * 1024, 'z'));
-            std::vector<task_request> reqs{{"cat", big}};
+            std::vector<task_spec> reqs{{"cat", big}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
@@ -857,7 +857,7 @@ TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrCh
             co_await start_master();
             co_await start_worker("w1", 16);
             task_client tc(*zk, layout_);
-            std::vector<task_request> first{{"quick", 0}};
+            std::vector<task_spec> first{{"quick", 0}};
             auto warm = co_await tc.submit(std::move(first));  // sockets and reactors open now
             ASSERT_TRUE(warm);
             const auto warmed = co_await zkd::zkco::with_timeout(tc.wait(warm->front()), 30s);
@@ -865,7 +865,7 @@ TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrCh
             // The fixture's ZooKeeper server may be a child of ours: compare, not count.
             const auto children_before = children();
             const std::size_t fds_before = open_fds();
-            std::vector<task_request> reqs(200, task_request{"quick", 1});
+            std::vector<task_spec> reqs(200, task_spec{"quick", 1});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             std::size_t ok = 0;
@@ -1000,7 +1000,7 @@ TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramAndTheTaskCompletesElsewhere) {
             auto l = co_await ensure_layout(*zk, meta_info{});
             ASSERT_TRUE(l);
             task_client tc(*zk, *l);
-            std::vector<task_request> reqs{{"once", json::value("again")}};
+            std::vector<task_spec> reqs{{"once", json::value("again")}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             ZKD_AWAIT_CONDITION(pid_in(pids) > 0, 30s);
@@ -1033,7 +1033,7 @@ TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramsWholeTreeAndATimeoutDoesToo) {
             ASSERT_TRUE(l);
             task_client tc(*zk, *l);
             // A timeout stops the whole tree.
-            std::vector<task_request> timed{{"tree", 1}};
+            std::vector<task_spec> timed{{"tree", 1}};
             timed.front().timeout = 1500ms;
             timed.front().max_attempts = 1;
             auto first = co_await tc.submit(std::move(timed));
@@ -1047,7 +1047,7 @@ TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramsWholeTreeAndATimeoutDoesToo) {
             EXPECT_FALSE(any_alive(stopped)) << read_file(pids);
             fs::remove(pids);
             // kill -9 of the worker: none of the tree outlives it.
-            std::vector<task_request> reqs{{"tree", 2}};
+            std::vector<task_spec> reqs{{"tree", 2}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             ZKD_AWAIT_CONDITION(pids_in(pids).size() == 4, 30s);
@@ -1085,7 +1085,7 @@ TEST_F(ExecZkd, DrainLetsARunningProgramFinishThenStopsThoseStillRunningAfterThe
             auto l = co_await ensure_layout(*zk, meta_info{});
             ASSERT_TRUE(l);
             task_client tc(*zk, *l);
-            std::vector<task_request> reqs{{"gated", 1}, {"forever", 2}};
+            std::vector<task_spec> reqs{{"gated", 1}, {"forever", 2}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             ZKD_AWAIT_CONDITION(

@@ -1315,7 +1315,7 @@ TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
             std::string problems;
             {
                 zkd::roles::task_client tc(zk, *l);
-                std::vector<zkd::roles::task_request> three(3);
+                std::vector<zkd::protocol::task_spec> three(3);
                 for (std::size_t i = 0; i < three.size(); ++i) {
                     three[i].type = "echo";
                     three[i].args = static_cast<std::int64_t>(i);
@@ -1323,7 +1323,7 @@ TEST_F(Http, AwaitResultConsumesNothingUntilAsked) {
                 zkd::roles::submit_options bundled;
                 bundled.bundle = 3;
                 auto ids = co_await tc.submit(three, bundled);
-                std::vector<zkd::roles::task_request> one(1);
+                std::vector<zkd::protocol::task_spec> one(1);
                 one[0].type = "echo";
                 one[0].args = "plain";
                 auto plain = co_await tc.submit(one);

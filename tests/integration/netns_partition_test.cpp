@@ -309,7 +309,7 @@ TEST_F(
             ASSERT_TRUE(ok) << "the workers never joined";
 
             // 4 slots, 4 tasks of 1.5 s: each worker runs two. Cut the link while they run.
-            std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 1500}}});
+            std::vector<task_spec> reqs(4, task_spec{"sleep", json::value{{"ms", 1500}}});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             std::vector<std::string> on_cut;
@@ -406,7 +406,7 @@ TEST_F(
             };
             bool ok = co_await until(candidates, 30s);
             ASSERT_TRUE(ok) << "the second node never joined";
-            std::vector<task_request> warm(6, task_request{"echo", json::value("before")});
+            std::vector<task_spec> warm(6, task_spec{"echo", json::value("before")});
             auto before = co_await tc.submit(std::move(warm));
             ASSERT_TRUE(before);
             for (const auto& id : *before) {
@@ -418,7 +418,7 @@ TEST_F(
             const std::int64_t cut_ms = wall_ms();
             net_->cut();
             // Submitted while the master is cut off: the next master assigns them.
-            std::vector<task_request> more(6, task_request{"echo", json::value("during")});
+            std::vector<task_spec> more(6, task_spec{"echo", json::value("during")});
             auto during = co_await tc.submit(std::move(more));
             ASSERT_TRUE(during);
             std::optional<member_info> now;
@@ -487,7 +487,7 @@ TEST_F(
 
             // Tasks flow on; the new master stays, with its epoch (nothing of the old one's
             // applied).
-            std::vector<task_request> after(4, task_request{"echo", json::value("after")});
+            std::vector<task_spec> after(4, task_spec{"echo", json::value("after")});
             auto after_ids = co_await tc.submit(std::move(after));
             ASSERT_TRUE(after_ids);
             for (const auto& id : *after_ids) {
@@ -535,7 +535,7 @@ TEST_F(NetnsPartition, APartitionShorterThanTheSessionTimeoutRequeuesNothing) {
             ASSERT_TRUE(ok) << "the worker never joined";
 
             // Two run (its 2 slots) and finish while it is cut off; two wait for the slots.
-            std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 400}}});
+            std::vector<task_spec> reqs(4, task_spec{"sleep", json::value{{"ms", 400}}});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             auto two_running = [&]() -> asio::awaitable<bool> {

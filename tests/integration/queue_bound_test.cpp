@@ -180,7 +180,7 @@ TEST_F(QueueBound, SubmitsPastTheBoundFailWithQueueFullAndCreateNothing) {
         ASSERT_TRUE(l);
         {
             zkd::roles::task_client tc(zk, *l);
-            std::vector<zkd::roles::task_request> one(1);
+            std::vector<zkd::protocol::task_spec> one(1);
             one[0].type = "echo";
             auto ids = co_await tc.submit(one);
             EXPECT_FALSE(ids);
@@ -192,7 +192,7 @@ TEST_F(QueueBound, SubmitsPastTheBoundFailWithQueueFullAndCreateNothing) {
             EXPECT_EQ(tc.last_queue_check().pending, 5U);
             EXPECT_EQ(tc.last_queue_check().adding, 1U);
             EXPECT_EQ(tc.last_queue_check().bound, 5U);
-            std::vector<zkd::roles::task_request> three(3, one[0]);
+            std::vector<zkd::protocol::task_spec> three(3, one[0]);
             zkd::roles::submit_options bundled;
             bundled.bundle = 3;
             ids = co_await tc.submit(three, bundled);

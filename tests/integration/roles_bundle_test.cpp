@@ -39,8 +39,8 @@ protected:
         co_return out;
     }
 
-    static std::vector<task_request> sums(int n, int first = 0) {
-        std::vector<task_request> reqs;
+    static std::vector<task_spec> sums(int n, int first = 0) {
+        std::vector<task_spec> reqs;
         for (int i = first; i < first + n; ++i) {
             reqs.push_back({"sum", json::array{i, 1}});
         }
@@ -187,7 +187,7 @@ TEST_F(RolesBundle, ConsumingItsOwnBundleIsTheClientsOwnChange) {
             co_await start_worker("w1", 4);
             task_client tc(*zk, layout_);
             // A plain task that takes a while, waited for: the follower runs meanwhile.
-            std::vector<task_request> sleep_task{{"sleep", json::object{{"ms", 3000}}}};
+            std::vector<task_spec> sleep_task{{"sleep", json::object{{"ms", 3000}}}};
             auto slow = co_await tc.submit(sleep_task);
             ASSERT_TRUE(slow) << slow.error().message();
             zkd::reactor::task_group waits(ioc_.get_executor());
@@ -227,7 +227,7 @@ TEST_F(RolesBundle, AWaitThatTimesOutLeavesNothingBehind) {
             task_client tc(*zk, layout_);
             submit_options how;
             how.bundle = 3;
-            std::vector<task_request> reqs(3, task_request{"echo", "x"});
+            std::vector<task_spec> reqs(3, task_spec{"echo", "x"});
             auto ids = co_await tc.submit(reqs, how);
             ASSERT_TRUE(ids);
             // No worker yet: the first wait reads for two, and both give up.
@@ -266,7 +266,7 @@ TEST_F(RolesBundle, ABundleIsCancelledAsAWhole) {
             task_client tc(*zk, layout_);
             submit_options how;
             how.bundle = 3;
-            std::vector<task_request> reqs(6, task_request{"sleep", json::value{{"ms", 60'000}}});
+            std::vector<task_spec> reqs(6, task_spec{"sleep", json::value{{"ms", 60'000}}});
             // Two bundles of three: one runs (one slot), one waits.
             auto ids = co_await tc.submit(reqs, how);
             ASSERT_TRUE(ids);
@@ -311,7 +311,7 @@ TEST_F(RolesBundle, ADepartedWorkersBundleIsRequeuedWhole) {
             task_client tc(*zk, layout_);
             submit_options how;
             how.bundle = 3;
-            std::vector<task_request> reqs(3, task_request{"sleep", json::value{{"ms", 300}}});
+            std::vector<task_spec> reqs(3, task_spec{"sleep", json::value{{"ms", 300}}});
             auto ids = co_await tc.submit(reqs, how);
             ASSERT_TRUE(ids);
             for (int i = 0; i < 200 && worker_stats_["doomed"].started < 1; ++i) {
@@ -347,9 +347,7 @@ TEST_F(RolesBundle, ABigBundlesLongErrorsAreCutToFitItsResult) {
             for (int i = 0; i < 239; ++i) {
                 message += "\xc3\xa9";  // é
             }
-            std::vector<task_request> reqs(
-                1000, task_request{"fail", json::value{{"message", message}}}
-            );
+            std::vector<task_spec> reqs(1000, task_spec{"fail", json::value{{"message", message}}});
             submit_options how;
             how.bundle = 1000;
             auto ids = co_await tc.submit(reqs, how);

@@ -42,7 +42,7 @@ protected:
     /// Submits `echo` tasks 0 .. n-1 one at a time, each waited for and its result checked.
     static asio::awaitable<void> echo_one_at_a_time(task_client& tc, std::uint64_t n) {
         for (std::uint64_t i = 0; i < n; ++i) {
-            std::vector<task_request> next{{"echo", json::value(i)}};
+            std::vector<task_spec> next{{"echo", json::value(i)}};
             auto id = co_await tc.submit(std::move(next));
             ASSERT_TRUE(id) << id.error().message();
             auto r = co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s);
@@ -73,7 +73,7 @@ TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
             co_await workers_joined(*zk, 2);  // for the count of tasks placed directly
             task_client tc(*zk, layout_);
 
-            std::vector<task_request> batch;
+            std::vector<task_spec> batch;
             for (int i = 0; i < 120; ++i) {
                 switch (i % 4) {
                 case 0:
@@ -190,8 +190,7 @@ TEST_F(RolesCluster, BadInputEndsInErrorResultsAndTheMasterCarriesOn) {
             EXPECT_EQ(no_id->error->code, "malformed_task");
 
             // A type no worker serves, and bad arguments for a known one.
-            std::vector<task_request> reqs{
-                {"no-such-type", json::value{}}, {"sum", json::value("x")}};
+            std::vector<task_spec> reqs{{"no-such-type", json::value{}}, {"sum", json::value("x")}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             auto unknown = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
@@ -202,15 +201,15 @@ TEST_F(RolesCluster, BadInputEndsInErrorResultsAndTheMasterCarriesOn) {
             EXPECT_EQ(bad_args->error->code, "bad_args");
 
             // Refused before sending: an invalid type name, a task over the size limit.
-            std::vector<task_request> invalid{{"bad type!", json::value{}}};
+            std::vector<task_spec> invalid{{"bad type!", json::value{}}};
             auto refused = co_await tc.submit(std::move(invalid));
             EXPECT_EQ(refused.error(), client_errc::invalid_type);
             EXPECT_EQ(refused.error(), client_condition::invalid_task);
-            std::vector<task_request> huge{{"echo", json::value(std::string(600'000, 'x'))}};
+            std::vector<task_spec> huge{{"echo", json::value(std::string(600'000, 'x'))}};
             EXPECT_EQ((co_await tc.submit(std::move(huge))).error(), client_errc::task_too_large);
 
             // And the cluster still works.
-            std::vector<task_request> fine{{"echo", json::value(1)}};
+            std::vector<task_spec> fine{{"echo", json::value(1)}};
             auto ok = co_await tc.submit(std::move(fine));
             ASSERT_TRUE(ok);
             auto r = co_await zkd::zkco::with_timeout(tc.wait(ok->front()), 30s);
@@ -231,7 +230,7 @@ TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
             co_await start_worker("w1", 1);
             co_await workers_joined(*zk, 1);  // for the count of tasks placed directly
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs{
+            std::vector<task_spec> reqs{
                 {"sleep", json::value{{"ms", 60'000}}}, {"sleep", json::value{{"ms", 60'000}}}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
@@ -249,7 +248,7 @@ TEST_F(RolesCluster, CancellationReachesPendingAndRunningTasks) {
 
             // Cancelled the moment it is submitted: the master may see the request before it
             // has read the task from its shard, and must not drop the request then.
-            std::vector<task_request> late{{"sleep", json::value{{"ms", 60'000}}}};
+            std::vector<task_spec> late{{"sleep", json::value{{"ms", 60'000}}}};
             auto late_id = co_await tc.submit(std::move(late));
             ASSERT_TRUE(late_id);
             ASSERT_TRUE(co_await tc.cancel(late_id->front()));
@@ -279,10 +278,10 @@ TEST_F(RolesCluster, ADepartedWorkersTasksAreRequeuedOrLost) {
             co_await start_master();
             auto doomed = co_await start_worker("doomed", 2);
             task_client tc(*zk, layout_);
-            task_request again{"sleep", json::value{{"ms", 300}}};
-            task_request once{"sleep", json::value{{"ms", 300}}};
+            task_spec again{"sleep", json::value{{"ms", 300}}};
+            task_spec once{"sleep", json::value{{"ms", 300}}};
             once.max_attempts = 1;
-            std::vector<task_request> reqs{again, once};
+            std::vector<task_spec> reqs{again, once};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             for (int i = 0; i < 200 && worker_stats_["doomed"].started < 2; ++i) {
@@ -324,7 +323,7 @@ TEST_F(RolesCluster, ResultsNobodyConsumesAreCollectedAfterTheRetention) {
             opts.gc_interval = 100ms;
             co_await start_master(opts);
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs(3, task_request{"echo", json::value("keep")});
+            std::vector<task_spec> reqs(3, task_spec{"echo", json::value("keep")});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             // The results go into the client's directory (/results/<c>): there before any
@@ -411,7 +410,7 @@ TEST_F(RolesCluster, TasksWaitWhileNoWorkerExistsAndRunWhenOneJoins) {
                 100ms;  // would reject at once if "no worker" meant "unknown type"
             co_await start_master(opts);
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs(3, task_request{"echo", json::value("patience")});
+            std::vector<task_spec> reqs(3, task_spec{"echo", json::value("patience")});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             co_await settle(800ms);
@@ -443,7 +442,7 @@ TEST_F(RolesCluster, AWorkerFollowsItsDirectoryByTheChangeLogNotByListings) {
             task_client tc(*zk, layout_);
             // A first task, so that the worker has listed its directory once (a task placed
             // before that listing comes with it, not with a log read).
-            std::vector<task_request> first{task_request{"echo", json::value(-1)}};
+            std::vector<task_spec> first{task_spec{"echo", json::value(-1)}};
             auto first_id = co_await tc.submit(std::move(first));
             ASSERT_TRUE(first_id);
             ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first_id->front()), 15s));
@@ -452,7 +451,7 @@ TEST_F(RolesCluster, AWorkerFollowsItsDirectoryByTheChangeLogNotByListings) {
             ASSERT_EQ(w.listings, 1U) << "listed once, when it joined";
             constexpr int tasks = 10;
             for (int i = 0; i < tasks; ++i) {
-                std::vector<task_request> reqs{task_request{"echo", json::value(i)}};
+                std::vector<task_spec> reqs{task_spec{"echo", json::value(i)}};
                 auto ids = co_await tc.submit(std::move(reqs));
                 ASSERT_TRUE(ids);
                 auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 15s);
@@ -479,7 +478,7 @@ TEST_F(RolesCluster, ADrainingWorkerFinishesWhatItHoldsAndGetsNothingNew) {
             wo.drain = &drain;
             co_await start_worker("leaver", 2, {}, wo);
             task_client tc(*zk, layout_);
-            std::vector<task_request> slow(2, task_request{"sleep", json::value{{"ms", 800}}});
+            std::vector<task_spec> slow(2, task_spec{"sleep", json::value{{"ms", 800}}});
             auto slow_ids = co_await tc.submit(std::move(slow));
             ASSERT_TRUE(slow_ids);
             for (int i = 0; i < 200 && worker_stats_["leaver"].started < 2; ++i) {
@@ -500,7 +499,7 @@ TEST_F(RolesCluster, ADrainingWorkerFinishesWhatItHoldsAndGetsNothingNew) {
             ASSERT_TRUE(marked);
             // Its two slots are busy: fresh tasks wait either way now. Whether the master heeds
             // `draining` shows once those end: then they must go to the heir, not to the leaver.
-            std::vector<task_request> fresh(3, task_request{"echo", json::value("new")});
+            std::vector<task_spec> fresh(3, task_spec{"echo", json::value("new")});
             auto fresh_ids = co_await tc.submit(std::move(fresh));
             ASSERT_TRUE(fresh_ids);
             co_await settle(300ms);
@@ -545,7 +544,7 @@ TEST_F(RolesCluster, TheMasterReadsABacklogOnlyAsSlotsFree) {
             co_await start_master(std::move(opts));
             client* master_zk = sessions_.back().get();
             task_client tc(*zk, layout_);
-            std::vector<task_request> reqs(300, task_request{"echo", json::value("backlog")});
+            std::vector<task_spec> reqs(300, task_spec{"echo", json::value("backlog")});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             // Once the master knows all 300, give it time to (wrongly) read them.
@@ -591,7 +590,7 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
             task_client tc(*zk, layout_);
             tc.place_directly(false);  // the master's path is what this counts
             // One task first: the master has listed the shard once and the worker has joined.
-            std::vector<task_request> one{{"echo", json::value(0)}};
+            std::vector<task_spec> one{{"echo", json::value(0)}};
             auto first = co_await tc.submit(std::move(one));
             ASSERT_TRUE(first);
             ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 30s));
@@ -604,7 +603,7 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
 
             constexpr std::uint64_t n = 20;
             for (std::uint64_t i = 1; i <= n; ++i) {
-                std::vector<task_request> next{{"echo", json::value(i)}};
+                std::vector<task_spec> next{{"echo", json::value(i)}};
                 auto id = co_await tc.submit(std::move(next));
                 ASSERT_TRUE(id);
                 auto r = co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s);
@@ -623,7 +622,7 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
             EXPECT_LE(master_reads, 2 * n + 2);
 
             // T7 of a pending task (of a type nobody serves: it waits) deletes a pending node.
-            std::vector<task_request> held{{"nobody-serves-this", json::value(1)}};
+            std::vector<task_spec> held{{"nobody-serves-this", json::value(1)}};
             auto held_id = co_await tc.submit(std::move(held));
             ASSERT_TRUE(held_id);
             ASSERT_TRUE(co_await tc.cancel(held_id->front()));
@@ -643,7 +642,7 @@ TEST_F(RolesCluster, OneTaskAtATimeCostsTheMasterOneReadOfTheLogAndNoListing) {
             auto rejected = co_await zkd::zkco::with_timeout(tc.wait(bad), 30s);
             ASSERT_TRUE(rejected) << rejected.error().message();
             EXPECT_EQ(rejected->state, task_state::failed);
-            std::vector<task_request> last{{"echo", json::value(-1)}};
+            std::vector<task_spec> last{{"echo", json::value(-1)}};
             auto last_id = co_await tc.submit(std::move(last));
             ASSERT_TRUE(last_id);
             ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(last_id->front()), 30s));
@@ -674,7 +673,7 @@ TEST_F(RolesCluster, TheTasksOfOneSubmitLandInOneShardAndTheNextSubmitInAnother)
             };
             std::vector<std::set<std::uint32_t>> seen;
             for (const std::size_t bundle : {1U, 1U, 4U}) {
-                std::vector<task_request> batch;
+                std::vector<task_spec> batch;
                 batch.reserve(20);
                 for (int i = 0; i < 20; ++i) {
                     batch.push_back({"echo", json::value(i)});
@@ -691,7 +690,7 @@ TEST_F(RolesCluster, TheTasksOfOneSubmitLandInOneShardAndTheNextSubmitInAnother)
             EXPECT_NE(seen[1], seen[2]);
 
             // A large submit spreads: no shard takes more than 250 nodes of it.
-            std::vector<task_request> large(600, task_request{"echo", json::value(0)});
+            std::vector<task_spec> large(600, task_spec{"echo", json::value(0)});
             auto ids = co_await tc.submit(std::move(large));
             ASSERT_TRUE(ids) << ids.error().message();
             std::map<std::uint32_t, std::size_t> per_shard;
@@ -719,7 +718,7 @@ TEST_F(RolesCluster, APendingNodeNobodyLoggedIsFoundByTheSweep) {
             co_await start_master(opts);
             co_await start_worker("w1", 1);
             task_client tc(*zk, layout_);
-            std::vector<task_request> one{{"echo", json::value(0)}};
+            std::vector<task_spec> one{{"echo", json::value(0)}};
             auto first = co_await tc.submit(std::move(one));
             ASSERT_TRUE(first);
             ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 30s));
@@ -786,7 +785,7 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
             task_client tc(*zk, layout_);
             {
                 // The first submit reads the workers.
-                std::vector<task_request> one{{"echo", json::value(-1)}};
+                std::vector<task_spec> one{{"echo", json::value(-1)}};
                 auto id = co_await tc.submit(std::move(one));
                 ASSERT_TRUE(id);
                 ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s));
@@ -807,7 +806,7 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
 
             // Six at once: room for 2 + 2 (nothing held now), the other two go to pending and
             // the master places them. Every one gets its result.
-            std::vector<task_request> six;
+            std::vector<task_spec> six;
             for (int i = 0; i < 6; ++i) {
                 six.push_back({"sleep", json::value{{"ms", 200}}});
             }
@@ -826,7 +825,7 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
             // so that the client's read (at most a second old) is older than the change.
             bool redirected = false;
             for (int round = 0; round < 5 && !redirected; ++round) {
-                std::vector<task_request> probe{{"echo", json::value("probe")}};
+                std::vector<task_spec> probe{{"echo", json::value("probe")}};
                 auto first = co_await tc.submit(std::move(probe));
                 ASSERT_TRUE(first);
                 ASSERT_TRUE(co_await zkd::zkco::with_timeout(tc.wait(first->front()), 30s));
@@ -840,7 +839,7 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
                 }
                 const auto direct = tc.direct_placed();
                 const auto by_master = master_stats_.assigned;
-                std::vector<task_request> again{{"echo", json::value("again")}};
+                std::vector<task_spec> again{{"echo", json::value("again")}};
                 auto id = co_await tc.submit(std::move(again));
                 ASSERT_TRUE(id);
                 auto r = co_await zkd::zkco::with_timeout(tc.wait(id->front()), 30s);

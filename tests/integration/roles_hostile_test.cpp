@@ -59,10 +59,10 @@ protected:
         master_zk_ = sessions_.back().get();
         worker_ = co_await start_worker("w1"s, 2);
         task_client tc(zk, layout_);
-        std::vector<task_request> batch;
+        std::vector<task_spec> batch;
         batch.reserve(20);
         for (int i = 0; i < 20; ++i) {
-            batch.push_back(task_request{"echo"s, json::value(i)});
+            batch.push_back(task_spec{"echo"s, json::value(i)});
         }
         auto ids = co_await tc.submit(std::move(batch));
         ASSERT_TRUE(ids);
@@ -94,7 +94,7 @@ protected:
     /// Submits one echo task through `tc` and waits for its result: true when it succeeded.
     /// The hostile tests below first see the cluster work, then break something.
     asio::awaitable<bool> echo_done(task_client& tc, int value) {
-        std::vector<task_request> reqs(1, task_request{"echo", json::value(value)});
+        std::vector<task_spec> reqs(1, task_spec{"echo", json::value(value)});
         auto ids = co_await tc.submit(std::move(reqs));
         if (!ids) {
             ADD_FAILURE() << "submit failed: " << ids.error().message();
@@ -154,9 +154,9 @@ json::value sleep_args(int ms) {
 }
 
 /// One task to submit (named, not braced inside a co_await: GCC 12).
-std::vector<task_request> one(std::string type, json::value args) {
-    std::vector<task_request> v;
-    v.push_back(task_request{std::move(type), std::move(args)});
+std::vector<task_spec> one(std::string type, json::value args) {
+    std::vector<task_spec> v;
+    v.push_back(task_spec{std::move(type), std::move(args)});
     return v;
 }
 
@@ -467,7 +467,7 @@ TEST_F(RolesHostile, GarbageInAPendingShardsDataMakesTheMasterListAndPlaceOn) {
         for (const auto& shard : layout_.pending_shard_paths()) {
             ASSERT_TRUE(co_await zk->set(shard, "\xff{garbage"s));
         }
-        std::vector<task_request> reqs(8, task_request{"echo", json::value(2)});
+        std::vector<task_spec> reqs(8, task_spec{"echo", json::value(2)});
         auto ids = co_await tc.submit(std::move(reqs));
         ASSERT_TRUE(ids);
         for (const auto& id : *ids) {
@@ -624,7 +624,7 @@ TEST_F(RolesHostile, AWorkerThatLeavesItsAssignmentsUnstartedLosesThemAndIsSuspe
         worker_ = co_await start_worker("w1"s, 2);
         co_await workers_joined(*zk, 2);
         task_client tc(*zk, layout_);
-        std::vector<task_request> batch(20, task_request{"echo"s, json::value(1)});
+        std::vector<task_spec> batch(20, task_spec{"echo"s, json::value(1)});
         auto ids = co_await tc.submit(std::move(batch));
         ASSERT_TRUE(ids);
         int moved = 0;
@@ -654,7 +654,7 @@ TEST_F(RolesHostile, AWorkerThatLeavesItsAssignmentsUnstartedLosesThemAndIsSuspe
         EXPECT_TRUE(co_await eventually(named)) << "the master did not name the stalled worker";
         EXPECT_EQ(master_stats_.suspects, 1U);
         // Tasks submitted now go around it: at most a probe waits there.
-        std::vector<task_request> more(10, task_request{"echo"s, json::value(2)});
+        std::vector<task_spec> more(10, task_spec{"echo"s, json::value(2)});
         auto later = co_await tc.submit(std::move(more));
         ASSERT_TRUE(later);
         for (const auto& id : *later) {

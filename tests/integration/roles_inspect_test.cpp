@@ -119,7 +119,8 @@ TEST_F(RolesInspect, ViewsFollowTasksThroughTheirLives) {
             task_client tc(*zk, layout_);
 
             // One slot: the first sleeps, the second waits behind it.
-            std::vector<task_request> first{{"sleep", json::value{{"ms", 60'000}}, 6}};
+            std::vector<task_spec> first{
+                {.type = "sleep", .args = json::value{{"ms", 60'000}}, .priority = 6}};
             auto first_id = co_await tc.submit(std::move(first));
             ASSERT_TRUE(first_id);
             const auto running_id = first_id->front();
@@ -129,7 +130,8 @@ TEST_F(RolesInspect, ViewsFollowTasksThroughTheirLives) {
                 running = (co_await read_task(*zk, layout_, running_id)).value();
             }
             ASSERT_EQ(running.state, task_state::running);
-            std::vector<task_request> second{{"sleep", json::value{{"ms", 60'000}}, 4}};
+            std::vector<task_spec> second{
+                {.type = "sleep", .args = json::value{{"ms", 60'000}}, .priority = 4}};
             auto second_id = co_await tc.submit(std::move(second));
             ASSERT_TRUE(second_id);
             const auto waiting_id = second_id->front();
@@ -248,7 +250,7 @@ TEST_F(RolesInspect, ViewsFollowTasksThroughTheirLives) {
             EXPECT_FALSE(late.value());
 
             // A finished task with a value.
-            std::vector<task_request> sum{{"sum", json::array{1, 2, 3}}};
+            std::vector<task_spec> sum{{"sum", json::array{1, 2, 3}}};
             auto sum_id = co_await tc.submit(std::move(sum));
             ASSERT_TRUE(sum_id);
             std::optional<task_result> done;
@@ -285,34 +287,34 @@ TEST_F(RolesInspect, GarbageIsReportedNotFatal) {
         co_await put(*zk, layout::worker(bad_worker), R"({"v":1,"id":"x","capacity":-3})"s);
         co_await put(*zk, layout::assign_dir(bad_worker));
 
-        task_spec spec;
-        spec.type = "echo";
-        spec.submitted_ms = now_ms() - 1000;
-        spec.worker = good.id;
-        spec.assigned_ms = now_ms();
+        task_node spec;
+        spec.task.type = "echo";
+        spec.task.submitted_ms = now_ms() - 1000;
+        spec.assigned.worker = good.id;
+        spec.assigned.assigned_ms = now_ms();
         const auto ok_assigned = gen.next(5, now_ms());
         co_await put(*zk, layout::assignment(good.id, ok_assigned), encode(spec));
         co_await put(*zk, layout::cancel_marker(good.id, ok_assigned));
         const auto junk_assigned = gen.next(5, now_ms());
         co_await put(*zk, layout::assignment(good.id, junk_assigned), "\x01\x02"s);
         const auto on_bad = gen.next(5, now_ms());
-        spec.running_ms = now_ms();
+        spec.run.running_ms = now_ms();
         co_await put(*zk, layout::assignment(bad_worker, on_bad), encode(spec));
 
         // Pending: a fine task, one with garbage data, one whose name is no task id.
         const auto fine = gen.next(5, now_ms());
-        spec = task_spec{};
-        spec.type = "sum";
-        spec.priority = 5;
-        spec.submitted_ms = now_ms() - 5000;
-        co_await put(*zk, layout_.pending_task(fine), encode(spec));
+        task_spec pending;
+        pending.type = "sum";
+        pending.priority = 5;
+        pending.submitted_ms = now_ms() - 5000;
+        co_await put(*zk, layout_.pending_task(fine), encode(pending));
         // Written by another client without submitted_ms: as old as its id says.
         const auto undated = gen.next(5, now_ms() - 3000);
-        spec.submitted_ms = 0;
-        co_await put(*zk, layout_.pending_task(undated), encode(spec));
+        pending.submitted_ms = 0;
+        co_await put(*zk, layout_.pending_task(undated), encode(pending));
         const auto junk_pending = gen.next(5, now_ms());
         co_await put(*zk, layout_.pending_task(junk_pending), "[]"s);
-        co_await put(*zk, "/pending/00/not-a-task"s, encode(spec));
+        co_await put(*zk, "/pending/00/not-a-task"s, encode(pending));
 
         // Results: one garbage.
         const auto junk_result = gen.next(5, now_ms());
@@ -484,10 +486,11 @@ TEST_F(RolesInspect, ListsAreCutAtTheLimitInTheMastersOrder) {
         auto* zk = co_await session();
         layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
         task_client tc(*zk, layout_);  // no master: everything stays pending
-        std::vector<task_request> reqs;
+        std::vector<task_spec> reqs;
         reqs.reserve(30);
         for (int i = 0; i < 30; ++i) {
-            reqs.push_back({"echo", json::value(i), i % 10 == 0 ? 9 : 2});
+            reqs.push_back({.type = "echo", .args = json::value(i), .priority = i % 10 == 0 ? 9 : 2}
+            );
         }
         auto ids = co_await tc.submit(std::move(reqs));
         ASSERT_TRUE(ids);

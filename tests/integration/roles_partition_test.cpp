@@ -52,10 +52,10 @@ protected:
         co_return false;
     }
 
-    std::vector<task_request> echoes(int from, int n) {
-        std::vector<task_request> v;
+    std::vector<task_spec> echoes(int from, int n) {
+        std::vector<task_spec> v;
         for (int i = from; i < from + n; ++i) {
-            v.push_back(task_request{"echo"s, json::value(i)});
+            v.push_back(task_spec{"echo"s, json::value(i)});
         }
         return v;
     }

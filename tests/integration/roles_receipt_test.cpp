@@ -59,9 +59,9 @@ protected:
         co_return n;
     }
 
-    std::vector<task_request> one_echo() {
-        std::vector<task_request> v;
-        v.push_back(task_request{"echo"s, json::value(1)});
+    std::vector<task_spec> one_echo() {
+        std::vector<task_spec> v;
+        v.push_back(task_spec{"echo"s, json::value(1)});
         return v;
     }
 };
@@ -268,8 +268,8 @@ TEST_F(RolesLostPublish, AResultConsumedBeforeTheLostAnswerIsNotPublishedAgain) 
             );
 
             task_client tc(*direct, layout_);
-            std::vector<task_request> one;
-            one.push_back(task_request{"gate"s, json::value(1)});
+            std::vector<task_spec> one;
+            one.push_back(task_spec{"gate"s, json::value(1)});
             auto ids = co_await tc.submit(one);
             ASSERT_TRUE(ids);
             const std::string tid = ids->front();

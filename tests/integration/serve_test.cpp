@@ -176,7 +176,7 @@ protected:
         json::value args,
         std::chrono::milliseconds timeout = 0ms
     ) {
-        std::vector<task_request> reqs{{type, std::move(args)}};
+        std::vector<task_spec> reqs{{type, std::move(args)}};
         reqs.front().timeout = timeout;
         reqs.front().max_attempts = 1;
         auto ids = co_await tc.submit(std::move(reqs));
@@ -212,7 +212,7 @@ TEST_F(Serve, TwoThousandTasksThroughOneWorkerKeepDescriptorsAndZombiesStable) {
             std::size_t fds_early = 0;
             std::set<pid_t> programs;
             for (int round = 0; round < 20; ++round) {
-                std::vector<task_request> reqs;
+                std::vector<task_spec> reqs;
                 for (int i = 0; i < 100; ++i) {
                     reqs.push_back({"noop", json::value{{"echo", round * 100 + i}}});
                 }
@@ -315,7 +315,7 @@ TEST_F(Serve, CrashesHangsCancelsAndRecyclingReplaceProcessesAsTheyShould) {
             EXPECT_NE(third, second);
 
             // A cancel the program answers: the process stays.
-            std::vector<task_request> reqs{{"s", json::value{{"wait_cancel", 1}}}};
+            std::vector<task_spec> reqs{{"s", json::value{{"wait_cancel", 1}}}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             co_await settle(500ms);
@@ -424,7 +424,7 @@ TEST_F(Serve, DrainLetsTheTaskInFlightFinishThenTheProgramExits) {
             args12["pid"] = 1;
             const pid_t program = pid_of(co_await one(tc, type12, args12));
             ASSERT_GT(program, 0);
-            std::vector<task_request> reqs{{"s", json::value{{"gate", gate.string()}}}};
+            std::vector<task_spec> reqs{{"s", json::value{{"gate", gate.string()}}}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             co_await settle(500ms);

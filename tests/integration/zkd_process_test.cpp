@@ -154,7 +154,7 @@ TEST_F(ZkdProcess, EveryTaskGetsExactlyOneResultWhileAWorkerAndTheMasterAreKille
             ASSERT_FALSE(first_master.empty());
 
             constexpr int total = 1000;
-            std::vector<task_request> reqs;
+            std::vector<task_spec> reqs;
             for (int i = 0; i < total; ++i) {
                 switch (i % 4) {
                 case 0:
@@ -255,7 +255,7 @@ TEST_F(ZkdProcess, AFrozenWorkersTasksMoveOnAndItsLateResultsAreDiscarded) {
             const bool joined = co_await zkd::test::workers_joined(*zk, 2);
             ASSERT_TRUE(joined) << "not both joined in 30 s";
             // Fill both nodes' slots with 2 s sleeps (2 slots each).
-            std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 2000}}});
+            std::vector<task_spec> reqs(4, task_spec{"sleep", json::value{{"ms", 2000}}});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             bool frozen_has_one = false;
@@ -286,7 +286,7 @@ TEST_F(ZkdProcess, AFrozenWorkersTasksMoveOnAndItsLateResultsAreDiscarded) {
             )
             EXPECT_NE(log_of("frozen").find("rejoining as a new member"), std::string::npos);
             co_await settle(500ms);
-            std::vector<task_request> more(8, task_request{"sleep", json::value{{"ms", 300}}});
+            std::vector<task_spec> more(8, task_spec{"sleep", json::value{{"ms", 300}}});
             auto more_ids = co_await tc.submit(std::move(more));
             ASSERT_TRUE(more_ids);
             bool frozen_worked = false;
@@ -336,7 +336,7 @@ TEST_F(ZkdProcess, AFrozenMasterIsDeposedAndWritesNothingAsMaster) {
 
             // The old master wakes up: it must not act as master again (its epoch is stale).
             nodes_.at("old")->kill(SIGCONT);
-            std::vector<task_request> reqs(6, task_request{"echo", json::value("after")});
+            std::vector<task_spec> reqs(6, task_spec{"echo", json::value("after")});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             for (const auto& id : *ids) {
@@ -418,7 +418,7 @@ TEST_F(ZkdProcess, SigtermDrainsAWorkerItsTasksFinishThereAndItLeaves) {
             task_client tc(*zk, *l);
             ASSERT_EQ(co_await master_host(*zk), "boss");
             start("leaver", {"--role", "worker", "--grace", "20000"});
-            std::vector<task_request> slow(2, task_request{"sleep", json::value{{"ms", 1500}}});
+            std::vector<task_spec> slow(2, task_spec{"sleep", json::value{{"ms", 1500}}});
             auto slow_ids = co_await tc.submit(std::move(slow));
             ASSERT_TRUE(slow_ids);
             int running = 0;
@@ -434,7 +434,7 @@ TEST_F(ZkdProcess, SigtermDrainsAWorkerItsTasksFinishThereAndItLeaves) {
             nodes_.at("leaver")->kill(SIGTERM);
             co_await settle(300ms);
             start("heir", {"--role", "worker"});
-            std::vector<task_request> fresh(4, task_request{"echo", json::value("after")});
+            std::vector<task_spec> fresh(4, task_spec{"echo", json::value("after")});
             auto fresh_ids = co_await tc.submit(std::move(fresh));
             ASSERT_TRUE(fresh_ids);
             for (const auto& id : *slow_ids) {
@@ -473,7 +473,7 @@ TEST_F(ZkdProcess, AZooKeeperRestartWithinTheSessionTimeoutLosesNothing) {
             task_client tc(*zk, *l);
             ASSERT_FALSE((co_await master_host(*zk)).empty());
             constexpr int total = 200;
-            std::vector<task_request> reqs;
+            std::vector<task_spec> reqs;
             for (int i = 0; i < total; ++i) {
                 reqs.push_back({"sum", json::array{i, 1}});
                 if (i % 2 == 0) {
@@ -539,9 +539,9 @@ TEST_F(ZkdProcess, ATaskThatCrashesItsWorkerEveryTimeEndsLost) {
                 }
                 co_await settle(50ms);
             }
-            task_request poison{"crash", json::value{}};
+            task_spec poison{"crash", json::value{}};
             poison.max_attempts = 2;
-            std::vector<task_request> reqs{poison};
+            std::vector<task_spec> reqs{poison};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 90s);
@@ -556,7 +556,7 @@ TEST_F(ZkdProcess, ATaskThatCrashesItsWorkerEveryTimeEndsLost) {
             }
             EXPECT_EQ(dead, 2);
             // The cluster stays up: the survivor (master again if need be) still runs tasks.
-            std::vector<task_request> after{{"echo", json::value("still here")}};
+            std::vector<task_spec> after{{"echo", json::value("still here")}};
             auto after_ids = co_await tc.submit(std::move(after));
             ASSERT_TRUE(after_ids);
             auto ok = co_await zkd::zkco::with_timeout(tc.wait(after_ids->front()), 60s);
@@ -577,7 +577,7 @@ TEST_F(ZkdProcess, WithCredentialsEverythingIsClosedToOthers) {
             auto l = co_await ensure_layout(*zk, meta_info{});
             ASSERT_TRUE(l);
             task_client tc(*zk, *l);
-            std::vector<task_request> reqs{{"sum", json::array{2, 3}}};
+            std::vector<task_spec> reqs{{"sum", json::array{2, 3}}};
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids) << ids.error().message();
             auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
@@ -637,7 +637,7 @@ TEST_F(ZkdProcess, FailoverTimesAreMeasured) {
                 co_await settle(50ms);
             }
             // 6 slots, 4 long tasks: whatever the victim holds fits on the others at once.
-            std::vector<task_request> reqs(4, task_request{"sleep", json::value{{"ms", 4000}}});
+            std::vector<task_spec> reqs(4, task_spec{"sleep", json::value{{"ms", 4000}}});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
             std::string victim;
@@ -679,7 +679,7 @@ TEST_F(ZkdProcess, FailoverTimesAreMeasured) {
             // Kill the master and submit at once: the task is assigned when a new master is up.
             const auto master_killed = std::chrono::steady_clock::now();
             nodes_.at(master)->kill(SIGKILL);
-            std::vector<task_request> probe{{"echo", json::value("probe")}};
+            std::vector<task_spec> probe{{"echo", json::value("probe")}};
             auto probe_ids = co_await tc.submit(std::move(probe));
             ASSERT_TRUE(probe_ids);
             auto r = co_await zkd::zkco::with_timeout(tc.wait(probe_ids->front()), 60s);

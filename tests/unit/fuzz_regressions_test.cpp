@@ -90,12 +90,12 @@ TEST(FuzzRegressions, ErrorBodyIsUtf8) {
 TEST(FuzzRegressions, DoublesInArgsMoveAtMostAFewUlp) {
     const std::string task =
         R"({"v":1.0,"type":"a.b:c-d_e","args":[-5,1e308,-1.5e-300,1844674407370184467440737095516159551615,-92232372036854775808,"\u00e9\ud83d\ude00",null,true,false,{}],"priority":9,"timeout_ms":9223372036854775807,"max_atteopts":2147928700})";
-    const auto first = zkd::protocol::decode_task(task);
+    const auto first = zkd::protocol::decode_task_node(task);
     ASSERT_TRUE(first) << first.error().message;
-    const auto second = zkd::protocol::decode_task(zkd::protocol::encode(*first));
+    const auto second = zkd::protocol::decode_task_node(zkd::protocol::encode(*first));
     ASSERT_TRUE(second);
-    const auto& a = first->args.as_array();
-    const auto& b = second->args.as_array();
+    const auto& a = first->task.args.as_array();
+    const auto& b = second->task.args.as_array();
     ASSERT_EQ(a.size(), b.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
         if (!a[i].is_double()) {

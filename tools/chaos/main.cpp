@@ -229,7 +229,7 @@ private:
 
     asio::awaitable<bool> wait_ready(std::chrono::milliseconds limit);
     asio::awaitable<void> load();
-    asio::awaitable<void> submit(std::vector<roles::task_request> reqs, std::int64_t due_ms);
+    asio::awaitable<void> submit(std::vector<protocol::task_spec> reqs, std::int64_t due_ms);
     asio::awaitable<void> wait_one(std::string id);
 
     asio::awaitable<void> faults(std::vector<fault> plan);
@@ -497,9 +497,9 @@ asio::awaitable<void> chaos_run::load() {
         // Whatever is due goes in one call (the client's batcher folds calls anyway).
         const auto due_ms =
             std::chrono::duration_cast<std::chrono::milliseconds>(due(k) - start_).count();
-        std::vector<roles::task_request> reqs;
+        std::vector<protocol::task_spec> reqs;
         while (k < total && due(k) <= clock_type::now() && reqs.size() < 200) {
-            roles::task_request r;
+            protocol::task_spec r;
             r.type = "echo";
             char pad[17];
             std::snprintf(pad, sizeof pad, "%016llx", static_cast<unsigned long long>(nonce()));
@@ -515,7 +515,7 @@ asio::awaitable<void> chaos_run::load() {
 }
 
 asio::awaitable<void> chaos_run::submit(
-    std::vector<roles::task_request> reqs, std::int64_t due_ms
+    std::vector<protocol::task_spec> reqs, std::int64_t due_ms
 ) {
     std::vector<json::value> expected;
     expected.reserve(reqs.size());

@@ -188,10 +188,10 @@ void load_runner::issue(std::vector<clock_type::time_point> due) {
 
 asio::awaitable<void> load_runner::submit_batch(std::vector<clock_type::time_point> due) {
     const auto n = static_cast<std::uint64_t>(due.size());
-    std::vector<roles::task_request> reqs;
+    std::vector<protocol::task_spec> reqs;
     reqs.reserve(due.size());
     for (std::size_t i = 0; i < due.size(); ++i) {
-        roles::task_request r;
+        protocol::task_spec r;
         r.type = s_.kind.type;
         r.args = args_;
         r.priority = s_.priority;

@@ -128,14 +128,8 @@ json::value partition_args(const crack_plan& p, std::pair<std::uint64_t, std::ui
     return args;
 }
 
-zkco::result<zkco::multi_op> partition_op(
-    const crack_plan& p,
-    const crack_spec& s,
-    const protocol::layout& l,
-    std::pair<std::uint64_t, std::uint64_t> range,
-    const std::string& tid,
-    const std::string& client,
-    std::int64_t now
+protocol::task_spec partition_task(
+    const crack_plan& p, const crack_spec& s, std::pair<std::uint64_t, std::uint64_t> range
 ) {
     protocol::task_spec t;
     t.type = std::string(md5_crack_type);
@@ -143,17 +137,7 @@ zkco::result<zkco::multi_op> partition_op(
     t.priority = s.priority;
     t.timeout = s.partition_timeout;
     t.max_attempts = s.max_attempts;
-    t.submitted_ms = now;
-    t.client = client;
-    if (!validate(t)) {
-        return zkco::error_code(crack_errc::bad_task_options);
-    }
-    auto encoded = encode(t);
-    if (!protocol::task_size_ok(encoded)) {
-        return zkco::error_code(crack_errc::job_too_large);
-    }
-    return zkco::multi_op(zkco::op::create{
-        l.pending_task(tid), std::move(encoded), zkco::create_mode::persistent, {}});
+    return t;
 }
 
 bool fits_one_multi(const std::vector<zkco::multi_op>& ops) {

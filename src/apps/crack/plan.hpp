@@ -6,6 +6,7 @@
 
 #include "apps/crack/error.hpp"
 #include "protocol/layout.hpp"
+#include "protocol/task.hpp"
 #include "zkco/types.hpp"
 
 #include <boost/json/object.hpp>
@@ -93,16 +94,10 @@ boost::json::value partition_args(
     const crack_plan& p, std::pair<std::uint64_t, std::uint64_t> range
 );
 
-/// The pending-node create (T1) of one partition's task `tid`, or bad_task_options /
-/// job_too_large (the task is over max_task_bytes).
-zkco::result<zkco::multi_op> partition_op(
-    const crack_plan& p,
-    const crack_spec& s,
-    const protocol::layout& l,
-    std::pair<std::uint64_t, std::uint64_t> range,
-    const std::string& tid,
-    const std::string& client,
-    std::int64_t now
+/// The task of one partition (its md5-crack args, the spec's priority, timeout and attempts),
+/// as roles::task_transaction::add_task takes it.
+protocol::task_spec partition_task(
+    const crack_plan& p, const crack_spec& s, std::pair<std::uint64_t, std::uint64_t> range
 );
 
 /// True when `ops` fit one multi (at most 1,000 ops and max_crack_multi_bytes).

@@ -91,26 +91,27 @@ task_entry entry_from(
     e.id = std::move(id);
     e.state = state;
     e.worker = std::move(worker);
-    auto spec = protocol::decode_task(data);
-    if (!spec) {
-        e.garbage = spec.error().message;
+    auto node = protocol::decode_task_node(data);
+    if (!node) {
+        e.garbage = node.error().message;
         return e;
     }
-    if (state != protocol::task_state::pending && spec->running_ms != 0) {
+    if (state != protocol::task_state::pending && node->run.running_ms != 0) {
         e.state = protocol::task_state::running;
     }
-    e.type = std::move(spec->type);
-    e.tasks = std::max<std::size_t>(1, spec->bundle.size());
-    e.priority = spec->priority;
-    e.attempt = spec->attempt;
+    const auto& spec = node->task;
+    e.type = spec.type;
+    e.tasks = std::max<std::size_t>(1, spec.bundle.size());
+    e.priority = spec.priority;
+    e.attempt = node->assigned.attempt;
     // A task written without submitted_ms (by another client) is as old as its id says.
     e.submitted_ms =
-        spec->submitted_ms != 0 ? spec->submitted_ms : protocol::task_id_ms(e.id).value_or(0);
+        spec.submitted_ms != 0 ? spec.submitted_ms : protocol::task_id_ms(e.id).value_or(0);
     e.age_ms = age_since(now, e.submitted_ms);
-    e.assigned_ms = spec->assigned_ms;
-    e.running_ms = spec->running_ms;
-    e.progress = spec->progress;
-    e.progress_message = std::move(spec->progress_message);
+    e.assigned_ms = node->assigned.assigned_ms;
+    e.running_ms = node->run.running_ms;
+    e.progress = node->run.fraction;
+    e.progress_message = std::move(node->run.message);
     return e;
 }
 
@@ -320,8 +321,8 @@ asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(zkco::client& zk, p
                 continue;  // finished meanwhile
             }
             ++w.assigned;
-            auto spec = protocol::decode_task((*a)->data);
-            if (spec && spec->running_ms != 0) {
+            auto node = protocol::decode_task_node((*a)->data);
+            if (node && node->run.running_ms != 0) {
                 ++w.running;
             }
         }
@@ -605,15 +606,15 @@ asio::awaitable<zkco::result<task_info>> read_task_once(
             continue;
         }
         info.worker = w;
-        auto spec = protocol::decode_task((*node)->data);
-        if (!spec) {
+        auto read = protocol::decode_task_node((*node)->data);
+        if (!read) {
             info.state = protocol::task_state::assigned;
-            info.garbage = spec.error().message;
+            info.garbage = read.error().message;
         } else {
-            info.state = spec->running_ms != 0 ? protocol::task_state::running
-                                               : protocol::task_state::assigned;
-            info.progress = spec->progress;
-            info.progress_message = std::move(spec->progress_message);
+            info.state = read->run.running_ms != 0 ? protocol::task_state::running
+                                                   : protocol::task_state::assigned;
+            info.progress = read->run.fraction;
+            info.progress_message = std::move(read->run.message);
         }
         co_return info;
     }

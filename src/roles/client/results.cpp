@@ -10,6 +10,7 @@
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/foreign.hpp"
+#include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
@@ -221,8 +222,9 @@ task_client::consume_bundled(
         switch (step.what) {
         case bundle_consume::step::kind::write: {
             auto ops = to_zkco(std::move(step.ops));
-            auto [ec, per_op] =
-                co_await batcher_.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
+            auto [ec, per_op] = co_await batcher_->async_submit(
+                std::move(ops), asio::as_tuple(asio::use_awaitable)
+            );
             last = ec;
             const bool lost =
                 ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
@@ -314,7 +316,7 @@ asio::awaitable<zkco::result<zkco::node>> task_client::await_result_node(std::st
     if (protocol::bundle_size(tid) == 0 && protocol::task_id_client(tid) == ids_.client_hex()) {
         auto node = co_await await_own(tid);
         if (node) {
-            direct_.settled(tid);  // a slot it may have taken at its worker is free again
+            direct_->settled(tid);  // a slot it may have taken at its worker is free again
         }
         co_return node;
     }
@@ -468,8 +470,8 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
         // nobody waits for it, and one task at a time then costs one write transaction less.
         const auto token = asio::as_tuple(asio::use_awaitable);
         auto send = deferred && tries == 0
-                        ? batcher_.async_submit_deferred(std::move(remove), token)
-                        : batcher_.async_submit(std::move(remove), token);
+                        ? batcher_->async_submit_deferred(std::move(remove), token)
+                        : batcher_->async_submit(std::move(remove), token);
         auto [sent, r] = co_await std::move(send);
         ec = sent;
         if (!*alive || ec == asio::error::operation_aborted) {
@@ -519,8 +521,8 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
 asio::awaitable<void> task_client::flush() {
     // (A session that ends completes the batcher's groups and ends the consumes.)
     while (!zkco::is_terminal(zk_.state())) {
-        if (batcher_.outstanding() > 0) {
-            co_await batcher_.async_wait_idle(asio::as_tuple(asio::use_awaitable));
+        if (batcher_->outstanding() > 0) {
+            co_await batcher_->async_wait_idle(asio::as_tuple(asio::use_awaitable));
         } else if (consuming_ > 0) {
             co_await consumed_.async_wait(asio::as_tuple(asio::use_awaitable));
         } else {

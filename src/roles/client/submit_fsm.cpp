@@ -2,9 +2,111 @@
 #include "roles/client/submit_fsm.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <utility>
 
 namespace zkd::roles {
+
+// --- packing ---------------------------------------------------------------------------------
+
+namespace {
+
+// What a bundle's node holds beyond its tasks' args (type, priority, ...), generously.
+constexpr std::size_t bundle_overhead = 1024;
+
+// Whether `t` may share the node of `first`: every member of the task but its args (and
+// what the packer fills in) alike. A member added to task_spec that a node's tasks must
+// share is compared here.
+bool same_node(const protocol::task_spec& t, const protocol::task_spec& first) {
+    return t.type == first.type && t.priority == first.priority && t.timeout == first.timeout &&
+           t.max_attempts == first.max_attempts && t.timing == first.timing;
+}
+
+// Stamps `t` as this submit's and checks it alone.
+std::optional<client_errc> admit(
+    protocol::task_spec& t, std::string_view client, std::int64_t now_ms
+) {
+    if (!t.bundle.empty()) {
+        return client_errc::invalid_args;
+    }
+    t.submitted_ms = now_ms;
+    t.client = std::string(client);
+    if (auto ok = protocol::validate(t); !ok) {
+        return broken_rule(ok.error());
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
+    std::vector<protocol::task_spec> tasks,
+    std::size_t most,
+    std::string_view client,
+    std::int64_t now_ms
+) {
+    most = std::clamp<std::size_t>(most, 1, protocol::max_bundle_tasks);
+    std::vector<packed_node> out;
+    for (std::size_t i = 0; i < tasks.size();) {
+        auto& spec = tasks[i];
+        if (auto broken = admit(spec, client, now_ms)) {
+            return *broken;
+        }
+        auto encoded = protocol::encode(spec);
+        if (!protocol::task_size_ok(encoded)) {
+            return client_errc::task_too_large;
+        }
+        const packed_node plain{{}, spec.type, spec.priority, now_ms, 0};
+        // Then the tasks after it that may share its node, while they fit.
+        std::size_t end = i + 1;
+        std::size_t bytes = encoded.size() + bundle_overhead;
+        std::vector<boost::json::value> more;
+        while (end < tasks.size() && end - i < most && same_node(tasks[end], spec)) {
+            if (auto broken = admit(tasks[end], client, now_ms)) {
+                return *broken;
+            }
+            const auto size = protocol::to_text(tasks[end].args).size() + 1;
+            if (bytes + size > protocol::max_task_bytes) {
+                break;  // it starts the next node
+            }
+            bytes += size;
+            more.push_back(std::move(tasks[end].args));
+            ++end;
+        }
+        i = end;
+        if (more.empty()) {
+            out.push_back(plain);
+            out.back().data = std::move(encoded);
+            continue;
+        }
+        spec.bundle.reserve(more.size() + 1);
+        spec.bundle.push_back(std::move(spec.args));
+        spec.args = nullptr;
+        std::move(more.begin(), more.end(), std::back_inserter(spec.bundle));
+        if (!protocol::validate(spec)) {
+            // Args nested too deep for a bundle (its tasks' args sit a level deeper than a
+            // task's): each task goes alone.
+            auto members = std::move(spec.bundle);
+            spec.bundle.clear();
+            for (auto& member : members) {
+                spec.args = std::move(member);
+                out.push_back(plain);
+                out.back().data = protocol::encode(spec);
+            }
+            continue;
+        }
+        out.push_back(plain);
+        out.back().bundle = spec.bundle.size();
+        out.back().data = protocol::encode(spec);
+        if (!protocol::task_size_ok(out.back().data)) {
+            return client_errc::task_too_large;
+        }
+    }
+    return out;
+}
+
+// --- submit_fsm ------------------------------------------------------------------------------
 
 // --- submit_fsm -----------------------------------------------------------------------------
 

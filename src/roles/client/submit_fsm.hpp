@@ -11,8 +11,12 @@
 
 #include "protocol/change_log.hpp"
 #include "protocol/client_txn.hpp"
+#include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
 #include "protocol/task.hpp"
+#include "roles/client/error.hpp"
+
+#include <boost/system/result.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +28,32 @@
 #include <vector>
 
 namespace zkd::roles {
+
+/// One node a submit writes: a task's, or a bundle's (docs/protocol.md §4.1), encoded.
+struct packed_node {
+    std::string data;               ///< encode(task_spec): the task as submitted
+    std::string type;               ///< its tasks' type (direct placement goes by it)
+    int priority = 0;               ///< its id is drawn with it (§3)
+    std::int64_t submitted_ms = 0;  ///< and with this time
+    std::size_t bundle = 0;         ///< tasks in the bundle; 0: a plain task
+
+    friend bool operator==(const packed_node&, const packed_node&) = default;
+};
+
+/// The nodes a submit writes for `tasks`, in order (docs/protocol.md §4, §4.1). Each task
+/// gets `submitted_ms` = `now_ms` and `client` = `client` (what the caller put there is
+/// replaced) and must pass protocol::validate() and fit max_task_bytes. Consecutive tasks
+/// of the same type, priority, timeout, max attempts and timing (§4.3) share a bundle of at most
+/// `most` (1: none; at most max_bundle_tasks) while the node stays within max_task_bytes; tasks
+/// whose args are nested too deep to sit in a bundle go alone. An error, nothing packed: the
+/// first rule a task breaks (a task_spec whose `bundle` is not empty: invalid_args, bundles
+/// are the packer's to make).
+boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
+    std::vector<protocol::task_spec> tasks,
+    std::size_t most,
+    std::string_view client,
+    std::int64_t now_ms
+);
 
 /// T1 for one submit() call: one create per node (a task's or a bundle's), each a group of
 /// its own so that a node that fails does not take the others down with it.

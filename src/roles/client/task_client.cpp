@@ -18,6 +18,7 @@
 #include "roles/client/submit_fsm.hpp"
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/foreign.hpp"
+#include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
@@ -28,7 +29,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -59,44 +59,25 @@ multi_batcher::limits client_batch_limits() {
 task_client::task_client(zkco::client& zk, protocol::layout l)
     : zk_(zk),
       l_(l),
-      batcher_(zk, client_batch_limits()),
+      batcher_(std::make_unique<multi_batcher>(zk, client_batch_limits())),
       consumed_(zk.get_executor(), asio::steady_timer::time_point::max()),
+      direct_(std::make_unique<direct_placer>()),
       queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()),
       inbox_(std::make_shared<inbox>()) {
-    batcher_.enable_change_logs();  // T1's creates go in their shards' change logs (§6)
+    batcher_->enable_change_logs();  // T1's creates go in their shards' change logs (§6)
 }
 
 task_client::~task_client() {
     *alive_ = false;
 }
 
-namespace {
-
-// What a bundle's node holds beyond its tasks' args (type, priority, ...), generously.
-constexpr std::size_t bundle_overhead = 1024;
-
-bool same_bundle(const task_request& t, const protocol::task_spec& bundle) {
-    return t.type == bundle.type && t.priority == bundle.priority && t.timeout == bundle.timeout &&
-           t.max_attempts == bundle.max_attempts;
-}
-
-}  // namespace
-
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
-    std::vector<task_request> tasks, submit_options opts
+    std::vector<protocol::task_spec> tasks, submit_options opts
 ) {
     co_await asio::this_coro::throw_if_cancelled(false);  // a cancel is answered, not thrown
-    const std::size_t most = std::clamp<std::size_t>(opts.bundle, 1, protocol::max_bundle_tasks);
+    const auto count = tasks.size();
     // One per node: its id is drawn once the call is about to send (draw_id), so that all
     // of it lands in the shard of the transaction it will go in.
-    struct node_to_name {
-        int priority = 0;
-        std::int64_t submitted_ms = 0;
-        std::size_t bundle = 0;  // tasks in it; 0: a plain task
-        std::string type;        // a plain task's (direct placement)
-    };
-    std::vector<node_to_name> to_name;
-    std::vector<std::string> data;
     // A delayed submit (§4.3): the ids carry the due time, the nodes go to /delayed.
     const bool delayed = opts.due_ms && *opts.due_ms > protocol::now_ms();
     if (opts.due_ms && (*opts.due_ms < 0 || *opts.due_ms > protocol::max_due_ms)) {
@@ -105,88 +86,23 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     if (opts.retries && (*opts.retries < 0 || *opts.retries > protocol::max_retries_limit)) {
         co_return zkco::error_code(client_errc::bad_retries);
     }
-    const bool extra = delayed || opts.retries || opts.backoff;
-    // The fields of §4.3 in a task's document.
-    auto with_fields = [&](std::string encoded) {
-        if (!extra) {
-            return encoded;
-        }
-        boost::system::error_code ec;
-        auto doc = protocol::parse_json(encoded, ec);
-        if (ec || !doc.is_object()) {
-            return encoded;  // not reached: encode() writes an object
-        }
+    // The fields of §4.3 go in each task as submitted (so into its node, and alike in a
+    // bundle's tasks, which share one node).
+    for (auto& t : tasks) {
         protocol::set_submit_fields(
-            doc.get_object(), delayed ? opts.due_ms : std::nullopt, opts.retries, opts.backoff
+            t.timing, delayed ? opts.due_ms : std::nullopt, opts.retries, opts.backoff
         );
-        return protocol::to_text(doc);
-    };
-    for (std::size_t i = 0; i < tasks.size();) {
-        auto& t = tasks[i];
-        protocol::task_spec spec;
-        spec.type = std::move(t.type);
-        spec.args = std::move(t.args);
-        spec.priority = t.priority;
-        spec.timeout = t.timeout;
-        spec.max_attempts = t.max_attempts;
-        spec.submitted_ms = protocol::now_ms();
-        spec.client = ids_.client_hex();
-        if (auto ok = validate(spec); !ok) {
-            co_return zkco::error_code(broken_rule(ok.error()));
-        }
-        auto encoded = with_fields(encode(spec));
-        if (!protocol::task_size_ok(encoded)) {
-            co_return zkco::error_code(client_errc::task_too_large);
-        }
-        // Then the tasks after it that may share its node, while they fit.
-        std::size_t end = i + 1;
-        std::size_t bytes = encoded.size() + bundle_overhead;
-        protocol::task_spec next = spec;  // each task after the first, checked alone
-        while (end < tasks.size() && end - i < most && same_bundle(tasks[end], spec)) {
-            next.args = std::move(tasks[end].args);
-            if (auto ok = validate(next); !ok) {
-                co_return zkco::error_code(broken_rule(ok.error()));
-            }
-            auto size = protocol::to_text(next.args).size() + 1;
-            if (bytes + size > protocol::max_task_bytes) {
-                tasks[end].args = std::move(next.args);  // it starts the next node
-                break;
-            }
-            bytes += size;
-            spec.bundle.push_back(std::move(next.args));
-            ++end;
-        }
-        // A delayed task's id carries its due time (§4.3).
-        const auto id_ms = delayed ? *opts.due_ms : spec.submitted_ms;
-        const node_to_name plain{spec.priority, id_ms, 0, {}};
-        if (spec.bundle.empty()) {
-            to_name.push_back(plain);
-            to_name.back().type = spec.type;
-            data.push_back(std::move(encoded));
-        } else {
-            spec.bundle.insert(spec.bundle.begin(), std::move(spec.args));
-            spec.args = nullptr;
-            if (!validate(spec)) {
-                // Args nested too deep for a bundle (its tasks' args sit a level deeper than
-                // a task's): each task goes alone.
-                auto members = std::move(spec.bundle);
-                spec.bundle.clear();
-                for (auto& member : members) {
-                    spec.args = std::move(member);
-                    to_name.push_back(plain);
-                    data.push_back(with_fields(encode(spec)));
-                }
-                i = end;
-                continue;
-            }
-            to_name.push_back({spec.priority, id_ms, spec.bundle.size(), {}});
-            data.push_back(with_fields(encode(spec)));
-            if (!protocol::task_size_ok(data.back())) {
-                co_return zkco::error_code(client_errc::task_too_large);
-            }
-        }
-        i = end;
     }
+    auto packed = pack_tasks(std::move(tasks), opts.bundle, ids_.client_hex(), protocol::now_ms());
+    if (!packed) {
+        co_return zkco::error_code(packed.error());
+    }
+    if (delayed) {
+        for (auto& n : *packed) {
+            n.submitted_ms = *opts.due_ms;  // a delayed task's id carries its due time (§4.3)
+        }
+    }
+    auto& to_name = *packed;
     // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent.
     // Delayed nodes do not count against it: they are not pending.
     auto admitted = co_await check_queue(delayed ? 0 : to_name.size());
@@ -206,7 +122,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     if (!receipts_ && zk_.session()) {
         // One name per session and client: the session's id makes it unique (T1).
         receipts_ = true;
-        batcher_.enable_receipts(
+        batcher_->enable_receipts(
             protocol::layout::receipts_dir(),
             protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex())
         );
@@ -215,8 +131,10 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     // are for the transaction they go in.
     std::vector<std::string> ids;    // what the caller gets: one per task
     std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
-    ids.reserve(tasks.size());
+    std::vector<std::string> data;   // one per node
+    ids.reserve(count);
     nodes.reserve(to_name.size());
+    data.reserve(to_name.size());
     // Plain tasks go to a worker directly while the placer finds one with room (§6 T1
     // "Direct placement"), the others to pending.
     struct direct_node {
@@ -226,22 +144,26 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     };
     std::vector<direct_node> direct;
     const auto placed_ms = protocol::now_ms();
-    for (const auto& n : to_name) {
+    for (auto& n : to_name) {
         std::optional<direct_placer::target> to;
         if (direct_on_ && n.bundle == 0 && !delayed) {
             // The transaction it goes in, as draw_id counts: its worker is tried first.
-            to = direct_.place(n.type, ids_.client() + batcher_.counters().transactions);
+            to = direct_->place(n.type, ids_.client() + batcher_->counters().transactions);
         }
-        if (to) {
+        // A direct placement's assignment: assigned_ms and worker, no attempt or epoch (§4).
+        // Our own encode() wrote the task, so the stamp does not fail; if it did, the task
+        // would go to pending (and the worker's budget come back with the next read).
+        auto with = to ? protocol::stamp(n.data, protocol::assignment{0, 0, placed_ms, to->worker})
+                       : protocol::codec_result<std::string>(protocol::decode_error{});
+        if (with) {
             // No shard to fall in: the id as it comes.
             nodes.push_back(ids_.next(n.priority, n.submitted_ms));
-            direct_.placed(nodes.back(), to->worker);
-            const auto i = nodes.size() - 1;
-            auto with = protocol::direct_assignment(data[i], to->worker, placed_ms);
-            direct.push_back({i, std::move(*to), std::move(with)});
+            direct_->placed(nodes.back(), to->worker);
+            direct.push_back({nodes.size() - 1, std::move(*to), std::move(*with)});
         } else {
             nodes.push_back(draw_id(n.priority, n.submitted_ms, n.bundle));
         }
+        data.push_back(std::move(n.data));
         if (n.bundle == 0) {
             ids.push_back(nodes.back());
         }
@@ -260,7 +182,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     };
     auto st = std::make_shared<state>(
         zk_.get_executor(),
-        submit_fsm(l_, std::move(nodes), std::move(data), batcher_.receipts_enabled())
+        submit_fsm(l_, std::move(nodes), std::move(data), batcher_->receipts_enabled())
     );
     st->errors.resize(st->plan.size());
     own_unconsumed_ += st->plan.size();
@@ -273,7 +195,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     auto send = std::make_shared<std::function<void(std::size_t)>>();
     *send = [this, st, alive = alive_, weak_send = std::weak_ptr(send)](std::size_t i) {
         auto ops = to_zkco(st->plan.ops(i));
-        batcher_.async_submit_decided(
+        batcher_->async_submit_decided(
             std::move(ops),
             [this, st, alive, weak_send, i](zkco::error_code ec, auto per_op) {
                 // operation_aborted: the batcher (and maybe this client) is gone: not lost.
@@ -287,7 +209,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                     if (st->plan.direct_worker(i).empty()) {
                         // Redirected to pending (the worker changed or left): the slot it
                         // took is free.
-                        direct_.settled(st->plan.tid(i));
+                        direct_->settled(st->plan.tid(i));
                     } else if (!ec) {
                         ++direct_placed_;
                     }
@@ -344,7 +266,7 @@ std::string task_client::draw_id(int priority, std::int64_t submitted_ms, std::s
     // backlog. Counter values are skipped until an id falls in the shard (16 tries on
     // average with 16 shards); an id that does not after a few tries goes where it falls.
     const auto shards = std::max<std::uint32_t>(l_.pending_shards, 1);
-    const auto txn = batcher_.counters().transactions;
+    const auto txn = batcher_->counters().transactions;
     if (txn != drawn_for_txn_) {
         drawn_for_txn_ = txn;
         drawn_ = 0;
@@ -433,7 +355,7 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
             if (workers && **workers && master_says_direct_) {
                 co_await read_workers(std::move((**workers)->names));
             } else {
-                direct_.read({});  // no view: nothing goes directly
+                direct_->read({});  // no view: nothing goes directly
             }
             co_return ec;
         }
@@ -458,7 +380,7 @@ asio::awaitable<void> task_client::read_workers(std::vector<std::string> names) 
         dirs.push_back(batch.exists(protocol::layout::assign_dir(name)));
     }
     if (!co_await batch.wait()) {
-        direct_.read({});
+        direct_->read({});
         co_return;
     }
     std::vector<worker_seen> seen;
@@ -476,7 +398,7 @@ asio::awaitable<void> task_client::read_workers(std::vector<std::string> names) 
             {names[k], (*nodes[k])->stat.version, std::move(*info), (**dirs[k])->num_children}
         );
     }
-    direct_.read(std::move(seen), master_suspects_);
+    direct_->read(std::move(seen), master_suspects_);
 }
 
 /// The waits of one client on tasks of one bundle: the first reads and consumes for all

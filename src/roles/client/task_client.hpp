@@ -7,8 +7,6 @@
 #include "protocol/queue_bound.hpp"
 #include "protocol/task.hpp"
 #include "roles/client/error.hpp"
-#include "roles/client/submit_fsm.hpp"
-#include "roles/txn/batcher.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -24,14 +22,8 @@
 
 namespace zkd::roles {
 
-/// One task to submit.
-struct task_request {
-    std::string type;
-    boost::json::value args;
-    int priority = 5;
-    std::chrono::milliseconds timeout{0};
-    int max_attempts = 3;
-};
+class multi_batcher;  // roles/txn/batcher.hpp: the client's transactions
+class direct_placer;  // roles/client/submit_fsm.hpp: where a task goes directly
 
 /// How submit() stores tasks.
 struct submit_options {
@@ -52,6 +44,41 @@ struct submit_options {
     std::optional<protocol::backoff_policy> backoff{};
 };
 
+/// Tasks and the caller's own ZooKeeper ops in one transaction (docs/protocol.md §6 T1), for
+/// an application whose tasks must appear together with nodes of its own, or not at all
+/// (zkd-crack creates a job node and its partitions' tasks so). The caller draws the tasks'
+/// ids (protocol::task_id_generator::next) and sends ops() with zkco::client::multi,
+/// retrying as it sees fit: the caller's ops in the order added, then one pending create per
+/// task in the order added, then the change logs of the shards they go in (§6 "Change
+/// logs": what the master follows them by). Unlike task_client::submit(): no bundles, no
+/// direct placement, no check of the bound on pending tasks, no receipt.
+class task_transaction {
+public:
+    /// Each task gets `client` (the submitting client's id, 8 hex digits) and `now_ms` as
+    /// its `client` and `submitted_ms`.
+    task_transaction(protocol::layout l, std::string client, std::int64_t now_ms);
+
+    /// One of the caller's ops.
+    void add(zkco::multi_op op) { own_.push_back(std::move(op)); }
+    /// The caller's op `i` (in the order added), to fill in once the tasks are known.
+    [[nodiscard]] zkco::multi_op& own(std::size_t i) { return own_.at(i); }
+    /// The task `task` under the id `tid`, checked as submit() checks one: an error
+    /// (client_errc, task_too_large included) adds nothing.
+    zkco::result<void> add_task(const std::string& tid, protocol::task_spec task);
+
+    [[nodiscard]] std::size_t own_count() const noexcept { return own_.size(); }
+    [[nodiscard]] std::size_t task_count() const noexcept { return tasks_.size(); }
+    /// The transaction: the caller's ops, the tasks' creates, the change logs.
+    [[nodiscard]] std::vector<zkco::multi_op> ops() const;
+
+private:
+    protocol::layout l_;
+    std::string client_;
+    std::int64_t now_ms_;
+    std::vector<zkco::multi_op> own_;
+    std::vector<zkco::multi_op> tasks_;
+};
+
 /// A task's state as a client sees it (docs/protocol.md §6), with the worker holding it.
 struct task_status {
     protocol::task_state state = protocol::task_state::unknown;
@@ -70,14 +97,16 @@ public:
     task_client& operator=(const task_client&) = delete;
 
     /// Submits the tasks and yields their ids, in order (a bundled task's id is
-    /// `<bundle id>.<index>`). Validated first: nothing is sent if one is invalid
-    /// (client_errc), nor when its nodes would take the pending count past the master's
-    /// bound (queue_full; the count and bound are read at most a second before, docs/
-    /// protocol.md §7). A retry after a lost connection is idempotent. Cancelled (terminal)
-    /// before every node was answered: operation_aborted, the outcome unknown (the creates
-    /// already sent may still apply), never success.
+    /// `<bundle id>.<index>`). Each task is as its submitter means it (type, args, priority,
+    /// timeout, max_attempts; its `bundle` empty: bundles are submit_options::bundle's to
+    /// make); the client fills `submitted_ms` and `client`. Validated first: nothing is sent
+    /// if one is invalid (client_errc), nor when its nodes would take the pending count past
+    /// the master's bound (queue_full; the count and bound are read at most a second before,
+    /// docs/protocol.md §7). A retry after a lost connection is idempotent. Cancelled
+    /// (terminal) before every node was answered: operation_aborted, the outcome unknown (the
+    /// creates already sent may still apply), never success.
     boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit(
-        std::vector<task_request> tasks, submit_options opts = {}
+        std::vector<protocol::task_spec> tasks, submit_options opts = {}
     );
 
     /// Waits (by watch, never polling) until the task's result exists, reads it and consumes
@@ -202,7 +231,7 @@ private:
     zkco::client& zk_;
     protocol::layout l_;
     protocol::task_id_generator ids_;
-    multi_batcher batcher_;
+    std::unique_ptr<multi_batcher> batcher_;
     /// draw_id: the batcher's transaction count the last id was drawn for, and how many
     /// nodes were drawn for it; every shard_run of them go in the next shard.
     std::uint64_t drawn_for_txn_ = 0;
@@ -221,7 +250,7 @@ private:
     bool direct_on_ = true;                     ///< place_directly()
     bool master_says_direct_ = true;            ///< /master's "direct", as last read
     std::vector<std::string> master_suspects_;  ///< /master's "suspects", as last read
-    direct_placer direct_;                      ///< the workers as last read, for direct placement
+    std::unique_ptr<direct_placer> direct_;     ///< the workers as last read, for direct placement
     std::uint64_t direct_placed_ = 0;           ///< direct_placed()
     /// Most workers read for direct placement at a time (read_workers, worker_window), and
     /// where the next read's window starts.

@@ -46,7 +46,7 @@ struct master_options {
     /// or deleted there by a writer that keeps no change log (docs/protocol.md §7).
     std::chrono::milliseconds pending_sweep_interval{2'000};
     /// Called on the executor for each task assigned (T2 committed), with its assigned data.
-    std::function<void(const protocol::task_spec&)> on_assigned;
+    std::function<void(const protocol::task_head&)> on_assigned;
     /// Called on the executor with the number of pending tasks in the master's view, whenever
     /// it may have changed.
     std::function<void(std::size_t)> on_queue_depth;

@@ -396,10 +396,10 @@ void master_fsm::take_data(pending_entry& p, const std::string& tid, std::string
             "the task node holds " + std::to_string(data.size()) + " bytes, over the " +
             std::to_string(protocol::max_task_bytes) + " a task may hold"
         );
-    } else if (auto spec = protocol::decode_task_node(tid, data)) {
-        p.spec = std::make_unique<protocol::task_spec>(std::move(*spec));
+    } else if (auto node = protocol::decode_task_node(tid, data)) {
+        p.task = std::make_unique<loaded_task>(loaded_task{std::string(data), head_of(*node)});
     } else {
-        p.malformed = std::make_unique<std::string>(spec.error().message);
+        p.malformed = std::make_unique<std::string>(node.error().message);
     }
     loaded_.insert(tid);
 }
@@ -561,7 +561,7 @@ std::optional<long> master_fsm::load_window() const {
     }
     for (const auto& tid : loaded_) {
         const auto& p = pending_.at(tid);
-        if (!p.in_flight && p.spec && protocol::anyone_serves(live, p.spec->type)) {
+        if (!p.in_flight && p.task && protocol::anyone_serves(live, p.task->head.type)) {
             --want;
         }
     }

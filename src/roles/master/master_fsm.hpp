@@ -499,8 +499,8 @@ public:
         std::chrono::milliseconds unknown_type_grace{10'000};
         /// A request to cancel a task unknown here this long is dropped (T7, last case).
         std::chrono::milliseconds unknown_cancel_grace{30'000};
-        /// Called for each task assigned (T2 committed), with its data.
-        std::function<void(const protocol::task_spec&)> on_assigned;
+        /// Called for each task assigned (T2 committed), with what the master keeps of it.
+        std::function<void(const protocol::task_head&)> on_assigned;
         /// The data change logs carried for tasks beyond the load window is kept up to this
         /// many bytes (counting a per-task overhead), so that a burst is not read back task by
         /// task when its turn comes; beyond it, a task costs its id only (and a read later).
@@ -557,6 +557,13 @@ public:
     [[nodiscard]] std::string pending_path(const std::string& tid) const;
 
 private:
+    /// A pending node read and found valid: its bytes as read, which T2 stamps with the
+    /// assignment (protocol::stamp: its args are never encoded again), and its decoded head.
+    struct loaded_task {
+        std::string data;
+        protocol::task_head head;
+    };
+
     /// A pending task. Its data is read only when it may be placed soon (near the head of the
     /// queue while slots are free): a backlog costs an id each, not a copy of every task, and
     /// a task cancelled while waiting is never read.
@@ -566,7 +573,7 @@ private:
         bool in_flight = false;  // a transaction about it is out
         // Once loaded, one of the two. Pointers: a pending task not yet read costs no room for
         // either (a million pending tasks are a million entries: docs/performance.md).
-        std::unique_ptr<protocol::task_spec> spec;
+        std::unique_ptr<loaded_task> task;
         std::unique_ptr<std::string> malformed;  // why
     };
 

@@ -69,7 +69,7 @@ void master_fsm::handle_cancels(clock::time_point now) {
             p->second.in_flight = true;
             a.path = path_of(tid, p->second);
             a.ops = protocol::cancel_pending_ops(
-                l_, p->second.shard, tid, p->second.spec ? p->second.spec->attempt : 0,
+                l_, p->second.shard, tid, p->second.task ? p->second.task->head.attempt : 0,
                 protocol::now_ms()
             );
         } else if (!retry && p != pending_.end()) {
@@ -151,7 +151,7 @@ void master_fsm::reject(
     a.tid = tid;
     a.code = std::string(code);
     a.ops = protocol::reject_ops(
-        l_, p.shard, tid, code, why, p.spec ? p.spec->attempt : 1, protocol::now_ms()
+        l_, p.shard, tid, code, why, p.task ? p.task->head.attempt : 1, protocol::now_ms()
     );
     a.why = std::move(why);
     out_.emplace_back(std::move(a));
@@ -192,19 +192,19 @@ std::optional<master_fsm::clock::time_point> master_fsm::reject_unplaceable(cloc
         if (p.in_flight || !may_try(tid, now)) {
             continue;
         }
-        if (!p.spec) {
+        if (!p.task) {
             reject(tid, p, protocol::codes::malformed_task, p.malformed ? *p.malformed : "");
             continue;
         }
-        if (live.empty() || protocol::anyone_serves(live, p.spec->type)) {
-            unserved_since_.erase(p.spec->type);
+        if (live.empty() || protocol::anyone_serves(live, p.task->head.type)) {
+            unserved_since_.erase(p.task->head.type);
             continue;
         }
-        const auto since = unserved_since_.try_emplace(p.spec->type, now).first->second;
+        const auto since = unserved_since_.try_emplace(p.task->head.type, now).first->second;
         if (now - since >= opts_.unknown_type_grace) {
             reject(
                 tid, p, protocol::codes::unknown_type,
-                "no worker serves task type '" + p.spec->type + "'"
+                "no worker serves task type '" + p.task->head.type + "'"
             );
         } else if (!next_check || since + opts_.unknown_type_grace < *next_check) {
             next_check = since + opts_.unknown_type_grace;
@@ -247,7 +247,7 @@ void master_fsm::assign(clock::time_point now) {
             const task_key key(tid);
             for (; ahead != pending_.end() && ahead->first < key; ++ahead) {
                 const auto& q = ahead->second;
-                if (!q.in_flight && !q.spec && !q.malformed) {
+                if (!q.in_flight && !q.task && !q.malformed) {
                     ++unread_ahead;
                 }
             }
@@ -256,21 +256,30 @@ void master_fsm::assign(clock::time_point now) {
             }
         }
         auto& p = pending_.at(tid);
-        if (p.in_flight || !p.spec || cancels_.contains(tid) || !may_try(tid, now)) {
+        if (p.in_flight || !p.task || cancels_.contains(tid) || !may_try(tid, now)) {
             continue;
         }
-        auto pick = placer_.pick(live, p.spec->type, batch_mate);
-        if (pick && p.spec->attempt > 1 && stalls_.suspect(live[*pick].id)) {
+        auto pick = placer_.pick(live, p.task->head.type, batch_mate);
+        if (pick && p.task->head.attempt > 1 && stalls_.suspect(live[*pick].id)) {
             // A task that was taken back once is no suspect's probe: pick again without it.
             auto& probed = live[*pick];
             const int capacity = std::exchange(probed.capacity, probed.used);
-            pick = placer_.pick(live, p.spec->type, batch_mate);
+            pick = placer_.pick(live, p.task->head.type, batch_mate);
             probed.capacity = capacity;
         }
         if (!pick) {
             continue;
         }
         auto& slot = live[*pick];
+        auto ops = protocol::assign_ops(
+            p.shard, tid, slot.id, p.task->data, p.task->head.attempt, epoch_, protocol::now_ms()
+        );
+        if (!ops) {
+            // Not an object after all (it decoded: never): failed as malformed, next pass.
+            p.malformed = std::make_unique<std::string>(ops.error().message);
+            p.task.reset();
+            continue;
+        }
         batch_mate = slot.id;
         ++slot.used;
         --free;
@@ -282,9 +291,7 @@ void master_fsm::assign(clock::time_point now) {
         ++workers_[slot.id].in_flight;
         ++assigns_in_flight_;
         p.in_flight = true;
-        out_.emplace_back(master_do::assign{
-            tid, slot.id,
-            protocol::assign_ops(p.shard, tid, slot.id, *p.spec, epoch_, protocol::now_ms())});
+        out_.emplace_back(master_do::assign{tid, slot.id, std::move(*ops)});
     }
 }
 
@@ -309,8 +316,8 @@ void master_fsm::done(
     p->second.in_flight = false;
     if (outcome == assign_outcome::committed) {
         ++stats_.assigned;
-        if (opts_.on_assigned && p->second.spec) {
-            opts_.on_assigned(*p->second.spec);
+        if (opts_.on_assigned && p->second.task) {
+            opts_.on_assigned(p->second.task->head);
         }
         forget(p);
     } else if (outcome == assign_outcome::task_gone) {

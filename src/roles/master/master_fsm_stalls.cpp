@@ -56,10 +56,11 @@ void master_fsm::handle(const master_saw::assignments_read& e, clock::time_point
         if (n.st == master_saw::assignment_node::status::gone) {
             a.gone = true;
         } else {
-            const auto spec = protocol::decode_task(n.data);
-            a.running = spec && spec->running_ms != 0;
+            const auto spec = protocol::decode_task_node(n.data);
+            a.running = spec && spec->run.running_ms != 0;
             // Since it was assigned; for data that is no task, since the node was made.
-            const auto since = spec && spec->assigned_ms > 0 ? spec->assigned_ms : n.ctime;
+            const auto since =
+                spec && spec->assigned.assigned_ms > 0 ? spec->assigned.assigned_ms : n.ctime;
             a.age_ms = e.now_ms - since;
             read_nodes[a.tid] = &n;
         }

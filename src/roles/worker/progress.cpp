@@ -17,8 +17,8 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
     if (t->done || t->writing || t->gave_up) {
         return;
     }
-    if (t->marked.running_ms == 0) {
-        t->marked.running_ms = protocol::now_ms();
+    if (t->run.running_ms == 0) {
+        t->run.running_ms = protocol::now_ms();
     }
     double sum = 0;
     bool any = false;
@@ -27,14 +27,20 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
         sum += std::max(p, 0.0);
     }
     if (any) {
-        t->marked.progress = sum / static_cast<double>(t->progress.size());
-        t->marked.progress_message = t->progress_message;
-        t->marked.progress_ms = protocol::now_ms();
+        t->run.fraction = sum / static_cast<double>(t->progress.size());
+        t->run.message = t->progress_message;
+        t->run.at_ms = protocol::now_ms();
     }
+    auto mark = protocol::running_mark_op(t->worker, t->tid, t->assigned, t->run, t->version);
+    if (!mark) {
+        // Not an object: the worker decoded it before running it, so never; write nothing.
+        t->gave_up = true;
+        return;
+    }
+    auto& op = *mark;
     t->writing = true;
     t->dirty = false;
     t->last_write = asio::steady_timer::clock_type::now();
-    auto op = protocol::running_mark_op(t->worker, t->tid, t->marked, t->version);
     t->zk->async_set(
         std::move(op.path), std::move(op.data), op.version,
         [t](zkco::error_code ec, zkco::stat st) {
@@ -71,7 +77,7 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
 
 void progress_reported(const std::shared_ptr<running_task>& t) {
     t->dirty = true;
-    if (t->marked.running_ms == 0 || t->writing || t->done || t->gave_up) {
+    if (t->run.running_ms == 0 || t->writing || t->done || t->gave_up) {
         return;  // the mark carries it, or the write in flight schedules the next
     }
     t->progress_timer.expires_at(

@@ -325,30 +325,32 @@ private:
     asio::awaitable<protocol::task_result> execute(
         const std::string& tid, const zkco::node& node, const std::shared_ptr<running_task>& t
     ) {
-        auto spec = protocol::decode_task(node.data);
         const std::int64_t started = protocol::now_ms();
-        if (!protocol::is_valid_task_id(tid)) {
-            // Written by a stranger (§8): its name must never reach a handler or a program
-            // (ZKD_TASK_ID), whatever the node holds.
-            spec = protocol::decode_error{"its name is not a task id"};
-        } else if (spec && spec->bundle.size() != protocol::bundle_size(tid)) {  // §4.1: the id
-                                                                                 // gives the size
-            spec = protocol::decode_error{
-                "the node holds a bundle of " + std::to_string(spec->bundle.size()) +
-                " tasks where its id says " + std::to_string(protocol::bundle_size(tid))};
+        // Written by a stranger (§8): its name must never reach a handler or a program
+        // (ZKD_TASK_ID), whatever the node holds. §4.1: the id gives a bundle's size.
+        protocol::codec_result<protocol::task_node> node_read =
+            protocol::decode_error{"its name is not a task id"};
+        if (protocol::is_valid_task_id(tid)) {
+            node_read = protocol::decode_task_node(tid, node.data);
         }
-        if (!spec) {
-            spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, spec.error().message);
-            auto r = failure(protocol::codes::malformed_task, spec.error().message);
+        auto assigned = node_read ? protocol::stamp(node.data, node_read->assigned)
+                                  : protocol::codec_result<std::string>(node_read.error());
+        if (!assigned) {
+            const auto& why = assigned.error().message;
+            spdlog::warn("worker {}: task {} is malformed: {}", me_.id, tid, why);
+            auto r = failure(protocol::codes::malformed_task, why);
             r.started_ms = started;
             co_return r;
         }
+        const protocol::task_node& read = *node_read;
+        const protocol::task_spec* spec = &read.task;
         // Tasks still running after a moment get their running mark (T3).
         t->mark.expires_after(opts_.running_mark_after);
         t->zk = &zk_;
         t->worker = me_.id;
         t->tid = tid;
-        t->marked = *spec;
+        t->assigned = std::move(*assigned);
+        t->run = node_read->run;
         t->version = node.stat.version;
         t->mark.async_wait([this, t](zkco::error_code ec) {
             if (ec || t->done || state_.stopping()) {
@@ -360,14 +362,14 @@ private:
         protocol::task_result r;
         t->progress.assign(std::max<std::size_t>(spec->bundle.size(), 1), -1.0);
         if (spec->bundle.empty()) {
-            r = co_await call(*spec, spec->args, t, protocol::max_result_bytes, tid, 0);
+            r = co_await call(read, spec->args, t, protocol::max_result_bytes, tid, 0);
         } else {
-            r = co_await call_bundle(*spec, t, tid);
+            r = co_await call_bundle(read, t, tid);
         }
         t->done = true;
         t->mark.cancel();
         t->progress_timer.cancel();
-        r.attempt = spec->attempt;
+        r.attempt = node_read->assigned.attempt;
         r.started_ms = started;
         co_return r;
     }
@@ -375,10 +377,11 @@ private:
     /// Runs a bundle's tasks at once (the pool bounds how many run in parallel); its result
     /// holds one entry per task and sums them up: their common state, or failed.
     asio::awaitable<protocol::task_result> call_bundle(
-        const protocol::task_spec& spec,
+        const protocol::task_node& node,
         const std::shared_ptr<running_task>& t,
         const std::string& tid
     ) {
+        const protocol::task_spec& spec = node.task;
         // Failed until its call says otherwise (a call that never ran reports nothing).
         std::vector<protocol::task_result> entries(
             spec.bundle.size(), failure(protocol::codes::handler_error, "not run")
@@ -386,11 +389,13 @@ private:
         const std::size_t budget = bundled_value_budget(entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
-            calls.spawn([this, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
-                entries[i] = co_await call(
-                    spec, spec.bundle[i], t, budget, protocol::bundled_task_id(tid, i), i
-                );
-            });
+            calls.spawn(
+                [this, &node, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
+                    entries[i] = co_await call(
+                        node, spec.bundle[i], t, budget, protocol::bundled_task_id(tid, i), i
+                    );
+                }
+            );
         }
         co_await calls.async_wait(asio::use_awaitable);
         if (auto e = calls.first_exception()) {
@@ -437,13 +442,14 @@ private:
     /// and `part` is its place in the bundle (0 alone). A value whose encoding is over
     /// `value_limit` becomes a result_too_large failure.
     asio::awaitable<protocol::task_result> call(
-        const protocol::task_spec& spec,
+        const protocol::task_node& node,
         const boost::json::value& args,
         const std::shared_ptr<running_task>& t,
         std::size_t value_limit,
         std::string label,
         std::size_t part
     ) {
+        const protocol::task_spec& spec = node.task;
         auto c = std::make_shared<handler_call>(zk_.get_executor());
         const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
         const auto timeout = reg_.limits(spec.type).effective(spec.timeout);
@@ -452,8 +458,8 @@ private:
             handlers::async_call ac;
             ac.args = args;
             ac.task = std::move(label);
-            ac.attempt = spec.attempt;
-            ac.epoch = spec.epoch;
+            ac.attempt = node.assigned.attempt;
+            ac.epoch = node.assigned.epoch;
             ac.timeout = timeout;
             ac.stop = c->stop.get_token();
             ac.started = [c, timeout] { arm_deadline(c, timeout); };
@@ -542,8 +548,8 @@ private:
         std::string target;
         if (!state_.marker_seen(tid) && result.error) {
             auto defaults = protocol::backoff_policy{};
-            if (const auto spec = protocol::decode_task(assignment); spec) {
-                if (const auto d = opts_.retry_defaults.find(spec->type);
+            if (const auto node = protocol::decode_task_node(assignment); node) {
+                if (const auto d = opts_.retry_defaults.find(node->task.type);
                     d != opts_.retry_defaults.end()) {
                     defaults = d->second;
                 }

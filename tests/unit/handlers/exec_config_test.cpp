@@ -447,24 +447,21 @@ TEST(RolesRegistryAsync, RunsAsynchronousHandlersWithTheSameErrorRules) {
 namespace {
 
 TEST(RolesTaskProgress, RoundTripsOnTheAssignmentAndBadShapesAreDropped) {
-    task_spec t;
-    t.type = "steps";
-    t.worker = "w-1";
-    t.running_ms = 10;
-    t.progress = 0.4;
-    t.progress_message = "resized 4 of 10";
-    t.progress_ms = 20;
-    const auto back = decode_task(encode(t));
+    task_node t;
+    t.task.type = "steps";
+    t.assigned.worker = "w-1";
+    t.run = progress{10, 0.4, "resized 4 of 10", 20};
+    const auto back = decode_task_node(encode(t));
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, t);
-    t.progress = -1;  // none: not written
+    t.run.fraction = -1;  // none: not written
     EXPECT_EQ(encode(t).find("progress"), std::string::npos);
     for (const char* bad :
          {R"("progress":7)", R"("progress":{"fraction":2})", R"("progress":{"message":"x"})",
           R"("progress":{"fraction":"half"})"}) {
-        const auto odd = decode_task(std::string(R"({"v":1,"type":"steps",)") + bad + "}");
+        const auto odd = decode_task_node(std::string(R"({"v":1,"type":"steps",)") + bad + "}");
         ASSERT_TRUE(odd) << bad;
-        EXPECT_EQ(odd->progress, -1) << bad;
+        EXPECT_EQ(odd->run.fraction, -1) << bad;
     }
 }
 

@@ -69,15 +69,19 @@ TEST(ProtocolClientTxn, ADirectAssignmentIsTheTaskWithItsWorkerAndNoEpoch) {
     t.args = "x";
     t.submitted_ms = 1763733600123;
     t.client = "3fa9c2d1";
-    const auto data = direct_assignment(encode(t), "host-7-\"q\"", 1763733600200);
-    const auto decoded = decode_task(data);
-    ASSERT_TRUE(decoded) << data;
-    auto expected = t;
-    expected.worker = "host-7-\"q\"";  // escaped in the JSON, whatever a name holds
-    expected.assigned_ms = 1763733600200;
-    EXPECT_EQ(*decoded, expected);
-    EXPECT_EQ(decoded->epoch, 0);
-    EXPECT_EQ(decoded->attempt, 1);
+    // What the client stamps on a task it places directly (§6 T1): no attempt, no epoch.
+    const auto data = stamp(encode(t), assignment{0, 0, 1763733600200, "host-7-\"q\""});
+    ASSERT_TRUE(data);
+    EXPECT_EQ(
+        *data, R"({"v":1,"type":"echo","args":"x","priority":5,"timeout_ms":0,"max_attempts":3,)"
+               R"("submitted_ms":1763733600123,"client":"3fa9c2d1","assigned_ms":1763733600200,)"
+               R"("worker":"host-7-\"q\""})"
+    );
+    const auto decoded = decode_task_node(*data);
+    ASSERT_TRUE(decoded) << *data;
+    EXPECT_EQ(decoded->task, t);
+    // Escaped in the JSON, whatever a name holds; readers take the attempt as 1.
+    EXPECT_EQ(decoded->assigned, (assignment{1, 0, 1763733600200, "host-7-\"q\""}));
 }
 
 TEST(ProtocolClientTxn, TheReceiptIsCreatedOnceThenSet) {

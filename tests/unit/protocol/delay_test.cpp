@@ -172,9 +172,11 @@ TEST(ProtocolRetry, AFailedTryWithRetriesLeftWaitsAsADelayedTask) {
         EXPECT_EQ(plan->data.find(gone), std::string::npos) << gone;
     }
     EXPECT_NE(plan->data.find("\"attempt\":1"), std::string::npos);
-    const auto spec = zkd::protocol::decode_task(plan->data);
-    ASSERT_TRUE(spec.has_value()) << spec.error().message;
-    EXPECT_EQ(spec->type, "sh");
+    const auto node = zkd::protocol::decode_task_node(plan->data);
+    ASSERT_TRUE(node.has_value()) << node.error().message;
+    EXPECT_EQ(node->task.type, "sh");
+    EXPECT_EQ(node->assigned, zkd::protocol::assignment{});
+    EXPECT_EQ(node->run, zkd::protocol::progress{});
 
     // The second failure: retry 2, a wider window, two errors.
     const auto second =
@@ -223,19 +225,58 @@ TEST(ProtocolRetry, LongMessagesAreCutAndTheNodeStaysWithinItsLimit) {
 }
 
 TEST(ProtocolRetry, RewritesOfATaskKeepItsRetryFields) {
-    // The master's assignment (T2) and requeue (T6) and the worker's running mark (T3)
-    // re-encode the task: the fields of §4.3 must survive them.
+    // The master's assignment (T2) and requeue (T6) and the worker's running mark and
+    // progress (T3) stamp the task's bytes; a reader may also decode and encode the node:
+    // the fields of §4.3 must survive all of them.
     const std::string submitted =
         R"({"v":1,"type":"sh","retries":2,"backoff_ms":100,"backoff_max_ms":900,"try":2,)"
         R"("errors":[{"try":1,"code":"handler_error","message":"x","finished_ms":1}],)"
         R"("due_ms":5})";
-    auto spec = zkd::protocol::decode_task(submitted);
-    ASSERT_TRUE(spec.has_value()) << spec.error().message;
-    spec->epoch = 7;
-    spec->worker = "w";
-    spec->assigned_ms = 9;
-    const auto rewritten = zkd::protocol::encode(*spec);
-    EXPECT_EQ(read_delay_fields(rewritten), read_delay_fields(submitted)) << rewritten;
+    const auto fields = read_delay_fields(submitted);
+    ASSERT_TRUE(fields.has_value());
+
+    auto node = zkd::protocol::decode_task_node(submitted);
+    ASSERT_TRUE(node.has_value()) << node.error().message;
+    EXPECT_EQ(node->task.timing.size(), 6U);
+    node->assigned = zkd::protocol::assignment{1, 7, 9, "w"};
+    const auto reencoded = zkd::protocol::encode(*node);
+    EXPECT_EQ(read_delay_fields(reencoded), fields) << reencoded;
+    EXPECT_EQ(read_delay_fields(zkd::protocol::encode(node->task)), fields);
+
+    const auto assigned = zkd::protocol::stamp(submitted, zkd::protocol::assignment{1, 7, 9, "w"});
+    ASSERT_TRUE(assigned.has_value());
+    EXPECT_EQ(read_delay_fields(*assigned), fields) << *assigned;
+    const auto running =
+        zkd::protocol::stamp(*assigned, zkd::protocol::progress{10, 0.5, "half", 11});
+    ASSERT_TRUE(running.has_value());
+    EXPECT_EQ(read_delay_fields(*running), fields) << *running;
+    const auto requeued = zkd::protocol::stamp(*running, zkd::protocol::assignment{2, 0, 0, {}});
+    ASSERT_TRUE(requeued.has_value());
+    EXPECT_EQ(read_delay_fields(*requeued), fields) << *requeued;
+    const auto back = zkd::protocol::decode_task_node(*running);
+    ASSERT_TRUE(back.has_value()) << back.error().message;
+    EXPECT_EQ(back->task.timing, node->task.timing);
+    EXPECT_EQ(back->assigned.worker, "w");
+    EXPECT_EQ(back->run.running_ms, 10);
+
+    // A retry of the stamped node (the worker's T4) is the task as submitted for its next
+    // try, and a stamp of that keeps its try and errors.
+    const auto retry =
+        plan_retry(*running, task_state::failed, {"handler_error", "again"}, 100, no_retries, 0);
+    ASSERT_TRUE(retry.has_value());
+    EXPECT_EQ(retry->next_try, 3);
+    const auto next = zkd::protocol::decode_task_node(retry->data);
+    ASSERT_TRUE(next.has_value()) << next.error().message;
+    EXPECT_EQ(next->assigned, zkd::protocol::assignment{});
+    EXPECT_EQ(next->run, zkd::protocol::progress{});
+    const auto next_assigned =
+        zkd::protocol::stamp(retry->data, zkd::protocol::assignment{1, 8, 200, "w2"});
+    ASSERT_TRUE(next_assigned.has_value());
+    const auto next_fields = read_delay_fields(*next_assigned);
+    ASSERT_TRUE(next_fields.has_value());
+    EXPECT_EQ(next_fields->try_number, 3);
+    EXPECT_EQ(next_fields->errors.size(), 2U);
+    EXPECT_EQ(next_fields, read_delay_fields(retry->data));
 }
 
 TEST(ProtocolRetry, TheFinalResultCarriesTheEarlierErrors) {

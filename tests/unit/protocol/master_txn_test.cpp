@@ -22,14 +22,14 @@ layout test_layout() {
     return l;
 }
 
-task_spec sample_task(int attempt = 1, int max_attempts = 3) {
-    task_spec t;
-    t.type = "echo";
-    t.args = "hi";
-    t.attempt = attempt;
-    t.max_attempts = max_attempts;
-    t.submitted_ms = 1763733600123;
-    return t;
+task_node sample_task(int attempt = 1, int max_attempts = 3) {
+    task_node n;
+    n.task.type = "echo";
+    n.task.args = "hi";
+    n.assigned.attempt = attempt;
+    n.task.max_attempts = max_attempts;
+    n.task.submitted_ms = 1763733600123;
+    return n;
 }
 
 txn_answer failed_at(std::size_t n, std::size_t i, op_code c) {
@@ -51,20 +51,25 @@ task_result result_of(const txn_op& op) {
 }  // namespace
 
 TEST(ProtocolMasterTxn, AssignChecksTheWorkerMovesThePendingNodeAndStampsTheAssignment) {
-    const auto ops = assign_ops(2, tid, "w1", sample_task(2), 7, now);
+    const auto pending = encode(sample_task(2));
+    const auto assign = assign_ops(2, tid, "w1", pending, 2, 7, now);
+    ASSERT_TRUE(assign);
+    const auto& ops = *assign;
     ASSERT_EQ(ops.size(), 3U);
     EXPECT_EQ(ops[0], txn_op::check("/workers/w1"));
     EXPECT_EQ(ops[1], txn_op::remove(layout::pending_shard(2) + "/" + tid));
     EXPECT_EQ(ops[2].what, txn_op::kind::create);
     EXPECT_EQ(ops[2].path, layout::assignment("w1", tid));
     EXPECT_FALSE(ops[2].ephemeral);
-    auto assigned = decode_task(ops[2].data);
+    auto assigned = decode_task_node(ops[2].data);
     ASSERT_TRUE(assigned);
-    EXPECT_EQ(assigned->epoch, 7);
-    EXPECT_EQ(assigned->assigned_ms, now);
-    EXPECT_EQ(assigned->worker, "w1");
-    EXPECT_EQ(assigned->attempt, 2);  // the attempt is counted by T6, not by T2
-    EXPECT_EQ(assigned->type, "echo");
+    EXPECT_EQ(assigned->assigned, (assignment{2, 7, now, "w1"}));  // T6 counts attempts, not T2
+    EXPECT_EQ(assigned->task, sample_task(2).task);
+    // The pending node's bytes with the assignment spliced in: what encode() writes of it.
+    auto expected = sample_task(2);
+    expected.assigned = assignment{2, 7, now, "w1"};
+    EXPECT_EQ(ops[2].data, encode(expected));
+    EXPECT_FALSE(assign_ops(2, tid, "w1", "not a task", 1, 7, now));
 }
 
 TEST(ProtocolMasterTxn, AssignOutcomesNameTheFailedOp) {
@@ -130,23 +135,20 @@ TEST(ProtocolMasterTxn, CancelHasThreeFormsEachDeletingTheRequest) {
 TEST(ProtocolMasterTxn, DepartedTaskWithAttemptsLeftGoesBackToPendingWithTheNextAttempt) {
     const auto l = test_layout();
     auto held = sample_task(1, 3);
-    held.epoch = 4;
-    held.worker = "w1";
-    held.assigned_ms = 5;
-    held.running_ms = 6;
+    held.assigned = assignment{1, 4, 5, "w1"};
+    held.run = progress{6, 0.5, "half", 7};
     const auto plan = departed_ops(l, "w1", tid, encode(held), false, now);
     EXPECT_EQ(plan.kind, departed_kind::requeue);
     EXPECT_EQ(plan.attempt, 1);
     ASSERT_EQ(plan.ops.size(), 2U);
     EXPECT_EQ(plan.ops[0], txn_op::remove(layout::assignment("w1", tid)));
     EXPECT_EQ(plan.ops[1].path, l.pending_task(tid));
-    auto again = decode_task(plan.ops[1].data);
+    auto again = decode_task_node(plan.ops[1].data);
     ASSERT_TRUE(again);
-    EXPECT_EQ(again->attempt, 2);
-    EXPECT_EQ(again->epoch, 0);
-    EXPECT_EQ(again->assigned_ms, 0);
-    EXPECT_EQ(again->running_ms, 0);
-    EXPECT_TRUE(again->worker.empty());
+    EXPECT_EQ(again->assigned, (assignment{2, 0, 0, {}}));
+    EXPECT_EQ(again->run, progress{});  // nothing of the run either
+    EXPECT_EQ(again->task, held.task);
+    EXPECT_EQ(plan.ops[1].data, encode(sample_task(2, 3)));
 }
 
 TEST(ProtocolMasterTxn, DepartedPoisonTaskEndsLostOnceItsAttemptsAreUsed) {

@@ -30,12 +30,10 @@ task_spec example_task() {
     return t;
 }
 
-task_spec assigned_task() {
-    auto t = example_task();
-    t.epoch = 7;
-    t.assigned_ms = 1763733600130;
-    t.worker = "host-1234-9f0c1a2b";
-    return t;
+task_node assigned_task() {
+    task_node n{example_task(), {}, {}};
+    n.assigned = assignment{1, 7, 1763733600130, "host-1234-9f0c1a2b"};
+    return n;
 }
 
 // Decodes `data` and expects the refusal to mention `needle`.
@@ -89,42 +87,51 @@ TEST(ProtocolTaskCodec, EncodesTheProtocolExample) {
 
 TEST(ProtocolTaskCodec, RoundTrips) {
     auto running = assigned_task();
-    running.running_ms = 1763733600200;
-    running.attempt = 2;
-    running.priority = 9;
-    running.timeout = 1500ms;
-    running.max_attempts = 1;
-    auto requeued = example_task();
-    requeued.attempt = 3;
-    task_spec bare;
-    bare.type = "a";
-    for (const auto& t : {example_task(), assigned_task(), running, requeued, bare}) {
+    running.run.running_ms = 1763733600200;
+    running.run.fraction = 0.25;
+    running.run.message = "a \"quarter\"";
+    running.run.at_ms = 1763733600300;
+    running.assigned.attempt = 2;
+    running.task.priority = 9;
+    running.task.timeout = 1500ms;
+    running.task.max_attempts = 1;
+    task_node requeued{example_task(), {}, {}};
+    requeued.assigned.attempt = 3;
+    task_node bare;
+    bare.task.type = "a";
+    for (const auto& t :
+         {task_node{example_task(), {}, {}}, assigned_task(), running, requeued, bare}) {
         const auto data = encode(t);
-        const auto back = decode_task(data);
+        const auto back = decode_task_node(data);
         ASSERT_TRUE(back) << data << ": " << back.error().message;
         EXPECT_EQ(*back, t) << data;
     }
+    EXPECT_EQ(encode(task_node{example_task(), {}, {}}), encode(example_task()));
     EXPECT_NE(encode(requeued).find(R"("attempt":3)"), std::string::npos);
     EXPECT_EQ(encode(bare).find("client"), std::string::npos);
     EXPECT_EQ(encode(bare).find(R"("attempt")"), std::string::npos);
+    // A direct placement's stamp leaves the attempt out (§6 T1); decoded, it is 1.
+    task_node direct{example_task(), assignment{0, 0, 5, "w"}, {}};
+    EXPECT_EQ(encode(direct).find(R"("attempt")"), std::string::npos);
+    EXPECT_EQ(decode_task_node(encode(direct))->assigned, (assignment{1, 0, 5, "w"}));
 }
 
 TEST(ProtocolTaskCodec, DefaultsAndUnknownFields) {
-    const auto t = decode_task(R"({"v":1,"type":"sum","future":{"x":[1]},"zz":null})");
+    const auto t = decode_task_node(R"({"v":1,"type":"sum","future":{"x":[1]},"zz":null})");
     ASSERT_TRUE(t) << t.error().message;
-    EXPECT_EQ(t->type, "sum");
-    EXPECT_TRUE(t->args.is_null());
-    EXPECT_EQ(t->priority, 5);
-    EXPECT_EQ(t->timeout, 0ms);
-    EXPECT_EQ(t->max_attempts, 3);
-    EXPECT_EQ(t->attempt, 1);
-    EXPECT_EQ(t->epoch, 0);
-    EXPECT_EQ(t->worker, "");
+    EXPECT_EQ(t->task.type, "sum");
+    EXPECT_TRUE(t->task.args.is_null());
+    EXPECT_EQ(t->task.priority, 5);
+    EXPECT_EQ(t->task.timeout, 0ms);
+    EXPECT_EQ(t->task.max_attempts, 3);
+    EXPECT_EQ(t->assigned.attempt, 1);
+    EXPECT_EQ(t->assigned.epoch, 0);
+    EXPECT_EQ(t->assigned.worker, "");
     // null counts as absent; whole doubles count as integers.
-    const auto u = decode_task(R"({"v":1.0,"type":"x","priority":null,"timeout_ms":2e3})");
+    const auto u = decode_task_node(R"({"v":1.0,"type":"x","priority":null,"timeout_ms":2e3})");
     ASSERT_TRUE(u) << u.error().message;
-    EXPECT_EQ(u->priority, 5);
-    EXPECT_EQ(u->timeout, 2000ms);
+    EXPECT_EQ(u->task.priority, 5);
+    EXPECT_EQ(u->task.timeout, 2000ms);
 }
 
 TEST(ProtocolTaskCodec, ArgsAreAnyJson) {
@@ -132,15 +139,15 @@ TEST(ProtocolTaskCodec, ArgsAreAnyJson) {
          {"null", "0", "-1.5", "\"text\"", "[]", "[1,[2,[3]]]", "{}",
           R"({"a":{"b":[true,false,null]}})", "18446744073709551615"}) {
         const auto data = std::string(R"({"v":1,"type":"t","args":)") + args + "}";
-        const auto t = decode_task(data);
+        const auto t = decode_task_node(data);
         ASSERT_TRUE(t) << data << ": " << t.error().message;
-        EXPECT_EQ(t->args, json::parse(args)) << data;
-        EXPECT_EQ(decode_task(encode(*t)).value(), *t);
+        EXPECT_EQ(t->task.args, json::parse(args)) << data;
+        EXPECT_EQ(decode_task_node(encode(*t)).value(), *t);
     }
 }
 
 TEST(ProtocolTaskCodec, Validation) {
-    const auto d = [](std::string_view s) { return decode_task(s); };
+    const auto d = [](std::string_view s) { return decode_task_node(s); };
     expect_refused(d, R"({"v":1})", R"("type" is missing)");
     expect_refused(d, R"({"v":1,"type":""})", R"("type")");
     expect_refused(d, R"({"v":1,"type":"a b"})", R"("type")");
@@ -148,8 +155,8 @@ TEST(ProtocolTaskCodec, Validation) {
     expect_refused(d, R"({"v":1,"type":"\u00e9"})", R"("type")");
     expect_refused(d, R"({"v":1,"type":7})", R"("type" must be a string)");
     expect_refused(d, R"({"v":1,"type":")" + std::string(129, 'x') + R"("})", R"("type")");
-    EXPECT_TRUE(decode_task("{\"v\":1,\"type\":\"" + std::string(128, 'x') + "\"}"));
-    EXPECT_TRUE(decode_task(R"({"v":1,"type":"Az09_.:-"})"));
+    EXPECT_TRUE(decode_task_node("{\"v\":1,\"type\":\"" + std::string(128, 'x') + "\"}"));
+    EXPECT_TRUE(decode_task_node(R"({"v":1,"type":"Az09_.:-"})"));
     expect_refused(d, R"({"v":1,"type":"t","priority":10})", R"("priority")");
     expect_refused(d, R"({"v":1,"type":"t","priority":-1})", R"("priority")");
     expect_refused(d, R"({"v":1,"type":"t","priority":"5"})", R"("priority")");
@@ -185,7 +192,7 @@ TEST(ProtocolTaskCodec, Validation) {
     EXPECT_FALSE(validate(t));
     t.max_attempts = max_attempts_limit;
     EXPECT_TRUE(validate(t));
-    EXPECT_THROW(decode_task("nope").value(), std::invalid_argument);
+    EXPECT_THROW(decode_task_node("nope").value(), std::invalid_argument);
 }
 
 TEST(ProtocolTaskCodec, NestingLimitAgreesWithValidate) {
@@ -201,12 +208,12 @@ TEST(ProtocolTaskCodec, NestingLimitAgreesWithValidate) {
     auto t = example_task();
     t.args = nested(max_json_depth - 1);
     EXPECT_TRUE(validate(t));
-    const auto ok = decode_task(encode(t));
+    const auto ok = decode_task_node(encode(t));
     ASSERT_TRUE(ok) << ok.error().message;
-    EXPECT_EQ(*ok, t);
+    EXPECT_EQ(ok->task, t);
     t.args = nested(max_json_depth);
     EXPECT_FALSE(validate(t));
-    EXPECT_FALSE(decode_task(encode(t)));
+    EXPECT_FALSE(decode_task_node(encode(t)));
 }
 
 TEST(ProtocolTaskCodec, InfinityIsNotJson) {
@@ -217,13 +224,13 @@ TEST(ProtocolTaskCodec, InfinityIsNotJson) {
     ASSERT_FALSE(invalid);
     EXPECT_NE(invalid.error().message.find("infinite"), std::string::npos);
     // Encoding still yields JSON, with null in place of each infinity.
-    const auto back = decode_task(encode(t));
+    const auto back = decode_task_node(encode(t));
     ASSERT_TRUE(back) << encode(t) << ": " << back.error().message;
-    EXPECT_EQ(back->args, json::parse(R"([1.0,null,{"x":null}])"));
+    EXPECT_EQ(back->task.args, json::parse(R"([1.0,null,{"x":null}])"));
 }
 
 TEST(ProtocolTaskCodec, FormatVersion) {
-    const auto d = [](std::string_view s) { return decode_task(s); };
+    const auto d = [](std::string_view s) { return decode_task_node(s); };
     expect_refused(d, R"({"v":2,"type":"t"})", "unsupported format version 2");
     expect_refused(d, R"({"v":99,"type":"t"})", "unsupported format version 99");
     expect_refused(d, R"({"v":18446744073709551615,"type":"t"})", "unsupported format version");
@@ -373,13 +380,13 @@ TEST(ProtocolBundleCodec, ATaskBundleRoundTrips) {
         text, R"({"v":1,"type":"sum","bundle":[[1,2],[3],null],"priority":5,)"
               R"("timeout_ms":0,"max_attempts":3,"submitted_ms":7})"
     );
-    const auto back = decode_task(text);
+    const auto back = decode_task_node(text);
     ASSERT_TRUE(back) << back.error().message;
-    EXPECT_EQ(*back, t);
+    EXPECT_EQ(back->task, t);
 }
 
 TEST(ProtocolBundleCodec, ATaskBundleIsChecked) {
-    const auto d = [](std::string_view s) { return decode_task(s); };
+    const auto d = [](std::string_view s) { return decode_task_node(s); };
     expect_refused(d, R"({"v":1,"type":"sum","bundle":[]})", "non-empty array");
     expect_refused(d, R"({"v":1,"type":"sum","bundle":{"a":1}})", "non-empty array");
     expect_refused(d, R"({"v":1,"type":"sum","bundle":[1],"args":2})", "has no field");
@@ -395,7 +402,7 @@ TEST(ProtocolBundleCodec, ATaskBundleIsChecked) {
         deep = json::array{deep};
     t.bundle = {deep};
     EXPECT_TRUE(validate(t));
-    EXPECT_TRUE(decode_task(encode(t)));
+    EXPECT_TRUE(decode_task_node(encode(t)));
     t.bundle = {json::array{deep}};
     EXPECT_FALSE(validate(t));
 }
@@ -701,9 +708,9 @@ TEST(ProtocolCancelCodec, RoundTrip) {
 // re-encode unchanged (so nothing accepted is half-understood).
 void decode_everything(std::string_view data) {
     EXPECT_NO_THROW({
-        if (auto t = decode_task(data)) {
+        if (auto t = decode_task_node(data)) {
             EXPECT_TRUE(validate(*t));
-            EXPECT_EQ(decode_task(encode(*t)).value(), *t) << data;
+            EXPECT_EQ(decode_task_node(encode(*t)).value(), *t) << data;
         }
         if (auto r = decode_result(data)) {
             EXPECT_TRUE(validate(*r));
@@ -788,7 +795,7 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     std::vector<std::string> seeds;
     seeds.push_back(encode(example_task()));
     auto running = assigned_task();
-    running.running_ms = 1;
+    running.run.running_ms = 1;
     seeds.push_back(encode(running));
     task_result ok;
     ok.task = "t4-1763733600123-3fa9c2d100002a";
@@ -882,7 +889,7 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
             }
         }
         decode_everything(s);
-        if (decode_task(s) || decode_result(s) || decode_member(s))
+        if (decode_task_node(s) || decode_result(s) || decode_member(s))
             ++accepted;
         if (HasFailure())
             break;

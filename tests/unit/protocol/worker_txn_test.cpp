@@ -37,17 +37,19 @@ const publish_form checked{false, false, true};
 }  // namespace
 
 TEST(ProtocolWorkerTxn, RunningMarkSetsTheAssignmentAtTheVersionLastWritten) {
-    task_spec t;
-    t.type = "echo";
-    t.args = "x";
-    t.running_ms = 1763733600999;
-    const auto op = running_mark_op("w1", tid, t, 3);
-    EXPECT_EQ(op.what, txn_op::kind::set);
-    EXPECT_EQ(op.path, layout::assignment("w1", tid));
-    EXPECT_EQ(op.version, 3);
-    auto back = decode_task(op.data);
-    ASSERT_TRUE(back);
-    EXPECT_EQ(back->running_ms, 1763733600999);
+    task_node n;
+    n.task.type = "echo";
+    n.task.args = "x";
+    n.assigned = assignment{1, 2, 3, "w1"};
+    const progress run{1763733600999, 0.5, "half", 1763733601000};
+    const auto op = running_mark_op("w1", tid, encode(n), run, 3);
+    ASSERT_TRUE(op);
+    EXPECT_EQ(op->what, txn_op::kind::set);
+    EXPECT_EQ(op->path, layout::assignment("w1", tid));
+    EXPECT_EQ(op->version, 3);
+    n.run = run;
+    EXPECT_EQ(op->data, encode(n));
+    EXPECT_FALSE(running_mark_op("w1", tid, "[]", run, 3));
     EXPECT_EQ(read_mark(false), mark_outcome::written);
     EXPECT_EQ(read_mark(true), mark_outcome::gave_up);
 }

@@ -49,9 +49,9 @@ TEST(RolesDepth, ATaskWithArgsAtTheLimitRoundTrips) {
     t.type = "echo";
     t.args = parse_json(nested(max_json_depth - 1), ec);  // the task object is one level
     ASSERT_FALSE(ec);
-    auto back = decode_task(encode(t));
+    auto back = decode_task_node(encode(t));
     ASSERT_TRUE(back) << back.error().message;
-    EXPECT_EQ(back->args, t.args);
+    EXPECT_EQ(back->task.args, t.args);
 }
 
 }  // namespace

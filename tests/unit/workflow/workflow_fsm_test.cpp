@@ -111,7 +111,7 @@ std::vector<std::string> tids(const wf_do::write& w) {
 zkd::protocol::task_spec task_of(const task_create& c) {
     auto t = zkd::protocol::decode_task_node(c.tid, c.data);
     EXPECT_TRUE(t) << c.data;
-    return t ? *t : zkd::protocol::task_spec{};
+    return t ? t->task : zkd::protocol::task_spec{};
 }
 
 workflow_state state_of(const wf_do::write& w, std::size_t steps) {

@@ -4,7 +4,7 @@
 #include "apps/crack/md5_crack.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
-#include "roles/txn/zk_ops.hpp"
+#include "roles/client/task_client.hpp"
 
 #include <boost/asio/error.hpp>
 
@@ -23,6 +23,14 @@ namespace asio = boost::asio;
 namespace zkd::crack::detail {
 
 namespace {
+
+/// Why a partition's task could not go in the job's transaction, as crack says it.
+zkco::error_code partition_refused(zkco::error_code ec) {
+    return zkco::error_code(
+        ec == roles::client_errc::task_too_large ? crack_errc::job_too_large
+                                                 : crack_errc::bad_task_options
+    );
+}
 
 /// How a create attempt ended when it did not fail.
 enum class creation {
@@ -157,21 +165,19 @@ private:
         doc.created_ms = now;
         doc.client = ids_.client_hex();
         const auto ranges = split_keyspace(plan_.size, parts);
-        std::vector<zkco::multi_op> ops;
-        ops.reserve(ranges.size() + 1);
-        ops.emplace_back(zkco::op::create{path_, {}, zkco::create_mode::persistent, {}});
+        // The job node and its partitions' tasks in one transaction, through the client API.
+        roles::task_transaction txn(l_, doc.client, now);
+        txn.add(zkco::op::create{path_, {}, zkco::create_mode::persistent, {}});
         for (const auto& range : ranges) {
             std::string tid = ids_.next(spec_.priority, now);
-            auto op = partition_op(plan_, spec_, l_, range, tid, doc.client, now);
-            if (!op) {
-                co_return op.error();
+            if (auto added = txn.add_task(tid, partition_task(plan_, spec_, range)); !added) {
+                co_return partition_refused(added.error());
             }
-            ops.push_back(std::move(*op));
             doc.tasks.push_back(std::move(tid));
         }
         doc.partitions.assign(doc.tasks.size(), crack_partition::open);
-        std::get<zkco::op::create>(ops.front()).data = encode(doc);
-        roles::append_change_logs(ops);  // the master follows its shards by them (§6)
+        std::get<zkco::op::create>(txn.own(0)).data = encode(doc);
+        auto ops = txn.ops();
         if (!fits_one_multi(ops)) {
             co_return zkco::error_code(crack_errc::job_too_large);
         }
@@ -234,30 +240,28 @@ private:
         }
         crack_job doc = out_.held.job;
         const std::int64_t now = protocol::now_ms();
-        std::vector<zkco::multi_op> ops;
-        ops.emplace_back(zkco::op::set{path_, {}, out_.held.version});
+        roles::task_transaction txn(l_, ids_.client_hex(), now);
+        txn.add(zkco::op::set{path_, {}, out_.held.version});
         for (std::size_t i = 0; i < doc.tasks.size(); ++i) {
             if (doc.partitions[i] != crack_partition::failed) {
                 continue;
             }
             std::string tid = ids_.next(spec_.priority, now);
-            auto op = partition_op(plan_, spec_, l_, ranges[i], tid, ids_.client_hex(), now);
-            if (!op) {
-                return op.error();
+            if (auto added = txn.add_task(tid, partition_task(plan_, spec_, ranges[i])); !added) {
+                return partition_refused(added.error());
             }
-            ops.push_back(std::move(*op));
             doc.tasks[i] = std::move(tid);
             doc.partitions[i] = crack_partition::open;
         }
-        if (ops.size() == 1) {
+        if (txn.task_count() == 0) {
             return std::nullopt;
         }
         doc.failed.clear();
         doc.state = crack_state::running;
         doc.finished_ms = 0;
         ++doc.retries;
-        std::get<zkco::op::set>(ops.front()).data = encode(doc);
-        roles::append_change_logs(ops);
+        std::get<zkco::op::set>(txn.own(0)).data = encode(doc);
+        auto ops = txn.ops();
         if (!fits_one_multi(ops)) {
             return zkco::error_code(crack_errc::job_too_large);
         }
@@ -273,10 +277,11 @@ private:
                 co_return planned ? zkco::result<void>() : zkco::result<void>(planned.error());
             }
             auto& [ops, doc] = **planned;
-            const auto redo = static_cast<int>(std::count_if(
-                ops.begin(), ops.end(),
-                [](const zkco::multi_op& op) { return !roles::logged_dir(op).empty(); }
-            ));
+            // The partitions it opens again: those whose task it replaces.
+            int redo = 0;
+            for (std::size_t i = 0; i < doc.tasks.size(); ++i) {
+                redo += doc.tasks[i] != out_.held.job.tasks[i] ? 1 : 0;
+            }
             auto r = co_await zk_.multi(std::move(ops));
             if (r) {
                 const std::int32_t v =

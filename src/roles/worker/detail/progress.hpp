@@ -34,11 +34,12 @@ struct running_task {
     zkco::client* zk = nullptr;
     std::string worker;
     std::string tid;
-    protocol::task_spec marked;  // what the node holds, as we last wrote it
-    std::int32_t version = 0;    // the node's version we expect
-    bool writing = false;        // a write is in flight
-    bool dirty = false;          // progress newer than what was written
-    bool gave_up = false;        // a write failed: the node is not ours to write any more
+    std::string assigned;      // the node as read, stamped with its assignment (the task as is)
+    protocol::progress run;    // what the node holds of our run, as we last wrote it
+    std::int32_t version = 0;  // the node's version we expect
+    bool writing = false;      // a write is in flight
+    bool dirty = false;        // progress newer than what was written
+    bool gave_up = false;      // a write failed: the node is not ours to write any more
     boost::asio::steady_timer progress_timer;  // at most one progress write a second
     boost::asio::steady_timer::time_point last_write{};
 };

@@ -7,6 +7,7 @@
 #include "apps/crack/plan.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
+#include "roles/client/task_client.hpp"
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -239,19 +240,26 @@ TEST(CrackPlan, APartitionTaskIsAValidPendingNode) {
     const auto p = make_plan(spec).value();
     const zkd::protocol::layout l;
     const std::string tid = zkd::protocol::task_id_generator().next(spec.priority, t0);
-    const auto op = partition_op(p, spec, l, {0, 6}, tid, "0000abcd", t0);
-    ASSERT_TRUE(op) << op.error().message();
-    const auto* create = std::get_if<zkd::zkco::op::create>(&*op);
+    const auto task = partition_task(p, spec, {0, 6});
+    EXPECT_EQ(task.type, md5_crack_type);
+    EXPECT_EQ(task.args, partition_args(p, {0, 6}));
+    EXPECT_EQ(task.priority, spec.priority);
+    EXPECT_EQ(task.max_attempts, spec.max_attempts);
+    EXPECT_EQ(task.timeout, spec.partition_timeout);
+    // As the job's transaction carries it (the client API's task_transaction).
+    zkd::roles::task_transaction txn(l, "0000abcd", t0);
+    ASSERT_TRUE(txn.add_task(tid, task));
+    const auto ops = txn.ops();
+    ASSERT_EQ(ops.size(), 2U);  // the create and its shard's change log
+    const auto* create = std::get_if<zkd::zkco::op::create>(&ops[0]);
     ASSERT_NE(create, nullptr);
     EXPECT_EQ(create->path, l.pending_task(tid));
-    const auto task = zkd::protocol::decode_task(create->data);
-    ASSERT_TRUE(task) << task.error().message;
-    EXPECT_EQ(task->type, md5_crack_type);
-    EXPECT_EQ(task->args, partition_args(p, {0, 6}));
-    EXPECT_EQ(task->priority, spec.priority);
-    EXPECT_EQ(task->max_attempts, spec.max_attempts);
-    EXPECT_TRUE(fits_one_multi({*op}));
-    EXPECT_FALSE(fits_one_multi(std::vector<zkd::zkco::multi_op>(1001, *op)));
+    const auto node = zkd::protocol::decode_task_node(create->data);
+    ASSERT_TRUE(node) << node.error().message;
+    EXPECT_EQ(node->task.args, task.args);
+    EXPECT_EQ(node->task.client, "0000abcd");
+    EXPECT_TRUE(fits_one_multi(ops));
+    EXPECT_FALSE(fits_one_multi(std::vector<zkd::zkco::multi_op>(1001, ops[0])));
 }
 
 }  // namespace

@@ -47,12 +47,12 @@ inline std::string worker_data(
 }
 
 inline std::string task_data(std::string type = "echo", int attempt = 1, int max_attempts = 3) {
-    protocol::task_spec t;
-    t.type = std::move(type);
-    t.args = "x";
-    t.attempt = attempt;
-    t.max_attempts = max_attempts;
-    t.submitted_ms = 1763733600123;
+    protocol::task_node t;
+    t.task.type = std::move(type);
+    t.task.args = "x";
+    t.assigned.attempt = attempt;
+    t.task.max_attempts = max_attempts;
+    t.task.submitted_ms = 1763733600123;
     return protocol::encode(t);
 }
 
@@ -187,7 +187,7 @@ inline std::optional<std::uint64_t> list_dir(
 struct MasterFsm : ::testing::Test {
     master_stats stats;
     clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(1);
-    std::vector<protocol::task_spec> assigned_specs;
+    std::vector<protocol::task_head> assigned_specs;
     master_fsm view{protocol::layout{}, 7, options(), stats};
     std::vector<std::string> live;
 
@@ -196,7 +196,7 @@ struct MasterFsm : ::testing::Test {
         o.policy = protocol::placement_policy::least_loaded;
         o.unknown_type_grace = milliseconds(10'000);
         o.unknown_cancel_grace = milliseconds(30'000);
-        o.on_assigned = [this](const protocol::task_spec& t) { assigned_specs.push_back(t); };
+        o.on_assigned = [this](const protocol::task_head& t) { assigned_specs.push_back(t); };
         return o;
     }
 

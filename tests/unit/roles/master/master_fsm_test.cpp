@@ -22,11 +22,13 @@ TEST_F(MasterFsm, AssignsToFreeSlotsFifoWithinPriorityAndFencedByTheWorkerCheck)
     EXPECT_EQ(assigns[0].tid, high);
     EXPECT_EQ(assigns[1].tid, first);
     EXPECT_EQ(assigns[0].worker, "w1");
+    // The node as read, stamped (its task never encoded again).
     EXPECT_EQ(
         assigns[0].ops, protocol::assign_ops(
-                            0, high, "w1", *protocol::decode_task(task_data()), 7,
-                            protocol::decode_task(assigns[0].ops[2].data)->assigned_ms
+                            0, high, "w1", task_data(), 1, 7,
+                            protocol::decode_task_node(assigns[0].ops[2].data)->assigned.assigned_ms
                         )
+                            .value()
     );
     // Full until an answer or the worker's directory says otherwise.
     EXPECT_TRUE(of_kind(view.on(decide{}, t0), kind::assign).empty());

@@ -61,8 +61,8 @@ TEST_F(MasterFsm, ASuspectGetsAFreshTaskAsItsProbeAndNothingElse) {
     EXPECT_EQ(reads[0].worker, "w1");
     EXPECT_EQ(reads[0].tids, std::vector<std::string>{old});
     EXPECT_EQ(reads[0].paths, std::vector<std::string>{protocol::layout::assignment("w1", old)});
-    protocol::task_spec unstarted = *protocol::decode_task(task_data());
-    unstarted.assigned_ms = 1'000;
+    protocol::task_node unstarted = *protocol::decode_task_node(task_data());
+    unstarted.assigned.assigned_ms = 1'000;
     const auto step = view.on(
         assignments_read{
             "w1",
