@@ -51,6 +51,7 @@ const std::set<std::string>& every_settable() {
         "--http-insecure",
         "--http-max-connections",
         "--enable-crash-task",
+        "--exec-limits",
         "--priority",
         "--task-timeout",
         "--max-attempts",

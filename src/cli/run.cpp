@@ -113,7 +113,8 @@ command line wins, then the environment, then the file. Durations take a unit: 5
                           on stdout; no shell: the value is split on spaces); repeatable,
                           once per NAME (replaces the config file's 'exec.NAME' program).
                           Per-type settings (timeout, max-output, concurrency, output, env,
-                          dir, user, kill-grace) go in the config file as 'exec.NAME.SETTING
+                          dir, user, kill-grace, memory-limit, cpu-limit, max-processes,
+                          max-open-files) go in the config file as 'exec.NAME.SETTING
                           = VALUE', and 'exec.NAME = PROGRAM [ARG...]' defines one there:
                           see docs/exec.md
   --serve NAME=PROGRAM [ARG...]
@@ -121,6 +122,11 @@ command line wins, then the environment, then the file. Durations take a unit: 5
                           one task at a time as JSON lines on stdin and answering on stdout
                           (docs/exec.md "Serve mode"); repeatable, as --exec. Settings as for
                           --exec, plus warm, max-tasks, max-memory, start-timeout
+  --exec-limits MECHANISM how exec types' limits (memory-limit, cpu-limit, max-processes,
+                          max-open-files) are enforced: auto (default: a cgroup v2 subtree
+                          delegated to zkd if there is one, else rlimits), cgroup (any
+                          writable cgroup v2 subtree, or refuse to start), rlimit; the log
+                          says at start what is in force for each type (docs/exec.md "Limits")
   --config FILE           read options from FILE
   --version               print zkd's version
 )";
@@ -203,14 +209,48 @@ void add_exec_types(const args& a, handlers::registry& reg) {
             const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
             return v == nullptr ? std::nullopt : std::optional<std::string>(v);
         };
+        const std::string mechanism = a.get("--exec-limits", "auto");
+        if (mechanism != "auto" && mechanism != "cgroup" && mechanism != "rlimit") {
+            throw usage_error(a.source("--exec-limits") + " wants auto, cgroup or rlimit");
+        }
+        const auto mode = mechanism == "cgroup"   ? handlers::exec::limits_mode::cgroup
+                          : mechanism == "rlimit" ? handlers::exec::limits_mode::rlimit
+                                                  : handlers::exec::limits_mode::automatic;
+        // A cgroup only when a type has a limit that one enforces better than an rlimit.
+        handlers::exec::cgroup_support cg;
+        cg.reason = "no type needs one";
+        for (const auto& [name, c] : types) {
+            const auto& l = c.limits;
+            if (mode != handlers::exec::limits_mode::rlimit &&
+                (l.memory > 0 || l.cpu_percent > 0 || l.max_processes > 0)) {
+                cg = handlers::exec::detect_cgroup(mode);
+                break;
+            }
+        }
+        if (mode == handlers::exec::limits_mode::cgroup && !cg.usable &&
+            cg.reason != "no type needs one") {
+            throw usage_error("--exec-limits cgroup: cannot use cgroup v2: " + cg.reason);
+        }
+        if (cg.usable) {
+            spdlog::info(
+                "zkd: exec limits: cgroup v2 below {} (controllers:{}{}{})", cg.path,
+                cg.memory ? " memory" : "", cg.cpu ? " cpu" : "", cg.pids ? " pids" : ""
+            );
+        } else if (mode != handlers::exec::limits_mode::rlimit && cg.reason != "no type needs one") {
+            spdlog::info("zkd: exec limits: rlimits (no cgroup v2: {})", cg.reason);
+        }
         for (auto& [name, c] : types) {
             if (reg.find(name) != nullptr || reg.find_async(name) != nullptr) {
                 throw usage_error("exec type '" + name + "': a built-in task type has that name");
             }
-            auto p = handlers::exec::resolve(std::move(c), lookup);
-            spdlog::info(
-                "zkd: exec type {}: {} ({})", name, p.path,
-                p.config.mode == handlers::exec::run_mode::serve ? "served" : "a process per task"
+            auto p = handlers::exec::resolve(std::move(c), lookup, cg);
+            const std::string limits = handlers::exec::describe_limits(p.config.limits, p.plan);
+            const bool lax = limits.find("NOT IN FORCE") != std::string::npos;
+            spdlog::log(
+                lax ? spdlog::level::warn : spdlog::level::info, "zkd: exec type {}: {} ({}; {})",
+                name, p.path,
+                p.config.mode == handlers::exec::run_mode::serve ? "served" : "a process per task",
+                limits
             );
             handlers::exec::add_exec_type(reg, std::move(p));
         }
@@ -248,6 +288,7 @@ int cmd_run(int argc, char** argv) {
              {"--enable-crash-task", false, true},
              {"--exec", true, false, true},
              {"--serve", true, false, true},
+             {"--exec-limits"},
              {"--retry", true, false, true}}
         )
     );

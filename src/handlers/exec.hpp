@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -36,6 +37,21 @@ inline constexpr int progress_fd = 3;
 /// How much of stderr's end a failure's message quotes.
 inline constexpr std::size_t stderr_tail_bytes = 2048;
 
+/// A type's resource limits per program process (docs/exec.md "Limits"); 0: none.
+struct resource_limits {
+    std::size_t memory = 0;                 ///< memory-limit, bytes
+    std::chrono::milliseconds cpu_time{0};  ///< cpu-limit as CPU time (`30s`): per process
+    int cpu_percent = 0;                    ///< cpu-limit as a share of one core (`50%`)
+    int max_processes = 0;                  ///< max-processes
+    int max_open_files = 0;                 ///< max-open-files
+
+    [[nodiscard]] bool any() const {
+        return memory > 0 || cpu_time.count() > 0 || cpu_percent > 0 || max_processes > 0 ||
+               max_open_files > 0;
+    }
+    friend bool operator==(const resource_limits&, const resource_limits&) = default;
+};
+
 /// One exec type as the operator configured it (`--exec`, `exec.NAME.*` in the config file).
 struct program_config {
     std::string name;               ///< the task type
@@ -50,6 +66,7 @@ struct program_config {
     std::string user;              ///< run as this user (zkd must be root); empty: zkd's
     std::chrono::milliseconds kill_grace{5000};  ///< SIGTERM to SIGKILL on stop
     run_mode mode = run_mode::once;
+    resource_limits limits;
     // Served types only:
     int warm = 0;                ///< processes started at once (the rest on demand)
     int max_tasks = 0;           ///< a process is replaced after this many tasks; 0: never
@@ -101,6 +118,83 @@ struct file_setting {
 /// "512", "64KiB", "1MiB", "2k", "3M", "1GiB", "2G" (binary units): bytes, or nullopt.
 [[nodiscard]] std::optional<std::size_t> parse_size(std::string_view text);
 
+/// Parses `cpu-limit`: a CPU time with its unit (`30s`, `1m30s`, `500ms`), a share of one
+/// core (`50%`, `150%`: 1 to 100000), or both separated by a comma (`30s,50%`), into `l`.
+/// Throws std::invalid_argument naming `key`.
+void parse_cpu_limit(std::string_view key, std::string_view value, resource_limits& l);
+
+// --- limits: how they are enforced and what a run's end says about them ----------------------
+
+/// How a worker enforces the limits of its exec types (`zkd run --exec-limits`).
+enum class limits_mode { automatic, cgroup, rlimit };
+
+/// What the worker found of cgroup v2 at start-up (detect_cgroup).
+struct cgroup_support {
+    bool usable = false;  ///< a writable cgroup v2 subtree with at least one controller below
+    std::string reason;   ///< why not, when not usable
+    std::string path;     ///< the directory of the worker's cgroup (its programs' parent)
+    bool memory = false;  ///< the controllers available there
+    bool cpu = false;
+    bool pids = false;
+};
+
+/// How one limit is enforced.
+enum class enforcement { none, rlimit, cgroup };
+
+/// How each of a type's limits is enforced on this worker (plan_limits).
+struct limit_plan {
+    enforcement memory = enforcement::none;      ///< cgroup memory.max, or RLIMIT_DATA
+    enforcement cpu_time = enforcement::none;    ///< RLIMIT_CPU (per process) in both
+    enforcement cpu_share = enforcement::none;   ///< cgroup cpu.max; not with rlimits
+    enforcement processes = enforcement::none;   ///< cgroup pids.max, or RLIMIT_NPROC (user)
+    enforcement open_files = enforcement::none;  ///< RLIMIT_NOFILE in both
+
+    [[nodiscard]] bool uses_cgroup() const {
+        return memory == enforcement::cgroup || cpu_share == enforcement::cgroup ||
+               processes == enforcement::cgroup;
+    }
+    friend bool operator==(const limit_plan&, const limit_plan&) = default;
+};
+
+/// How `l` is enforced given `cg` (its controllers; nothing of it unless usable) and whether
+/// the program runs as a `user` of its own (RLIMIT_NPROC counts a user's processes and does not
+/// hold for root). Pure.
+[[nodiscard]] limit_plan plan_limits(
+    const resource_limits& l, const cgroup_support& cg, bool has_user
+);
+
+/// One line for the start-up log: each limit set and how it is enforced (or why it is not).
+[[nodiscard]] std::string describe_limits(const resource_limits& l, const limit_plan& plan);
+
+/// What the end of a run tells about limits.
+struct limit_evidence {
+    int exit_code = -1;
+    int signal = 0;
+    bool stopped = false;                    ///< zkd stopped or killed it (cancel, timeout, ...)
+    std::chrono::milliseconds cpu_used{-1};  ///< the program's CPU time; -1: unknown
+    std::uint64_t oom_kills = 0;             ///< its cgroup's memory.events oom_kill
+    std::uint64_t pids_max = 0;              ///< its cgroup's pids.events max
+    std::string_view stderr_tail;
+};
+
+/// The limit a failed run went over, as a task error naming it (memory_limit, cpu_limit,
+/// process_limit, open_files_limit), or nullopt (a run that exited 0, or no sign of a limit).
+/// Certain: an OOM kill or a failed fork counted by the cgroup, death by SIGXCPU, or SIGKILL
+/// with the CPU time used up. Inferred from stderr (said so in the message): an allocation
+/// failure under RLIMIT_DATA, "Too many open files" under RLIMIT_NOFILE, "Resource
+/// temporarily unavailable" under RLIMIT_NPROC. Pure.
+[[nodiscard]] std::optional<protocol::task_error> limit_exceeded(
+    const resource_limits& l, const limit_plan& plan, const limit_evidence& e
+);
+
+/// Looks for a cgroup v2 subtree the worker may use for its programs and prepares it: the
+/// worker moves itself into a leaf `zkd` of its own cgroup and enables the memory, cpu and
+/// pids controllers for the programs' cgroups beside it. `mode` rlimit: nothing is tried;
+/// automatic: only a delegated cgroup (systemd's `Delegate=`, marked by the
+/// trusted.delegate or user.delegate attribute) is used; cgroup: any writable one. Never
+/// throws; `reason` says why it is not usable.
+[[nodiscard]] cgroup_support detect_cgroup(limits_mode mode);
+
 /// Who a program runs as.
 struct identity {
     uid_t uid = 0;
@@ -114,6 +208,8 @@ struct program {
     std::string path;              ///< absolute path of argv[0]
     std::vector<std::string> env;  ///< NAME=VALUE, as the program gets them
     std::optional<identity> user;
+    limit_plan plan;            ///< how config.limits is enforced (plan_limits)
+    std::string cgroup_parent;  ///< where its programs' cgroups go, when plan uses one
 };
 
 /// Looks a variable up in zkd's environment.
@@ -123,21 +219,30 @@ using env_lookup = std::function<std::optional<std::string>(const std::string&)>
 /// zkd may switch to it; the directory exists) and resolves it. `lookup` reads zkd's
 /// environment (PATH for a bare program name, the variables `env` passes through). Throws
 /// std::invalid_argument with a message naming the type.
-[[nodiscard]] program resolve(program_config c, const env_lookup& lookup);
+/// `cg` decides how its limits are enforced (plan_limits).
+[[nodiscard]] program resolve(
+    program_config c, const env_lookup& lookup, const cgroup_support& cg = {}
+);
 
 /// How one run ended, as run_program saw it.
 struct run_outcome {
-    std::string start_error;        ///< non-empty: the program could not be started
-    int exit_code = -1;             ///< its exit status when it exited
-    int signal = 0;                 ///< the signal that killed it, if one did
-    bool output_too_large = false;  ///< stdout went over max_output (it was killed)
-    bool stopped = false;           ///< stop was requested while it ran
-    std::string output;             ///< stdout (empty when too large)
-    std::string stderr_tail;        ///< the last stderr_tail_bytes of stderr
+    std::string start_error;                 ///< non-empty: the program could not be started
+    int exit_code = -1;                      ///< its exit status when it exited
+    int signal = 0;                          ///< the signal that killed it, if one did
+    bool output_too_large = false;           ///< stdout went over max_output (it was killed)
+    bool stopped = false;                    ///< stop was requested while it ran
+    std::string output;                      ///< stdout (empty when too large)
+    std::string stderr_tail;                 ///< the last stderr_tail_bytes of stderr
+    std::chrono::milliseconds cpu_used{-1};  ///< the program's CPU time (its tree's reaped)
+    std::uint64_t oom_kills = 0;             ///< its cgroup's OOM kills
+    std::uint64_t pids_max = 0;              ///< forks its cgroup refused at pids.max
 };
 
-/// The task's result from how its program ended (docs/exec.md "The contract").
-[[nodiscard]] handler_result classify(const program_config& c, const run_outcome& o);
+/// The task's result from how its program ended (docs/exec.md "The contract"); a limit's
+/// code when limit_exceeded finds one under `plan`.
+[[nodiscard]] handler_result classify(
+    const program_config& c, const run_outcome& o, const limit_plan& plan = {}
+);
 
 /// One progress line (`{"progress":0.4,"message":"..."}`): the fraction (clamped to [0,1])
 /// and message (cut to 200 bytes), or nullopt if the line is not one.

@@ -83,7 +83,9 @@ namespace {
 
 bool is_handler_code(std::string_view code) noexcept {
     return code == codes::handler_error || code == codes::bad_args || code == codes::timeout ||
-           code == codes::cancelled || code == codes::output_too_large;
+           code == codes::cancelled || code == codes::output_too_large ||
+           code == codes::memory_limit || code == codes::cpu_limit ||
+           code == codes::process_limit || code == codes::open_files_limit;
 }
 
 handler_error unknown(std::string_view type) {

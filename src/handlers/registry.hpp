@@ -22,7 +22,8 @@
 namespace zkd::handlers {
 
 /// The error codes of docs/protocol.md §5 (protocol::codes). A handler fails with one of
-/// handler_error, bad_args, timeout, cancelled or output_too_large; run_handler adds
+/// handler_error, bad_args, timeout, cancelled, output_too_large or a limit's code
+/// (memory_limit, cpu_limit, process_limit, open_files_limit); run_handler adds
 /// unknown_type when nothing is registered for the type.
 namespace codes = protocol::codes;
 

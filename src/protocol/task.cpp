@@ -880,9 +880,10 @@ void throw_exception_from_error(const task_error& e, const boost::source_locatio
 
 bool is_known_error_code(std::string_view code) noexcept {
     constexpr std::array known{
-        codes::handler_error,  codes::unknown_type,       codes::bad_args,
-        codes::malformed_task, codes::result_too_large,   codes::timeout,
-        codes::cancelled,      codes::attempts_exhausted, codes::output_too_large};
+        codes::handler_error,    codes::unknown_type, codes::bad_args,  codes::malformed_task,
+        codes::result_too_large, codes::timeout,      codes::cancelled, codes::attempts_exhausted,
+        codes::output_too_large, codes::memory_limit, codes::cpu_limit, codes::process_limit,
+        codes::open_files_limit};
     return std::find(known.begin(), known.end(), code) != known.end();
 }
 

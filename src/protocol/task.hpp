@@ -235,6 +235,14 @@ inline constexpr std::string_view cancelled = "cancelled";
 inline constexpr std::string_view attempts_exhausted = "attempts_exhausted";
 /// An exec type's program wrote more than its max-output (docs/exec.md); it was killed.
 inline constexpr std::string_view output_too_large = "output_too_large";
+/// An exec type's program went over its memory-limit (docs/exec.md "Limits").
+inline constexpr std::string_view memory_limit = "memory_limit";
+/// An exec type's program used up its CPU time (cpu-limit).
+inline constexpr std::string_view cpu_limit = "cpu_limit";
+/// An exec type's program could not start a process (max-processes).
+inline constexpr std::string_view process_limit = "process_limit";
+/// An exec type's program could not open a file (max-open-files).
+inline constexpr std::string_view open_files_limit = "open_files_limit";
 }  // namespace codes
 
 /// The `error` of a result (`{"code":c,"message":m}`); a handler's failure (handlers::handler_error
@@ -263,7 +271,7 @@ private:
     const task_error& e, const boost::source_location& loc
 );
 
-/// True for the nine codes of §5.
+/// True for the thirteen codes of §5.
 bool is_known_error_code(std::string_view code) noexcept;
 
 struct task_result {

@@ -79,10 +79,11 @@ std::chrono::milliseconds duration_setting(std::string_view key, std::string_vie
     return *d;
 }
 
-constexpr std::array<std::string_view, 14> settings{
-    "timeout", "max-timeout", "max-output", "concurrency",  "output",
-    "env",     "dir",         "user",       "kill-grace",   "mode",
-    "warm",    "max-tasks",   "max-memory", "start-timeout"};
+constexpr std::array<std::string_view, 18> settings{
+    "timeout",   "max-timeout",   "max-output",    "concurrency",   "output",
+    "env",       "dir",           "user",          "kill-grace",    "mode",
+    "warm",      "max-tasks",     "max-memory",    "start-timeout", "memory-limit",
+    "cpu-limit", "max-processes", "max-open-files"};
 
 /// A config key's type name and setting ("img.v2.timeout": "img.v2" and "timeout"); the
 /// setting is empty when the key defines the type. A known setting suffix wins over a dot in
@@ -150,6 +151,26 @@ std::size_t memory_setting(std::string_view key, std::string_view value) {
     return *n;
 }
 
+/// A whole number from `min` to `max` (a limit's count).
+int bounded_setting(std::string_view key, std::string_view value, int min, int max) {
+    const auto n = parse_size(value);
+    if (!n || value.find_first_not_of("0123456789") != std::string_view::npos ||
+        *n < static_cast<std::size_t>(min) || *n > static_cast<std::size_t>(max)) {
+        bad("exec." + std::string(key) + " wants a whole number from " + std::to_string(min) +
+            " to " + std::to_string(max) + ", not '" + std::string(value) + "'");
+    }
+    return static_cast<int>(*n);
+}
+
+std::size_t memory_limit_setting(std::string_view key, std::string_view value) {
+    const auto n = parse_size(value);
+    if (!n || *n < std::size_t{1024} * 1024) {
+        bad("exec." + std::string(key) + " wants a size of at least 1MiB (e.g. 512M, 2G), not '" +
+            std::string(value) + "'");
+    }
+    return *n;
+}
+
 run_mode mode_setting(std::string_view key, std::string_view value) {
     if (value != "once" && value != "serve") {
         bad("exec." + std::string(key) + " wants once or serve, not '" + std::string(value) + "'");
@@ -196,6 +217,14 @@ void set_setting(
         c.max_memory = memory_setting(key, value);
     } else if (setting == "start-timeout") {
         c.start_timeout = duration_setting(key, value);
+    } else if (setting == "memory-limit") {
+        c.limits.memory = memory_limit_setting(key, value);
+    } else if (setting == "cpu-limit") {
+        parse_cpu_limit(key, value, c.limits);
+    } else if (setting == "max-processes") {
+        c.limits.max_processes = bounded_setting(key, value, 1, 1'000'000);
+    } else if (setting == "max-open-files") {
+        c.limits.max_open_files = bounded_setting(key, value, 4, 1'048'576);
     }
 }
 
@@ -229,6 +258,53 @@ void refuse_unknown_setting(const std::string& key, const std::set<std::string>&
 }
 
 }  // namespace
+
+void parse_cpu_limit(std::string_view key, std::string_view value, resource_limits& l) {
+    const auto refuse = [&] {
+        bad("exec." + std::string(key) +
+            " wants a CPU time with its unit (30s, 1m30s, 500ms), a share of one core (50%, "
+            "200%), or both (30s,50%), not '" +
+            std::string(value) + "'");
+    };
+    resource_limits got;
+    std::size_t start = 0;
+    while (start <= value.size()) {
+        auto comma = value.find(',', start);
+        if (comma == std::string_view::npos) {
+            comma = value.size();
+        }
+        std::string_view item = value.substr(start, comma - start);
+        while (!item.empty() && item.front() == ' ') {
+            item.remove_prefix(1);
+        }
+        while (!item.empty() && item.back() == ' ') {
+            item.remove_suffix(1);
+        }
+        if (item.empty() || item.find_first_not_of("0123456789") == std::string_view::npos) {
+            refuse();  // a bare number could mean either
+        }
+        if (item.back() == '%') {
+            const std::string_view digits = item.substr(0, item.size() - 1);
+            const auto n = parse_size(digits);
+            if (got.cpu_percent > 0 || !n ||
+                digits.find_first_not_of("0123456789") != std::string_view::npos || *n < 1 ||
+                *n > 100'000) {
+                refuse();
+            }
+            got.cpu_percent = static_cast<int>(*n);
+        } else {
+            const auto d = protocol::parse_duration(item);
+            if (got.cpu_time.count() > 0 || !d || *d < std::chrono::milliseconds(1) ||
+                *d > std::chrono::hours(24 * 365)) {
+                refuse();
+            }
+            got.cpu_time = *d;
+        }
+        start = comma + 1;
+    }
+    l.cpu_time = got.cpu_time;
+    l.cpu_percent = got.cpu_percent;
+}
 
 std::optional<std::size_t> parse_size(std::string_view text) {
     std::size_t digits = 0;

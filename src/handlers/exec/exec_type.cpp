@@ -86,7 +86,7 @@ identity look_up_user(const std::string& type, const std::string& user) {
 
 }  // namespace
 
-program resolve(program_config c, const env_lookup& lookup) {
+program resolve(program_config c, const env_lookup& lookup, const cgroup_support& cg) {
     const std::string& t = c.name;
     if (!is_valid_type_name(t)) {
         bad("exec type '" + t + "': not a task type name (1 to 128 of A-Z a-z 0-9 _ . : -)");
@@ -165,6 +165,10 @@ program resolve(program_config c, const env_lookup& lookup) {
             p.env.push_back(e + "=" + *v);
         }
     }
+    p.plan = plan_limits(c.limits, cg, p.user.has_value());
+    if (p.plan.uses_cgroup()) {
+        p.cgroup_parent = cg.path;
+    }
     p.config = std::move(c);
     return p;
 }
@@ -198,9 +202,23 @@ handler_error fail(std::string_view code, std::string message) {
 
 }  // namespace
 
-handler_result classify(const program_config& c, const run_outcome& o) {
+handler_result classify(const program_config& c, const run_outcome& o, const limit_plan& plan) {
     if (!o.start_error.empty()) {
         return fail(codes::handler_error, "cannot start the program: " + o.start_error);
+    }
+    if (!o.output_too_large) {
+        limit_evidence e;
+        e.exit_code = o.exit_code;
+        e.signal = o.signal;
+        e.stopped = o.stopped;
+        e.cpu_used = o.cpu_used;
+        e.oom_kills = o.oom_kills;
+        e.pids_max = o.pids_max;
+        const std::string tail = printable_utf8(o.stderr_tail);
+        e.stderr_tail = tail;
+        if (auto over = limit_exceeded(c.limits, plan, e)) {
+            return *over;
+        }
     }
     if (o.output_too_large) {
         return fail(
@@ -382,7 +400,7 @@ void add_exec_type(registry& reg, program p) {
                 "exec type {}: cannot start {}: {}", prog->config.name, prog->path, o.start_error
             );
         }
-        co_return classify(prog->config, o);
+        co_return classify(prog->config, o, prog->plan);
     };
     reg.add_async(prog->config.name, std::move(handler), limits);
 }

@@ -6,6 +6,7 @@
 // process of a program's tree left behind, no signal to a pid that may be reused);
 // docs/exec.md is the contract.
 #include "handlers/exec.hpp"
+#include "handlers/exec/detail/cgroup.hpp"
 #include "handlers/exec/detail/child.hpp"
 #include "protocol/syntax.hpp"
 
@@ -34,6 +35,7 @@
 #include <memory>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -100,7 +102,9 @@ enum class stage : int {
     exec,
     subreaper,
     signals,
-    fork
+    fork,
+    cgroup,
+    rlimit
 };
 
 const char* stage_text(stage s) {
@@ -127,17 +131,31 @@ const char* stage_text(stage s) {
         return "signalfd";
     case stage::fork:
         return "fork (its supervisor)";
+    case stage::cgroup:
+        return "moving into its cgroup";
+    case stage::rlimit:
+        return "setrlimit";
     }
     return "?";
 }
 
 // The supervisor's fds: the program's 0..3 until it has forked it, then its own.
-constexpr int error_fd = 4;    // execve's failure (close-on-exec)
-constexpr int control_fd = 5;  // the control socket (close-on-exec)
-constexpr int signal_fd = 6;   // SIGCHLD (close-on-exec)
+constexpr int error_fd = 4;     // execve's failure (close-on-exec)
+constexpr int control_fd = 5;   // the control socket (close-on-exec)
+constexpr int signal_fd = 6;    // SIGCHLD (close-on-exec)
+constexpr int cg_kill_fd = 7;   // its cgroup's cgroup.kill (close-on-exec; -1: none)
+constexpr int cg_procs_fd = 8;  // its cgroup's cgroup.procs, for the program (close-on-exec)
 
-/// Records the supervisor writes on the control socket: {kind, value}.
-enum class record : std::int32_t { started = 0, exited = 1, killed = 2 };
+/// Records the supervisor writes on the control socket: {kind, value}; cpu (the program's
+/// CPU time in ms, its reaped children's included) comes before exited or killed.
+enum class record : std::int32_t { started = 0, exited = 1, killed = 2, cpu = 3 };
+
+/// One resource limit the program gets before it execs.
+struct rlimit_entry {
+    __rlimit_resource_t resource{};
+    rlim_t soft = 0;
+    rlim_t hard = 0;
+};
 
 /// Everything the children need, prepared before fork(): the supervisor and the program may
 /// call only async-signal-safe functions (the worker has other threads, whose locks a fork
@@ -151,6 +169,10 @@ struct child_plan {
     std::array<int, 4> fds{};  // becomes 0 (stdin), 1, 2, 3 (progress; -1: none)
     int error = -1;            // the error pipe's write end (close-on-exec)
     int control = -1;          // the supervisor's end of the control socket
+    int cg_procs = -1;         // its cgroup's cgroup.procs (-1: no cgroup)
+    int cg_kill = -1;          // its cgroup's cgroup.kill (-1: none)
+    std::array<rlimit_entry, 4> limits{};
+    std::size_t limit_count = 0;
 };
 
 [[noreturn]] void child_fail(int fd, stage s) {
@@ -186,6 +208,7 @@ void set_all_signals(void (*handler)(int)) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::close(control_fd);
     ::close(signal_fd);
+    ::close(cg_kill_fd);
     // Its own process group (what a terminal's signals and job control see as one job), and
     // it dies with its supervisor.
     if (::setpgid(0, 0) != 0) {
@@ -196,6 +219,17 @@ void set_all_signals(void (*handler)(int)) {
     }
     if (::getppid() != supervisor) {
         ::_exit(127);
+    }
+    // Its cgroup (before it may lose the right to move), then its limits.
+    if (p.cg_procs >= 0 && ::write(cg_procs_fd, "0", 1) != 1) {
+        child_fail(err, stage::cgroup);
+    }
+    ::close(cg_procs_fd);
+    for (std::size_t i = 0; i < p.limit_count; ++i) {
+        const rlimit lim{p.limits[i].soft, p.limits[i].hard};
+        if (::setrlimit(p.limits[i].resource, &lim) != 0) {
+            child_fail(err, stage::rlimit);
+        }
     }
     if (p.dir != nullptr && ::chdir(p.dir) != 0) {
         child_fail(err, stage::dir);
@@ -348,11 +382,20 @@ const proc_entry* find_proc(
     return lo < n && procs[lo].pid == pid ? &procs[lo] : nullptr;
 }
 
+/// The supervisor's cg_kill_fd is its cgroup's cgroup.kill.
+bool supervisor_has_cg_kill = false;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+/// The program's CPU time in ms, from its reaping (-1 until then).
+std::int64_t program_cpu_ms = -1;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+
 /// Sends `sig` to every live process below `self` (the supervisor, a subreaper: its
 /// descendants' parent chains all lead to it); how many it signalled. Each is signalled
 /// through a pidfd opened after its parent was read and checked again after, so a pid reused
 /// meanwhile is not hit.
 std::size_t signal_tree(pid_t self, int sig) {
+    if (sig == SIGKILL && supervisor_has_cg_kill) {
+        // Its cgroup too: a process reparented away from the tree (ptrace) is still in it.
+        [[maybe_unused]] const auto n = ::write(cg_kill_fd, "1", 1);
+    }
     std::array<proc_entry, max_procs> procs;  // NOLINT(cppcoreguidelines-pro-type-member-init)
     const std::size_t n = list_procs(procs);
     for (bool changed = true; changed;) {
@@ -393,13 +436,16 @@ std::size_t signal_tree(pid_t self, int sig) {
 void reap_all(pid_t program, int& status, bool& program_done) {
     for (;;) {
         int st = 0;
-        const pid_t w = ::waitpid(-1, &st, WNOHANG);
+        rusage ru{};
+        const pid_t w = ::wait4(-1, &st, WNOHANG, &ru);
         if (w <= 0) {
             return;
         }
         if (w == program) {
             status = st;
             program_done = true;
+            program_cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+                             (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
         }
     }
 }
@@ -456,6 +502,13 @@ void send_record(record kind, std::int32_t value) {
     if (high[5] < 0) {
         child_fail(err, stage::fds);
     }
+    std::array<int, 2> cg{-1, -1};  // cgroup.kill, cgroup.procs
+    for (std::size_t i = 0; i < cg.size(); ++i) {
+        const int from = i == 0 ? p.cg_kill : p.cg_procs;
+        if (from >= 0 && (cg[i] = ::fcntl(from, F_DUPFD_CLOEXEC, 10)) < 0) {
+            child_fail(err, stage::fds);
+        }
+    }
     for (int i = 0; i < 4; ++i) {
         const int from = high[static_cast<std::size_t>(i)];
         if (from < 0) {
@@ -471,9 +524,18 @@ void send_record(record kind, std::int32_t value) {
     if (::dup3(high[5], control_fd, O_CLOEXEC) != control_fd) {
         child_fail(err, stage::fds);
     }
+    for (std::size_t i = 0; i < cg.size(); ++i) {
+        const int to = i == 0 ? cg_kill_fd : cg_procs_fd;
+        if (cg[i] < 0) {
+            ::close(to);
+        } else if (::dup3(cg[i], to, O_CLOEXEC) != to) {
+            child_fail(err, stage::fds);
+        }
+    }
+    supervisor_has_cg_kill = cg[0] >= 0;
     // Nothing else of the worker's stays open here or reaches the program.
     ::close(signal_fd);
-    close_from(static_cast<unsigned>(signal_fd) + 1);
+    close_from(static_cast<unsigned>(cg_procs_fd) + 1);
     // The lowest free number may be 3 (a program without fd 3): moved to its place.
     const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) {
@@ -535,8 +597,17 @@ void send_record(record kind, std::int32_t value) {
     kill_everything(self, program, status, program_done);
     if (!program_done) {
         // Killed by kill_everything, but not reaped yet (it was not in the last round's list).
-        while (::waitpid(program, &status, 0) < 0 && errno == EINTR) {
+        rusage ru{};
+        while (::wait4(program, &status, 0, &ru) < 0 && errno == EINTR) {
         }
+        program_cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+                         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+    }
+    if (program_cpu_ms >= 0) {
+        send_record(
+            record::cpu,
+            static_cast<std::int32_t>(std::min<std::int64_t>(program_cpu_ms, INT32_MAX))
+        );
     }
     if (WIFEXITED(status)) {
         send_record(record::exited, WEXITSTATUS(status));
@@ -561,6 +632,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 
 child::child(const asio::any_io_executor& ex)
     : in(ex), out(ex), err(ex), progress(ex), error(ex), control(ex), pidfd(ex), kill_timer(ex) {}
+
+child::~child() = default;
 
 void child::send(char request) const {
     if (!reaped && control.is_open()) {
@@ -632,6 +705,38 @@ std::shared_ptr<child> spawn(
         pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(), pipes[3].write.get()};
     plan.error = pipes[4].write.get();
     plan.control = theirs.get();
+    std::unique_ptr<program_cgroup> cg;
+    if (p.plan.uses_cgroup()) {
+        cg = program_cgroup::make(p, error);
+        if (!cg) {
+            return nullptr;
+        }
+        plan.cg_procs = cg->procs_fd();
+        plan.cg_kill = cg->kill_fd();
+    }
+    const auto& l = p.config.limits;
+    const auto limit = [&plan](__rlimit_resource_t r, rlim_t soft, rlim_t hard) {
+        plan.limits[plan.limit_count++] = rlimit_entry{r, soft, hard};
+    };
+    if (p.plan.memory == enforcement::rlimit) {
+        limit(RLIMIT_DATA, l.memory, l.memory);
+    }
+    if (p.plan.cpu_time == enforcement::rlimit) {
+        // Whole seconds: SIGXCPU at the limit (rounded up), SIGKILL a second later.
+        const auto s = static_cast<rlim_t>((l.cpu_time.count() + 999) / 1000);
+        limit(RLIMIT_CPU, s, s + 1);
+    }
+    if (p.plan.processes == enforcement::rlimit) {
+        limit(
+            RLIMIT_NPROC, static_cast<rlim_t>(l.max_processes), static_cast<rlim_t>(l.max_processes)
+        );
+    }
+    if (p.plan.open_files == enforcement::rlimit) {
+        limit(
+            RLIMIT_NOFILE, static_cast<rlim_t>(l.max_open_files),
+            static_cast<rlim_t>(l.max_open_files)
+        );
+    }
 
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -643,6 +748,7 @@ std::shared_ptr<child> spawn(
     }
     auto c = std::make_shared<child>(ex);
     c->supervisor = pid;
+    c->cgroup = std::move(cg);
     c->in.assign(pipes[0].write.release());
     c->out.assign(pipes[1].read.release());
     c->err.assign(pipes[2].read.release());
@@ -664,6 +770,7 @@ struct control_state {
     int exit_code = -1;
     int signal = 0;
     bool reported = false;
+    std::int64_t cpu_ms = -1;
 };
 
 asio::awaitable<void> read_control(std::shared_ptr<child> c, control_state& s) {
@@ -686,6 +793,9 @@ asio::awaitable<void> read_control(std::shared_ptr<child> c, control_state& s) {
         case record::killed:
             s.signal = rec[1];
             s.reported = true;
+            break;
+        case record::cpu:
+            s.cpu_ms = rec[1];
             break;
         }
     }
@@ -753,6 +863,12 @@ asio::awaitable<exit_status> wait_exit(std::shared_ptr<child> c) {
     control_state cs;
     using namespace asio::experimental::awaitable_operators;
     co_await (read_control(c, cs) && wait_supervisor(c, st));
+    st.cpu_used = std::chrono::milliseconds(cs.cpu_ms);
+    if (c->cgroup) {
+        st.oom_kills = c->cgroup->oom_kills();
+        st.pids_max = c->cgroup->pids_refused();
+        c->cgroup.reset();  // its tree is gone: what is left is killed, and it is removed
+    }
     if (cs.reported) {
         st.exit_code = cs.exit_code;
         st.signal = cs.signal;
@@ -879,6 +995,9 @@ asio::awaitable<void> await_exit(std::shared_ptr<run_state> s) {
     }
     s->outcome.exit_code = st.exit_code;
     s->outcome.signal = st.signal;
+    s->outcome.cpu_used = st.cpu_used;
+    s->outcome.oom_kills = st.oom_kills;
+    s->outcome.pids_max = st.pids_max;
     // Its whole tree is dead by now, so the pipes are closed; should something still hold
     // them (a process the supervisor could not kill), stop reading after a moment.
     boost::system::error_code ignored;

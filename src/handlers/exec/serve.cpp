@@ -108,6 +108,7 @@ struct proc {
     bool retiring = false;    // told to go (stdin closed or killed): exits are expected
     std::string start_error;  // why its start failed, when it did
     std::string stderr_tail;
+    bool stderr_eof = false;  // its stderr is read to the end
     std::shared_ptr<job> current;
     std::deque<std::string> outbox;
     bool writing = false;
@@ -579,6 +580,7 @@ private:
             );
             pr->stderr_tail += line;
         }
+        pr->stderr_eof = true;
     }
 
     asio::awaitable<void> await_exit(std::shared_ptr<proc> pr) {
@@ -588,8 +590,14 @@ private:
         pr->grace_timer.cancel();
         boost::system::error_code ignored;
         pr->c->in.close(ignored);
-        // Its tree is dead: the pipes see EOF at once; let the readers take the last bytes.
+        // Its tree is dead: the pipes see EOF at once; let the readers take the last bytes
+        // (stderr's end may tell which limit it met), a moment at most.
         co_await asio::post(*ex_, asio::use_awaitable);
+        asio::steady_timer drained(*ex_);
+        for (int i = 0; i < 100 && !pr->stderr_eof; ++i) {
+            drained.expires_after(std::chrono::milliseconds(10));
+            co_await drained.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
         std::string how = !st.start_error.empty() ? st.start_error
                           : st.signal != 0 ? "killed by signal " + std::to_string(st.signal) +
                                                  " (" + signal_text(st.signal) + ")"
@@ -602,13 +610,31 @@ private:
             tail.pop_back();
         }
         procs_.erase(pr->id);
+        const std::string printable = protocol::printable_utf8(tail);
+        limit_evidence e;
+        e.exit_code = st.start_error.empty() ? st.exit_code : -1;
+        e.signal = st.signal;
+        e.stopped = pr->retiring;
+        e.cpu_used = st.cpu_used;
+        e.oom_kills = st.oom_kills;
+        e.pids_max = st.pids_max;
+        e.stderr_tail = printable;
+        const auto over = limit_exceeded(p_.config.limits, p_.plan, e);
+        if (over) {
+            spdlog::warn(
+                "exec type {}: process {} went over a limit ({}): {}", p_.config.name,
+                pr->c->program, over->code, over->message
+            );
+        }
         if (pr->current) {
             auto j = std::exchange(pr->current, nullptr);
-            j->finish(fail(
-                codes::handler_error,
-                "the program " + how + " while running the task" +
-                    (tail.empty() ? "" : "; stderr: " + protocol::printable_utf8(tail))
-            ));
+            j->finish(
+                over ? fail(over->code, over->message + " (while running the task)")
+                     : fail(
+                           codes::handler_error, "the program " + how + " while running the task" +
+                                                     (tail.empty() ? "" : "; stderr: " + printable)
+                       )
+            );
             spdlog::warn(
                 "exec type {}: process {} {} while running {}: replaced", p_.config.name,
                 pr->c->program, how, j->id

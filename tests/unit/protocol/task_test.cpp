@@ -307,7 +307,8 @@ TEST(ProtocolResultCodec, EveryStateAndCode) {
         for (const auto code :
              {codes::handler_error, codes::unknown_type, codes::bad_args, codes::malformed_task,
               codes::result_too_large, codes::timeout, codes::cancelled, codes::attempts_exhausted,
-              codes::output_too_large}) {
+              codes::output_too_large, codes::memory_limit, codes::cpu_limit, codes::process_limit,
+              codes::open_files_limit}) {
             EXPECT_TRUE(is_known_error_code(code));
             task_result r;
             r.task = "t";

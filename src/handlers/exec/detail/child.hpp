@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <sys/types.h>
@@ -23,7 +24,12 @@ struct exit_status {
     int exit_code = -1;       ///< its exit status when it exited
     int signal = 0;           ///< the signal that killed it, if one did
     std::string start_error;  ///< non-empty: it never ran (a step before execve failed)
+    std::chrono::milliseconds cpu_used{-1};  ///< the program's CPU time; -1: unknown
+    std::uint64_t oom_kills = 0;             ///< its cgroup's OOM kills (no cgroup: 0)
+    std::uint64_t pids_max = 0;              ///< forks its cgroup refused at pids.max
 };
+
+class program_cgroup;
 
 /// A started program under its supervisor (docs/exec.md "No orphans"): zkd forks a
 /// supervisor, a subreaper that forks the program and, when the program exits, when asked,
@@ -32,6 +38,9 @@ struct exit_status {
 /// program's fds 0, 1, 2 and 3 (`progress` is closed when the program has no fd 3).
 struct child : std::enable_shared_from_this<child> {
     explicit child(const boost::asio::any_io_executor& ex);
+    child(const child&) = delete;
+    child& operator=(const child&) = delete;
+    ~child();
 
     pid_t supervisor = 0;
     pid_t program = 0;  ///< once the supervisor has said (0 before)
@@ -44,6 +53,7 @@ struct child : std::enable_shared_from_this<child> {
     bool reaped = false;  // the supervisor is gone: nothing more is sent to it
     bool term_sent = false;
     bool kill_sent = false;
+    std::unique_ptr<program_cgroup> cgroup;  // its own, when its limits need one
 
     /// SIGTERM to every process of the program's tree, then SIGKILL after `grace`.
     void terminate();
