@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -89,12 +91,10 @@ bool has_word(const std::string& text, std::string_view word) {
 }
 
 bool delegated(const std::string& dir) {
-    for (const char* attr : {"trusted.delegate", "user.delegate"}) {
-        if (::getxattr(dir.c_str(), attr, nullptr, 0) >= 0) {
-            return true;
-        }
-    }
-    return false;
+    const std::array<const char*, 2> marks{"trusted.delegate", "user.delegate"};
+    return std::ranges::any_of(marks, [&dir](const char* attr) {
+        return ::getxattr(dir.c_str(), attr, nullptr, 0) >= 0;
+    });
 }
 
 /// Removes the programs' cgroups a zkd that is gone left in `dir` (killed with SIGKILL, it

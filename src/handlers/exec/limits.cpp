@@ -4,6 +4,7 @@
 // end of a run says about a limit it went over.
 #include "handlers/exec.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <string>
 
@@ -44,12 +45,9 @@ protocol::task_error limit_error(
 }
 
 bool mentions(std::string_view text, std::initializer_list<std::string_view> needles) {
-    for (const auto n : needles) {
-        if (text.find(n) != std::string_view::npos) {
-            return true;
-        }
-    }
-    return false;
+    return std::ranges::any_of(needles, [text](std::string_view n) {
+        return text.find(n) != std::string_view::npos;
+    });
 }
 
 }  // namespace
