@@ -164,7 +164,7 @@ protected:
             out += "exec." + name + ".mode = serve\n";
         }
         for (const auto& s : settings) {
-            out += "exec." + name + "." + s + "\n";
+            out.append("exec.").append(name).append(".").append(s).append("\n");
         }
         return out;
     }
@@ -230,15 +230,19 @@ std::pair<std::string, std::string> cgroup_root() {
             continue;
         }
         std::istringstream f(line);
-        std::string id, parent, dev, root, point;
+        std::string id;
+        std::string parent;
+        std::string dev;
+        std::string root;
+        std::string point;
         f >> id >> parent >> dev >> root >> point;
         const std::string enabled = read_file(point + "/cgroup.subtree_control");
         if (enabled.find("memory") == std::string::npos ||
             enabled.find("pids") == std::string::npos) {
-            return {
-                "", "the cgroup v2 hierarchy at " + point +
-                        " has not the memory and pids controllers enabled (" + enabled +
-                        "): they may be bound to cgroup v1"};
+            std::string why = "the cgroup v2 hierarchy at ";
+            why.append(point).append(" has not the memory and pids controllers enabled (");
+            why.append(enabled).append("): they may be bound to cgroup v1");
+            return {"", why};
         }
         if (::access((point + "/cgroup.procs").c_str(), W_OK) != 0) {
             return {"", "the cgroup v2 hierarchy at " + point + " is not writable"};
@@ -309,6 +313,29 @@ TEST_F(Limits, CgroupsFailTasksWithTheLimitsCodeOnceAndServedAndTheWorkerCarries
     }
     fs::remove(cg, ec);
     EXPECT_EQ(left, 0U) << "program cgroups left behind in " << cg;
+}
+
+TEST_F(Limits, StartUpRefusesBadLimitsAndACgroupItCannotUseSayingWhy) {
+    const auto file = (dir_ / "bad.conf").string();
+    std::ofstream(file) << type("t", false, {"cpu-limit = 30"});
+    auto r = zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--config", file});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(
+        r.err.find("bad.conf:2: exec.t.cpu-limit wants a CPU time with its unit"), std::string::npos
+    ) << r.err;
+    r = zkd::test::run_command({ZKD_BINARY, "run", "--zk", zk_, "--exec-limits", "cgroups"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--exec-limits wants auto, cgroup or rlimit"), std::string::npos) << r.err;
+    if (!cgroup_root().first.empty()) {
+        return;  // this machine has a cgroup it could use: nothing to refuse
+    }
+    std::ofstream(file) << type("t", false, {"memory-limit = 64M"});
+    r = zkd::test::run_command(
+        {ZKD_BINARY, "run", "--zk", zk_, "--config", file, "--exec-limits", "cgroup"}
+    );
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--exec-limits cgroup: cannot use cgroup v2: "), std::string::npos)
+        << r.err;
 }
 
 }  // namespace

@@ -132,7 +132,8 @@ TEST(RolesExecConfig, RefusesAnUnknownSettingOfATypeWithTheNearestOne) {
         refusal({{"y", "/bin/cat"}, {"y.colour", "red"}}),
         "zkd.conf:2: exec.y.colour: unknown setting 'colour' of exec type 'y' (settings: "
         "timeout, max-timeout, max-output, concurrency, output, env, dir, user, kill-grace, "
-        "mode, warm, max-tasks, max-memory, start-timeout)"
+        "mode, warm, max-tasks, max-memory, start-timeout, memory-limit, cpu-limit, "
+        "max-processes, max-open-files)"
     );
     // The type named only by another setting.
     EXPECT_NE(
