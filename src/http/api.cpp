@@ -428,6 +428,16 @@ route match_route(std::string_view path) {
     if (path == "/v1/cluster") {
         return {resource::cluster, {}};
     }
+    if (path == "/v1/workflows") {
+        return {resource::workflows, {}};
+    }
+    if (constexpr std::string_view under = "/v1/workflows/"; path.starts_with(under)) {
+        const auto id = path.substr(under.size());
+        if (id.find('/') == std::string_view::npos) {
+            return {resource::workflow, std::string(id)};
+        }
+        return {};
+    }
     if (path == "/metrics") {
         return {resource::metrics, {}};
     }
@@ -460,9 +470,11 @@ bool is_public(resource r) {
 std::string_view allowed_methods(resource r) {
     switch (r) {
     case resource::tasks:
+    case resource::workflows:
         return "GET, POST";
     case resource::task:
     case resource::result:
+    case resource::workflow:
         return "GET, DELETE";
     case resource::cluster:
     case resource::metrics:

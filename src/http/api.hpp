@@ -60,25 +60,27 @@ api_result<std::optional<std::int64_t>> query_int(
 
 /// The API's resources.
 enum class resource {
-    tasks,    ///< /v1/tasks: GET (list), POST (submit)
-    task,     ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
-    result,   ///< /v1/tasks/{id}/result: GET (wait for it), DELETE (wait for it and consume it)
-    cluster,  ///< /v1/cluster: GET
-    metrics,  ///< /metrics: GET
-    status,   ///< /v1/status: GET (the status page's data)
-    page,     ///< / and /ui/...: GET (the status page's static files; no token needed)
-    none,     ///< anything else: 404
+    tasks,      ///< /v1/tasks: GET (list), POST (submit)
+    task,       ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
+    result,     ///< /v1/tasks/{id}/result: GET (wait for it), DELETE (wait for it and consume it)
+    workflows,  ///< /v1/workflows: GET (list), POST (submit a spec)
+    workflow,   ///< /v1/workflows/{id}: GET (status, ?wait for its end), DELETE (cancel)
+    cluster,    ///< /v1/cluster: GET
+    metrics,    ///< /metrics: GET
+    status,     ///< /v1/status: GET (the status page's data)
+    page,       ///< / and /ui/...: GET (the status page's static files; no token needed)
+    none,       ///< anything else: 404
 };
 
 /// A path matched to a resource.
 struct route {
     resource what = resource::none;
-    std::string task_id;  ///< resource::task: the {id} segment as is (may be malformed)
+    std::string task_id;  ///< task, result, workflow: the {id} segment as is (may be malformed)
 };
 
-/// Matches a path (without query) to a resource. "/v1/tasks/{id}" and "/v1/tasks/{id}/result"
-/// take any single segment as {id}, an empty one included ("/v1/tasks/"); other paths below
-/// /v1/tasks/ are resource::none.
+/// Matches a path (without query) to a resource. "/v1/tasks/{id}", "/v1/tasks/{id}/result" and
+/// "/v1/workflows/{id}" take any single segment as {id}, an empty one included
+/// ("/v1/tasks/"); other paths below /v1/tasks/ and /v1/workflows/ are resource::none.
 route match_route(std::string_view path);
 
 /// Whether a resource is served without the bearer token: only the status page's static

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every request's way in: the access checks (token, Host, Origin), the route, the method,
-// then the endpoint that answers it (handle_tasks.cpp, handle_result.cpp, handle_cluster.cpp,
-// handle_status.cpp).
+// then the endpoint that answers it (handle_tasks.cpp, handle_result.cpp,
+// handle_workflows.cpp, handle_cluster.cpp, handle_status.cpp).
 #include "http/detail/server_impl.hpp"
 #include "protocol/task.hpp"
 
@@ -93,6 +93,25 @@ asio::awaitable<response> server::impl::handle(request req, request_context& ctx
     case resource::result:
         if (method == bhttp::verb::get || method == bhttp::verb::delete_) {
             co_return co_await result(method, std::move(r.task_id), std::move(*t), ctx);
+        }
+        break;
+    case resource::workflows:
+        if (method == bhttp::verb::post) {
+            if (!is_json_media_type(header(bhttp::field::content_type).value_or(""))) {
+                co_return error_response(
+                    {415, "unsupported_media_type",
+                     "POST /v1/workflows takes Content-Type: application/json"}
+                );
+            }
+            co_return co_await submit_workflow(std::move(req.body()), std::move(*t));
+        }
+        if (method == bhttp::verb::get) {
+            co_return co_await list_workflows();
+        }
+        break;
+    case resource::workflow:
+        if (method == bhttp::verb::get || method == bhttp::verb::delete_) {
+            co_return co_await workflow(method, std::move(r.task_id), std::move(*t));
         }
         break;
     case resource::cluster:
