@@ -187,6 +187,9 @@ void print_cluster(const cluster_target& t, const roles::cluster_snapshot& c) {
         if (w.suspect) {
             notes += "  (suspect: left assignments unstarted; gets only a probe)";
         }
+        if (!w.unhealthy.empty()) {
+            notes += "  (unhealthy: " + joined(w.unhealthy) + ")";
+        }
         if (!w.ignored.empty()) {
             notes += "  (ignored: " + w.ignored + ")";
         }

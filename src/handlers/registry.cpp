@@ -3,6 +3,7 @@
 
 #include <boost/throw_exception.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -77,6 +78,37 @@ std::vector<std::string> registry::types() const {
     for (const auto& [type, handler] : handlers_)
         out.push_back(type);
     return out;
+}
+
+void type_health::set(const std::string& type, bool unhealthy) {
+    std::function<void()> tell;
+    {
+        const std::lock_guard lock(mutex_);
+        const auto it = std::lower_bound(unhealthy_.begin(), unhealthy_.end(), type);
+        const bool was = it != unhealthy_.end() && *it == type;
+        if (was == unhealthy) {
+            return;
+        }
+        if (unhealthy) {
+            unhealthy_.insert(it, type);
+        } else {
+            unhealthy_.erase(it);
+        }
+        tell = listener_;
+    }
+    if (tell) {
+        tell();
+    }
+}
+
+std::vector<std::string> type_health::unhealthy() const {
+    const std::lock_guard lock(mutex_);
+    return unhealthy_;
+}
+
+void type_health::on_change(std::function<void()> f) {
+    const std::lock_guard lock(mutex_);
+    listener_ = std::move(f);
 }
 
 namespace {

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
@@ -102,6 +104,25 @@ struct type_limits {
 /// True if `type` can name a task type: 1 to 128 characters of [A-Za-z0-9_.:-].
 [[nodiscard]] bool is_valid_type_name(std::string_view type) noexcept;
 
+/// Which types cannot run now (a served type whose program keeps failing to start,
+/// docs/exec.md "Crashes, crash loops and health"): the types say so, the worker publishes it
+/// (the `unhealthy` of its /workers node) so that placement skips it for them. Thread-safe.
+class type_health {
+public:
+    /// Marks `type` unhealthy, or healthy again; on a change, calls the listener (on the
+    /// calling thread, without the lock).
+    void set(const std::string& type, bool unhealthy);
+    /// The unhealthy types, sorted.
+    [[nodiscard]] std::vector<std::string> unhealthy() const;
+    /// Who to tell of a change (replaces the previous one; empty: nobody).
+    void on_change(std::function<void()> f);
+
+private:
+    mutable std::mutex mutex_;
+    std::vector<std::string> unhealthy_;  // sorted
+    std::function<void()> listener_;
+};
+
 /// The task types a worker serves (the `types` of its /workers node) and their handlers.
 ///
 /// Thread safety: fill it before the worker starts; afterwards, concurrent const calls are
@@ -143,6 +164,8 @@ public:
     void add_service(service s);
     /// The services, in the order they were added.
     [[nodiscard]] const std::vector<service>& services() const { return services_; }
+    /// Its types' health (shared by the types and whoever runs them).
+    [[nodiscard]] std::shared_ptr<type_health> health() const { return health_; }
 
 private:
     struct entry {
@@ -155,6 +178,7 @@ private:
 
     std::map<std::string, entry, std::less<>> handlers_;
     std::vector<service> services_;
+    std::shared_ptr<type_health> health_ = std::make_shared<type_health>();
 };
 
 /// Runs the handler registered for `type` on the calling thread; never throws what the

@@ -31,6 +31,10 @@ bool worker_slot::serves(std::string_view type) const noexcept {
     return std::find(types.begin(), types.end(), type) != types.end();
 }
 
+bool worker_slot::takes(std::string_view type) const noexcept {
+    return serves(type) && std::find(unhealthy.begin(), unhealthy.end(), type) == unhealthy.end();
+}
+
 bool anyone_serves(std::span<const worker_slot> workers, std::string_view type) noexcept {
     return std::any_of(workers.begin(), workers.end(), [&](const worker_slot& w) {
         return w.serves(type);
@@ -48,7 +52,7 @@ std::optional<std::size_t> placer::next_in_turn(
     std::optional<std::size_t> first;
     for (std::size_t i = 0; i < workers.size(); ++i) {
         const auto& w = workers[i];
-        if (w.free_slots() < min_free || !w.serves(type))
+        if (w.free_slots() < min_free || !w.takes(type))
             continue;
         if (!first || w.id < workers[*first].id)
             first = i;
@@ -68,7 +72,7 @@ std::optional<std::size_t> placer::pick(
         std::optional<std::size_t> mate;
         for (std::size_t i = 0; i < workers.size(); ++i) {
             const auto& w = workers[i];
-            if (!w.serves(type))
+            if (!w.takes(type))
                 continue;
             most_free = std::max(most_free, w.free_slots());
             if (!batch_mate.empty() && w.id == batch_mate)
@@ -92,14 +96,14 @@ std::optional<std::size_t> placer::pick(
     case placement_policy::random: {
         std::size_t eligible = 0;
         for (const auto& w : workers) {
-            if (w.free_slots() > 0 && w.serves(type))
+            if (w.free_slots() > 0 && w.takes(type))
                 ++eligible;
         }
         if (eligible == 0)
             break;
         auto k = std::uniform_int_distribution<std::size_t>(0, eligible - 1)(rng_);
         for (std::size_t i = 0; i < workers.size(); ++i) {
-            if (workers[i].free_slots() > 0 && workers[i].serves(type) && k-- == 0) {
+            if (workers[i].free_slots() > 0 && workers[i].takes(type) && k-- == 0) {
                 chosen = i;
                 break;
             }

@@ -30,14 +30,19 @@ struct worker_slot {
     int used = 0;                    ///< assignments the worker holds now
     std::vector<std::string> types;  ///< sorted; serves() does not rely on it
     int threads = 1;                 ///< tasks it runs side by side; 1 when it does not say
+    /// Types it serves but cannot run now (its node's `unhealthy`): it gets none of them.
+    std::vector<std::string> unhealthy;
 
     /// Free slots; never negative (a worker may hold more than its capacity after a restart).
     int free_slots() const noexcept { return used < capacity ? capacity - used : 0; }
     bool serves(std::string_view type) const noexcept;
+    /// serves(type), and `type` is not unhealthy there: it may be given such a task.
+    bool takes(std::string_view type) const noexcept;
 };
 
-/// True when some worker serves `type`, free or not: false means no live worker could ever
-/// take it (§7: `unknown_type` after 10 s).
+/// True when some worker serves `type`, free or not, healthy or not: false means no live
+/// worker could ever take it (§7: `unknown_type` after 10 s). A type unhealthy everywhere
+/// waits.
 bool anyone_serves(std::span<const worker_slot> workers, std::string_view type) noexcept;
 
 /// Applies a placement policy. Keeps only the last worker picked (for the rotations) and the

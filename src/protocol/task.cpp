@@ -1125,6 +1125,13 @@ std::string encode(const member_info& m) {
         o["started_ms"] = m.started_ms;
     if (m.draining)
         o["draining"] = true;
+    if (!m.unhealthy.empty()) {
+        json::array unhealthy;
+        unhealthy.reserve(m.unhealthy.size());
+        for (const auto& t : m.unhealthy)
+            unhealthy.emplace_back(json::string_view(t.data(), t.size()));
+        o["unhealthy"] = std::move(unhealthy);
+    }
     if (m.throughput)
         o["throughput"] = *m.throughput;
     if (m.max_pending)
@@ -1171,6 +1178,9 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     }
     m.since_ms = r.integer("since_ms", 0, int64_min, int64_max);
     m.draining = r.boolean("draining", false);
+    m.unhealthy = read_names(r, "unhealthy", "task type", 100'000, [](std::string_view t) {
+        return is_valid_task_type(t);
+    });
     if (r.find("throughput") != nullptr) {
         // Information only: kept to 3 decimals within 0..1e12 tasks/s, so that it survives
         // encode + decode exactly (Boost.JSON 1.81 reads some 17-digit doubles back one ulp

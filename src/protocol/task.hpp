@@ -344,6 +344,10 @@ struct member_info {
     /// §7 "Stalled workers"), sorted; clients placing directly skip them. Written only when
     /// not empty; at most max_suspects_named.
     std::vector<std::string> suspects;
+    /// workers: types of `types` it cannot run now (a served type whose program keeps failing
+    /// to start, docs/exec.md "Crashes, crash loops and health"), sorted; placement skips the
+    /// worker for them. Written only when not empty.
+    std::vector<std::string> unhealthy;
 
     friend bool operator==(const member_info&, const member_info&) = default;
 };

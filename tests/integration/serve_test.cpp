@@ -190,6 +190,28 @@ protected:
         co_return *r;
     }
 
+    /// The `unhealthy` types of the /workers node of the worker started as `host` (empty if
+    /// none, or no such node).
+    static asio::awaitable<std::vector<std::string>> unhealthy_on(
+        zkd::zkco::client& zk, const std::string& host
+    ) {
+        auto names = co_await zk.get_children("/workers"s);
+        if (!names) {
+            co_return std::vector<std::string>{};
+        }
+        for (const auto& name : names->names) {
+            auto node = co_await zk.get("/workers/" + name);
+            if (!node) {
+                continue;
+            }
+            auto info = decode_worker(node->data);
+            if (info && info->host == host) {
+                co_return info->unhealthy;
+            }
+        }
+        co_return std::vector<std::string>{};
+    }
+
     static pid_t pid_of(const task_result& r) {
         return r.state == task_state::succeeded ? static_cast<pid_t>(r.value.at("pid").as_int64())
                                                 : 0;
@@ -342,7 +364,7 @@ TEST_F(Serve, CrashesHangsCancelsAndRecyclingReplaceProcessesAsTheyShould) {
     );
 }
 
-TEST_F(Serve, ACrashLoopMarksTheTypeUnhealthyAndAStartThatSucceedsHealsIt) {
+TEST_F(Serve, ACrashLoopMarksTheTypeUnhealthyItsTasksWaitAndAStartThatSucceedsHealsIt) {
     const auto broken = dir_ / "broken";
     std::ofstream(broken) << "";
     start("a", "exec.b.warm = 1\n", {"--serve", "b=" + served + " " + broken.string()});
@@ -354,26 +376,81 @@ TEST_F(Serve, ACrashLoopMarksTheTypeUnhealthyAndAStartThatSucceedsHealsIt) {
             task_client tc(*zk, *l);
             ZKD_AWAIT_CONDITION(log_of("a").find("unhealthy") != std::string::npos, 30s);
             ASSERT_NE(log_of("a").find("unhealthy on this worker"), std::string::npos);
-            const std::string type9 = "b";
-            json::object args9;
-            args9["echo"] = 1;
-            auto r = co_await one(tc, type9, args9);
-            EXPECT_EQ(r.state, task_state::failed);
-            ASSERT_TRUE(r.error);
-            EXPECT_NE(r.error->message.find("unhealthy"), std::string::npos) << r.error->message;
+            std::vector<std::string> sick;
+            for (int i = 0; i < 500 && sick.empty(); ++i) {
+                sick = co_await unhealthy_on(*zk, "a");
+                co_await settle(20ms);
+            }
+            ASSERT_EQ(sick, (std::vector<std::string>{"b"})) << "its /workers node says so";
+            // Placed nowhere while the only worker serving it cannot run it: it waits.
+            std::vector<task_spec> reqs{{"b", json::value{{"echo", 1}}}};
+            reqs.front().max_attempts = 1;
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            // (Had it reached the worker, it would have failed at once: see the state below.)
+            co_await settle(1500ms);
             fs::remove(broken);
             ZKD_AWAIT_CONDITION(log_of("a").find("healthy again") != std::string::npos, 30s);
             ASSERT_NE(log_of("a").find("healthy again"), std::string::npos);
-            const std::string type10 = "b";
-            json::object args10;
-            args10["echo"] = 2;
-            auto ok = co_await one(tc, type10, args10);
-            EXPECT_EQ(ok.state, task_state::succeeded);
-            EXPECT_EQ(ok.value, json::value(2));
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 60s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded) << (r->error ? r->error->message : "");
+            EXPECT_EQ(r->value, json::value(1));
+            EXPECT_TRUE((co_await unhealthy_on(*zk, "a")).empty()) << "healed: said so";
             co_await tc.flush();
             co_await zk->close();
         }(),
         120s
+    );
+}
+
+TEST_F(Serve, ATypeUnhealthyOnOneWorkerIsPlacedOnlyOnTheOtherAndZkdClusterSaysSo) {
+    const auto broken = dir_ / "broken";
+    std::ofstream(broken) << "";
+    start("a", "exec.b.warm = 1\n", {"--serve", "b=" + served + " " + broken.string()});
+    start("b", "", {"--serve", "b=" + served});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            std::vector<std::string> sick;
+            for (int i = 0; i < 1500 && sick.empty(); ++i) {
+                sick = co_await unhealthy_on(*zk, "a");
+                co_await settle(20ms);
+            }
+            ASSERT_EQ(sick, (std::vector<std::string>{"b"}));
+            std::vector<task_spec> reqs;
+            for (int i = 0; i < 20; ++i) {
+                reqs.push_back({"b", json::value{{"echo", i}}});
+                reqs.back().max_attempts = 1;
+            }
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            std::set<std::string> workers;
+            for (std::size_t i = 0; i < ids->size(); ++i) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[i]), 60s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded) << (r->error ? r->error->message : "");
+                EXPECT_EQ(r->value, json::value(static_cast<int>(i)));
+                workers.insert(r->worker);
+            }
+            ASSERT_EQ(workers.size(), 1U) << "every task on the one healthy worker";
+            EXPECT_EQ(workers.begin()->rfind("b-", 0), 0U) << *workers.begin();
+            const auto shown =
+                zkd::test::run_command({ZKD_BINARY, "cluster", "--zk", zk_, "--namespace", "serve"}
+                );
+            EXPECT_EQ(shown.exit_code, 0) << shown.err;
+            EXPECT_NE(shown.out.find("(unhealthy: b)"), std::string::npos) << shown.out;
+            const auto json_out = zkd::test::run_command(
+                {ZKD_BINARY, "cluster", "--zk", zk_, "--namespace", "serve", "--json"}
+            );
+            EXPECT_NE(json_out.out.find(R"("unhealthy":["b"])"), std::string::npos) << json_out.out;
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        180s
     );
 }
 

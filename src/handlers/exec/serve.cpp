@@ -116,7 +116,8 @@ struct proc {
 
 class served_type : public std::enable_shared_from_this<served_type> {
 public:
-    explicit served_type(program p) : p_(std::move(p)), fsm_(settings(p_.config)) {}
+    served_type(program p, std::shared_ptr<type_health> health)
+        : p_(std::move(p)), fsm_(settings(p_.config)), health_(std::move(health)) {}
 
     /// Runs one task: waits for a process, hands it the task, awaits its answer.
     asio::awaitable<handler_result> run(async_call call) {
@@ -315,6 +316,7 @@ private:
             fsm_.failed_starts(), why
         );
         if (fsm_.unhealthy() && !was) {
+            health_->set(p_.config.name, true);
             spdlog::error(
                 "exec type {}: unhealthy on this worker after {} failed starts in a row: its "
                 "tasks fail here until a start succeeds (retrying with backoff)",
@@ -463,10 +465,12 @@ private:
             }
             pr->ready = true;
             pr->start_timer.cancel();
-            if (fsm_.unhealthy()) {
-                spdlog::info("exec type {}: healthy again: a process started", p_.config.name);
-            }
+            const bool healed = fsm_.unhealthy();
             fsm_.ready(pr->id);
+            if (healed) {
+                spdlog::info("exec type {}: healthy again: a process started", p_.config.name);
+                health_->set(p_.config.name, false);
+            }
             spdlog::debug(
                 "exec type {}: process {} ready (protocol {})", p_.config.name, pr->c->program,
                 r->protocol
@@ -666,6 +670,7 @@ private:
 
     program p_;
     pool_fsm fsm_;
+    std::shared_ptr<type_health> health_;
     std::optional<asio::any_io_executor> ex_;
     std::optional<asio::steady_timer> backoff_;
     std::map<int, std::shared_ptr<proc>> procs_;
@@ -681,7 +686,7 @@ private:
 void add_served_type(registry& reg, program p) {
     const std::string name = p.config.name;
     const type_limits limits{p.config.timeout, p.config.max_timeout};
-    auto t = std::make_shared<served_type>(std::move(p));
+    auto t = std::make_shared<served_type>(std::move(p), reg.health());
     reg.add_async(
         name, [t](async_call call) { return t->run(std::move(call)); }, limits
     );

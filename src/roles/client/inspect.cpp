@@ -74,6 +74,7 @@ worker_snapshot worker_from(const std::string& id, const zkco::node& node) {
         w.types = std::move(decoded->types);
         w.started_ms = decoded->started_ms;
         w.draining = decoded->draining;
+        w.unhealthy = std::move(decoded->unhealthy);
     } else {
         w.garbage = decoded.error().message;
     }
@@ -676,6 +677,11 @@ json::value to_json(const worker_snapshot& w) {
         o["types"] = std::move(types);
         o["started_ms"] = w.started_ms;
         o["draining"] = w.draining;
+        json::array unhealthy;
+        for (const auto& t : w.unhealthy) {
+            unhealthy.emplace_back(t);
+        }
+        o["unhealthy"] = std::move(unhealthy);
     }
     o["assigned"] = w.assigned;
     o["running"] = w.running;

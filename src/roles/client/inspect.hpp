@@ -64,7 +64,9 @@ struct worker_snapshot {
     std::optional<int> threads;  ///< tasks it runs side by side; nullopt: it does not say
     std::vector<std::string> types;
     std::int64_t started_ms = 0;
-    bool draining = false;     ///< shutting down (T9): gets no new tasks
+    bool draining = false;  ///< shutting down (T9): gets no new tasks
+    /// Types it serves but cannot run now (a served type's crash loop): it gets none of them.
+    std::vector<std::string> unhealthy;
     std::size_t assigned = 0;  ///< /assign/<id> children, cancel markers not counted
     std::size_t running = 0;   ///< of those, assignments with running_ms
     /// Non-empty: the node's data is not a zkd worker (why); host..started_ms are empty, and
@@ -197,8 +199,8 @@ boost::asio::awaitable<zkco::result<task_info>> read_task(
 boost::json::value to_json(const master_snapshot& m);
 
 /// `{"id":..,"host":..,"pid":P,"capacity":N,"threads":K|null,"types":[..],"started_ms":T,
-/// "draining":B,"assigned":A,"running":R}`, or `{"id":..,"garbage":"why","assigned":A,
-/// "running":R}`.
+/// "draining":B,"unhealthy":[..],"assigned":A,"running":R}`, or
+/// `{"id":..,"garbage":"why","assigned":A, "running":R}`.
 boost::json::value to_json(const worker_snapshot& w);
 
 /// `{"epoch":E,"master":<master_snapshot>|null,"workers":[<worker_snapshot>...],"pending":N,

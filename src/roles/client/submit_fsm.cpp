@@ -238,8 +238,10 @@ std::optional<direct_placer::target> direct_placer::place(
     // for the lot), else the one with the most room.
     const auto fits = [type](const entry& e) {
         const auto& types = e.seen.info.types;
+        const auto& unhealthy = e.seen.info.unhealthy;
         return e.budget > 0 && !e.seen.info.draining &&
-               std::binary_search(types.begin(), types.end(), type);
+               std::binary_search(types.begin(), types.end(), type) &&
+               !std::binary_search(unhealthy.begin(), unhealthy.end(), type);
     };
     entry* best = &workers_[turn % workers_.size()];
     if (!fits(*best)) {

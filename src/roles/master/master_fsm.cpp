@@ -127,6 +127,15 @@ void master_fsm::handle(const master_saw::worker_changed& e, clock::time_point /
         if (info->draining && !it->second.info.draining) {
             spdlog::info("master: worker {} is draining; it gets no new tasks", id);
         }
+        if (info->unhealthy != it->second.info.unhealthy) {
+            std::string types;
+            for (const auto& t : info->unhealthy) {
+                types += (types.empty() ? "" : ", ") + t;
+            }
+            spdlog::info(
+                "master: worker {} says unhealthy: {}", id, types.empty() ? "none" : types
+            );
+        }
         it->second.info = std::move(*info);
     }
 }
@@ -574,7 +583,7 @@ std::vector<protocol::worker_slot> master_fsm::slots() const {
         if (w.alive && !w.info.draining && !w.dir_missing) {
             out.push_back(protocol::worker_slot{
                 id, w.info.capacity.value_or(0), static_cast<int>(w.assigned.size()) + w.in_flight,
-                w.info.types, w.info.threads.value_or(1)});
+                w.info.types, w.info.threads.value_or(1), w.info.unhealthy});
         }
     }
     return out;

@@ -130,6 +130,7 @@ public:
             me_.types = reg_.types();
         }
         me_.started_ms = protocol::now_ms();
+        me_.unhealthy = reg_.health()->unhealthy();
         if (auto joined = co_await join_workers(zk_, me_); !joined) {
             spdlog::error("worker {}: cannot join: {}", me_.id, joined.error().message());
             co_return;
@@ -141,11 +142,13 @@ public:
         );
         co_await asio::this_coro::reset_cancellation_state(asio::enable_terminal_cancellation());
         co_await asio::this_coro::throw_if_cancelled(false);
-        if (opts_.drain != nullptr) {
+        {
             using namespace asio::experimental::awaitable_operators;
-            co_await (watch_assignments() || drain());
-        } else {
-            co_await watch_assignments();
+            if (opts_.drain != nullptr) {
+                co_await (watch_assignments() || drain() || watch_health());
+            } else {
+                co_await (watch_assignments() || watch_health());
+            }
         }
         // Session gone, drained or asked to stop: stop the handlers, then wait for them;
         // nothing of theirs is published (the master requeues what we held).
@@ -180,6 +183,56 @@ private:
         case worker_action::kind::remake_dir:
             break;  // awaited where they are decided (drain(), watch_assignments())
         }
+    }
+
+    /// Keeps the `unhealthy` of /workers/<me> to what the registry's types say (a served
+    /// type's crash loop, docs/exec.md): placement skips us for those types. Never ends by
+    /// itself; a draining worker's node is left as it is (it takes nothing anyway).
+    asio::awaitable<void> watch_health() {
+        const auto health = reg_.health();
+        const auto ex = zk_.get_executor();
+        auto wake = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
+        health->on_change([ex, wake] { asio::post(ex, [wake] { wake->cancel(); }); });
+        struct unhook {
+            std::shared_ptr<handlers::type_health> h;
+            ~unhook() { h->on_change({}); }
+        } const hooked{health};
+        for (;;) {
+            auto now = health->unhealthy();
+            if (now != me_.unhealthy && !state_.draining()) {
+                me_.unhealthy = std::move(now);
+                state_.joined(me_);  // its node's data as it is now (T9 writes it)
+                const std::string path = protocol::layout::worker(me_.id);
+                const std::string data = protocol::encode(me_);
+                auto set = co_await zk_.set(path, data, -1);
+                if (set) {
+                    spdlog::info(
+                        "worker {}: unhealthy types now: {}", me_.id,
+                        me_.unhealthy.empty() ? std::string("none") : joined_types(me_.unhealthy)
+                    );
+                } else {
+                    spdlog::warn(
+                        "worker {}: cannot say which types are unhealthy: {}", me_.id,
+                        set.error().message()
+                    );
+                }
+                continue;
+            }
+            wake->expires_at(asio::steady_timer::time_point::max());
+            co_await wake->async_wait(asio::as_tuple(asio::use_awaitable));
+            const auto cs = co_await asio::this_coro::cancellation_state;
+            if (cs.cancelled() != asio::cancellation_type::none) {
+                co_return;
+            }
+        }
+    }
+
+    static std::string joined_types(const std::vector<std::string>& types) {
+        std::string out;
+        for (const auto& t : types) {
+            out += (out.empty() ? "" : ", ") + t;
+        }
+        return out;
     }
 
     /// Waits for the drain request, says so in /workers/<me> (T9), then waits until every

@@ -193,3 +193,28 @@ TEST(RolesRegistry, AsInt64AcceptsOnlyIntegralNumbers) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RolesRegistryHealth, TypesMarkedUnhealthyAreListedSortedAndEachChangeIsTold) {
+    registry reg;
+    auto health = reg.health();
+    int told = 0;
+    health->on_change([&told] { ++told; });
+    EXPECT_TRUE(health->unhealthy().empty());
+    health->set("zeta", true);
+    health->set("alpha", true);
+    health->set("alpha", true);  // no change: nobody told
+    EXPECT_EQ(health->unhealthy(), (std::vector<std::string>{"alpha", "zeta"}));
+    EXPECT_EQ(told, 2);
+    health->set("zeta", false);
+    health->set("never", false);  // no change
+    EXPECT_EQ(health->unhealthy(), (std::vector<std::string>{"alpha"}));
+    EXPECT_EQ(told, 3);
+    health->on_change({});
+    health->set("alpha", false);
+    EXPECT_EQ(told, 3);
+    EXPECT_EQ(reg.health(), health) << "one state per registry";
+}
+
+}  // namespace

@@ -19,7 +19,7 @@ constexpr placement_policy all_policies[] = {
 worker_slot slot(
     std::string id, int capacity, int used, std::vector<std::string> types, int threads = 1
 ) {
-    return worker_slot{std::move(id), capacity, used, std::move(types), threads};
+    return worker_slot{std::move(id), capacity, used, std::move(types), threads, {}};
 }
 
 // Places `n` tasks of `type` as one transaction (each pick's worker the next one's batch
@@ -85,6 +85,27 @@ TEST(ProtocolPlacement, WorkerSlot) {
     EXPECT_TRUE(anyone_serves(ws, "y"));
     EXPECT_FALSE(anyone_serves(ws, "z"));
     EXPECT_FALSE(anyone_serves({}, "x"));
+}
+
+TEST(ProtocolPlacement, AWorkerWhereTheTypeIsUnhealthyGetsNoneOfItButStillServesIt) {
+    auto sick = slot("a", 8, 0, {"embed", "sum"});
+    sick.unhealthy = {"embed"};
+    EXPECT_TRUE(sick.serves("embed"));
+    EXPECT_FALSE(sick.takes("embed"));
+    EXPECT_TRUE(sick.takes("sum"));
+    for (const auto policy : all_policies) {
+        placer p(policy, 1);
+        std::vector<worker_slot> ws{sick, slot("b", 1, 0, {"embed"})};
+        EXPECT_EQ(p.pick(ws, "embed"), 1U) << to_string(policy);
+        EXPECT_EQ(p.pick(ws, "sum"), 0U) << to_string(policy);
+        ws[1].used = 1;  // b is full: the task waits rather than going to a
+        EXPECT_FALSE(p.pick(ws, "embed")) << to_string(policy);
+        // Still served there: not unknown_type (it waits until the type heals or b has room).
+        EXPECT_TRUE(anyone_serves(ws, "embed"));
+        std::vector<worker_slot> only{sick};
+        EXPECT_TRUE(anyone_serves(only, "embed"));
+        EXPECT_FALSE(p.pick(only, "embed")) << to_string(policy);
+    }
 }
 
 TEST(ProtocolPlacement, NothingEligible) {

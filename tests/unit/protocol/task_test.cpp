@@ -530,6 +530,37 @@ TEST(ProtocolMemberCodec, DrainingAndThroughput) {
     expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"throughput":"fast"})", R"("throughput")");
 }
 
+// Types a worker cannot run now (docs/protocol.md §2): written only when some are.
+TEST(ProtocolMemberCodec, WorkerUnhealthyTypes) {
+    member_info w;
+    w.id = "a";
+    w.capacity = 2;
+    w.types = {"embed", "sum"};
+    EXPECT_EQ(encode(w).find("unhealthy"), std::string::npos);
+    w.unhealthy = {"embed"};
+    EXPECT_EQ(
+        encode(w),
+        R"({"v":1,"id":"a","host":"","pid":0,"capacity":2,"types":["embed","sum"],"unhealthy":["embed"]})"
+    );
+    EXPECT_EQ(decode_worker(encode(w)).value(), w);
+    // Sorted and unique once read; absent: none (a worker before the field).
+    const auto r =
+        decode_worker(R"({"v":1,"id":"a","capacity":2,"types":["x","y"],"unhealthy":["y","x","y"]})"
+        );
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->unhealthy, (std::vector<std::string>{"x", "y"}));
+    EXPECT_TRUE(
+        decode_worker(R"({"v":1,"id":"a","capacity":2,"types":[]})").value().unhealthy.empty()
+    );
+    const auto d = [](std::string_view s) { return decode_worker(s); };
+    expect_refused(
+        d, R"({"v":1,"id":"a","capacity":2,"types":[],"unhealthy":"x"})", R"("unhealthy")"
+    );
+    expect_refused(
+        d, R"({"v":1,"id":"a","capacity":2,"types":[],"unhealthy":[""]})", R"("unhealthy")"
+    );
+}
+
 // What a worker runs side by side, for placement (docs/protocol.md §2, §7 "Master loop").
 TEST(ProtocolMemberCodec, WorkerThreads) {
     member_info w;
@@ -808,11 +839,11 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     failed.state = task_state::timed_out;
     failed.error = task_error{std::string(codes::timeout), "too slow"};
     seeds.push_back(encode(failed));
-    member_info w{"h-1-00000000", "h",          1, 4,    {"a", "b"}, 5, std::nullopt, 0, true,
-                  std::nullopt,   std::nullopt, 2, true, {}};
+    member_info w{"h-1-00000000", "h",          1, 4,    {"a", "b"}, 5,    std::nullopt, 0, true,
+                  std::nullopt,   std::nullopt, 2, true, {},         {"b"}};
     seeds.push_back(encode(w));
-    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {},    0,      3, 9,
-                  false,          12.5, 1000, std::nullopt, false, {"w-1"}};
+    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {},    0,       3, 9,
+                  false,          12.5, 1000, std::nullopt, false, {"w-1"}, {}};
     seeds.push_back(encode(m));
     seeds.push_back(encode(meta_info{16, 16, 1}));
     seeds.push_back(encode(epoch_info{"m", 2}));

@@ -197,6 +197,22 @@ TEST(DirectPlacer, OnlyAWorkerThatServesTheTypeAndIsNotDraining) {
     EXPECT_FALSE(d.place("md5", 0));
 }
 
+TEST(DirectPlacer, AWorkerWhereTheTypeIsUnhealthyGetsNoneOfIt) {
+    direct_placer d;
+    auto sick = seen("w-0", 8, 0, {"echo", "embed"});
+    sick.info.unhealthy = {"embed"};
+    d.read({sick, seen("w-1", 1, 0, {"embed"})});
+    for (std::uint64_t turn = 0; turn < 4; ++turn) {
+        const auto t = d.place("echo", turn);
+        ASSERT_TRUE(t);
+        EXPECT_EQ(t->worker, "w-0");  // its other types as usual
+    }
+    const auto t = d.place("embed", 0);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->worker, "w-1");
+    EXPECT_FALSE(d.place("embed", 0)) << "w-1 is full: pending, never w-0";
+}
+
 TEST(DirectPlacer, ASuspectTheMasterNamesGetsNothing) {
     direct_placer d;
     d.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"})}, {"w-1"});
