@@ -132,6 +132,9 @@ firing_plan plan(const schedule& s, std::int64_t now_ms, previous_firing previou
 
 schedule applied(schedule s, const firing_plan& p) {
     s.last_due_ms = p.last_due_ms;
+    if (!p.fire.empty()) {
+        s.last_fired_ms = p.fire.back();
+    }
     s.fired += p.fire.size();
     s.skipped += p.skipped;
     s.missed += p.missed;

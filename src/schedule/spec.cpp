@@ -259,10 +259,11 @@ codec_result<schedule> decode(std::string_view name, std::string_view data) {
     s.client = std::string(client->get_string());
     auto created = integer_field(o, "created_ms", 0, max_ms);
     auto last = integer_field(o, "last_due_ms", 0, max_ms);
+    auto last_fired = integer_field(o, "last_fired_ms", 0, max_ms);
     auto fired = integer_field(o, "fired", 0, std::numeric_limits<std::int64_t>::max());
     auto skipped = integer_field(o, "skipped", 0, std::numeric_limits<std::int64_t>::max());
     auto missed = integer_field(o, "missed", 0, std::numeric_limits<std::int64_t>::max());
-    for (const auto* r : {&created, &last, &fired, &skipped, &missed}) {
+    for (const auto* r : {&created, &last, &last_fired, &fired, &skipped, &missed}) {
         if (!*r) {
             return r->error();
         }
@@ -272,6 +273,7 @@ codec_result<schedule> decode(std::string_view name, std::string_view data) {
     }
     s.created_ms = **created;
     s.last_due_ms = std::max(s.created_ms, last->value_or(s.created_ms));
+    s.last_fired_ms = last_fired->value_or(0);
     s.fired = static_cast<std::uint64_t>(fired->value_or(0));
     s.skipped = static_cast<std::uint64_t>(skipped->value_or(0));
     s.missed = static_cast<std::uint64_t>(missed->value_or(0));
@@ -303,6 +305,9 @@ std::string encode(const schedule& s) {
     o["client"] = s.client;
     o["created_ms"] = s.created_ms;
     o["last_due_ms"] = s.last_due_ms;
+    if (s.last_fired_ms > 0) {
+        o["last_fired_ms"] = s.last_fired_ms;
+    }
     o["fired"] = s.fired;
     o["skipped"] = s.skipped;
     o["missed"] = s.missed;

@@ -63,6 +63,8 @@ struct schedule {
     std::int64_t created_ms = 0;  ///< the first due time comes after it
     /// The latest due time decided (fired, skipped or missed); created_ms before the first.
     std::int64_t last_due_ms = 0;
+    /// The due time of the latest firing whose task was created; 0: none yet.
+    std::int64_t last_fired_ms = 0;
     std::uint64_t fired = 0;    ///< firings whose task was created
     std::uint64_t skipped = 0;  ///< due times passed over by --no-overlap
     std::uint64_t missed = 0;   ///< due times passed over by the misfire policy

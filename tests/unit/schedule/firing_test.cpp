@@ -104,6 +104,7 @@ TEST(ScheduleFiring, MisfireOnceFiresTheLatestMissed) {
     EXPECT_EQ(after.fired, 1U);
     EXPECT_EQ(after.missed, 9U);
     EXPECT_EQ(after.last_due_ms, t0 + 10'000);
+    EXPECT_EQ(after.last_fired_ms, t0 + 10'000);
     // Decided again at once: nothing more.
     EXPECT_TRUE(plan(after, t0 + 10'500, previous_firing::idle).fire.empty());
 }

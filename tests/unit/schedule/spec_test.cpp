@@ -154,6 +154,7 @@ schedule stored() {
     s->client = "00c0ffee";
     s->created_ms = 1'800'000'000'000;
     s->last_due_ms = 1'800'000'010'000;
+    s->last_fired_ms = 1'800'000'008'000;
     s->fired = 4;
     s->skipped = 1;
     s->missed = 0;
