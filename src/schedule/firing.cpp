@@ -106,7 +106,7 @@ firing_plan plan(const schedule& s, std::int64_t now_ms, previous_firing previou
             n = 1;
             break;
         case misfire_policy::skip:
-            n = now_ms - *latest > late_after_ms ? 0 : 1;
+            n = 0;
             break;
         case misfire_policy::all:
             n = tail.size();

@@ -50,10 +50,9 @@ struct firing_plan {
 
 /// Which of the due times of `s` in (last_due_ms, now_ms] to fire. With one due time at
 /// most late_after_ms late: fire it. Otherwise (several due, or the one late) the misfire
-/// policy decides: `once` fires the latest, `skip` fires the latest only if it is at most
-/// late_after_ms late, `all` fires the latest max_catch_up. With no_overlap and the previous
-/// firing `busy`, nothing fires (all skipped); with no_overlap, at most the latest fires.
-/// A paused schedule: nothing, no wake.
+/// policy decides: `once` fires the latest, `skip` none, `all` the latest max_catch_up. With
+/// no_overlap and the previous firing `busy`, nothing fires (all skipped); with no_overlap, at most
+/// the latest fires. A paused schedule: nothing, no wake.
 firing_plan plan(const schedule& s, std::int64_t now_ms, previous_firing previous);
 
 /// `s` with `p` applied: last_due_ms and the counts advanced.

@@ -120,7 +120,7 @@ codec_result<void> read_spec_fields(const json::object& o, schedule& s) {
         s.args = *args;
     }
     auto prio = integer_field(o, "priority", protocol::min_priority, protocol::max_priority);
-    auto timeout = integer_field(o, "timeout_ms", 0, std::int64_t{7} * 24 * 3600 * 1000);
+    auto timeout = integer_field(o, "timeout_ms", 0, max_ms);
     auto attempts = integer_field(o, "max_attempts", 1, protocol::max_attempts_limit);
     auto retries = integer_field(o, "retries", 0, protocol::max_retries_limit);
     for (const auto* r : {&prio, &timeout, &attempts, &retries}) {

@@ -25,14 +25,14 @@ inline constexpr std::int64_t max_every_ms = std::int64_t{366} * 24 * 3600 * 100
 /// Most firings one decision makes under the `all` misfire policy; older missed ones count
 /// as missed.
 inline constexpr std::size_t max_catch_up = 100;
-/// A due time more than this late when it is decided is a misfire (with `skip`, not fired).
+/// A lone due time more than this late when it is decided is a misfire.
 inline constexpr std::int64_t late_after_ms = 60'000;
 
 /// What happens to due times passed while no master fired them (the cluster was down, the
 /// schedule paused, or the master late by more than one period).
 enum class misfire_policy {
     once,  ///< fire the latest of them, once
-    skip,  ///< fire none (unless the latest is at most late_after_ms late)
+    skip,  ///< fire none of them: the next due time fires
     all,   ///< fire each, up to max_catch_up (the latest ones)
 };
 
