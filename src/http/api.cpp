@@ -423,19 +423,38 @@ api_result<std::optional<std::int64_t>> query_int(
 
 route match_route(std::string_view path) {
     if (path == "/v1/tasks") {
-        return {resource::tasks, {}};
+        return {resource::tasks, {}, {}};
     }
     if (path == "/v1/cluster") {
-        return {resource::cluster, {}};
+        return {resource::cluster, {}, {}};
     }
     if (path == "/metrics") {
-        return {resource::metrics, {}};
+        return {resource::metrics, {}, {}};
     }
     if (path == "/v1/status") {
-        return {resource::status, {}};
+        return {resource::status, {}, {}};
     }
     if (path == "/" || path.starts_with("/ui/")) {
-        return {resource::page, {}};
+        return {resource::page, {}, {}};
+    }
+    if (path == "/v1/schedules") {
+        return {resource::schedules, {}, {}};
+    }
+    constexpr std::string_view schedule_prefix = "/v1/schedules/";
+    if (path.starts_with(schedule_prefix)) {
+        auto rest = path.substr(schedule_prefix.size());
+        const auto slash = rest.find('/');
+        if (slash == std::string_view::npos) {
+            return {resource::schedule, {}, std::string(rest)};
+        }
+        const auto action = rest.substr(slash + 1);
+        if (action == "pause") {
+            return {resource::schedule_pause, {}, std::string(rest.substr(0, slash))};
+        }
+        if (action == "resume") {
+            return {resource::schedule_resume, {}, std::string(rest.substr(0, slash))};
+        }
+        return {};
     }
     constexpr std::string_view prefix = "/v1/tasks/";
     constexpr std::string_view result_suffix = "/result";
@@ -447,7 +466,7 @@ route match_route(std::string_view path) {
             what = resource::result;
         }
         if (id.find('/') == std::string_view::npos) {
-            return {what, std::string(id)};
+            return {what, std::string(id), {}};
         }
     }
     return {};
@@ -463,7 +482,13 @@ std::string_view allowed_methods(resource r) {
         return "GET, POST";
     case resource::task:
     case resource::result:
+    case resource::schedule:
         return "GET, DELETE";
+    case resource::schedules:
+        return "GET, POST";
+    case resource::schedule_pause:
+    case resource::schedule_resume:
+        return "POST";
     case resource::cluster:
     case resource::metrics:
     case resource::status:

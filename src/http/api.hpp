@@ -60,20 +60,25 @@ api_result<std::optional<std::int64_t>> query_int(
 
 /// The API's resources.
 enum class resource {
-    tasks,    ///< /v1/tasks: GET (list), POST (submit)
-    task,     ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
-    result,   ///< /v1/tasks/{id}/result: GET (wait for it), DELETE (wait for it and consume it)
-    cluster,  ///< /v1/cluster: GET
-    metrics,  ///< /metrics: GET
-    status,   ///< /v1/status: GET (the status page's data)
-    page,     ///< / and /ui/...: GET (the status page's static files; no token needed)
-    none,     ///< anything else: 404
+    tasks,      ///< /v1/tasks: GET (list), POST (submit)
+    task,       ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
+    result,     ///< /v1/tasks/{id}/result: GET (wait for it), DELETE (wait for it and consume it)
+    cluster,    ///< /v1/cluster: GET
+    metrics,    ///< /metrics: GET
+    status,     ///< /v1/status: GET (the status page's data)
+    page,       ///< / and /ui/...: GET (the status page's static files; no token needed)
+    schedules,  ///< /v1/schedules: GET (list), POST (add)
+    schedule,   ///< /v1/schedules/{name}: GET (show), DELETE (remove)
+    schedule_pause,   ///< /v1/schedules/{name}/pause: POST
+    schedule_resume,  ///< /v1/schedules/{name}/resume: POST
+    none,             ///< anything else: 404
 };
 
 /// A path matched to a resource.
 struct route {
     resource what = resource::none;
     std::string task_id;  ///< resource::task: the {id} segment as is (may be malformed)
+    std::string name{};   ///< resource::schedule*: the {name} segment as is (may be malformed)
 };
 
 /// Matches a path (without query) to a resource. "/v1/tasks/{id}" and "/v1/tasks/{id}/result"
@@ -86,7 +91,8 @@ route match_route(std::string_view path);
 /// Host and Origin checks apply to every resource.
 bool is_public(resource r);
 
-/// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET, HEAD" ("" for none).
+/// The Allow header of a resource: "GET, POST", "GET, DELETE", "GET, HEAD" or "POST" ("" for
+/// none).
 std::string_view allowed_methods(resource r);
 
 /// Who may use the API (docs/http.md, threat model).

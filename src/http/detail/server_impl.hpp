@@ -162,6 +162,11 @@ struct server::impl {
         bool consume
     );
 
+    // handle_schedules.cpp: /v1/schedules and /v1/schedules/{name}[/pause|/resume].
+    boost::asio::awaitable<response> schedules(
+        boost::beast::http::verb method, resource what, std::string name, std::string body
+    );
+
     // handle_cluster.cpp: /v1/cluster and /metrics.
     boost::asio::awaitable<response> cluster();
     response metrics() const;
