@@ -7,6 +7,7 @@
 #include "protocol/delay.hpp"
 #include "protocol/task.hpp"
 #include "roles/schedule/client.hpp"
+#include "roles/schedule/zones.hpp"
 #include "schedule/firing.hpp"
 #include "schedule/spec.hpp"
 
@@ -27,7 +28,7 @@ namespace zkd::cli {
 namespace {
 
 constexpr const char* schedule_help =
-    R"(usage: zkd schedule add NAME (--every DUR | --cron "m h dom mon dow" [--tz UTC])
+    R"(usage: zkd schedule add NAME (--every DUR | --cron "m h dom mon dow" [--tz ZONE])
                           TYPE [ARGS-JSON | @FILE] [options]
        zkd schedule list [--json]
        zkd schedule show NAME [--json]
@@ -40,7 +41,7 @@ exactly once across failovers (docs/schedules.md). NAME is 1 to 64 characters of
 A-Z a-z 0-9 _ . - (not starting with '.').
 
   add       stores a schedule; it first fires one period after now (--every), or at the
-            next minute its cron expression matches (read in UTC). Refused, with nothing
+            next minute its cron expression matches (read in --tz). Refused, with nothing
             stored: a bad name, expression or option, or a NAME that exists.
   list      every schedule: name, when, type, state, next due time, firings so far
             (--json: an array of objects with name, next_ms, fired, skipped, missed, ...).
@@ -54,7 +55,10 @@ Options of add:
   --cron EXPR             fire at the minutes EXPR matches: minute hour day-of-month month
                           day-of-week, with *, lists, ranges, /steps, jan-dec, sun-sat, or
                           @hourly, @daily, @weekly, @monthly, @yearly
-  --tz ZONE               the zone EXPR is read in: only UTC (the default) for now
+  --tz ZONE               the zone EXPR is read in (default UTC): a tz database name such
+                          as Europe/Paris, from the master's /usr/share/zoneinfo (tzdata).
+                          A local time skipped by a clock set forward fires at the jump; one
+                          repeated by a clock set back fires once (the first time)
   --misfire POLICY        due times missed while no master fired them (cluster down,
                           paused): once (default: fire the latest once), skip (fire none),
                           all (fire each, up to 100)
@@ -224,7 +228,7 @@ int cmd_add(const args& a) {
     }
     // Refuse a bad request before connecting, with its message.
     const json::value request(std::move(req));
-    if (auto s = sc::parse_request(request); !s) {
+    if (auto s = sc::parse_request(request, roles::system_zones()); !s) {
         complain("the schedule is refused: " + s.error().message + "; nothing was stored");
         return exit_failed;
     }

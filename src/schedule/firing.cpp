@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 
 namespace zkd::schedule {
 
@@ -15,6 +16,18 @@ constexpr std::int64_t max_ms = 9'999'999'999'999;
 /// Most due times a cron decision counts back over (a minute's cron over 190 days): a longer
 /// gap counts this many as missed.
 constexpr std::uint64_t max_cron_count = 1u << 18;
+constexpr int max_zone_steps = 1 << 16;
+
+/// How far from the local time of `t` a zone's next or previous due time starts walking the
+/// matching local minutes: an hour more than the offset changes by within two days of `t`.
+std::int64_t zone_slack_ms(const zone& z, std::int64_t t) {
+    const auto s = t / 1000;
+    const auto here = z.offset_at(s);
+    const auto spread = std::max(
+        std::abs(z.offset_at(s - 2 * 86'400) - here), std::abs(z.offset_at(s + 2 * 86'400) - here)
+    );
+    return (std::int64_t{spread} + 3600) * 1000;
+}
 
 }  // namespace
 
@@ -25,11 +38,28 @@ std::optional<std::int64_t> next_due(const schedule& s, std::int64_t after_ms) n
         const auto due = s.created_ms + k * s.every_ms;
         return due <= max_ms ? std::optional(due) : std::nullopt;
     }
-    auto due = cron_next(s.cron_parsed, after_ms);
-    if (!due || *due > max_ms) {
-        return std::nullopt;
+    if (!s.zone_rules) {
+        auto due = cron_next(s.cron_parsed, after_ms);
+        if (!due || *due > max_ms) {
+            return std::nullopt;
+        }
+        return due;
     }
-    return due;
+    // In a zone: the local minutes that match, in order, each at its instant (to_utc: a
+    // repeated local time once, a skipped one at the jump); the first instant after_ms.
+    auto cursor = to_local(*s.zone_rules, after_ms) - zone_slack_ms(*s.zone_rules, after_ms);
+    for (int i = 0; i < max_zone_steps; ++i) {
+        auto m = cron_next(s.cron_parsed, cursor);
+        if (!m) {
+            return std::nullopt;
+        }
+        const auto due = to_utc(*s.zone_rules, *m);
+        if (due > after_ms) {
+            return due <= max_ms ? std::optional(due) : std::nullopt;
+        }
+        cursor = *m;
+    }
+    return std::nullopt;
 }
 
 std::optional<std::int64_t> prev_due(const schedule& s, std::int64_t at_ms) noexcept {
@@ -43,11 +73,26 @@ std::optional<std::int64_t> prev_due(const schedule& s, std::int64_t at_ms) noex
         }
         return s.created_ms + k * s.every_ms;
     }
-    auto due = cron_prev(s.cron_parsed, at_ms);
-    if (!due || *due <= s.created_ms) {
-        return std::nullopt;
+    if (!s.zone_rules) {
+        auto due = cron_prev(s.cron_parsed, at_ms);
+        if (!due || *due <= s.created_ms) {
+            return std::nullopt;
+        }
+        return due;
     }
-    return due;
+    auto cursor = to_local(*s.zone_rules, at_ms) + zone_slack_ms(*s.zone_rules, at_ms);
+    for (int i = 0; i < max_zone_steps; ++i) {
+        auto m = cron_prev(s.cron_parsed, cursor);
+        if (!m) {
+            return std::nullopt;
+        }
+        const auto due = to_utc(*s.zone_rules, *m);
+        if (due <= at_ms) {
+            return due > s.created_ms ? std::optional(due) : std::nullopt;
+        }
+        cursor = *m - 1;
+    }
+    return std::nullopt;
 }
 
 std::string firing_task_id(std::string_view client, int priority, std::int64_t due_ms) {

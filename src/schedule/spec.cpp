@@ -67,7 +67,7 @@ codec_result<std::optional<bool>> bool_field(const json::object& o, std::string_
 }
 
 /// The fields a user sets (all but name and progress), from `o`; `s.name` is set.
-codec_result<void> read_spec_fields(const json::object& o, schedule& s) {
+codec_result<void> read_spec_fields(const json::object& o, schedule& s, const zone_loader& zones) {
     const auto* every = o.if_contains("every_ms");
     const auto* cron = o.if_contains("cron");
     if ((every == nullptr) == (cron == nullptr)) {
@@ -95,18 +95,29 @@ codec_result<void> read_spec_fields(const json::object& o, schedule& s) {
         }
         s.cron = std::string(cron->get_string());
         s.cron_parsed = *c;
+        s.tz = "UTC";
         if (const auto* tz = o.if_contains("tz")) {
             if (!tz->is_string()) {
                 return field_error("tz", "\"tz\" must be a string");
             }
-            if (tz->get_string() != "UTC") {
-                return field_error(
-                    "tz", "time zone " + quoted(tz->get_string()) +
-                              " is not supported: cron expressions are read in UTC (\"tz\":\"UTC\")"
-                );
+            const std::string_view name = tz->get_string();
+            if (name != "UTC") {
+                if (!is_valid_zone_name(name)) {
+                    return field_error(
+                        "tz", quoted(name) + " is no time zone name (like Europe/Paris)"
+                    );
+                }
+                auto z = zones ? zones(name) : nullptr;
+                if (!z) {
+                    return field_error(
+                        "tz", "unknown time zone " + quoted(name) +
+                                  " (the tz database's names, like Europe/Paris, or UTC)"
+                    );
+                }
+                s.tz = std::string(name);
+                s.zone_rules = std::move(z);
             }
         }
-        s.tz = "UTC";
     }
     const auto* type = o.if_contains("type");
     if (type == nullptr) {
@@ -197,7 +208,7 @@ bool is_valid_name(std::string_view name) noexcept {
     });
 }
 
-codec_result<schedule> parse_request(const json::value& request) {
+codec_result<schedule> parse_request(const json::value& request, const zone_loader& zones) {
     if (!request.is_object()) {
         return decode_error{"a schedule is a JSON object"};
     }
@@ -221,7 +232,7 @@ codec_result<schedule> parse_request(const json::value& request) {
         );
     }
     s.name = std::string(name->get_string());
-    if (auto ok = read_spec_fields(o, s); !ok) {
+    if (auto ok = read_spec_fields(o, s, zones); !ok) {
         return ok.error();
     }
     if (s.every_ms == 0 && !cron_next(s.cron_parsed, protocol::now_ms())) {
@@ -232,7 +243,9 @@ codec_result<schedule> parse_request(const json::value& request) {
     return s;
 }
 
-codec_result<schedule> decode(std::string_view name, std::string_view data) {
+codec_result<schedule> decode(
+    std::string_view name, std::string_view data, const zone_loader& zones
+) {
     boost::system::error_code ec;
     auto doc = protocol::parse_json(data, ec);
     if (ec || !doc.is_object()) {
@@ -248,7 +261,7 @@ codec_result<schedule> decode(std::string_view name, std::string_view data) {
     }
     schedule s;
     s.name = std::string(name);
-    if (auto ok = read_spec_fields(o, s); !ok) {
+    if (auto ok = read_spec_fields(o, s, zones); !ok) {
         return ok.error();
     }
     const auto* client = o.if_contains("client");

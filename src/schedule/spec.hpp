@@ -7,6 +7,7 @@
 
 #include "protocol/task.hpp"
 #include "schedule/cron.hpp"
+#include "schedule/zone.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -47,6 +48,8 @@ struct schedule {
     std::string cron;           ///< else: a cron expression (parse_cron), read in `tz`
     cron_expr cron_parsed{};
     std::string tz = "UTC";
+    /// The rules of `tz`; nullptr: UTC.
+    std::shared_ptr<const zone> zone_rules;
     // --- what
     std::string type;
     boost::json::value args;  ///< null when absent
@@ -77,17 +80,22 @@ bool is_valid_name(std::string_view name) noexcept;
 
 /// Reads a schedule document (the node's data); refuses garbage with a reason. Checks
 /// everything add_request checks, and the progress fields.
-protocol::codec_result<schedule> decode(std::string_view name, std::string_view data);
+/// `zones` finds a `tz` other than UTC (without it, only UTC is known).
+protocol::codec_result<schedule> decode(
+    std::string_view name, std::string_view data, const zone_loader& zones = {}
+);
 /// The document of `s` (without its name).
 std::string encode(const schedule& s);
 
 /// Validates what a user asks for (from `zkd schedule add` or POST /v1/schedules):
-/// `{"name":N, "every_ms":n | "cron":"..." [,"tz":"UTC"], "type":T [,"args":A]
+/// `{"name":N, "every_ms":n | "cron":"..." [,"tz":ZONE], "type":T [,"args":A]
 /// [,"priority":p] [,"timeout_ms":t] [,"max_attempts":a] [,"retries":r]
 /// [,"misfire":"once|skip|all"] [,"no_overlap":b] [,"paused":b]}`. The progress fields
 /// (client, created_ms, last_due_ms, counts) are the caller's to fill; unknown fields are
-/// refused, with the nearest known name.
-protocol::codec_result<schedule> parse_request(const boost::json::value& request);
+/// refused, with the nearest known name. `zones` finds a `tz` other than UTC.
+protocol::codec_result<schedule> parse_request(
+    const boost::json::value& request, const zone_loader& zones = {}
+);
 
 /// The task a firing of `s` due at `due_ms` submits (§4), encoded, with `submitted_ms` =
 /// `now_ms`; an error when it is no valid task or too large.

@@ -3,6 +3,7 @@
 
 #include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
+#include "roles/schedule/zones.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "schedule/txn.hpp"
 #include "zkco/read_batch.hpp"
@@ -53,7 +54,7 @@ asio::awaitable<schedule_result<stored>> read_stored(zkco::client& zk, std::stri
         }
         co_return zk_error("cannot read schedule " + std::string(name), d.error());
     }
-    auto s = sc::decode(name, d->data);
+    auto s = sc::decode(name, d->data, system_zones());
     if (!s) {
         co_return schedule_error{
             schedule_error::kind::garbage,
@@ -71,7 +72,7 @@ void throw_exception_from_error(const schedule_error& e, const boost::source_loc
 asio::awaitable<schedule_result<sc::schedule>> add_schedule(
     zkco::client& zk, const boost::json::value& request
 ) {
-    auto parsed = sc::parse_request(request);
+    auto parsed = sc::parse_request(request, system_zones());
     if (!parsed) {
         co_return schedule_error{schedule_error::kind::invalid, parsed.error().message};
     }
@@ -156,7 +157,7 @@ asio::awaitable<schedule_result<schedule_listing>> list_schedules(zkco::client& 
             }
             co_return zk_error("cannot read schedule " + names[i], docs[i].error());
         }
-        auto s = sc::decode(names[i], docs[i]->data);
+        auto s = sc::decode(names[i], docs[i]->data, system_zones());
         if (s) {
             out.schedules.push_back(std::move(*s));
         } else {

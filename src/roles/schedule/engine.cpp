@@ -4,6 +4,7 @@
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
 #include "reactor/task_group.hpp"
+#include "roles/schedule/zones.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "schedule/firing.hpp"
 #include "schedule/spec.hpp"
@@ -102,7 +103,7 @@ private:
 
     /// Takes the document read for `name` (data, version) into the engine's view.
     void adopt(const std::string& name, std::string_view data, std::int32_t version) {
-        auto s = sc::decode(name, data);
+        auto s = sc::decode(name, data, zones_);
         if (!s) {
             if (stats_ != nullptr) {
                 ++stats_->garbage;
@@ -606,6 +607,7 @@ private:
     schedule_engine_stats* stats_;
     asio::steady_timer wake_;
     reactor::task_group helpers_;
+    sc::zone_loader zones_ = system_zones();
     std::map<std::string, entry, std::less<>> entries_;
     std::set<std::pair<std::int64_t, std::string>> queue_;  ///< (wake, name): the timer's
     std::set<std::string> reload_;
