@@ -295,7 +295,8 @@ private:
                 }
                 const auto now = protocol::now_ms();
                 std::vector<std::string> due;
-                while (!queue_.empty() && queue_.begin()->first <= now) {
+                const bool batch_ready = now >= last_fire_ms_ + opts_.batch_window.count();
+                while (batch_ready && !queue_.empty() && queue_.begin()->first <= now) {
                     auto name = queue_.begin()->second;
                     set_wake(name, std::nullopt);
                     due.push_back(std::move(name));
@@ -313,6 +314,7 @@ private:
                             co_return;
                         }
                     }
+                    last_fire_ms_ = now;
                     const bool ok = co_await fire(due);
                     if (!ok) {
                         co_return;
@@ -326,8 +328,9 @@ private:
             if (deposed_ || queue_.empty()) {
                 wake_.expires_at(asio::steady_timer::time_point::max());
             } else {
-                const auto in =
-                    std::max<std::int64_t>(0, queue_.begin()->first - protocol::now_ms());
+                const auto at =
+                    std::max(queue_.begin()->first, last_fire_ms_ + opts_.batch_window.count());
+                const auto in = std::max<std::int64_t>(0, at - protocol::now_ms());
                 wake_.expires_after(std::chrono::milliseconds(in));
             }
             co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -613,7 +616,8 @@ private:
     std::set<std::string> reload_;
     bool relist_ = false;
     bool deposed_ = false;
-    int failures_ = 0;  ///< S4 transactions failed in a row
+    int failures_ = 0;               ///< S4 transactions failed in a row
+    std::int64_t last_fire_ms_ = 0;  ///< when the last batch was decided
 };
 
 }  // namespace

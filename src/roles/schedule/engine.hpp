@@ -20,6 +20,10 @@ struct schedule_engine_options {
     /// every `cleanup_every` firings (a schedule's results directory stays small).
     std::size_t keep_results = 100;
     std::uint64_t cleanup_every = 500;
+    /// Firings go out at most this often: what falls due meanwhile goes in the next batch
+    /// (schedules due at scattered moments cost a few transactions a second, not one each),
+    /// at most this late.
+    std::chrono::milliseconds batch_window{20};
 };
 
 /// What the engine has done, for logs and tests.
