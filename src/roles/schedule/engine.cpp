@@ -306,8 +306,9 @@ private:
                         // The last write failed: a pause that grows while writes keep failing
                         // (100 ms to 5 s), not a busy loop.
                         asio::steady_timer t(
-                            wake_.get_executor(),
-                            std::chrono::milliseconds(100 << std::min(failures_ - 1, 5))
+                            wake_.get_executor(), std::chrono::milliseconds(std::min(
+                                                      100 << std::min(failures_ - 1, 6), 5000
+                                                  ))
                         );
                         auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
                         if (ec) {
