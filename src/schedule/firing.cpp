@@ -21,10 +21,11 @@ constexpr int max_zone_steps = 1 << 16;
 /// How far from the local time of `t` a zone's next or previous due time starts walking the
 /// matching local minutes: an hour more than the offset changes by within two days of `t`.
 std::int64_t zone_slack_ms(const zone& z, std::int64_t t) {
+    constexpr std::int64_t two_days_s = std::int64_t{2} * 86'400;
     const auto s = t / 1000;
     const auto here = z.offset_at(s);
     const auto spread = std::max(
-        std::abs(z.offset_at(s - 2 * 86'400) - here), std::abs(z.offset_at(s + 2 * 86'400) - here)
+        std::abs(z.offset_at(s - two_days_s) - here), std::abs(z.offset_at(s + two_days_s) - here)
     );
     return (std::int64_t{spread} + 3600) * 1000;
 }

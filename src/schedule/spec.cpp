@@ -73,7 +73,7 @@ codec_result<void> read_spec_fields(const json::object& o, schedule& s, const zo
     if ((every == nullptr) == (cron == nullptr)) {
         return field_error(
             every == nullptr ? "every_ms" : "cron",
-            "a schedule has exactly one of \"every_ms\" and \"cron\""
+            R"(a schedule has exactly one of "every_ms" and "cron")"
         );
     }
     if (every != nullptr) {
@@ -83,7 +83,7 @@ codec_result<void> read_spec_fields(const json::object& o, schedule& s, const zo
         }
         s.every_ms = **n;
         if (o.contains("tz")) {
-            return field_error("tz", "\"tz\" goes with \"cron\" only");
+            return field_error("tz", R"("tz" goes with "cron" only)");
         }
     } else {
         if (!cron->is_string()) {
@@ -148,7 +148,7 @@ codec_result<void> read_spec_fields(const json::object& o, schedule& s, const zo
     if (const auto* m = o.if_contains("misfire")) {
         auto p = m->is_string() ? parse_misfire(m->get_string()) : std::nullopt;
         if (!p) {
-            return field_error("misfire", "\"misfire\" must be \"once\", \"skip\" or \"all\"");
+            return field_error("misfire", R"("misfire" must be "once", "skip" or "all")");
         }
         s.misfire = *p;
     }
