@@ -146,6 +146,7 @@ asio::awaitable<schedule_result<schedule_listing>> list_schedules(zkco::client& 
     auto names = kids->names;
     std::sort(names.begin(), names.end());
     std::vector<std::string> paths;
+    paths.reserve(names.size());
     for (const auto& n : names) {
         paths.push_back(sc::schedule_node(n));
     }
