@@ -171,7 +171,7 @@ protected:
             const auto* m =
                 !ec && doc.is_object() ? doc.get_object().if_contains("master") : nullptr;
             if (m != nullptr && m->is_object() && m->get_object().contains("host")) {
-                const std::string h(m->at("host").as_string().c_str());
+                std::string h(m->at("host").as_string().c_str());
                 if (nodes_.contains(h)) {
                     return h;
                 }

@@ -141,15 +141,15 @@ TEST(ScheduleFiring, MisfireAllFiresEachUpToTheBound) {
 
 TEST(ScheduleFiring, CronMisfires) {
     auto s = cron_at("*/10 * * * *", misfire_policy::all);
-    auto p = plan(s, t0 + 35 * 60'000 + 10, previous_firing::idle);
+    auto p = plan(s, t0 + 35LL * 60'000 + 10, previous_firing::idle);
     EXPECT_EQ(p.fire, dues({600'000, 1'200'000, 1'800'000}));
     EXPECT_EQ(p.wake_ms, t0 + 2'400'000);
     s.misfire = misfire_policy::once;
-    p = plan(s, t0 + 35 * 60'000 + 10, previous_firing::idle);
+    p = plan(s, t0 + 35LL * 60'000 + 10, previous_firing::idle);
     EXPECT_EQ(p.fire, dues({1'800'000}));
     EXPECT_EQ(p.missed, 2U);
     s.misfire = misfire_policy::skip;
-    p = plan(s, t0 + 35 * 60'000 + 10, previous_firing::idle);
+    p = plan(s, t0 + 35LL * 60'000 + 10, previous_firing::idle);
     EXPECT_TRUE(p.fire.empty());  // 5 minutes late
     EXPECT_EQ(p.missed, 3U);
     EXPECT_EQ(p.last_due_ms, t0 + 1'800'000);
@@ -202,7 +202,7 @@ TEST(ScheduleFiring, EachDueTimeIsDecidedOnceWhateverTheMomentsOfDecision) {
     }
     std::vector<std::int64_t> want;
     for (int k = 1; k <= 9; ++k) {
-        want.push_back(t0 + k * 1000);
+        want.push_back(t0 + std::int64_t{k} * 1000);
     }
     EXPECT_EQ(fired, want);
     EXPECT_EQ(s.fired, 9U);

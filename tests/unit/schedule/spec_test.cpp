@@ -129,7 +129,7 @@ TEST(ScheduleSpec, RefusesWithPreciseMessages) {
         error_of(R"({"name":"a","every_ms":1000,"type":"echo","no_overlap":1})"),
         "\"no_overlap\" must be true or false"
     );
-    const std::string big(600 * 1024, 'x');
+    const std::string big(std::size_t{600} * 1024, 'x');
     EXPECT_NE(
         error_of(R"({"name":"a","every_ms":1000,"type":"echo","args":")" + big + "\"}")
             .find("a task may hold"),
