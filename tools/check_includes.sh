@@ -33,7 +33,7 @@ rules=(
     # The schedule engine, beside the master, and the schedule client.
     "src/roles/schedule/: roles/schedule/ roles/txn/ schedule/ protocol/ zkco/ reactor/"
     "src/roles/: roles/ handlers/ workflow/ schedule/ protocol/ zkco/ reactor/"
-    "src/http/: http/ roles/client/ roles/cluster/ roles/stats.hpp roles/schedule/client.hpp schedule/ handlers/registry.hpp protocol/ zkco/ reactor/"
+    "src/http/: http/ roles/client/ roles/cluster/ roles/stats.hpp roles/workflow/client.hpp workflow/ roles/schedule/client.hpp schedule/ handlers/registry.hpp protocol/ zkco/ reactor/"
     # Applications use the client API (crack's job and its tasks in one transaction too:
     # roles::task_transaction).
     "src/apps/: apps/ roles/client/task_client.hpp handlers/registry.hpp protocol/ zkco/ reactor/"

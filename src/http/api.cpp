@@ -423,38 +423,47 @@ api_result<std::optional<std::int64_t>> query_int(
 
 route match_route(std::string_view path) {
     if (path == "/v1/tasks") {
-        return {resource::tasks, {}, {}};
+        return {resource::tasks, {}};
     }
     if (path == "/v1/cluster") {
-        return {resource::cluster, {}, {}};
+        return {resource::cluster, {}};
     }
-    if (path == "/metrics") {
-        return {resource::metrics, {}, {}};
+    if (path == "/v1/workflows") {
+        return {resource::workflows, {}};
     }
-    if (path == "/v1/status") {
-        return {resource::status, {}, {}};
-    }
-    if (path == "/" || path.starts_with("/ui/")) {
-        return {resource::page, {}, {}};
+    if (constexpr std::string_view under = "/v1/workflows/"; path.starts_with(under)) {
+        const auto id = path.substr(under.size());
+        if (id.find('/') == std::string_view::npos) {
+            return {resource::workflow, std::string(id)};
+        }
+        return {};
     }
     if (path == "/v1/schedules") {
-        return {resource::schedules, {}, {}};
+        return {resource::schedules, {}};
     }
-    constexpr std::string_view schedule_prefix = "/v1/schedules/";
-    if (path.starts_with(schedule_prefix)) {
-        auto rest = path.substr(schedule_prefix.size());
+    if (constexpr std::string_view under = "/v1/schedules/"; path.starts_with(under)) {
+        const auto rest = path.substr(under.size());
         const auto slash = rest.find('/');
         if (slash == std::string_view::npos) {
-            return {resource::schedule, {}, std::string(rest)};
+            return {resource::schedule, std::string(rest)};
         }
         const auto action = rest.substr(slash + 1);
         if (action == "pause") {
-            return {resource::schedule_pause, {}, std::string(rest.substr(0, slash))};
+            return {resource::schedule_pause, std::string(rest.substr(0, slash))};
         }
         if (action == "resume") {
-            return {resource::schedule_resume, {}, std::string(rest.substr(0, slash))};
+            return {resource::schedule_resume, std::string(rest.substr(0, slash))};
         }
         return {};
+    }
+    if (path == "/metrics") {
+        return {resource::metrics, {}};
+    }
+    if (path == "/v1/status") {
+        return {resource::status, {}};
+    }
+    if (path == "/" || path.starts_with("/ui/")) {
+        return {resource::page, {}};
     }
     constexpr std::string_view prefix = "/v1/tasks/";
     constexpr std::string_view result_suffix = "/result";
@@ -466,7 +475,7 @@ route match_route(std::string_view path) {
             what = resource::result;
         }
         if (id.find('/') == std::string_view::npos) {
-            return {what, std::string(id), {}};
+            return {what, std::string(id)};
         }
     }
     return {};
@@ -479,21 +488,22 @@ bool is_public(resource r) {
 std::string_view allowed_methods(resource r) {
     switch (r) {
     case resource::tasks:
+    case resource::workflows:
+    case resource::schedules:
         return "GET, POST";
     case resource::task:
     case resource::result:
+    case resource::workflow:
     case resource::schedule:
         return "GET, DELETE";
-    case resource::schedules:
-        return "GET, POST";
-    case resource::schedule_pause:
-    case resource::schedule_resume:
-        return "POST";
     case resource::cluster:
     case resource::metrics:
     case resource::status:
     case resource::page:
         return "GET, HEAD";
+    case resource::schedule_pause:
+    case resource::schedule_resume:
+        return "POST";
     case resource::none:
         break;
     }

@@ -63,6 +63,8 @@ enum class resource {
     tasks,      ///< /v1/tasks: GET (list), POST (submit)
     task,       ///< /v1/tasks/{id}: GET (state and result), DELETE (cancel)
     result,     ///< /v1/tasks/{id}/result: GET (wait for it), DELETE (wait for it and consume it)
+    workflows,  ///< /v1/workflows: GET (list), POST (submit a spec)
+    workflow,   ///< /v1/workflows/{id}: GET (status, ?wait for its end), DELETE (cancel)
     cluster,    ///< /v1/cluster: GET
     metrics,    ///< /metrics: GET
     status,     ///< /v1/status: GET (the status page's data)
@@ -77,13 +79,15 @@ enum class resource {
 /// A path matched to a resource.
 struct route {
     resource what = resource::none;
-    std::string task_id;  ///< resource::task: the {id} segment as is (may be malformed)
-    std::string name{};   ///< resource::schedule*: the {name} segment as is (may be malformed)
+    /// task, result, workflow: the {id} segment; schedule*: the {name} segment; as is (may
+    /// be malformed).
+    std::string task_id;
 };
 
-/// Matches a path (without query) to a resource. "/v1/tasks/{id}" and "/v1/tasks/{id}/result"
-/// take any single segment as {id}, an empty one included ("/v1/tasks/"); other paths below
-/// /v1/tasks/ are resource::none.
+/// Matches a path (without query) to a resource. "/v1/tasks/{id}", "/v1/tasks/{id}/result",
+/// "/v1/workflows/{id}" and "/v1/schedules/{name}" (also with "/pause" or "/resume") take any
+/// single segment, an empty one included ("/v1/tasks/"); other paths below /v1/tasks/,
+/// /v1/workflows/ and /v1/schedules/ are resource::none.
 route match_route(std::string_view path);
 
 /// Whether a resource is served without the bearer token: only the status page's static

@@ -38,6 +38,7 @@
 #include <future>
 #include <map>
 #include <netinet/in.h>
+#include <set>
 #include <spawn.h>
 #include <sstream>
 #include <string>
@@ -643,6 +644,66 @@ TEST_F(Http, CancelARunningTaskAndWaitThatTimesOut) {
     auto late = curl("/v1/tasks/" + id, {"-X", "DELETE"});
     EXPECT_EQ(late.status, 404) << late;
     EXPECT_EQ(late.error_code(), "finished");
+}
+
+// /v1/workflows: a chain submitted and waited for, its status by id, the list, a cancel of a
+// running one, and the errors (a bad spec, an unserved type, an unknown or malformed id).
+TEST_F(Http, WorkflowsRunAndShowAndCancel) {
+    start();
+    wait_ready();
+    auto done = post(
+        "/v1/workflows?wait=30000", R"({"name":"pair","steps":{"a":{"type":"echo","args":2},)"
+                                    R"("b":{"type":"sum","args":{"values":[1,2]},"after":["a"]}}})"
+    );
+    ASSERT_EQ(done.status, 200) << done;
+    auto dj = done.json();
+    EXPECT_EQ(dj.at("status"), "succeeded") << done;
+    EXPECT_EQ(dj.at("name"), "pair");
+    EXPECT_EQ(dj.at("steps").at("a").at("value"), 2);
+    EXPECT_EQ(dj.at("steps").at("b").at("value").at("sum"), 3);
+    const auto id = json::value_to<std::string>(dj.at("id"));
+    auto again = curl("/v1/workflows/" + id);
+    ASSERT_EQ(again.status, 200) << again;
+    EXPECT_EQ(again.json().at("status"), "succeeded");
+
+    // Without ?wait: 201 with the id; with a wait that ends first: 202 with its state.
+    auto slow = post("/v1/workflows", R"({"steps":{"z":{"type":"sleep","args":{"ms":60000}}}})");
+    ASSERT_EQ(slow.status, 201) << slow;
+    const auto sid = json::value_to<std::string>(slow.json().at("id"));
+    auto still = curl("/v1/workflows/" + sid + "?wait=200");
+    ASSERT_EQ(still.status, 202) << still;
+    EXPECT_EQ(still.json().at("status"), "running");
+    auto listed = curl("/v1/workflows");
+    ASSERT_EQ(listed.status, 200) << listed;
+    std::set<std::string> ids;
+    const auto lj = listed.json();
+    for (const auto& w : lj.at("workflows").as_array()) {
+        ids.insert(json::value_to<std::string>(w.at("id")));
+    }
+    EXPECT_TRUE(ids.contains(id) && ids.contains(sid)) << listed;
+    auto cancel = curl("/v1/workflows/" + sid, {"-X", "DELETE"});
+    ASSERT_EQ(cancel.status, 202) << cancel;
+    EXPECT_EQ(cancel.json().at("cancel"), "requested");
+    auto cancelled = curl("/v1/workflows/" + sid + "?wait=30000");
+    ASSERT_EQ(cancelled.status, 200) << cancelled;
+    EXPECT_EQ(cancelled.json().at("status"), "cancelled") << cancelled;
+
+    auto cycle = post(
+        "/v1/workflows", R"({"steps":{"a":{"type":"echo","after":["b"]},)"
+                         R"("b":{"type":"echo","after":["a"]}}})"
+    );
+    EXPECT_EQ(cycle.status, 400) << cycle;
+    EXPECT_EQ(cycle.error_code(), "invalid_spec");
+    auto unserved = post("/v1/workflows", R"({"steps":{"a":{"type":"nobody-serves-this"}}})");
+    EXPECT_EQ(unserved.status, 409) << unserved;
+    EXPECT_EQ(unserved.error_code(), "unserved_type");
+    auto not_json = post("/v1/workflows", "{");
+    EXPECT_EQ(not_json.status, 400) << not_json;
+    EXPECT_EQ(curl("/v1/workflows/not-an-id").error_code(), "bad_workflow_id");
+    const auto unknown = curl("/v1/workflows/wf-0000000000001-00000001");
+    EXPECT_EQ(unknown.status, 404) << unknown;
+    EXPECT_EQ(unknown.error_code(), "unknown_workflow");
+    EXPECT_EQ(curl("/v1/workflows", {"-X", "DELETE"}).status, 405);
 }
 
 // GET /v1/tasks/{id}/result waits for a result and shows it; DELETE waits and consumes it,

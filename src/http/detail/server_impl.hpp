@@ -167,6 +167,13 @@ struct server::impl {
         boost::beast::http::verb method, resource what, std::string name, std::string body
     );
 
+    // handle_workflows.cpp: /v1/workflows and /v1/workflows/{id}.
+    boost::asio::awaitable<response> submit_workflow(std::string text, target t);
+    boost::asio::awaitable<response> list_workflows();
+    boost::asio::awaitable<response> workflow(
+        boost::beast::http::verb method, std::string id, target t
+    );
+
     // handle_cluster.cpp: /v1/cluster and /metrics.
     boost::asio::awaitable<response> cluster();
     response metrics() const;

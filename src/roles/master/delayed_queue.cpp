@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/master/delayed_queue.hpp"
+#include "roles/master/detail/delayed_queue.hpp"
 
 #include "protocol/ids.hpp"
 

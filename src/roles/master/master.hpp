@@ -5,7 +5,7 @@
 #include "protocol/placement.hpp"
 #include "protocol/queue_bound.hpp"
 #include "protocol/task.hpp"
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/master_stats.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // master_fsm (master_fsm.hpp): the one door, on(), and what each event changes; the decisions
 // a decide event runs are in master_fsm_decide.cpp.
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include "protocol/ids.hpp"
 

@@ -8,7 +8,7 @@
 // ctime and mtime both older than the retention, is deleted too, at the version that stat
 // showed: a result created in it since fails the delete (not_empty), and so does a change to
 // its data (bad_version); the next sweep looks again, as after any failure.
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -2,7 +2,7 @@
 // master_fsm's decisions (master_fsm.hpp): which cancels, rejections, assignments and reads to
 // start on a decide event, and what the answers to those transactions change.
 #include "protocol/ids.hpp"
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -6,7 +6,7 @@
 // cancelled result (T7).
 #include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include <spdlog/spdlog.h>
 

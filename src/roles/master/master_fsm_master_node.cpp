@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // master_fsm (master_fsm.hpp): what /master says (docs/protocol.md §2) and when it is written:
 // the throughput figure, the suspects, and the node again should someone delete or replace it.
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -4,7 +4,7 @@
 // assignments read and handed back one transaction each, again until it is empty, which is
 // then deleted; failures wait longer each time before the next listing.
 #include "protocol/ids.hpp"
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include <spdlog/spdlog.h>
 

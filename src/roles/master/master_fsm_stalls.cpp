@@ -2,7 +2,7 @@
 // master_fsm (master_fsm.hpp): assignments a live worker leaves unstarted (stall_watch.hpp;
 // docs/protocol.md §7 "Stalled workers"): read when two listings show them unmarked, taken
 // back past the bound (T6 for one task, at the version read), the worker suspect.
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include <spdlog/spdlog.h>
 

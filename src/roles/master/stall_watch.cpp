@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/master/stall_watch.hpp"
+#include "roles/master/detail/stall_watch.hpp"
 
 #include <algorithm>
 

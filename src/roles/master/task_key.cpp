@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/master/task_key.hpp"
+#include "roles/master/detail/task_key.hpp"
 
 #include "protocol/ids.hpp"
 

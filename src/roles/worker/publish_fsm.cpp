@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/worker/publish_fsm.hpp"
+#include "roles/worker/detail/publish_fsm.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -21,7 +21,7 @@
 #include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"
 #include "roles/worker/detail/progress.hpp"
-#include "roles/worker/worker_fsm.hpp"
+#include "roles/worker/detail/worker_fsm.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>

@@ -7,7 +7,7 @@
 #include "protocol/task.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/event.hpp"
-#include "roles/worker/worker_fsm.hpp"
+#include "roles/worker/worker_stats.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "roles/worker/worker_fsm.hpp"
+#include "roles/worker/detail/worker_fsm.hpp"
 
 #include "protocol/ids.hpp"
 

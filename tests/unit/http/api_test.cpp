@@ -94,14 +94,21 @@ TEST(HttpApi, Routes) {
     // "result" alone is an id (not a task id: the endpoint answers 400 bad_task_id).
     EXPECT_EQ(match_route("/v1/tasks/result").what, resource::task);
     EXPECT_EQ(match_route("/v1/tasks//result").what, resource::result);
+    EXPECT_EQ(match_route("/v1/workflows").what, resource::workflows);
+    auto wf = match_route("/v1/workflows/wf-1763733600123-3fa9c2d1");
+    EXPECT_EQ(wf.what, resource::workflow);
+    EXPECT_EQ(wf.task_id, "wf-1763733600123-3fa9c2d1");
     for (const char* none :
          {"/ui", "/v1", "/v1/tasks/a/b", "/v1/cluster/", "/metrics/x", "/v2/tasks", "/V1/tasks",
-          "/v1/tasks/a/result/", "/v1/tasks/a/b/result", "/v1/tasks/a/results"}) {
+          "/v1/tasks/a/result/", "/v1/tasks/a/b/result", "/v1/tasks/a/results", "/v1/workflows/a/b",
+          "/v1/workflowsx"}) {
         EXPECT_EQ(match_route(none).what, resource::none) << none;
     }
     EXPECT_EQ(allowed_methods(resource::tasks), "GET, POST");
     EXPECT_EQ(allowed_methods(resource::task), "GET, DELETE");
     EXPECT_EQ(allowed_methods(resource::result), "GET, DELETE");
+    EXPECT_EQ(allowed_methods(resource::workflows), "GET, POST");
+    EXPECT_EQ(allowed_methods(resource::workflow), "GET, DELETE");
     EXPECT_EQ(allowed_methods(resource::cluster), "GET, HEAD");
     EXPECT_EQ(allowed_methods(resource::metrics), "GET, HEAD");
 }
@@ -110,13 +117,13 @@ TEST(HttpApi, ScheduleRoutes) {
     EXPECT_EQ(match_route("/v1/schedules").what, resource::schedules);
     auto one = match_route("/v1/schedules/nightly.report");
     EXPECT_EQ(one.what, resource::schedule);
-    EXPECT_EQ(one.name, "nightly.report");
+    EXPECT_EQ(one.task_id, "nightly.report");
     auto pause = match_route("/v1/schedules/tick/pause");
     EXPECT_EQ(pause.what, resource::schedule_pause);
-    EXPECT_EQ(pause.name, "tick");
+    EXPECT_EQ(pause.task_id, "tick");
     auto resume = match_route("/v1/schedules/tick/resume");
     EXPECT_EQ(resume.what, resource::schedule_resume);
-    EXPECT_EQ(resume.name, "tick");
+    EXPECT_EQ(resume.task_id, "tick");
     for (const char* none :
          {"/v1/schedules/a/b", "/v1/schedules/a/pause/", "/v1/schedules/a/b/pause"}) {
         EXPECT_EQ(match_route(none).what, resource::none) << none;

@@ -11,6 +11,7 @@
 #include "protocol/master_txn.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/master/detail/inbox.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 #include "roles/master/master.hpp"
 #include "roles/txn/batcher.hpp"
 #include "zkco/client.hpp"

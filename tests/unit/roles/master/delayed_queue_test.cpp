@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The master's delayed tasks (docs/protocol.md §6 T10): due times from logs and ids, one
 // earliest time to wait for, what is due handed out once.
-#include "roles/master/delayed_queue.hpp"
+#include "roles/master/detail/delayed_queue.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// master_fsm (roles/master/master_fsm.hpp), event by event: T7, cancel requests.
+// master_fsm (roles/master/detail/master_fsm.hpp), event by event: T7, cancel requests.
 #include "unit/roles/master/master_fsm_fixture.hpp"
 
 using namespace zkd;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// master_fsm (roles/master/master_fsm.hpp), event by event: T8, results nobody consumed
+// master_fsm (roles/master/detail/master_fsm.hpp), event by event: T8, results nobody consumed
 // deleted after the retention, and empty client directories (docs/protocol.md §6 T8).
 #include "unit/roles/master/master_fsm_fixture.hpp"
 

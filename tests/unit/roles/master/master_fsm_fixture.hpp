@@ -5,7 +5,7 @@
 // node data as the wire has them, answers to transactions, the actions of a step by kind, and
 // the MasterFsm fixture, whose helpers each send one event through on().
 #include "protocol/ids.hpp"
-#include "roles/master/master_fsm.hpp"
+#include "roles/master/detail/master_fsm.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// master_fsm (roles/master/master_fsm.hpp), event by event: the pending shards, listed and
+// master_fsm (roles/master/detail/master_fsm.hpp), event by event: the pending shards, listed and
 // followed by their change logs (docs/protocol.md §6, §7), and the reads of pending tasks.
 #include "unit/roles/master/master_fsm_fixture.hpp"
 
@@ -26,8 +26,8 @@ TEST_F(MasterFsm, APendingNodeThatVanishesBeforeItIsReadIsForgotten) {
 }
 
 TEST_F(MasterFsm, ListingsAreDiffedPerShardAndTheQueueKeepsIdOrderWithBundlesAndGarbage) {
-    // The fsm keeps ids in a compact form (roles/master/task_key.hpp): its order is still the ids'
-    // string order, bundles ("_10" before "_9") and names that are no task id included.
+    // The fsm keeps ids in a compact form (roles/master/detail/task_key.hpp): its order is still
+    // the ids' string order, bundles ("_10" before "_9") and names that are no task id included.
     join("w1", 1);
     const auto a = tid(5, 1);
     const auto a10 = protocol::bundle_id(a, 10);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The master's decisions without ZooKeeper (roles/master/master_fsm.hpp), through its one door:
-// each call of on() is one event in, the step it returns the actions out; the answers to its
+// The master's decisions without ZooKeeper (roles/master/detail/master_fsm.hpp), through its one
+// door: each call of on() is one event in, the step it returns the actions out; the answers to its
 // transactions are fed back by hand. Time is a parameter: no test sleeps. Here: assignment,
 // placement and the failed results the master writes; the other files by subject.
 #include "unit/roles/master/master_fsm_fixture.hpp"

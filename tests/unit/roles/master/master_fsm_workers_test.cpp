@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// master_fsm (roles/master/master_fsm.hpp), event by event: workers joining, leaving and
+// master_fsm (roles/master/detail/master_fsm.hpp), event by event: workers joining, leaving and
 // stalling, T6 for the departed, and /master.
 #include "unit/roles/master/master_fsm_fixture.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // stall_watch: which assignments a master takes back from a live worker that leaves them
 // unstarted, and when that worker is suspect, probed and trusted again.
-#include "roles/master/stall_watch.hpp"
+#include "roles/master/detail/stall_watch.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // roles::task_key: a pending node's name in 16 bytes, ordered exactly as the names are.
-#include "roles/master/task_key.hpp"
+#include "roles/master/detail/task_key.hpp"
 
 #include "protocol/ids.hpp"
 

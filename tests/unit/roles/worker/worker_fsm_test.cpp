@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The worker's decisions without ZooKeeper (roles/worker/worker_fsm.hpp): listings in, actions out,
-// and each publish (T4) stepped by hand with the answers a server would give, lost ones too.
-#include "roles/worker/worker_fsm.hpp"
+// The worker's decisions without ZooKeeper (roles/worker/detail/worker_fsm.hpp): listings in,
+// actions out, and each publish (T4) stepped by hand with the answers a server would give, lost
+// ones too.
+#include "roles/worker/detail/worker_fsm.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 // its data says its due time (set_due) when that is still to come. About 100 bytes a task
 // (a map node and a heap slot): docs/performance.md.
 
-#include "roles/master/task_key.hpp"
+#include "roles/master/detail/task_key.hpp"
 
 #include <cstdint>
 #include <map>

@@ -18,9 +18,10 @@
 #include "protocol/master_txn.hpp"
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
-#include "roles/master/delayed_queue.hpp"
-#include "roles/master/stall_watch.hpp"
-#include "roles/master/task_key.hpp"
+#include "roles/master/detail/delayed_queue.hpp"
+#include "roles/master/detail/stall_watch.hpp"
+#include "roles/master/detail/task_key.hpp"
+#include "roles/master/master_stats.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -37,32 +38,6 @@
 #include <vector>
 
 namespace zkd::roles {
-
-/// What a master has done, for logs and tests.
-struct master_stats {
-    std::uint64_t assigned = 0;   ///< T2 committed
-    std::uint64_t requeued = 0;   ///< T6 back to pending
-    std::uint64_t lost = 0;       ///< T6 with attempts exhausted
-    std::uint64_t cancelled = 0;  ///< T7 on pending tasks, or markers forwarded
-    std::uint64_t rejected = 0;   ///< malformed or unknown-type tasks failed
-    std::uint64_t finished = 0;   ///< assignments live workers completed
-    std::uint64_t collected = 0;  ///< expired results deleted (T8)
-    std::uint64_t released = 0;   ///< delayed tasks moved to pending (T10)
-    bool deposed = false;         ///< stopped because a newer epoch exists (reset per term)
-    /// Old empty client results directories deleted (T8; the results themselves: collected).
-    std::uint64_t collected_dirs = 0;
-    /// Assignments taken back from live workers that did not start them (stall_watch).
-    std::uint64_t taken_back = 0;
-    /// Workers suspect now: they held assignments they did not start (stall_watch).
-    std::size_t suspects = 0;
-
-    // How the master learns of pending tasks (§7 "Master loop"), for tests and benches.
-    std::uint64_t shard_listings = 0;   ///< pending shards listed (the first listing of each,
-                                        ///< then only when a change log cannot be applied)
-    std::uint64_t shard_log_reads = 0;  ///< change logs of pending shards read and applied
-    std::uint64_t task_reads = 0;       ///< pending tasks read (load), not taken from a log
-    std::uint64_t tasks_from_logs = 0;  ///< pending tasks taken with the data their log held
-};
 
 /// How a transaction of an action ended.
 struct master_txn_report {
