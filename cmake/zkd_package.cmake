@@ -89,8 +89,10 @@ This package holds zkd, with a systemd unit running `zkd run` as the user zkd (c
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd | systemd-standalone-sysusers")
 # zkd-zk-local and zkd-chaos start a local ZooKeeper (a Java program); the Python module
-# (python3 -c "import zkd") needs python3.
+# (python3 -c "import zkd") needs python3. Schedules read cron expressions in a zone's local
+# time from the tz database (tzdata; UTC needs none).
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "zookeeper, default-jre-headless, python3")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "tzdata")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     "${zkd_packaging}/deb/conffiles" "${zkd_packaging}/deb/postinst"
     "${zkd_packaging}/deb/prerm" "${zkd_packaging}/deb/postrm")

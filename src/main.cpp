@@ -25,6 +25,7 @@ commands:
   tasks     list pending and running tasks, with worker and age
   cluster   show the master, the workers with their load, the queue and throughput
   workflow  run a DAG of tasks (run, status, cancel, list): chains, groups, map, fan-in
+  schedule  recurring tasks, every DUR or by cron (add, list, show, rm, pause, resume)
   crack     find an MD5 preimage with the whole cluster (word list or brute force)
   purge     delete results nobody consumed (--results [--older-than DUR])
   drop-namespace delete the namespace and all in it (--yes; refused while members live)
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
         {"cancel", zkd::cli::cmd_cancel},     {"tasks", zkd::cli::cmd_tasks},
         {"cluster", zkd::cli::cmd_cluster},   {"crack", zkd::cli::cmd_crack},
         {"purge", zkd::cli::cmd_purge},       {"drop-namespace", zkd::cli::cmd_drop_namespace},
-        {"workflow", zkd::cli::cmd_workflow},
+        {"workflow", zkd::cli::cmd_workflow}, {"schedule", zkd::cli::cmd_schedule},
     };
     if (wants_version(argc, argv)) {
         std::printf("zkd %s\n", ZKD_VERSION);

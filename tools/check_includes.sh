@@ -21,6 +21,8 @@ rules=(
     "src/handlers/: handlers/ protocol/"
     # Workflows' pure parts (spec, ids, documents, workflow_fsm): the wire format only.
     "src/workflow/: workflow/ protocol/"
+    # Schedules' pure parts (spec, cron, due times and firing decisions): the wire format only.
+    "src/schedule/: schedule/ protocol/"
     "src/roles/txn/: roles/txn/ protocol/ zkco/"
     "src/roles/cluster/: roles/cluster/ protocol/ zkco/ reactor/"
     "src/roles/worker/: roles/worker/ roles/cluster/ roles/txn/ handlers/ protocol/ zkco/ reactor/"
@@ -28,8 +30,10 @@ rules=(
     "src/roles/master/: roles/master/ roles/cluster/ roles/txn/ protocol/ zkco/ reactor/"
     # The workflow engine, beside the master: workflow_fsm's shell.
     "src/roles/workflow/: roles/workflow/ roles/txn/ workflow/ protocol/ zkco/ reactor/"
-    "src/roles/: roles/ handlers/ workflow/ protocol/ zkco/ reactor/"
-    "src/http/: http/ roles/client/ roles/cluster/ roles/stats.hpp handlers/registry.hpp protocol/ zkco/ reactor/"
+    # The schedule engine, beside the master, and the schedule client.
+    "src/roles/schedule/: roles/schedule/ roles/txn/ schedule/ protocol/ zkco/ reactor/"
+    "src/roles/: roles/ handlers/ workflow/ schedule/ protocol/ zkco/ reactor/"
+    "src/http/: http/ roles/client/ roles/cluster/ roles/stats.hpp roles/workflow/client.hpp workflow/ roles/schedule/client.hpp schedule/ handlers/registry.hpp protocol/ zkco/ reactor/"
     # Applications use the client API (crack's job and its tasks in one transaction too:
     # roles::task_transaction).
     "src/apps/: apps/ roles/client/task_client.hpp handlers/registry.hpp protocol/ zkco/ reactor/"

@@ -16,6 +16,8 @@ packages=(
     clang libclang-rt-14-dev
     curl procps python3 python3-pytest python3-prometheus-client prometheus chromium
     iproute2
+    # schedules' time zones (src/roles/schedule/zones.cpp) and their tests
+    tzdata
     # tools/package.sh and its test: man pages, dpkg-shlibdeps, systemd-analyze, systemd-sysusers
     help2man dpkg-dev systemd
 )

@@ -16,5 +16,6 @@ int cmd_crack(int argc, char** argv);
 int cmd_purge(int argc, char** argv);
 int cmd_drop_namespace(int argc, char** argv);
 int cmd_workflow(int argc, char** argv);
+int cmd_schedule(int argc, char** argv);
 
 }  // namespace zkd::cli

@@ -438,6 +438,24 @@ route match_route(std::string_view path) {
         }
         return {};
     }
+    if (path == "/v1/schedules") {
+        return {resource::schedules, {}};
+    }
+    if (constexpr std::string_view under = "/v1/schedules/"; path.starts_with(under)) {
+        const auto rest = path.substr(under.size());
+        const auto slash = rest.find('/');
+        if (slash == std::string_view::npos) {
+            return {resource::schedule, std::string(rest)};
+        }
+        const auto action = rest.substr(slash + 1);
+        if (action == "pause") {
+            return {resource::schedule_pause, std::string(rest.substr(0, slash))};
+        }
+        if (action == "resume") {
+            return {resource::schedule_resume, std::string(rest.substr(0, slash))};
+        }
+        return {};
+    }
     if (path == "/metrics") {
         return {resource::metrics, {}};
     }
@@ -471,16 +489,21 @@ std::string_view allowed_methods(resource r) {
     switch (r) {
     case resource::tasks:
     case resource::workflows:
+    case resource::schedules:
         return "GET, POST";
     case resource::task:
     case resource::result:
     case resource::workflow:
+    case resource::schedule:
         return "GET, DELETE";
     case resource::cluster:
     case resource::metrics:
     case resource::status:
     case resource::page:
         return "GET, HEAD";
+    case resource::schedule_pause:
+    case resource::schedule_resume:
+        return "POST";
     case resource::none:
         break;
     }

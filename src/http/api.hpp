@@ -69,18 +69,25 @@ enum class resource {
     metrics,    ///< /metrics: GET
     status,     ///< /v1/status: GET (the status page's data)
     page,       ///< / and /ui/...: GET (the status page's static files; no token needed)
-    none,       ///< anything else: 404
+    schedules,  ///< /v1/schedules: GET (list), POST (add)
+    schedule,   ///< /v1/schedules/{name}: GET (show), DELETE (remove)
+    schedule_pause,   ///< /v1/schedules/{name}/pause: POST
+    schedule_resume,  ///< /v1/schedules/{name}/resume: POST
+    none,             ///< anything else: 404
 };
 
 /// A path matched to a resource.
 struct route {
     resource what = resource::none;
-    std::string task_id;  ///< task, result, workflow: the {id} segment as is (may be malformed)
+    /// task, result, workflow: the {id} segment; schedule*: the {name} segment; as is (may
+    /// be malformed).
+    std::string task_id;
 };
 
-/// Matches a path (without query) to a resource. "/v1/tasks/{id}", "/v1/tasks/{id}/result" and
-/// "/v1/workflows/{id}" take any single segment as {id}, an empty one included
-/// ("/v1/tasks/"); other paths below /v1/tasks/ and /v1/workflows/ are resource::none.
+/// Matches a path (without query) to a resource. "/v1/tasks/{id}", "/v1/tasks/{id}/result",
+/// "/v1/workflows/{id}" and "/v1/schedules/{name}" (also with "/pause" or "/resume") take any
+/// single segment, an empty one included ("/v1/tasks/"); other paths below /v1/tasks/,
+/// /v1/workflows/ and /v1/schedules/ are resource::none.
 route match_route(std::string_view path);
 
 /// Whether a resource is served without the bearer token: only the status page's static
@@ -88,7 +95,8 @@ route match_route(std::string_view path);
 /// Host and Origin checks apply to every resource.
 bool is_public(resource r);
 
-/// The Allow header of a resource: "GET, POST", "GET, DELETE" or "GET, HEAD" ("" for none).
+/// The Allow header of a resource: "GET, POST", "GET, DELETE", "GET, HEAD" or "POST" ("" for
+/// none).
 std::string_view allowed_methods(resource r);
 
 /// Who may use the API (docs/http.md, threat model).

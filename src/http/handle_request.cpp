@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every request's way in: the access checks (token, Host, Origin), the route, the method,
 // then the endpoint that answers it (handle_tasks.cpp, handle_result.cpp,
-// handle_workflows.cpp, handle_cluster.cpp, handle_status.cpp).
+// handle_workflows.cpp, handle_schedules.cpp, handle_cluster.cpp, handle_status.cpp).
 #include "http/detail/server_impl.hpp"
 #include "protocol/task.hpp"
 
@@ -132,6 +132,31 @@ asio::awaitable<response> server::impl::handle(request req, request_context& ctx
     case resource::page:
         if (reads) {
             co_return page(t->path);
+        }
+        break;
+    case resource::schedules:
+        if (method == bhttp::verb::post) {
+            if (!is_json_media_type(header(bhttp::field::content_type).value_or(""))) {
+                co_return error_response(
+                    {415, "unsupported_media_type",
+                     "POST /v1/schedules takes Content-Type: application/json"}
+                );
+            }
+            co_return co_await schedules(method, r.what, {}, std::move(req.body()));
+        }
+        if (method == bhttp::verb::get) {
+            co_return co_await schedules(method, r.what, {}, {});
+        }
+        break;
+    case resource::schedule:
+        if (method == bhttp::verb::get || method == bhttp::verb::delete_) {
+            co_return co_await schedules(method, r.what, std::move(r.task_id), {});
+        }
+        break;
+    case resource::schedule_pause:
+    case resource::schedule_resume:
+        if (method == bhttp::verb::post) {
+            co_return co_await schedules(method, r.what, std::move(r.task_id), {});
         }
         break;
     case resource::none:

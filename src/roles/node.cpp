@@ -5,6 +5,7 @@
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/namespace.hpp"
 #include "roles/cluster/session_keeper.hpp"
+#include "roles/schedule/engine.hpp"
 #include "roles/workflow/engine.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
@@ -101,14 +102,16 @@ asio::awaitable<void> mastership(
             ++stats.elected;
             stats.epoch = *epoch;  // stats.master follows on_acting
             stats.max_pending = *as_master.max_pending;
-            // The workflow engine acts beside the master, fenced by the same epoch, and stops
-            // with it (docs/protocol.md §11).
+            // The workflow and schedule engines act beside the master, fenced by the same
+            // epoch, and stop with it (docs/protocol.md §11, §12).
             workflow_engine_options wo;
             wo.retention = o.master.result_retention;
+            schedule_engine_options so;
+            so.retention = o.master.result_retention;
             using namespace asio::experimental::awaitable_operators;
             co_await (
                 run_master(zk, l, me, *epoch, o.master, &stats.master_totals) ||
-                run_workflows(zk, l, *epoch, wo)
+                run_workflows(zk, l, *epoch, wo) || run_schedules(zk, l, *epoch, so)
             );
             stats.master = false;
             stats.queue_depth = -1;

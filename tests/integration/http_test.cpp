@@ -572,6 +572,47 @@ TEST_F(Http, SubmitWaitInspectAndMetrics) {
     EXPECT_EQ(slurp(stem.string() + ".out"), "200 1\n200 0\n") << slurp(stem.string() + ".err");
 }
 
+TEST_F(Http, Schedules) {
+    start();
+    wait_ready();
+    auto bad = post("/v1/schedules", R"({"name":"t","every_ms":10,"type":"echo"})");
+    EXPECT_EQ(bad.status, 400) << bad;
+    EXPECT_EQ(bad.error_code(), "invalid_schedule");
+    auto added = post("/v1/schedules", R"({"name":"t","every_ms":1000,"type":"echo","args":[1]})");
+    ASSERT_EQ(added.status, 201) << added;
+    EXPECT_EQ(added.json().at("name"), "t");
+    EXPECT_TRUE(added.json().as_object().contains("next_ms"));
+    auto again = post("/v1/schedules", R"({"name":"t","every_ms":1000,"type":"echo"})");
+    EXPECT_EQ(again.status, 409) << again;
+    EXPECT_EQ(again.error_code(), "schedule_exists");
+    // The master fires it: its count grows.
+    auto fired = poll("/v1/schedules/t", [](const reply& r) {
+        return r.status == 200 && r.json().at("fired").to_number<std::int64_t>() >= 2;
+    });
+    ASSERT_EQ(fired.status, 200) << fired;
+    EXPECT_GE(fired.json().at("fired").to_number<std::int64_t>(), 2) << fired;
+    auto list = curl("/v1/schedules");
+    ASSERT_EQ(list.status, 200) << list;
+    ASSERT_EQ(list.json().at("schedules").as_array().size(), 1U) << list;
+    EXPECT_EQ(list.json().at("schedules").at(0).at("name"), "t");
+    auto paused = post("/v1/schedules/t/pause", "");
+    ASSERT_EQ(paused.status, 200) << paused;
+    EXPECT_EQ(paused.json().at("paused"), true);
+    EXPECT_FALSE(paused.json().as_object().contains("next_ms"));
+    auto resumed = post("/v1/schedules/t/resume", "");
+    ASSERT_EQ(resumed.status, 200) << resumed;
+    EXPECT_EQ(resumed.json().at("paused"), false);
+    auto wrong = curl("/v1/schedules/t/pause");
+    EXPECT_EQ(wrong.status, 405) << wrong;
+    EXPECT_EQ(wrong.header("Allow"), "POST");
+    auto removed = curl("/v1/schedules/t", {"-X", "DELETE"});
+    EXPECT_EQ(removed.status, 200) << removed;
+    auto gone = curl("/v1/schedules/t");
+    EXPECT_EQ(gone.status, 404) << gone;
+    EXPECT_EQ(gone.error_code(), "unknown_schedule");
+    EXPECT_EQ(curl("/v1/schedules/t", {"-X", "DELETE"}).status, 404);
+}
+
 TEST_F(Http, CancelARunningTaskAndWaitThatTimesOut) {
     start();
     wait_ready();

@@ -2,6 +2,7 @@
 // Exec task types, configuration (docs/exec.md): `--exec` flags and config file settings
 // into program_config, pure.
 #include "handlers/exec.hpp"
+#include "handlers/exec/detail/errors.hpp"
 #include "protocol/syntax.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -44,6 +45,8 @@ namespace json = boost::json;
 
 namespace zkd::handlers::exec {
 
+using detail::bad;
+
 // --- configuration (pure) --------------------------------------------------------------------
 
 std::vector<std::string> split_argv(std::string_view text) {
@@ -65,10 +68,6 @@ std::vector<std::string> split_argv(std::string_view text) {
 }
 
 namespace {
-
-[[noreturn]] void bad(const std::string& message) {
-    throw std::invalid_argument(message);
-}
 
 std::chrono::milliseconds duration_setting(std::string_view key, std::string_view value) {
     const auto d = protocol::parse_duration(value);

@@ -2,6 +2,7 @@
 // Exec task types, the type itself (docs/exec.md): the start-up checks (resolve), what a
 // run's outcome means (classify, progress lines) and the handler with its concurrency limit.
 #include "handlers/exec.hpp"
+#include "handlers/exec/detail/errors.hpp"
 #include "protocol/syntax.hpp"
 #include "protocol/text.hpp"
 
@@ -45,14 +46,13 @@ namespace json = boost::json;
 
 namespace zkd::handlers::exec {
 
+using detail::bad;
+using detail::fail;
+using detail::signal_name;
+
 // --- start-up checks -------------------------------------------------------------------------
 
 namespace {
-
-/// A start-up check failed: the message names the type and what to fix.
-[[noreturn]] void bad(const std::string& message) {
-    throw std::invalid_argument(message);
-}
 
 bool is_executable_file(const std::string& path) {
     struct stat st {};
@@ -189,15 +189,6 @@ std::string with_stderr(std::string message, const std::string& tail) {
         message += "; stderr: " + t;
     }
     return message;
-}
-
-std::string signal_name(int sig) {
-    const char* abbrev = ::sigabbrev_np(sig);
-    return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
-}
-
-handler_error fail(std::string_view code, std::string message) {
-    return handler_error{std::string(code), std::move(message)};
 }
 
 }  // namespace

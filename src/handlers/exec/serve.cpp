@@ -7,6 +7,7 @@
 
 #include "handlers/exec.hpp"
 #include "handlers/exec/detail/child.hpp"
+#include "handlers/exec/detail/errors.hpp"
 #include "protocol/text.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -34,6 +35,9 @@ namespace json = boost::json;
 
 namespace zkd::handlers::exec {
 
+using detail::fail;
+using detail::signal_name;
+
 namespace {
 
 using detail::child;
@@ -44,15 +48,6 @@ std::int64_t now_ms() {
                std::chrono::system_clock::now().time_since_epoch()
     )
         .count();
-}
-
-handler_error fail(std::string_view code, std::string message) {
-    return handler_error{std::string(code), std::move(message)};
-}
-
-std::string signal_text(int sig) {
-    const char* abbrev = ::sigabbrev_np(sig);
-    return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig);
 }
 
 /// The resident set of `pid` in bytes (0 if it cannot be read).
@@ -604,7 +599,7 @@ private:
         }
         std::string how = !st.start_error.empty() ? st.start_error
                           : st.signal != 0 ? "killed by signal " + std::to_string(st.signal) +
-                                                 " (" + signal_text(st.signal) + ")"
+                                                 " (" + signal_name(st.signal) + ")"
                                            : "exited with code " + std::to_string(st.exit_code);
         std::string tail = pr->stderr_tail;
         if (tail.size() > stderr_tail_bytes) {

@@ -162,6 +162,11 @@ struct server::impl {
         bool consume
     );
 
+    // handle_schedules.cpp: /v1/schedules and /v1/schedules/{name}[/pause|/resume].
+    boost::asio::awaitable<response> schedules(
+        boost::beast::http::verb method, resource what, std::string name, std::string body
+    );
+
     // handle_workflows.cpp: /v1/workflows and /v1/workflows/{id}.
     boost::asio::awaitable<response> submit_workflow(std::string text, target t);
     boost::asio::awaitable<response> list_workflows();

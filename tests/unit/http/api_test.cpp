@@ -113,6 +113,27 @@ TEST(HttpApi, Routes) {
     EXPECT_EQ(allowed_methods(resource::metrics), "GET, HEAD");
 }
 
+TEST(HttpApi, ScheduleRoutes) {
+    EXPECT_EQ(match_route("/v1/schedules").what, resource::schedules);
+    auto one = match_route("/v1/schedules/nightly.report");
+    EXPECT_EQ(one.what, resource::schedule);
+    EXPECT_EQ(one.task_id, "nightly.report");
+    auto pause = match_route("/v1/schedules/tick/pause");
+    EXPECT_EQ(pause.what, resource::schedule_pause);
+    EXPECT_EQ(pause.task_id, "tick");
+    auto resume = match_route("/v1/schedules/tick/resume");
+    EXPECT_EQ(resume.what, resource::schedule_resume);
+    EXPECT_EQ(resume.task_id, "tick");
+    for (const char* none :
+         {"/v1/schedules/a/b", "/v1/schedules/a/pause/", "/v1/schedules/a/b/pause"}) {
+        EXPECT_EQ(match_route(none).what, resource::none) << none;
+    }
+    EXPECT_EQ(allowed_methods(resource::schedules), "GET, POST");
+    EXPECT_EQ(allowed_methods(resource::schedule), "GET, DELETE");
+    EXPECT_EQ(allowed_methods(resource::schedule_pause), "POST");
+    EXPECT_EQ(allowed_methods(resource::schedule_resume), "POST");
+}
+
 TEST(HttpApi, SubmitOneTask) {
     auto r = parse_submit(
         R"({"type":"sum","args":{"values":[1,2]},"priority":7,"timeout_ms":1500,"max_attempts":2})"

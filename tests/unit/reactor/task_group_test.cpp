@@ -24,6 +24,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using zkd::test::run_co;
 using zkd::test::run_until;
 using zkd::test::wait_for;
 using namespace std::chrono_literals;
@@ -51,14 +52,6 @@ void start(
     } else {
         asio::co_spawn(ioc, std::move(aw), std::move(handler));
     }
-}
-
-void run_co(asio::io_context& ioc, asio::awaitable<void> aw) {
-    outcome out;
-    start(ioc, std::move(aw), out);
-    run_until(ioc, [&] { return out.done; });
-    if (out.error)
-        std::rethrow_exception(out.error);
 }
 
 asio::awaitable<void> sleep_then_set(std::chrono::milliseconds d, bool& flag) {
