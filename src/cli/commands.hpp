@@ -18,4 +18,14 @@ int cmd_drop_namespace(int argc, char** argv);
 int cmd_workflow(int argc, char** argv);
 int cmd_schedule(int argc, char** argv);
 
+/// The flags that reach the cluster, as every client command's --help lists them.
+inline constexpr const char* cluster_flags_help = R"(
+  --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)
+  --namespace NS          cluster namespace (env ZKD_NAMESPACE; default "default")
+  --connect-timeout DUR   give up reaching ZooKeeper after DUR (exit 3; default 10s)
+  --user NAME, --password SECRET, --password-file FILE
+                          digest credentials of a cluster started with them
+  --config FILE           read options from FILE (env ZKD_CONFIG; see 'zkd --help')
+)";
+
 }  // namespace zkd::cli

@@ -75,15 +75,6 @@ Exit codes: 0 done; 1 refused or failed (a NAME that exists, a garbage schedule)
 3 ZooKeeper unreachable; 5 no such schedule.
 )";
 
-constexpr const char* cluster_flags_help = R"(
-  --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)
-  --namespace NS          cluster namespace (env ZKD_NAMESPACE; default "default")
-  --connect-timeout DUR   give up reaching ZooKeeper after DUR (exit 3; default 10s)
-  --user NAME, --password SECRET, --password-file FILE
-                          digest credentials of a cluster started with them
-  --config FILE           read options from FILE (env ZKD_CONFIG; see 'zkd --help')
-)";
-
 int code_of(const roles::schedule_error& e) {
     return e.what == roles::schedule_error::kind::not_found ? exit_not_found : exit_failed;
 }

@@ -34,15 +34,6 @@ namespace zkd::cli {
 
 namespace {
 
-constexpr const char* cluster_flags_help = R"(
-  --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)
-  --namespace NS          cluster namespace (env ZKD_NAMESPACE; default "default")
-  --connect-timeout DUR   give up reaching ZooKeeper after DUR (exit 3; default 10s)
-  --user NAME, --password SECRET, --password-file FILE
-                          digest credentials of a cluster started with them
-  --config FILE           read options from FILE (env ZKD_CONFIG; see 'zkd --help')
-)";
-
 constexpr const char* submit_help = R"(usage: zkd submit TYPE [ARGS-JSON | @FILE | -] [options]
 
 Submits one task of a registered TYPE (built in: echo, sum, sleep, spin, fail, md5-crack;

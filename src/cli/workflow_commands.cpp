@@ -54,15 +54,6 @@ Exit codes: 0 done (run --wait: succeeded); 1 failed, cancelled, or refused; 2 u
 3 ZooKeeper unreachable; 4 --timeout ran out; 5 no such workflow.
 )";
 
-constexpr const char* cluster_flags_help = R"(
-  --zk CONNECT            ZooKeeper hosts[/path] (env ZKD_ZK; default 127.0.0.1:2181)
-  --namespace NS          cluster namespace (env ZKD_NAMESPACE; default "default")
-  --connect-timeout DUR   give up reaching ZooKeeper after DUR (exit 3; default 10s)
-  --user NAME, --password SECRET, --password-file FILE
-                          digest credentials of a cluster started with them
-  --config FILE           read options from FILE (env ZKD_CONFIG; see 'zkd --help')
-)";
-
 std::string read_spec_text(const std::string& from) {
     std::string text;
     if (from == "-") {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "schedule/firing.hpp"
 
+#include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
 
 #include <algorithm>
@@ -12,7 +13,6 @@ namespace zkd::schedule {
 
 namespace {
 
-constexpr std::int64_t max_ms = 9'999'999'999'999;
 /// Most due times a cron decision counts back over (a minute's cron over 190 days): a longer
 /// gap counts this many as missed.
 constexpr std::uint64_t max_cron_count = 1u << 18;
@@ -37,11 +37,11 @@ std::optional<std::int64_t> next_due(const schedule& s, std::int64_t after_ms) n
     if (s.every_ms > 0) {
         const auto k = (after_ms - s.created_ms) / s.every_ms + 1;
         const auto due = s.created_ms + k * s.every_ms;
-        return due <= max_ms ? std::optional(due) : std::nullopt;
+        return due <= protocol::max_due_ms ? std::optional(due) : std::nullopt;
     }
     if (!s.zone_rules) {
         auto due = cron_next(s.cron_parsed, after_ms);
-        if (!due || *due > max_ms) {
+        if (!due || *due > protocol::max_due_ms) {
             return std::nullopt;
         }
         return due;
@@ -56,7 +56,7 @@ std::optional<std::int64_t> next_due(const schedule& s, std::int64_t after_ms) n
         }
         const auto due = to_utc(*s.zone_rules, *m);
         if (due > after_ms) {
-            return due <= max_ms ? std::optional(due) : std::nullopt;
+            return due <= protocol::max_due_ms ? std::optional(due) : std::nullopt;
         }
         cursor = *m;
     }
@@ -100,7 +100,7 @@ std::string firing_task_id(std::string_view client, int priority, std::int64_t d
     char buf[48];
     std::snprintf(
         buf, sizeof buf, "t%d-%013lld-%.8s000000", 9 - std::clamp(priority, 0, 9),
-        static_cast<long long>(std::clamp<std::int64_t>(due_ms, 0, max_ms)),
+        static_cast<long long>(std::clamp<std::int64_t>(due_ms, 0, protocol::max_due_ms)),
         std::string(client).c_str()
     );
     return buf;

@@ -27,7 +27,6 @@ constexpr std::array<std::string_view, 13> request_fields = {
     "name",       "every_ms",     "cron",    "tz",      "type",       "args",   "priority",
     "timeout_ms", "max_attempts", "retries", "misfire", "no_overlap", "paused",
 };
-constexpr std::int64_t max_ms = 9'999'999'999'999;
 
 std::string quoted(std::string_view s) {
     return "\"" + std::string(s) + "\"";
@@ -131,7 +130,7 @@ codec_result<void> read_spec_fields(const json::object& o, schedule& s, const zo
         s.args = *args;
     }
     auto prio = integer_field(o, "priority", protocol::min_priority, protocol::max_priority);
-    auto timeout = integer_field(o, "timeout_ms", 0, max_ms);
+    auto timeout = integer_field(o, "timeout_ms", 0, protocol::max_due_ms);
     auto attempts = integer_field(o, "max_attempts", 1, protocol::max_attempts_limit);
     auto retries = integer_field(o, "retries", 0, protocol::max_retries_limit);
     for (const auto* r : {&prio, &timeout, &attempts, &retries}) {
@@ -270,9 +269,9 @@ codec_result<schedule> decode(
         return decode_error{"\"client\" must be 8 lowercase hex digits", "client"};
     }
     s.client = std::string(client->get_string());
-    auto created = integer_field(o, "created_ms", 0, max_ms);
-    auto last = integer_field(o, "last_due_ms", 0, max_ms);
-    auto last_fired = integer_field(o, "last_fired_ms", 0, max_ms);
+    auto created = integer_field(o, "created_ms", 0, protocol::max_due_ms);
+    auto last = integer_field(o, "last_due_ms", 0, protocol::max_due_ms);
+    auto last_fired = integer_field(o, "last_fired_ms", 0, protocol::max_due_ms);
     auto fired = integer_field(o, "fired", 0, std::numeric_limits<std::int64_t>::max());
     auto skipped = integer_field(o, "skipped", 0, std::numeric_limits<std::int64_t>::max());
     auto missed = integer_field(o, "missed", 0, std::numeric_limits<std::int64_t>::max());
