@@ -3,8 +3,8 @@
 
 #include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
+#include "protocol/json_int.hpp"
 #include "protocol/syntax.hpp"
-#include "schedule/detail/json.hpp"
 #include "schedule/firing.hpp"
 
 #include <boost/json/object.hpp>
@@ -44,7 +44,7 @@ codec_result<std::optional<std::int64_t>> integer_field(
     if (v == nullptr) {
         return std::optional<std::int64_t>{};
     }
-    auto n = detail::as_integer(*v);
+    auto n = protocol::as_integer(*v);
     if (!n || *n < lo || *n > hi) {
         return field_error(
             key, quoted(key) + " must be an integer from " + std::to_string(lo) + " to " +
@@ -252,7 +252,7 @@ codec_result<schedule> decode(
     }
     const auto& o = doc.get_object();
     const auto* v = o.if_contains("v");
-    if (v == nullptr || detail::as_integer(*v) != std::optional<std::int64_t>{1}) {
+    if (v == nullptr || protocol::as_integer(*v) != std::optional<std::int64_t>{1}) {
         return decode_error{"no \"v\":1", "v"};
     }
     if (!is_valid_name(name)) {

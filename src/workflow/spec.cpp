@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "workflow/spec.hpp"
 
+#include "protocol/json_int.hpp"
 #include "protocol/syntax.hpp"
-#include "workflow/detail/json.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/error.hpp>
@@ -41,7 +41,7 @@ std::string did_you_mean(std::string_view name, const Names& known) {
     return best.empty() ? std::string{} : " (did you mean " + quoted(best) + "?)";
 }
 
-using detail::as_integer;
+using protocol::as_integer;
 
 decode_error step_error(std::string_view step, std::string_view field, std::string what) {
     return decode_error{"step " + quoted(step) + ": " + std::move(what), std::string(field)};

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "workflow/state.hpp"
 
-#include "workflow/detail/json.hpp"
+#include "protocol/json_int.hpp"
 #include "workflow/spec.hpp"
 
 #include <boost/json/array.hpp>
@@ -14,9 +14,9 @@
 namespace zkd::workflow {
 
 namespace json = boost::json;
-using detail::integer_in;
 using protocol::codec_result;
 using protocol::decode_error;
+using protocol::integer_in;
 
 namespace {
 
@@ -31,7 +31,7 @@ codec_result<json::object> open_doc(std::string_view data, std::string_view what
     }
     auto& o = v.get_object();
     const auto* ver = o.if_contains("v");
-    const auto n = ver == nullptr ? std::nullopt : detail::as_integer(*ver);
+    const auto n = ver == nullptr ? std::nullopt : protocol::as_integer(*ver);
     if (!n) {
         return decode_error{std::string(what) + " has no format version \"v\"", "v"};
     }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Small JSON readers shared by the workflow codecs.
+// Integers read from JSON documents: what the workflow and schedule codecs accept as one.
 #pragma once
 
 #include <boost/json/value.hpp>
@@ -8,8 +8,9 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string_view>
 
-namespace zkd::workflow::detail {
+namespace zkd::protocol {
 
 /// An integer: a JSON integer, or a double holding a whole number within +-2^53.
 inline std::optional<std::int64_t> as_integer(const boost::json::value& v) noexcept {
@@ -49,4 +50,4 @@ std::optional<std::int64_t> integer_in(
     return n;
 }
 
-}  // namespace zkd::workflow::detail
+}  // namespace zkd::protocol
