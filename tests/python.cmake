@@ -27,9 +27,11 @@ add_test(NAME python_unit
             "${CMAKE_CURRENT_SOURCE_DIR}/python/test_errors.py")
 set_tests_properties(python_unit PROPERTIES LABELS unit TIMEOUT 120
     ENVIRONMENT "${zkd_pytest_env}")
-# The client, the examples, and serve mode end to end (marker serve_e2e).
+# The client (tasks, delayed tasks, workflows, schedules), the examples, and serve mode end
+# to end (marker serve_e2e).
 add_test(NAME python_client
     COMMAND ${zkd_pytest} "${CMAKE_CURRENT_SOURCE_DIR}/python/test_client.py"
+            "${CMAKE_CURRENT_SOURCE_DIR}/python/test_jobs.py"
             "${CMAKE_CURRENT_SOURCE_DIR}/python/test_examples.py")
 set_tests_properties(python_client PROPERTIES LABELS integration TIMEOUT 600
     ENVIRONMENT "${zkd_pytest_env}")

@@ -2,18 +2,23 @@
 """zkd from Python (docs/python.md): a client of the HTTP API (`zkd.Client`), and the
 program side of exec serve mode (`@zkd.task`, `zkd.serve()`). Standard library only."""
 
-from .client import Client, Task, TaskStatus
+from .client import Client, Task, TaskStatus, Workflow
 from .errors import (
     ApiError,
+    InvalidSchedule,
+    InvalidSpec,
     InvalidTask,
     QueueFull,
+    ScheduleExists,
     TaskCancelled,
     TaskFailed,
     TaskLost,
     TaskTimedOut,
     Unauthorized,
     Unavailable,
+    UnknownSchedule,
     UnknownTask,
+    UnknownWorkflow,
     UnservedType,
     WaitTimeout,
 )
@@ -35,8 +40,11 @@ __all__ = [
     "ApiError",
     "Cancelled",
     "Client",
+    "InvalidSchedule",
+    "InvalidSpec",
     "InvalidTask",
     "QueueFull",
+    "ScheduleExists",
     "Task",
     "TaskCancelled",
     "TaskContext",
@@ -47,9 +55,12 @@ __all__ = [
     "TaskTimedOut",
     "Unauthorized",
     "Unavailable",
+    "UnknownSchedule",
     "UnknownTask",
+    "UnknownWorkflow",
     "UnservedType",
     "WaitTimeout",
+    "Workflow",
     "cancelled",
     "checkpoint",
     "progress",

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""A client of zkd's HTTP API (docs/http.md): submit tasks, wait for their results, follow
-and cancel them. Standard library only (http.client, one keep-alive connection per thread)."""
+"""A client of zkd's HTTP API (docs/http.md): submit tasks (now, delayed, with retries),
+wait for their results, follow and cancel them; run workflows; manage schedules. Standard
+library only (http.client, one keep-alive connection per thread)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 from .errors import ApiError, Unavailable, WaitTimeout, api_error, task_failed
 
@@ -31,10 +32,12 @@ def _ms(seconds: float) -> int:
 
 @dataclass
 class TaskStatus:
-    """Where a task is (GET /v1/tasks/{id}): state is pending, assigned, running, or the
-    result's state (succeeded, failed, timed_out, cancelled, lost); worker holds it or
-    held it; progress (0..1) and message while it reports progress; result once finished
-    and not yet consumed (a dict as stored)."""
+    """Where a task is (GET /v1/tasks/{id}): state is delayed, pending, assigned, running,
+    or the result's state (succeeded, failed, timed_out, cancelled, lost); worker holds it
+    or held it; progress (0..1) and message while it reports progress; result once
+    finished and not yet consumed (a dict as stored). A delayed task (submitted with delay
+    or at, or waiting for a retry): due_ms, when it is due (Unix ms), and try_number, the
+    try it waits for (1: the first), with errors, the earlier tries' errors."""
 
     id: str
     state: str
@@ -42,6 +45,9 @@ class TaskStatus:
     progress: Optional[float] = None
     message: Optional[str] = None
     result: Optional[Dict[str, Any]] = None
+    due_ms: Optional[int] = None
+    try_number: Optional[int] = None
+    errors: Optional[List[Dict[str, Any]]] = None
 
     @property
     def done(self) -> bool:
@@ -84,6 +90,43 @@ class Task:
         """Asks for the task to be cancelled: True when asked, False when it had finished
         already (its result says how). UnknownTask when there is no such task."""
         return self.client.cancel(self.id)
+
+
+class Workflow:
+    """A handle on one workflow (docs/workflows.md). status() reads it as it is now;
+    wait() waits for its end; cancel() asks for it to stop. The workflow is a dict as
+    GET /v1/workflows/{id} answers: "id", "name", "status" (running, succeeded, failed,
+    cancelled), "steps" by name (each with its "status", "tasks", "done", and "value" or
+    "error"), and "result" (the values of its sink steps) once it ended."""
+
+    def __init__(self, client: "Client", workflow_id: str, ended: Optional[dict] = None) -> None:
+        self.client = client
+        self.id = workflow_id
+        self._ended = ended  # the workflow as it ended, once seen
+
+    def __repr__(self) -> str:
+        return f"zkd.Workflow({self.id!r})"
+
+    def status(self) -> Dict[str, Any]:
+        """The workflow now (GET /v1/workflows/{id}); UnknownWorkflow when there is none."""
+        return self.client.workflow(self.id)
+
+    def wait(self, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Waits for the workflow to end and returns it (whatever its status: check
+        "status"; its "result" holds the sink steps' values). WaitTimeout when `timeout`
+        seconds pass first (it goes on); UnknownWorkflow when there is none. Waiting again
+        on a handle that saw the end returns it again without a request."""
+        if self._ended is None:
+            self._ended = self.client._wait_workflow(self.id, timeout)
+        return self._ended
+
+    def cancel(self) -> bool:
+        """Asks for the workflow to be cancelled (steps not started are cancelled, running
+        tasks asked to stop): True when asked (asking twice is fine), False when it had
+        ended already. UnknownWorkflow when there is none."""
+        if self._ended is not None:
+            return False
+        return self.client.cancel_workflow(self.id)
 
 
 def _value_of(task_id: str, result: Dict[str, Any]) -> Any:
@@ -155,6 +198,12 @@ class Client:
         max_attempts: Optional[int] = None,
         wait: Optional[float] = None,
         allow_unserved: bool = False,
+        *,
+        delay: Optional[float] = None,
+        at: Union[None, int, str] = None,
+        retries: Optional[int] = None,
+        backoff: Optional[float] = None,
+        backoff_max: Optional[float] = None,
     ) -> Task:
         """Submits one task of `type` with JSON-able `args`: a Task handle.
 
@@ -162,9 +211,13 @@ class Client:
         none); max_attempts (default 3); wait: seconds (at most 60) to wait for the result
         in the same request (the handle then holds it when it came in time: its wait()
         returns at once); allow_unserved: submit even when no worker serves the type now (else
-        UnservedType). Errors: InvalidTask, UnservedType, QueueFull, Unauthorized,
-        Unavailable, ApiError."""
+        UnservedType). delay (seconds) or at (Unix ms, or an RFC 3339 string): the task
+        waits, state "delayed", until then; retries (0-100): tries after a failed or timed
+        out one, each after a random wait up to backoff x 2^(k-1) seconds (default 1),
+        capped at backoff_max (docs/protocol.md §4.3). Errors: InvalidTask, UnservedType,
+        QueueFull, Unauthorized, Unavailable, ApiError."""
         body = _task_body(type, args, priority, timeout, max_attempts, allow_unserved)
+        body.update(_delay_fields(delay, at, retries, backoff, backoff_max))
         path = "/v1/tasks"
         extra = 0.0
         if wait is not None:
@@ -221,6 +274,9 @@ class Client:
             progress=progress.get("fraction"),
             message=progress.get("message"),
             result=a.get("result"),
+            due_ms=a.get("due_ms"),
+            try_number=a.get("try", 1) if a.get("state") == "delayed" else a.get("try"),
+            errors=a.get("errors"),
         )
 
     def cancel(self, task_id: str) -> bool:
@@ -234,14 +290,144 @@ class Client:
         return True
 
     def tasks(self, limit: Optional[int] = None) -> Dict[str, Any]:
-        """Pending and running tasks (as `zkd tasks --json`): {"pending": [...], "assigned":
-        [...], "pending_total", "assigned_total", "limit", "truncated"}."""
+        """Pending, running and delayed tasks (as `zkd tasks --json`): {"pending": [...],
+        "assigned": [...], "delayed": [...] (each with "due_ms" and "try", soonest first),
+        "pending_total", "assigned_total", "delayed_total", "limit", "truncated"}."""
         path = "/v1/tasks" + (f"?limit={int(limit)}" if limit else "")
         return self._call("GET", path)[1]
 
     def cluster(self) -> Dict[str, Any]:
         """The cluster view (as `zkd cluster --json`): master, workers, counts."""
         return self._call("GET", "/v1/cluster")[1]
+
+    # --- workflows (docs/workflows.md) ---------------------------------------------------
+
+    def run_workflow(
+        self,
+        spec: Union[Dict[str, Any], str],
+        wait: Optional[float] = None,
+        allow_unserved: bool = False,
+    ) -> Workflow:
+        """Submits a workflow: `spec` a dict (or its JSON text) as docs/workflows.md
+        describes, {"name": .., "steps": {name: {"type", "args", "after", "map", ...}}}.
+        A Workflow handle. wait: seconds (at most 60) to wait for its end in the same
+        request (the handle then holds it when it ended in time: its wait() returns at
+        once); allow_unserved: submit even when no worker serves a step's type now.
+        Errors: InvalidSpec (nothing created), UnservedType, Unauthorized, Unavailable,
+        ApiError."""
+        text = spec if isinstance(spec, str) else json.dumps(spec, separators=(",", ":"))
+        query = []
+        extra = 0.0
+        if wait is not None:
+            extra = min(max(0.0, wait), _WAIT_CHUNK_S)
+            query.append(f"wait={_ms(extra)}")
+        if allow_unserved:
+            query.append("allow_unserved=1")
+        path = "/v1/workflows" + ("?" + "&".join(query) if query else "")
+        status, answer = self._call("POST", path, _Raw(text), extra_time=extra, retry=False)
+        ended = answer if status == 200 and answer.get("status") != "running" else None
+        return Workflow(self, str(answer["id"]), ended)
+
+    def workflow(self, workflow_id: str) -> Dict[str, Any]:
+        """The workflow now (GET /v1/workflows/{id}); UnknownWorkflow when there is none."""
+        return self._call("GET", f"/v1/workflows/{_quote(workflow_id)}")[1]
+
+    def workflow_handle(self, workflow_id: str) -> Workflow:
+        """A handle on a workflow submitted before (by any client)."""
+        return Workflow(self, workflow_id)
+
+    def cancel_workflow(self, workflow_id: str) -> bool:
+        """Asks for the workflow to be cancelled: True when asked (also when asked before),
+        False when it had ended. UnknownWorkflow when there is none."""
+        now = self.workflow(workflow_id)
+        if now.get("status") != "running":
+            return False
+        self._call("DELETE", f"/v1/workflows/{_quote(workflow_id)}")
+        return True
+
+    def workflows(self) -> List[Dict[str, Any]]:
+        """Every workflow the cluster keeps, oldest first (as `zkd workflow list --json`):
+        each {"id", "name", "status", "steps", "created_ms"}."""
+        return list(self._call("GET", "/v1/workflows")[1].get("workflows", []))
+
+    # --- schedules (docs/schedules.md) ---------------------------------------------------
+
+    def add_schedule(
+        self,
+        name: str,
+        type: str,
+        args: Any = None,
+        *,
+        every: Optional[float] = None,
+        cron: Optional[str] = None,
+        tz: Optional[str] = None,
+        priority: Optional[int] = None,
+        timeout: Optional[float] = None,
+        max_attempts: Optional[int] = None,
+        retries: Optional[int] = None,
+        misfire: Optional[str] = None,
+        no_overlap: bool = False,
+        paused: bool = False,
+    ) -> Dict[str, Any]:
+        """Stores a schedule that submits a task of `type` with `args` at each due time:
+        every `every` seconds (at least 1), or at the minutes the cron expression `cron`
+        matches, read in time zone `tz` (default UTC). priority, timeout (seconds),
+        max_attempts and retries as for submit(); misfire: "once" (default), "skip" or
+        "all" (what to do with due times passed while nothing fired them); no_overlap:
+        skip a due time while the previous firing has no result; paused: stored without
+        firing. The schedule as stored (as schedule() shows it). Errors: InvalidSchedule,
+        ScheduleExists (nothing changed), Unauthorized, Unavailable, ApiError."""
+        if (every is None) == (cron is None):
+            raise ValueError("add_schedule: give every (seconds) or cron, one of them")
+        body: Dict[str, Any] = {"name": name, "type": type}
+        if every is not None:
+            body["every_ms"] = _ms(every)
+        else:
+            body["cron"] = cron
+            if tz is not None:
+                body["tz"] = tz
+        if args is not None:
+            body["args"] = args
+        if priority is not None:
+            body["priority"] = priority
+        if timeout is not None:
+            body["timeout_ms"] = _ms(timeout)
+        if max_attempts is not None:
+            body["max_attempts"] = max_attempts
+        if retries is not None:
+            body["retries"] = retries
+        if misfire is not None:
+            body["misfire"] = misfire
+        if no_overlap:
+            body["no_overlap"] = True
+        if paused:
+            body["paused"] = True
+        return self._call("POST", "/v1/schedules", body, retry=False)[1]
+
+    def schedules(self) -> List[Dict[str, Any]]:
+        """Every schedule (as `zkd schedule list --json`'s "schedules"): each as stored,
+        with "name", "next_ms" (the next due time, Unix ms; absent while paused), "fired",
+        "skipped", "missed", "last_fired_ms", ...; a node that is garbage: {"name",
+        "garbage"}."""
+        return list(self._call("GET", "/v1/schedules")[1].get("schedules", []))
+
+    def schedule(self, name: str) -> Dict[str, Any]:
+        """One schedule as stored; UnknownSchedule when there is none."""
+        return self._call("GET", f"/v1/schedules/{_quote(name)}")[1]
+
+    def remove_schedule(self, name: str) -> None:
+        """Removes the schedule (the tasks it fired run on); UnknownSchedule when there is
+        none."""
+        self._call("DELETE", f"/v1/schedules/{_quote(name)}")
+
+    def pause_schedule(self, name: str) -> Dict[str, Any]:
+        """Stops the schedule's firings: the schedule as it now is; UnknownSchedule."""
+        return self._call("POST", f"/v1/schedules/{_quote(name)}/pause", {})[1]
+
+    def resume_schedule(self, name: str) -> Dict[str, Any]:
+        """Starts its firings again (the misfire policy decides what passed meanwhile): the
+        schedule as it now is; UnknownSchedule."""
+        return self._call("POST", f"/v1/schedules/{_quote(name)}/resume", {})[1]
 
     # --- the wire --------------------------------------------------------------------
 
@@ -265,6 +451,26 @@ class Client:
                     f"task {task_id} has not finished ({state}) after {timeout} s; it goes on",
                     status=status,
                     task_id=task_id,
+                )
+
+    def _wait_workflow(self, workflow_id: str, timeout: Optional[float]) -> dict:
+        """The workflow once it ended, waited for by the server (GET
+        /v1/workflows/{id}?wait=MS), in chunks of at most _WAIT_CHUNK_S."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            chunk = _WAIT_CHUNK_S
+            if deadline is not None:
+                chunk = min(chunk, max(0.0, deadline - time.monotonic()))
+            # wait=0 would answer 200 with the workflow as it is: ask for at least 1 ms.
+            path = f"/v1/workflows/{_quote(workflow_id)}?wait={max(1, _ms(chunk))}"
+            _, answer = self._call("GET", path, extra_time=chunk)
+            if answer.get("status") != "running":
+                return answer
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(
+                    "wait_timeout",
+                    f"workflow {workflow_id} has not ended after {timeout} s; it goes on",
+                    status=202,
                 )
 
     def _conn(self) -> http.client.HTTPConnection:
@@ -301,7 +507,10 @@ class Client:
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         data = None
-        if body is not _UNSET:
+        if isinstance(body, _Raw):
+            data = body.text.encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        elif body is not _UNSET:
             data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         for attempt in (1, 2):
@@ -353,6 +562,37 @@ class Client:
             )
         text = raw[:200].decode("utf-8", "replace")
         raise ApiError("bad_answer", f"HTTP {status}: {text}", status=status, task_id=task_id)
+
+
+@dataclass
+class _Raw:
+    """A request body sent as it is (JSON text the caller wrote)."""
+
+    text: str
+
+
+def _delay_fields(
+    delay: Optional[float],
+    at: Union[None, int, str],
+    retries: Optional[int],
+    backoff: Optional[float],
+    backoff_max: Optional[float],
+) -> Dict[str, Any]:
+    """The fields of POST /v1/tasks for a delayed task and retries (docs/http.md)."""
+    if delay is not None and at is not None:
+        raise ValueError("submit: give delay or at, not both")
+    out: Dict[str, Any] = {}
+    if delay is not None:
+        out["delay_ms"] = _ms(delay)
+    if at is not None:
+        out["at"] = at
+    if retries is not None:
+        out["retries"] = retries
+    if backoff is not None:
+        out["backoff_ms"] = _ms(backoff)
+    if backoff_max is not None:
+        out["backoff_max_ms"] = _ms(backoff_max)
+    return out
 
 
 def _task_body(

@@ -50,6 +50,29 @@ class QueueFull(ApiError):
     """429 queue_full: the cluster's queue is at its bound; nothing was submitted."""
 
 
+class InvalidSpec(ApiError):
+    """400 invalid_spec: a workflow spec that is not JSON, not a DAG, names an unknown step,
+    or breaks another rule (the message says which); nothing was created."""
+
+
+class UnknownWorkflow(ApiError):
+    """404 unknown_workflow: no such workflow (never submitted, or deleted after its
+    retention)."""
+
+
+class InvalidSchedule(ApiError):
+    """400 invalid_schedule: the schedule breaks a rule (its name, expression, zone,
+    option); nothing was stored."""
+
+
+class UnknownSchedule(ApiError):
+    """404 unknown_schedule: no schedule of that name."""
+
+
+class ScheduleExists(ApiError):
+    """409 schedule_exists: a schedule of that name exists already (nothing was changed)."""
+
+
 class Unavailable(ApiError):
     """503: ZooKeeper unreachable, no cluster in the namespace, or the server busy; or no
     answer at all (code "connection")."""
@@ -88,6 +111,11 @@ _BY_CODE = {
     "unserved_type": UnservedType,
     "unknown_task": UnknownTask,
     "queue_full": QueueFull,
+    "invalid_spec": InvalidSpec,
+    "unknown_workflow": UnknownWorkflow,
+    "invalid_schedule": InvalidSchedule,
+    "unknown_schedule": UnknownSchedule,
+    "schedule_exists": ScheduleExists,
 }
 
 _BY_STATE = {

@@ -44,7 +44,9 @@ A-Z a-z 0-9 _ . - (not starting with '.').
             next minute its cron expression matches (read in --tz). Refused, with nothing
             stored: a bad name, expression or option, or a NAME that exists.
   list      every schedule: name, when, type, state, next due time, firings so far
-            (--json: an array of objects with name, next_ms, fired, skipped, missed, ...).
+            (--json: {"schedules":[...]}, as GET /v1/schedules, each an object with name,
+            next_ms (absent while paused), fired, skipped, missed, ...; a node that is
+            garbage {"name":..,"garbage":why}).
   show      one schedule in full.
   rm        removes it (tasks it fired run on).
   pause     stops its firings; resume starts them again, applying the misfire policy to
@@ -271,7 +273,9 @@ int cmd_list(const args& a) {
                 for (const auto& [name, why] : all->garbage) {
                     out.push_back(json::object{{"name", name}, {"garbage", why}});
                 }
-                std::printf("%s\n", protocol::to_text(json::value(std::move(out))).c_str());
+                // The shape of GET /v1/schedules: one object, room to grow.
+                const json::value doc = json::object{{"schedules", std::move(out)}};
+                std::printf("%s\n", protocol::to_text(doc).c_str());
                 co_return exit_ok;
             }
             for (const auto& s : all->schedules) {

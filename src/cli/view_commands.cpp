@@ -22,10 +22,14 @@ namespace {
 
 constexpr const char* tasks_help = R"(usage: zkd tasks [options]
 
-Lists the tasks waiting (pending, in priority then submit order) and those held by workers
-(assigned or running), with type, worker, age and attempt.
+Lists the tasks waiting (pending, in priority then submit order), those held by workers
+(assigned or running), with type, worker, age and attempt, and the delayed tasks and
+retries waiting for their time (state delayed, soonest due first), with their try and due
+time (zkd submit --delay/--at, --retries).
 
   --limit N               list at most N of each (default 1000); totals are always shown
+                          (the delayed tasks listed are the N whose ids hold the earliest
+                          times; a retry keeps its first try's id)
   --json                  print the list as JSON
   --zk, --namespace, --connect-timeout, --user, --password, --password-file, --config
                           as for every command (see 'zkd submit --help')
@@ -36,7 +40,8 @@ constexpr const char* cluster_help = R"(usage: zkd cluster [options]
 Shows the cluster: the acting master (epoch, since when, tasks finished per second over the
 last minute), each worker with its load (tasks held / capacity), running tasks, threads
 (tasks it runs side by side; "-" for a worker that does not say) and types,
-and the queue (pending tasks, results not yet consumed, open cancel requests).
+and the queue (pending tasks, delayed tasks and retries waiting for their time, results not
+yet consumed, open cancel requests).
 
   --json                  print the view as JSON
   --zk, --namespace, --connect-timeout, --user, --password, --password-file, --config
@@ -96,6 +101,16 @@ void print_tasks(const roles::task_list& list) {
         }
         // A bundle: its type and how many tasks it holds.
         const auto type = t.tasks > 1 ? t.type + " x" + std::to_string(t.tasks) : t.type;
+        if (t.state == protocol::task_state::delayed) {
+            const auto in = t.due_ms - protocol::now_ms();
+            std::printf(
+                "%-36s %-9s %-12s %-28s %3d %8s try %d, due %s (%s%s)\n", printable(t.id).c_str(),
+                "delayed", printable(type).c_str(), "-", t.priority, brief_age(t.age_ms).c_str(),
+                t.try_number, local_time(t.due_ms).c_str(), in > 0 ? "in " : "",
+                in > 0 ? brief_age(in).c_str() : "now"
+            );
+            return;
+        }
         std::printf(
             "%-36s %-9s %-12s %-28s %3d %8s %d", printable(t.id).c_str(),
             std::string(protocol::to_string(t.state)).c_str(), printable(type).c_str(),
@@ -113,9 +128,14 @@ void print_tasks(const roles::task_list& list) {
     for (const auto& t : list.pending) {
         row(t);
     }
+    for (const auto& t : list.delayed) {
+        row(t);
+    }
     std::printf(
-        "%llu held by workers, %llu pending", static_cast<unsigned long long>(list.assigned_total),
-        static_cast<unsigned long long>(list.pending_total)
+        "%llu held by workers, %llu pending, %llu delayed",
+        static_cast<unsigned long long>(list.assigned_total),
+        static_cast<unsigned long long>(list.pending_total),
+        static_cast<unsigned long long>(list.delayed_total)
     );
     if (list.truncated) {
         std::printf(" (lists cut at %zu each: --limit)", list.limit);
@@ -145,8 +165,9 @@ void print_cluster(const cluster_target& t, const roles::cluster_snapshot& c) {
         std::printf("\n");
     }
     std::printf(
-        "queue     %llu pending, %llu results not consumed%s, %llu cancel requests",
-        static_cast<unsigned long long>(c.pending), static_cast<unsigned long long>(c.results),
+        "queue     %llu pending, %llu delayed, %llu results not consumed%s, %llu cancel requests",
+        static_cast<unsigned long long>(c.pending), static_cast<unsigned long long>(c.delayed),
+        static_cast<unsigned long long>(c.results),
         c.uncounted_result_dirs > 0
             ? (" (in the result shards; not counted: " + std::to_string(c.uncounted_result_dirs) +
                " clients' directories)")

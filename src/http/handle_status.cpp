@@ -165,7 +165,7 @@ asio::awaitable<api_result<json::object>> server::impl::read_snapshot() {
         co_return zk_error(view.error(), "reading the cluster");
     }
     auto tasks = co_await zkco::with_timeout(
-        roles::list_tasks(zs.zk, *zs.l, running_listed), opts.zk_timeout
+        roles::list_tasks(zs.zk, *zs.l, running_listed, false), opts.zk_timeout
     );
     if (!tasks) {
         co_return zk_error(tasks.error(), "listing tasks");
@@ -185,14 +185,34 @@ asio::awaitable<api_result<json::object>> server::impl::read_snapshot() {
         }
         by_priority = std::move(counts);
     }
+    // The earliest time among the delayed tasks' ids, listed on the same terms as the
+    // pending tasks (a delayed submit's id holds its due time; a retry's, its first try's).
+    json::value delayed_earliest = nullptr;
+    if (view->delayed > 0 && view->delayed <= most_pending_counted) {
+        std::vector<std::string> shards;
+        for (std::uint32_t i = 0; i < zs.l->pending_shards; ++i) {
+            shards.push_back(protocol::layout::delayed_shard(i));
+        }
+        auto names =
+            co_await zkco::with_timeout(children_of(zs.zk, std::move(shards)), opts.zk_timeout);
+        if (!names) {
+            co_return zk_error(names.error(), "listing delayed tasks");
+        }
+        if (const auto t = earliest_id_time(*names)) {
+            delayed_earliest = *t;
+        }
+    }
     co_await track_failures(zs, *view);
     json::array running;
     for (const auto& t : tasks->assigned) {
         running.push_back(roles::to_json(t));
     }
     out["cluster"] = roles::to_json(*view);
-    out["queue"] =
-        json::object{{"pending", view->pending}, {"by_priority", std::move(by_priority)}};
+    out["queue"] = json::object{
+        {"pending", view->pending},
+        {"by_priority", std::move(by_priority)},
+        {"delayed", view->delayed},
+        {"delayed_earliest_ms", std::move(delayed_earliest)}};
     out["running"] = std::move(running);
     out["assigned_total"] = tasks->assigned_total;
     out["truncated"] = tasks->assigned_total > tasks->assigned.size();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "http/metrics.hpp"
 
+#include "workflow/state.hpp"
+
 #include <array>
 #include <charconv>
 #include <chrono>
@@ -201,6 +203,111 @@ void render_node(writer& w, const roles::node_stats& n) {
     }
 }
 
+/// Delayed tasks, retries, schedules and workflows: counters always, the gauges of the
+/// master's views only while this node is master. All from memory: no ZooKeeper read.
+void render_jobs(writer& w, const roles::node_stats& n) {
+    const bool master = n.queue_depth >= 0;
+    const auto& m = n.master_totals;
+    w.single(
+        "zkd_worker_tries_retried_total", "counter",
+        "Tries this node's worker ended with a retry (failed or timed out with retries left; "
+        "the task waits in the delayed tree): not results, not in zkd_tasks_completed_total.",
+        n.worker.retried
+    );
+    w.single(
+        "zkd_delayed_released_total", "counter",
+        "Delayed tasks and retries this node moved to pending when due, as master (T10).",
+        m.released
+    );
+    if (master) {
+        w.single(
+            "zkd_delayed_tasks", "gauge",
+            "Delayed tasks and retries waiting in the master's view (master only).", m.delayed
+        );
+        if (m.delayed_next_due_ms > 0) {
+            w.single(
+                "zkd_delayed_next_due_timestamp_seconds", "gauge",
+                "When the earliest delayed task is due, Unix time (master only; absent when "
+                "none waits; a retry not yet read counts its id's time, a lower bound).",
+                static_cast<double>(m.delayed_next_due_ms) / 1000.0
+            );
+        }
+    }
+
+    const auto& sc = n.schedules;
+    w.single(
+        "zkd_schedule_firings_total", "counter",
+        "Schedule firings whose task this node created, as master (S4 committed).", sc.fired
+    );
+    w.single(
+        "zkd_schedule_firings_late_total", "counter",
+        "Of those, firings written more than 1 s after their due time.", sc.late
+    );
+    w.single(
+        "zkd_schedule_lateness_seconds_total", "counter",
+        "Over those firings, the time each was written less its due time, summed (divided by "
+        "zkd_schedule_firings_total: the mean lateness).",
+        static_cast<double>(sc.lateness_ms_sum) / 1000.0
+    );
+    w.family(
+        "zkd_schedule_passed_total", "counter",
+        "Due times a schedule passed over, as master: overlap (--no-overlap, the previous "
+        "firing still running), misfire (the misfire policy, after downtime)."
+    );
+    w.sample("zkd_schedule_passed_total", label("reason", "overlap"), sc.skipped);
+    w.sample("zkd_schedule_passed_total", label("reason", "misfire"), sc.missed);
+    if (master) {
+        w.family(
+            "zkd_schedules", "gauge", "Schedules in the master's view, by state (master only)."
+        );
+        w.sample(
+            "zkd_schedules", label("state", "active"), std::uint64_t{sc.schedules - sc.paused}
+        );
+        w.sample("zkd_schedules", label("state", "paused"), std::uint64_t{sc.paused});
+        if (sc.last_lateness_ms >= 0) {
+            w.single(
+                "zkd_schedule_last_lateness_seconds", "gauge",
+                "The latest firing's lateness: written less due time (master only, once one "
+                "fired in this term).",
+                static_cast<double>(sc.last_lateness_ms) / 1000.0
+            );
+        }
+    }
+
+    const auto& wf = n.workflows;
+    w.single(
+        "zkd_workflow_tasks_launched_total", "counter",
+        "Workflow step tasks this node created, as master (W2 committed).", wf.launched
+    );
+    w.single(
+        "zkd_workflows_finished_total", "counter",
+        "Workflows that ended while this node was master.", wf.finished
+    );
+    if (master) {
+        w.family(
+            "zkd_workflows", "gauge",
+            "Workflows the master follows (every one not yet deleted by retention), by state "
+            "(master only)."
+        );
+        for (std::size_t i = 0; i < roles::workflow_statuses.size(); ++i) {
+            w.sample(
+                "zkd_workflows", label("state", workflow::to_string(roles::workflow_statuses[i])),
+                std::uint64_t{wf.workflows[i]}
+            );
+        }
+        w.family(
+            "zkd_workflow_steps", "gauge",
+            "The steps of those workflows, by state (master only; a map step counts once)."
+        );
+        for (std::size_t i = 0; i < roles::step_statuses.size(); ++i) {
+            w.sample(
+                "zkd_workflow_steps", label("state", workflow::to_string(roles::step_statuses[i])),
+                std::uint64_t{wf.steps[i]}
+            );
+        }
+    }
+}
+
 void render_lag(writer& w, const reactor::lag_stats& lag) {
     // A summary: the quantiles cover the probe's window (the last samples), the sum and
     // count every sample since the start, as Prometheus client summaries do.
@@ -276,6 +383,7 @@ std::string render_metrics(
     );
     if (node) {
         render_node(w, *node);
+        render_jobs(w, *node);
     }
     if (lag) {
         render_lag(w, *lag);

@@ -58,6 +58,20 @@ struct facade_counters {
 ///   zkd_worker_tasks_started_total, zkd_worker_results_discarded_total   counters
 ///   zkd_change_log_reads_total{dir="pending|assign"}, zkd_directory_listings_total{dir=...}
 ///                                                  counters (master_totals, worker)
+///   zkd_worker_tries_retried_total                 counter, tries that ended with a retry
+///                                                  (not in zkd_tasks_completed_total)
+///   zkd_delayed_released_total                     counter (master_totals.released)
+///   zkd_delayed_tasks, zkd_delayed_next_due_timestamp_seconds   gauges, only while master
+///                                                  (the due time only while one waits)
+///   zkd_schedule_firings_total, zkd_schedule_firings_late_total,
+///   zkd_schedule_lateness_seconds_total, zkd_schedule_passed_total{reason="overlap|misfire"}
+///                                                  counters (node.schedules)
+///   zkd_schedules{state="active|paused"}, zkd_schedule_last_lateness_seconds
+///                                                  gauges, only while master (the lateness
+///                                                  once a firing was written)
+///   zkd_workflow_tasks_launched_total, zkd_workflows_finished_total   counters
+///   zkd_workflows{state=...}, zkd_workflow_steps{state=...}   gauges, only while master
+///   Every figure is read from memory: a scrape reads nothing from ZooKeeper.
 /// With `lag`:
 ///   zkd_event_loop_lag_seconds{quantile="0.99"|"1"} summary (p99 and max of the window;
 ///                                                  _sum and _count of every sample)

@@ -2,6 +2,7 @@
 #include "http/status.hpp"
 
 #include "protocol/ids.hpp"
+#include "workflow/state.hpp"
 #include "zkco/types.hpp"
 
 #include <boost/json/array.hpp>
@@ -200,6 +201,61 @@ std::vector<std::string> new_results(
     return fresh;
 }
 
+std::optional<std::int64_t> earliest_id_time(const std::vector<std::string>& names) {
+    std::optional<std::int64_t> best;
+    for (const auto& n : names) {
+        if (!protocol::is_valid_task_id(n)) {
+            continue;
+        }
+        if (const auto t = protocol::task_id_ms(n); t && (!best || *t < *best)) {
+            best = t;
+        }
+    }
+    return best;
+}
+
+json::value jobs_json(const roles::node_stats& s) {
+    const bool master = s.queue_depth >= 0;
+    const auto& m = s.master_totals;
+    const auto& sc = s.schedules;
+    const auto& wf = s.workflows;
+    json::object out;
+    out["retried"] = s.worker.retried;
+    out["delayed"] = master ? json::value(m.delayed) : json::value(nullptr);
+    out["delayed_next_due_ms"] = master && m.delayed_next_due_ms > 0
+                                     ? json::value(m.delayed_next_due_ms)
+                                     : json::value(nullptr);
+    out["released"] = m.released;
+    json::object schedules{
+        {"fired", sc.fired},     {"late", sc.late},     {"lateness_ms_sum", sc.lateness_ms_sum},
+        {"skipped", sc.skipped}, {"missed", sc.missed},
+    };
+    schedules["count"] = master ? json::value(sc.schedules) : json::value(nullptr);
+    schedules["paused"] = master ? json::value(sc.paused) : json::value(nullptr);
+    schedules["last_lateness_ms"] = master && sc.last_lateness_ms >= 0
+                                        ? json::value(sc.last_lateness_ms)
+                                        : json::value(nullptr);
+    out["schedules"] = std::move(schedules);
+    json::object workflows{{"launched", wf.launched}, {"finished", wf.finished}};
+    if (master) {
+        json::object by_state;
+        for (std::size_t i = 0; i < roles::workflow_statuses.size(); ++i) {
+            by_state[workflow::to_string(roles::workflow_statuses[i])] = wf.workflows[i];
+        }
+        json::object steps;
+        for (std::size_t i = 0; i < roles::step_statuses.size(); ++i) {
+            steps[workflow::to_string(roles::step_statuses[i])] = wf.steps[i];
+        }
+        workflows["by_state"] = std::move(by_state);
+        workflows["steps"] = std::move(steps);
+    } else {
+        workflows["by_state"] = nullptr;
+        workflows["steps"] = nullptr;
+    }
+    out["workflows"] = std::move(workflows);
+    return out;
+}
+
 json::value node_json(const roles::node_stats& s) {
     const auto& m = s.master_totals;
     return json::object{
@@ -229,6 +285,7 @@ json::value node_json(const roles::node_stats& s) {
              {"cancelled", m.cancelled},
              {"finished", m.finished},
          }},
+        {"jobs", jobs_json(s)},
     };
 }
 

@@ -74,6 +74,11 @@ roles::latency_histogram histogram_delta(
 /// counts its tasks; a name that is not a task id is skipped.
 std::array<std::uint64_t, 10> count_by_priority(const std::vector<std::string>& names);
 
+/// The earliest time a task id among `names` holds (names that are no task id skipped);
+/// nullopt when none is one. Of delayed tasks' names: a delayed submit's due time, a retry's
+/// first submit (so a lower bound of the earliest due time).
+std::optional<std::int64_t> earliest_id_time(const std::vector<std::string>& names);
+
 /// One finished task that did not succeed.
 struct failure_entry {
     std::string id;
@@ -107,10 +112,20 @@ std::vector<std::string> new_results(
     const std::vector<std::string>& before, const std::vector<std::string>& now, std::size_t limit
 );
 
+/// The node's figures for delayed tasks, retries, schedules and workflows (from memory: its
+/// worker's and, while master, its master's and engines' counters): `{"retried":N,
+/// "delayed":N|null,"delayed_next_due_ms":T|null,"released":N,"schedules":{"fired","late",
+/// "lateness_ms_sum","skipped","missed","count":N|null,"paused":N|null,
+/// "last_lateness_ms":N|null},"workflows":{"launched","finished","by_state":{"running":N,
+/// "succeeded","failed","cancelled"}|null,"steps":{"waiting":N,"running","succeeded",
+/// "failed","skipped","cancelled"}|null}}`; the nulls: not master (or none yet).
+boost::json::value jobs_json(const roles::node_stats& s);
+
 /// The node's own figures for the page: `{"member":..,"session":..,"sessions":N,
 /// "master":B,"epoch":E,"elected":N,"queue_depth":N|null,"worker":{"started","published",
 /// "discarded","succeeded","failed","timed_out","cancelled"},"master_totals":{"assigned",
-/// "requeued","lost","rejected","cancelled","finished"}}`.
+/// "requeued","lost","rejected","cancelled","finished"},"jobs":<jobs_json>}`. The worker's
+/// counts are final results: a try that ends with a retry is in jobs.retried instead.
 boost::json::value node_json(const roles::node_stats& s);
 
 }  // namespace zkd::http

@@ -111,11 +111,14 @@ asio::awaitable<void> mastership(
             using namespace asio::experimental::awaitable_operators;
             co_await (
                 run_master(zk, l, me, *epoch, o.master, &stats.master_totals) ||
-                run_workflows(zk, l, *epoch, wo) || run_schedules(zk, l, *epoch, so)
+                run_workflows(zk, l, *epoch, wo, &stats.workflows) ||
+                run_schedules(zk, l, *epoch, so, &stats.schedules)
             );
             stats.master = false;
             stats.queue_depth = -1;
             stats.max_pending = -1;
+            stats.master_totals.delayed = 0;
+            stats.master_totals.delayed_next_due_ms = 0;
         } else {
             spdlog::warn("node {}: could not take over: {}", me.id, epoch.error().message());
         }

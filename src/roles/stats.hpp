@@ -2,7 +2,9 @@
 #pragma once
 
 #include "roles/master/master.hpp"
+#include "roles/schedule/engine.hpp"
 #include "roles/worker/worker.hpp"
+#include "roles/workflow/engine.hpp"
 #include "zkco/types.hpp"
 
 #include <array>
@@ -51,6 +53,10 @@ struct node_stats {
 
     master_stats master_totals;        ///< summed over terms as master
     latency_histogram assign_latency;  ///< submitted → assigned (T2 committed), as master
+    /// The schedule and workflow engines that run beside the master: counters summed over
+    /// terms, gauges of the current term (0 while not master).
+    schedule_engine_stats schedules;
+    workflow_engine_stats workflows;
 };
 
 }  // namespace zkd::roles

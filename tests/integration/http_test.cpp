@@ -706,6 +706,120 @@ TEST_F(Http, WorkflowsRunAndShowAndCancel) {
     EXPECT_EQ(curl("/v1/workflows", {"-X", "DELETE"}).status, 405);
 }
 
+// Delayed tasks, retries, schedules and workflows seen moving through every door of the
+// facade: GET /v1/tasks and /v1/tasks/{id} (a delayed task, its due time), /v1/status (the
+// queue's delayed count and earliest due, the node's jobs), and /metrics (the master's views
+// and counters; a try that retries is no result).
+TEST_F(Http, DelayedTasksRetriesSchedulesAndWorkflowsShowInMetricsAndStatus) {
+    start();
+    wait_ready();
+    const auto metric = [this](const std::string& key) {
+        auto m = parse_metrics(curl("/metrics").body);
+        return m.contains(key) ? std::stod(m[key]) : -1.0;
+    };
+    EXPECT_EQ(metric("zkd_delayed_tasks{}"), 0.0);
+    EXPECT_EQ(metric("zkd_schedules{\"state\":\"active\"}"), 0.0);
+    EXPECT_EQ(metric("zkd_workflows{\"state\":\"succeeded\"}"), 0.0);
+    EXPECT_EQ(metric("zkd_delayed_next_due_timestamp_seconds{}"), -1.0);  // none waits
+
+    // A delayed task: listed delayed with its due time, counted, then run.
+    auto delayed = post("/v1/tasks", R"({"type":"echo","args":7,"delay_ms":4000})");
+    ASSERT_EQ(delayed.status, 201) << delayed;
+    const auto id = json::value_to<std::string>(delayed.json().at("id"));
+    auto listed = curl("/v1/tasks");
+    ASSERT_EQ(listed.status, 200) << listed;
+    ASSERT_EQ(listed.json().at("delayed_total"), 1) << listed;
+    const auto entry = listed.json().at("delayed").at(0);
+    EXPECT_EQ(entry.at("id"), id);
+    EXPECT_EQ(entry.at("state"), "delayed");
+    EXPECT_EQ(entry.at("try"), 1);
+    const auto due_ms = entry.at("due_ms").to_number<std::int64_t>();
+    EXPECT_EQ(curl("/v1/tasks/" + id).json().at("due_ms").to_number<std::int64_t>(), due_ms);
+    const auto counted = poll("/metrics", [&](const reply& r) {
+        auto m = parse_metrics(r.body);
+        return m["zkd_delayed_tasks{}"] == "1.0";
+    });
+    auto m = parse_metrics(counted.body);
+    EXPECT_EQ(m["zkd_delayed_tasks{}"], "1.0") << counted.body;
+    EXPECT_EQ(m["family:zkd_delayed_tasks"], "gauge");
+    EXPECT_DOUBLE_EQ(
+        std::stod(m["zkd_delayed_next_due_timestamp_seconds{}"]), static_cast<double>(due_ms) / 1000
+    );
+    auto status = curl("/v1/status");
+    ASSERT_EQ(status.status, 200) << status;
+    EXPECT_EQ(status.json().at("queue").at("delayed"), 1) << status;
+    EXPECT_EQ(
+        status.json().at("queue").at("delayed_earliest_ms").to_number<std::int64_t>(), due_ms
+    );
+    EXPECT_EQ(status.json().at("cluster").at("delayed"), 1);
+    EXPECT_EQ(status.json().at("node").at("jobs").at("delayed"), 1);
+    auto ran = curl("/v1/tasks/" + id + "/result?wait=30000", {"-X", "DELETE"});
+    ASSERT_EQ(ran.status, 200) << ran;
+    EXPECT_EQ(ran.json().at("value"), 7);
+    auto released = poll("/metrics", [&](const reply& r) {
+        return parse_metrics(r.body)["zkd_delayed_tasks{}"] == "0.0";
+    });
+    m = parse_metrics(released.body);
+    EXPECT_EQ(m["zkd_delayed_tasks{}"], "0.0") << released.body;
+    EXPECT_EQ(m["zkd_delayed_released_total{}"], "1.0");
+    EXPECT_FALSE(m.contains("zkd_delayed_next_due_timestamp_seconds{}"));
+
+    // A task that fails twice: one final failure, one retried try (not a result).
+    const auto failed_before = metric("zkd_tasks_completed_total{\"state\":\"failed\"}");
+    auto retried =
+        post("/v1/tasks?wait=30000", R"({"type":"fail","args":"no","retries":1,"backoff_ms":20})");
+    ASSERT_EQ(retried.status, 200) << retried;
+    EXPECT_EQ(retried.json().at("state"), "failed");
+    EXPECT_EQ(retried.json().at("try"), 2);
+    const std::string failed_key = "zkd_tasks_completed_total{\"state\":\"failed\"}";
+    auto published = poll("/metrics", [&](const reply& r) {
+        auto pm = parse_metrics(r.body);
+        return pm.contains(failed_key) && std::stod(pm[failed_key]) > failed_before;
+    });
+    m = parse_metrics(published.body);
+    EXPECT_EQ(std::stod(m[failed_key]), failed_before + 1) << published.body;
+    EXPECT_EQ(m["zkd_worker_tries_retried_total{}"], "1.0") << published.body;
+
+    // A schedule: counted active, then paused; its firings counted.
+    auto added = post("/v1/schedules", R"({"name":"m","every_ms":1000,"type":"echo"})");
+    ASSERT_EQ(added.status, 201) << added;
+    auto firing = poll("/metrics", [&](const reply& r) {
+        auto pm = parse_metrics(r.body);
+        return pm["zkd_schedules{\"state\":\"active\"}"] == "1.0" &&
+               pm.contains("zkd_schedule_firings_total{}") &&
+               std::stod(pm["zkd_schedule_firings_total{}"]) >= 1;
+    });
+    m = parse_metrics(firing.body);
+    EXPECT_EQ(m["zkd_schedules{\"state\":\"active\"}"], "1.0") << firing.body;
+    EXPECT_GE(std::stod(m["zkd_schedule_firings_total{}"]), 1.0) << firing.body;
+    EXPECT_GE(std::stod(m["zkd_schedule_last_lateness_seconds{}"]), 0.0) << firing.body;
+    ASSERT_EQ(post("/v1/schedules/m/pause", "").status, 200);
+    auto paused = poll("/metrics", [&](const reply& r) {
+        return parse_metrics(r.body)["zkd_schedules{\"state\":\"paused\"}"] == "1.0";
+    });
+    EXPECT_EQ(parse_metrics(paused.body)["zkd_schedules{\"state\":\"active\"}"], "0.0");
+    EXPECT_EQ(curl("/v1/schedules/m", {"-X", "DELETE"}).status, 200);
+
+    // A workflow: counted succeeded with its steps once it ended.
+    auto wf = post(
+        "/v1/workflows?wait=30000", R"({"steps":{"a":{"type":"echo","args":1},)"
+                                    R"("b":{"type":"echo","args":2,"after":["a"]}}})"
+    );
+    ASSERT_EQ(wf.status, 200) << wf;
+    ASSERT_EQ(wf.json().at("status"), "succeeded") << wf;
+    auto counted_wf = poll("/metrics", [&](const reply& r) {
+        return parse_metrics(r.body)["zkd_workflows{\"state\":\"succeeded\"}"] == "1.0";
+    });
+    m = parse_metrics(counted_wf.body);
+    EXPECT_EQ(m["zkd_workflows{\"state\":\"succeeded\"}"], "1.0") << counted_wf.body;
+    EXPECT_EQ(m["zkd_workflows{\"state\":\"running\"}"], "0.0");
+    EXPECT_EQ(m["zkd_workflow_steps{\"state\":\"succeeded\"}"], "2.0");
+    EXPECT_EQ(m["zkd_workflow_tasks_launched_total{}"], "2.0");
+    const auto jobs = curl("/v1/status").json().at("node").at("jobs");
+    EXPECT_EQ(jobs.at("workflows").at("by_state").at("succeeded"), 1) << jobs;
+    EXPECT_EQ(jobs.at("retried"), 1) << jobs;
+}
+
 // GET /v1/tasks/{id}/result waits for a result and shows it; DELETE waits and consumes it,
 // once its answer is written.
 TEST_F(Http, WaitForAResultByIdThenConsumeIt) {

@@ -91,7 +91,7 @@ TEST_F(RolesInspect, AnEmptyCluster) {
         EXPECT_EQ(
             to_json(*view),
             json::parse(
-                R"({"epoch":0,"master":null,"workers":[],"pending":0,"results":0,"uncounted_result_dirs":0,"cancel_requests":0})"
+                R"({"epoch":0,"master":null,"workers":[],"pending":0,"delayed":0,"results":0,"uncounted_result_dirs":0,"cancel_requests":0})"
             )
         );
         auto tasks = co_await list_tasks(*zk, *l);
@@ -99,7 +99,7 @@ TEST_F(RolesInspect, AnEmptyCluster) {
         EXPECT_EQ(
             to_json(*tasks),
             json::parse(
-                R"({"pending":[],"assigned":[],"pending_total":0,"assigned_total":0,"limit":1000,"truncated":false})"
+                R"({"pending":[],"assigned":[],"delayed":[],"pending_total":0,"assigned_total":0,"delayed_total":0,"limit":1000,"truncated":false})"
             )
         );
         // Reading wrote nothing: the only transactions since are the probes' own (the first

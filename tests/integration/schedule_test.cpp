@@ -355,7 +355,8 @@ TEST_F(Schedule, CommandLineRefusalsListShowAndRemove) {
     );
     auto list = zkd({"schedule", "list", "--json"});
     ASSERT_EQ(list.exit_code, 0) << list.err;
-    auto all = json::parse(list.out).as_array();
+    // The shape of GET /v1/schedules.
+    auto all = json::parse(list.out).at("schedules").as_array();
     ASSERT_EQ(all.size(), 2U);
     EXPECT_EQ(all[0].at("name"), "hourly");
     EXPECT_TRUE(all[0].as_object().contains("next_ms"));

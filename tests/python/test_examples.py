@@ -111,3 +111,17 @@ def test_the_client_script(node):
     assert late.returncode == 4 and "it goes on" in late.stderr
     usage = run("echo", "{not json")
     assert usage.returncode == 2
+
+
+def test_the_workflow_script(node):
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    ok = subprocess.run(
+        [PYTHON, str(EXAMPLES / "workflow.py"), "--url", node.url, "3", "4", "5", "--timeout", "60"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout) == {"total": {"sum": 12}}
+    assert "submitted wf-" in ok.stderr

@@ -135,11 +135,32 @@
       tiles.push(tile(c.master && c.master.throughput !== null && c.master.throughput !== undefined
         ? fmtNum(c.master.throughput, 2) : '–', 'finished/s (last minute, master)'));
       tiles.push(tile(fmtNum(c.results, 0), 'results not consumed'));
+      tiles.push(tile(fmtNum(c.delayed || 0, 0), 'delayed (waiting for their time)'));
+    }
+    // The next delayed task's due time: the master's own (exact) when this node is master,
+    // else the earliest time in the delayed tasks' ids (a retry may be due later).
+    const jobs = s.node && s.node.jobs;
+    const due = (jobs && jobs.delayed_next_due_ms) || (s.queue && s.queue.delayed_earliest_ms);
+    if (due) {
+      const left = due - s.now_ms;
+      tiles.push(tile(left > 0 ? 'in ' + fmtAge(left) : 'now', 'next delayed task due'));
     }
     if (s.node) {
       const mt = s.node.master_totals;
       tiles.push(tile(fmtNum(mt.lost, 0), 'lost (this node as master)'));
       tiles.push(tile(fmtNum(mt.requeued, 0), 'requeued (this node as master)'));
+    }
+    if (jobs && jobs.schedules.count !== null) {
+      const sc = jobs.schedules;
+      tiles.push(tile(fmtNum(sc.count, 0) + (sc.paused ? ' (' + fmtNum(sc.paused, 0) + ' paused)' : ''),
+        'schedules (master)'));
+      tiles.push(tile(fmtNum(sc.fired, 0) + ' / ' + fmtNum(sc.late, 0), 'firings / late (this node as master)'));
+    }
+    if (jobs && jobs.workflows.by_state) {
+      const wf = jobs.workflows.by_state;
+      tiles.push(tile(fmtNum(wf.running, 0), 'workflows running (master)'));
+      tiles.push(tile(fmtNum(wf.succeeded, 0) + ' / ' + fmtNum(wf.failed, 0) + ' / ' + fmtNum(wf.cancelled, 0),
+        'workflows succeeded / failed / cancelled (master)'));
     }
     $('tiles').replaceChildren(...tiles);
   }
@@ -257,8 +278,23 @@
       add('worker', w.started + ' started · ' + w.succeeded + ' succeeded · ' + w.failed + ' failed · ' +
         w.timed_out + ' timed out · ' + w.cancelled + ' cancelled · ' + w.discarded + ' discarded');
       const m = n.master_totals;
-      add('as master', m.assigned + ' assigned · ' + m.finished + ' finished · ' + m.requeued +
+      add('as master', m.assigned + ' assigned · ' + m.finished + ' tries finished · ' + m.requeued +
         ' requeued · ' + m.lost + ' lost · ' + m.rejected + ' rejected');
+      const j = n.jobs;
+      if (j) {
+        add('delayed and retries', j.retried + ' tries retried by this worker · ' + j.released +
+          ' released as master' + (j.delayed !== null ? ' · ' + j.delayed + ' waiting' : ''));
+        const st = j.workflows.steps;
+        if (st) {
+          add('workflow steps', Object.keys(st).map((k) => st[k] + ' ' + k).join(' · '));
+        }
+        const sc = j.schedules;
+        if (sc.fired) {
+          add('schedule firings', sc.fired + ' fired · ' + sc.late + ' late (over 1 s) · mean lateness ' +
+            fmtAge(Math.round(sc.lateness_ms_sum / sc.fired)) + ' · ' + sc.skipped + ' skipped · ' +
+            sc.missed + ' missed');
+        }
+      }
     }
     $('node').replaceChildren(...facts);
   }

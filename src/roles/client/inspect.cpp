@@ -19,6 +19,7 @@
 #include <memory>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 namespace asio = boost::asio;
@@ -97,7 +98,7 @@ task_entry entry_from(
         e.garbage = node.error().message;
         return e;
     }
-    if (state != protocol::task_state::pending && node->run.running_ms != 0) {
+    if (state == protocol::task_state::assigned && node->run.running_ms != 0) {
         e.state = protocol::task_state::running;
     }
     const auto& spec = node->task;
@@ -198,6 +199,10 @@ asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(zkco::client& zk, p
     for (auto& p : l.pending_shard_paths()) {
         pending.push_back(first.exists(std::move(p)));
     }
+    std::vector<read_batch::slot<std::optional<zkco::stat>>> delayed;
+    for (std::uint32_t i = 0; i < l.pending_shards; ++i) {
+        delayed.push_back(first.exists(protocol::layout::delayed_shard(i)));
+    }
     auto results_dir = first.exists(protocol::layout::results_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
@@ -226,6 +231,11 @@ asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(zkco::client& zk, p
         co_return pending_count.error();
     }
     view.pending = *pending_count;
+    auto delayed_count = child_count(delayed);
+    if (!delayed_count) {
+        co_return delayed_count.error();
+    }
+    view.delayed = *delayed_count;
     if (failed(*results_dir)) {
         co_return results_dir->error();
     }
@@ -332,7 +342,7 @@ asio::awaitable<zkco::result<cluster_snapshot>> read_cluster(zkco::client& zk, p
 }
 
 asio::awaitable<zkco::result<task_list>> list_tasks(
-    zkco::client& zk, protocol::layout l, std::size_t limit
+    zkco::client& zk, protocol::layout l, std::size_t limit, bool with_delayed
 ) {
     task_list out;
     out.limit = limit;
@@ -343,10 +353,30 @@ asio::awaitable<zkco::result<task_list>> list_tasks(
     for (auto& p : l.pending_shard_paths()) {
         shards.push_back(first.get_children(std::move(p)));
     }
+    std::vector<read_batch::slot<zkco::children>> delayed_shards;
+    if (with_delayed) {
+        for (std::uint32_t i = 0; i < l.pending_shards; ++i) {
+            delayed_shards.push_back(first.get_children(protocol::layout::delayed_shard(i)));
+        }
+    }
     auto dirs = first.get_children(protocol::layout::assign_dir());
     const auto first_done = co_await first.wait();
     if (!first_done) {
         co_return first_done.error();
+    }
+    // Delayed: (the time its id holds, id, path); a name that is no task id sorts first.
+    std::vector<std::tuple<std::int64_t, std::string, std::string>> delayed;
+    for (std::uint32_t i = 0; i < delayed_shards.size(); ++i) {
+        if (failed(*delayed_shards[i])) {
+            co_return delayed_shards[i]->error();
+        }
+        if (*delayed_shards[i]) {
+            for (auto& name : (*delayed_shards[i])->names) {
+                auto path = zkco::join_path(protocol::layout::delayed_shard(i), name);
+                const auto t = protocol::task_id_ms(name).value_or(0);
+                delayed.emplace_back(t, std::move(name), std::move(path));
+            }
+        }
     }
     std::vector<std::pair<std::string, std::string>> pending;  // id, path
     for (std::uint32_t i = 0; i < shards.size(); ++i) {
@@ -396,9 +426,12 @@ asio::awaitable<zkco::result<task_list>> list_tasks(
     std::sort(assigned.begin(), assigned.end());
     out.pending_total = pending.size();
     out.assigned_total = assigned.size();
-    out.truncated = pending.size() > limit || assigned.size() > limit;
+    std::sort(delayed.begin(), delayed.end());
+    out.delayed_total = delayed.size();
+    out.truncated = pending.size() > limit || assigned.size() > limit || delayed.size() > limit;
     pending.resize(std::min(pending.size(), limit));
     assigned.resize(std::min(assigned.size(), limit));
+    delayed.resize(std::min(delayed.size(), limit));
     read_batch third(zk);
     std::vector<read_batch::slot<zkco::node>> pending_data;
     pending_data.reserve(pending.size());
@@ -410,11 +443,45 @@ asio::awaitable<zkco::result<task_list>> list_tasks(
     for (const auto& [w, id] : assigned) {
         assigned_data.push_back(third.get(protocol::layout::assignment(w, id)));
     }
+    std::vector<read_batch::slot<zkco::node>> delayed_data;
+    delayed_data.reserve(delayed.size());
+    for (const auto& d : delayed) {
+        delayed_data.push_back(third.get(std::get<2>(d)));
+    }
     const auto third_done = co_await third.wait();
     if (!third_done) {
         co_return third_done.error();
     }
     const auto now = protocol::now_ms();
+    for (std::size_t i = 0; i < delayed.size(); ++i) {
+        const auto& node = *delayed_data[i];
+        if (failed(node)) {
+            co_return node.error();
+        }
+        if (!node) {
+            continue;  // released or cancelled meanwhile
+        }
+        const auto& [t, id, path] = delayed[i];
+        if (!protocol::is_valid_task_id(id)) {
+            task_entry e;
+            e.id = id;
+            e.state = protocol::task_state::delayed;
+            e.garbage = "not a task id";
+            out.delayed.push_back(std::move(e));
+            continue;
+        }
+        auto e = entry_from(id, protocol::task_state::delayed, {}, node->data, now);
+        e.due_ms = t;
+        if (const auto f = protocol::read_delay_fields(node->data)) {
+            e.due_ms = f->due_ms.value_or(t);
+            e.try_number = f->try_number;
+        }
+        out.delayed.push_back(std::move(e));
+    }
+    // Soonest due first (a retry's node may be due later than its id says).
+    std::stable_sort(out.delayed.begin(), out.delayed.end(), [](const auto& a, const auto& b) {
+        return a.due_ms < b.due_ms;
+    });
     for (std::size_t i = 0; i < pending.size(); ++i) {
         const auto& node = *pending_data[i];
         if (failed(node)) {
@@ -702,6 +769,7 @@ json::value to_json(const cluster_snapshot& c) {
     }
     o["workers"] = std::move(workers);
     o["pending"] = c.pending;
+    o["delayed"] = c.delayed;
     o["results"] = c.results;
     o["uncounted_result_dirs"] = c.uncounted_result_dirs;
     o["cancel_requests"] = c.cancel_requests;
@@ -712,7 +780,9 @@ json::value to_json(const task_entry& t) {
     json::object o;
     o["id"] = t.id;
     o["state"] = to_string(t.state);
-    if (t.state != protocol::task_state::pending) {
+    const bool queued =
+        t.state == protocol::task_state::pending || t.state == protocol::task_state::delayed;
+    if (!queued) {
         o["worker"] = t.worker;
     }
     if (!t.garbage.empty()) {
@@ -724,10 +794,15 @@ json::value to_json(const task_entry& t) {
         o["tasks"] = t.tasks;
     }
     o["priority"] = t.priority;
-    o["attempt"] = t.attempt;
+    if (t.state == protocol::task_state::delayed) {
+        o["due_ms"] = t.due_ms;
+        o["try"] = t.try_number;
+    } else {
+        o["attempt"] = t.attempt;
+    }
     o["age_ms"] = t.age_ms;
     o["submitted_ms"] = t.submitted_ms;
-    if (t.state != protocol::task_state::pending) {
+    if (!queued) {
         o["assigned_ms"] = t.assigned_ms;
     }
     if (t.running_ms != 0) {
@@ -749,10 +824,16 @@ json::value to_json(const task_list& t) {
     for (const auto& e : t.assigned) {
         assigned.push_back(to_json(e));
     }
+    json::array delayed;
+    for (const auto& e : t.delayed) {
+        delayed.push_back(to_json(e));
+    }
     o["pending"] = std::move(pending);
     o["assigned"] = std::move(assigned);
+    o["delayed"] = std::move(delayed);
     o["pending_total"] = t.pending_total;
     o["assigned_total"] = t.assigned_total;
+    o["delayed_total"] = t.delayed_total;
     o["limit"] = t.limit;
     o["truncated"] = t.truncated;
     return o;

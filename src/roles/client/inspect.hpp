@@ -92,6 +92,9 @@ struct cluster_snapshot {
     /// most_result_dirs_counted of them, only the result shards are counted.
     std::uint64_t uncounted_result_dirs = 0;
     std::uint64_t cancel_requests = 0;  ///< open /cancel/<tid> requests
+    /// Delayed tasks and retries waiting for their time (§4.3), from each /delayed shard's
+    /// child count (0 for a cluster without a delayed tree).
+    std::uint64_t delayed = 0;
 };
 
 /// Most clients' result directories read_cluster reads the stat of, to count their results.
@@ -123,10 +126,11 @@ std::optional<std::string> unserved(
 
 // --- tasks ---------------------------------------------------------------------------------
 
-/// A pending, assigned or running task, from its node.
+/// A delayed, pending, assigned or running task, from its node.
 struct task_entry {
     std::string id;
-    protocol::task_state state = protocol::task_state::pending;  ///< pending, assigned or running
+    /// delayed, pending, assigned or running
+    protocol::task_state state = protocol::task_state::pending;
     std::string worker;  ///< assigned and running: the directory's owner
     std::string type;
     std::size_t tasks = 1;  ///< a bundle's size (docs/protocol.md §4.1); 1 for a task
@@ -138,13 +142,19 @@ struct task_entry {
     std::int64_t running_ms = 0;
     double progress = -1;  ///< running: the worker's last report (0..1), -1: none
     std::string progress_message;
+    /// Delayed: when it is due (its node's `due_ms`; else its id's time), and its try (§4.3:
+    /// 1 for a delayed submit, k + 1 for the retry of try k).
+    std::int64_t due_ms = 0;
+    int try_number = 1;
     /// Non-empty: the node is not a zkd task (why); only id, state and worker are set.
     std::string garbage;
 };
 
-/// Pending tasks (in the order the master takes them: by id) and assigned/running tasks
-/// (by worker, then id), each list cut at the limit.
+/// Pending tasks (in the order the master takes them: by id), assigned/running tasks (by
+/// worker, then id) and delayed tasks (by due time), each list cut at the limit.
 struct task_list {
+    std::vector<task_entry> delayed;  ///< delayed tasks and retries (§4.3), soonest due first
+    std::uint64_t delayed_total = 0;  ///< all delayed tasks, listed or not
     std::vector<task_entry> pending;
     std::vector<task_entry> assigned;  ///< assigned and running
     std::uint64_t pending_total = 0;   ///< all pending tasks, listed or not
@@ -156,10 +166,17 @@ struct task_list {
 /// The default limit of list_tasks.
 inline constexpr std::size_t default_task_list_limit = 1000;
 
-/// Lists every pending shard and assignment directory, then reads at most `limit` pending
-/// and at most `limit` assigned tasks (all reads of a step at once). Errors: see the top.
+/// Lists every pending shard and assignment directory (and, `with_delayed`, every delayed
+/// shard), then reads at most `limit` pending, at most `limit` assigned and at most `limit`
+/// delayed tasks (all reads of a step at once). The delayed tasks read are the `limit` with
+/// the earliest times in their ids (a delayed submit's id holds its due time; a retry keeps
+/// its first try's id, so it may be due later than listed tasks left out). Errors: see the
+/// top.
 boost::asio::awaitable<zkco::result<task_list>> list_tasks(
-    zkco::client& zk, protocol::layout l, std::size_t limit = default_task_list_limit
+    zkco::client& zk,
+    protocol::layout l,
+    std::size_t limit = default_task_list_limit,
+    bool with_delayed = true
 );
 
 /// Reads a task's result without consuming it: nullopt when none exists (or `tid` is not a
@@ -204,7 +221,7 @@ boost::json::value to_json(const master_snapshot& m);
 boost::json::value to_json(const worker_snapshot& w);
 
 /// `{"epoch":E,"master":<master_snapshot>|null,"workers":[<worker_snapshot>...],"pending":N,
-/// "results":N,"cancel_requests":N}`.
+/// "results":N,"cancel_requests":N,"delayed":N}`.
 boost::json::value to_json(const cluster_snapshot& c);
 
 /// Pending: `{"id":..,"state":"pending","type":..,"priority":P,"attempt":A,"age_ms":M,
@@ -212,11 +229,12 @@ boost::json::value to_json(const cluster_snapshot& c);
 /// `{"id":..,"state":"assigned"|"running",
 /// "worker":..,"type":..,"priority":P,"attempt":A,"age_ms":M,"submitted_ms":T,
 /// "assigned_ms":T}` plus `"running_ms":T` when running. Garbage: `{"id":..,"state":..,
-/// ["worker":..,]"garbage":"why"}`.
+/// ["worker":..,]"garbage":"why"}`. Delayed: `{"id":..,"state":"delayed","type":..,
+/// "priority":P,"due_ms":T,"try":K,"age_ms":M,"submitted_ms":T}` (plus `"tasks":N`).
 boost::json::value to_json(const task_entry& t);
 
-/// `{"pending":[<task_entry>...],"assigned":[<task_entry>...],"pending_total":N,
-/// "assigned_total":N,"limit":L,"truncated":B}`.
+/// `{"pending":[<task_entry>...],"assigned":[<task_entry>...],"delayed":[<task_entry>...],
+/// "pending_total":N,"assigned_total":N,"delayed_total":N,"limit":L,"truncated":B}`.
 boost::json::value to_json(const task_list& t);
 
 /// The result as stored (docs/protocol.md §5): `{"v":1,"task":..,"state":..,"value":..|

@@ -595,6 +595,8 @@ void master_session::carry_out(master_step step) {
         if (opts_.on_queue_depth) {
             opts_.on_queue_depth(fsm_.queue_depth());
         }
+        stats_->delayed = fsm_.delayed_count();
+        stats_->delayed_next_due_ms = fsm_.delayed_next_due().value_or(0);
     }
 }
 

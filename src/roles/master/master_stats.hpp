@@ -26,6 +26,13 @@ struct master_stats {
     std::uint64_t taken_back = 0;
     /// Workers suspect now: they held assignments they did not start (stall_watch).
     std::size_t suspects = 0;
+    /// Delayed tasks in the master's view now (waiting, or being read or released): a gauge,
+    /// set after each of its decisions; 0 once the term ends.
+    std::uint64_t delayed = 0;
+    /// The earliest due time (Unix ms) among those not being released now; 0: none waits.
+    /// A retry known only by its name (listed, not logged) counts its id's time, a lower
+    /// bound, until its node is read. 0 once the term ends.
+    std::int64_t delayed_next_due_ms = 0;
 
     // How the master learns of pending tasks (§7 "Master loop"), for tests and benches.
     std::uint64_t shard_listings = 0;   ///< pending shards listed (the first listing of each,

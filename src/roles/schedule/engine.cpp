@@ -69,6 +69,10 @@ public:
         co_await drive();
         helpers_.emit(asio::cancellation_type::terminal);
         co_await helpers_.async_wait(asio::use_awaitable);
+        if (stats_ != nullptr) {
+            stats_->schedules = 0;
+            stats_->paused = 0;
+        }
     }
 
 private:
@@ -81,6 +85,30 @@ private:
     };
 
     void poke() { wake_.cancel(); }
+
+    /// The firings due at `dues` were just written: their lateness, into the stats.
+    void count_lateness(const std::vector<std::int64_t>& dues) {
+        const auto written = protocol::now_ms();
+        for (const auto due : dues) {
+            const auto late = std::max<std::int64_t>(0, written - due);
+            stats_->lateness_ms_sum += static_cast<std::uint64_t>(late);
+            stats_->last_lateness_ms = late;
+            if (late > late_after_ms) {
+                ++stats_->late;
+            }
+        }
+    }
+
+    /// The gauges of the view (a pass over the schedules: few, and only after reads).
+    void count_view() {
+        if (stats_ == nullptr) {
+            return;
+        }
+        stats_->schedules = entries_.size();
+        stats_->paused = static_cast<std::size_t>(std::count_if(
+            entries_.begin(), entries_.end(), [](const auto& e) { return e.second.s.paused; }
+        ));
+    }
 
     void set_wake(const std::string& name, std::optional<std::int64_t> at) {
         auto it = entries_.find(name);
@@ -293,6 +321,7 @@ private:
                         co_return;
                     }
                 }
+                count_view();
                 const auto now = protocol::now_ms();
                 std::vector<std::string> due;
                 const bool batch_ready = now >= last_fire_ms_ + opts_.batch_window.count();
@@ -480,6 +509,7 @@ private:
                     stats_->fired += pw.p.fire.size();
                     stats_->skipped += pw.p.skipped;
                     stats_->missed += pw.p.missed;
+                    count_lateness(pw.p.fire);
                 }
                 if (pw.p.missed > 0 || pw.p.skipped > 0) {
                     spdlog::info(

@@ -34,7 +34,20 @@ struct schedule_engine_stats {
     std::uint64_t skipped = 0;  ///< due times passed over by --no-overlap
     std::uint64_t missed = 0;   ///< due times passed over by the misfire policy
     std::uint64_t writes = 0;   ///< S4 transactions committed
+    /// Of the firings created, those written more than late_after_ms after their due time.
+    std::uint64_t late = 0;
+    /// Over the firings created: the time each was written less its due time (ms), summed.
+    std::uint64_t lateness_ms_sum = 0;
+    /// The latest firing's lateness (ms); -1: none yet under this engine.
+    std::int64_t last_lateness_ms = -1;
+    /// Gauges, kept while the engine runs (0 once it stops): the schedules in its view
+    /// (documents it could read; paused included), and of those the paused ones.
+    std::size_t schedules = 0;
+    std::size_t paused = 0;
 };
+
+/// A firing written more than this after its due time counts as late.
+inline constexpr std::int64_t late_after_ms = 1000;
 
 /// Fires every schedule of the namespace as the master of epoch `epoch` (from take_over):
 /// reads /schedules (and follows its change notes), keeps one timer for the earliest due

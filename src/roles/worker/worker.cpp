@@ -619,7 +619,8 @@ private:
                 target = l_.delayed_task(tid);
             }
         }
-        if (target.empty()) {
+        const bool retrying = !target.empty();
+        if (!retrying) {
             data = protocol::with_earlier_tries(std::move(data), assignment);
         }
         auto step = state_.publish(tid, std::move(data), std::move(target));
@@ -659,7 +660,11 @@ private:
             case publish_fsm::step::kind::done:
                 if (step.end == publish_end::published ||
                     step.end == publish_end::published_by_lost_try) {
-                    if (opts_.on_published) {
+                    // A try that goes on to another try is no result: counted apart, not
+                    // reported as one (its task is not finished).
+                    if (retrying) {
+                        ++stats_->retried;
+                    } else if (opts_.on_published) {
                         opts_.on_published(result);
                     }
                 }

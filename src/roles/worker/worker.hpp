@@ -27,7 +27,8 @@ struct worker_options {
     /// Once set, the worker drains: it marks its /workers node `draining` (the master sends
     /// it nothing more), finishes and publishes what it holds, then completes. May be null.
     reactor::event* drain = nullptr;
-    /// Called on the executor for each result this worker published (T4 committed).
+    /// Called on the executor for each result this worker published (T4 committed): final
+    /// results only, not a try that ended with a retry (worker_stats::retried counts those).
     std::function<void(const protocol::task_result&)> on_published;
     /// Per task type, the retries and backoff a task that names none gets (docs/protocol.md
     /// §4.3; `zkd run --retry TYPE=N:BASE[:MAX]`); a type not here: no retries.

@@ -11,7 +11,10 @@ namespace zkd::roles {
 /// What a worker has done, for logs and tests.
 struct worker_stats {
     std::uint64_t started = 0;
-    std::uint64_t published = 0;   ///< results written (T4 committed)
+    std::uint64_t published = 0;  ///< results written (T4 committed), retries included
+    /// Of those, tries that ended with a retry (T4 "retry": the task went to the delayed tree
+    /// for another try; no result, and not counted by on_published).
+    std::uint64_t retried = 0;
     std::uint64_t discarded = 0;   ///< results dropped: the assignment was gone (requeued)
     std::uint64_t cancelled = 0;   ///< handlers stopped by a cancel marker
     std::uint64_t listings = 0;    ///< listings of the assignment directory

@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -92,11 +93,58 @@ public:
         watchers_.spawn([self = shared_from_this()] { return self->follow_results(); }, "results");
         watchers_.spawn([self = shared_from_this()] { return self->follow_cancel(); }, "cancel");
         co_await drive();
+        uncount();
         watchers_.emit(asio::cancellation_type::terminal);
         co_await watchers_.async_wait(asio::use_awaitable);
     }
 
+    ~runner() { uncount(); }
+    runner(const runner&) = delete;
+    runner& operator=(const runner&) = delete;
+    runner(runner&&) = delete;
+    runner& operator=(runner&&) = delete;
+
 private:
+    /// Moves this workflow's part of the stats' gauges to its state as the fsm holds it.
+    void recount() {
+        if (stats_ == nullptr || !fsm_) {
+            return;
+        }
+        uncount();
+        const auto& st = fsm_->state();
+        const auto* at = std::find(workflow_statuses.begin(), workflow_statuses.end(), st.status);
+        counted_status_ = static_cast<std::size_t>(at - workflow_statuses.begin());
+        if (counted_status_ < stats_->workflows.size()) {
+            ++stats_->workflows[counted_status_];
+        }
+        for (const char c : st.steps) {
+            const auto* k = std::find_if(step_statuses.begin(), step_statuses.end(), [c](auto x) {
+                return static_cast<char>(x) == c;
+            });
+            const auto i = static_cast<std::size_t>(k - step_statuses.begin());
+            if (i < counted_steps_.size()) {
+                ++counted_steps_[i];
+                ++stats_->steps[i];
+            }
+        }
+        counted_ = true;
+    }
+
+    /// Takes this workflow's part out of the stats' gauges.
+    void uncount() {
+        if (stats_ == nullptr || !counted_) {
+            return;
+        }
+        if (counted_status_ < stats_->workflows.size()) {
+            --stats_->workflows[counted_status_];
+        }
+        for (std::size_t i = 0; i < counted_steps_.size(); ++i) {
+            stats_->steps[i] -= counted_steps_[i];
+            counted_steps_[i] = 0;
+        }
+        counted_ = false;
+    }
+
     void push(wf::workflow_event e) {
         inbox_.push_back(std::move(e));
         wake_.cancel();
@@ -123,6 +171,7 @@ private:
                 inbox_.pop_front();
                 auto step = fsm_->on(e, protocol::now_ms());
                 wake_at = step.wake_at_ms;
+                recount();
                 const auto go_on = co_await carry_out(std::move(step), need_load);
                 if (!go_on) {
                     co_return;
@@ -471,6 +520,10 @@ private:
     reactor::task_group watchers_;
     std::deque<wf::workflow_event> inbox_;
     std::optional<wf::workflow_fsm> fsm_;
+    // Its part of the stats' gauges (recount, uncount).
+    bool counted_ = false;
+    std::size_t counted_status_ = 0;
+    std::array<std::size_t, 6> counted_steps_{};
 };
 
 }  // namespace

@@ -3,11 +3,14 @@
 #pragma once
 
 #include "protocol/layout.hpp"
+#include "workflow/state.hpp"
 #include "zkco/client.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 namespace zkd::roles {
@@ -28,7 +31,23 @@ struct workflow_engine_stats {
     std::uint64_t writes = 0;    ///< W2 transactions committed
     std::uint64_t finished = 0;  ///< workflows that ended under this engine
     std::uint64_t reaped = 0;    ///< workflows deleted (W4)
+    /// Gauges, kept while the engine runs (0 once it stops): the workflows it follows (every
+    /// one not yet reaped, finished ones included) by status, indexed as workflow_statuses,
+    /// and their steps by status, indexed as step_statuses. A workflow counts once its spec
+    /// and state are read.
+    std::array<std::size_t, 4> workflows{};
+    std::array<std::size_t, 6> steps{};
 };
+
+/// The order of workflow_engine_stats::workflows.
+inline constexpr std::array<workflow::workflow_status, 4> workflow_statuses{
+    workflow::workflow_status::running, workflow::workflow_status::succeeded,
+    workflow::workflow_status::failed, workflow::workflow_status::cancelled};
+/// The order of workflow_engine_stats::steps.
+inline constexpr std::array<workflow::step_status, 6> step_statuses{
+    workflow::step_status::waiting,   workflow::step_status::running,
+    workflow::step_status::succeeded, workflow::step_status::failed,
+    workflow::step_status::skipped,   workflow::step_status::cancelled};
 
 /// Runs every workflow of the namespace as the master of epoch `epoch` (from take_over):
 /// lists /workflows (and follows it), reads each workflow's spec and state, follows its

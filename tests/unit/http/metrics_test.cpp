@@ -212,6 +212,77 @@ TEST(HttpMetrics, QueueDepthOnlyWhileMaster) {
     EXPECT_EQ(s.at("zkd_zk_session_state{state=\"disconnected\"}"), "1");
 }
 
+TEST(HttpMetrics, DelayedTasksSchedulesAndWorkflowsAsMaster) {
+    auto n = some_node();
+    n.worker.retried = 4;
+    n.master_totals.released = 12;
+    n.master_totals.delayed = 3;
+    n.master_totals.delayed_next_due_ms = 1'700'000'000'500;
+    n.schedules.fired = 10;
+    n.schedules.late = 2;
+    n.schedules.lateness_ms_sum = 4'500;
+    n.schedules.last_lateness_ms = 20;
+    n.schedules.skipped = 1;
+    n.schedules.missed = 5;
+    n.schedules.schedules = 4;
+    n.schedules.paused = 1;
+    n.workflows.launched = 30;
+    n.workflows.finished = 6;
+    n.workflows.workflows = {2, 3, 1, 0};     // running, succeeded, failed, cancelled
+    n.workflows.steps = {1, 2, 20, 1, 3, 0};  // waiting, running, succeeded, failed, ...
+    const auto text = render_metrics(n, std::nullopt, facade_counters{});
+    EXPECT_EQ(structure_problems(text), "") << text;
+    const auto s = samples(text);
+    EXPECT_EQ(s.at("zkd_worker_tries_retried_total"), "4");
+    EXPECT_EQ(s.at("zkd_delayed_released_total"), "12");
+    EXPECT_EQ(s.at("zkd_delayed_tasks"), "3");
+    EXPECT_EQ(s.at("zkd_delayed_next_due_timestamp_seconds"), "1700000000.5");
+    EXPECT_EQ(s.at("zkd_schedule_firings_total"), "10");
+    EXPECT_EQ(s.at("zkd_schedule_firings_late_total"), "2");
+    EXPECT_EQ(s.at("zkd_schedule_lateness_seconds_total"), "4.5");
+    EXPECT_EQ(s.at("zkd_schedule_last_lateness_seconds"), "0.02");
+    EXPECT_EQ(s.at("zkd_schedule_passed_total{reason=\"overlap\"}"), "1");
+    EXPECT_EQ(s.at("zkd_schedule_passed_total{reason=\"misfire\"}"), "5");
+    EXPECT_EQ(s.at("zkd_schedules{state=\"active\"}"), "3");
+    EXPECT_EQ(s.at("zkd_schedules{state=\"paused\"}"), "1");
+    EXPECT_EQ(s.at("zkd_workflow_tasks_launched_total"), "30");
+    EXPECT_EQ(s.at("zkd_workflows_finished_total"), "6");
+    EXPECT_EQ(s.at("zkd_workflows{state=\"running\"}"), "2");
+    EXPECT_EQ(s.at("zkd_workflows{state=\"succeeded\"}"), "3");
+    EXPECT_EQ(s.at("zkd_workflows{state=\"failed\"}"), "1");
+    EXPECT_EQ(s.at("zkd_workflows{state=\"cancelled\"}"), "0");
+    EXPECT_EQ(s.at("zkd_workflow_steps{state=\"waiting\"}"), "1");
+    EXPECT_EQ(s.at("zkd_workflow_steps{state=\"succeeded\"}"), "20");
+    EXPECT_EQ(s.at("zkd_workflow_steps{state=\"skipped\"}"), "3");
+    EXPECT_NE(text.find("# TYPE zkd_delayed_tasks gauge"), std::string::npos);
+    EXPECT_NE(text.find("# TYPE zkd_schedule_firings_total counter"), std::string::npos);
+}
+
+TEST(HttpMetrics, TheMastersViewsOnlyWhileMaster) {
+    auto n = some_node();
+    n.master = false;
+    n.queue_depth = -1;
+    n.worker.retried = 2;
+    n.schedules.fired = 7;  // counters stay: what this node did as master before
+    n.master_totals.delayed_next_due_ms = 0;
+    const auto text = render_metrics(n, std::nullopt, facade_counters{});
+    EXPECT_EQ(structure_problems(text), "") << text;
+    for (const char* gauge :
+         {"zkd_delayed_tasks", "zkd_delayed_next_due_timestamp_seconds", "zkd_schedules{",
+          "zkd_schedule_last_lateness_seconds", "zkd_workflows{", "zkd_workflow_steps{"}) {
+        EXPECT_EQ(text.find(gauge), std::string::npos) << gauge;
+    }
+    const auto s = samples(text);
+    EXPECT_EQ(s.at("zkd_worker_tries_retried_total"), "2");
+    EXPECT_EQ(s.at("zkd_schedule_firings_total"), "7");
+    // As master with nothing delayed and no firing yet: no due time, no lateness.
+    n.queue_depth = 0;
+    const auto idle = render_metrics(n, std::nullopt, facade_counters{});
+    EXPECT_EQ(samples(idle).at("zkd_delayed_tasks"), "0");
+    EXPECT_EQ(idle.find("zkd_delayed_next_due_timestamp_seconds"), std::string::npos);
+    EXPECT_EQ(idle.find("zkd_schedule_last_lateness_seconds"), std::string::npos);
+}
+
 TEST(HttpMetrics, EventLoopLag) {
     zkd::reactor::lag_stats lag;
     lag.last = 1500us;

@@ -160,6 +160,59 @@ TEST(HttpStatus, NodeJsonNamesTheRole) {
     EXPECT_TRUE(node_json(s).at("queue_depth").is_null());
 }
 
+TEST(HttpStatus, NodeJsonCountsRetriesApartAndShowsTheMastersViews) {
+    zkd::roles::node_stats s;
+    s.queue_depth = 0;  // master
+    s.failed = 1;
+    s.worker.retried = 2;
+    s.master_totals.delayed = 5;
+    s.master_totals.delayed_next_due_ms = 1'700'000'000'000;
+    s.master_totals.released = 9;
+    s.schedules.schedules = 3;
+    s.schedules.paused = 1;
+    s.schedules.fired = 8;
+    s.schedules.late = 1;
+    s.schedules.last_lateness_ms = 12;
+    s.workflows.workflows = {1, 2, 0, 1};
+    s.workflows.steps = {0, 1, 6, 0, 0, 2};
+    const auto v = node_json(s);
+    EXPECT_EQ(v.at("worker").at("failed").as_uint64(), 1U);
+    const auto& j = v.at("jobs");
+    EXPECT_EQ(j.at("retried").as_uint64(), 2U);
+    EXPECT_EQ(j.at("delayed").as_uint64(), 5U);
+    EXPECT_EQ(j.at("delayed_next_due_ms").as_int64(), 1'700'000'000'000);
+    EXPECT_EQ(j.at("released").as_uint64(), 9U);
+    EXPECT_EQ(j.at("schedules").at("count").as_uint64(), 3U);
+    EXPECT_EQ(j.at("schedules").at("paused").as_uint64(), 1U);
+    EXPECT_EQ(j.at("schedules").at("fired").as_uint64(), 8U);
+    EXPECT_EQ(j.at("schedules").at("late").as_uint64(), 1U);
+    EXPECT_EQ(j.at("schedules").at("last_lateness_ms").as_int64(), 12);
+    EXPECT_EQ(j.at("workflows").at("by_state").at("running").as_uint64(), 1U);
+    EXPECT_EQ(j.at("workflows").at("by_state").at("succeeded").as_uint64(), 2U);
+    EXPECT_EQ(j.at("workflows").at("by_state").at("cancelled").as_uint64(), 1U);
+    EXPECT_EQ(j.at("workflows").at("steps").at("succeeded").as_uint64(), 6U);
+    EXPECT_EQ(j.at("workflows").at("steps").at("cancelled").as_uint64(), 2U);
+    // Not master: the master's views are null, the counters stay.
+    s.queue_depth = -1;
+    const auto w = jobs_json(s);
+    EXPECT_TRUE(w.at("delayed").is_null());
+    EXPECT_TRUE(w.at("delayed_next_due_ms").is_null());
+    EXPECT_TRUE(w.at("schedules").at("count").is_null());
+    EXPECT_TRUE(w.at("schedules").at("last_lateness_ms").is_null());
+    EXPECT_TRUE(w.at("workflows").at("by_state").is_null());
+    EXPECT_EQ(w.at("schedules").at("fired").as_uint64(), 8U);
+    EXPECT_EQ(w.at("retried").as_uint64(), 2U);
+}
+
+TEST(HttpStatus, EarliestIdTimeOfDelayedNames) {
+    zkd::protocol::task_id_generator ids(0x1234, 0);
+    const auto later = ids.next(9, 1'700'000'900'000);
+    const auto sooner = ids.next(0, 1'700'000'100'000);  // a lower priority does not matter
+    EXPECT_EQ(earliest_id_time({later, "garbage", sooner}), 1'700'000'100'000);
+    EXPECT_FALSE(earliest_id_time({"garbage"}).has_value());
+    EXPECT_FALSE(earliest_id_time({}).has_value());
+}
+
 TEST(HttpStatus, OnlyThePagesStaticFilesArePublic) {
     EXPECT_EQ(match_route("/").what, resource::page);
     EXPECT_EQ(match_route("/ui/status.js").what, resource::page);

@@ -527,6 +527,8 @@ public:
     [[nodiscard]] std::size_t queue_depth() const { return pending_.size(); }
     /// Delayed tasks known (waiting, or being read or released).
     [[nodiscard]] std::size_t delayed_count() const { return delayed_.size(); }
+    /// The earliest due time of a delayed task not being read or released; nullopt: none.
+    [[nodiscard]] std::optional<std::int64_t> delayed_next_due() { return delayed_.next_due(); }
     /// Bytes of logged data kept aside for tasks beyond the load window (with overhead).
     [[nodiscard]] std::size_t logged_data_bytes() const { return logged_bytes_; }
     [[nodiscard]] std::string pending_path(const std::string& tid) const;
