@@ -20,7 +20,9 @@
 //   GET    /v1/status          200 the status page's data: `{"now_ms":T,"node":{..}|null (this
 //          node's figures, http/status.hpp node_json),"history":{..} (the charts' samples,
 //          status_history::to_json),"cluster":<cluster_snapshot>,"queue":{"pending":N,
-//          "by_priority":[N x10]|null},"running":[<task_entry>..],"assigned_total":N,
+//          "by_priority":[N x10]|null,"delayed":N,"delayed_earliest_ms":T|null (the earliest
+//          time in a delayed task's id; null: none, or over 100,000 delayed)},
+//          "running":[<task_entry>..],"assigned_total":N,
 //          "truncated":B,"failures":[..] (failure_log::to_json),"failures_scan":
 //          {"complete":B,"reason":".." (when not)},"age_ms":M (of the cluster part)}`; when
 //          ZooKeeper cannot be read, the cluster part is replaced by

@@ -127,6 +127,36 @@ TEST_F(Delayed, NeverBeforeItsTimeAndInTheOrderOfDueTimes) {
     EXPECT_NE(as_json.out.find("\"state\":\"delayed\""), std::string::npos) << as_json.out;
     EXPECT_NE(as_json.out.find("\"due_ms\":" + std::to_string(due_of(late))), std::string::npos)
         << as_json.out;
+    // zkd tasks lists delayed tasks, with their try and due time (soonest due first): one
+    // due in a minute (cancelled after) is surely still there.
+    const auto later = submit({"--delay", "60s"});
+    const auto listed = zkd({"tasks", "--json"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    const auto list = json::parse(listed.out);
+    bool seen = false;
+    std::int64_t last_due = 0;
+    for (const auto& t : list.at("delayed").as_array()) {
+        EXPECT_EQ(t.at("state"), "delayed") << listed.out;
+        const auto due = t.at("due_ms").to_number<std::int64_t>();
+        EXPECT_GE(due, last_due) << listed.out;
+        last_due = due;
+        if (t.at("id") == later) {
+            seen = true;
+            EXPECT_EQ(due, due_of(later));
+            EXPECT_EQ(t.at("try"), 1);
+        }
+    }
+    EXPECT_TRUE(seen) << listed.out;
+    EXPECT_GE(list.at("delayed_total").to_number<std::int64_t>(), 1) << listed.out;
+    const auto table = zkd({"tasks"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    const auto row = table.out.find(later + " ");
+    ASSERT_NE(row, std::string::npos) << table.out;
+    const auto line = table.out.substr(row, table.out.find('\n', row) - row);
+    EXPECT_NE(line.find("delayed"), std::string::npos) << line;
+    EXPECT_NE(line.find("try 1, due "), std::string::npos) << line;
+    EXPECT_NE(table.out.find(" delayed\n"), std::string::npos) << table.out;  // the totals
+    EXPECT_EQ(zkd({"cancel", later}).exit_code, 0);
 
     std::vector<std::pair<std::int64_t, std::string>> started;
     for (const auto& id : {late, early, middle}) {

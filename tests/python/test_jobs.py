@@ -27,7 +27,7 @@ def _until(what, check, seconds: float = 30.0):
 
 
 def test_a_delayed_task_is_listed_delayed_then_runs(client):
-    task = client.submit("echo", {"later": True}, delay=1.5)
+    task = client.submit("echo", {"later": True}, delay=3)
     status = client.status(task.id)
     assert status.state == "delayed"
     assert status.due_ms is not None and status.due_ms > int(time.time() * 1000)
