@@ -140,7 +140,7 @@ TEST_F(Delayed, NeverBeforeItsTimeAndInTheOrderOfDueTimes) {
         const auto due = t.at("due_ms").to_number<std::int64_t>();
         EXPECT_GE(due, last_due) << listed.out;
         last_due = due;
-        if (t.at("id") == later) {
+        if (t.at("id").as_string() == later) {
             seen = true;
             EXPECT_EQ(due, due_of(later));
             EXPECT_EQ(t.at("try"), 1);

@@ -730,7 +730,7 @@ TEST_F(Http, DelayedTasksRetriesSchedulesAndWorkflowsShowInMetricsAndStatus) {
     ASSERT_EQ(listed.status, 200) << listed;
     ASSERT_EQ(listed.json().at("delayed_total"), 1) << listed;
     const auto entry = listed.json().at("delayed").at(0);
-    EXPECT_EQ(entry.at("id"), id);
+    EXPECT_EQ(entry.at("id"), json::value(id));
     EXPECT_EQ(entry.at("state"), "delayed");
     EXPECT_EQ(entry.at("try"), 1);
     const auto due_ms = entry.at("due_ms").to_number<std::int64_t>();
