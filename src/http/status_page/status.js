@@ -150,14 +150,16 @@
       tiles.push(tile(fmtNum(mt.lost, 0), 'lost (this node as master)'));
       tiles.push(tile(fmtNum(mt.requeued, 0), 'requeued (this node as master)'));
     }
-    if (jobs && jobs.schedules.count !== null) {
+    // Schedules and workflows: the master's own figures, shown once there is something.
+    if (jobs && jobs.schedules.count !== null && (jobs.schedules.count || jobs.schedules.fired)) {
       const sc = jobs.schedules;
       tiles.push(tile(fmtNum(sc.count, 0) + (sc.paused ? ' (' + fmtNum(sc.paused, 0) + ' paused)' : ''),
         'schedules (master)'));
       tiles.push(tile(fmtNum(sc.fired, 0) + ' / ' + fmtNum(sc.late, 0), 'firings / late (this node as master)'));
     }
-    if (jobs && jobs.workflows.by_state) {
-      const wf = jobs.workflows.by_state;
+    const wfs = jobs && jobs.workflows.by_state;
+    if (wfs && (wfs.running || wfs.succeeded || wfs.failed || wfs.cancelled)) {
+      const wf = wfs;
       tiles.push(tile(fmtNum(wf.running, 0), 'workflows running (master)'));
       tiles.push(tile(fmtNum(wf.succeeded, 0) + ' / ' + fmtNum(wf.failed, 0) + ' / ' + fmtNum(wf.cancelled, 0),
         'workflows succeeded / failed / cancelled (master)'));
