@@ -3,8 +3,6 @@
 // pid lives, the processes below one, their descriptors and zombies.
 #pragma once
 
-#include <sys/types.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <sys/types.h>
 #include <system_error>
 #include <utility>
 #include <vector>

@@ -4,12 +4,11 @@
 // the cluster's namespace once a node has created it.
 #pragma once
 
-#include "support/processes.hpp"
-#include "support/proc_tree.hpp"
-#include "support/zk_fixture.hpp"
-
 #include "protocol/layout.hpp"
 #include "roles/client/task_client.hpp"
+#include "support/proc_tree.hpp"
+#include "support/processes.hpp"
+#include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/steady_timer.hpp>
