@@ -804,7 +804,8 @@ asio::awaitable<void> chaos_run::workflow_load() {
 asio::awaitable<void> chaos_run::submit_workflows(std::uint64_t k) {
     const std::string type(step_type);
     const auto step = [&](json::value args, std::vector<std::string> after = {}) {
-        json::object o{{"type", type}, {"args", std::move(args)}};
+        json::object o{
+            {"type", type}, {"args", std::move(args)}, {"max_attempts", s_.max_attempts}};
         if (!after.empty()) {
             json::array a;
             for (auto& n : after) {
@@ -837,7 +838,8 @@ asio::awaitable<void> chaos_run::submit_workflows(std::uint64_t k) {
         }
         json::object map;
         map["src"] = step(std::move(items));
-        map["each"] = json::object{{"type", type}, {"map", "src"}};
+        map["each"] =
+            json::object{{"type", type}, {"map", "src"}, {"max_attempts", s_.max_attempts}};
         map["fanin"] = step(json::object{{"n", 12}, {"map", kk}}, {"each"});
         shapes.push_back({"map", std::move(map), "fanin"});
     }
