@@ -233,14 +233,14 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
 }
 
 std::shared_ptr<task_client::sending> task_client::send_nodes(
-    std::vector<packed_node> to_name, bool delayed, std::function<void(sending&)> on_over
+    std::vector<packed_node> packed, bool delayed, std::function<void(sending&)> on_over
 ) {
     std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
     std::vector<std::string> data;   // one per node
     std::vector<std::size_t> sizes;  // one per node
-    nodes.reserve(to_name.size());
-    data.reserve(to_name.size());
-    sizes.reserve(to_name.size());
+    nodes.reserve(packed.size());
+    data.reserve(packed.size());
+    sizes.reserve(packed.size());
     // Plain tasks go to a worker directly while the placer finds one with room (§6 T1
     // "Direct placement"), the others to pending.
     struct direct_node {
@@ -250,7 +250,7 @@ std::shared_ptr<task_client::sending> task_client::send_nodes(
     };
     std::vector<direct_node> direct;
     const auto placed_ms = protocol::now_ms();
-    for (auto& n : to_name) {
+    for (auto& n : packed) {
         std::optional<direct_placer::target> to;
         if (direct_on_ && n.bundle == 0 && !delayed) {
             // The transaction it goes in, as draw_id counts: its worker is tried first.
@@ -315,11 +315,12 @@ std::shared_ptr<task_client::sending> task_client::send_nodes(
                 }
                 switch (next) {
                 case submit_fsm::next::resend:
-                    if (auto again = weak_send.lock()) {
+                    if (auto again = weak_send.lock(); again && *alive) {
                         (*again)(i);
                         return;
                     }
-                    // The call is over (cancelled): nobody to resend for.
+                    // The call is over (cancelled), or the client is gone: nobody to resend
+                    // for.
                     st->all_done.cancel();
                     break;
                 case submit_fsm::next::over:

@@ -229,7 +229,7 @@ private:
     /// says); `on_over` runs once every node is answered. The caller keeps `send` of the
     /// result alive while it wants nodes sent again.
     std::shared_ptr<sending> send_nodes(
-        std::vector<packed_node> nodes, bool delayed, std::function<void(sending&)> on_over
+        std::vector<packed_node> packed, bool delayed, std::function<void(sending&)> on_over
     );
     /// The batcher may send (multi_batcher::on_send): the submits held back meanwhile go out,
     /// packed into automatic bundles (plan_auto_bundles).
