@@ -15,4 +15,4 @@ target_link_libraries(zkd_unit_tests PRIVATE zkd::chaos_core)
 add_test(NAME chaos_short
          COMMAND zkd_chaos --seed 3 --duration 12s --rate 100 --every 2500ms --pause-max 5s
                  --settle 40s --clean-on-pass --zkd $<TARGET_FILE:zkd>)
-set_tests_properties(chaos_short PROPERTIES LABELS "integration;chaos" TIMEOUT 180 PROCESSORS 2)
+set_tests_properties(chaos_short PROPERTIES COST 30 LABELS "integration;chaos" TIMEOUT 180 PROCESSORS 2)

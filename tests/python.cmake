@@ -31,5 +31,5 @@ set_tests_properties(python_unit PROPERTIES LABELS unit TIMEOUT 120
 add_test(NAME python_client
     COMMAND ${zkd_pytest} "${CMAKE_CURRENT_SOURCE_DIR}/python/test_client.py"
             "${CMAKE_CURRENT_SOURCE_DIR}/python/test_examples.py")
-set_tests_properties(python_client PROPERTIES LABELS integration TIMEOUT 600
+set_tests_properties(python_client PROPERTIES COST 30 LABELS integration TIMEOUT 600
     ENVIRONMENT "${zkd_pytest_env}")

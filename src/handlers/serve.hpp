@@ -96,6 +96,22 @@ private:
 
 // --- the pool's decisions --------------------------------------------------------------------
 
+/// Whether a process that exited with a task in flight had read none of the task's frame, so
+/// that the task goes to another process instead of failing (the process died of something
+/// else, e.g. killed while idle just as the task was handed to it). The frame starts at byte
+/// `frame_at` of the process's stdin; `sent` bytes reached the pipe, `unread` of them were
+/// still in it when the process was gone. A program that read any of the frame has seen its
+/// task: its death fails the task.
+[[nodiscard]] constexpr bool frame_unread(
+    std::uint64_t frame_at, std::uint64_t sent, std::uint64_t unread
+) {
+    return sent - (unread < sent ? unread : sent) <= frame_at;
+}
+
+/// How many times one task goes to another process because the one it was handed to died
+/// before it read the task (frame_unread); the next such death fails it.
+inline constexpr int max_handbacks = 3;
+
 /// A served type's pool settings (program_config's serve settings).
 struct pool_settings {
     int concurrency = 1;         ///< most processes at once (each runs one task at a time)

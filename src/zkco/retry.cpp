@@ -24,4 +24,22 @@ asio::awaitable<bool> reconnected_after(client& zk, error_code ec) {
     co_return co_await wait_connected(zk);
 }
 
+asio::awaitable<bool> wait_created(client& zk, std::string path) {
+    for (;;) {
+        auto e = co_await zk.watch_exists(path);
+        if (!e) {
+            const bool retry = co_await reconnected_after(zk, e.error());
+            if (!retry) {
+                co_return false;
+            }
+            continue;
+        }
+        if (e->value) {
+            co_return true;
+        }
+        auto fired = co_await e->watch.changed();
+        co_return static_cast<bool>(fired);
+    }
+}
+
 }  // namespace zkd::zkco

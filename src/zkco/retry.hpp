@@ -7,6 +7,8 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <string>
+
 namespace zkd::zkco {
 
 /// Waits until `zk` is connected. False once its session is gone for good.
@@ -16,6 +18,11 @@ boost::asio::awaitable<bool> wait_connected(client& zk);
 /// session is connected again, i.e. when retrying makes sense. Use it as the whole condition
 /// (GCC 12 miscompiles a co_await in the right operand of && or ||).
 boost::asio::awaitable<bool> reconnected_after(client& zk, error_code ec);
+
+/// After a read found no `path`: waits until it may exist (it exists already, or the watch
+/// set on its creation fired), riding out a lost connection. False when the session ended or
+/// the watch was dropped (nothing to read again); true: read `path` again.
+boost::asio::awaitable<bool> wait_created(client& zk, std::string path);
 
 /// Runs `op` (an awaitable yielding a result) until it gives an answer other than "outcome
 /// unknown", waiting for the connection between tries; errc::session_expired once the

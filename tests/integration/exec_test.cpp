@@ -10,6 +10,7 @@
 #include "roles/cluster/namespace.hpp"
 #include "support/processes.hpp"
 #include "support/roles_cluster.hpp"
+#include "support/zkd_cluster.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -41,6 +42,10 @@ using namespace std::literals;
 using namespace zkd::roles;
 using namespace zkd::handlers;
 using namespace zkd::protocol;
+using zkd::test::alive;
+using zkd::test::any_alive;
+using zkd::test::pids_in;
+using zkd::test::read_file;
 
 namespace {
 
@@ -54,11 +59,6 @@ std::string write_script(const fs::path& dir, const std::string& name, const std
     std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
     fs::permissions(path, fs::perms::owner_all);
     return path.string();
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
 /// The pid a script wrote into `file`, or 0.
@@ -109,24 +109,6 @@ std::string tree_script(const fs::path& dir, const fs::path& pids) {
             "echo $$" +
             out + "\nexec sleep 300"
     );
-}
-
-/// The pids of `file`, one a line.
-std::vector<pid_t> pids_in(const fs::path& file) {
-    std::istringstream in(read_file(file));
-    std::vector<pid_t> out;
-    for (pid_t pid = 0; in >> pid;) {
-        out.push_back(pid);
-    }
-    return out;
-}
-
-bool any_alive(const std::vector<pid_t>& pids) {
-    return std::any_of(pids.begin(), pids.end(), [](pid_t p) {
-        const std::string stat = read_file("/proc/" + std::to_string(p) + "/stat");
-        const auto close = stat.rfind(')');
-        return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-    });
 }
 
 exec::program make_program(
@@ -531,23 +513,6 @@ TEST_F(ExecProgram, TheExamplesOfDocsExecMdRun) {
 
 // --- through a worker of an in-process cluster -----------------------------------------------
 
-// Waits for `pred` (a plain condition) for up to `limit`, polling every 20 ms.
-#define ZKD_AWAIT_CONDITION(pred, limit)                               \
-    for (auto zkd_until_ = std::chrono::steady_clock::now() + (limit); \
-         !(pred) && std::chrono::steady_clock::now() < zkd_until_;) {  \
-        co_await settle(20ms);                                         \
-    }
-
-/// Whether `pid` is a live process (a zombie is not).
-bool alive(pid_t pid) {
-    if (pid <= 0) {
-        return false;
-    }
-    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-    const auto close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
-
 /// A task as a stranger would write it under an assignment directory.
 std::string foreign_task_data(const std::string& type, json::value args) {
     task_spec t;
@@ -886,58 +851,9 @@ TEST_F(ExecCluster, TwoHundredShortProgramsThroughOneWorkerLeakNoDescriptorsOrCh
 
 // --- real `zkd run` processes -----------------------------------------------------------------
 
-class ExecZkd : public zkd::test::zk_test {
+class ExecZkd : public zkd::test::zkd_cluster_test {
 protected:
-    void SetUp() override {
-        zk_test::SetUp();
-        dir_ = zkd::test::make_test_dir("exec-zkd", test_name());
-        zk_ = base_ + chroot_;
-    }
-
-    void TearDown() override {
-        nodes_.clear();
-        if (HasFailure()) {
-            zkd::test::print_logs(dir_, 4000);
-        }
-        fs::remove_all(dir_);
-        zk_test::TearDown();
-    }
-
-    void start(const std::string& host, std::vector<std::string> extra) {
-        nodes_.emplace(
-            host, std::make_unique<zkd::test::zkd_process>(
-                      ZKD_BINARY, zk_, "exec", host, dir_ / (host + ".log"), std::move(extra)
-                  )
-        );
-    }
-
-    /// A client on the cluster's namespace, once a node has created it.
-    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client() {
-        zkd::zkco::config cfg = make_config();
-        cfg.connect_string = zk_ + chroot_path("exec");
-        for (int i = 0; i < 300; ++i) {
-            auto zk = std::make_unique<zkd::zkco::client>(ioc_.get_executor(), cfg);
-            auto c = co_await zkd::zkco::with_timeout(zk->connect(), 10s);
-            if (c) {
-                const auto meta = co_await zk->exists("/meta"s);
-                if (meta && meta->has_value()) {
-                    co_return zk;
-                }
-            }
-            co_await zk->close();
-            co_await settle(50ms);
-        }
-        throw std::runtime_error("the cluster's namespace never appeared");
-    }
-
-    asio::awaitable<void> settle(std::chrono::milliseconds d) {
-        asio::steady_timer t(ioc_, d);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-
-    fs::path dir_;
-    std::string zk_;
-    std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
+    ExecZkd() : zkd_cluster_test("exec", ZKD_BINARY) {}
 };
 
 TEST_F(ExecZkd, StartUpRefusesAMissingOrNonExecutableProgramNamingTheType) {

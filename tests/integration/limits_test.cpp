@@ -7,8 +7,7 @@
 // under ZKD_REQUIRE_CGROUP=1).
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/namespace.hpp"
-#include "support/processes.hpp"
-#include "support/zk_fixture.hpp"
+#include "support/zkd_cluster.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -31,17 +30,9 @@ namespace fs = std::filesystem;
 using namespace std::literals;
 using namespace zkd::roles;
 using namespace zkd::protocol;
+using zkd::test::read_file;
 
 namespace {
-
-std::string test_name() {
-    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
 
 const fs::path hog_source = fs::path(ZKD_SOURCE_DIR) / "tests" / "programs" / "hog.py";
 
@@ -52,12 +43,12 @@ struct over {
     std::string code;
 };
 
-class Limits : public zkd::test::zk_test {
+class Limits : public zkd::test::zkd_cluster_test {
 protected:
+    Limits() : zkd_cluster_test("limits", ZKD_BINARY) {}
+
     void SetUp() override {
-        zk_test::SetUp();
-        dir_ = zkd::test::make_test_dir("limits", test_name());
-        zk_ = base_ + chroot_;
+        zkd_cluster_test::SetUp();
         // A copy any user can run (a type's `user` may not reach the checkout).
         fs::permissions(dir_, fs::perms::all & ~fs::perms::group_write & ~fs::perms::others_write);
         hog_ = (dir_ / "hog.py").string();
@@ -66,67 +57,6 @@ protected:
             hog_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                       fs::perms::others_read | fs::perms::others_exec
         );
-    }
-
-    void TearDown() override {
-        nodes_.clear();
-        if (HasFailure()) {
-            zkd::test::print_logs(dir_, 6000);
-        }
-        fs::remove_all(dir_);
-        zk_test::TearDown();
-    }
-
-    void start(
-        const std::string& host,
-        const std::string& config,
-        std::vector<std::string> extra,
-        const std::string& binary = ZKD_BINARY
-    ) {
-        const auto file = dir_ / (host + ".conf");
-        std::ofstream(file) << config;
-        extra.insert(extra.begin(), {"--config", file.string()});
-        nodes_.emplace(
-            host, std::make_unique<zkd::test::zkd_process>(
-                      binary, zk_, "limits", host, dir_ / (host + ".log"), std::move(extra)
-                  )
-        );
-    }
-
-    std::string log_of(const std::string& host) { return read_file(dir_ / (host + ".log")); }
-
-    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client() {
-        zkd::zkco::config cfg = make_config();
-        cfg.connect_string = zk_ + chroot_path("limits");
-        for (int i = 0; i < 300; ++i) {
-            auto zk = std::make_unique<zkd::zkco::client>(ioc_.get_executor(), cfg);
-            auto c = co_await zkd::zkco::with_timeout(zk->connect(), 10s);
-            if (c) {
-                const auto meta = co_await zk->exists("/meta"s);
-                if (meta && meta->has_value()) {
-                    co_return zk;
-                }
-            }
-            co_await zk->close();
-            asio::steady_timer t(ioc_, 50ms);
-            co_await t.async_wait(asio::use_awaitable);
-        }
-        throw std::runtime_error("the cluster's namespace never appeared");
-    }
-
-    static asio::awaitable<task_result> one(task_client& tc, std::string type, json::value args) {
-        std::vector<task_spec> reqs{{std::move(type), std::move(args)}};
-        reqs.front().max_attempts = 1;
-        reqs.front().timeout = 60s;
-        auto ids = co_await tc.submit(std::move(reqs));
-        if (!ids) {
-            throw std::runtime_error("submit: " + ids.error().message());
-        }
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 90s);
-        if (!r) {
-            throw std::runtime_error("wait: " + r.error().message());
-        }
-        co_return *r;
     }
 
     /// Each case goes over its limit and fails with its code; then a task of the same type
@@ -141,11 +71,11 @@ protected:
                 for (const auto& c : cases) {
                     json::object hog;
                     hog["hog"] = c.hog;
-                    const auto r = co_await one(tc, c.type, std::move(hog));
+                    const auto r = co_await one(tc, c.type, std::move(hog), 60s);
                     EXPECT_EQ(r.state, task_state::failed) << c.type;
                     ASSERT_TRUE(r.error) << c.type;
                     EXPECT_EQ(r.error->code, c.code) << c.type << ": " << r.error->message;
-                    const auto ok = co_await one(tc, c.type, json::object{});
+                    const auto ok = co_await one(tc, c.type, json::object{}, 60s);
                     EXPECT_EQ(ok.state, task_state::succeeded)
                         << c.type << " after its limit: " << (ok.error ? ok.error->message : "");
                 }
@@ -169,10 +99,7 @@ protected:
         return out;
     }
 
-    fs::path dir_;
-    std::string zk_;
     std::string hog_;
-    std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
 };
 
 TEST_F(Limits, RlimitsFailTasksWithTheLimitsCodeOnceAndServedAndTheWorkerCarriesOn) {
@@ -276,7 +203,8 @@ TEST_F(Limits, CgroupsFailTasksWithTheLimitsCodeOnceAndServedAndTheWorkerCarries
         config += type(p + "procs", served, {"max-processes = 8"});
     }
     config += type("share", false, {"cpu-limit = 50%"});
-    start("a", config, {"--exec-limits", "cgroup"}, wrapper);
+    binary_ = wrapper;
+    start("a", config, {"--exec-limits", "cgroup"});
     expect_limits({
         {"mem", "memory", "memory_limit"},
         {"procs", "procs", "process_limit"},

@@ -4,8 +4,7 @@
 // the framing with the standard library alone.
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/namespace.hpp"
-#include "support/processes.hpp"
-#include "support/zk_fixture.hpp"
+#include "support/zkd_cluster.hpp"
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -29,166 +28,18 @@ namespace fs = std::filesystem;
 using namespace std::literals;
 using namespace zkd::roles;
 using namespace zkd::protocol;
+using zkd::test::alive;
+using zkd::test::descendants;
+using zkd::test::tree_fds;
+using zkd::test::zombies_below;
 
 namespace {
 
-std::string test_name() {
-    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
 const std::string served = (fs::path(ZKD_SOURCE_DIR) / "tests" / "programs" / "served.py").string();
 
-/// Whether `pid` is a live process (a zombie is not).
-bool alive(pid_t pid) {
-    if (pid <= 0) {
-        return false;
-    }
-    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-    const auto close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
-
-/// Every process below `root` (from /proc parent links), with its state letter.
-std::map<pid_t, char> descendants(pid_t root) {
-    std::map<pid_t, std::pair<pid_t, char>> all;
-    for (const auto& e : fs::directory_iterator("/proc")) {
-        const auto name = e.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) {
-            continue;
-        }
-        const std::string stat = read_file(e.path() / "stat");
-        const auto close = stat.rfind(')');
-        if (close == std::string::npos || close + 4 >= stat.size()) {
-            continue;
-        }
-        std::istringstream rest(stat.substr(close + 2));
-        char state = '?';
-        pid_t ppid = 0;
-        rest >> state >> ppid;
-        all[std::stoi(name)] = {ppid, state};
-    }
-    std::map<pid_t, char> out;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (const auto& [pid, info] : all) {
-            if (!out.contains(pid) && (info.first == root || out.contains(info.first))) {
-                out[pid] = info.second;
-                changed = true;
-            }
-        }
-    }
-    return out;
-}
-
-/// Open descriptors of `pid` and of every process below it.
-std::size_t tree_fds(pid_t pid) {
-    std::size_t n = 0;
-    auto count = [&n](pid_t p) {
-        std::error_code ec;
-        for (auto it = fs::directory_iterator("/proc/" + std::to_string(p) + "/fd", ec);
-             !ec && it != fs::directory_iterator{}; it.increment(ec)) {
-            ++n;
-        }
-    };
-    count(pid);
-    for (const auto& [p, state] : descendants(pid)) {
-        count(p);
-    }
-    return n;
-}
-
-std::size_t zombies_below(pid_t pid) {
-    const auto d = descendants(pid);
-    return static_cast<std::size_t>(std::count_if(d.begin(), d.end(), [](const auto& e) {
-        return e.second == 'Z';
-    }));
-}
-
-#define ZKD_AWAIT_CONDITION(pred, limit)                               \
-    for (auto zkd_until_ = std::chrono::steady_clock::now() + (limit); \
-         !(pred) && std::chrono::steady_clock::now() < zkd_until_;) {  \
-        co_await settle(20ms);                                         \
-    }
-
-class Serve : public zkd::test::zk_test {
+class Serve : public zkd::test::zkd_cluster_test {
 protected:
-    void SetUp() override {
-        zk_test::SetUp();
-        dir_ = zkd::test::make_test_dir("serve", test_name());
-        zk_ = base_ + chroot_;
-    }
-
-    void TearDown() override {
-        nodes_.clear();
-        if (HasFailure()) {
-            zkd::test::print_logs(dir_, 6000);
-        }
-        fs::remove_all(dir_);
-        zk_test::TearDown();
-    }
-
-    /// Starts `zkd run` as `host` with the config file lines `config` and `extra` flags.
-    void start(const std::string& host, const std::string& config, std::vector<std::string> extra) {
-        const auto file = dir_ / (host + ".conf");
-        std::ofstream(file) << config;
-        extra.insert(extra.begin(), {"--config", file.string()});
-        nodes_.emplace(
-            host, std::make_unique<zkd::test::zkd_process>(
-                      ZKD_BINARY, zk_, "serve", host, dir_ / (host + ".log"), std::move(extra)
-                  )
-        );
-    }
-
-    std::string log_of(const std::string& host) { return read_file(dir_ / (host + ".log")); }
-
-    asio::awaitable<std::unique_ptr<zkd::zkco::client>> cluster_client() {
-        zkd::zkco::config cfg = make_config();
-        cfg.connect_string = zk_ + chroot_path("serve");
-        for (int i = 0; i < 300; ++i) {
-            auto zk = std::make_unique<zkd::zkco::client>(ioc_.get_executor(), cfg);
-            auto c = co_await zkd::zkco::with_timeout(zk->connect(), 10s);
-            if (c) {
-                const auto meta = co_await zk->exists("/meta"s);
-                if (meta && meta->has_value()) {
-                    co_return zk;
-                }
-            }
-            co_await zk->close();
-            co_await settle(50ms);
-        }
-        throw std::runtime_error("the cluster's namespace never appeared");
-    }
-
-    asio::awaitable<void> settle(std::chrono::milliseconds d) {
-        asio::steady_timer t(ioc_, d);
-        co_await t.async_wait(asio::use_awaitable);
-    }
-
-    /// Submits one task and waits for its result.
-    static asio::awaitable<task_result> one(
-        task_client& tc,
-        const std::string& type,
-        json::value args,
-        std::chrono::milliseconds timeout = 0ms
-    ) {
-        std::vector<task_spec> reqs{{type, std::move(args)}};
-        reqs.front().timeout = timeout;
-        reqs.front().max_attempts = 1;
-        auto ids = co_await tc.submit(std::move(reqs));
-        if (!ids) {
-            throw std::runtime_error("submit: " + ids.error().message());
-        }
-        auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 60s);
-        if (!r) {
-            throw std::runtime_error("wait: " + r.error().message());
-        }
-        co_return *r;
-    }
+    Serve() : zkd_cluster_test("serve", ZKD_BINARY) {}
 
     /// The `unhealthy` types of the /workers node of the worker started as `host` (empty if
     /// none, or no such node).
@@ -216,10 +67,6 @@ protected:
         return r.state == task_state::succeeded ? static_cast<pid_t>(r.value.at("pid").as_int64())
                                                 : 0;
     }
-
-    fs::path dir_;
-    std::string zk_;
-    std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
 };
 
 TEST_F(Serve, TwoThousandTasksThroughOneWorkerKeepDescriptorsAndZombiesStable) {
@@ -397,6 +244,36 @@ TEST_F(Serve, ACrashLoopMarksTheTypeUnhealthyItsTasksWaitAndAStartThatSucceedsHe
             EXPECT_EQ(r->state, task_state::succeeded) << (r->error ? r->error->message : "");
             EXPECT_EQ(r->value, json::value(1));
             EXPECT_TRUE((co_await unhealthy_on(*zk, "a")).empty()) << "healed: said so";
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
+}
+
+TEST_F(Serve, AProcessThatDiesBeforeItReadsItsTaskHandsTheTaskToAnotherProcess) {
+    // The first process of `d` says ready, then exits a second later without reading its
+    // stdin: the task handed to it in that second goes to the next process and succeeds.
+    const auto died = dir_ / "died";
+    start(
+        "a", "exec.d.concurrency = 1\n",
+        {"--serve", "d=" + served + " " + (dir_ / "never").string() + " " + died.string()}
+    );
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            const std::string type = "d";
+            json::object args;
+            args["echo"] = "kept";
+            auto r = co_await one(tc, type, std::move(args));
+            EXPECT_EQ(r.state, task_state::succeeded) << (r.error ? r.error->message : "");
+            EXPECT_EQ(r.value, json::value("kept"));
+            EXPECT_EQ(r.attempt, 1) << "handed to another process, not requeued";
+            EXPECT_TRUE(fs::exists(died)) << "the first process ran";
+            EXPECT_NE(log_of("a").find("before it read task"), std::string::npos);
             co_await tc.flush();
             co_await zk->close();
         }(),

@@ -4,9 +4,12 @@
 #include "support/zk_fixture.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
+#include "zkco/retry.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -342,6 +345,59 @@ TEST_F(ZkcoOps, ChildAndExistsWatches) {
         EXPECT_EQ(e2->type, event_type::changed);
         EXPECT_EQ(zk.counters().watches, 3U);
         co_await zk.close();
+    }());
+}
+
+TEST_F(ZkcoOps, WaitCreatedReturnsOnceThePathExistsAndFalseWhenTheSessionCloses) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        client other(ioc_.get_executor(), make_config());
+        co_await connect(other);
+        ASSERT_TRUE(co_await zk.create("/here"s));
+        EXPECT_TRUE(co_await wait_created(zk, "/here")) << "exists already";
+
+        // Created by another client while it waits.
+        bool done = false;
+        bool created = false;
+        asio::co_spawn(
+            ioc_,
+            [&]() -> asio::awaitable<void> {
+                created = co_await wait_created(zk, "/later");
+                done = true;
+            },
+            asio::detached
+        );
+        asio::steady_timer t(ioc_, 200ms);
+        co_await t.async_wait(asio::use_awaitable);
+        EXPECT_FALSE(done) << "returned before /later was created";
+        ASSERT_TRUE(co_await other.create("/later"s));
+        for (int i = 0; i < 1500 && !done; ++i) {
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_TRUE(done && created);
+
+        // The session closes while it waits: false, nothing to read again.
+        done = false;
+        asio::co_spawn(
+            ioc_,
+            [&]() -> asio::awaitable<void> {
+                created = co_await wait_created(zk, "/never");
+                done = true;
+            },
+            asio::detached
+        );
+        t.expires_after(100ms);
+        co_await t.async_wait(asio::use_awaitable);
+        co_await zk.close();
+        for (int i = 0; i < 1500 && !done; ++i) {
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_TRUE(done);
+        EXPECT_FALSE(created);
+        co_await other.close();
     }());
 }
 

@@ -6,13 +6,19 @@
 # answers only a cancel; {"fail":M} fails with code bad_args; {"gate":F} answers once file F
 # exists; {"spawn":1} starts two sleeps (one in a session of its own) and answers their pids
 # with its own. argv[1], if given: a file whose
-# existence makes it exit 1 before it says ready (a program that cannot start).
+# existence makes it exit 1 before it says ready (a program that cannot start). argv[2], if
+# given: a file that, when it is absent, it creates, says ready, and exits 7 a second later
+# without reading its stdin (a process that dies just as it is handed a task).
 import json, os, subprocess, sys, time
 if len(sys.argv) > 1 and os.path.exists(sys.argv[1]):
     sys.exit(1)
 def send(**frame):
     sys.stdout.write(json.dumps(frame) + "\n"); sys.stdout.flush()
 send(op="ready", protocol=1)
+if len(sys.argv) > 2 and not os.path.exists(sys.argv[2]):
+    open(sys.argv[2], "w").close()
+    time.sleep(1)
+    os._exit(7)
 for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("op") != "task":

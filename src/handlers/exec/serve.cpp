@@ -28,7 +28,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sys/ioctl.h>
 #include <unistd.h>
+#include <variant>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -64,6 +66,15 @@ std::size_t rss_of(pid_t pid) {
     return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+/// Bytes written to the pipe `fd` and not read yet (0 when it cannot tell).
+std::uint64_t unread_bytes(asio::posix::stream_descriptor& fd) {
+    int n = 0;
+    if (!fd.is_open() || ::ioctl(fd.native_handle(), FIONREAD, &n) != 0 || n < 0) {
+        return 0;
+    }
+    return static_cast<std::uint64_t>(n);
+}
+
 /// One task handed to a process, until it ends.
 struct job {
     explicit job(const asio::any_io_executor& ex)
@@ -71,12 +82,21 @@ struct job {
     std::string id;
     progress_fn progress;
     std::optional<handler_result> result;
-    asio::steady_timer done;  // cancelled once `result` is set
+    asio::steady_timer done;  // cancelled once `result` is set, or the task is handed back
     bool cancel_sent = false;
+    std::uint64_t frame_at = 0;  // where its frame starts in the process's stdin
+    bool may_hand_back = false;  // a death before it read the frame hands the task back
+    bool handed_back = false;    // it did: the task waits for another process
 
     void finish(handler_result r) {
-        if (!result) {
+        if (!result && !handed_back) {
             result = std::move(r);
+            done.cancel();
+        }
+    }
+    void hand_back() {
+        if (!result && !handed_back) {
+            handed_back = true;
             done.cancel();
         }
     }
@@ -107,6 +127,8 @@ struct proc {
     std::shared_ptr<job> current;
     std::deque<std::string> outbox;
     bool writing = false;
+    std::uint64_t sent = 0;            // bytes of frames that reached its stdin pipe
+    std::uint64_t unread_at_exit = 0;  // of those, still in the pipe when it was gone
 };
 
 class served_type : public std::enable_shared_from_this<served_type> {
@@ -114,19 +136,71 @@ public:
     served_type(program p, std::shared_ptr<type_health> health)
         : p_(std::move(p)), fsm_(settings(p_.config)), health_(std::move(health)) {}
 
-    /// Runs one task: waits for a process, hands it the task, awaits its answer.
+    /// Runs one task: waits for a process, hands it the task, awaits its answer. A process that
+    /// dies before it read the task hands it back: it waits for another (serve::frame_unread).
     asio::awaitable<handler_result> run(async_call call) {
         co_await asio::this_coro::reset_cancellation_state([](asio::cancellation_type) {
             return asio::cancellation_type::none;
         });
         const auto ex = co_await asio::this_coro::executor;
         bind(ex);
-        if (fsm_.unhealthy()) {
-            co_return unhealthy_error();
+        std::string frame;  // encoded at the first hand-off, sent as is to the next process
+        for (int handbacks = 0;; ++handbacks) {
+            if (fsm_.unhealthy()) {
+                co_return unhealthy_error();
+            }
+            if (stopping_) {
+                co_return fail(codes::cancelled, "the worker is stopping");
+            }
+            if (call.stop.stop_requested()) {
+                co_return fail(codes::cancelled, "stopped before a process read the task");
+            }
+            auto got = co_await get_process(call);
+            if (auto* refused = std::get_if<handler_error>(&got)) {
+                co_return *refused;
+            }
+            auto pr = std::get<std::shared_ptr<proc>>(std::move(got));
+            auto j = std::make_shared<job>(ex);
+            j->id = call.task;
+            j->progress = call.progress;
+            j->may_hand_back = handbacks < serve::max_handbacks;
+            pr->current = j;
+            if (frame.empty()) {
+                call.started();
+                serve::task_frame t;
+                t.id = call.task;
+                t.attempt = call.attempt;
+                t.epoch = call.epoch;
+                t.type = p_.config.name;
+                t.args = std::move(call.args);
+                t.deadline_ms = call.timeout.count() > 0 ? now_ms() + call.timeout.count() : 0;
+                frame = serve::encode(t);
+            }
+            j->frame_at = pr->sent;
+            for (const auto& queued : pr->outbox) {
+                j->frame_at += queued.size();
+            }
+            send(pr, frame);
+            {
+                auto self = shared_from_this();
+                const std::stop_callback on_stop(call.stop, [self, pr, j] {
+                    asio::post(j->done.get_executor(), [self, pr, j] { self->cancel(pr, j); });
+                });
+                while (!j->result && !j->handed_back) {
+                    co_await j->done.async_wait(asio::as_tuple(asio::use_awaitable));
+                }
+            }
+            if (j->result) {
+                co_return std::move(*j->result);
+            }
         }
-        if (stopping_) {
-            co_return fail(codes::cancelled, "the worker is stopping");
-        }
+    }
+
+    /// Waits for an idle process for one task: the process, or why the task gets none.
+    asio::awaitable<std::variant<std::shared_ptr<proc>, handler_error>> get_process(
+        const async_call& call
+    ) {
+        const auto ex = co_await asio::this_coro::executor;
         auto w = std::make_shared<waiter>(ex);
         waiting_.push_back(w);
         fsm_.task_waiting();
@@ -152,30 +226,7 @@ public:
         if (it == procs_.end()) {
             co_return fail(codes::handler_error, "the process given the task is gone");
         }
-        auto pr = it->second;
-        auto j = std::make_shared<job>(ex);
-        j->id = call.task;
-        j->progress = call.progress;
-        pr->current = j;
-        call.started();
-        serve::task_frame t;
-        t.id = call.task;
-        t.attempt = call.attempt;
-        t.epoch = call.epoch;
-        t.type = p_.config.name;
-        t.args = std::move(call.args);
-        t.deadline_ms = call.timeout.count() > 0 ? now_ms() + call.timeout.count() : 0;
-        send(pr, serve::encode(t));
-        {
-            auto self = shared_from_this();
-            const std::stop_callback on_stop(call.stop, [self, pr, j] {
-                asio::post(j->done.get_executor(), [self, pr, j] { self->cancel(pr, j); });
-            });
-            while (!j->result) {
-                co_await j->done.async_wait(asio::as_tuple(asio::use_awaitable));
-            }
-        }
-        co_return std::move(*j->result);
+        co_return it->second;
     }
 
     /// The service: starts the warm processes, and on stop lets in-flight tasks finish,
@@ -349,6 +400,7 @@ private:
                 pr->c->in, asio::buffer(pr->outbox.front()), asio::as_tuple(asio::use_awaitable)
             );
             pr->outbox.pop_front();
+            pr->sent += n;
             if (ec) {
                 pr->outbox.clear();  // it closed its stdin or exited: its exit says the rest
             }
@@ -587,6 +639,7 @@ private:
         const auto st = co_await detail::wait_exit(pr->c);
         pr->start_timer.cancel();
         pr->grace_timer.cancel();
+        pr->unread_at_exit = unread_bytes(pr->c->in);
         boost::system::error_code ignored;
         pr->c->in.close(ignored);
         // Its tree is dead: the pipes see EOF at once; let the readers take the last bytes
@@ -625,7 +678,19 @@ private:
                 pr->c->program, over->code, over->message
             );
         }
-        if (pr->current) {
+        if (pr->current && !pr->current->result && !pr->current->cancel_sent &&
+            pr->current->may_hand_back &&
+            serve::frame_unread(pr->current->frame_at, pr->sent, pr->unread_at_exit)) {
+            auto j = std::exchange(pr->current, nullptr);
+            spdlog::warn(
+                "exec type {}: process {} {} before it read task {}: replaced, the task goes to "
+                "another process",
+                p_.config.name, pr->c->program, how, j->id
+            );
+            j->hand_back();
+            fsm_.exited(pr->id, false);
+            arm_backoff();
+        } else if (pr->current) {
             auto j = std::exchange(pr->current, nullptr);
             j->finish(
                 over ? fail(over->code, over->message + " (while running the task)")

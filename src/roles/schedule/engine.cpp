@@ -143,19 +143,8 @@ private:
                         relist_ = true;
                         poke();
                     }
-                    auto e = co_await zk_.watch_exists(sc::schedules_dir());
-                    if (e && !e->value) {
-                        auto fired = co_await e->watch.changed();
-                        if (!fired) {
-                            co_return;
-                        }
-                        continue;
-                    }
-                    if (e) {
-                        continue;
-                    }
-                    const bool retry = co_await zkco::reconnected_after(zk_, e.error());
-                    if (!retry) {
+                    const bool created = co_await zkco::wait_created(zk_, sc::schedules_dir());
+                    if (!created) {
                         co_return;
                     }
                     continue;

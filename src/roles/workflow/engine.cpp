@@ -321,17 +321,9 @@ private:
             if (!n) {
                 follower.forget();
                 if (n.error() == zkco::errc::no_node) {
-                    auto e = co_await zk_.watch_exists(dir);
-                    if (e && !e->value) {
-                        auto fired = co_await e->watch.changed();
-                        if (!fired) {
-                            co_return;
-                        }
-                    } else if (!e) {
-                        const bool retry = co_await zkco::reconnected_after(zk_, e.error());
-                        if (!retry) {
-                            co_return;
-                        }
+                    const bool created = co_await zkco::wait_created(zk_, dir);
+                    if (!created) {
+                        co_return;
                     }
                     continue;
                 }
@@ -495,19 +487,8 @@ asio::awaitable<void> run_workflows(
         if (!kids) {
             if (kids.error() == zkco::errc::no_node) {
                 // No workflow yet: wait for the first client to make the directory.
-                auto e = co_await zk.watch_exists(wf::workflows_dir());
-                if (e && !e->value) {
-                    auto fired = co_await e->watch.changed();
-                    if (!fired) {
-                        break;
-                    }
-                    continue;
-                }
-                if (e) {
-                    continue;
-                }
-                const bool retry = co_await zkco::reconnected_after(zk, e.error());
-                if (!retry) {
+                const bool created = co_await zkco::wait_created(zk, wf::workflows_dir());
+                if (!created) {
                     break;
                 }
                 continue;

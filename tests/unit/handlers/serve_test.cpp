@@ -253,3 +253,17 @@ TEST(ExecServePool, AWaitingTaskThatGivesUpNeedsNoProcess) {
 }
 
 }  // namespace
+
+TEST(ExecServePool, ATaskWhoseFrameTheDeadProcessNeverReadGoesToAnother) {
+    // A frame at byte 100 of 150 sent: all 50 still in the pipe, or more (other frames).
+    EXPECT_TRUE(frame_unread(100, 150, 50));
+    EXPECT_TRUE(frame_unread(100, 150, 80));
+    // The write of the frame failed before any byte reached the pipe.
+    EXPECT_TRUE(frame_unread(100, 100, 0));
+    EXPECT_TRUE(frame_unread(0, 0, 0));
+    // One byte of it read: the program saw its task.
+    EXPECT_FALSE(frame_unread(100, 150, 49));
+    EXPECT_FALSE(frame_unread(100, 150, 0));
+    // More unread than sent (cannot be; counted as nothing read).
+    EXPECT_TRUE(frame_unread(100, 150, 400));
+}
