@@ -512,11 +512,11 @@ TEST_F(RolesBundle, ConcurrentOneTaskSubmitsAreBundledByTheClient) {
                 const auto k = static_cast<std::int64_t>(n - i);
                 EXPECT_EQ(got[i]->value.at("sum").to_number<std::int64_t>(), k + 1) << ids[i];
             }
-            // Consumed: unknown now, and nothing left behind.
-            EXPECT_EQ((co_await tc.status(*in_bundle)).value().state, task_state::unknown);
             auto r = co_await zkd::zkco::with_timeout(tc.wait(lone->front()), 60s);
             ASSERT_TRUE(r);
+            // Consumed (the consumes are written once flushed): unknown now, nothing left.
             co_await tc.flush();
+            EXPECT_EQ((co_await tc.status(*in_bundle)).value().state, task_state::unknown);
             EXPECT_EQ(co_await queued(*zk, true), 0U);
             EXPECT_EQ(co_await queued(*zk, false), 0U);
         }(),
