@@ -543,11 +543,11 @@ TEST_F(RolesBundle, ACancelledTaskOfAnAutomaticBundleEndsCancelled) {
             std::vector<std::string> ids(4);
             {
                 zkd::reactor::task_group submits(ioc_.get_executor());
-                for (std::size_t i = 0; i < ids.size(); ++i) {
-                    submits.spawn([&, i]() -> asio::awaitable<void> {
+                for (auto& slot : ids) {
+                    submits.spawn([&tc, &sleeper, &slot]() -> asio::awaitable<void> {
                         auto r = co_await tc.submit(sleeper);
                         ASSERT_TRUE(r) << r.error().message();
-                        ids[i] = r->front();
+                        slot = r->front();
                     });
                 }
                 co_await submits.async_wait(asio::use_awaitable);
