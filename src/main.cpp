@@ -29,6 +29,7 @@ commands:
   crack     find an MD5 preimage with the whole cluster (word list or brute force)
   purge     delete results nobody consumed (--results [--older-than DUR])
   drop-namespace delete the namespace and all in it (--yes; refused while members live)
+  route     print which of several clusters (cells) a key goes to (docs/scaling.md)
 
 Run 'zkd <command> --help' for a command's options. Every command takes --zk CONNECT
 (default 127.0.0.1:2181; hosts with an optional /path) and --namespace NS (default
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
         {"cluster", zkd::cli::cmd_cluster},   {"crack", zkd::cli::cmd_crack},
         {"purge", zkd::cli::cmd_purge},       {"drop-namespace", zkd::cli::cmd_drop_namespace},
         {"workflow", zkd::cli::cmd_workflow}, {"schedule", zkd::cli::cmd_schedule},
+        {"route", zkd::cli::cmd_route},
     };
     if (wants_version(argc, argv)) {
         std::printf("zkd %s\n", ZKD_VERSION);

@@ -16,3 +16,14 @@ add_test(NAME chaos_short
          COMMAND zkd_chaos --seed 3 --duration 12s --rate 100 --every 2500ms --pause-max 5s
                  --settle 40s --clean-on-pass --zkd $<TARGET_FILE:zkd>)
 set_tests_properties(chaos_short PROPERTIES COST 30 LABELS "integration;chaos" TIMEOUT 180 PROCESSORS 2)
+
+# Delayed tasks, schedules and workflows under master and worker SIGKILLs (docs/chaos.md
+# "Jobs"): 20 s of the jobs workloads with a fault every ~4 s, then their invariants (no
+# early start, each delayed task ended once, each due time fired once, each workflow step
+# launched once, the fan-in once). Seed 9 plans: master-kill 3.9 s, zkd-kill 7.9 s,
+# master-kill 11.9 s, zkd-kill 16.3 s.
+add_test(NAME chaos_jobs
+         COMMAND zkd_chaos --seed 9 --workload jobs --faults master-kill,zkd-kill --duration 20s
+                 --every 4s --settle 40s --namespace chaosjobs --clean-on-pass
+                 --zkd $<TARGET_FILE:zkd>)
+set_tests_properties(chaos_jobs PROPERTIES COST 30 LABELS "integration;chaos" TIMEOUT 180 PROCESSORS 2)

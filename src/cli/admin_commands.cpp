@@ -3,13 +3,17 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/session.hpp"
+#include "protocol/route.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/cluster/namespace.hpp"
 #include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -29,6 +33,18 @@ purge is for sooner. Prints how many it deleted. Exits 0, or 1 on a ZooKeeper er
   --older-than DUR        only results written more than DUR ago (e.g. 30m, 2h)
   --zk, --namespace, --connect-timeout, --user, --password, --password-file, --config
                           as for every command (see 'zkd submit --help')
+)";
+
+constexpr const char* route_help = R"(usage: zkd route KEY CELL [CELL...]
+
+Prints the CELL that KEY goes to, for a deployment of several zkd clusters ("cells": a
+namespace on a ZooKeeper ensemble each) whose clients send each key (a customer, a job) to
+one of them (docs/scaling.md). Every client that lists the same cells, in any order, picks
+the same one for a key; adding a cell moves only the keys the new cell wins (about 1/n).
+A CELL is any name that is the same in every client, e.g. zk-a1:2181,zk-a2:2181@orders:
+  cell=$(zkd route "$customer" zk-a:2181@orders zk-b:2181@orders)
+  zkd submit --zk "${cell%@*}" --namespace "${cell#*@}" resize '{...}'
+Exits 0, or 2 on a usage error (no KEY, no CELL, a CELL given twice). Talks to no server.
 )";
 
 constexpr const char* drop_help = R"(usage: zkd drop-namespace --yes [--force] [options]
@@ -149,6 +165,38 @@ asio::awaitable<zkco::result<std::string>> members_alive(zkco::client& zk, std::
 }
 
 }  // namespace
+
+int cmd_route(int argc, char** argv) {
+    std::vector<std::string> words;
+    for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--help" || a == "-h") {
+            std::fputs(route_help, stdout);
+            return exit_ok;
+        }
+        if (a.starts_with("-") && a != "--" && a != "-") {
+            throw usage_error("unknown option '" + a + "'");
+        }
+        if (a != "--") {
+            words.push_back(a);
+        }
+    }
+    if (words.size() < 2) {
+        throw usage_error(
+            words.empty() ? "route wants a KEY and at least one CELL"
+                          : "route wants at least one CELL after the KEY"
+        );
+    }
+    const std::string key = words.front();
+    words.erase(words.begin());
+    std::vector<std::string> seen = words;
+    std::sort(seen.begin(), seen.end());
+    if (const auto dup = std::adjacent_find(seen.begin(), seen.end()); dup != seen.end()) {
+        throw usage_error("cell '" + *dup + "' is given twice");
+    }
+    std::printf("%s\n", words[protocol::pick_cell(key, words)].c_str());
+    return exit_ok;
+}
 
 int cmd_purge(int argc, char** argv) {
     const auto a = args::parse(

@@ -17,6 +17,7 @@ int cmd_purge(int argc, char** argv);
 int cmd_drop_namespace(int argc, char** argv);
 int cmd_workflow(int argc, char** argv);
 int cmd_schedule(int argc, char** argv);
+int cmd_route(int argc, char** argv);
 
 /// The flags that reach the cluster, as every client command's --help lists them.
 inline constexpr const char* cluster_flags_help = R"(

@@ -4,6 +4,7 @@
 // an unreachable ZooKeeper, unknown task ids. Over 700 lines: one cluster fixture for every
 // command, started once.
 #include "protocol/layout.hpp"
+#include "protocol/route.hpp"
 #include "protocol/task.hpp"
 #include "roles/cluster/election.hpp"
 #include "roles/cluster/namespace.hpp"
@@ -17,6 +18,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <set>
 #include <thread>
 
 namespace json = boost::json;
@@ -112,7 +114,7 @@ TEST_F(Cli, EveryCommandHasHelp) {
     EXPECT_NE(top.out.find("usage: zkd <command>"), std::string::npos);
     for (const auto* cmd :
          {"run", "submit", "wait", "status", "cancel", "tasks", "cluster", "crack", "purge",
-          "drop-namespace"}) {
+          "drop-namespace", "route"}) {
         EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
         auto r = zkd({cmd, "--help"}, false);
         EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
@@ -147,6 +149,10 @@ TEST_F(Cli, BadCommandLinesExitTwoWithAMessage) {
         {{"cancel", "a", "b"}, "cancel wants exactly one task ID"},
         {{"status", "t5-0000000000000-0000000000000a", "--namespace", "a/b"},
          "--namespace wants a name"},
+        {{"route"}, "route wants a KEY and at least one CELL"},
+        {{"route", "key"}, "route wants at least one CELL after the KEY"},
+        {{"route", "key", "a@x", "b@x", "a@x"}, "cell 'a@x' is given twice"},
+        {{"route", "--cells", "a"}, "unknown option '--cells'"},
     };
     for (const auto& c : cases) {
         auto r = zkd(c.args, false);
@@ -155,6 +161,27 @@ TEST_F(Cli, BadCommandLinesExitTwoWithAMessage) {
             << testing::PrintToString(c.args) << " said: " << r.err;
         EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
     }
+}
+
+TEST_F(Cli, RoutePrintsTheCellAKeyGoesToWhateverTheOrderOfTheCells) {
+    const std::vector<std::string> cells{
+        "zk-a:2181@orders", "zk-b:2181@orders", "zk-c:2181@orders"};
+    std::set<std::string> picked;
+    for (int i = 0; i < 30; ++i) {
+        const std::string key = "customer-" + std::to_string(i);
+        std::vector<std::string> forward{"route", key};
+        forward.insert(forward.end(), cells.begin(), cells.end());
+        std::vector<std::string> backward{"route", key};
+        backward.insert(backward.end(), cells.rbegin(), cells.rend());
+        auto a = zkd(forward, false);
+        auto b = zkd(backward, false);
+        ASSERT_EQ(a.exit_code, 0) << a.err;
+        EXPECT_EQ(a.out, b.out) << key;
+        const auto cell = a.out.substr(0, a.out.find('\n'));
+        EXPECT_EQ(cells[zkd::protocol::pick_cell(key, cells)], cell) << key;
+        picked.insert(cell);
+    }
+    EXPECT_EQ(picked.size(), 3U) << "30 keys reach every cell";
 }
 
 TEST_F(Cli, ConfigFileAndEnvironment) {

@@ -184,6 +184,10 @@ check_report check(const recording& r) {
         ++rep.leftover_pending;
         v.add("left in /pending", id + (by_id.contains(id) ? " (a task of this run)" : ""));
     }
+    for (const auto& id : r.leftovers.delayed) {
+        ++rep.leftover_delayed;
+        v.add("left in /delayed", id + " (due long before the end)");
+    }
     for (const auto& a : r.leftovers.assigned) {
         ++rep.leftover_assigned;
         v.add("left in /assign", a);

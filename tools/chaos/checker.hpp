@@ -35,6 +35,7 @@ struct observed_result {
 /// What was left in the namespace once the run had settled.
 struct leftover_nodes {
     std::vector<std::string> pending;   ///< task ids under /pending/<s>
+    std::vector<std::string> delayed;   ///< task ids under /delayed/<s> (all due by then)
     std::vector<std::string> assigned;  ///< "<worker>/<name>" under /assign/<worker>
     std::vector<std::string> results;   ///< task ids under /results/<r>
     /// What a left result node says, by task id ("worker W, attempt A"), where it was read.
@@ -103,6 +104,7 @@ struct check_report {
     std::uint64_t submit_failures = 0;
     std::uint64_t placed_directly = 0;  ///< recording::placed_directly
     std::uint64_t leftover_pending = 0;
+    std::uint64_t leftover_delayed = 0;
     std::uint64_t leftover_assigned = 0;
     std::uint64_t leftover_results = 0;  ///< left results that are not a duplicate of one read
     std::uint64_t crashes = 0;

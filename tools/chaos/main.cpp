@@ -5,6 +5,7 @@
 // the load, the fault schedule's actions and the report share one run's state (the checker
 // and the options are apart, unit-tested).
 #include "chaos/checker.hpp"
+#include "chaos/jobs.hpp"
 #include "chaos/options.hpp"
 #include "chaos/schedule.hpp"
 #include "chaos/zk_log.hpp"
@@ -16,6 +17,9 @@
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/namespace.hpp"
+#include "roles/schedule/client.hpp"
+#include "roles/workflow/client.hpp"
+#include "workflow/ids.hpp"
 #include "zk_local/zk_local.hpp"
 #include "zkco/client.hpp"
 #include "zkco/deadline.hpp"
@@ -39,11 +43,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
+#include <iterator>
 #include <random>
+#include <set>
 #include <string_view>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -125,6 +133,33 @@ std::string crash_evidence(const fs::path& log) {
     return {};
 }
 
+std::int64_t epoch_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch()
+    )
+        .count();
+}
+
+/// What the checks use of a result.
+job_result to_job_result(const protocol::task_result& r, std::string id) {
+    job_result j;
+    j.id = std::move(id);
+    j.state = std::string(protocol::to_string(r.state));
+    j.value = r.value;
+    j.error_code = r.error ? r.error->code : std::string();
+    j.worker = r.worker;
+    j.attempt = r.attempt;
+    j.try_number = r.try_number;
+    j.started_ms = r.started_ms;
+    j.finished_ms = r.finished_ms;
+    for (const auto& e : r.errors) {
+        const auto* o = e.if_object();
+        const auto* f = o != nullptr ? o->if_contains("finished_ms") : nullptr;
+        j.error_finished_ms.push_back(f != nullptr && f->is_int64() ? f->get_int64() : 0);
+    }
+    return j;
+}
+
 std::string read_file(const fs::path& p) {
     std::ifstream in(p);
     return {std::istreambuf_iterator<char>(in), {}};
@@ -171,7 +206,8 @@ public:
         zk_local::cluster& ensemble,
         std::string zkd,
         bool break_result,
-        std::string ip
+        std::string ip,
+        std::string self
     )
         : ioc_(ioc),
           s_(std::move(s)),
@@ -181,6 +217,8 @@ public:
           zkd_(std::move(zkd)),
           break_result_(break_result),
           ip_(std::move(ip)),
+          self_(std::move(self)),
+          start_log_(dir_ / "starts.log"),
           connect_(ensemble.connect_string()),
           loads_(ioc.get_executor()),
           restores_(ioc.get_executor()),
@@ -243,6 +281,25 @@ private:
     );
     asio::awaitable<std::optional<pid_t>> master_pid();
 
+    // --workload delayed, schedules, workflows (chaos/jobs.hpp).
+    asio::awaitable<void> delayed_load();
+    asio::awaitable<void> submit_delayed(
+        std::vector<protocol::task_spec> reqs, roles::submit_options o, int retries
+    );
+    asio::awaitable<void> wait_delayed(std::string id);
+    asio::awaitable<void> add_schedules();
+    /// Reads the results of the schedules' firings not read yet.
+    asio::awaitable<void> poll_schedules();
+    asio::awaitable<void> schedule_poller();
+    asio::awaitable<void> workflow_load();
+    asio::awaitable<void> submit_workflows(std::uint64_t k);
+    /// After the load: pauses the schedules (their documents final), waits until `until`
+    /// for the workflows' ends and the firings' results, reads them.
+    asio::awaitable<void> finish_jobs(clock_type::time_point until);
+    asio::awaitable<std::vector<job_result>> read_results(
+        const std::string& client, std::set<std::string>* seen
+    );
+
     asio::awaitable<leftover_nodes> scan_leftovers();
     /// Ends a run that could not start: stops the zkds and the reaper, closes the session.
     asio::awaitable<void> abandon() {
@@ -262,7 +319,16 @@ private:
     zk_local::cluster& ensemble_;
     std::string zkd_;
     bool break_result_;
-    std::string ip_;  ///< --partitions: the ip program
+    std::string ip_;    ///< --partitions: the ip program
+    std::string self_;  ///< zkd-chaos itself: the chaos-step exec type's program
+    fs::path start_log_;
+    jobs_recording jobs_;
+    std::uint64_t delayed_outstanding_ = 0;
+    bool jobs_stopped_ = false;  ///< the schedule poller's end
+    /// Clients whose results directories the jobs leave on purpose (schedules, workflows).
+    std::set<std::string> job_clients_;
+    /// Per schedule (index in jobs_.schedules): the firing results read so far.
+    std::vector<std::set<std::string>> schedule_seen_;
     std::string connect_;
     reactor::compute_pool zk_pool_{1};  ///< the ensemble's blocking calls, one at a time
     std::vector<zkd_slot> slots_;
@@ -308,6 +374,12 @@ bool chaos_run::spawn_zkd(zkd_slot& z) {
         "--grace",
         "5s"};
     argv.insert(argv.end(), run.begin(), run.end());
+    if (s_.work.jobs()) {
+        argv.emplace_back("--exec");
+        argv.push_back(
+            std::string(step_type) + "=" + self_ + " --record-start " + start_log_.string()
+        );
+    }
     std::vector<char*> raw;
     raw.reserve(argv.size() + 1);
     for (auto& a : argv) {
@@ -562,6 +634,319 @@ asio::awaitable<void> chaos_run::wait_one(std::string id) {
     }
 }
 
+asio::awaitable<void> chaos_run::delayed_load() {
+    // Every 250 ms, 3 tasks due 0.3 to 3 s later; every fourth batch fails on purpose, with
+    // 2 retries after 200-400 ms.
+    std::mt19937_64 rng(seed_ ^ 0xde1a7edULL);
+    std::uniform_int_distribution<int> lead(300, 3000);
+    const auto until = start_ + s_.duration;
+    for (std::uint64_t k = 0; !stop_load_ && clock_type::now() < until; ++k) {
+        const bool failing = k % 4 == 3;
+        roles::submit_options o;
+        o.due_ms = epoch_ms() + lead(rng);
+        if (failing) {
+            o.retries = 2;
+            o.backoff = protocol::backoff_policy{2, 200ms, 400ms};
+        }
+        std::vector<protocol::task_spec> reqs;
+        for (int i = 0; i < 3; ++i) {
+            protocol::task_spec r;
+            r.type = std::string(step_type);
+            json::object args{{"seed", seed_}, {"delayed", k}, {"i", i}};
+            if (failing) {
+                args["fail"] = true;
+            }
+            r.args = std::move(args);
+            r.max_attempts = s_.max_attempts;
+            reqs.push_back(std::move(r));
+        }
+        delayed_outstanding_ += reqs.size();
+        loads_.spawn(submit_delayed(std::move(reqs), o, failing ? 2 : 0), "delayed");
+        co_await sleep_until(clock_type::now() + 250ms);
+    }
+}
+
+asio::awaitable<void> chaos_run::submit_delayed(
+    std::vector<protocol::task_spec> reqs, roles::submit_options o, int retries
+) {
+    std::vector<json::value> args;
+    args.reserve(reqs.size());
+    for (const auto& r : reqs) {
+        args.push_back(r.args);
+    }
+    const auto n = reqs.size();
+    auto ids = co_await client_->submit(std::move(reqs), o);
+    if (!ids) {
+        ++jobs_.delayed_submit_failures;
+        delayed_outstanding_ -= n;
+        say("a submit of " + std::to_string(n) + " delayed tasks failed: " + ids.error().message());
+        co_return;
+    }
+    for (std::size_t i = 0; i < ids->size(); ++i) {
+        jobs_.delayed.push_back({(*ids)[i], *o.due_ms, std::move(args[i]), retries});
+        loads_.spawn(wait_delayed((*ids)[i]), "wait delayed");
+    }
+}
+
+asio::awaitable<void> chaos_run::wait_delayed(std::string id) {
+    auto r = co_await client_->await_result(id);
+    --delayed_outstanding_;
+    if (!r) {
+        jobs_.delayed_wait_errors[id] = r.error().message();
+        co_return;
+    }
+    jobs_.delayed_results.push_back(to_job_result(*r, id));
+    if (auto c = co_await client_->consume(id); !c) {
+        say("consuming " + id + " failed: " + c.error().message());
+    }
+}
+
+asio::awaitable<void> chaos_run::add_schedules() {
+    for (const char* misfire : {"all", "once", "skip"}) {
+        const std::string name = std::string("chaos-") + misfire;
+        const json::object args{{"schedule", name}, {"seed", seed_}};
+        const json::object req{
+            {"name", name}, {"every_ms", 1000},   {"type", std::string(step_type)},
+            {"args", args}, {"misfire", misfire}, {"max_attempts", s_.max_attempts}};
+        auto added = co_await roles::add_schedule(*zk_, req);
+        if (!added) {
+            say("adding schedule " + name + " failed: " + added.error().message);
+            schedule_record rec;
+            rec.name = name;
+            rec.misfire = misfire;
+            jobs_.schedules.push_back(std::move(rec));  // unread: a violation at the end
+            schedule_seen_.emplace_back();
+            continue;
+        }
+        schedule_record rec;
+        rec.name = name;
+        rec.misfire = misfire;
+        rec.every_ms = added->every_ms;
+        rec.priority = added->priority;
+        rec.client = added->client;
+        rec.args = args;
+        rec.created_ms = added->created_ms;
+        job_clients_.insert(rec.client);
+        jobs_.schedules.push_back(std::move(rec));
+        schedule_seen_.emplace_back();
+    }
+    say("added 3 schedules every 1s (chaos-all, chaos-once, chaos-skip)");
+}
+
+asio::awaitable<std::vector<job_result>> chaos_run::read_results(
+    const std::string& client, std::set<std::string>* seen
+) {
+    std::vector<job_result> out;
+    const auto dir = protocol::layout::client_results(client);
+    auto kids = co_await zkco::with_timeout(zk_->get_children(dir), 10s);
+    if (!kids) {
+        co_return out;
+    }
+    auto names = kids->names;
+    std::sort(names.begin(), names.end());
+    for (const auto& id : names) {
+        // Marked before the read: two readers never record one result twice.
+        if (seen != nullptr && !seen->insert(id).second) {
+            continue;
+        }
+        auto node = co_await zkco::with_timeout(zk_->get(zkco::join_path(dir, id)), 10s);
+        if (!node) {
+            if (seen != nullptr) {
+                seen->erase(id);  // the session failed (or it was collected): next time
+            }
+            continue;
+        }
+        auto res = protocol::decode_result(node->data);
+        if (!res) {
+            job_result garbage;
+            garbage.id = id;
+            garbage.state = "garbage";
+            out.push_back(std::move(garbage));
+        } else {
+            out.push_back(to_job_result(*res, id));
+        }
+    }
+    co_return out;
+}
+
+asio::awaitable<void> chaos_run::poll_schedules() {
+    for (std::size_t i = 0; i < jobs_.schedules.size(); ++i) {
+        if (jobs_.schedules[i].client.empty()) {
+            continue;
+        }
+        auto got = co_await read_results(jobs_.schedules[i].client, &schedule_seen_[i]);
+        for (auto& g : got) {
+            jobs_.schedules[i].results.push_back(std::move(g));
+        }
+    }
+}
+
+asio::awaitable<void> chaos_run::schedule_poller() {
+    // The master keeps a schedule's latest 100 firings' results: read them as they come.
+    while (!jobs_stopped_) {
+        co_await poll_schedules();
+        for (int i = 0; i < 20 && !jobs_stopped_; ++i) {
+            co_await sleep_until(clock_type::now() + 100ms);
+        }
+    }
+}
+
+asio::awaitable<void> chaos_run::workflow_load() {
+    const auto until = start_ + s_.duration;
+    for (std::uint64_t k = 0; !stop_load_ && clock_type::now() < until; ++k) {
+        co_await submit_workflows(k);
+        for (int i = 0; i < 40 && !stop_load_ && clock_type::now() < until; ++i) {
+            co_await sleep_until(clock_type::now() + 100ms);
+        }
+    }
+}
+
+asio::awaitable<void> chaos_run::submit_workflows(std::uint64_t k) {
+    const std::string type(step_type);
+    const auto step = [&](json::value args, std::vector<std::string> after = {}) {
+        json::object o{
+            {"type", type}, {"args", std::move(args)}, {"max_attempts", s_.max_attempts}};
+        if (!after.empty()) {
+            json::array a;
+            for (auto& n : after) {
+                a.emplace_back(n);
+            }
+            o["after"] = std::move(a);
+        }
+        return o;
+    };
+    const auto kk = static_cast<std::int64_t>(k);
+    struct shape {
+        const char* name;
+        json::object steps;
+        const char* fan_in;  ///< the fan-in step, nullptr: none
+    };
+    std::vector<shape> shapes;
+    {
+        json::object chain;
+        chain["c0"] = step(json::object{{"chain", kk}, {"c", 0}});
+        for (int i = 1; i < 6; ++i) {
+            chain["c" + std::to_string(i)] =
+                step(json::object{{"c", i}}, {"c" + std::to_string(i - 1)});
+        }
+        shapes.push_back({"chain", std::move(chain), nullptr});
+    }
+    {
+        json::array items;
+        for (std::int64_t i = 0; i < 12; ++i) {
+            items.emplace_back(kk * 100 + i);
+        }
+        json::object map;
+        map["src"] = step(std::move(items));
+        map["each"] =
+            json::object{{"type", type}, {"map", "src"}, {"max_attempts", s_.max_attempts}};
+        map["fanin"] = step(json::object{{"n", 12}, {"map", kk}}, {"each"});
+        shapes.push_back({"map", std::move(map), "fanin"});
+    }
+    {
+        json::object dag;
+        dag["a"] = step(json::object{{"dag", kk}});
+        dag["b"] = step(json::object{{"b", 1}}, {"a"});
+        dag["c"] = step(json::object{{"c", 1}}, {"a"});
+        dag["d"] = step(json::object{{"d", 1}}, {"b", "c"});
+        dag["e"] = step(json::object{{"e", 1}}, {"a", "d"});
+        shapes.push_back({"dag", std::move(dag), "d"});
+    }
+    for (auto& sh : shapes) {
+        json::object spec{{"name", std::string("chaos-") + sh.name}, {"steps", sh.steps}};
+        roles::workflow_submit_options opts;
+        opts.allow_unserved = true;
+        auto id = co_await roles::submit_workflow(*zk_, json::serialize(spec), opts);
+        if (!id) {
+            ++jobs_.workflow_submit_failures;
+            say(std::string("submitting a ") + sh.name + " workflow failed: " + id.error().message);
+            continue;
+        }
+        workflow_record w;
+        w.id = *id;
+        w.shape = sh.name;
+        const auto outcome = echo_workflow_outcome(spec);
+        w.expected_result = outcome.result;
+        w.expected_tasks = outcome.tasks;
+        const auto ref = workflow::parse_workflow_id(*id);
+        if (ref) {
+            job_clients_.insert(workflow::client_hex(ref->client));
+            if (sh.fan_in != nullptr) {
+                // A step that is no map step has its index in name order as its number.
+                std::vector<std::string> names;
+                for (const auto& [n, v] : sh.steps) {
+                    names.emplace_back(n);
+                }
+                std::sort(names.begin(), names.end());
+                const auto at = std::find(names.begin(), names.end(), sh.fan_in) - names.begin();
+                w.fan_in_task = workflow::step_task_id(
+                    *ref, protocol::default_priority, static_cast<std::uint64_t>(at)
+                );
+            }
+        }
+        jobs_.workflows.push_back(std::move(w));
+    }
+}
+
+asio::awaitable<void> chaos_run::finish_jobs(clock_type::time_point until) {
+    // The schedules: paused, their documents final (a master's S4 after it fails: bad_version).
+    for (auto& sr : jobs_.schedules) {
+        if (sr.client.empty()) {
+            continue;
+        }
+        auto paused = co_await roles::pause_schedule(*zk_, sr.name, true);
+        if (!paused) {
+            say("pausing schedule " + sr.name + " failed: " + paused.error().message);
+            continue;
+        }
+        sr.final_read = true;
+        sr.last_due_ms = paused->last_due_ms;
+        sr.fired = paused->fired;
+        sr.missed = paused->missed;
+        sr.skipped = paused->skipped;
+    }
+    // Every firing's result, within the settle time.
+    for (;;) {
+        co_await poll_schedules();
+        bool complete = true;
+        for (std::size_t i = 0; i < jobs_.schedules.size(); ++i) {
+            complete = complete && schedule_seen_[i].size() >= jobs_.schedules[i].fired;
+        }
+        if (complete || clock_type::now() >= until) {
+            break;
+        }
+        co_await sleep_until(clock_type::now() + 250ms);
+    }
+    jobs_stopped_ = true;
+    for (auto& w : jobs_.workflows) {
+        const auto left = std::max(
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now()),
+            std::chrono::milliseconds(1000)
+        );
+        auto done = co_await roles::wait_workflow(*zk_, w.id, left);
+        if (!done) {
+            w.error = done.error().message;
+            // Read what it is, for the report.
+            if (auto now = co_await roles::read_workflow(*zk_, w.id)) {
+                w.status = std::string(workflow::to_string(now->status));
+                w.result = json::value(now->result);
+            }
+        } else {
+            w.status = std::string(workflow::to_string(done->status));
+            w.result = json::value(done->result);
+            for (const auto& st : done->steps) {
+                if (st.error) {
+                    w.error += (w.error.empty() ? "" : "; ") + st.name + ": " + st.error->code +
+                               " " + st.error->message;
+                }
+            }
+        }
+        if (const auto ref = workflow::parse_workflow_id(w.id)) {
+            w.results = co_await read_results(workflow::client_hex(ref->client), nullptr);
+        }
+    }
+}
+
 zkd_slot* chaos_run::pick_zkd(int target) {
     const auto active =
         std::count_if(slots_.begin(), slots_.end(), [](const auto& z) { return z.active(); });
@@ -788,6 +1173,13 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
             out.pending.insert(out.pending.end(), kids->names.begin(), kids->names.end());
         }
     }
+    for (std::uint32_t i = 0; i < layout_->pending_shards; ++i) {
+        if (auto kids = co_await zkco::with_timeout(
+                zk_->get_children(protocol::layout::delayed_shard(i)), 10s
+            )) {
+            out.delayed.insert(out.delayed.end(), kids->names.begin(), kids->names.end());
+        }
+    }
     if (auto workers =
             co_await zkco::with_timeout(zk_->get_children(protocol::layout::assign_dir()), 10s)) {
         for (const auto& w : workers->names) {
@@ -806,6 +1198,9 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
     // Every directory below /results: the result shards and the clients' directories.
     auto result_dirs = co_await zkco::with_timeout(roles::list_result_dirs(*zk_), 10s);
     for (const auto& dir : result_dirs ? *result_dirs : std::vector<std::string>{}) {
+        if (job_clients_.contains(dir.substr(dir.rfind('/') + 1))) {
+            continue;  // a schedule's or workflow's results: kept on purpose (jobs checks them)
+        }
         if (auto kids = co_await zkco::with_timeout(zk_->get_children(dir), 10s)) {
             for (const auto& id : kids->names) {
                 out.results.push_back(id);
@@ -857,8 +1252,26 @@ asio::awaitable<void> chaos_run::stop_zkds() {
     }
 }
 
+/// "echo at 200 tasks/s, delayed tasks, schedules, workflows": what the run drove.
+std::string workload_text(const settings& s) {
+    std::string out;
+    const auto add = [&out](bool on, const std::string& what) {
+        if (on) {
+            out += (out.empty() ? "" : ", ") + what;
+        }
+    };
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "echo at %.0f tasks/s", s.rate);
+    add(s.work.echo, rate);
+    add(s.work.delayed, "delayed tasks");
+    add(s.work.schedules, "schedules");
+    add(s.work.workflows, "workflows");
+    return out;
+}
+
 std::string text_report(
     const check_report& c,
+    const std::optional<jobs_report>& jobs,
     const recording& r,
     std::uint64_t seed,
     const settings& s,
@@ -869,11 +1282,10 @@ std::string text_report(
     char line[512];
     std::snprintf(
         line, sizeof line,
-        "zkd-chaos: seed %llu, %s at %.0f tasks/s, a fault every ~%s, %d zkd (session %s), run dir "
-        "%s\n",
-        static_cast<unsigned long long>(seed), seconds(s.duration.count()).c_str(), s.rate,
-        seconds(s.every.count()).c_str(), s.zkd_count, seconds(s.session_timeout.count()).c_str(),
-        dir.c_str()
+        "zkd-chaos: seed %llu, %s of %s, a fault every ~%s, %d zkd (session %s), run dir %s\n",
+        static_cast<unsigned long long>(seed), seconds(s.duration.count()).c_str(),
+        workload_text(s).c_str(), seconds(s.every.count()).c_str(), s.zkd_count,
+        seconds(s.session_timeout.count()).c_str(), dir.c_str()
     );
     out += line;
     out += "timeline (recovery: first result of a task submitted after the fault):\n";
@@ -916,12 +1328,47 @@ std::string text_report(
     );
     out += line;
     std::snprintf(
-        line, sizeof line, "leftovers: /pending %llu, /assign %llu, /results %llu\n",
+        line, sizeof line, "leftovers: /pending %llu, /delayed %llu, /assign %llu, /results %llu\n",
         static_cast<unsigned long long>(c.leftover_pending),
+        static_cast<unsigned long long>(c.leftover_delayed),
         static_cast<unsigned long long>(c.leftover_assigned),
         static_cast<unsigned long long>(c.leftover_results)
     );
     out += line;
+    if (jobs) {
+        const auto& j = *jobs;
+        std::snprintf(
+            line, sizeof line,
+            "delayed: %llu submitted (%llu failing with 2 retries), %llu as they must be; %llu "
+            "early starts, %llu started twice; lateness p50 %lld ms, p99 %lld ms, max %lld ms\n",
+            static_cast<unsigned long long>(j.delayed),
+            static_cast<unsigned long long>(j.delayed_retried),
+            static_cast<unsigned long long>(j.delayed_correct),
+            static_cast<unsigned long long>(j.early_starts),
+            static_cast<unsigned long long>(j.started_twice),
+            static_cast<long long>(j.lateness_p50_ms), static_cast<long long>(j.lateness_p99_ms),
+            static_cast<long long>(j.lateness_max_ms)
+        );
+        out += line;
+        for (const auto& l : j.lines) {
+            out += "  " + l + "\n";
+        }
+        std::snprintf(
+            line, sizeof line,
+            "schedules: %llu due times, %llu firings with a result, %llu missed\n",
+            static_cast<unsigned long long>(j.due_times),
+            static_cast<unsigned long long>(j.firings), static_cast<unsigned long long>(j.missed)
+        );
+        out += line;
+        std::snprintf(
+            line, sizeof line,
+            "workflows: %llu submitted, %llu succeeded as expected, %llu task results\n",
+            static_cast<unsigned long long>(j.workflows),
+            static_cast<unsigned long long>(j.workflows_succeeded),
+            static_cast<unsigned long long>(j.workflow_tasks)
+        );
+        out += line;
+    }
     std::snprintf(
         line, sizeof line, "processes: %llu zkd started, %zu ended, %llu crashed\n",
         static_cast<unsigned long long>(starts), r.ends.size(),
@@ -941,7 +1388,11 @@ std::string text_report(
 }
 
 json::value json_report(
-    const check_report& c, std::uint64_t seed, const settings& s, const fs::path& dir
+    const check_report& c,
+    const std::optional<jobs_report>& jobs,
+    std::uint64_t seed,
+    const settings& s,
+    const fs::path& dir
 ) {
     json::array timeline;
     for (const auto& o : c.timeline) {
@@ -964,7 +1415,7 @@ json::value json_report(
     for (const auto& v : c.violations) {
         violations.emplace_back(v);
     }
-    return json::object{
+    json::object out{
         {"seed", seed},
         {"duration_ms", s.duration.count()},
         {"rate", s.rate},
@@ -991,6 +1442,26 @@ json::value json_report(
         {"timeline", std::move(timeline)},
         {"violations", std::move(violations)},
         {"verdict", c.ok() ? "pass" : "fail"}};
+    out["leftover_delayed"] = c.leftover_delayed;
+    if (jobs) {
+        const auto& j = *jobs;
+        out["jobs"] = json::object{
+            {"delayed", j.delayed},
+            {"delayed_retried", j.delayed_retried},
+            {"delayed_correct", j.delayed_correct},
+            {"early_starts", j.early_starts},
+            {"started_twice", j.started_twice},
+            {"lateness_p50_ms", j.lateness_p50_ms},
+            {"lateness_p99_ms", j.lateness_p99_ms},
+            {"lateness_max_ms", j.lateness_max_ms},
+            {"due_times", j.due_times},
+            {"firings", j.firings},
+            {"missed", j.missed},
+            {"workflows", j.workflows},
+            {"workflows_succeeded", j.workflows_succeeded},
+            {"workflow_tasks", j.workflow_tasks}};
+    }
+    return out;
 }
 
 asio::awaitable<int> chaos_run::run() {
@@ -1064,23 +1535,43 @@ asio::awaitable<int> chaos_run::run() {
         }
     }
     start_ = clock_type::now();
-    say("load: " + std::to_string(static_cast<long long>(s_.rate)) + " tasks/s for " +
-        seconds(s_.duration.count()) + "; " + std::to_string(plan.size()) + " faults planned");
+    say("load: " + workload_text(s_) + " for " + seconds(s_.duration.count()) + "; " +
+        std::to_string(plan.size()) + " faults planned");
     aux_.spawn(faults(std::move(plan)), "faults");
-    co_await load();
+    if (s_.work.schedules) {
+        co_await add_schedules();
+        aux_.spawn(schedule_poller(), "schedules");
+    }
+    if (s_.work.delayed) {
+        loads_.spawn(delayed_load(), "delayed load");
+    }
+    if (s_.work.workflows) {
+        loads_.spawn(workflow_load(), "workflow load");
+    }
+    if (s_.work.echo) {
+        co_await load();
+    } else {
+        while (!stop_load_ && clock_type::now() < start_ + s_.duration) {
+            co_await sleep_until(std::min(start_ + s_.duration, clock_type::now() + 100ms));
+        }
+    }
 
     // Stop the faults, bring everything back, wait for the last results.
     faults_stopped_ = true;
     co_await restores_.join();
     const auto settle_until = clock_type::now() + s_.settle;
-    while (outstanding_ > 0 && clock_type::now() < settle_until) {
+    if (s_.work.jobs()) {
+        co_await finish_jobs(settle_until);
+    }
+    jobs_stopped_ = true;
+    while ((outstanding_ > 0 || delayed_outstanding_ > 0) && clock_type::now() < settle_until) {
         co_await sleep_until(clock_type::now() + 50ms);
     }
     rec_.end_ms = now_ms();
     rec_.placed_directly = client_->direct_placed();
-    if (outstanding_ > 0) {
-        say(std::to_string(outstanding_) + " tasks still without a result after settling for " +
-            seconds(s_.settle.count()));
+    if (outstanding_ + delayed_outstanding_ > 0) {
+        say(std::to_string(outstanding_ + delayed_outstanding_) +
+            " tasks still without a result after settling for " + seconds(s_.settle.count()));
     }
     loads_.emit(asio::cancellation_type::terminal);
     try {
@@ -1095,7 +1586,8 @@ asio::awaitable<int> chaos_run::run() {
     for (;;) {
         rec_.leftovers = co_await scan_leftovers();
         const auto& lo = rec_.leftovers;
-        if ((lo.pending.empty() && lo.assigned.empty() && lo.results.empty()) ||
+        if ((lo.pending.empty() && lo.delayed.empty() && lo.assigned.empty() && lo.results.empty()
+            ) ||
             clock_type::now() > scan_until) {
             break;
         }
@@ -1121,15 +1613,59 @@ asio::awaitable<int> chaos_run::run() {
     client_.reset();
     co_await zk_->close();
 
-    const auto report = check(rec_);
-    const auto text = text_report(report, rec_, seed_, s_, dir_, starts_);
+    auto report = check(rec_);
+    std::optional<jobs_report> jobs;
+    if (s_.work.jobs()) {
+        jobs_.leftover_results = rec_.leftovers.results;
+        auto read = [this] { return read_file(start_log_); };
+        const auto log = co_await reactor::offload(zk_pool_, std::move(read));
+        jobs_.starts = parse_start_log(log, &jobs_.bad_start_lines);
+        jobs = check_jobs(jobs_);
+        report.violations.insert(
+            report.violations.end(), jobs->violations.begin(), jobs->violations.end()
+        );
+    }
+    const auto text = text_report(report, jobs, rec_, seed_, s_, dir_, starts_);
     if (s_.json) {
         std::fputs(text.c_str(), stderr);
-        std::printf("%s\n", zkd::protocol::to_text(json_report(report, seed_, s_, dir_)).c_str());
+        std::printf(
+            "%s\n", zkd::protocol::to_text(json_report(report, jobs, seed_, s_, dir_)).c_str()
+        );
     } else {
         std::fputs(text.c_str(), stdout);
     }
     co_return report.ok() ? exit_ok : exit_violation;
+}
+
+/// --record-start FILE: the chaos-step exec type's program (docs/exec.md's contract). Appends
+/// "<task id> <attempt> <ms>" to FILE first (one write, O_APPEND: lines of concurrent
+/// programs do not mix), then prints the args back, or fails when they say {"fail": true}.
+int record_start(const char* path) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    const long long ms = static_cast<long long>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+    const char* id = std::getenv("ZKD_TASK_ID");  // NOLINT(concurrency-mt-unsafe): one thread
+    const char* attempt =
+        std::getenv("ZKD_TASK_ATTEMPT");  // NOLINT(concurrency-mt-unsafe): one thread
+    const std::string line = std::string(id != nullptr ? id : "-") + " " +
+                             (attempt != nullptr ? attempt : "0") + " " + std::to_string(ms) + "\n";
+    const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        std::fprintf(stderr, "zkd-chaos --record-start: %s: %s\n", path, std::strerror(errno));
+        return 3;
+    }
+    ::close(fd);
+    const std::string in{std::istreambuf_iterator<char>(std::cin), {}};
+    boost::system::error_code ec;
+    const auto args = json::parse(in, ec);
+    if (const auto* o = ec ? nullptr : args.if_object()) {
+        if (const auto* f = o->if_contains("fail"); f != nullptr && f->is_bool() && f->get_bool()) {
+            std::fputs("failing on purpose (args say \"fail\": true)\n", stderr);
+            return 1;
+        }
+    }
+    std::fwrite(in.data(), 1, in.size(), stdout);
+    return 0;
 }
 
 }  // namespace
@@ -1137,6 +1673,9 @@ asio::awaitable<int> chaos_run::run() {
 
 int main(int argc, char** argv) {
     using namespace zkd::chaos;
+    if (argc == 3 && std::string_view(argv[1]) == "--record-start") {
+        return record_start(argv[2]);
+    }
     // A closed stdout or stderr (`| head`) must not kill the run before it cleans up.
     std::signal(SIGPIPE, SIG_IGN);  // NOLINT(cert-err33-c): cannot fail for SIGPIPE
     // The libraries' warnings (a session reconnecting) go to stderr: stdout holds the report.
@@ -1178,6 +1717,20 @@ int main(int argc, char** argv) {
         if (::geteuid() != 0 || ip_program.empty()) {
             std::fprintf(
                 stderr, "zkd-chaos: --partitions needs root and the ip program (iproute2)\n"
+            );
+            return exit_usage;
+        }
+    }
+    std::string self;
+    if (s.work.jobs()) {
+        std::error_code e;
+        self = fs::read_symlink("/proc/self/exe", e).string();
+        if (e || self.find_first_of(" \t") != std::string::npos ||
+            s.dir.find_first_of(" \t") != std::string::npos) {
+            std::fprintf(
+                stderr,
+                "zkd-chaos: the jobs workloads need zkd-chaos's own path and the run directory "
+                "without spaces (they make an exec type's command line)\n"
             );
             return exit_usage;
         }
@@ -1234,7 +1787,7 @@ int main(int argc, char** argv) {
     asio::io_context ioc(1);
     int rc = exit_setup;
     {
-        chaos_run run(ioc, s, seed, dir, *ensemble, zkd, break_result, ip_program);
+        chaos_run run(ioc, s, seed, dir, *ensemble, zkd, break_result, ip_program, self);
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
         int interrupts = 0;
         std::function<void()> arm = [&] {

@@ -72,6 +72,42 @@ std::vector<fault_kind> kinds_of(const std::string& v) {
     return out;
 }
 
+workloads workloads_of(const std::string& v) {
+    workloads w;
+    w.echo = false;
+    std::size_t from = 0;
+    while (from <= v.size()) {
+        const auto comma = v.find(',', from);
+        const auto part =
+            v.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+        if (part == "echo") {
+            w.echo = true;
+        } else if (part == "delayed") {
+            w.delayed = true;
+        } else if (part == "schedules") {
+            w.schedules = true;
+        } else if (part == "workflows") {
+            w.workflows = true;
+        } else if (part == "jobs" || part == "all") {
+            w.delayed = w.schedules = w.workflows = true;
+            w.echo = w.echo || part == "all";
+        } else {
+            throw usage_error(
+                "--workload: unknown workload '" + part +
+                "' (echo, delayed, schedules, workflows, jobs, all)"
+            );
+        }
+        if (comma == std::string::npos) {
+            break;
+        }
+        from = comma + 1;
+    }
+    if (!w.echo && !w.jobs()) {
+        throw usage_error("--workload wants at least one workload");
+    }
+    return w;
+}
+
 }  // namespace
 
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
@@ -135,6 +171,8 @@ parsed_args parse_args(const std::vector<std::string>& args) {
                     "--rate wants tasks per second, more than 0 and at most 100000, not '" + v + "'"
                 );
             }
+        } else if (flag == "--workload") {
+            s.work = workloads_of(value());
         } else if (flag == "--every") {
             s.every = duration(flag, value(), std::chrono::milliseconds(100));
         } else if (flag == "--faults") {
@@ -202,6 +240,20 @@ Usage: zkd-chaos [options]
   --seed N             the fault schedule's seed (default: random, printed)
   --duration DUR       how long the load runs (default 150s)
   --rate R             tasks per second, open loop (default 200)
+  --workload LIST      comma-separated, what runs while the faults do (default echo):
+                         echo       the open loop of echo tasks (--rate)
+                         delayed    delayed tasks (due 0.3-3s after their submit, ~12/s),
+                                    a quarter failing on purpose with 2 retries: each must
+                                    start no earlier than due, end once, retry as asked
+                         schedules  three schedules every 1s (misfire all, once, skip):
+                                    every due time decided once, each firing run once,
+                                    none missed under all, the last one fired under once
+                         workflows  every 4s a chain, a map fan-out/fan-in and a DAG:
+                                    each step launched once, the fan-in once, each
+                                    workflow succeeded with the result it must have
+                         jobs       delayed,schedules,workflows;  all: echo and jobs
+                       Jobs tasks run as the exec type chaos-step (zkd-chaos --record-start,
+                       which logs every start of a task to <run dir>/starts.log)
   --every DUR          mean time between faults; each gap is 0.5 to 1.5 times it (default 6s)
   --faults LIST        comma-separated: zkd-kill, zkd-pause, master-kill, zk-kill, zk-pause,
                        zkd-partition (with --partitions), all (default: the first five), none
@@ -223,6 +275,9 @@ Usage: zkd-chaos [options]
   --clean-on-pass      remove the run directory when every invariant held
   --namespace NS       the cluster's namespace (default chaos; it must not be in use)
   --json               print the report as JSON on stdout (the text goes to stderr)
+  --record-start FILE  (what the chaos-step exec type runs: not for people) append
+                       "<task id> <attempt> <ms>" to FILE, then print the args read on
+                       stdin back; args {"fail": true, ...} exit 1 instead
   --help               this text
   --version            the version
 

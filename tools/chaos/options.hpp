@@ -21,6 +21,15 @@ enum exit_code : int {
     exit_setup = 3,      ///< the run could not be carried out (ZooKeeper or zkd did not start)
 };
 
+/// What a run drives while the faults run (--workload).
+struct workloads {
+    bool echo = true;        ///< the open loop of echo tasks (--rate)
+    bool delayed = false;    ///< delayed tasks, some failing with retries
+    bool schedules = false;  ///< schedules every second (misfire all, once, skip)
+    bool workflows = false;  ///< workflows: a chain, a map fan-out/fan-in, a DAG
+    [[nodiscard]] bool jobs() const noexcept { return delayed || schedules || workflows; }
+};
+
 struct usage_error : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
@@ -30,6 +39,7 @@ struct settings {
     std::optional<std::uint64_t> seed;  ///< none: drawn at random (and printed)
     std::chrono::milliseconds duration{150'000};
     double rate = 200.0;  ///< tasks per second, open loop
+    workloads work;
     std::chrono::milliseconds every{6'000};
     std::vector<fault_kind> kinds{std::begin(all_fault_kinds), std::end(all_fault_kinds)};
     int zkd_count = 4;

@@ -9,6 +9,7 @@
 #include "workflow/spec.hpp"
 #include "workflow/txn.hpp"
 #include "workflow/workflow_fsm.hpp"
+#include "zkco/read_batch.hpp"
 #include "zkco/retry.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -49,10 +50,14 @@ asio::awaitable<std::optional<std::set<std::string>>> served_types(zkco::client&
     if (!kids) {
         co_return std::nullopt;
     }
+    std::vector<std::string> paths;
+    paths.reserve(kids->names.size());
+    for (const auto& name : kids->names) {
+        paths.push_back(protocol::layout::worker(name));
+    }
     std::set<std::string> served;
     bool any = false;
-    for (const auto& name : kids->names) {
-        auto node = co_await zk.get(protocol::layout::worker(name));
+    for (const auto& node : co_await zkco::get_all(zk, std::move(paths))) {
         if (!node) {
             continue;
         }
@@ -385,15 +390,26 @@ asio::awaitable<workflow_result<std::vector<workflow_summary>>> list_workflows(z
         }
         co_return zk_error("cannot list workflows", kids.error());
     }
-    auto names = kids->names;
-    std::sort(names.begin(), names.end());
-    for (const auto& id : names) {
-        if (!wf::parse_workflow_id(id)) {
-            continue;
+    std::vector<std::string> ids;
+    for (auto& id : kids->names) {
+        if (wf::parse_workflow_id(id)) {
+            ids.push_back(std::move(id));
         }
+    }
+    std::sort(ids.begin(), ids.end());
+    // Every workflow's node and state node read at once (one round trip, not two each).
+    std::vector<std::string> paths;
+    paths.reserve(2 * ids.size());
+    for (const auto& id : ids) {
+        paths.push_back(wf::workflow_node(id));
+        paths.push_back(wf::state_node(id));
+    }
+    const auto nodes = co_await zkco::get_all(zk, std::move(paths));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto& id = ids[i];
         workflow_summary s;
         s.id = id;
-        auto h = co_await zk.get(wf::workflow_node(id));
+        const auto& h = nodes[2 * i];
         if (!h) {
             continue;
         }
@@ -412,7 +428,7 @@ asio::awaitable<workflow_result<std::vector<workflow_summary>>> list_workflows(z
         s.steps = header->steps;
         s.created_ms = header->created_ms;
         s.status = "running";
-        if (auto st = co_await zk.get(wf::state_node(id))) {
+        if (const auto& st = nodes[2 * i + 1]) {
             auto decoded = wf::decode_state(st->data, header->steps);
             s.status = decoded ? std::string(wf::to_string(decoded->status)) : "garbage";
         }
