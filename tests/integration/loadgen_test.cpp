@@ -326,6 +326,23 @@ TEST_F(Loadgen, ClosedAndOpenLoopAccountForEveryTaskAndLeaveTheNamespaceClean) {
     EXPECT_LE(bload.at("client").at("write_ops").to_number<std::uint64_t>(), 100U)
         << json::serialize(bload.at("client"));
 
+    // Bundled by the client itself: 400 one-task submits at once, every task its own result,
+    // most of them in automatic bundles.
+    const auto autob = loadgen(
+        {"--namespace", "lg", "--tasks", "400", "--concurrency", "400", "--auto-bundle", "32",
+         "--json"}
+    );
+    ASSERT_NE(autob.exit_code, -1) << "timed out";
+    EXPECT_EQ(autob.exit_code, 0) << autob.err;
+    const auto ab = parse_report(autob);
+    ASSERT_TRUE(ab.contains("load")) << autob.out;
+    EXPECT_EQ(ab.at("config").at("auto_bundle").to_number<std::uint64_t>(), 32U);
+    const auto& abload = ab.at("load").as_object();
+    EXPECT_EQ(abload.at("succeeded").to_number<std::uint64_t>(), 400U);
+    EXPECT_EQ(abload.at("errors").at("total").to_number<std::uint64_t>(), 0U);
+    EXPECT_GT(abload.at("client").at("auto_bundled").to_number<std::uint64_t>(), 0U)
+        << json::serialize(abload.at("client"));
+
     // Every result was consumed, nothing is left pending or assigned.
     const auto results = run(count_under_shards("lg", "/results"));
     const auto pending = run(count_under_shards("lg", "/pending"));

@@ -154,6 +154,50 @@ TEST_F(RolesBatcher, ALoneGroupGoesAtOnceAndLoadIsBatched) {
     }());
 }
 
+// on_send: the owner's held-back groups go in the transaction about to be sent, and poke()
+// sends them with nothing else queued (a client's automatic bundles, protocol.md §4.1).
+TEST_F(RolesBatcher, WhatOnSendQueuesGoesInTheTransactionAboutToBeSent) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        multi_batcher b(zk, {1000, 900'000, 1});
+        std::vector<std::string> held;  // what the owner holds back
+        std::vector<std::shared_ptr<outcome>> sent;
+        int calls = 0;
+        b.on_send([&] {
+            ++calls;
+            for (auto& p : held) {
+                sent.push_back(submit(b, {create_op(p)}));
+            }
+            held.clear();
+        });
+        // poke() with nothing queued: on_send runs on the next turn, and what it queues goes.
+        held.emplace_back("/p0");
+        b.poke();
+        EXPECT_EQ(calls, 0);
+        co_await next_turn();
+        EXPECT_EQ(calls, 1);
+        EXPECT_EQ(b.counters().transactions, 1U);
+        // While that transaction is out, on_send is not asked: what is held waits for its
+        // answer and then goes, all of it, in the next transaction (not one each).
+        for (int i = 1; i <= 5; ++i) {
+            held.push_back("/p" + std::to_string(i));
+            b.poke();
+        }
+        while (sent.size() < 6 || b.outstanding() > 0) {
+            co_await drain(b);
+            co_await next_turn();
+        }
+        EXPECT_EQ(b.counters().transactions, 2U);
+        for (const auto& o : sent) {
+            EXPECT_TRUE(o->done);
+            EXPECT_FALSE(o->ec) << o->ec.message();
+        }
+        EXPECT_EQ((co_await zk.get_children("/"s))->names.size(), 6U);
+        co_await zk.close();
+    }());
+}
+
 TEST_F(RolesBatcher, GroupsQueuedInOneTurnShareATransactionWhateverTheFreeSlots) {
     run([&]() -> asio::awaitable<void> {
         client zk(ioc_.get_executor(), make_config());

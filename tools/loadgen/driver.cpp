@@ -59,6 +59,7 @@ load_runner::load_runner(zkco::client& zk, protocol::layout l, settings s)
       aux_(zk.get_executor()),
       wake_(zk.get_executor(), asio::steady_timer::time_point::max()) {
     client_.place_directly(s_.direct);
+    client_.auto_bundle(static_cast<std::size_t>(s_.auto_bundle));
 }
 
 load_runner::~load_runner() = default;
@@ -123,6 +124,7 @@ asio::awaitable<load_report> load_runner::run() {
     }
     rep_.results_listings = client_.results_listings();
     rep_.direct = client_.direct_placed();
+    rep_.auto_bundled = client_.auto_bundled();
     co_return rep_;
 }
 

@@ -62,6 +62,9 @@ Load (without --tasks and --duration: --tasks 1000):
                           batcher folds what is queued into T1 multis
   --bundle N              tasks per bundle (one node for up to N tasks of one submit call,
                           docs/protocol.md 4.1); at most --batch count; default 1 (none)
+  --auto-bundle N         the client packs the tasks of submit calls that come while its
+                          transaction is in flight into bundles of up to N by itself
+                          (docs/protocol.md 4.1 "Automatic bundles"); default 1 (off)
   --no-direct             every task goes to pending for the master to place (default:
                           the client places plain tasks on workers with room itself,
                           docs/protocol.md 6 T1 "Direct placement")
@@ -139,6 +142,7 @@ const std::vector<std::string>& valued() {
         "--payload",
         "--batch",
         "--bundle",
+        "--auto-bundle",
         "--priority",
         "--task-timeout",
         "--max-attempts",
@@ -433,6 +437,9 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
     if (auto v = get("--batch")) {
         s.batch = whole("--batch", *v, 1, 10'000);
     }
+    if (auto v = get("--auto-bundle")) {
+        s.auto_bundle = whole("--auto-bundle", *v, 1, 1'000);
+    }
     if (auto v = get("--bundle")) {
         s.bundle = whole("--bundle", *v, 1, 1'000);
     }
@@ -487,7 +494,7 @@ parsed_args parse_args(const std::vector<std::string>& args, const env_lookup& e
     if (!s.load) {
         for (const auto* k :
              {"--tasks", "--duration", "--rate", "--concurrency", "--task", "--payload", "--batch",
-              "--bundle", "--submit-only", "--cdf", "--trace", "--no-direct"}) {
+              "--bundle", "--auto-bundle", "--submit-only", "--cdf", "--trace", "--no-direct"}) {
             if (has(k)) {
                 throw usage_error(std::string(k) + " drives tasks: use --with-raw, not --raw");
             }

@@ -59,9 +59,10 @@ struct settings {
     std::uint64_t concurrency = 64;                     ///< closed loop: tasks in flight
     task_kind kind;
     std::size_t payload = 16;
-    std::uint64_t batch = 1;   ///< tasks per task_client::submit call
-    std::uint64_t bundle = 1;  ///< most tasks per bundle (submit_options::bundle)
-    bool direct = true;        ///< task_client::place_directly
+    std::uint64_t batch = 1;        ///< tasks per task_client::submit call
+    std::uint64_t bundle = 1;       ///< most tasks per bundle (submit_options::bundle)
+    std::uint64_t auto_bundle = 1;  ///< task_client::auto_bundle (1: off)
+    bool direct = true;             ///< task_client::place_directly
     int priority = 5;
     std::chrono::milliseconds task_timeout{0};
     int max_attempts = 3;

@@ -88,6 +88,7 @@ json::object to_json(const run_report& r) {
     cfg["payload"] = s.payload;
     cfg["batch"] = s.batch;
     cfg["bundle"] = s.bundle;
+    cfg["auto_bundle"] = s.auto_bundle;
     cfg["submit_only"] = s.submit_only;
     o["config"] = std::move(cfg);
 
@@ -176,11 +177,13 @@ json::object to_json(const run_report& r) {
         c["watches"] = l.client.watches;
         c["results_listings"] = l.results_listings;
         c["direct"] = l.direct;
+        c["auto_bundled"] = l.auto_bundled;
         c["reads_per_task"] = per(l.client.reads, tasks);
         c["writes_per_task"] = per(l.client.writes, tasks);
         c["write_ops_per_task"] = per(l.client.write_ops, tasks);
         c["results_listings_per_task"] = per(l.results_listings, tasks);
         c["direct_per_task"] = per(l.direct, tasks);
+        c["auto_bundled_per_task"] = per(l.auto_bundled, tasks);
         j["client"] = std::move(c);
         o["load"] = std::move(j);
         if (r.raw && r.raw->creates_per_s > 0) {
@@ -228,11 +231,13 @@ std::string to_text(const run_report& r) {
         const std::uint64_t tasks = s.submit_only ? l.submitted : l.results;
         std::string mode = s.rate ? "open loop, " + fmt("%.1f", *s.rate) + " tasks/s"
                                   : "closed loop, concurrency " + std::to_string(s.concurrency);
-        t += "load: " + task_spec_text(s) + ", payload " + std::to_string(s.payload) +
-             " B, batch " + std::to_string(s.batch) +
-             (s.bundle > 1 ? ", bundle " + std::to_string(s.bundle) : std::string()) + ", " + mode +
-             "; " + std::to_string(l.workers) + " workers, " + std::to_string(l.capacity) +
-             " slots\n";
+        t +=
+            "load: " + task_spec_text(s) + ", payload " + std::to_string(s.payload) + " B, batch " +
+            std::to_string(s.batch) +
+            (s.bundle > 1 ? ", bundle " + std::to_string(s.bundle) : std::string()) +
+            (s.auto_bundle > 1 ? ", auto-bundle " + std::to_string(s.auto_bundle) : std::string()) +
+            ", " + mode + "; " + std::to_string(l.workers) + " workers, " +
+            std::to_string(l.capacity) + " slots\n";
         t += "  submitted " + grouped(static_cast<double>(l.submitted)) + ", results " +
              grouped(static_cast<double>(l.results)) + ", succeeded " +
              grouped(static_cast<double>(l.succeeded)) + " in " + fmt("%.2f", l.elapsed_s) + " s\n";
@@ -293,7 +298,8 @@ std::string to_text(const run_report& r) {
              " ops), " + fmt("%.2f", per(l.client.reads, tasks)) + " reads/task (" +
              fmt("%.3f", per(l.results_listings, tasks)) + " listings of its results directory), " +
              std::to_string(l.client.multis) + " multis; " + fmt("%.2f", per(l.direct, tasks)) +
-             " of the tasks placed on workers directly\n";
+             " of the tasks placed on workers directly, " +
+             fmt("%.2f", per(l.auto_bundled, tasks)) + " in automatic bundles\n";
         if (l.stalled) {
             t += "  STALLED: no result for " + std::to_string(s.stall_timeout.count()) + " ms\n";
         }

@@ -77,6 +77,9 @@ struct load_report {
     /// Tasks this client placed on workers itself, without the master
     /// (task_client::direct_placed, docs/protocol.md §6 T1 "Direct placement")
     std::uint64_t direct = 0;
+    /// Tasks the client packed into bundles by itself (task_client::auto_bundled,
+    /// docs/protocol.md §4.1 "Automatic bundles")
+    std::uint64_t auto_bundled = 0;
     std::uint64_t workers = 0;   ///< workers serving the type at the start
     std::uint64_t capacity = 0;  ///< their slots
     /// submit() calls refused because the cluster's queue was full (zkd run --max-pending):

@@ -106,7 +106,53 @@ boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
     return out;
 }
 
-// --- submit_fsm ------------------------------------------------------------------------------
+// --- automatic bundles ----------------------------------------------------------------------
+
+bool auto_bundle_eligible(const protocol::task_spec& t) {
+    if (!t.bundle.empty() || t.timing.contains("due_ms")) {
+        return false;
+    }
+    // A failed bundle is retried whole (§4.3): a task that asks for retries goes alone, so
+    // that a retry never runs its neighbours again.
+    const auto* r = t.timing.if_contains("retries");
+    return r == nullptr || (r->is_int64() && r->as_int64() == 0);
+}
+
+std::vector<std::vector<std::size_t>> plan_auto_bundles(
+    const std::vector<protocol::task_spec>& tasks, std::size_t most, std::size_t spread
+) {
+    most = std::clamp<std::size_t>(most, 1, protocol::max_bundle_tasks);
+    spread = std::max<std::size_t>(spread, 1);
+    // The compatible sets, in the order of their first task; ineligible tasks alone.
+    std::vector<std::vector<std::size_t>> sets;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+        auto it = sets.end();
+        if (auto_bundle_eligible(tasks[i])) {
+            it = std::find_if(sets.begin(), sets.end(), [&](const auto& set) {
+                const auto& first = tasks[set.front()];
+                return auto_bundle_eligible(first) && same_node(tasks[i], first);
+            });
+        }
+        if (it == sets.end()) {
+            sets.push_back({i});
+        } else {
+            it->push_back(i);
+        }
+    }
+    std::vector<std::vector<std::size_t>> out;
+    for (auto& set : sets) {
+        const auto n = set.size();
+        const auto chunk = std::clamp<std::size_t>((n + spread - 1) / spread, 1, most);
+        for (std::size_t at = 0; at < n; at += chunk) {
+            const auto end = std::min(n, at + chunk);
+            out.emplace_back(
+                set.begin() + static_cast<std::ptrdiff_t>(at),
+                set.begin() + static_cast<std::ptrdiff_t>(end)
+            );
+        }
+    }
+    return out;
+}
 
 // --- submit_fsm -----------------------------------------------------------------------------
 
@@ -168,12 +214,20 @@ submit_fsm::next submit_fsm::answered(
         if (!failed_) {
             failed_ = i;
         }
+        if (node_failed_.empty()) {
+            node_failed_.resize(tids_.size(), false);
+        }
+        node_failed_.at(i) = true;
         break;
     }
     if (left_ > 0) {
         --left_;
     }
     return left_ == 0 ? next::over : next::wait;
+}
+
+bool submit_fsm::failed(std::size_t i) const {
+    return !node_failed_.empty() && node_failed_.at(i);
 }
 
 submit_fsm::outcome submit_fsm::result() const noexcept {
@@ -212,9 +266,13 @@ void direct_placer::read(
     ++reads_;
     std::erase_if(placed_, [this](const auto& p) { return p.second.read + 1 < reads_; });
     workers_.clear();
+    threads_ = 0;
     for (auto& w : workers) {
         if (std::binary_search(suspects.begin(), suspects.end(), w.id)) {
             continue;  // it left assignments unstarted: the master takes them back
+        }
+        if (!w.info.draining) {
+            threads_ += static_cast<std::size_t>(std::max(1, w.info.threads.value_or(1)));
         }
         // The worker holds `held`, ours among them (those whose submit committed before the
         // read): the others' and ours together take at least max(held, ours).

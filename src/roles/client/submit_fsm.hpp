@@ -55,6 +55,23 @@ boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
     std::int64_t now_ms
 );
 
+/// Whether `t` may go in an automatic bundle (docs/protocol.md §4.1 "Automatic bundles"):
+/// a plain task, not delayed, that asks for no retries (a bundle is retried whole).
+bool auto_bundle_eligible(const protocol::task_spec& t);
+
+/// Automatic bundles (docs/protocol.md §4.1): how the tasks a client pooled while its
+/// transaction was in flight go out in the next one, with no I/O. Returns groups of indices
+/// into `tasks`: a group of one is a plain node, of more a bundle (pack_tasks of the group
+/// with `most` = its size). Tasks share a group only when both are auto_bundle_eligible and
+/// alike but for their args (type, priority, timeout, max attempts, the §4.3 fields), and
+/// each such set of `n` (in the order of its first task, tasks in their order) is cut into
+/// groups of `clamp(ceil(n / spread), 1, most)`: a set spreads over at least `spread` nodes
+/// (the worker threads the client knows of, which a bundle's one slot cannot use all of)
+/// while it has that many tasks, so a lone task, or fewer tasks than `spread`, goes plain.
+std::vector<std::vector<std::size_t>> plan_auto_bundles(
+    const std::vector<protocol::task_spec>& tasks, std::size_t most, std::size_t spread
+);
+
 /// T1 for one submit() call: one create per node (a task's or a bundle's), each a group of
 /// its own so that a node that fails does not take the others down with it.
 class submit_fsm {
@@ -108,6 +125,8 @@ public:
     [[nodiscard]] outcome result() const noexcept;
     /// The first node that failed, in the order the answers came.
     [[nodiscard]] std::optional<std::size_t> first_failed() const noexcept { return failed_; }
+    /// Whether node `i` was answered with a failure.
+    [[nodiscard]] bool failed(std::size_t i) const;
 
 private:
     protocol::layout l_;
@@ -116,6 +135,7 @@ private:
     bool receipts_;
     std::size_t left_;
     std::optional<std::size_t> failed_;
+    std::vector<bool> node_failed_;  // per node, once one failed
     bool cancelled_ = false;
     bool delayed_ = false;
     struct direct_target {
@@ -174,6 +194,11 @@ public:
     /// is free again (nothing happens for a task not placed directly, or forgotten).
     void settled(const std::string& tid);
 
+    /// The compute threads of the workers of the last read that take tasks (not draining,
+    /// not suspects; a worker that does not say counts 1): how many tasks they run side by
+    /// side, which automatic bundles spread over (plan_auto_bundles). 0 before any read.
+    [[nodiscard]] std::size_t threads() const noexcept { return threads_; }
+
     /// The budget `worker` has left (0 for a worker not in the view), for tests.
     [[nodiscard]] int budget(std::string_view worker) const;
 
@@ -188,6 +213,7 @@ private:
     };
     std::vector<entry> workers_;
     std::uint64_t reads_ = 0;
+    std::size_t threads_ = 0;
     std::map<std::string, placement, std::less<>> placed_;  // by task id, until settled
 };
 

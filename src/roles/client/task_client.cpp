@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <iterator>
 
 namespace asio = boost::asio;
 
@@ -56,6 +57,46 @@ multi_batcher::limits client_batch_limits() {
 
 }  // namespace
 
+/// A send_nodes in progress: the plan and the wake-up are shared with the batcher's
+/// handlers, which may outlive a cancelled caller (and the client: they check `alive` first).
+struct task_client::sending {
+    sending(const asio::any_io_executor& ex, submit_fsm p)
+        : plan(std::move(p)), all_done(ex, asio::steady_timer::time_point::max()) {}
+    submit_fsm plan;
+    std::vector<zkco::error_code> errors;  // per node, for the first that failed
+    std::vector<std::size_t> sizes;        // per node: its tasks (0: a plain task)
+    asio::steady_timer all_done;
+    std::function<void(sending&)> on_over;
+    /// Sends node i (again): the caller holds it while it wants nodes sent again.
+    std::shared_ptr<std::function<void(std::size_t)>> send;
+
+    /// The ids of node i's tasks.
+    [[nodiscard]] std::vector<std::string> ids_of(std::size_t i) const {
+        if (sizes[i] == 0) {
+            return {plan.tid(i)};
+        }
+        std::vector<std::string> out;
+        out.reserve(sizes[i]);
+        for (std::size_t k = 0; k < sizes[i]; ++k) {
+            out.push_back(protocol::bundled_task_id(plan.tid(i), k));
+        }
+        return out;
+    }
+};
+
+/// A submit held back for the next transaction (auto_bundle).
+struct task_client::pooled {
+    explicit pooled(const asio::any_io_executor& ex)
+        : wake(ex, asio::steady_timer::time_point::max()) {}
+    std::vector<protocol::task_spec> tasks;  // checked, with the §4.3 fields
+    std::vector<std::string> ids;            // once sent and answered
+    zkco::error_code error;                  // the first failure of a node of it
+    bool taken = false;                      // flush_pool took it: it is being sent
+    bool abandoned = false;                  // its caller went before that: send nothing
+    bool over = false;                       // every node of it answered
+    asio::steady_timer wake;
+};
+
 task_client::task_client(zkco::client& zk, protocol::layout l)
     : zk_(zk),
       l_(l),
@@ -65,17 +106,22 @@ task_client::task_client(zkco::client& zk, protocol::layout l)
       queue_read_(zk.get_executor(), asio::steady_timer::time_point::max()),
       inbox_(std::make_shared<inbox>()) {
     batcher_->enable_change_logs();  // T1's creates go in their shards' change logs (§6)
+    batcher_->on_send([this] { flush_pool(); });  // submits held back go now (auto_bundle)
 }
 
 task_client::~task_client() {
     *alive_ = false;
+    for (auto& p : pool_) {
+        p->error = asio::error::operation_aborted;  // never sent
+        p->over = true;
+        p->wake.cancel();
+    }
 }
 
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     std::vector<protocol::task_spec> tasks, submit_options opts
 ) {
     co_await asio::this_coro::throw_if_cancelled(false);  // a cancel is answered, not thrown
-    const auto count = tasks.size();
     // One per node: its id is drawn once the call is about to send (draw_id), so that all
     // of it lands in the shard of the transaction it will go in.
     // A delayed submit (§4.3): the ids carry the due time, the nodes go to /delayed.
@@ -93,6 +139,13 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             t.timing, delayed ? opts.due_ms : std::nullopt, opts.retries, opts.backoff
         );
     }
+    // Automatic bundles (§4.1): a call the client may pack with others is checked now and
+    // packed when the batcher may send (flush_pool).
+    const bool pool = auto_most_ > 1 && opts.bundle <= 1 && !delayed && !tasks.empty();
+    std::vector<protocol::task_spec> kept;
+    if (pool) {
+        kept = tasks;
+    }
     auto packed = pack_tasks(std::move(tasks), opts.bundle, ids_.client_hex(), protocol::now_ms());
     if (!packed) {
         co_return zkco::error_code(packed.error());
@@ -102,10 +155,10 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             n.submitted_ms = *opts.due_ms;  // a delayed task's id carries its due time (§4.3)
         }
     }
-    auto& to_name = *packed;
-    // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent.
-    // Delayed nodes do not count against it: they are not pending.
-    auto admitted = co_await check_queue(delayed ? 0 : to_name.size());
+    // The bound (§7 "Client"): checked on the nodes this call creates, before any is sent
+    // (a pooled call's, as though none were bundled). Delayed nodes do not count against
+    // it: they are not pending.
+    auto admitted = co_await check_queue(delayed ? 0 : packed->size());
     if (!admitted) {
         co_return admitted.error();
     }
@@ -127,14 +180,67 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex())
         );
     }
+    if (pool) {
+        auto p = std::make_shared<pooled>(zk_.get_executor());
+        p->tasks = std::move(kept);
+        pool_.push_back(p);
+        batcher_->poke();  // a lone submit goes on the next turn, as any
+        const auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() == asio::cancellation_type::none && !p->over) {
+            co_await p->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        if (!p->over) {
+            // Cancelled: nothing is sent if it was still held; else the outcome is unknown.
+            p->abandoned = !p->taken;
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
+        if (p->error) {
+            co_return p->error;
+        }
+        co_return std::move(p->ids);
+    }
     // From here on nothing waits until the nodes are queued in the batcher: the ids drawn now
     // are for the transaction they go in.
-    std::vector<std::string> ids;    // what the caller gets: one per task
+    auto st = send_nodes(std::move(*packed), delayed, nullptr);
+    const auto send = std::move(st->send);  // nodes are sent again while this call waits
+    if (st->plan.result() == submit_fsm::outcome::pending) {
+        // A cancel ends the wait (or came before it): the answers still out are unknown.
+        auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() == asio::cancellation_type::none) {
+            co_await st->all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+            cs = co_await asio::this_coro::cancellation_state;
+        }
+        if (cs.cancelled() != asio::cancellation_type::none) {
+            st->plan.cancelled();
+        }
+    }
+    switch (st->plan.result()) {
+    case submit_fsm::outcome::submitted: {
+        std::vector<std::string> ids;  // one per task
+        for (std::size_t i = 0; i < st->plan.size(); ++i) {
+            auto of = st->ids_of(i);
+            std::move(of.begin(), of.end(), std::back_inserter(ids));
+        }
+        co_return ids;
+    }
+    case submit_fsm::outcome::failed:
+        co_return st->errors[*st->plan.first_failed()];
+    case submit_fsm::outcome::cancelled:
+    case submit_fsm::outcome::pending:
+        break;
+    }
+    co_return zkco::error_code(asio::error::operation_aborted);
+}
+
+std::shared_ptr<task_client::sending> task_client::send_nodes(
+    std::vector<packed_node> packed, bool delayed, std::function<void(sending&)> on_over
+) {
     std::vector<std::string> nodes;  // one per node: a task's id or a bundle's
     std::vector<std::string> data;   // one per node
-    ids.reserve(count);
-    nodes.reserve(to_name.size());
-    data.reserve(to_name.size());
+    std::vector<std::size_t> sizes;  // one per node
+    nodes.reserve(packed.size());
+    data.reserve(packed.size());
+    sizes.reserve(packed.size());
     // Plain tasks go to a worker directly while the placer finds one with room (§6 T1
     // "Direct placement"), the others to pending.
     struct direct_node {
@@ -144,7 +250,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     };
     std::vector<direct_node> direct;
     const auto placed_ms = protocol::now_ms();
-    for (auto& n : to_name) {
+    for (auto& n : packed) {
         std::optional<direct_placer::target> to;
         if (direct_on_ && n.bundle == 0 && !delayed) {
             // The transaction it goes in, as draw_id counts: its worker is tried first.
@@ -164,27 +270,15 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             nodes.push_back(draw_id(n.priority, n.submitted_ms, n.bundle));
         }
         data.push_back(std::move(n.data));
-        if (n.bundle == 0) {
-            ids.push_back(nodes.back());
-        }
-        for (std::size_t k = 0; k < n.bundle; ++k) {
-            ids.push_back(protocol::bundled_task_id(nodes.back(), k));
-        }
+        sizes.push_back(n.bundle);
     }
-    // The plan and the wake-up are shared with the batcher's handlers, which may outlive a
-    // cancelled caller (and this client: they check `alive` before touching it).
-    struct state {
-        state(const asio::any_io_executor& ex, submit_fsm p)
-            : plan(std::move(p)), all_done(ex, asio::steady_timer::time_point::max()) {}
-        submit_fsm plan;
-        std::vector<zkco::error_code> errors;  // per node, for the first that failed
-        asio::steady_timer all_done;
-    };
-    auto st = std::make_shared<state>(
+    auto st = std::make_shared<sending>(
         zk_.get_executor(),
         submit_fsm(l_, std::move(nodes), std::move(data), batcher_->receipts_enabled())
     );
     st->errors.resize(st->plan.size());
+    st->sizes = std::move(sizes);
+    st->on_over = std::move(on_over);
     own_unconsumed_ += st->plan.size();
     if (delayed) {
         st->plan.delay_all();
@@ -193,11 +287,16 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
         st->plan.direct(d.node, std::move(d.to.worker), d.to.version, std::move(d.data));
     }
     auto send = std::make_shared<std::function<void(std::size_t)>>();
-    *send = [this, st, alive = alive_, weak_send = std::weak_ptr(send)](std::size_t i) {
-        auto ops = to_zkco(st->plan.ops(i));
+    *send = [this, weak_st = std::weak_ptr(st), alive = alive_,
+             weak_send = std::weak_ptr(send)](std::size_t i) {
+        auto held = weak_st.lock();
+        if (!held) {
+            return;
+        }
+        auto ops = to_zkco(held->plan.ops(i));
         batcher_->async_submit_decided(
             std::move(ops),
-            [this, st, alive, weak_send, i](zkco::error_code ec, auto per_op) {
+            [this, st = held, alive, weak_send, i](zkco::error_code ec, auto per_op) {
                 // operation_aborted: the batcher (and maybe this client) is gone: not lost.
                 const bool lost =
                     ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
@@ -216,15 +315,22 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
                 }
                 switch (next) {
                 case submit_fsm::next::resend:
-                    if (auto again = weak_send.lock()) {
+                    if (auto again = weak_send.lock(); again && *alive) {
                         (*again)(i);
                         return;
                     }
-                    // The call is over (cancelled): nobody to resend for.
+                    // The call is over (cancelled), or the client is gone: nobody to resend
+                    // for.
                     st->all_done.cancel();
                     break;
                 case submit_fsm::next::over:
                     st->all_done.cancel();
+                    if (st->on_over) {
+                        auto over = std::move(st->on_over);
+                        st->on_over = nullptr;
+                        st->send.reset();
+                        over(*st);
+                    }
                     break;
                 case submit_fsm::next::wait:
                     break;
@@ -232,30 +338,93 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
             }
         );
     };
+    st->send = send;
     for (std::size_t i = 0; i < st->plan.size(); ++i) {
         (*send)(i);
     }
-    if (st->plan.result() == submit_fsm::outcome::pending) {
-        // A cancel ends the wait (or came before it): the answers still out are unknown.
-        auto cs = co_await asio::this_coro::cancellation_state;
-        if (cs.cancelled() == asio::cancellation_type::none) {
-            co_await st->all_done.async_wait(asio::as_tuple(asio::use_awaitable));
-            cs = co_await asio::this_coro::cancellation_state;
+    return st;
+}
+
+void task_client::flush_pool() {
+    // Every call held meanwhile, less those whose callers went.
+    auto calls = std::move(pool_);
+    pool_.clear();
+    std::erase_if(calls, [](const auto& c) { return c->abandoned; });
+    if (calls.empty()) {
+        return;
+    }
+    std::vector<protocol::task_spec> all;
+    std::vector<std::pair<std::size_t, std::size_t>> where;  // per task: call, index in it
+    for (std::size_t c = 0; c < calls.size(); ++c) {
+        calls[c]->taken = true;
+        calls[c]->ids.resize(calls[c]->tasks.size());
+        for (std::size_t j = 0; j < calls[c]->tasks.size(); ++j) {
+            all.push_back(std::move(calls[c]->tasks[j]));
+            where.emplace_back(c, j);
         }
-        if (cs.cancelled() != asio::cancellation_type::none) {
-            st->plan.cancelled();
+        calls[c]->tasks.clear();
+    }
+    // Spread over the workers' threads, as last read (none read: a fixed guess).
+    const auto spread = direct_->threads() > 0 ? direct_->threads() : std::size_t{8};
+    const auto groups = plan_auto_bundles(all, auto_most_, spread);
+    std::vector<packed_node> nodes;
+    std::vector<std::vector<std::size_t>> node_tasks;  // per node: its tasks, in `all`
+    const auto now = protocol::now_ms();
+    for (const auto& g : groups) {
+        std::vector<protocol::task_spec> specs;
+        specs.reserve(g.size());
+        for (const auto i : g) {
+            specs.push_back(std::move(all[i]));
+        }
+        // Checked when submitted, so this packs; should it not, the calls say why.
+        auto packed = pack_tasks(std::move(specs), g.size(), ids_.client_hex(), now);
+        if (!packed) {
+            for (const auto i : g) {
+                calls[where[i].first]->error = zkco::error_code(packed.error());
+            }
+            continue;
+        }
+        std::size_t k = 0;
+        for (auto& n : *packed) {
+            const auto count = std::max<std::size_t>(n.bundle, 1);
+            node_tasks.emplace_back(
+                g.begin() + static_cast<std::ptrdiff_t>(k),
+                g.begin() + static_cast<std::ptrdiff_t>(k + count)
+            );
+            k += count;
+            auto_bundled_ += n.bundle;
+            nodes.push_back(std::move(n));
         }
     }
-    switch (st->plan.result()) {
-    case submit_fsm::outcome::submitted:
-        co_return ids;
-    case submit_fsm::outcome::failed:
-        co_return st->errors[*st->plan.first_failed()];
-    case submit_fsm::outcome::cancelled:
-    case submit_fsm::outcome::pending:
-        break;
+    const auto finish = [calls](auto&&...) {
+        for (const auto& c : calls) {
+            c->over = true;
+            c->wake.cancel();
+        }
+    };
+    if (nodes.empty()) {
+        finish();
+        return;
     }
-    co_return zkco::error_code(asio::error::operation_aborted);
+    send_nodes(
+        std::move(nodes), false,
+        [calls, where = std::move(where), node_tasks = std::move(node_tasks), finish](sending& st) {
+            for (std::size_t i = 0; i < node_tasks.size(); ++i) {
+                const auto ids = st.ids_of(i);
+                for (std::size_t k = 0; k < node_tasks[i].size(); ++k) {
+                    const auto [c, j] = where[node_tasks[i][k]];
+                    if (st.plan.failed(i)) {
+                        if (!calls[c]->error) {
+                            calls[c]->error = st.errors[i];
+                        }
+                    } else {
+                        calls[c]->ids[j] = ids[k];
+                    }
+                }
+            }
+            finish();
+        }
+    );
 }
 
 std::string task_client::draw_id(int priority, std::int64_t submitted_ms, std::size_t bundle) {

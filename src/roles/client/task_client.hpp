@@ -14,6 +14,7 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@ namespace zkd::roles {
 
 class multi_batcher;  // roles/txn/batcher.hpp: the client's transactions
 class direct_placer;  // roles/client/submit_fsm.hpp: where a task goes directly
+struct packed_node;   // roles/client/submit_fsm.hpp: a node a submit writes
 
 /// How submit() stores tasks.
 struct submit_options {
@@ -166,6 +168,20 @@ public:
     /// `"direct":false` (`zkd run --no-direct`) turns it off for every client, from their
     /// next read of it (at most a second later).
     void place_directly(bool on) noexcept { direct_on_ = on; }
+    /// Automatic bundles (docs/protocol.md §4.1 "Automatic bundles"; off by default): with
+    /// `most` of 2 or more, submit() calls that come while this client's transaction is in
+    /// flight are held until it is answered, and their tasks go out together in the next
+    /// one, compatible ones packed into bundles of at most `most` (at most max_bundle_tasks)
+    /// and spread over at least as many nodes as the workers last read have threads. A
+    /// submit that finds no transaction in flight goes on the next turn of the event loop,
+    /// as ever. Each task keeps an id of its own (`<bundle id>.<index>` when bundled) and its
+    /// own result, wait and status; but a bundle is cancelled, requeued and retried as a
+    /// whole, so tasks that ask for retries, delayed tasks and calls with
+    /// submit_options::bundle above 1 are never packed. 0 or 1: off.
+    void auto_bundle(std::size_t most) noexcept { auto_most_ = most; }
+    /// Tasks this client put in automatic bundles so far (a cost figure for zkd-loadgen).
+    [[nodiscard]] std::uint64_t auto_bundled() const noexcept { return auto_bundled_; }
+
     /// Tasks this client placed on workers directly so far (a cost figure for zkd-loadgen).
     [[nodiscard]] std::uint64_t direct_placed() const noexcept { return direct_placed_; }
 
@@ -176,6 +192,8 @@ public:
     }
 
 private:
+    struct sending;
+    struct pooled;
     struct bundle_wait;
     struct inbox;
     struct inbox_wait;
@@ -206,6 +224,16 @@ private:
     static boost::asio::awaitable<void> follow_inbox(
         zkco::client& zk, std::string dir, std::shared_ptr<inbox> box, std::shared_ptr<bool> alive
     );
+    /// Names the nodes (draw_id, or a worker's when placed directly) and queues their
+    /// creates in the batcher at once (submit_fsm: one group per node, sent again as it
+    /// says); `on_over` runs once every node is answered. The caller keeps `send` of the
+    /// result alive while it wants nodes sent again.
+    std::shared_ptr<sending> send_nodes(
+        std::vector<packed_node> packed, bool delayed, std::function<void(sending&)> on_over
+    );
+    /// The batcher may send (multi_batcher::on_send): the submits held back meanwhile go out,
+    /// packed into automatic bundles (plan_auto_bundles).
+    void flush_pool();
     /// A new id for a node of `bundle` tasks (0: a plain task), in the pending shard of the
     /// transaction the batcher sends next: the node's id (a bundle's id for a bundle).
     std::string draw_id(int priority, std::int64_t submitted_ms, std::size_t bundle);
@@ -252,6 +280,10 @@ private:
     std::vector<std::string> master_suspects_;  ///< /master's "suspects", as last read
     std::unique_ptr<direct_placer> direct_;     ///< the workers as last read, for direct placement
     std::uint64_t direct_placed_ = 0;           ///< direct_placed()
+    std::size_t auto_most_ = 1;                 ///< auto_bundle()
+    std::uint64_t auto_bundled_ = 0;            ///< auto_bundled()
+    /// Submits held back for the next transaction (auto_bundle), in the order they came.
+    std::vector<std::shared_ptr<pooled>> pool_;
     /// Most workers read for direct placement at a time (read_workers, worker_window), and
     /// where the next read's window starts.
     static constexpr std::size_t direct_sample = 16;

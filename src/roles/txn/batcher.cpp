@@ -54,7 +54,8 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
     std::size_t deferred_queued = 0;  // queued groups that wait for company (or the timer)
     asio::steady_timer defer_timer;
     bool defer_armed = false;
-    bool change_logs = false;  // enable_change_logs()
+    bool change_logs = false;           // enable_change_logs()
+    std::function<void()> before_send;  // on_send()
     stats counters;
     std::vector<asio::any_completion_handler<void(zkco::error_code)>> idle_waiters;
 
@@ -145,6 +146,9 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
     }
 
     void pump() {
+        if (before_send && zk != nullptr && in_flight < lim.max_in_flight) {
+            before_send();  // queues what its owner held back for this transaction
+        }
         // Deferred groups alone do not start a transaction.
         while (zk != nullptr && in_flight < lim.max_in_flight && queue.size() > deferred_queued) {
             send_one();
@@ -477,6 +481,14 @@ void multi_batcher::set_prefix(std::vector<zkco::multi_op> prefix) {
         state_->prefix_bytes += zkco::estimated_size(op);
     }
     state_->prefix = std::move(prefix);
+}
+
+void multi_batcher::on_send(std::function<void()> f) {
+    state_->before_send = std::move(f);
+}
+
+void multi_batcher::poke() {
+    state_->pump_soon();
 }
 
 const multi_batcher::stats& multi_batcher::counters() const noexcept {

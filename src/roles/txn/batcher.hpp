@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -119,6 +120,16 @@ public:
             [this](auto h) { wait_idle(std::move(h)); }, token
         );
     }
+
+    /// `f` runs each time the batcher may send a transaction (fewer than `max_in_flight` are
+    /// out), right before it takes its queue: what `f` queues then goes in that transaction.
+    /// A client holds concurrent submits back while its transaction is in flight and queues
+    /// them here, packed (docs/protocol.md §4.1 "Automatic bundles"). `f` must not destroy
+    /// the batcher.
+    void on_send(std::function<void()> f);
+    /// Runs on_send's function on the next turn of the event loop, or, while `max_in_flight`
+    /// transactions are out, once one is answered; whatever it queues is sent as usual.
+    void poke();
 
     [[nodiscard]] const stats& counters() const noexcept;
     /// True while transactions write receipts (enable_receipts, and none failed for good).

@@ -75,6 +75,11 @@ TEST(SubmitFsm, AFailedNodeFailsTheCallButTheOthersStillCount) {
     EXPECT_EQ(p.answered(0, committed, false, true), next::over);
     EXPECT_EQ(p.result(), outcome::failed);
     EXPECT_EQ(p.first_failed(), 1U);
+    // Which nodes failed (an automatic bundle's tasks belong to several calls: each call is
+    // told of its own nodes).
+    EXPECT_TRUE(p.failed(1));
+    EXPECT_FALSE(p.failed(0));
+    EXPECT_FALSE(two(true).failed(0));
 }
 
 TEST(SubmitFsm, WithoutReceiptsALostCreateIsSentAgainAndFoundThere) {

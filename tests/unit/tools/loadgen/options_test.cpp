@@ -115,6 +115,8 @@ TEST(LoadgenOptions, CredentialsAndBundles) {
     EXPECT_EQ(s.auth->user, "ops");
     EXPECT_EQ(s.auth->password, "pw");
     EXPECT_EQ(s.bundle, 64U);
+    EXPECT_EQ(s.auto_bundle, 1U);  // off unless asked
+    EXPECT_EQ(parse({"--auto-bundle", "64"}).auto_bundle, 64U);
     s = parse({}, {{"ZKD_USER", "env-user"}, {"ZKD_PASSWORD", "env-pw"}});
     ASSERT_TRUE(s.auth);
     EXPECT_EQ(s.auth->user, "env-user");
@@ -127,6 +129,9 @@ TEST(LoadgenOptions, CredentialsAndBundles) {
              {"--bundle", "0"},
              {"--bundle", "1001"},
              {"--raw", "--bundle", "4"},
+             {"--auto-bundle", "0"},
+             {"--auto-bundle", "1001"},
+             {"--raw", "--auto-bundle", "64"},
          }) {
         EXPECT_THROW(parse(bad), usage_error) << bad.front();
     }
@@ -151,6 +156,7 @@ TEST(LoadgenOptions, Help) {
           "--task ",
           "--payload",
           "--batch",
+          "--auto-bundle",
           "--priority",
           "--task-timeout",
           "--max-attempts",
