@@ -31,9 +31,9 @@ commands:
   drop-namespace delete the namespace and all in it (--yes; refused while members live)
   route     print which of several clusters (cells) a key goes to (docs/scaling.md)
 
-Run 'zkd <command> --help' for a command's options. Every command takes --zk CONNECT
-(default 127.0.0.1:2181; hosts with an optional /path) and --namespace NS (default
-"default"); the cluster lives in <path>/zkd/<NS>. Only 'zkd run' (and 'submit
+Run 'zkd <command> --help' for a command's options. Every command but route takes
+--zk CONNECT (default 127.0.0.1:2181; hosts with an optional /path) and --namespace NS
+(default "default"); the cluster lives in <path>/zkd/<NS>. Only 'zkd run' (and 'submit
 --create-namespace') creates a namespace: the other commands refuse one with no cluster.
 
 Options come from the command line, then the environment (ZKD_ plus the option's name:

@@ -35,7 +35,7 @@ purge is for sooner. Prints how many it deleted. Exits 0, or 1 on a ZooKeeper er
                           as for every command (see 'zkd submit --help')
 )";
 
-constexpr const char* route_help = R"(usage: zkd route KEY CELL [CELL...]
+constexpr const char* route_help = R"(usage: zkd route [--] KEY CELL [CELL...]
 
 Prints the CELL that KEY goes to, for a deployment of several zkd clusters ("cells": a
 namespace on a ZooKeeper ensemble each) whose clients send each key (a customer, a job) to
@@ -168,18 +168,21 @@ asio::awaitable<zkco::result<std::string>> members_alive(zkco::client& zk, std::
 
 int cmd_route(int argc, char** argv) {
     std::vector<std::string> words;
+    bool options = true;  // until "--": after it, a word starting with '-' is a key or cell
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
+        if (options && a == "--") {
+            options = false;
+            continue;
+        }
+        if (options && (a == "--help" || a == "-h")) {
             std::fputs(route_help, stdout);
             return exit_ok;
         }
-        if (a.starts_with("-") && a != "--" && a != "-") {
-            throw usage_error("unknown option '" + a + "'");
+        if (options && a.starts_with("-") && a != "-") {
+            throw usage_error("unknown option '" + a + "' (a KEY starting with '-' goes after --)");
         }
-        if (a != "--") {
-            words.push_back(a);
-        }
+        words.push_back(a);
     }
     if (words.size() < 2) {
         throw usage_error(

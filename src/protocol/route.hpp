@@ -20,9 +20,9 @@ namespace zkd::protocol {
 [[nodiscard]] std::uint64_t route_weight(std::string_view cell, std::string_view key) noexcept;
 
 /// The index in `cells` of the cell that `key` goes to: the highest route_weight, the lowest
-/// index on a tie. `cells` names each cell the same way in every client (its connect string and
-/// namespace, say "zk1:2181,zk2:2181/orders"), in any order, each once; the result depends on
-/// the names, never on their order. Empty `cells`: 0.
+/// index on a tie. `cells` names each cell the same way in every client (docs/scaling.md's
+/// convention: its connect string, '@' and its namespace, "zk1:2181,zk2:2181@orders"), in any
+/// order, each once; the result depends on the names, never on their order. Empty `cells`: 0.
 [[nodiscard]] std::size_t pick_cell(
     std::string_view key, std::span<const std::string> cells
 ) noexcept;

@@ -64,14 +64,17 @@ TEST_F(Cells, AClientRoutesEachKeyToOneOfTwoEnsemblesAndEachTaskRunsThere) {
     // One node each: master and worker of its own cluster.
     zkd::test::zkd_process east(ZKD_BINARY, ensemble_a, "east", "east", dir / "east.log");
     zkd::test::zkd_process west(ZKD_BINARY, ensemble_b, "west", "west", dir / "west.log");
-    const std::vector<std::string> cells{
-        ensemble_a + chroot_path("east"), ensemble_b + chroot_path("west")};
+    // Cells named as docs/scaling.md does: connect string, '@', namespace.
+    const std::vector<std::string> cells{ensemble_a + "@east", ensemble_b + "@west"};
     run(
         [&]() -> asio::awaitable<void> {
             std::vector<std::unique_ptr<zkd::zkco::client>> zk;
             std::vector<std::unique_ptr<task_client>> tc;
             for (const auto& cell : cells) {
-                zk.push_back(co_await cell_client(cell));
+                const auto at = cell.rfind('@');
+                zk.push_back(
+                    co_await cell_client(cell.substr(0, at) + chroot_path(cell.substr(at + 1)))
+                );
                 auto l = co_await ensure_layout(*zk.back(), meta_info{});
                 ASSERT_TRUE(l);
                 tc.push_back(std::make_unique<task_client>(*zk.back(), *l));
@@ -87,6 +90,14 @@ TEST_F(Cells, AClientRoutesEachKeyToOneOfTwoEnsemblesAndEachTaskRunsThere) {
                 auto ids = co_await tc[cell]->submit(std::move(one));
                 ASSERT_TRUE(ids) << ids.error().message();
                 sent[key] = {cell, ids->front()};
+            }
+            // Each task is known in its own cell only (pending, running or finished there).
+            for (const auto& [key, where] : sent) {
+                auto mine = co_await tc[where.first]->status(where.second);
+                auto other = co_await tc[1 - where.first]->status(where.second);
+                ASSERT_TRUE(mine && other) << key;
+                EXPECT_NE(mine->state, task_state::unknown) << key << " in its own cell";
+                EXPECT_EQ(other->state, task_state::unknown) << key << " in the other cell";
             }
             std::vector<int> per_cell(cells.size());
             for (const auto& [key, where] : sent) {

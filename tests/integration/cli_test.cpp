@@ -182,6 +182,11 @@ TEST_F(Cli, RoutePrintsTheCellAKeyGoesToWhateverTheOrderOfTheCells) {
         picked.insert(cell);
     }
     EXPECT_EQ(picked.size(), 3U) << "30 keys reach every cell";
+    // A key starting with '-' goes after "--".
+    auto dashed = zkd({"route", "--", "-42", "a@x", "b@x"}, false);
+    ASSERT_EQ(dashed.exit_code, 0) << dashed.err;
+    const std::vector<std::string> two{"a@x", "b@x"};
+    EXPECT_EQ(dashed.out, two[zkd::protocol::pick_cell("-42", two)] + "\n");
 }
 
 TEST_F(Cli, ConfigFileAndEnvironment) {

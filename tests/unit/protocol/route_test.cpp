@@ -16,7 +16,7 @@ namespace {
 std::vector<std::string> cells(int n) {
     std::vector<std::string> out;
     for (int i = 0; i < n; ++i) {
-        out.push_back("zk" + std::to_string(i) + ":2181/cell" + std::to_string(i));
+        out.push_back("zk" + std::to_string(i) + ":2181@cell" + std::to_string(i));
     }
     return out;
 }
@@ -29,7 +29,7 @@ std::string key(int i) {
 
 TEST(Route, TheWeightIsTheDocumentedHash) {
     // docs/scaling.md's example: a third party's implementation must give the same.
-    EXPECT_EQ(route_weight("zk1:2181/orders", "customer-42"), 1958643698015111627ULL);
+    EXPECT_EQ(route_weight("zk1:2181@orders", "customer-42"), 11415950495468656673ULL);
     EXPECT_EQ(route_weight("", ""), 2737183428366584608ULL);
     EXPECT_NE(route_weight("a", "bc"), route_weight("ab", "c")) << "the 0 byte separates them";
 }
