@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "zkco/retry.hpp"
 
+#include <boost/asio/this_coro.hpp>
+
 namespace asio = boost::asio;
 
 namespace zkd::zkco {
@@ -26,6 +28,12 @@ asio::awaitable<bool> reconnected_after(client& zk, error_code ec) {
 
 asio::awaitable<bool> wait_created(client& zk, std::string path) {
     for (;;) {
+        // A cancelled read's outcome is "unknown" (retryable): without this check, the retry
+        // would start a new read that the cancellation, already emitted, never reaches.
+        if ((co_await asio::this_coro::cancellation_state).cancelled() !=
+            asio::cancellation_type::none) {
+            co_return false;
+        }
         auto e = co_await zk.watch_exists(path);
         if (!e) {
             const bool retry = co_await reconnected_after(zk, e.error());
@@ -36,6 +44,10 @@ asio::awaitable<bool> wait_created(client& zk, std::string path) {
         }
         if (e->value) {
             co_return true;
+        }
+        if ((co_await asio::this_coro::cancellation_state).cancelled() !=
+            asio::cancellation_type::none) {
+            co_return false;
         }
         auto fired = co_await e->watch.changed();
         co_return static_cast<bool>(fired);

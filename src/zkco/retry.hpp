@@ -20,8 +20,9 @@ boost::asio::awaitable<bool> wait_connected(client& zk);
 boost::asio::awaitable<bool> reconnected_after(client& zk, error_code ec);
 
 /// After a read found no `path`: waits until it may exist (it exists already, or the watch
-/// set on its creation fired), riding out a lost connection. False when the session ended or
-/// the watch was dropped (nothing to read again); true: read `path` again.
+/// set on its creation fired), riding out a lost connection. False when the session ended,
+/// the watch was dropped or the wait was cancelled (nothing to read again); true: read `path`
+/// again.
 boost::asio::awaitable<bool> wait_created(client& zk, std::string path);
 
 /// Runs `op` (an awaitable yielding a result) until it gives an answer other than "outcome

@@ -11,6 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
@@ -377,6 +378,33 @@ TEST_F(ZkcoOps, WaitCreatedReturnsOnceThePathExistsAndFalseWhenTheSessionCloses)
             co_await t.async_wait(asio::use_awaitable);
         }
         EXPECT_TRUE(done && created);
+
+        // Cancelled while it waits, at any point (its read in flight or its watch armed):
+        // false, promptly (a cancelled read is "retryable", and must not be read again).
+        for (const auto after : {0ms, 1ms, 50ms}) {
+            done = false;
+            created = true;
+            asio::cancellation_signal stop;
+            asio::co_spawn(
+                ioc_,
+                [&]() -> asio::awaitable<void> {
+                    // As the roles' loops run it: a cancelled operation returns, never throws.
+                    co_await asio::this_coro::throw_if_cancelled(false);
+                    created = co_await wait_created(zk, "/absent");
+                    done = true;
+                },
+                asio::bind_cancellation_slot(stop.slot(), asio::detached)
+            );
+            t.expires_after(after);
+            co_await t.async_wait(asio::use_awaitable);
+            stop.emit(asio::cancellation_type::terminal);
+            for (int i = 0; i < 250 && !done; ++i) {
+                t.expires_after(20ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            EXPECT_TRUE(done) << "still waiting " << after.count() << " ms after the cancel";
+            EXPECT_FALSE(created);
+        }
 
         // The session closes while it waits: false, nothing to read again.
         done = false;
