@@ -379,21 +379,14 @@ class Client:
         ScheduleExists (nothing changed), Unauthorized, Unavailable, ApiError."""
         if (every is None) == (cron is None):
             raise ValueError("add_schedule: give every (seconds) or cron, one of them")
-        body: Dict[str, Any] = {"name": name, "type": type}
+        body: Dict[str, Any] = {"name": name}
+        body.update(_task_body(type, args, priority, timeout, max_attempts, False))
         if every is not None:
             body["every_ms"] = _ms(every)
         else:
             body["cron"] = cron
             if tz is not None:
                 body["tz"] = tz
-        if args is not None:
-            body["args"] = args
-        if priority is not None:
-            body["priority"] = priority
-        if timeout is not None:
-            body["timeout_ms"] = _ms(timeout)
-        if max_attempts is not None:
-            body["max_attempts"] = max_attempts
         if retries is not None:
             body["retries"] = retries
         if misfire is not None:
