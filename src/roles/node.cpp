@@ -49,13 +49,6 @@ const char* joined_as(const node_options& o) {
     return o.capacity > 0 ? "worker and candidate" : "candidate master with no slots (no tasks)";
 }
 
-/// Waits until cancelled, with a deadline: false when cancelled.
-asio::awaitable<bool> pause(std::chrono::milliseconds d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-    co_return !ec;
-}
-
 /// Removes this member's candidate node, retrying while the outcome is unknown.
 asio::awaitable<void> leave_election(zkco::client& zk, const std::string& path) {
     for (;;) {
@@ -136,7 +129,7 @@ asio::awaitable<void> mastership(
             backoff.count()
         );
         co_await leave_election(zk, won->path);
-        const bool waited = co_await pause(backoff);
+        const bool waited = co_await zkco::pause(backoff);
         if (!waited) {
             co_return;
         }
@@ -315,7 +308,7 @@ asio::awaitable<void> run_node(
                 "node: cannot set up the cluster layout: {}; trying again in 2 s",
                 l.error().message()
             );
-            const bool waited = co_await pause(2000ms);  // named: GCC 12 and co_await in if
+            const bool waited = co_await zkco::pause(2000ms);  // named: GCC 12 and co_await in if
             co_return waited;
         }
         protocol::member_info me;

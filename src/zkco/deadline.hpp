@@ -51,4 +51,22 @@ boost::asio::awaitable<T> with_timeout(
     co_return detail::timeout_value<T>::make();
 }
 
+/// Whether the calling coroutine has been cancelled.
+inline boost::asio::awaitable<bool> cancelled() {
+    const auto cs = co_await boost::asio::this_coro::cancellation_state;
+    co_return cs.cancelled() != boost::asio::cancellation_type::none;
+}
+
+/// Waits `d`: false when cancelled, during the wait or before it. A cancellation emitted
+/// before a wait begins never reaches it (the slot only signals what is pending then), so a
+/// coroutine that does not throw on cancellation would otherwise sleep the whole `d`.
+inline boost::asio::awaitable<bool> pause(std::chrono::steady_clock::duration d) {
+    if (co_await cancelled()) {
+        co_return false;
+    }
+    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
+    auto [ec] = co_await t.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    co_return !ec;
+}
+
 }  // namespace zkd::zkco

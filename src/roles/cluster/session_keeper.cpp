@@ -27,18 +27,6 @@ namespace {
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
-/// Waits `d`: false when cancelled first.
-asio::awaitable<bool> pause(std::chrono::milliseconds d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-    co_return !ec;
-}
-
-asio::awaitable<bool> cancelled() {
-    const auto cs = co_await asio::this_coro::cancellation_state;
-    co_return cs.cancelled() != asio::cancellation_type::none;
-}
-
 /// How long a connect attempt runs before the hosts are probed (a healthy connect takes a
 /// few ms), and how long the probe may take.
 constexpr std::chrono::milliseconds probe_after{500};
@@ -51,7 +39,7 @@ asio::awaitable<zkco::result<void>> explain(
     const zkco::client& zk, std::chrono::milliseconds timeout, zkco::probe_report& found
 ) {
     co_await asio::this_coro::throw_if_cancelled(false);
-    const bool waited = co_await pause(probe_after);
+    const bool waited = co_await zkco::pause(probe_after);
     if (!waited) {
         co_return asio::error::operation_aborted;
     }
@@ -59,7 +47,7 @@ asio::awaitable<zkco::result<void>> explain(
     if (found.nobody) {
         co_return found.nobody;
     }
-    co_await pause(24h);
+    co_await zkco::pause(24h);
     co_return asio::error::operation_aborted;
 }
 
@@ -146,7 +134,7 @@ asio::awaitable<zkco::result<void>> connect_with_backoff(
             }
             co_return c;
         }
-        const bool was_cancelled = co_await cancelled();
+        const bool was_cancelled = co_await zkco::cancelled();
         if (was_cancelled || (p.stop != nullptr && p.stop->is_set())) {
             co_return asio::error::operation_aborted;
         }
@@ -177,7 +165,7 @@ asio::awaitable<zkco::result<void>> connect_with_backoff(
             );
             warned = clock::now();
         }
-        const bool waited = co_await pause(next_pause);
+        const bool waited = co_await zkco::pause(next_pause);
         if (!waited) {
             co_return asio::error::operation_aborted;
         }
@@ -212,7 +200,7 @@ asio::awaitable<void> keep_sessions(zkco::config cfg, connect_policy p, session_
         const auto began = clock::now();
         const bool again = co_await body(zk);
         co_await zk->close();
-        const bool was_cancelled = co_await cancelled();
+        const bool was_cancelled = co_await zkco::cancelled();
         if (!again || was_cancelled || (p.stop != nullptr && p.stop->is_set())) {
             co_return;
         }
@@ -220,7 +208,7 @@ asio::awaitable<void> keep_sessions(zkco::config cfg, connect_policy p, session_
         // made again more and more slowly; one that lasted a while, at once.
         between =
             clock::now() - began > 60s ? p.first_pause : std::min(between * 2, p.longest_pause);
-        const bool waited = co_await pause(between);
+        const bool waited = co_await zkco::pause(between);
         if (!waited) {
             co_return;
         }

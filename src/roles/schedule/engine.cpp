@@ -9,6 +9,7 @@
 #include "schedule/firing.hpp"
 #include "schedule/spec.hpp"
 #include "schedule/txn.hpp"
+#include "zkco/deadline.hpp"
 #include "zkco/read_batch.hpp"
 #include "zkco/retry.hpp"
 
@@ -40,11 +41,6 @@ constexpr std::size_t txn_ops_budget = 900;
 constexpr std::size_t txn_bytes_budget = 800'000;
 /// Most deletes one cleanup transaction holds.
 constexpr std::size_t delete_batch = 500;
-
-asio::awaitable<bool> cancelled() {
-    auto cs = co_await asio::this_coro::cancellation_state;
-    co_return cs.cancelled() != asio::cancellation_type::none;
-}
 
 std::string last_segment(std::string_view path) {
     const auto slash = path.rfind('/');
@@ -159,7 +155,7 @@ private:
         co_await asio::this_coro::throw_if_cancelled(false);
         std::optional<std::int32_t> seen;
         for (;;) {
-            const bool stop = co_await cancelled();
+            const bool stop = co_await zkco::cancelled();
             if (stop) {
                 co_return;
             }
@@ -289,7 +285,7 @@ private:
 
     asio::awaitable<void> drive() {
         for (;;) {
-            const bool stop = co_await cancelled();
+            const bool stop = co_await zkco::cancelled();
             if (stop) {
                 co_return;
             }

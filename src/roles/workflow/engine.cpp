@@ -11,6 +11,7 @@
 #include "workflow/state.hpp"
 #include "workflow/txn.hpp"
 #include "workflow/workflow_fsm.hpp"
+#include "zkco/deadline.hpp"
 #include "zkco/retry.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -40,17 +41,6 @@ namespace {
 
 /// Most deletes one W4 transaction holds.
 constexpr std::size_t reap_batch = 500;
-
-asio::awaitable<bool> pause(std::chrono::milliseconds d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-    co_return !ec;
-}
-
-asio::awaitable<bool> cancelled() {
-    auto cs = co_await asio::this_coro::cancellation_state;
-    co_return cs.cancelled() != asio::cancellation_type::none;
-}
 
 /// One workflow, followed and advanced (docs/protocol.md §11.4).
 class runner : public std::enable_shared_from_this<runner> {
@@ -155,7 +145,7 @@ private:
         std::optional<std::int64_t> wake_at;
         auto backoff = 100ms;
         for (;;) {
-            const bool stop = co_await cancelled();
+            const bool stop = co_await zkco::cancelled();
             if (stop) {
                 co_return;
             }
@@ -180,7 +170,7 @@ private:
             if (need_load) {
                 // A write failed: read again, after a pause that grows while writes keep
                 // failing (100 ms to 5 s).
-                const bool waited = co_await pause(backoff);
+                const bool waited = co_await zkco::pause(backoff);
                 if (!waited) {
                     co_return;
                 }
@@ -275,7 +265,7 @@ private:
                     co_await reap();
                     co_return std::nullopt;
                 }
-                const bool waited = co_await pause(200ms);
+                const bool waited = co_await zkco::pause(200ms);
                 if (!waited) {
                     co_return std::nullopt;
                 }
@@ -362,7 +352,7 @@ private:
         protocol::log_follower follower;
         std::set<std::string, std::less<>> seen;
         for (;;) {
-            const bool stop = co_await cancelled();
+            const bool stop = co_await zkco::cancelled();
             if (stop) {
                 co_return;
             }
@@ -419,7 +409,7 @@ private:
     asio::awaitable<void> follow_cancel() {
         co_await asio::this_coro::throw_if_cancelled(false);
         for (;;) {
-            const bool stop = co_await cancelled();
+            const bool stop = co_await zkco::cancelled();
             if (stop) {
                 co_return;
             }
@@ -532,7 +522,7 @@ asio::awaitable<void> run_workflows(
     reactor::task_group group(ex);
     std::set<std::string, std::less<>> known;
     for (;;) {
-        const bool stop = co_await cancelled();
+        const bool stop = co_await zkco::cancelled();
         if (stop) {
             break;
         }
