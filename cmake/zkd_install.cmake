@@ -14,7 +14,7 @@ set(ZKD_INSTALL_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}/zkd")
 # trying it out, and the fault-injection run that checks a build on a machine. Not the
 # developer tools of zkco itself (zkd-zkco-smoke, zkd-zkco-bench).
 set(zkd_programs zkd)
-foreach(program IN ITEMS zkd_loadgen zkd_zk_local_cli zkd_chaos)
+foreach(program IN ITEMS zkd_loadgen zkd_zk_local_cli zkd_chaos zkd_swarm)
     if(TARGET ${program})
         list(APPEND zkd_programs ${program})
     endif()

@@ -20,7 +20,8 @@ elseif(ZKD_HELP2MAN AND ZKD_GZIP)
     set(zkd_man_summary_zkd_loadgen "load a running zkd cluster and measure it")
     set(zkd_man_summary_zkd_zk_local_cli "start and stop a local ZooKeeper to try zkd out")
     set(zkd_man_summary_zkd_chaos "a local zkd cluster under faults, its invariants checked")
-    foreach(program IN ITEMS zkd zkd_loadgen zkd_zk_local_cli zkd_chaos)
+    set(zkd_man_summary_zkd_swarm "many zkd workers in one process, one ZooKeeper session each")
+    foreach(program IN ITEMS zkd zkd_loadgen zkd_zk_local_cli zkd_chaos zkd_swarm)
         if(NOT TARGET ${program})
             continue()
         endif()
@@ -83,7 +84,7 @@ arguments, or an operator's own program), the master assigns them, workers compu
 publish the results.
 
 This package holds zkd, with a systemd unit running `zkd run` as the user zkd (configured in
-/etc/zkd/zkd.conf), zkd-loadgen, zkd-zk-local, zkd-chaos, and the Python module zkd
+/etc/zkd/zkd.conf), zkd-loadgen, zkd-zk-local, zkd-chaos, zkd-swarm, and the Python module zkd
 (a client of the HTTP API, and the program side of exec serve mode).")
 # Library dependencies from dpkg-shlibdeps; systemd-sysusers for the zkd user (postinst).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

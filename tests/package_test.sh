@@ -64,7 +64,7 @@ done
 
 step "contents (dpkg-deb -c)"
 contents=$(dpkg-deb -c "$deb")
-for f in ./usr/bin/zkd ./usr/bin/zkd-loadgen ./usr/bin/zkd-zk-local ./usr/bin/zkd-chaos \
+for f in ./usr/bin/zkd ./usr/bin/zkd-loadgen ./usr/bin/zkd-zk-local ./usr/bin/zkd-chaos ./usr/bin/zkd-swarm \
          ./usr/share/man/man1/zkd.1.gz ./usr/share/man/man1/zkd-loadgen.1.gz \
          ./lib/systemd/system/zkd.service ./etc/zkd/zkd.conf ./usr/lib/sysusers.d/zkd.conf \
          ./usr/share/doc/zkd/copyright ./usr/share/doc/zkd/docs/protocol.md \
