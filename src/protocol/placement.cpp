@@ -112,7 +112,7 @@ std::optional<std::size_t> placer::pick(
     }
     }
     if (chosen)
-        last_ = workers[*chosen].id;
+        last_.assign(workers[*chosen].id);
     return chosen;
 }
 

@@ -23,15 +23,18 @@ enum class placement_policy {
 std::string_view to_string(placement_policy p) noexcept;
 std::optional<placement_policy> parse_placement_policy(std::string_view s) noexcept;
 
-/// What the master knows of a live worker.
+/// What the master knows of a live worker. A view: `id`, `types` and `unhealthy` point into
+/// the caller's storage (the master's view of its workers), which must outlive the slot; a
+/// master builds one per live worker for every decision, so with a thousand workers copies
+/// of those strings would cost it more than the placing itself.
 struct worker_slot {
-    std::string id;
+    std::string_view id;
     int capacity = 0;
-    int used = 0;                    ///< assignments the worker holds now
-    std::vector<std::string> types;  ///< sorted; serves() does not rely on it
-    int threads = 1;                 ///< tasks it runs side by side; 1 when it does not say
+    int used = 0;                        ///< assignments the worker holds now
+    std::span<const std::string> types;  ///< sorted; serves() does not rely on it
+    int threads = 1;                     ///< tasks it runs side by side; 1 when it does not say
     /// Types it serves but cannot run now (its node's `unhealthy`): it gets none of them.
-    std::vector<std::string> unhealthy;
+    std::span<const std::string> unhealthy;
 
     /// Free slots; never negative (a worker may hold more than its capacity after a restart).
     int free_slots() const noexcept { return used < capacity ? capacity - used : 0; }

@@ -402,7 +402,8 @@ asio::awaitable<void> master_session::until_dir_listing_wanted(
             fsm_.worker_dir_listing_wanted(id)) {
             co_return;
         }
-        // Woken after every step of the schedule loop (its expiry never comes).
+        // Woken after a step of the schedule loop that may want it (its expiry never comes).
+        dir_listing_waiters_ = true;
         co_await dir_listing_.async_wait(asio::as_tuple(asio::use_awaitable));
     }
 }
@@ -590,7 +591,11 @@ void master_session::carry_out(master_step step) {
         std::visit([this](auto& act) { carry_out(act); }, a);
     }
     if (step.decided) {
-        dir_listing_.cancel();  // directories waiting to be listed look whether they must
+        // Directories waiting to be listed look whether they must, when they might: each
+        // wake resumes every waiting directory's coroutine (a thousand with as many workers).
+        if (fsm_.dir_listings_may_be_wanted() && std::exchange(dir_listing_waiters_, false)) {
+            dir_listing_.cancel();
+        }
         arm_retry(step.wake_at);
         if (opts_.on_queue_depth) {
             opts_.on_queue_depth(fsm_.queue_depth());

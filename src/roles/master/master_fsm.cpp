@@ -59,6 +59,7 @@ void master_fsm::handle(const master_saw::workers_listed& e, clock::time_point /
     for (auto& [id, w] : workers_) {
         if (w.alive && !listed.contains(id)) {
             w.alive = false;
+            worker_listing_due_ = true;
             spdlog::info("master: worker {} left", id);  // the requeue counts what it held
             requeue(id);
         }
@@ -187,6 +188,11 @@ bool master_fsm::worker_dir_listing_wanted(const std::string& id) const {
     return !w.info.draining && pending_.size() > assigns_in_flight_;
 }
 
+bool master_fsm::dir_listings_may_be_wanted() {
+    const bool one_worker = std::exchange(worker_listing_due_, false);
+    return one_worker || !cancels_.empty() || pending_.size() > assigns_in_flight_;
+}
+
 void master_fsm::handle(const master_saw::dir_gone& e, clock::time_point /*now*/) {
     const auto& id = e.worker;
     const auto it = workers_.find(id);
@@ -201,6 +207,7 @@ void master_fsm::handle(const master_saw::dir_gone& e, clock::time_point /*now*/
         );
     }
     it->second.dir_missing = true;
+    worker_listing_due_ = true;
 }
 
 void master_fsm::handle(const master_saw::dir_back& e, clock::time_point /*now*/) {
@@ -560,14 +567,24 @@ bool master_fsm::may_try(const std::string& tid, clock::time_point now) const {
 }
 
 std::optional<long> master_fsm::load_window() const {
-    const auto live = slots();
-    if (live.empty()) {
+    // The free slots from the records themselves: this runs more than once a decision, and
+    // building every worker's slot for it costs a thousand of them with as many workers.
+    bool anyone = false;
+    long want = 32;
+    for (const auto& [id, w] : workers_) {
+        if (w.alive && !w.info.draining && !w.dir_missing) {
+            anyone = true;
+            const int used = static_cast<int>(w.assigned.size()) + w.in_flight;
+            want += std::max(0, w.info.capacity.value_or(0) - used);
+        }
+    }
+    if (!anyone) {
         return std::nullopt;
     }
-    long want = 32;
-    for (const auto& s : live) {
-        want += s.free_slots();
+    if (loaded_.empty()) {
+        return want;
     }
+    const auto live = slots();
     for (const auto& tid : loaded_) {
         const auto& p = pending_.at(tid);
         if (!p.in_flight && p.task && protocol::anyone_serves(live, p.task->head.type)) {
@@ -577,14 +594,20 @@ std::optional<long> master_fsm::load_window() const {
     return want;
 }
 
-std::vector<protocol::worker_slot> master_fsm::slots() const {
+std::vector<protocol::worker_slot> master_fsm::slots(std::optional<clock::time_point> assignable_at
+) const {
     std::vector<protocol::worker_slot> out;
+    out.reserve(workers_.size());
     for (const auto& [id, w] : workers_) {
-        if (w.alive && !w.info.draining && !w.dir_missing) {
-            out.push_back(protocol::worker_slot{
-                id, w.info.capacity.value_or(0), static_cast<int>(w.assigned.size()) + w.in_flight,
-                w.info.types, w.info.threads.value_or(1), w.info.unhealthy});
+        if (!w.alive || w.info.draining || w.dir_missing) {
+            continue;
         }
+        if (assignable_at && (w.touched || !stalls_.may_assign(id, *assignable_at))) {
+            continue;
+        }
+        out.push_back(protocol::worker_slot{
+            id, w.info.capacity.value_or(0), static_cast<int>(w.assigned.size()) + w.in_flight,
+            w.info.types, w.info.threads.value_or(1), w.info.unhealthy});
     }
     return out;
 }

@@ -185,6 +185,9 @@ void master_fsm::done(
 }
 
 std::optional<master_fsm::clock::time_point> master_fsm::reject_unplaceable(clock::time_point now) {
+    if (loaded_.empty()) {
+        return std::nullopt;  // nothing to look at (and the slots of every worker cost)
+    }
     const auto live = slots();
     std::optional<clock::time_point> next_check;
     for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
@@ -214,14 +217,11 @@ std::optional<master_fsm::clock::time_point> master_fsm::reject_unplaceable(cloc
 }
 
 void master_fsm::assign(clock::time_point now) {
-    auto live = slots();
     // A worker whose directory changed since it was listed may hold tasks clients placed
     // there directly: nothing goes there until the listing says how many (reading and
     // rejecting go on meanwhile).
     // A suspect (stall_watch) gets nothing, but for a probe now and then.
-    std::erase_if(live, [this, now](const protocol::worker_slot& s) {
-        return workers_.at(s.id).touched || !stalls_.may_assign(s.id, now);
-    });
+    auto live = slots(now);
     int free = 0;
     for (const auto& s : live) {
         free += s.free_slots();
@@ -260,7 +260,7 @@ void master_fsm::assign(clock::time_point now) {
             continue;
         }
         auto pick = placer_.pick(live, p.task->head.type, batch_mate);
-        if (pick && p.task->head.attempt > 1 && stalls_.suspect(live[*pick].id)) {
+        if (pick && p.task->head.attempt > 1 && stalls_.suspect(std::string(live[*pick].id))) {
             // A task that was taken back once is no suspect's probe: pick again without it.
             auto& probed = live[*pick];
             const int capacity = std::exchange(probed.capacity, probed.used);
@@ -271,8 +271,9 @@ void master_fsm::assign(clock::time_point now) {
             continue;
         }
         auto& slot = live[*pick];
+        const std::string worker(slot.id);
         auto ops = protocol::assign_ops(
-            p.shard, tid, slot.id, p.task->data, p.task->head.attempt, epoch_, protocol::now_ms()
+            p.shard, tid, worker, p.task->data, p.task->head.attempt, epoch_, protocol::now_ms()
         );
         if (!ops) {
             // Not an object after all (it decoded: never): failed as malformed, next pass.
@@ -280,18 +281,18 @@ void master_fsm::assign(clock::time_point now) {
             p.task.reset();
             continue;
         }
-        batch_mate = slot.id;
+        batch_mate = worker;
         ++slot.used;
         --free;
-        if (stalls_.suspect(slot.id)) {
-            stalls_.assigned(slot.id, tid, now);  // its probe: one task, no more this pass
+        if (stalls_.suspect(worker)) {
+            stalls_.assigned(worker, tid, now);  // its probe: one task, no more this pass
             free -= slot.free_slots();
             slot.capacity = slot.used;
         }
-        ++workers_[slot.id].in_flight;
+        ++workers_[worker].in_flight;
         ++assigns_in_flight_;
         p.in_flight = true;
-        out_.emplace_back(master_do::assign{tid, slot.id, std::move(*ops)});
+        out_.emplace_back(master_do::assign{tid, worker, std::move(*ops)});
     }
 }
 
@@ -326,6 +327,7 @@ void master_fsm::done(
         // The worker's directory is gone (deleted by someone else): not the task's fault.
         if (auto w = workers_.find(a.worker); w != workers_.end()) {
             w->second.dir_missing = true;
+            worker_listing_due_ = true;
         }
     } else if (stats_.deposed || outcome == assign_outcome::worker_left) {
         // Deposed, or the worker left: placed again (by whoever is master) on a next pass.

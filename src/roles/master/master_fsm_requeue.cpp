@@ -31,6 +31,7 @@ void master_fsm::forget_departed(const std::string& worker) {
     if (const auto it = workers_.find(worker); it != workers_.end()) {
         assigns_in_flight_ -= static_cast<std::size_t>(it->second.in_flight);
         workers_.erase(it);
+        worker_listing_due_ = true;
     }
 }
 

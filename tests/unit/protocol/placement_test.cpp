@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <map>
 #include <random>
 #include <string>
@@ -16,10 +17,17 @@ namespace {
 constexpr placement_policy all_policies[] = {
     placement_policy::least_loaded, placement_policy::round_robin, placement_policy::random};
 
+// A worker_slot views its strings: the test's are kept here for the whole run.
+std::span<const std::string> keep(std::vector<std::string> strings) {
+    static std::deque<std::vector<std::string>> kept;
+    return kept.emplace_back(std::move(strings));
+}
+
 worker_slot slot(
     std::string id, int capacity, int used, std::vector<std::string> types, int threads = 1
 ) {
-    return worker_slot{std::move(id), capacity, used, std::move(types), threads, {}};
+    return worker_slot{keep({std::move(id)}).front(), capacity, used,
+                       keep(std::move(types)),        threads,  {}};
 }
 
 // Places `n` tasks of `type` as one transaction (each pick's worker the next one's batch
@@ -55,7 +63,7 @@ std::map<std::string, int> place(
         EXPECT_TRUE(w.serves(type)) << w.id;
         EXPECT_LT(w.used, w.capacity) << w.id;
         ++w.used;
-        ++picks[w.id];
+        ++picks[std::string(w.id)];
     }
     return picks;
 }
@@ -89,7 +97,7 @@ TEST(ProtocolPlacement, WorkerSlot) {
 
 TEST(ProtocolPlacement, AWorkerWhereTheTypeIsUnhealthyGetsNoneOfItButStillServesIt) {
     auto sick = slot("a", 8, 0, {"embed", "sum"});
-    sick.unhealthy = {"embed"};
+    sick.unhealthy = keep({"embed"});
     EXPECT_TRUE(sick.serves("embed"));
     EXPECT_FALSE(sick.takes("embed"));
     EXPECT_TRUE(sick.takes("sum"));
@@ -159,7 +167,7 @@ TEST(ProtocolPlacement, RoundRobinRotatesInIdOrder) {
     for (int i = 0; i < 4; ++i) {
         const auto at = p.pick(ws, "t");
         ASSERT_TRUE(at);
-        order += ws[*at].id + ",";
+        order += std::string(ws[*at].id) + ",";
     }
     EXPECT_EQ(order, "b2,d,a,b2,");
 }
@@ -208,7 +216,7 @@ TEST(ProtocolPlacement, LeastLoadedSpreadsOverEqualWorkers) {
     for (int i = 0; i < 100; ++i) {
         const auto at = q.pick(eq, "t");
         ASSERT_TRUE(at);
-        ++picks[eq[*at].id];  // the task finishes at once: used stays 0
+        ++picks[std::string(eq[*at].id)];  // the task finishes at once: used stays 0
     }
     EXPECT_EQ(picks, (std::map<std::string, int>{{"x", 50}, {"y", 50}}));
 }
@@ -291,7 +299,7 @@ TEST(ProtocolPlacement, RandomCoversAllEligible) {
     for (int i = 0; i < 3000; ++i) {
         const auto at = p.pick(ws, "t");  // used unchanged: every pick sees the same slots
         ASSERT_TRUE(at);
-        ++picks[ws[*at].id];
+        ++picks[std::string(ws[*at].id)];
     }
     ASSERT_EQ(picks.size(), 3U);
     for (const auto* id : {"a", "d", "e"}) {

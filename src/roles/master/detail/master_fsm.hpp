@@ -519,6 +519,13 @@ public:
     /// forwarded to the holder). False otherwise: the listing waits, and a task at a time
     /// placed directly costs the master no listing.
     [[nodiscard]] bool worker_dir_listing_wanted(const std::string& id) const;
+    /// Whether worker_dir_listing_wanted() may now say yes for a directory that got no
+    /// when it last asked: true while its reason for every worker holds (a cancel request
+    /// open, a pending task not on its way to a worker), and once after a worker left or its
+    /// directory went missing (the reasons of one worker). The session wakes the directories
+    /// waiting for a listing only then, not after every step: with a thousand workers each
+    /// wake is a thousand coroutines resumed to hear no again.
+    [[nodiscard]] bool dir_listings_may_be_wanted();
     /// How often the live workers' directories are listed for assignments left unstarted
     /// (stall_dirs_listed); 0: never.
     [[nodiscard]] std::chrono::milliseconds stall_period() const {
@@ -651,7 +658,13 @@ private:
         clock::time_point now
     );
     [[nodiscard]] bool may_try(const std::string& tid, clock::time_point now) const;
-    [[nodiscard]] std::vector<protocol::worker_slot> slots() const;
+    /// The live workers that are not draining and have their directory, as placement sees
+    /// them (views into workers_: valid until workers_ changes). Given `assignable_at`, only
+    /// those that may get a task from the master then: not touched since their listing, and
+    /// not a suspect kept waiting (stall_watch).
+    [[nodiscard]] std::vector<protocol::worker_slot> slots(
+        std::optional<clock::time_point> assignable_at = std::nullopt
+    ) const;
     /// How many more tasks to read: the free slots plus a margin, less the loaded tasks that
     /// wait for a slot (0 or less: none; nullopt: no live worker, nothing is read).
     [[nodiscard]] std::optional<long> load_window() const;
@@ -691,6 +704,8 @@ private:
     // The sum of workers_' in_flight: what worker_dir_listing_wanted, asked once per worker
     // after every step, would otherwise add up over all workers each time.
     std::size_t assigns_in_flight_ = 0;
+    /// A worker left or its directory went missing since dir_listings_may_be_wanted().
+    bool worker_listing_due_ = false;
     std::set<std::string> ignored_;        // worker nodes with garbage data
     std::set<std::string> orphans_seen_;   // directories of departed workers handed to T6
     pending_map pending_;                  // by task id: FIFO within priority

@@ -243,6 +243,8 @@ private:
     reactor::task_group group_;
     asio::steady_timer wake_;
     asio::steady_timer dir_listing_;  // never expires: cancelled to wake until_dir_listing_wanted
+    /// A directory began waiting for its listing since dir_listing_ was last cancelled.
+    bool dir_listing_waiters_ = false;
     master_fsm fsm_;  // the workers, pending tasks and cancels, and what to do about them
 
     asio::steady_timer retry_;  // wakes the loop when the fsm wants to look again

@@ -121,6 +121,35 @@ TEST_F(MasterFsm, AWorkerDirectoryIsListedAgainOnlyWhenATaskWaits) {
     EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
 }
 
+TEST_F(MasterFsm, DirectoriesWaitingForAListingAreWokenOnlyWhenOneMayBeWanted) {
+    // The session wakes the directories waiting for a listing (a thousand coroutines with a
+    // thousand workers) only when worker_dir_listing_wanted() may say yes to one of them.
+    join("w1", 2);
+    join("w2", 2);
+    EXPECT_FALSE(view.dir_listings_may_be_wanted());
+    // A task not on its way to a worker yet: every directory may be wanted.
+    const auto a = tid(5, 1);
+    submit({a});
+    EXPECT_TRUE(view.dir_listings_may_be_wanted());
+    EXPECT_TRUE(view.dir_listings_may_be_wanted());  // for as long as that holds
+    auto assigns = of_kind(view.on(decide{}, t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_FALSE(view.dir_listings_may_be_wanted());  // out: nobody's listing is in the way
+    view.on(answered{assigns[0], committed(3)}, t0);
+    EXPECT_FALSE(view.dir_listings_may_be_wanted());
+    // A cancel request open: wanted while it is.
+    view.on(cancels_listed{{tid(5, 9)}}, t0);
+    EXPECT_TRUE(view.dir_listings_may_be_wanted());
+    view.on(cancels_listed{{}}, t0);
+    EXPECT_FALSE(view.dir_listings_may_be_wanted());
+    // A worker that left: its directory's follower must hear it, once.
+    std::erase(live, "w2");
+    (void)workers_listed(live);
+    EXPECT_TRUE(view.worker_dir_listing_wanted("w2"));
+    EXPECT_TRUE(view.dir_listings_may_be_wanted());
+    EXPECT_FALSE(view.dir_listings_may_be_wanted());
+}
+
 // A directory whose watch fired may hold tasks clients placed there directly (docs/protocol.md
 // §6 T1 "Direct placement"): its worker gets nothing until it is listed, and then only the room
 // the listing leaves.
