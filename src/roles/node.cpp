@@ -296,6 +296,10 @@ asio::awaitable<void> run_node(
             co_return false;
         }
         auto l = co_await ensure_layout(zk, protocol::meta_info{16, 16, protocol::now_ms()});
+        const bool stop_asked = co_await zkco::cancelled();  // meanwhile: do not join
+        if (stop_asked) {
+            co_return false;
+        }
         if (!l &&
             (l.error() == zkco::errc::invalid_acl || l.error() == zkco::errc::data_inconsistency)) {
             // A namespace others can write to (check_protected said which node and why), or

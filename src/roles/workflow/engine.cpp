@@ -178,6 +178,12 @@ private:
                 continue;
             }
             if (inbox_.empty()) {
+                // A cancellation that came during a read (retried, so unseen) ends the loop
+                // here: the wait below would not see it.
+                const bool cancelled_meanwhile = co_await zkco::cancelled();
+                if (cancelled_meanwhile) {
+                    co_return;
+                }
                 if (wake_at) {
                     const auto in = std::max<std::int64_t>(0, *wake_at - protocol::now_ms());
                     wake_.expires_after(std::chrono::milliseconds(in));
