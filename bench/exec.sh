@@ -8,7 +8,8 @@
 #   --chatty: the worker's event-loop lag while 8 warm processes of a served Python type
 #   (bench/chatty.py) each write, per task, 50 progress and 50 log frames (debug, below the
 #   node's info) of about 200 bytes before the result; ROUNDS rounds of zkd-loadgen
-#   --tasks TASKS --concurrency 16, each followed by zkd_event_loop_lag_seconds from /metrics.
+#   --tasks TASKS --concurrency 16, each followed by zkd_event_loop_lag_seconds from /metrics
+#   and the CPU time of the loop's thread. CHATTY_N=K: K frames of each kind instead of 50.
 # Needs python3; starts its own ZooKeeper (zkd-zk-local) and one `zkd run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +58,7 @@ CONF
     metric() { # NAME{LABELS} -> its value from /metrics
         curl -fsS "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m { print $2 }'
     }
-    echo "== $rounds rounds of $n chatty tasks ({\"n\":50}: 50 progress + 50 log frames each), 8 warm processes; load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "== $rounds rounds of $n chatty tasks ({\"n\":${CHATTY_N:-50}}: as many progress and log frames each), 8 warm processes; load $(cut -d' ' -f1-3 /proc/loadavg)"
     loop_cpu() { # CPU seconds of the node's event-loop thread (its main thread) so far
         awk '{ print ($14 + $15) / 100 }' "/proc/$node/task/$node/stat"
     }
