@@ -9,7 +9,7 @@
 # Usage: bench/jobs.sh [--only PARTS] [--nodes N] [BUILD_DIR (default build/release)]
 #                      [CHAIN (400)] [FANIN (1000)] [LATE (2000)] [PARK (100000)]
 #   --only PARTS  a comma-separated list of chain, fanin, map, late, park (default: all);
-#                 chain also prints where a step's time goes (bench/chain_steps.py, from
+#                 chain also prints where a step's time goes (bench/zk_txnlog.py, from
 #                 the ZooKeeper transaction log);
 #   --nodes N     N members with the defaults (`zkd run`: each a master candidate and a
 #                 worker) instead of the master that never works and the one worker.
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --only) only=$2; shift 2 ;;
         --nodes) nodes=$2; shift 2 ;;
-        -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) break ;;
     esac
 done
