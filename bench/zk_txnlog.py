@@ -6,7 +6,7 @@
 # with the worker's started_ms and finished_ms). The server, the master and the workers
 # share the machine's clock.
 # Usage: bench/zk_txnlog.py chain DATA_DIR CLIENT_HEX
-#        bench/zk_txnlog.py firings DATA_DIR
+#        bench/zk_txnlog.py firings DATA_DIR NAMESPACE [SINCE_MS]
 #   DATA_DIR: the server's dataDir (its version-2/log.* files are read);
 #   CLIENT_HEX: the workflow's client part (its tasks' ids hold it).
 # chain: the tasks of one workflow, one after the other (a chain); prints one JSON object:
@@ -18,7 +18,8 @@
 #   run:     started_ms -> finished_ms;
 #   publish: finished_ms -> the result committed (T4);
 #   step:    the previous step's result -> this step's result.
-# firings: every schedule firing with a result (task ids t<p>-<due>-<client>000000, §12.2);
+# firings: every schedule firing with a result (task ids t<p>-<due>-<client>000000, §12.2)
+# in NAMESPACE (zkd run --namespace), due at SINCE_MS (ms since the epoch) or later;
 # prints the firings, the mean, p50, p99 and max in ms of the lateness (started_ms - due),
 # and of its parts: decide (due -> the firing's pending create, S4), place (-> its
 # assignment, T2), take (-> started_ms).
@@ -92,7 +93,7 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(p / 100.0 * len(xs)))]
 
 
-def read_log(data_dir, match):
+def read_log(data_dir, match, namespace=None):
     """launched, assigned, result of the tasks whose names pass `match`, by name."""
     files = sorted(glob.glob(os.path.join(data_dir, "version-2", "log.*")),
                    key=lambda f: int(f.rsplit(".", 1)[1], 16))
@@ -101,6 +102,8 @@ def read_log(data_dir, match):
         for t, p, data in creates(f):
             parts = p.split("/")
             if len(parts) < 4 or not match(parts[-1]) or parts[-1].endswith(".cancel"):
+                continue
+            if namespace is not None and (len(parts) < 5 or parts[-4] != namespace):
                 continue
             kind, name = parts[-3], parts[-1]
             if kind == "pending":
@@ -148,11 +151,12 @@ def chain(data_dir, client):
     print(json.dumps(out))
 
 
-def firings(data_dir):
+def firings(data_dir, namespace, since_ms):
     def is_firing(n):
         f = n.split("-")
-        return len(f) == 3 and len(f[1]) == 13 and len(f[2]) == 14 and f[2].endswith("000000")
-    launched, assigned, result = read_log(data_dir, is_firing)
+        return (len(f) == 3 and len(f[1]) == 13 and len(f[2]) == 14 and f[2].endswith("000000")
+                and int(f[1]) >= since_ms)
+    launched, assigned, result = read_log(data_dir, is_firing, namespace)
     hops = {k: [] for k in ("lateness", "decide", "place", "take")}
     for n, (_, started, _) in result.items():
         if started is None or n not in launched or n not in assigned:
@@ -172,8 +176,8 @@ def firings(data_dir):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "chain":
         chain(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 3 and sys.argv[1] == "firings":
-        firings(sys.argv[2])
+    elif len(sys.argv) in (4, 5) and sys.argv[1] == "firings":
+        firings(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) == 5 else 0)
     else:
         raise SystemExit(__doc__ or "usage: see the head of bench/zk_txnlog.py")
 
