@@ -99,6 +99,7 @@ asio::awaitable<void> mastership(
             // epoch, and stop with it (docs/protocol.md §11, §12).
             workflow_engine_options wo;
             wo.retention = o.master.result_retention;
+            wo.direct = o.master.direct_placement;
             schedule_engine_options so;
             so.retention = o.master.result_retention;
             using namespace asio::experimental::awaitable_operators;
