@@ -681,29 +681,72 @@ TEST_F(RolesBundle, ATaskOfAPendingBundleCancelledEndsCancelledAndTheOthersRun) 
     );
 }
 
-TEST_F(RolesBundle, ABundleRetriesOnlyItsFailedTasks) {
-    // `flaky`: counts its runs per argument; argument 2 fails its first run, 4 always fails
-    // with bad_args (no retry mends it), the others succeed at once.
-    auto runs = std::make_shared<std::map<std::int64_t, int>>();
-    auto m = std::make_shared<std::mutex>();
-    registry_.add(
-        "flaky",
-        [runs, m](const json::value& args, std::stop_token) -> zkd::handlers::handler_result {
-            const auto k = args.as_int64();
-            int n = 0;
-            {
-                const std::lock_guard lock(*m);
-                n = ++(*runs)[k];
-            }
-            if (k == 4) {
-                return zkd::handlers::handler_error{"bad_args", "never"};
-            }
-            if (k == 2 && n == 1) {
-                return zkd::handlers::handler_error{"handler_error", "first run fails"};
-            }
-            return json::value(n);
+namespace {
+
+/// `type`: counts its runs per argument (an integer); argument 2 fails its first run, 4
+/// always fails with bad_args (no retry mends it), the others succeed at once, their value the
+/// run's count.
+struct flaky_runs {
+    std::mutex m;
+    std::map<std::int64_t, int> runs;
+};
+
+std::shared_ptr<flaky_runs> add_flaky(zkd::handlers::registry& reg, const std::string& type) {
+    auto f = std::make_shared<flaky_runs>();
+    reg.add(type, [f](const json::value& args, std::stop_token) -> zkd::handlers::handler_result {
+        const auto k = args.as_int64();
+        int n = 0;
+        {
+            const std::lock_guard lock(f->m);
+            n = ++f->runs[k];
         }
-    );
+        if (k == 4) {
+            return zkd::handlers::handler_error{"bad_args", "never"};
+        }
+        if (k == 2 && n == 1) {
+            return zkd::handlers::handler_error{"handler_error", "first run fails"};
+        }
+        return json::value(n);
+    });
+    return f;
+}
+
+/// A bundle of flaky tasks 0..4 whose tries retry (its own `retries`, or the worker's
+/// default): only task 2 runs again.
+void expect_only_the_failed_task_reran(
+    const std::vector<zkd::zkco::result<task_result>>& got,
+    const std::vector<std::string>& ids,
+    flaky_runs& f
+) {
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+        EXPECT_EQ(got[i]->task, ids[i]);
+        if (i == 4) {
+            EXPECT_EQ(got[i]->state, task_state::failed);
+            ASSERT_TRUE(got[i]->error);
+            EXPECT_EQ(got[i]->error->code, "bad_args");
+        } else {
+            EXPECT_EQ(got[i]->state, task_state::succeeded) << i;
+            // Each ran once, but task 2, which ran twice: its second run's value.
+            EXPECT_EQ(got[i]->value, json::value(i == 2 ? 2 : 1)) << i;
+        }
+    }
+    const std::lock_guard lock(f.m);
+    EXPECT_EQ(f.runs, (std::map<std::int64_t, int>{{0, 1}, {1, 1}, {2, 2}, {3, 1}, {4, 1}}));
+}
+
+std::vector<task_spec> flaky_tasks(const std::string& type) {
+    std::vector<task_spec> reqs;
+    for (std::int64_t k = 0; k < 5; ++k) {
+        reqs.push_back({type, json::value(k)});
+    }
+    return reqs;
+}
+
+}  // namespace
+
+TEST_F(RolesBundle, ABundleRetriesOnlyItsFailedTasks) {
+    const auto flaky = add_flaky(registry_, "flaky");
     run(
         [&]() -> asio::awaitable<void> {
             auto* zk = co_await cluster_session();
@@ -714,31 +757,36 @@ TEST_F(RolesBundle, ABundleRetriesOnlyItsFailedTasks) {
             how.bundle = 5;
             how.retries = 3;
             how.backoff = backoff_policy{0, 1ms, 1ms};
-            std::vector<task_spec> reqs;
-            for (std::int64_t k = 0; k < 5; ++k) {
-                reqs.push_back({"flaky", json::value(k)});
-            }
-            auto ids = co_await tc.submit(reqs, how);
+            auto ids = co_await tc.submit(flaky_tasks("flaky"), how);
             ASSERT_TRUE(ids);
             ASSERT_EQ(bundle_size(parse_task_ref((*ids)[0])->node), 5U);
             auto got = co_await wait_all(tc, *ids);
-            for (std::size_t i = 0; i < got.size(); ++i) {
-                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
-                EXPECT_EQ(got[i]->task, (*ids)[i]);
-                if (i == 4) {
-                    EXPECT_EQ(got[i]->state, task_state::failed);
-                    ASSERT_TRUE(got[i]->error);
-                    EXPECT_EQ(got[i]->error->code, "bad_args");
-                } else {
-                    EXPECT_EQ(got[i]->state, task_state::succeeded) << i;
-                    // Each ran once, but task 2, which ran twice: its second run's value.
-                    EXPECT_EQ(got[i]->value, json::value(i == 2 ? 2 : 1)) << i;
-                }
-            }
-            const std::lock_guard lock(*m);
-            EXPECT_EQ(*runs, (std::map<std::int64_t, int>{{0, 1}, {1, 1}, {2, 2}, {3, 1}, {4, 1}}));
+            expect_only_the_failed_task_reran(got, *ids, *flaky);
             EXPECT_EQ(worker_stats_["w1"].retried, 1U);    // one retry node, for task 2
             EXPECT_EQ(worker_stats_["w1"].published, 2U);  // the retry node, then the result
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesBundle, AWorkersDefaultRetriesRerunOnlyABundlesFailedTasks) {
+    // zkd run --retry flaky=1:1ms: the bundle asks for nothing, its worker retries it.
+    const auto flaky = add_flaky(registry_, "flaky");
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            worker_options opts;
+            opts.retry_defaults["flaky"] = backoff_policy{1, 1ms, 1ms};
+            co_await start_worker("w1", 1, {}, opts);
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 5;
+            auto ids = co_await tc.submit(flaky_tasks("flaky"), how);
+            ASSERT_TRUE(ids);
+            auto got = co_await wait_all(tc, *ids);
+            expect_only_the_failed_task_reran(got, *ids, *flaky);
+            EXPECT_EQ(worker_stats_["w1"].retried, 1U);
         }(),
         120s
     );

@@ -128,7 +128,7 @@ TEST(BundleRetry, TheWorkersDefaultAppliesToABundleThatSaysNothing) {
 
 TEST(BundleRetry, ARetryNodeThatWouldNotFitIsNotWritten) {
     // Two tasks' args of 200 KiB each and one result of 200 KiB kept: over 512 KiB together.
-    const std::string big(200 * 1024, 'x');
+    const std::string big(std::size_t{200} * 1024, 'x');
     const std::string node = R"({"v":1,"type":"sh","bundle":[")" + big + R"(",")" + big +
                              R"("],"retries":1,"attempt":1})";
     const std::vector<task_result> tries{
