@@ -4,13 +4,15 @@
 # two or more builds, against one fsync ZooKeeper, in rounds that alternate the builds, so
 # each figure has a baseline from the same run (the machine is noisy: compare within a round).
 # Per build and round: one task at a time (300), a burst (20,000 no-op tasks, 100 per submit
-# call), an open loop at R tasks/s for 5 s, 1,000 spin:1 tasks at 128 in flight; tasks/s,
-# latency p50/p99, and ZooKeeper writes and reads per task from the server's counters; and
-# per round the raw creates/s of the same server (zkd-loadgen --raw), the ratios' base.
+# call), an open loop for 5 s (by default at half the burst's tasks/s of the same build and
+# round), 1,000 spin:1 tasks at 128 in flight; tasks/s, latency p50/p99, and ZooKeeper
+# writes and reads per task from the server's counters; and per round the raw creates/s of
+# the same server (zkd-loadgen --raw), the ratios' base (the burst's is printed).
 # Usage: bench/ab.sh [--rounds N] [--rate R] BUILD_DIR...
 #   BUILD_DIR  a build with src/zkd, tools/loadgen/zkd-loadgen, tools/zk_local/zkd-zk-local
 #              (e.g. a worktree of the baseline commit built with -DCMAKE_BUILD_TYPE=Release)
-#   --rounds N rounds (default 2)     --rate R  the open loop's tasks/s (default 500)
+#   --rounds N rounds (default 2)
+#   --rate R   the open loop's tasks/s: a number, or `half` (default): half the burst's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -18,18 +20,22 @@ root=$(pwd)
 . bench/lib.sh
 
 rounds=2
-rate=500
+rate=half
 builds=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) shift; rounds=${1:?--rounds needs a number} ;;
-        --rate) shift; rate=${1:?--rate needs a number} ;;
+        --rate) shift; rate=${1:?--rate needs a number or half} ;;
         -h|--help) awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; exit 0 ;;
         -*) echo "bench/ab.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
         *) builds+=("$1") ;;
     esac
     shift
 done
+case "$rate" in
+    half) ;;
+    ''|*[!0-9]*|0) echo "bench/ab.sh: --rate takes a positive whole number or 'half', not '$rate'" >&2; exit 2 ;;
+esac
 [ "${#builds[@]}" -ge 1 ] || { echo "bench/ab.sh: name at least one build directory (see --help)" >&2; exit 2; }
 
 bench_binaries "${builds[0]}"
@@ -57,8 +63,8 @@ print(round(v, 2) if isinstance(v, float) else v)
 PY
 }
 
-printf '%-6s %-28s | %-26s | %-28s | %-34s | %s\n' round build "one at a time: p50, w/r" \
-    "burst: tasks/s, w/r" "open $rate/s: p50/p99 ms, w/r" "spin:1 tasks/s"
+printf '%-6s %-28s | %-26s | %-36s | %-42s | %s\n' round build "one at a time: p50, w/r" \
+    "burst: tasks/s (x raw), w/r" "open loop: tasks/s, p50/p99 ms, w/r" "spin:1 tasks/s"
 for r in $(seq 1 "$rounds"); do
     bench_binaries "${builds[0]}"
     "$loadgen" --zk "$connect" --no-progress --json --raw --raw-ops 20000 --raw-rounds 1 \
@@ -75,16 +81,25 @@ for r in $(seq 1 "$rounds"); do
         lg() { "$loadgen" --zk "$connect" --namespace "$ns" --no-progress --json "$@" 2>/dev/null || true; }
         lg --workers 4 --wait-workers 30000 --tasks 300 --concurrency 1 >"$work/one.json"
         lg --tasks 20000 --concurrency 20000 --batch 100 >"$work/burst.json"
-        lg --duration 5 --rate "$rate" >"$work/open.json"
+        open_rate=$rate
+        if [ "$rate" = half ]; then
+            open_rate=$(python3 -c 'import sys; print(max(1, int(float(sys.argv[1]) / 2)))' \
+                "$(j "$work/burst.json" load.tasks_per_s)" 2>/dev/null || echo 500)
+        fi
+        lg --duration 5 --rate "$open_rate" >"$work/open.json"
         lg --tasks 1000 --task spin:1 --concurrency 128 >"$work/spin.json"
         stop_nodes
         w=load.zookeeper.writes_per_task
         rd=load.zookeeper.reads_per_task
-        printf '%-6s %-28s | %6s ms, %5s / %5s | %8s, %5s / %5s | %6s / %6s, %5s / %5s | %s\n' \
+        burst=$(j "$work/burst.json" load.tasks_per_s)
+        raw=$(j "$work/raw.json" raw.creates_per_s)
+        ratio=$(python3 -c 'import sys; print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")' \
+            "$burst" "$raw" 2>/dev/null || echo n/a)
+        printf '%-6s %-28s | %6s ms, %5s / %5s | %8s (%5s), %5s / %5s | %6s, %6s / %6s, %5s / %5s | %s\n' \
             "$r" "$(echo "$b" | tail -c 28)" \
             "$(j "$work/one.json" load.latency_ms.p50)" "$(j "$work/one.json" $w)" "$(j "$work/one.json" $rd)" \
-            "$(j "$work/burst.json" load.tasks_per_s)" "$(j "$work/burst.json" $w)" "$(j "$work/burst.json" $rd)" \
-            "$(j "$work/open.json" load.latency_ms.p50)" "$(j "$work/open.json" load.latency_ms.p99)" \
+            "$burst" "$ratio" "$(j "$work/burst.json" $w)" "$(j "$work/burst.json" $rd)" \
+            "$open_rate" "$(j "$work/open.json" load.latency_ms.p50)" "$(j "$work/open.json" load.latency_ms.p99)" \
             "$(j "$work/open.json" $w)" "$(j "$work/open.json" $rd)" \
             "$(j "$work/spin.json" load.tasks_per_s)"
     done
