@@ -147,3 +147,38 @@ TEST_F(MasterFsm, T6TurnsTheMarkersOfARequeuedBundlesTasksBackIntoRequests) {
     // The plain task's T6 is as ever.
     EXPECT_FALSE(creates(o.ops, protocol::layout::cancel_request(one)));
 }
+
+TEST_F(MasterFsm, ABundleTakenBackFromAStalledWorkerKeepsItsTasksRequests) {
+    join("w1", 8);
+    const auto bundle = protocol::bundle_id(tid(4, 9), 2);
+    const auto one = protocol::bundled_task_id(bundle, 1);
+    const master_saw::stall_dirs_listed round{
+        {"w1"}, {std::vector<std::string>{bundle, one + ".cancel"}}};
+    EXPECT_TRUE(of_kind(view.on(round, t0), kind::read_assignments).empty());
+    const auto reads = of_kind(view.on(round, t0), kind::read_assignments);
+    ASSERT_EQ(reads.size(), 1U);
+    ASSERT_EQ(reads[0].tids, std::vector<std::string>{bundle});
+    protocol::task_node unstarted = *protocol::decode_task_node(bundle_data(2));
+    unstarted.assigned.assigned_ms = 1'000;
+    const auto takes = of_kind(
+        view.on(
+            assignments_read{
+                "w1",
+                {assignment_node{
+                    bundle, assignment_node::status::ok, protocol::encode(unstarted), 0, 4}},
+                1'000 + 10'000},
+            t0
+        ),
+        kind::take_back
+    );
+    ASSERT_EQ(takes.size(), 1U);
+    EXPECT_EQ(takes[0].kind, protocol::departed_kind::requeue);
+    EXPECT_TRUE(creates(takes[0].ops, protocol::layout::cancel_request(one)));
+    EXPECT_NE(
+        std::find(
+            takes[0].ops.begin(), takes[0].ops.end(),
+            protocol::txn_op::remove(protocol::layout::cancel_marker("w1", one))
+        ),
+        takes[0].ops.end()
+    );
+}
