@@ -4,9 +4,20 @@
 # one worker, against running it directly from a shell loop; and a script type's output
 # streamed by 2 x cores programs at once, with the worker's event-loop lag meanwhile.
 # Usage: bench/exec.sh [BUILD_DIR (default build/release)] [TASKS (default 2000)]
+#        bench/exec.sh --chatty [BUILD_DIR] [TASKS] [ROUNDS (default 2)]
+#   --chatty: the worker's event-loop lag while 8 warm processes of a served Python type
+#   (bench/chatty.py) each write, per task, 50 progress and 50 log frames (debug, below the
+#   node's info) of about 200 bytes before the result; ROUNDS rounds of zkd-loadgen
+#   --tasks TASKS --concurrency 16, each followed by zkd_event_loop_lag_seconds from /metrics
+#   and the CPU time of the loop's thread. CHATTY_N=K: K frames of each kind instead of 50.
 # Needs python3; starts its own ZooKeeper (zkd-zk-local) and one `zkd run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+chatty=
+if [ "${1:-}" = --chatty ]; then
+    chatty=1
+    shift
+fi
 build=${1:-build/release}
 n=${2:-2000}
 zkd=$build/src/zkd
@@ -33,6 +44,43 @@ exec.stream.output = text
 exec.stream.max-output = 512KiB
 CONF
 port=$((20000 + RANDOM % 20000))
+if [ -n "$chatty" ]; then
+    rounds=${3:-2}
+    cat >"$dir/zkd.conf" <<CONF
+exec.chatty = $(python3 -c "import sys; print(sys.executable)") $PWD/bench/chatty.py
+exec.chatty.mode = serve
+exec.chatty.warm = 8
+exec.chatty.env = PYTHONPATH=$PWD/python
+CONF
+    "$zkd" run --zk "$connect" --namespace bench --capacity 8 --threads 2 \
+        --http "127.0.0.1:$port" --config "$dir/zkd.conf" --log-level info >"$dir/node.log" 2>&1 &
+    node=$!
+    metric() { # NAME{LABELS} -> its value from /metrics
+        curl -fsS "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m { print $2 }'
+    }
+    echo "== $rounds rounds of $n chatty tasks ({\"n\":${CHATTY_N:-50}}: as many progress and log frames each), 8 warm processes; load $(cut -d' ' -f1-3 /proc/loadavg)"
+    loop_cpu() { # CPU seconds of the node's event-loop thread (its main thread) so far
+        awk '{ print ($14 + $15) / 100 }' "/proc/$node/task/$node/stat"
+    }
+    for ((r = 1; r <= rounds; r++)); do
+        cpu0=$(loop_cpu)
+        "$build/tools/loadgen/zkd-loadgen" --zk "$connect" --namespace bench --wait-workers 60s \
+            --tasks "$n" --concurrency 16 --type chatty --args "{\"n\":${CHATTY_N:-50}}" --json --no-progress \
+            >"$dir/round$r.json"
+        python3 - "$dir/round$r.json" "$r" "$(metric 'zkd_event_loop_lag_seconds{quantile="0.99"}')" \
+            "$(metric 'zkd_event_loop_lag_seconds{quantile="1"}')" "$cpu0" "$(loop_cpu)" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])).get("load", {})
+tps, results = d.get("tasks_per_s", 0), d.get("results", 0)
+cpu = float(sys.argv[6]) - float(sys.argv[5])
+print(f"round {sys.argv[2]}: {tps} tasks/s; event-loop lag p99 {float(sys.argv[3])*1000:.2f} ms, "
+      f"max {float(sys.argv[4] or 'nan')*1000:.2f} ms; loop thread CPU {cpu:.2f} s "
+      f"({cpu / max(results, 1) * 1e6:.0f} us a task)")
+PY
+    done
+    echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 "$zkd" run --zk "$connect" --namespace bench --capacity 8 --threads 1 \
     --http "127.0.0.1:$port" --config "$dir/zkd.conf" --log-level warn >"$dir/node.log" 2>&1 &
 node=$!

@@ -13,7 +13,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
@@ -173,13 +172,10 @@ std::string no_such_task(const std::string& id) {
 /// it, until cancelled; then erases the line.
 asio::awaitable<void> progress_bar(zkco::client& zk, protocol::layout l, std::string id) {
     co_await asio::this_coro::throw_if_cancelled(false);
-    asio::steady_timer tick(co_await asio::this_coro::executor);
     bool drawn = false;
     for (;;) {
-        tick.expires_after(1s);
-        auto [ec] = co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
-        const auto cs = co_await asio::this_coro::cancellation_state;
-        if (ec || cs.cancelled() != asio::cancellation_type::none) {
+        const bool waited = co_await zkco::pause(1s);
+        if (!waited) {
             break;
         }
         auto info = co_await roles::read_task(zk, l, id);

@@ -74,24 +74,42 @@ struct unknown_frame {
 using frame =
     std::variant<ready_frame, progress_frame, log_frame, result_frame, error_frame, unknown_frame>;
 
+/// A log frame's level, in order; `off` is above them all.
+enum class log_level { debug, info, warn, error, off };
+
 /// Parses one line (without its "\n"). An error (the message says why) when it is not a JSON
 /// object with a string "op", or a known op misses a member it needs or has one of the wrong
 /// kind (an "id" that is no string, a progress without a number, an error code that is no
 /// code word [a-z0-9_]{1,64}). Unknown members are ignored.
-[[nodiscard]] std::variant<frame, std::string> parse_frame(std::string_view line);
+/// A log frame's message is cut to 4096 bytes and made printable when its level is at least
+/// `logged`, else left empty: the caller logs only from that level on, and a frame below it
+/// costs no copy. Parsing allocates nothing beyond what the frame keeps.
+[[nodiscard]] std::variant<frame, std::string> parse_frame(
+    std::string_view line, log_level logged = log_level::debug
+);
+
+/// Drops from `frames` (in the order one program wrote them) every progress frame that a later
+/// progress frame of the same task supersedes: one that is followed, with nothing but log and
+/// unknown frames between, by another progress frame with the same id. Only the latest
+/// progress between two publications matters (docs/exec.md "Progress"); a result, an error or
+/// a ready frame between two progress frames keeps both, and so does another task's id.
+void coalesce_progress(std::vector<frame>& frames);
 
 /// Splits a byte stream into lines of at most `max_line` bytes (without the "\n").
 class line_splitter {
 public:
     explicit line_splitter(std::size_t max_line) : max_(max_line) {}
 
-    /// Appends `data`; complete lines go to `lines`. False once a line is longer than
-    /// max_line (the stream is then useless: the caller replaces the program).
-    bool feed(std::string_view data, std::vector<std::string>& lines);
+    /// Appends `data`; complete lines go to `lines`, as views into `data` or into the
+    /// splitter (a line begun by an earlier feed), valid until the next feed. False once a
+    /// line is longer than max_line (the stream is then useless: the caller replaces the
+    /// program).
+    bool feed(std::string_view data, std::vector<std::string_view>& lines);
 
 private:
     std::size_t max_;
-    std::string partial_;
+    std::string partial_;  // the start of a line whose end has not come yet
+    std::string joined_;   // the line that an earlier feed began and the latest one ended
 };
 
 // --- the pool's decisions --------------------------------------------------------------------

@@ -280,6 +280,10 @@ void render_jobs(writer& w, const roles::node_stats& n) {
         "Workflow step tasks this node created, as master (W2 committed).", wf.launched
     );
     w.single(
+        "zkd_workflow_tasks_placed_total", "counter",
+        "Of those, the tasks W2 placed on a worker itself (direct placement).", wf.placed
+    );
+    w.single(
         "zkd_workflows_finished_total", "counter",
         "Workflows that ended while this node was master.", wf.finished
     );

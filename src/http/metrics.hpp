@@ -69,7 +69,8 @@ struct facade_counters {
 ///   zkd_schedules{state="active|paused"}, zkd_schedule_last_lateness_seconds
 ///                                                  gauges, only while master (the lateness
 ///                                                  once a firing was written)
-///   zkd_workflow_tasks_launched_total, zkd_workflows_finished_total   counters
+///   zkd_workflow_tasks_launched_total, zkd_workflow_tasks_placed_total,
+///   zkd_workflows_finished_total                   counters
 ///   zkd_workflows{state=...}, zkd_workflow_steps{state=...}   gauges, only while master
 ///   Every figure is read from memory: a scrape reads nothing from ZooKeeper.
 /// With `lag`:

@@ -2,6 +2,7 @@
 // The HTTP facade's door (server.hpp) and its listener: binding (with TLS), accepting, and
 // making room or turning a connection away when every slot is taken.
 #include "http/detail/server_impl.hpp"
+#include "zkco/deadline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -141,8 +142,10 @@ asio::awaitable<void> server::impl::run() {
         if (ec) {
             // Out of descriptors and the like: wait a little rather than spin.
             spdlog::warn("http: accept: {}", ec.message());
-            asio::steady_timer t(ex, 100ms);
-            co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            const bool waited = co_await zkco::pause(100ms);
+            if (!waited) {
+                break;
+            }
             continue;
         }
         no_inherit(socket.native_handle());

@@ -99,6 +99,7 @@ asio::awaitable<void> mastership(
             // epoch, and stop with it (docs/protocol.md §11, §12).
             workflow_engine_options wo;
             wo.retention = o.master.result_retention;
+            wo.direct = o.master.direct_placement;
             schedule_engine_options so;
             so.retention = o.master.result_retention;
             using namespace asio::experimental::awaitable_operators;
@@ -296,6 +297,10 @@ asio::awaitable<void> run_node(
             co_return false;
         }
         auto l = co_await ensure_layout(zk, protocol::meta_info{16, 16, protocol::now_ms()});
+        const bool stop_asked = co_await zkco::cancelled();  // meanwhile: do not join
+        if (stop_asked) {
+            co_return false;
+        }
         if (!l &&
             (l.error() == zkco::errc::invalid_acl || l.error() == zkco::errc::data_inconsistency)) {
             // A namespace others can write to (check_protected said which node and why), or

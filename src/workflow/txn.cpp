@@ -6,7 +6,7 @@
 
 #include <boost/json/string.hpp>
 
-#include <map>
+#include <algorithm>
 #include <utility>
 
 namespace zkd::workflow {
@@ -60,8 +60,20 @@ std::vector<std::vector<txn_op>> submit_txns(
     return out;
 }
 
+std::optional<std::string> direct_type(std::string_view tid, std::string_view data) {
+    auto n = protocol::decode_task_node(tid, data);
+    if (!n || !n->task.bundle.empty() || n->task.timing.contains("due_ms")) {
+        return std::nullopt;
+    }
+    return std::move(n->task.type);
+}
+
 std::vector<txn_op> launch_ops(
-    const protocol::layout& l, std::string_view id, std::int64_t epoch, const wf_do::write& w
+    const protocol::layout& l,
+    std::string_view id,
+    std::int64_t epoch,
+    const wf_do::write& w,
+    const std::vector<std::optional<direct_target>>& placed
 ) {
     std::vector<txn_op> ops;
     ops.reserve(w.creates.size() + 20);
@@ -71,26 +83,80 @@ std::vector<txn_op> launch_ops(
     } else {
         ops.push_back(txn_op::create(state_node(id), w.state));
     }
-    // Each shard's change log names every task created there, in order, with its data while
-    // the transaction's budget for it lasts (docs/protocol.md §6 "Change logs").
-    std::map<std::uint32_t, protocol::change_log> logs;
+    // Each directory's change log names every task created there, in order, with its data
+    // while the transaction's budget for it lasts (docs/protocol.md §6 "Change logs").
+    std::vector<std::pair<std::string, protocol::change_log>> logs;  // pending shards
+    std::vector<std::pair<std::string, protocol::change_log>> dirs;  // workers' directories
+    const auto log_of = [](auto& in, const std::string& dir) -> protocol::change_log& {
+        for (auto& [d, log] : in) {
+            if (d == dir) {
+                return log;
+            }
+        }
+        return in.emplace_back(dir, protocol::change_log{}).second;
+    };
     std::size_t inline_bytes = 0;
-    for (const auto& c : w.creates) {
-        const auto shard = protocol::shard_of(c.tid, l.pending_shards);
-        ops.push_back(txn_op::create(protocol::layout::pending_shard(shard) + "/" + c.tid, c.data));
+    for (std::size_t i = 0; i < w.creates.size(); ++i) {
+        const auto& c = w.creates[i];
+        const auto* to = i < placed.size() && placed[i] ? &*placed[i] : nullptr;
+        const auto& data = to != nullptr ? to->data : c.data;
+        protocol::change_log* log = nullptr;
+        if (to != nullptr) {
+            const auto dir = protocol::layout::assign_dir(to->worker);
+            const bool first = std::none_of(dirs.begin(), dirs.end(), [&](const auto& d) {
+                return d.first == dir;
+            });
+            if (first) {
+                ops.push_back(
+                    txn_op::check(protocol::layout::worker(to->worker), to->worker_version)
+                );
+            }
+            ops.push_back(txn_op::create(protocol::layout::assignment(to->worker, c.tid), data));
+            log = &log_of(dirs, dir);
+        } else {
+            const auto shard = protocol::shard_of(c.tid, l.pending_shards);
+            const auto dir = protocol::layout::pending_shard(shard);
+            ops.push_back(txn_op::create(dir + "/" + c.tid, data));
+            log = &log_of(logs, dir);
+        }
         protocol::log_entry e{c.tid, std::nullopt};
         const auto escaped =
-            protocol::to_text(boost::json::value(boost::json::string(c.data))).size();
+            protocol::to_text(boost::json::value(boost::json::string(data))).size();
         if (inline_bytes + escaped <= protocol::max_log_inline_bytes) {
             inline_bytes += escaped;
-            e.data = c.data;
+            e.data = data;
         }
-        logs[shard].created.push_back(std::move(e));
+        log->created.push_back(std::move(e));
     }
-    for (auto& [shard, log] : logs) {
-        ops.push_back(txn_op::set(protocol::layout::pending_shard(shard), protocol::encode(log)));
+    for (auto* group : {&logs, &dirs}) {
+        for (auto& [dir, log] : *group) {
+            ops.push_back(txn_op::set(dir, protocol::encode(log)));
+        }
     }
     return ops;
+}
+
+launch_failure read_launch_failure(
+    const std::vector<txn_op>& ops, std::optional<std::size_t> failed_op, protocol::op_code code
+) {
+    if (!failed_op || *failed_op >= ops.size()) {
+        return launch_failure::other;
+    }
+    if (*failed_op == 0) {
+        return launch_failure::deposed;
+    }
+    const auto& op = ops[*failed_op];
+    const auto workers = protocol::layout::workers_dir() + "/";
+    const auto assign = protocol::layout::assign_dir() + "/";
+    if (op.what == txn_op::kind::check && op.path.starts_with(workers) &&
+        (code == protocol::op_code::no_node || code == protocol::op_code::bad_version)) {
+        return launch_failure::worker_gone;
+    }
+    if (op.what == txn_op::kind::create && op.path.starts_with(assign) &&
+        code == protocol::op_code::no_node) {
+        return launch_failure::worker_gone;
+    }
+    return launch_failure::other;
 }
 
 txn_op cancel_request_op(std::string_view id) {

@@ -11,6 +11,7 @@
 #include "workflow/workflow_fsm.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,10 +44,46 @@ std::vector<std::vector<protocol::txn_op>> submit_txns(
     workflow_ref w, workflow_header h, std::string_view canonical
 );
 
-/// W2: check(/epoch, epoch), the state (create, or set at the write's version), each task's
-/// create in its pending shard, and one change log per shard created in (§6).
+/// A task W2 places on a worker itself (docs/protocol.md §11.4 "Direct placement"): the
+/// worker, its node's version as read, and the task's data stamped with the assignment
+/// (`worker`, `assigned_ms`; protocol::stamp).
+struct direct_target {
+    std::string worker;
+    std::int32_t worker_version = 0;
+    std::string data;
+
+    friend bool operator==(const direct_target&, const direct_target&) = default;
+};
+
+/// The type of a launched task W2 may place on a worker itself: a plain task (not a bundle,
+/// not delayed: no `due_ms`) whose data decodes; nullopt otherwise (it goes to pending).
+std::optional<std::string> direct_type(std::string_view tid, std::string_view data);
+
+/// W2: check(/epoch, epoch), the state (create, or set at the write's version), then per
+/// task either its create in its pending shard or, when `placed[i]` holds a target,
+/// check(/workers/<w>, version) (once per worker, before its first task) and
+/// create(/assign/<w>/<tid>, stamped data); last one change log per pending shard and per
+/// worker directory created in (§6), pending shards first, each group in order of first
+/// use. `placed` is empty (every task to pending) or as long as the write's creates.
 std::vector<protocol::txn_op> launch_ops(
-    const protocol::layout& l, std::string_view id, std::int64_t epoch, const wf_do::write& w
+    const protocol::layout& l,
+    std::string_view id,
+    std::int64_t epoch,
+    const wf_do::write& w,
+    const std::vector<std::optional<direct_target>>& placed = {}
+);
+
+/// Why a W2 failed, from the op that failed and its code.
+enum class launch_failure {
+    deposed,      ///< the epoch's check: another master acts
+    worker_gone,  ///< a worker's check (it left, or changed: draining), or its directory is
+                  ///< gone: send the write again with every task to pending
+    other,        ///< anything else (a lost answer included): read the workflow again
+};
+launch_failure read_launch_failure(
+    const std::vector<protocol::txn_op>& ops,
+    std::optional<std::size_t> failed_op,
+    protocol::op_code code
 );
 
 /// W3: create(/workflows/<id>/cancel, "").

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "zkco/client.hpp"
 
+#include "zkco/deadline.hpp"
 #include "zkco/detail/core.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -56,6 +57,9 @@ void watch::start_wait(asio::any_completion_handler<void(error_code, watch_event
 }
 
 asio::awaitable<result<watch_event>> watch::changed() {
+    if (co_await cancelled()) {
+        co_return asio::error::operation_aborted;  // a cancellation emitted earlier
+    }
     auto [ec, event] = co_await async_wait(tuple_awaitable);
     if (ec) {
         co_return ec;
@@ -187,6 +191,9 @@ asio::awaitable<result<void>> client::connect() {
 }
 
 asio::awaitable<result<state_change>> client::wait_state(std::uint64_t seen) {
+    if (co_await cancelled()) {
+        co_return asio::error::operation_aborted;  // a cancellation emitted earlier
+    }
     auto [ec, change] = co_await async_wait_state(seen, tuple_awaitable);
     co_return to_result(ec, change);
 }

@@ -224,6 +224,8 @@ public:
     }
 
     // --- the same as coroutines yielding result<T> ------------------------------------
+    // wait_state, like watch::changed, ends at once with operation_aborted in a coroutine
+    // cancelled before the call.
 
     boost::asio::awaitable<result<void>> connect();
     boost::asio::awaitable<result<state_change>> wait_state(std::uint64_t seen);

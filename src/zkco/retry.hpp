@@ -4,6 +4,7 @@
 #pragma once
 
 #include "zkco/client.hpp"
+#include "zkco/deadline.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -27,12 +28,16 @@ boost::asio::awaitable<bool> wait_created(client& zk, std::string path);
 
 /// Runs `op` (an awaitable yielding a result) until it gives an answer other than "outcome
 /// unknown", waiting for the connection between tries; errc::session_expired once the
-/// session is gone. Only for operations that are safe to repeat.
+/// session is gone. Only for operations that are safe to repeat. Once the calling coroutine
+/// is cancelled it tries no more: the unknown outcome (operation_aborted, say) is the answer.
 template <class Op>
 auto retry_unknown(client& zk, Op op) -> decltype(op()) {
     for (;;) {
         auto r = co_await op();
         if (r || r.error() != condition::retryable) {
+            co_return r;
+        }
+        if (co_await cancelled()) {
             co_return r;
         }
         const bool connected = co_await wait_connected(zk);

@@ -47,7 +47,9 @@ public:
         );
     }
 
-    /// async_wait as a coroutine; the watch must outlive the call.
+    /// async_wait as a coroutine; the watch must outlive the call. A coroutine cancelled
+    /// before the call gets operation_aborted at once (a cancellation emitted before a wait
+    /// begins would never reach it).
     boost::asio::awaitable<result<watch_event>> changed();
 
 private:

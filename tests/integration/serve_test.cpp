@@ -2,6 +2,7 @@
 // Served exec types (docs/exec.md "Serve mode") with real `zkd run` processes, a real
 // ZooKeeper and a real served program: tests/programs/served.py, a Python script that speaks
 // the framing with the standard library alone.
+#include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/namespace.hpp"
 #include "support/zkd_cluster.hpp"
@@ -392,6 +393,46 @@ TEST_F(Serve, DrainLetsTheTaskInFlightFinishThenTheProgramExits) {
             // Its stdin closed, the program exits by itself, well before kill-grace.
             EXPECT_EQ(nodes_.at("a")->wait_exit(8s), 0);
             EXPECT_FALSE(alive(program));
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
+}
+
+TEST_F(Serve, ProgressAndLogFramesReachTheTasksNodeAndTheWorkersLogAtTheirLevel) {
+    const auto gate = dir_ / "gate";
+    start("a", "exec.s.warm = 1\n", {"--serve", "s=" + served, "--log-level", "info"});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            // 400 progress and 400 log frames as fast as the program writes them, then it
+            // waits: the latest progress is what the task's node shows.
+            std::vector<task_spec> reqs{
+                {"s", json::value{{"chatter", 400}, {"gate", gate.string()}, {"echo", 7}}}};
+            auto ids = co_await tc.submit(std::move(reqs));
+            ASSERT_TRUE(ids);
+            task_info info;
+            for (int i = 0; i < 500 && info.progress_message != "step 400"; ++i) {
+                co_await settle(20ms);
+                auto got = co_await read_task(*zk, *l, ids->front());
+                ASSERT_TRUE(got);
+                info = *got;
+            }
+            EXPECT_EQ(info.state, task_state::running);
+            EXPECT_DOUBLE_EQ(info.progress, 0.5);
+            EXPECT_EQ(info.progress_message, "step 400");
+            std::ofstream(gate) << "";
+            auto r = co_await zkd::zkco::with_timeout(tc.wait(ids->front()), 30s);
+            ASSERT_TRUE(r) << r.error().message();
+            EXPECT_EQ(r->state, task_state::succeeded);
+            EXPECT_EQ(r->value, json::value(7));
+            const std::string log = log_of("a");
+            EXPECT_NE(log.find("loud \u00e9"), std::string::npos) << "a warn frame is logged";
+            EXPECT_EQ(log.find("quiet "), std::string::npos) << "a debug frame is not, at info";
             co_await tc.flush();
             co_await zk->close();
         }(),

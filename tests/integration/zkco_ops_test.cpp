@@ -6,6 +6,7 @@
 #include "zkco/deadline.hpp"
 #include "zkco/retry.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace asio = boost::asio;
@@ -426,6 +428,60 @@ TEST_F(ZkcoOps, WaitCreatedReturnsOnceThePathExistsAndFalseWhenTheSessionCloses)
         EXPECT_TRUE(done);
         EXPECT_FALSE(created);
         co_await other.close();
+    }());
+}
+
+// A coroutine that goes on after its cancellation (throw_if_cancelled(false), as the roles'
+// loops run) and then starts a wait: the wait ends at once instead of never (a cancellation
+// only reaches the operations pending when it is emitted).
+TEST_F(ZkcoOps, AWaitBegunAfterACancellationEndsAtOnce) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        bool done = false;
+        std::optional<result<watch_event>> fired;
+        std::optional<result<state_change>> changed;
+        std::optional<result<node>> read;
+        int tries = 0;
+        asio::cancellation_signal stop;
+        asio::steady_timer t(ioc_);
+        asio::co_spawn(
+            ioc_,
+            [&]() -> asio::awaitable<void> {
+                co_await asio::this_coro::throw_if_cancelled(false);
+                auto w = co_await zk.watch_exists("/cancelled-watch");
+                // Cancelled here, during a pause that is not ZooKeeper's.
+                asio::steady_timer pause(co_await asio::this_coro::executor, 10s);
+                co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+                fired = co_await w->watch.changed();
+                changed = co_await zk.wait_state(zk.state_generation());
+                // A retryable outcome is not retried once cancelled.
+                read = co_await retry_unknown(zk, [&]() -> asio::awaitable<result<node>> {
+                    ++tries;
+                    if (tries == 1) {
+                        co_return error_code(errc::connection_loss);
+                    }
+                    co_return node{};
+                });
+                done = true;
+            },
+            asio::bind_cancellation_slot(stop.slot(), asio::detached)
+        );
+        t.expires_after(100ms);
+        co_await t.async_wait(asio::use_awaitable);
+        stop.emit(asio::cancellation_type::terminal);
+        for (int i = 0; i < 250 && !done; ++i) {
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        ASSERT_TRUE(done) << "a wait begun after the cancellation did not end";
+        ASSERT_TRUE(fired && changed && read);
+        EXPECT_EQ(fired->error(), asio::error::operation_aborted);
+        EXPECT_EQ(changed->error(), asio::error::operation_aborted);
+        ASSERT_FALSE(*read) << "tried again after the cancellation";
+        EXPECT_EQ(read->error(), errc::connection_loss);
+        EXPECT_EQ(tries, 1);
+        co_await zk.close();
     }());
 }
 

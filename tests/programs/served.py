@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # A served program speaking docs/exec.md's framing with nothing but the standard library (the
 # tests' served type). args: {"echo":V} answers V; {"pid":1} its pid; {"progress":F} reports F
-# first; {"crash":N} exits with N mid-task; {"hang":1} ignores everything; {"wait_cancel":1}
+# first; {"chatter":N} N progress frames (the last 0.5, "step N") and N debug log frames,
+# then a warn one ("loud é"); {"crash":N} exits with N mid-task; {"hang":1} ignores everything; {"wait_cancel":1}
 # answers only a cancel; {"fail":M} fails with code bad_args; {"gate":F} answers once file F
 # exists; {"spawn":1} starts two sleeps (one in a session of its own) and answers their pids
 # with its own. argv[1], if given: a file whose
@@ -30,6 +31,12 @@ for line in sys.stdin:
         time.sleep(3600)
     if "progress" in args:
         send(op="progress", id=tid, fraction=args["progress"], message="halfway")
+    if "chatter" in args:
+        n = args["chatter"]
+        for i in range(1, n + 1):
+            send(op="progress", id=tid, fraction=i / n / 2, message=f"step {i}")
+            send(op="log", level="debug", message=f"quiet {i}")
+        send(op="log", level="warn", message="loud \u00e9")
     if "gate" in args:
         while not os.path.exists(args["gate"]):
             time.sleep(0.02)

@@ -562,11 +562,14 @@ private:
         }
     }
 
+    /// Reads `pr`'s frames: each read's complete lines are parsed in one go, then applied in
+    /// order, a progress frame that a later one of the same read supersedes skipped.
     asio::awaitable<void> read_frames(std::shared_ptr<proc> pr) {
         auto self = shared_from_this();
         serve::line_splitter lines(p_.config.max_output);
         std::array<char, 65536> buf{};
-        std::vector<std::string> got;
+        std::vector<std::string_view> got;
+        std::vector<serve::frame> frames;
         for (;;) {
             auto [ec, n] = co_await pr->c->out.async_read_some(
                 asio::buffer(buf), asio::as_tuple(asio::use_awaitable)
@@ -576,20 +579,47 @@ private:
                 bad_frame(pr, codes::output_too_large, "a line over max-output");
                 break;
             }
-            for (auto& line : got) {
-                if (line.find_first_not_of(" \t\r") == std::string::npos) {
+            const auto logged = logged_level();
+            frames.clear();
+            std::optional<std::string> bad;
+            for (const auto line : got) {
+                if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
                     continue;  // a blank line is no frame
                 }
-                auto parsed = serve::parse_frame(line);
+                auto parsed = serve::parse_frame(line, logged);
                 if (auto* why = std::get_if<std::string>(&parsed)) {
-                    bad_frame(pr, codes::handler_error, *why);
+                    bad = std::move(*why);  // the frames before it count, the rest not
                     break;
                 }
-                on_frame(pr, std::move(std::get<serve::frame>(parsed)));
+                frames.push_back(std::move(std::get<serve::frame>(parsed)));
+            }
+            serve::coalesce_progress(frames);
+            for (auto& f : frames) {
+                on_frame(pr, std::move(f));
+            }
+            if (bad) {
+                bad_frame(pr, codes::handler_error, *bad);
             }
             if (ec) {
                 break;
             }
+        }
+    }
+
+    /// The lowest level of a program's log frames that the worker's log shows.
+    static serve::log_level logged_level() {
+        switch (spdlog::get_level()) {
+        case spdlog::level::trace:
+        case spdlog::level::debug:
+            return serve::log_level::debug;
+        case spdlog::level::info:
+            return serve::log_level::info;
+        case spdlog::level::warn:
+            return serve::log_level::warn;
+        case spdlog::level::err:
+            return serve::log_level::error;
+        default:
+            return serve::log_level::off;
         }
     }
 

@@ -3,10 +3,12 @@
 #include "handlers/serve.hpp"
 #include "protocol/text.hpp"
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace json = boost::json;
@@ -47,16 +49,29 @@ bool is_code_word(std::string_view s) {
 }
 
 std::string short_text(std::string_view s, std::size_t max) {
-    std::string out(s.substr(0, max));
+    std::string out(s.substr(0, max + 1));  // cut_utf8 looks at the first byte it drops
     protocol::cut_utf8(out, max);
     return protocol::printable_utf8(out);
 }
 
+/// A string member of a parsed frame cut to `max` bytes. The parser accepts only valid UTF-8
+/// (a lone surrogate escape included: not JSON), and the cut keeps whole characters: it needs
+/// no cleaning.
+std::string member_text(std::string_view s, std::size_t max) {
+    std::string out(s.substr(0, max + 1));
+    protocol::cut_utf8(out, max);
+    return out;
+}
+
 }  // namespace
 
-std::variant<frame, std::string> parse_frame(std::string_view line) {
+std::variant<frame, std::string> parse_frame(std::string_view line, log_level logged) {
+    // The parsed value lives in a buffer on the stack (the heap only past it): what the frame
+    // keeps is copied out of it.
+    std::array<unsigned char, 4096> buffer;  // NOLINT(cppcoreguidelines-pro-type-member-init)
+    json::monotonic_resource scratch(buffer.data(), buffer.size());
     boost::system::error_code ec;
-    const json::value v = json::parse(line, ec);
+    const json::value v = json::parse(line, ec, &scratch);
     if (ec) {
         return "not JSON (" + ec.message() + "): " + short_text(line, 200);
     }
@@ -103,11 +118,10 @@ std::variant<frame, std::string> parse_frame(std::string_view line) {
             return std::string(R"(a "progress" frame without a "fraction" number)");
         }
         p.fraction = std::clamp(f->to_number<double>(), 0.0, 1.0);
-        std::string m;
-        if (string_member("message", m)) {
-            p.message = short_text(m, 200);
+        if (const auto* m = o.if_contains("message"); m != nullptr && m->is_string()) {
+            p.message = member_text(m->get_string(), 200);
         }
-        return frame{p};
+        return frame{std::move(p)};
     }
     if (name == "log") {
         log_frame l;
@@ -115,10 +129,16 @@ std::variant<frame, std::string> parse_frame(std::string_view line) {
         if (l.level != "debug" && l.level != "info" && l.level != "warn" && l.level != "error") {
             l.level = "info";
         }
-        std::string m;
-        string_member("message", m);
-        l.message = short_text(m, 4096);
-        return frame{l};
+        const log_level level = l.level == "debug"  ? log_level::debug
+                                : l.level == "info" ? log_level::info
+                                : l.level == "warn" ? log_level::warn
+                                                    : log_level::error;
+        if (level >= logged) {
+            if (const auto* m = o.if_contains("message"); m != nullptr && m->is_string()) {
+                l.message = member_text(m->get_string(), 4096);
+            }
+        }
+        return frame{std::move(l)};
     }
     if (name == "result") {
         result_frame r;
@@ -155,8 +175,37 @@ std::variant<frame, std::string> parse_frame(std::string_view line) {
     return frame{unknown_frame{std::string(name)}};
 }
 
-bool line_splitter::feed(std::string_view data, std::vector<std::string>& lines) {
-    for (;;) {
+void coalesce_progress(std::vector<frame>& frames) {
+    // From the back: `later` is the nearest progress frame after the one at i with nothing but
+    // log and unknown frames between. Kept frames move to the back; the room of the dropped
+    // ones is erased at the end.
+    const progress_frame* later = nullptr;
+    std::size_t kept = frames.size();
+    for (std::size_t i = frames.size(); i-- > 0;) {
+        bool drop = false;
+        if (const auto* p = std::get_if<progress_frame>(&frames[i])) {
+            drop = later != nullptr && later->id == p->id;
+        } else if (!std::holds_alternative<log_frame>(frames[i]) && !std::holds_alternative<unknown_frame>(frames[i])) {
+            later = nullptr;
+        }
+        if (drop) {
+            continue;
+        }
+        --kept;
+        if (kept != i) {
+            frames[kept] = std::move(frames[i]);
+        }
+        if (const auto* p = std::get_if<progress_frame>(&frames[kept])) {
+            later = p;
+        }
+    }
+    frames.erase(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(kept));
+}
+
+bool line_splitter::feed(std::string_view data, std::vector<std::string_view>& lines) {
+    joined_.clear();
+    if (!partial_.empty()) {
+        // The line an earlier feed began: it ends here, or grows.
         const auto nl = data.find('\n');
         const std::string_view part = data.substr(0, nl);
         if (partial_.size() + part.size() > max_) {
@@ -167,8 +216,24 @@ bool line_splitter::feed(std::string_view data, std::vector<std::string>& lines)
         if (nl == std::string_view::npos) {
             return true;
         }
-        lines.push_back(std::move(partial_));
+        std::swap(joined_, partial_);
         partial_.clear();
+        lines.emplace_back(joined_);
+        data.remove_prefix(nl + 1);
+    }
+    for (;;) {
+        const auto nl = data.find('\n');
+        if (nl == std::string_view::npos) {
+            if (data.size() > max_) {
+                return false;
+            }
+            partial_.assign(data);
+            return true;
+        }
+        if (nl > max_) {
+            return false;
+        }
+        lines.push_back(data.substr(0, nl));
         data.remove_prefix(nl + 1);
     }
 }

@@ -340,6 +340,12 @@ private:
                     continue;  // a change note came while this loop was busy
                 }
             }
+            // A cancellation that came during a read (retried, so unseen) ends the loop here:
+            // the wait below would not see it.
+            const bool cancelled_meanwhile = co_await zkco::cancelled();
+            if (cancelled_meanwhile) {
+                co_return;
+            }
             if (deposed_ || queue_.empty()) {
                 wake_.expires_at(asio::steady_timer::time_point::max());
             } else {

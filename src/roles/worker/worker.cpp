@@ -22,6 +22,7 @@
 #include "roles/txn/zk_ops.hpp"
 #include "roles/worker/detail/progress.hpp"
 #include "roles/worker/detail/worker_fsm.hpp"
+#include "zkco/deadline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -140,6 +141,11 @@ public:
             "worker {} joined (capacity {}, {} types)", me_.id, me_.capacity.value_or(0),
             me_.types.size()
         );
+        // Asked to stop while joining: the reset below would forget it.
+        const bool stop_asked = co_await zkco::cancelled();
+        if (stop_asked) {
+            co_return;
+        }
         co_await asio::this_coro::reset_cancellation_state(asio::enable_terminal_cancellation());
         co_await asio::this_coro::throw_if_cancelled(false);
         {

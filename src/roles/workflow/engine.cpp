@@ -2,6 +2,7 @@
 #include "roles/workflow/engine.hpp"
 
 #include "protocol/change_log.hpp"
+#include "protocol/direct_placement.hpp"
 #include "protocol/ids.hpp"
 #include "protocol/task.hpp"
 #include "reactor/task_group.hpp"
@@ -12,6 +13,7 @@
 #include "workflow/txn.hpp"
 #include "workflow/workflow_fsm.hpp"
 #include "zkco/deadline.hpp"
+#include "zkco/read_batch.hpp"
 #include "zkco/retry.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -42,6 +44,95 @@ namespace {
 /// Most deletes one W4 transaction holds.
 constexpr std::size_t reap_batch = 500;
 
+/// Most workers one read of the workers' view reads (in a larger cluster, a window that
+/// moves on at each read), as a client's (docs/protocol.md §6 T1 "Direct placement").
+constexpr std::size_t workers_window = 16;
+
+/// The workers as the engine last read them, shared by every workflow it runs: where W2
+/// places a launched task itself (docs/protocol.md §11.4 "Direct placement"). Read again,
+/// before a placement, once it is older than workflow_engine_options::workers_read_every.
+class worker_view {
+public:
+    explicit worker_view(std::chrono::milliseconds every) : every_(every) {}
+
+    /// Reads /master (its say on direct placement, its suspects), /workers and each
+    /// worker's node and directory stat, unless the last read is recent or another
+    /// workflow is reading. A failed read leaves no view: nothing is placed until the next.
+    asio::awaitable<void> refresh(zkco::client& zk) {
+        const auto now = std::chrono::steady_clock::now();
+        if (reading_ || (read_at_ && now - *read_at_ < every_)) {
+            co_return;
+        }
+        reading_ = true;
+        read_at_ = now;
+        co_await read(zk);
+        reading_ = false;
+    }
+
+    /// A W2 found a worker gone or changed: read again before the next placement.
+    void stale() { read_at_.reset(); }
+
+    protocol::direct_placer& placer() { return placer_; }
+
+private:
+    asio::awaitable<void> read(zkco::client& zk) {
+        zkco::read_batch batch(zk);
+        auto master = batch.get(protocol::layout::master());
+        auto workers = batch.get_children(protocol::layout::workers_dir());
+        if (!co_await batch.wait() || !*workers) {
+            placer_.read({});
+            co_return;
+        }
+        if (*master) {
+            if (const auto m = protocol::decode_master((*master)->data); m) {
+                direct_ = m->direct;
+                suspects_ = m->suspects;
+                std::sort(suspects_.begin(), suspects_.end());
+            }
+        }
+        if (!direct_) {
+            placer_.read({});
+            co_return;
+        }
+        auto names = protocol::worker_window(std::move((*workers)->names), at_, workers_window);
+        zkco::read_batch each(zk);
+        std::vector<zkco::read_batch::slot<zkco::node>> nodes;
+        std::vector<zkco::read_batch::slot<std::optional<zkco::stat>>> dirs;
+        for (const auto& name : names) {
+            nodes.push_back(each.get(protocol::layout::worker(name)));
+            dirs.push_back(each.exists(protocol::layout::assign_dir(name)));
+        }
+        if (!co_await each.wait()) {
+            placer_.read({});
+            co_return;
+        }
+        std::vector<protocol::worker_seen> seen;
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            // As the master takes workers (§7): a live session's node holding a worker's
+            // data, and its directory there.
+            if (!*nodes[k] || (*nodes[k])->stat.ephemeral_owner == 0 || !*dirs[k] || !**dirs[k]) {
+                continue;
+            }
+            auto info = protocol::decode_worker((*nodes[k])->data);
+            if (!info) {
+                continue;
+            }
+            seen.push_back(
+                {names[k], (*nodes[k])->stat.version, std::move(*info), (**dirs[k])->num_children}
+            );
+        }
+        placer_.read(std::move(seen), suspects_);
+    }
+
+    std::chrono::milliseconds every_;
+    protocol::direct_placer placer_;
+    std::optional<std::chrono::steady_clock::time_point> read_at_;
+    bool reading_ = false;
+    bool direct_ = true;  // /master's say, as last read
+    std::vector<std::string> suspects_;
+    std::size_t at_ = 0;  // the window's start (protocol::worker_window)
+};
+
 /// One workflow, followed and advanced (docs/protocol.md §11.4).
 class runner : public std::enable_shared_from_this<runner> {
 public:
@@ -53,6 +144,7 @@ public:
         workflow_engine_stats* stats,
         std::string id,
         wf::workflow_ref ref,
+        std::shared_ptr<worker_view> view,
         const asio::any_io_executor& ex
     )
         : zk_(zk),
@@ -62,6 +154,7 @@ public:
           stats_(stats),
           id_(std::move(id)),
           ref_(ref),
+          view_(std::move(view)),
           wake_(ex),
           watchers_(ex) {}
 
@@ -136,6 +229,9 @@ private:
     }
 
     void push(wf::workflow_event e) {
+        if (const auto* r = std::get_if<wf::wf_saw::result>(&e); r != nullptr && view_) {
+            view_->placer().settled(r->tid);  // its worker's budget is free again
+        }
         inbox_.push_back(std::move(e));
         wake_.cancel();
     }
@@ -178,6 +274,12 @@ private:
                 continue;
             }
             if (inbox_.empty()) {
+                // A cancellation that came during a read (retried, so unseen) ends the loop
+                // here: the wait below would not see it.
+                const bool cancelled_meanwhile = co_await zkco::cancelled();
+                if (cancelled_meanwhile) {
+                    co_return;
+                }
                 if (wake_at) {
                     const auto in = std::max<std::int64_t>(0, *wake_at - protocol::now_ms());
                     wake_.expires_after(std::chrono::milliseconds(in));
@@ -195,25 +297,10 @@ private:
     asio::awaitable<bool> carry_out(wf::workflow_step step, bool& need_load) {
         for (auto& action : step.actions) {
             if (auto* w = std::get_if<wf::wf_do::write>(&action)) {
-                const auto creates = w->creates.size();
-                auto r = co_await zk_.multi(to_zkco(wf::launch_ops(l_, id_, epoch_, *w)));
-                if (r) {
-                    if (stats_ != nullptr) {
-                        ++stats_->writes;
-                        stats_->launched += creates;
-                    }
-                    spdlog::debug("workflow {}: wrote its state, {} tasks launched", id_, creates);
-                    push(wf::wf_saw::written{true});
-                    continue;
-                }
-                if (r.failed_op() == std::optional<std::size_t>{0}) {
-                    spdlog::info("workflow {}: deposed (epoch {} is past)", id_, epoch_);
+                const auto go_on = co_await write(*w);
+                if (!go_on) {
                     co_return false;
                 }
-                spdlog::warn(
-                    "workflow {}: its write failed ({}): reading it again", id_, r.ec.message()
-                );
-                push(wf::wf_saw::written{false});
             } else if (auto* c = std::get_if<wf::wf_do::cancel_tasks>(&action)) {
                 for (const auto& tid : c->tids) {
                     auto op = wf::cancel_task_op(tid, protocol::now_ms());
@@ -240,6 +327,108 @@ private:
             }
         }
         co_return true;
+    }
+
+    /// W2, its tasks placed on workers with room where the view has some; sent again with
+    /// every task to pending should a worker have left or changed. False: deposed.
+    asio::awaitable<bool> write(const wf::wf_do::write& w) {
+        auto placed = co_await place(w);
+        for (;;) {
+            const auto ops = wf::launch_ops(l_, id_, epoch_, w, placed);
+            auto r = co_await zk_.multi(to_zkco(ops));
+            const auto direct = static_cast<std::size_t>(std::count_if(
+                placed.begin(), placed.end(), [](const auto& p) { return p.has_value(); }
+            ));
+            if (r) {
+                if (stats_ != nullptr) {
+                    ++stats_->writes;
+                    stats_->launched += w.creates.size();
+                    stats_->placed += direct;
+                }
+                spdlog::debug(
+                    "workflow {}: wrote its state, {} tasks launched ({} placed on workers)", id_,
+                    w.creates.size(), direct
+                );
+                push(wf::wf_saw::written{true});
+                co_return true;
+            }
+            const auto failed = r.failed_op();
+            const auto code = failed && *failed < r.results.size()
+                                  ? to_op_code(r.results[*failed].ec)
+                                  : protocol::op_code::other;
+            const auto why = wf::read_launch_failure(ops, failed, code);
+            if (why == wf::launch_failure::deposed) {
+                spdlog::info("workflow {}: deposed (epoch {} is past)", id_, epoch_);
+                co_return false;
+            }
+            if (why == wf::launch_failure::worker_gone && direct > 0) {
+                // Nothing of it applied: the same write again, every task to pending.
+                spdlog::info(
+                    "workflow {}: a worker it placed on left or changed ({}): its {} tasks go "
+                    "to pending",
+                    id_, ops[*failed].path, direct
+                );
+                for (std::size_t i = 0; i < placed.size(); ++i) {
+                    if (placed[i]) {
+                        view_->placer().settled(w.creates[i].tid);
+                    }
+                }
+                view_->stale();
+                placed.clear();
+                if (stats_ != nullptr) {
+                    ++stats_->redirected;
+                }
+                continue;
+            }
+            spdlog::warn(
+                "workflow {}: its write failed ({}): reading it again", id_, r.ec.message()
+            );
+            for (std::size_t i = 0; i < placed.size(); ++i) {
+                if (placed[i]) {
+                    view_->placer().settled(w.creates[i].tid);
+                }
+            }
+            push(wf::wf_saw::written{false});
+            co_return true;
+        }
+    }
+
+    /// Where each of the write's tasks goes directly (the view's choice; empty: to pending).
+    asio::awaitable<std::vector<std::optional<wf::direct_target>>> place(const wf::wf_do::write& w
+    ) {
+        std::vector<std::optional<wf::direct_target>> placed;
+        if (!view_ || w.creates.empty()) {
+            co_return placed;
+        }
+        co_await view_->refresh(zk_);
+        auto& placer = view_->placer();
+        const auto now = protocol::now_ms();
+        // As a client's turns (§6 T1): workflows start on different workers.
+        const auto turn = static_cast<std::uint64_t>(ref_.client) + turn_++;
+        bool any = false;
+        placed.resize(w.creates.size());
+        for (std::size_t i = 0; i < w.creates.size(); ++i) {
+            const auto& c = w.creates[i];
+            const auto type = wf::direct_type(c.tid, c.data);
+            if (!type) {
+                continue;
+            }
+            const auto to = placer.place(*type, turn);
+            if (!to) {
+                continue;
+            }
+            auto data = protocol::stamp(c.data, protocol::assignment{0, 0, now, to->worker});
+            if (!data) {
+                continue;  // our own encode wrote it: does not happen; pending takes it
+            }
+            placer.placed(c.tid, to->worker);
+            placed[i] = wf::direct_target{to->worker, to->version, std::move(*data)};
+            any = true;
+        }
+        if (!any) {
+            placed.clear();
+        }
+        co_return placed;
     }
 
     /// The header, the chunks, the spec; nullopt (logged) when the workflow cannot be run.
@@ -498,10 +687,12 @@ private:
     workflow_engine_stats* stats_;
     std::string id_;
     wf::workflow_ref ref_;
+    std::shared_ptr<worker_view> view_;  // null: every task to pending
     asio::steady_timer wake_;
     reactor::task_group watchers_;
     std::deque<wf::workflow_event> inbox_;
     std::optional<wf::workflow_fsm> fsm_;
+    std::uint64_t turn_ = 0;  // W2s placed so far: the worker tried first (direct_placer)
     // Its part of the stats' gauges (recount, uncount).
     bool counted_ = false;
     std::size_t counted_status_ = 0;
@@ -521,6 +712,7 @@ asio::awaitable<void> run_workflows(
     auto ex = co_await asio::this_coro::executor;
     reactor::task_group group(ex);
     std::set<std::string, std::less<>> known;
+    auto view = opts.direct ? std::make_shared<worker_view>(opts.workers_read_every) : nullptr;
     for (;;) {
         const bool stop = co_await zkco::cancelled();
         if (stop) {
@@ -550,7 +742,7 @@ asio::awaitable<void> run_workflows(
             if (!known.insert(name).second) {
                 continue;
             }
-            auto r = std::make_shared<runner>(zk, l, epoch, opts, stats, name, *ref, ex);
+            auto r = std::make_shared<runner>(zk, l, epoch, opts, stats, name, *ref, view, ex);
             group.spawn([r] { return r->run(); }, "workflow " + name);
         }
         auto fired = co_await kids->watch.changed();

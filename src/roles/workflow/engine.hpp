@@ -22,15 +22,24 @@ struct workflow_engine_options {
     /// An empty workflow node (its client died while writing a large spec) older than this
     /// is deleted.
     std::chrono::milliseconds abandoned_after{10L * 60 * 1000};
+    /// W2 places a launched task on a worker with room itself, as a client's direct
+    /// placement does (docs/protocol.md §11.4); the master's say on direct placement
+    /// (`zkd run --no-direct`: every task goes through pending).
+    bool direct = true;
+    /// The workers' view for direct placement is read again when it is older than this.
+    std::chrono::milliseconds workers_read_every{1000};
 };
 
 /// What the engine has done, for logs and tests.
 struct workflow_engine_stats {
-    std::uint64_t adopted = 0;   ///< workflows read and followed
-    std::uint64_t launched = 0;  ///< tasks created (W2 committed)
-    std::uint64_t writes = 0;    ///< W2 transactions committed
-    std::uint64_t finished = 0;  ///< workflows that ended under this engine
-    std::uint64_t reaped = 0;    ///< workflows deleted (W4)
+    std::uint64_t adopted = 0;     ///< workflows read and followed
+    std::uint64_t launched = 0;    ///< tasks created (W2 committed)
+    std::uint64_t writes = 0;      ///< W2 transactions committed
+    std::uint64_t finished = 0;    ///< workflows that ended under this engine
+    std::uint64_t reaped = 0;      ///< workflows deleted (W4)
+    std::uint64_t placed = 0;      ///< tasks W2 placed on a worker itself (counted in launched)
+    std::uint64_t redirected = 0;  ///< W2s sent again with every task to pending (a worker
+                                   ///< left or changed)
     /// Gauges, kept while the engine runs (0 once it stops): the workflows it follows (every
     /// one not yet reaped, finished ones included) by status, indexed as workflow_statuses,
     /// and their steps by status, indexed as step_statuses. A workflow counts once its spec

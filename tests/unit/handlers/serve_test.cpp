@@ -100,18 +100,138 @@ TEST(ExecServeFrames, RefusesWhatIsNoFrame) {
     );
 }
 
+std::vector<std::string> strings(const std::vector<std::string_view>& views) {
+    return {views.begin(), views.end()};
+}
+
 TEST(ExecServeFrames, TheLineSplitterCutsLinesAndRefusesOneTooLong) {
     line_splitter s(8);
-    std::vector<std::string> lines;
+    std::vector<std::string_view> lines;
     EXPECT_TRUE(s.feed("ab", lines));
     EXPECT_TRUE(lines.empty());
     EXPECT_TRUE(s.feed("c\nde\n\nf", lines));
-    EXPECT_EQ(lines, (std::vector<std::string>{"abc", "de", ""}));
+    EXPECT_EQ(strings(lines), (std::vector<std::string>{"abc", "de", ""}));
     lines.clear();
     EXPECT_TRUE(s.feed("1234567\n", lines));  // "f1234567": 8 bytes, fits
-    EXPECT_EQ(lines, (std::vector<std::string>{"f1234567"}));
+    EXPECT_EQ(strings(lines), (std::vector<std::string>{"f1234567"}));
     lines.clear();
     EXPECT_FALSE(s.feed("123456789", lines));
+}
+
+TEST(ExecServeFrames, TheLineSplitterHandsOutOneReadsLinesWithoutCopies) {
+    line_splitter s(16);
+    std::vector<std::string_view> lines;
+    const std::string read = "one\ntwo\nthr";
+    ASSERT_TRUE(s.feed(read, lines));
+    ASSERT_EQ(strings(lines), (std::vector<std::string>{"one", "two"}));
+    EXPECT_EQ(lines[0].data(), read.data()) << "a view into the read, not a copy";
+    EXPECT_EQ(lines[1].data(), read.data() + 4);
+    lines.clear();
+    const std::string next = "ee\nfour\n";
+    ASSERT_TRUE(s.feed(next, lines));
+    EXPECT_EQ(strings(lines), (std::vector<std::string>{"three", "four"}))
+        << "a line two reads wrote is joined";
+    EXPECT_EQ(lines[1].data(), next.data() + 3);
+    lines.clear();
+    EXPECT_FALSE(s.feed("0123456789abcdefg\n", lines)) << "17 bytes in one read";
+    line_splitter t(4);
+    EXPECT_TRUE(t.feed("ab", lines));
+    EXPECT_FALSE(t.feed("cde\n", lines)) << "5 bytes over two reads";
+}
+
+TEST(ExecServeFrames, ALogFrameBelowTheLoggedLevelKeepsNoMessage) {
+    const std::string debug = R"({"op":"log","level":"debug","message":"detail"})";
+    EXPECT_EQ(frame_of<log_frame>(debug).message, "detail");
+    auto parsed = parse_frame(debug, log_level::info);
+    ASSERT_TRUE(std::holds_alternative<frame>(parsed));
+    const auto& l = std::get<log_frame>(std::get<frame>(parsed));
+    EXPECT_EQ(l.level, "debug");
+    EXPECT_EQ(l.message, "");
+    auto warn = parse_frame(R"({"op":"log","level":"warn","message":"w"})", log_level::info);
+    EXPECT_EQ(std::get<log_frame>(std::get<frame>(warn)).message, "w");
+    auto off = parse_frame(R"({"op":"log","level":"error","message":"e"})", log_level::off);
+    EXPECT_EQ(std::get<log_frame>(std::get<frame>(off)).message, "");
+    EXPECT_NE(
+        std::get<std::string>(parse_frame(R"({"op":"log","level":"debug")", log_level::off))
+            .find("not JSON"),
+        std::string::npos
+    ) << "a bad frame is refused whatever the level";
+}
+
+TEST(ExecServeFrames, MessagesAreValidUtf8CutToWholeCharacters) {
+    // "é" is two bytes: a cut at 200 bytes in the middle of the 100th drops it whole.
+    std::string accents;
+    for (int i = 0; i < 101; ++i) {
+        accents += "\xC3\xA9";
+    }
+    const auto p = frame_of<progress_frame>(
+        R"({"op":"progress","id":"a","fraction":0.5,"message":"x)" + accents + "\"}"
+    );
+    EXPECT_EQ(p.message, "x" + accents.substr(0, 198));
+    EXPECT_NE(refusal("{\"op\":\"log\",\"message\":\"\xFF\"}").find("not JSON"), std::string::npos)
+        << "invalid UTF-8 is no frame";
+    EXPECT_NE(refusal(R"({"op":"log","message":"\ud800"})").find("not JSON"), std::string::npos)
+        << "nor is a lone surrogate";
+}
+
+TEST(ExecServeFrames, ALargeResultOutlivesTheParsersScratch) {
+    std::string big(10000, 'v');
+    const auto r = frame_of<result_frame>(R"({"op":"result","id":"a","value":[")" + big + "\"]}");
+    EXPECT_EQ(r.value, json::array({json::string(big)}));
+}
+
+progress_frame progress(std::string id, double f) {
+    return progress_frame{std::move(id), f, "m" + std::to_string(f)};
+}
+
+/// The frames as short words: p:ID:F, log, result:ID, error:ID, ready, unknown.
+std::vector<std::string> words(const std::vector<frame>& frames) {
+    std::vector<std::string> out;
+    for (const auto& f : frames) {
+        if (const auto* p = std::get_if<progress_frame>(&f)) {
+            out.push_back("p:" + p->id + ":" + std::to_string(static_cast<int>(p->fraction * 10)));
+        } else if (std::holds_alternative<log_frame>(f)) {
+            out.emplace_back("log");
+        } else if (const auto* r = std::get_if<result_frame>(&f)) {
+            out.push_back("result:" + r->id);
+        } else if (const auto* e = std::get_if<error_frame>(&f)) {
+            out.push_back("error:" + e->id);
+        } else if (std::holds_alternative<ready_frame>(f)) {
+            out.emplace_back("ready");
+        } else {
+            out.emplace_back("unknown");
+        }
+    }
+    return out;
+}
+
+TEST(ExecServeFrames, OnlyTheLatestProgressOfARunOfFramesIsKept) {
+    std::vector<frame> f{
+        progress("a", 0.1), log_frame{"debug", ""}, progress("a", 0.2),
+        unknown_frame{"x"}, progress("a", 0.3),     log_frame{"info", "hi"},
+    };
+    coalesce_progress(f);
+    EXPECT_EQ(words(f), (std::vector<std::string>{"log", "unknown", "p:a:3", "log"}));
+    EXPECT_EQ(std::get<progress_frame>(f[2]).message, "m0.300000") << "its own message";
+
+    f = {
+        progress("a", 0.1), progress("a", 0.2), result_frame{"a", 1}, progress("b", 0.5),
+        progress("b", 0.6)};
+    coalesce_progress(f);
+    EXPECT_EQ(words(f), (std::vector<std::string>{"p:a:2", "result:a", "p:b:6"}))
+        << "a result between two progress frames keeps both sides";
+
+    f = {progress("a", 0.1), progress("b", 0.2), progress("a", 0.3), error_frame{"a", "c", "m"},
+         ready_frame{},      progress("a", 0.4), ready_frame{},      progress("a", 0.5)};
+    coalesce_progress(f);
+    EXPECT_EQ(
+        words(f), (std::vector<std::string>{
+                      "p:a:1", "p:b:2", "p:a:3", "error:a", "ready", "p:a:4", "ready", "p:a:5"})
+    ) << "another task's progress, an error, a ready: nothing is superseded";
+
+    f = {};
+    coalesce_progress(f);
+    EXPECT_TRUE(f.empty());
 }
 
 pool_settings settings(int concurrency, int warm = 0) {

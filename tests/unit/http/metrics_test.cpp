@@ -227,6 +227,7 @@ TEST(HttpMetrics, DelayedTasksSchedulesAndWorkflowsAsMaster) {
     n.schedules.schedules = 4;
     n.schedules.paused = 1;
     n.workflows.launched = 30;
+    n.workflows.placed = 20;
     n.workflows.finished = 6;
     n.workflows.workflows = {2, 3, 1, 0};     // running, succeeded, failed, cancelled
     n.workflows.steps = {1, 2, 20, 1, 3, 0};  // waiting, running, succeeded, failed, ...
@@ -246,6 +247,7 @@ TEST(HttpMetrics, DelayedTasksSchedulesAndWorkflowsAsMaster) {
     EXPECT_EQ(s.at("zkd_schedules{state=\"active\"}"), "3");
     EXPECT_EQ(s.at("zkd_schedules{state=\"paused\"}"), "1");
     EXPECT_EQ(s.at("zkd_workflow_tasks_launched_total"), "30");
+    EXPECT_EQ(s.at("zkd_workflow_tasks_placed_total"), "20");
     EXPECT_EQ(s.at("zkd_workflows_finished_total"), "6");
     EXPECT_EQ(s.at("zkd_workflows{state=\"running\"}"), "2");
     EXPECT_EQ(s.at("zkd_workflows{state=\"succeeded\"}"), "3");

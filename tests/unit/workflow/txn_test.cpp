@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 using namespace zkd::workflow;
 using zkd::protocol::txn_op;
@@ -97,6 +99,91 @@ TEST(WorkflowTxn, LaunchIsFencedAndLogsEachShard) {
 
     w.version.reset();
     EXPECT_EQ(launch_ops(l, id, 7, w)[1], txn_op::create(state_node(id), "{state}"));
+}
+
+TEST(WorkflowTxn, LaunchPlacesTasksOnWorkersFencedByTheirNodes) {
+    zkd::protocol::layout l;
+    wf_do::write w;
+    w.version = 2;
+    w.state = "{state}";
+    for (std::uint64_t k = 0; k < 4; ++k) {
+        w.creates.push_back({step_task_id(ref, 5, k), "{\"v\":1,\"type\":\"echo\"}"});
+    }
+    // 0 and 2 on worker a, 3 on worker b, 1 to pending.
+    std::vector<std::optional<direct_target>> placed(4);
+    placed[0] = direct_target{"a", 3, "{a0}"};
+    placed[2] = direct_target{"a", 3, "{a2}"};
+    placed[3] = direct_target{"b", 0, "{b3}"};
+    const auto ops = launch_ops(l, id, 7, w, placed);
+    const auto& t = w.creates;
+    ASSERT_EQ(ops.size(), 11U);
+    EXPECT_EQ(ops[0], txn_op::check("/epoch", 7));
+    EXPECT_EQ(ops[1], txn_op::set(state_node(id), "{state}", 2));
+    EXPECT_EQ(ops[2], txn_op::check("/workers/a", 3));
+    EXPECT_EQ(ops[3], txn_op::create("/assign/a/" + t[0].tid, "{a0}"));
+    EXPECT_EQ(ops[4], txn_op::create(l.pending_task(t[1].tid), t[1].data));
+    EXPECT_EQ(ops[5], txn_op::create("/assign/a/" + t[2].tid, "{a2}"));  // one check per worker
+    EXPECT_EQ(ops[6], txn_op::check("/workers/b", 0));
+    EXPECT_EQ(ops[7], txn_op::create("/assign/b/" + t[3].tid, "{b3}"));
+    // The logs: the pending shard's, then each worker directory's, naming what was created
+    // there with the data written there.
+    const auto shard = l.pending_task(t[1].tid).substr(0, l.pending_task(t[1].tid).rfind('/'));
+    EXPECT_EQ(ops[8].path, shard);
+    EXPECT_EQ(ops[9].path, "/assign/a");
+    EXPECT_EQ(ops[10].path, "/assign/b");
+    const auto a = zkd::protocol::decode_change_log(ops[9].data);
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->created.size(), 2U);
+    EXPECT_EQ(a->created[0].name, t[0].tid);
+    EXPECT_EQ(a->created[0].data, std::optional<std::string>("{a0}"));
+    EXPECT_EQ(a->created[1].name, t[2].tid);
+    const auto p = zkd::protocol::decode_change_log(ops[8].data);
+    ASSERT_TRUE(p);
+    ASSERT_EQ(p->created.size(), 1U);
+    EXPECT_EQ(p->created[0].name, t[1].tid);
+
+    // Nothing placed: as without placements.
+    EXPECT_EQ(
+        launch_ops(l, id, 7, w, std::vector<std::optional<direct_target>>(4)),
+        launch_ops(l, id, 7, w)
+    );
+}
+
+TEST(WorkflowTxn, ALaunchFailureSaysWhetherToRedirect) {
+    zkd::protocol::layout l;
+    wf_do::write w;
+    w.version = 2;
+    w.state = "{state}";
+    w.creates.push_back({step_task_id(ref, 5, 0), "{}"});
+    w.creates.push_back({step_task_id(ref, 5, 1), "{}"});
+    std::vector<std::optional<direct_target>> placed(2);
+    placed[0] = direct_target{"a", 3, "{a0}"};
+    const auto ops = launch_ops(l, id, 7, w, placed);
+    using zkd::protocol::op_code;
+    EXPECT_EQ(read_launch_failure(ops, 0, op_code::bad_version), launch_failure::deposed);
+    EXPECT_EQ(read_launch_failure(ops, 1, op_code::bad_version), launch_failure::other);
+    // The worker's check: it left, or wrote its node (draining).
+    EXPECT_EQ(read_launch_failure(ops, 2, op_code::no_node), launch_failure::worker_gone);
+    EXPECT_EQ(read_launch_failure(ops, 2, op_code::bad_version), launch_failure::worker_gone);
+    // Its directory is gone.
+    EXPECT_EQ(read_launch_failure(ops, 3, op_code::no_node), launch_failure::worker_gone);
+    // The assignment exists: not a worker's doing; read the workflow again.
+    EXPECT_EQ(read_launch_failure(ops, 3, op_code::node_exists), launch_failure::other);
+    // The pending create, a log, a lost answer.
+    EXPECT_EQ(read_launch_failure(ops, 4, op_code::no_node), launch_failure::other);
+    EXPECT_EQ(read_launch_failure(ops, ops.size() - 1, op_code::other), launch_failure::other);
+    EXPECT_EQ(read_launch_failure(ops, std::nullopt, op_code::other), launch_failure::other);
+    EXPECT_EQ(read_launch_failure(ops, ops.size(), op_code::no_node), launch_failure::other);
+}
+
+TEST(WorkflowTxn, OnlyAPlainTaskIsPlacedDirectly) {
+    const auto tid = step_task_id(ref, 5, 0);
+    EXPECT_EQ(
+        direct_type(tid, R"({"v":1,"type":"echo","args":1})"), std::optional<std::string>("echo")
+    );
+    EXPECT_EQ(direct_type(tid, R"({"v":1,"type":"echo","due_ms":1700000000000})"), std::nullopt);
+    EXPECT_EQ(direct_type(tid, "garbage"), std::nullopt);
+    EXPECT_EQ(direct_type(tid, R"({"v":1,"type":"echo","bundle":[1,2]})"), std::nullopt);
 }
 
 TEST(WorkflowTxn, CancelOps) {
