@@ -88,8 +88,9 @@ consumed). Exits 0 if the task is known, 5 if not.
 constexpr const char* cancel_help = R"(usage: zkd cancel ID [options]
 
 Asks the master to cancel task ID: a pending task ends at once, a running one is told to
-stop. A task of a bundle (ID <bundle>.<index>) cancels its whole bundle. Exits 0 when the
-request is placed, 1 if the task has already finished, 5 if there is no such task.
+stop. A task of a bundle (ID <bundle>.<index>) is cancelled alone: the bundle's other
+tasks run on (its result comes with theirs); a bundle's own ID cancels all of it. Exits 0
+when the request is placed, 1 if the task has already finished, 5 if there is no such task.
 
   --wait                  wait for the task's outcome and print it
   --timeout DUR           with --wait: give up after DUR (exit 4))";

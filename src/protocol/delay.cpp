@@ -332,6 +332,63 @@ void set_submit_fields(
     }
 }
 
+namespace {
+
+/// plan_retry() and plan_bundle_retry(): the retry node of the task `o` (its §4.3 fields
+/// `f`), with `finished` set when not null (a bundle's).
+std::optional<retry_plan> plan_retry_of(
+    json::object o,
+    delay_fields f,
+    const task_error& error,
+    std::int64_t finished_ms,
+    const backoff_policy& defaults,
+    std::uint64_t random,
+    const json::array* finished
+) {
+    const int retries = f.retries.value_or(defaults.retries);
+    if (f.try_number > retries) {
+        return std::nullopt;  // that was the last try
+    }
+    backoff_policy p = f.backoff.value_or(defaults);
+    p.retries = retries;
+    const auto wait = backoff_delay(p, f.try_number, random);
+    retry_plan plan;
+    plan.next_try = f.try_number + 1;
+    plan.due_ms = std::min(max_due_ms, std::max<std::int64_t>(0, finished_ms) + wait.count());
+    // The task as submitted: the assignment and its progress go (§6 T4 "Retry").
+    for (const auto* k : {"epoch", "assigned_ms", "worker", "running_ms", "progress"}) {
+        o.erase(k);
+    }
+    o["attempt"] = 1;
+    o["try"] = plan.next_try;
+    o["due_ms"] = plan.due_ms;
+    json::object e;
+    e["try"] = f.try_number;
+    e["code"] = json::string_view(error.code.data(), error.code.size());
+    const auto message = cut_utf8(error.message, max_retry_message_bytes);
+    e["message"] = json::string_view(message.data(), message.size());
+    e["finished_ms"] = finished_ms;
+    f.errors.emplace_back(std::move(e));
+    // The node must stay within max_task_bytes: the oldest errors go first (the list then
+    // starts at a later try); a task too large even without them is not retried.
+    for (;;) {
+        o["errors"] = f.errors;
+        if (finished != nullptr) {
+            o["finished"] = *finished;
+        }
+        plan.data = to_text(o);
+        if (task_size_ok(plan.data)) {
+            return plan;
+        }
+        if (f.errors.size() <= 1) {
+            return std::nullopt;
+        }
+        f.errors.erase(f.errors.begin());
+    }
+}
+
+}  // namespace
+
 std::optional<retry_plan> plan_retry(
     std::string_view assignment_json,
     task_state state,
@@ -348,43 +405,60 @@ std::optional<retry_plan> plan_retry(
     if (!o || !f) {
         return std::nullopt;
     }
-    const int retries = f->retries.value_or(defaults.retries);
-    if (f->try_number > retries) {
-        return std::nullopt;  // that was the last try
+    return plan_retry_of(
+        std::move(*o), std::move(*f), error, finished_ms, defaults, random, nullptr
+    );
+}
+
+std::vector<std::optional<task_result>> read_finished(std::string_view task_json, std::size_t n) {
+    std::vector<std::optional<task_result>> out(n);
+    const auto o = parse_object(task_json);
+    const auto* field = o ? o->if_contains("finished") : nullptr;
+    if (field == nullptr || !field->is_array() || field->get_array().size() != n) {
+        return out;
     }
-    backoff_policy p = f->backoff.value_or(defaults);
-    p.retries = retries;
-    const auto wait = backoff_delay(p, f->try_number, random);
-    retry_plan plan;
-    plan.next_try = f->try_number + 1;
-    plan.due_ms = std::min(max_due_ms, std::max<std::int64_t>(0, finished_ms) + wait.count());
-    // The task as submitted: the assignment and its progress go (§6 T4 "Retry").
-    for (const auto* k : {"epoch", "assigned_ms", "worker", "running_ms", "progress"}) {
-        o->erase(k);
-    }
-    (*o)["attempt"] = 1;
-    (*o)["try"] = plan.next_try;
-    (*o)["due_ms"] = plan.due_ms;
-    json::object e;
-    e["try"] = f->try_number;
-    e["code"] = json::string_view(error.code.data(), error.code.size());
-    const auto message = cut_utf8(error.message, max_retry_message_bytes);
-    e["message"] = json::string_view(message.data(), message.size());
-    e["finished_ms"] = finished_ms;
-    f->errors.emplace_back(std::move(e));
-    // The node must stay within max_task_bytes: the oldest errors go first (the list then
-    // starts at a later try); a task too large even without them is not retried.
-    for (;;) {
-        (*o)["errors"] = f->errors;
-        plan.data = to_text(*o);
-        if (task_size_ok(plan.data)) {
-            return plan;
+    const auto& entries = field->get_array();
+    for (std::size_t k = 0; k < n; ++k) {
+        if (entries[k].is_null()) {
+            continue;
         }
-        if (f->errors.size() <= 1) {
-            return std::nullopt;
+        auto e = entries[k].is_object() ? decode_entry(entries[k].get_object())
+                                        : codec_result<task_result>(decode_error{"not an object"});
+        if (!e) {
+            return std::vector<std::optional<task_result>>(n);  // not ours: run them all
         }
-        f->errors.erase(f->errors.begin());
+        out[k] = std::move(*e);
     }
+    return out;
+}
+
+std::optional<retry_plan> plan_bundle_retry(
+    std::string_view assignment_json,
+    const std::vector<task_result>& entries,
+    const task_error& error,
+    std::int64_t finished_ms,
+    const backoff_policy& defaults,
+    std::uint64_t random
+) {
+    json::array finished;
+    finished.reserve(entries.size());
+    bool again = false;
+    for (const auto& e : entries) {
+        const bool rerun = retryable(e.state, e.error ? std::string_view(e.error->code) : "");
+        again = again || rerun;
+        finished.emplace_back(rerun ? json::value(nullptr) : json::value(encode_entry(e)));
+    }
+    if (!again) {
+        return std::nullopt;
+    }
+    auto o = parse_object(assignment_json);
+    auto f = read_delay_fields(assignment_json);
+    if (!o || !f) {
+        return std::nullopt;
+    }
+    return plan_retry_of(
+        std::move(*o), std::move(*f), error, finished_ms, defaults, random, &finished
+    );
 }
 
 std::string with_earlier_tries(std::string result_json, std::string_view assignment_json) {

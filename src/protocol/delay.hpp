@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zkd::protocol {
 
@@ -105,6 +106,34 @@ struct retry_plan {
 [[nodiscard]] std::optional<retry_plan> plan_retry(
     std::string_view assignment_json,
     task_state state,
+    const task_error& error,
+    std::int64_t finished_ms,
+    const backoff_policy& defaults,
+    std::uint64_t random
+);
+
+// --- a bundle's tasks, retried one by one (§4.3 "Bundles") -------------------------------------
+
+/// What earlier tries of the bundle assigned as `task_json` (`n` tasks) finished for good:
+/// its `finished` field, entry k the final outcome (state, value or error) of task k, nullopt
+/// for a task to run on this try. All nullopt (run every task) when the field is absent, or
+/// is not an array of `n` elements each null or a result entry (§5.1): an advisory field, like
+/// the other fields of §4.3, so a node someone else wrote runs whole rather than fail.
+[[nodiscard]] std::vector<std::optional<task_result>> read_finished(
+    std::string_view task_json, std::size_t n
+);
+
+/// Decides whether the try of the bundle assigned as `assignment_json`, whose tasks ended as
+/// `entries` (one per task, in order) and summed up as `error` (§5.1), is retried: when one
+/// entry or more ended retryable() and a retry is left (as plan_retry() decides for a plain
+/// task, with `error` as the try's error in `errors`). The retry node is plan_retry()'s plus
+/// `finished`: each task that ended otherwise (succeeded, cancelled, a failure no retry
+/// mends) keeps its entry there and is not run again; the retryable ones are null. nullopt:
+/// publish the result as it is (nothing to retry, no retries left, or a node that would not
+/// fit max_task_bytes).
+[[nodiscard]] std::optional<retry_plan> plan_bundle_retry(
+    std::string_view assignment_json,
+    const std::vector<task_result>& entries,
     const task_error& error,
     std::int64_t finished_ms,
     const backoff_policy& defaults,

@@ -166,6 +166,15 @@ std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_vie
         txn_op::remove(layout::cancel_request(tid))};
 }
 
+std::vector<txn_op> cancel_entry_ops(
+    std::string_view worker, std::string_view bundle, std::string_view entry
+) {
+    return {
+        txn_op::check(layout::assignment(worker, bundle)),
+        txn_op::create(layout::cancel_marker(worker, entry), ""),
+        txn_op::remove(layout::cancel_request(entry))};
+}
+
 std::vector<txn_op> cancel_delayed_ops(
     const layout& l, std::string_view tid, int attempt, std::int64_t now_ms
 ) {
@@ -271,6 +280,24 @@ departed_plan departed_ops(
         ));
     }
     return plan;
+}
+
+std::vector<txn_op> requeue_entry_cancels_ops(
+    std::string_view worker,
+    const std::vector<std::string>& entries,
+    const std::vector<bool>& asked,
+    std::int64_t now_ms
+) {
+    std::vector<txn_op> ops;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        ops.push_back(txn_op::remove(layout::cancel_marker(worker, entries[i])));
+        if (i >= asked.size() || !asked[i]) {
+            ops.push_back(
+                txn_op::create(layout::cancel_request(entries[i]), encode(cancel_info{now_ms}))
+            );
+        }
+    }
+    return ops;
 }
 
 departed_outcome read_departed(const txn_answer& a) noexcept {

@@ -120,6 +120,12 @@ std::vector<txn_op> cancel_pending_ops(
 );
 /// Assigned to `worker`: check(assignment), create(marker), delete(/cancel/<tid>).
 std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_view tid);
+/// One task of a bundle, `<bundle>.<k>` (§6 T7 "One task of a bundle"), whose bundle is
+/// assigned to `worker`: check(the bundle's assignment), create(the task's marker,
+/// /assign/<worker>/<bundle>.<k>.cancel), delete(/cancel/<bundle>.<k>).
+std::vector<txn_op> cancel_entry_ops(
+    std::string_view worker, std::string_view bundle, std::string_view entry
+);
 /// Delayed (§6 "Delayed tasks and retries"): delete(/delayed/<s>/<tid>), create(result,
 /// cancelled, with the task's `attempt` when known: 0 leaves it out), delete(/cancel/<tid>).
 std::vector<txn_op> cancel_delayed_ops(
@@ -176,6 +182,18 @@ departed_plan departed_ops(
     bool marked,
     std::int64_t now_ms,
     std::int32_t version = -1
+);
+
+/// A bundle requeued by T6 whose tasks `entries` (`<bundle>.<k>`) had their own cancel
+/// markers on `worker` (§6 T6): per task, delete(its marker) and create(/cancel/<bundle>.<k>,
+/// a request made at `now_ms`), so that each is cancelled again on the bundle's next worker.
+/// Appended to departed_ops()'s requeue; a task whose request exists already (`asked`) gets
+/// only the delete.
+std::vector<txn_op> requeue_entry_cancels_ops(
+    std::string_view worker,
+    const std::vector<std::string>& entries,
+    const std::vector<bool>& asked,
+    std::int64_t now_ms
 );
 
 enum class departed_outcome {

@@ -954,6 +954,23 @@ codec_result<void> decode_outcome(reader& r, task_result& res) {
 
 }  // namespace
 
+json::object encode_entry(const task_result& entry) {
+    json::object e;
+    encode_outcome(entry, e);
+    return e;
+}
+
+codec_result<task_result> decode_entry(const json::object& entry) {
+    json::object copy = entry;
+    reader er(copy);
+    task_result res;
+    res.state = task_state::failed;
+    if (auto ok = decode_outcome(er, res); !ok) {
+        return ok.error();
+    }
+    return res;
+}
+
 codec_result<void> validate_bundled(const task_result& entry) {
     return validate_outcome(entry, 3);
 }

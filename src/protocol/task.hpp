@@ -309,6 +309,11 @@ codec_result<void> validate(const task_result& r);
 /// Checks one entry of a bundle's result (state, value, error) as validate() does, its value
 /// sitting three levels down (the result, its `bundle` array, the entry).
 codec_result<void> validate_bundled(const task_result& entry);
+/// One entry of a bundle's result as §5.1 writes it: `state`, and `value` (succeeded) or
+/// `error`; nothing else of `entry` is written.
+boost::json::object encode_entry(const task_result& entry);
+/// An entry as encode_entry() writes it (as decode_result() reads the entries of `bundle`).
+codec_result<task_result> decode_entry(const boost::json::object& entry);
 /// `value` is written only for succeeded; `error` whenever present.
 std::string encode(const task_result& r);
 /// Requires `task`, a result state, and an `error` with a code unless succeeded.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Bundles (docs/protocol.md §4.1): several tasks in one node, against a real ZooKeeper with
 // the roles in one process. Each bundled task gets exactly its own result, whichever clients
-// wait for them and in whatever order; a bundle is cancelled and requeued as a whole; a
-// bundle whose node lies about its size ends in error results, and the cluster carries on.
+// wait for them and in whatever order; a bundle is requeued as a whole, while one task of it
+// is cancelled alone and only its failed tasks are retried; a bundle whose node lies about
+// its size ends in error results, and the cluster carries on.
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
 #include "support/roles_cluster.hpp"
@@ -12,7 +13,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <stop_token>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -290,8 +295,10 @@ TEST_F(RolesBundle, ABundleIsCancelledAsAWhole) {
             EXPECT_EQ(list->assigned.front().tasks, 3U);
             EXPECT_EQ(to_json(list->pending.front()).at("tasks"), 3);
 
-            ASSERT_TRUE(co_await tc.cancel((*ids)[2]));  // one task of each bundle
-            ASSERT_TRUE(co_await tc.cancel((*ids)[3]));
+            // A bundle's own id cancels all of it (one task's id cancels that task alone:
+            // ACancelledTaskOfABundleEndsAloneAndTheOthersRun).
+            ASSERT_TRUE(co_await tc.cancel(std::string(parse_task_ref((*ids)[2])->node)));
+            ASSERT_TRUE(co_await tc.cancel(std::string(parse_task_ref((*ids)[3])->node)));
             auto got = co_await wait_all(tc, *ids);
             for (std::size_t i = 0; i < got.size(); ++i) {
                 ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
@@ -561,34 +568,225 @@ TEST_F(RolesBundle, ACancelledTaskOfAnAutomaticBundleEndsCancelled) {
             ASSERT_TRUE(parse_task_ref(ids[2])->index) << ids[2];
             EXPECT_EQ((co_await tc.status(ids[2])).value().state, task_state::pending);
             ASSERT_TRUE(co_await tc.cancel(ids[2]));
-            auto got = co_await zkd::zkco::with_timeout(tc.wait(ids[2]), 60s);
-            ASSERT_TRUE(got) << got.error().message();
-            EXPECT_EQ(got->task, ids[2]);
-            EXPECT_EQ(got->state, task_state::cancelled);
-            ASSERT_TRUE(got->error);
-            EXPECT_EQ(got->error->code, "cancelled");
-            // The rest: the tasks of ids[2]'s bundle ended with it (a bundle is cancelled as a
-            // whole, §4.1); the others are cancelled one by one, each with its own result.
-            std::vector<std::string> others{busy->front()};
+            // One task of a bundle is cancelled alone (§6 T7), and its result comes with its
+            // bundle's (§5.1): each task here is cancelled by its own id, and each ends with
+            // its own result. (A request for a task of a pending bundle stands until the
+            // bundle is assigned: the busy slot goes first.)
             ASSERT_TRUE(co_await tc.cancel(busy->front()));
+            std::vector<std::string> others{busy->front()};
             for (std::size_t i = 0; i < ids.size(); ++i) {
-                if (i == 2) {
-                    continue;
-                }
                 others.push_back(ids[i]);
-                if (node_of(ids[i]) != node_of(ids[2])) {
+                if (i != 2) {
                     ASSERT_TRUE(co_await tc.cancel(ids[i]));
                 }
             }
+            EXPECT_TRUE(std::any_of(ids.begin(), ids.end(), [&](const auto& id) {
+                return id != ids[2] && node_of(id) == node_of(ids[2]);
+            }));
             auto rest = co_await wait_all(tc, others);
             for (std::size_t i = 0; i < rest.size(); ++i) {
                 ASSERT_TRUE(rest[i]) << others[i] << ": " << rest[i].error().message();
                 EXPECT_EQ(rest[i]->task, others[i]);
                 EXPECT_EQ(rest[i]->state, task_state::cancelled) << others[i];
+                ASSERT_TRUE(rest[i]->error);
+                EXPECT_EQ(rest[i]->error->code, "cancelled");
             }
             co_await tc.flush();
             EXPECT_EQ(co_await queued(*zk, true), 0U);
             EXPECT_EQ(co_await queued(*zk, false), 0U);
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesBundle, ACancelledTaskOfABundleEndsAloneAndTheOthersRun) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            auto w1 = co_await start_worker("w1", 1);
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 5;
+            // Five sleeps on a pool of two threads: task 2 runs or waits for a thread when its
+            // cancel comes; either way it alone ends cancelled.
+            std::vector<task_spec> reqs(5, task_spec{"sleep", json::value{{"ms", 1500}}});
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids);
+            ASSERT_EQ(bundle_size(parse_task_ref((*ids)[0])->node), 5U);
+            task_status st;
+            for (int i = 0; i < 500 && st.state != task_state::running; ++i) {
+                co_await settle(10ms);
+                st = (co_await tc.status((*ids)[2])).value();
+            }
+            ASSERT_EQ(st.state, task_state::running);
+            ASSERT_TRUE(co_await tc.cancel((*ids)[2]));
+            auto got = co_await wait_all(tc, *ids);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->task, (*ids)[i]);
+                if (i == 2) {
+                    EXPECT_EQ(got[i]->state, task_state::cancelled);
+                    ASSERT_TRUE(got[i]->error);
+                    EXPECT_EQ(got[i]->error->code, "cancelled");
+                } else {
+                    EXPECT_EQ(got[i]->state, task_state::succeeded) << i;
+                    EXPECT_EQ(got[i]->value, (json::value{{"slept_ms", 1500}})) << i;
+                }
+            }
+            EXPECT_EQ(worker_stats_["w1"].published, 1U);  // one result, the bundle's
+            EXPECT_EQ(master_stats_.cancelled, 1U);        // the marker's T7
+            EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
+            // The task's marker goes once the bundle's result is written.
+            const auto dir = layout::assign_dir(w1.me.id);
+            std::size_t left = 1;
+            for (int i = 0; i < 200 && left != 0; ++i) {
+                left = (co_await zk->get_children(dir))->names.size();
+                if (left != 0) {
+                    co_await settle(10ms);
+                }
+            }
+            EXPECT_EQ(left, 0U);
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesBundle, ATaskOfAPendingBundleCancelledEndsCancelledAndTheOthersRun) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 3;
+            // No worker yet: the bundle waits in pending, and so does the request for its task.
+            std::vector<task_spec> reqs(3, task_spec{"sleep", json::value{{"ms", 2000}}});
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids);
+            ASSERT_TRUE(co_await tc.cancel((*ids)[1]));
+            co_await settle(300ms);
+            EXPECT_EQ((co_await tc.status((*ids)[1])).value().state, task_state::pending);
+            EXPECT_EQ((co_await zk->get_children("/cancel"s))->names.size(), 1U);
+            co_await start_worker("w1", 1);
+            auto got = co_await wait_all(tc, *ids);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->state, i == 1 ? task_state::cancelled : task_state::succeeded)
+                    << i;
+            }
+            EXPECT_TRUE((co_await zk->get_children("/cancel"s))->names.empty());
+        }(),
+        120s
+    );
+}
+
+namespace {
+
+/// `type`: counts its runs per argument (an integer); argument 2 fails its first run, 4
+/// always fails with bad_args (no retry mends it), the others succeed at once, their value the
+/// run's count.
+struct flaky_runs {
+    std::mutex m;
+    std::map<std::int64_t, int> runs;
+};
+
+std::shared_ptr<flaky_runs> add_flaky(zkd::handlers::registry& reg, const std::string& type) {
+    auto f = std::make_shared<flaky_runs>();
+    reg.add(type, [f](const json::value& args, std::stop_token) -> zkd::handlers::handler_result {
+        const auto k = args.as_int64();
+        int n = 0;
+        {
+            const std::lock_guard lock(f->m);
+            n = ++f->runs[k];
+        }
+        if (k == 4) {
+            return zkd::handlers::handler_error{"bad_args", "never"};
+        }
+        if (k == 2 && n == 1) {
+            return zkd::handlers::handler_error{"handler_error", "first run fails"};
+        }
+        return json::value(n);
+    });
+    return f;
+}
+
+/// A bundle of flaky tasks 0..4 whose tries retry (its own `retries`, or the worker's
+/// default): only task 2 runs again.
+void expect_only_the_failed_task_reran(
+    const std::vector<zkd::zkco::result<task_result>>& got,
+    const std::vector<std::string>& ids,
+    flaky_runs& f
+) {
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+        EXPECT_EQ(got[i]->task, ids[i]);
+        if (i == 4) {
+            EXPECT_EQ(got[i]->state, task_state::failed);
+            ASSERT_TRUE(got[i]->error);
+            EXPECT_EQ(got[i]->error->code, "bad_args");
+        } else {
+            EXPECT_EQ(got[i]->state, task_state::succeeded) << i;
+            // Each ran once, but task 2, which ran twice: its second run's value.
+            EXPECT_EQ(got[i]->value, json::value(i == 2 ? 2 : 1)) << i;
+        }
+    }
+    const std::lock_guard lock(f.m);
+    EXPECT_EQ(f.runs, (std::map<std::int64_t, int>{{0, 1}, {1, 1}, {2, 2}, {3, 1}, {4, 1}}));
+}
+
+std::vector<task_spec> flaky_tasks(const std::string& type) {
+    std::vector<task_spec> reqs;
+    for (std::int64_t k = 0; k < 5; ++k) {
+        reqs.push_back({type, json::value(k)});
+    }
+    return reqs;
+}
+
+}  // namespace
+
+TEST_F(RolesBundle, ABundleRetriesOnlyItsFailedTasks) {
+    const auto flaky = add_flaky(registry_, "flaky");
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 1);
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 5;
+            how.retries = 3;
+            how.backoff = backoff_policy{0, 1ms, 1ms};
+            auto ids = co_await tc.submit(flaky_tasks("flaky"), how);
+            ASSERT_TRUE(ids);
+            ASSERT_EQ(bundle_size(parse_task_ref((*ids)[0])->node), 5U);
+            auto got = co_await wait_all(tc, *ids);
+            expect_only_the_failed_task_reran(got, *ids, *flaky);
+            EXPECT_EQ(worker_stats_["w1"].retried, 1U);    // one retry node, for task 2
+            EXPECT_EQ(worker_stats_["w1"].published, 2U);  // the retry node, then the result
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesBundle, AWorkersDefaultRetriesRerunOnlyABundlesFailedTasks) {
+    // zkd run --retry flaky=1:1ms: the bundle asks for nothing, its worker retries it.
+    const auto flaky = add_flaky(registry_, "flaky");
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            worker_options opts;
+            opts.retry_defaults["flaky"] = backoff_policy{1, 1ms, 1ms};
+            co_await start_worker("w1", 1, {}, opts);
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 5;
+            auto ids = co_await tc.submit(flaky_tasks("flaky"), how);
+            ASSERT_TRUE(ids);
+            auto got = co_await wait_all(tc, *ids);
+            expect_only_the_failed_task_reran(got, *ids, *flaky);
+            EXPECT_EQ(worker_stats_["w1"].retried, 1U);
         }(),
         120s
     );

@@ -547,9 +547,7 @@ asio::awaitable<void> task_client::close() {
 }
 
 asio::awaitable<zkco::result<void>> task_client::cancel(std::string tid) {
-    if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
-        tid = std::string(ref->node);  // a bundle is cancelled as a whole
-    }
+    // One task of a bundle is cancelled alone: the request names it, `<bundle>.<k>` (§6 T7).
     auto r = co_await zk_.create(
         protocol::layout::cancel_request(tid), encode(protocol::cancel_info{protocol::now_ms()})
     );

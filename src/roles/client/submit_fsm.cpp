@@ -112,8 +112,8 @@ bool auto_bundle_eligible(const protocol::task_spec& t) {
     if (!t.bundle.empty() || t.timing.contains("due_ms")) {
         return false;
     }
-    // A failed bundle is retried whole (§4.3): a task that asks for retries goes alone, so
-    // that a retry never runs its neighbours again.
+    // A worker older than per-task retries (§4.3 "Bundles") retries a failed bundle whole: a
+    // task that asks for retries goes alone, so that a retry never runs its neighbours again.
     const auto* r = t.timing.if_contains("retries");
     return r == nullptr || (r->is_int64() && r->as_int64() == 0);
 }

@@ -57,7 +57,8 @@ boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
 );
 
 /// Whether `t` may go in an automatic bundle (docs/protocol.md §4.1 "Automatic bundles"):
-/// a plain task, not delayed, that asks for no retries (a bundle is retried whole).
+/// a plain task, not delayed, that asks for no retries (a worker older than per-task
+/// retries, §4.3 "Bundles", retries a bundle whole).
 bool auto_bundle_eligible(const protocol::task_spec& t);
 
 /// Automatic bundles (docs/protocol.md §4.1): how the tasks a client pooled while its

@@ -32,8 +32,10 @@ struct submit_options {
     /// Most tasks per bundle (docs/protocol.md §4.1): consecutive tasks of one call with the
     /// same type, priority, timeout and max_attempts share one node, up to this many (at most
     /// max_bundle_tasks) and what fits a node (max_task_bytes). A bundle moves as a unit: one
-    /// worker runs its tasks, their results come back together, a cancel of one task cancels the
-    /// bundle, a retry retries it. Fewer ZooKeeper requests per task, so far more tasks per second.
+    /// worker runs its tasks, their results come back together; but a cancel of one task
+    /// (its id `<bundle>.<k>`) cancels that task alone, and a retry reruns only the tasks
+    /// that failed (docs/protocol.md §4.3 "Bundles", §6 T7). Fewer ZooKeeper requests per
+    /// task, so far more tasks per second.
     /// 1 (the default): every task its own node.
     std::size_t bundle = 1;
     /// Not before this time (ms since the epoch; docs/protocol.md §4.3): the tasks wait in the
@@ -151,7 +153,9 @@ public:
     /// consumed task by task, maybe by several clients). Gives up on the delete after 2 s.
     boost::asio::awaitable<void> close();
 
-    /// Asks the master to cancel the task (T7); the result says how it ended.
+    /// Asks the master to cancel the task (T7); the result says how it ended. For one task of
+    /// a bundle (`<bundle>.<k>`), that task alone (§6 T7 "One task of a bundle"); for a
+    /// bundle's own id, all of it.
     boost::asio::awaitable<zkco::result<void>> cancel(std::string tid);
 
     [[nodiscard]] const protocol::task_id_generator& ids() const noexcept { return ids_; }
@@ -175,9 +179,10 @@ public:
     /// and spread over at least as many nodes as the workers last read have threads. A
     /// submit that finds no transaction in flight goes on the next turn of the event loop,
     /// as ever. Each task keeps an id of its own (`<bundle id>.<index>` when bundled) and its
-    /// own result, wait and status; but a bundle is cancelled, requeued and retried as a
-    /// whole, so tasks that ask for retries, delayed tasks and calls with
-    /// submit_options::bundle above 1 are never packed. 0 or 1: off.
+    /// own result, wait, status and cancel (one task of a bundle is cancelled alone); but its
+    /// result comes with its bundle's and a bundle is requeued as a whole. Tasks that ask for
+    /// retries (a worker older than per-task retries retries a bundle whole), delayed tasks
+    /// and calls with submit_options::bundle above 1 are never packed. 0 or 1: off.
     void auto_bundle(std::size_t most) noexcept { auto_most_ = most; }
     /// Tasks this client put in automatic bundles so far (a cost figure for zkd-loadgen).
     [[nodiscard]] std::uint64_t auto_bundled() const noexcept { return auto_bundled_; }

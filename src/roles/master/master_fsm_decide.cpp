@@ -57,6 +57,9 @@ void master_fsm::handle_cancels(clock::time_point now) {
             }
         }
         const bool retry = cancel_failures_.contains(tid);
+        if (!retry && cancel_entry(tid)) {
+            continue;  // one task of a bundle: forwarded, or waiting for its bundle's T2
+        }
         if (!retry && p == pending_.end() && holder == nullptr && cancel_delayed(tid)) {
             continue;  // delayed: cancelled there, or once its read or release is answered
         }
@@ -136,7 +139,9 @@ void master_fsm::done(
             forget(entry);  // the pending form: its node is gone
         }
         if (auto w = workers_.find(a.worker); w != workers_.end()) {
-            w->second.assigned.erase(tid);  // the marker form: the assignment is gone
+            // The marker form: the assignment is gone (a bundle's, for one of its tasks).
+            const auto ref = protocol::parse_task_ref(tid);
+            w->second.assigned.erase(ref ? std::string(ref->node) : tid);
         }
     } else if (!r.retryable) {
         cancel_failures_.insert(tid);  // next time: only drop the request

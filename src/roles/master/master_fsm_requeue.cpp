@@ -87,6 +87,9 @@ void master_fsm::handle(const master_saw::departed_read& e, clock::time_point /*
         }
         auto plan =
             protocol::departed_ops(l_, e.worker, n.tid, *n.data, d.markers.contains(n.tid), now_ms);
+        if (plan.kind == protocol::departed_kind::requeue) {
+            carry_entry_cancels(e.worker, n.tid, d.markers, plan.ops, now_ms);
+        }
         ++d.out;
         out_.emplace_back(master_do::requeue_task{
             e.worker, n.tid, protocol::layout::assignment(e.worker, n.tid), plan.kind, plan.attempt,

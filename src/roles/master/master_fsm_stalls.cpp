@@ -82,6 +82,9 @@ void master_fsm::handle(const master_saw::assignments_read& e, clock::time_point
         auto plan = protocol::departed_ops(
             l_, e.worker, tid, node->data, marked.contains(tid), e.now_ms, node->version
         );
+        if (plan.kind == protocol::departed_kind::requeue) {
+            carry_entry_cancels(e.worker, tid, marked, plan.ops, e.now_ms);
+        }
         out_.emplace_back(master_do::take_back{e.worker, tid, plan.kind, std::move(plan.ops)});
     }
     if (stall_reads_out_ > 0 && --stall_reads_out_ == 0) {

@@ -175,6 +175,14 @@ private:
             break;
         case worker_action::kind::stop:
             if (auto it = tasks_.find(a.tid); it != tasks_.end()) {
+                if (a.entry) {
+                    // One task of the bundle (§6 T7 "One task of a bundle"): that one alone,
+                    // stopped if it runs, skipped if it has not started.
+                    if (*a.entry < it->second->entry_stop.size()) {
+                        it->second->entry_stop[*a.entry].request_stop();
+                    }
+                    break;
+                }
                 it->second->cancel_marker = true;
                 it->second->stop.request_stop();
             }
@@ -420,6 +428,12 @@ private:
 
         protocol::task_result r;
         t->progress.assign(std::max<std::size_t>(spec->bundle.size(), 1), -1.0);
+        t->entry_stop.resize(spec->bundle.size());
+        for (const auto k : state_.entries_cancelled(tid)) {
+            if (k < t->entry_stop.size()) {
+                t->entry_stop[k].request_stop();  // a marker that came before the data
+            }
+        }
         if (spec->bundle.empty()) {
             r = co_await call(read, spec->args, t, protocol::max_result_bytes, tid, 0);
         } else {
@@ -446,8 +460,16 @@ private:
             spec.bundle.size(), failure(protocol::codes::handler_error, "not run")
         );
         const std::size_t budget = bundled_value_budget(entries.size());
+        // A retry of the bundle runs only the tasks an earlier try did not finish for good
+        // (§4.3 "Bundles"): the others keep the outcome its node carries.
+        auto finished = protocol::read_finished(t->assigned, entries.size());
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
+            if (finished[i]) {
+                entries[i] = std::move(*finished[i]);
+                t->progress[i] = 1.0;
+                continue;
+            }
             calls.spawn(
                 [this, &node, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
                     entries[i] = co_await call(
@@ -511,9 +533,16 @@ private:
         const protocol::task_spec& spec = node.task;
         auto c = std::make_shared<handler_call>(zk_.get_executor());
         const std::stop_callback link(t->stop.get_token(), [c] { c->stop.request_stop(); });
+        // One task of a bundle has a stop of its own: its marker (§6 T7 "One task of a bundle").
+        const bool own_stop = !node.task.bundle.empty() && part < t->entry_stop.size();
+        const std::stop_token own = own_stop ? t->entry_stop[part].get_token() : std::stop_token{};
+        const std::stop_callback link_own(own, [c] { c->stop.request_stop(); });
         const auto timeout = reg_.limits(spec.type).effective(spec.timeout);
         handlers::handler_result outcome = handlers::handler_error{};
-        if (reg_.find_async(spec.type) != nullptr) {
+        if (own.stop_requested()) {
+            // Cancelled before it started: never run.
+            outcome = handlers::handler_error{std::string(protocol::codes::cancelled), "cancelled"};
+        } else if (reg_.find_async(spec.type) != nullptr) {
             handlers::async_call ac;
             ac.args = args;
             ac.task = std::move(label);
@@ -563,7 +592,13 @@ private:
                 };
             // Named, not written inside the co_await: GCC 12 destroys such lambdas twice.
             auto job = [&reg = reg_, type = spec.type, args, token = c->stop.get_token(),
-                        started = std::move(started), report = std::move(report)]() {
+                        started = std::move(started), report = std::move(report),
+                        own]() -> handlers::handler_result {
+                if (own.stop_requested()) {
+                    // Its marker came while it waited for a thread: never run.
+                    return handlers::handler_error{
+                        std::string(protocol::codes::cancelled), "cancelled"};
+                }
                 if (started) {
                     started();
                 }
@@ -589,7 +624,7 @@ private:
                 protocol::codes::timeout,
                 "timed out after " + std::to_string(timeout.count()) + " ms"
             );
-        } else if (t->cancel_marker && t->stop.stop_requested()) {
+        } else if ((t->cancel_marker && t->stop.stop_requested()) || own.stop_requested()) {
             r = failure(protocol::codes::cancelled, "cancelled");
         } else {
             r = failure(outcome.error().code, outcome.error().message);
@@ -613,9 +648,16 @@ private:
                     defaults = d->second;
                 }
             }
-            if (auto plan = protocol::plan_retry(
-                    assignment, result.state, *result.error, result.finished_ms, defaults, rng_()
-                )) {
+            // A bundle retries only its tasks that failed retryably (§4.3 "Bundles").
+            auto plan = result.bundle.empty() ? protocol::plan_retry(
+                                                    assignment, result.state, *result.error,
+                                                    result.finished_ms, defaults, rng_()
+                                                )
+                                              : protocol::plan_bundle_retry(
+                                                    assignment, result.bundle, *result.error,
+                                                    result.finished_ms, defaults, rng_()
+                                                );
+            if (plan) {
                 spdlog::info(
                     "worker {}: task {} {} ({}): try {} at {}", me_.id, tid,
                     protocol::to_string(result.state), result.error->code, plan->next_try,

@@ -34,10 +34,26 @@ std::vector<worker_action> worker_fsm::take(const std::vector<std::string>& name
     for (const auto& tid : assigned) {
         if (tasks_.try_emplace(tid).second) {
             ++stats_.started;
-            out.push_back(worker_action{worker_action::kind::run, tid, {}, data_of(tid)});
+            out.push_back(worker_action{
+                worker_action::kind::run, tid, {}, data_of(tid), std::nullopt});
         }
     }
     for (const auto& tid : markers) {
+        // One task of a bundle in hand (§6 T7 "One task of a bundle"): stop that one alone.
+        if (const auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
+            const std::string bundle(ref->node);
+            if (auto it = tasks_.find(bundle); it != tasks_.end()) {
+                if (it->second.entries.insert(*ref->index).second) {
+                    ++stats_.cancelled;
+                    out.push_back(worker_action{
+                        worker_action::kind::stop, bundle, {}, std::nullopt, *ref->index});
+                }
+                continue;
+            }
+            if (assigned.contains(bundle)) {
+                continue;  // not taken up (stopping): T6 deals with it
+            }
+        }
         if (auto it = tasks_.find(tid); it != tasks_.end()) {
             if (!it->second.marker) {
                 it->second.marker = true;
@@ -45,7 +61,8 @@ std::vector<worker_action> worker_fsm::take(const std::vector<std::string>& name
                     it->second.plan->marker_seen();
                 }
                 ++stats_.cancelled;
-                out.push_back(worker_action{worker_action::kind::stop, tid, {}, std::nullopt});
+                out.push_back(worker_action{
+                    worker_action::kind::stop, tid, {}, std::nullopt, std::nullopt});
             }
         } else if (!assigned.contains(tid)) {
             // Its task is gone (it finished first): the marker is litter.
@@ -53,6 +70,7 @@ std::vector<worker_action> worker_fsm::take(const std::vector<std::string>& name
                 worker_action::kind::remove_marker,
                 tid,
                 {protocol::txn_op::remove(protocol::layout::cancel_marker(me_.id, tid))},
+                std::nullopt,
                 std::nullopt});
         }
     }
@@ -106,6 +124,7 @@ worker_action worker_fsm::dir_missing() const {
         worker_action::kind::remake_dir,
         {},
         {protocol::txn_op::create(protocol::layout::assign_dir(me_.id), "")},
+        std::nullopt,
         std::nullopt};
 }
 
@@ -120,6 +139,11 @@ publish_fsm::step worker_fsm::publish(
     auto& t = tasks_[tid];
     t.plan.emplace(l_, me_.id, tid, std::move(result), t.marker, std::move(target));
     return t.plan->start();
+}
+
+std::set<std::size_t> worker_fsm::entries_cancelled(const std::string& tid) const {
+    const auto it = tasks_.find(tid);
+    return it != tasks_.end() ? it->second.entries : std::set<std::size_t>{};
 }
 
 bool worker_fsm::marker_seen(const std::string& tid) const {
@@ -157,15 +181,28 @@ std::optional<worker_action> worker_fsm::task_ended(
     const std::string& tid, std::optional<publish_end> how
 ) {
     std::optional<worker_action> left;
-    if (const auto* p = plan_of(tid);
-        p != nullptr && p->marker_left() && how &&
-        (*how == publish_end::published || *how == publish_end::published_by_lost_try ||
-         *how == publish_end::result_existed)) {
+    const bool written =
+        how && (*how == publish_end::published || *how == publish_end::published_by_lost_try ||
+                *how == publish_end::result_existed);
+    if (const auto* p = plan_of(tid); p != nullptr && p->marker_left() && written) {
         left = worker_action{
             worker_action::kind::remove_marker,
             tid,
             {protocol::txn_op::remove(protocol::layout::cancel_marker(me_.id, tid))},
+            std::nullopt,
             std::nullopt};
+    }
+    // The markers of a bundle's tasks: litter once its result (or retry) is written.
+    if (const auto it = tasks_.find(tid); it != tasks_.end() && written) {
+        for (const auto k : it->second.entries) {
+            if (!left) {
+                left = worker_action{
+                    worker_action::kind::remove_marker, tid, {}, std::nullopt, std::nullopt};
+            }
+            left->ops.push_back(protocol::txn_op::remove(
+                protocol::layout::cancel_marker(me_.id, protocol::bundled_task_id(tid, k))
+            ));
+        }
     }
     tasks_.erase(tid);
     if (!how) {
@@ -189,7 +226,11 @@ std::optional<worker_action> worker_fsm::task_ended(
 worker_action worker_fsm::drain() {
     draining_ = true;
     return worker_action{
-        worker_action::kind::mark_draining, {}, {protocol::drain_op(me_)}, std::nullopt};
+        worker_action::kind::mark_draining,
+        {},
+        {protocol::drain_op(me_)},
+        std::nullopt,
+        std::nullopt};
 }
 
 std::vector<std::string> worker_fsm::stop() {

@@ -638,6 +638,19 @@ private:
     std::optional<clock::time_point> release_due(clock::time_point now);
     /// A cancel request for a task in the delayed view: its T7 (true), or nothing yet.
     bool cancel_delayed(const std::string& tid);
+    /// A cancel request for one task of a bundle, `<bundle>.<k>` (master_fsm_entry.cpp): its
+    /// T7 when the bundle is assigned, nothing while it is pending or delayed (true: the
+    /// request is decided); false for any other request (or one to drop, after a failure).
+    bool cancel_entry(const std::string& tid);
+    /// T6 of the bundle `bundle` of `worker` back to pending: `ops` also turn the markers of
+    /// its tasks among `markers` back into cancel requests (master_fsm_entry.cpp).
+    void carry_entry_cancels(
+        const std::string& worker,
+        const std::string& bundle,
+        const std::set<std::string>& markers,
+        std::vector<protocol::txn_op>& ops,
+        std::int64_t now_ms
+    ) const;
     [[nodiscard]] std::int64_t wall_now() const;
 
     /// The decisions (master_fsm_decide.cpp): cancels, rejections, assignments and reads to

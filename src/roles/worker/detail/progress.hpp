@@ -25,6 +25,8 @@ struct running_task {
 
     std::stop_source stop;       // stops every handler of it: cancel marker, shutdown
     bool cancel_marker = false;  // stopped for its <tid>.cancel marker (worker_fsm says)
+    // A bundle's: one per task, stopped for the task's own <tid>.<k>.cancel marker.
+    std::vector<std::stop_source> entry_stop;
     bool done = false;
     boost::asio::steady_timer mark;  // when to write the running mark
     std::vector<double> progress;    // what each handler call reported last (-1: nothing)

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,15 +30,18 @@ struct worker_action {
     enum class kind {
         run,            ///< run `tid` (its assignment's data: `data`, else read it), publish;
                         ///< then task_ended()
-        stop,           ///< stop the handlers of `tid` (its cancel marker appeared)
-        remove_marker,  ///< run `ops` (delete the marker of a task no longer here); no answer
+        stop,           ///< stop the handlers of `tid` (its cancel marker appeared); with
+                        ///< `entry`, only that task of the bundle `tid` (its marker
+                        ///< `<tid>.<entry>.cancel` appeared, §6 T7 "One task of a bundle")
+        remove_marker,  ///< run `ops` (delete markers of tasks no longer here); no answer
         remake_dir,     ///< pause, then run `ops` (create our assignment directory); list again
         mark_draining,  ///< run `ops` (T9: our /workers node says draining); no answer
     };
     kind what = kind::run;
     std::string tid;
     std::vector<protocol::txn_op> ops;
-    std::optional<std::string> data;  ///< run: the assignment's data, when the log carried it
+    std::optional<std::string> data;   ///< run: the assignment's data, when the log carried it
+    std::optional<std::size_t> entry;  ///< stop: the task of the bundle to stop (else all)
 };
 
 class worker_fsm {
@@ -75,6 +79,8 @@ public:
     publish_fsm::step publish(const std::string& tid, std::string result, std::string target = {});
     /// True when a cancel marker was seen for `tid` (a cancelled task is never retried).
     [[nodiscard]] bool marker_seen(const std::string& tid) const;
+    /// The tasks of the bundle `tid` whose own markers (`<tid>.<k>.cancel`) were seen.
+    [[nodiscard]] std::set<std::size_t> entries_cancelled(const std::string& tid) const;
     publish_fsm::step publish_answered(const std::string& tid, const protocol::txn_answer& a);
     publish_fsm::step publish_cleared(const std::string& tid, bool ok);
     publish_fsm::step publish_reconnected(const std::string& tid, bool ok);
@@ -82,7 +88,8 @@ public:
     /// assignment was gone before it was read, or the worker was stopping). It is no longer
     /// in hand. Yields a remove_marker when its cancel marker came while the try that
     /// published was out: that try did not delete it, and no listing would find it now that
-    /// the worker follows its directory's change log (§6).
+    /// the worker follows its directory's change log (§6); and, once a bundle's result or
+    /// retry is written, for the markers of its tasks (T4 does not delete those).
     std::optional<worker_action> task_ended(const std::string& tid, std::optional<publish_end> how);
 
     /// The drain was requested (T9): mark our node; from now on drained() says when the
@@ -104,6 +111,7 @@ public:
 private:
     struct task {
         bool marker = false;              // its <tid>.cancel marker was seen
+        std::set<std::size_t> entries;    // a bundle's: its tasks' <tid>.<k>.cancel seen
         std::optional<publish_fsm> plan;  // once publishing
     };
     publish_fsm* plan_of(const std::string& tid);

@@ -4,8 +4,11 @@
 // ones too.
 #include "roles/worker/detail/worker_fsm.hpp"
 
+#include "protocol/ids.hpp"
+
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -393,4 +396,66 @@ TEST_F(WorkerFsm, AMarkerThatCameWhileThePublishingTryWasOutIsDeletedAfterIt) {
     ASSERT_EQ(s.ops.size(), 3U);
     s = w.publish_answered(b, ok(3));
     EXPECT_FALSE(w.task_ended(b, s.end));
+}
+
+// --- one task of a bundle (§6 T7 "One task of a bundle") ---------------------------------------
+
+TEST_F(WorkerFsm, ATasksOwnMarkerStopsThatTaskOfItsBundleOnly) {
+    const auto bundle = protocol::bundle_id(a, 5);
+    const auto entry = protocol::bundled_task_id(bundle, 2);
+    list({bundle});
+    EXPECT_EQ(list({bundle, marker(entry)}), std::vector<kind>{kind::stop});
+    EXPECT_EQ(last[0].tid, bundle);
+    ASSERT_TRUE(last[0].entry);
+    EXPECT_EQ(*last[0].entry, 2U);
+    EXPECT_FALSE(w.cancelled(bundle)) << "the bundle itself runs on";
+    EXPECT_FALSE(w.marker_seen(bundle)) << "so a retry of its other tasks stays possible";
+    EXPECT_EQ(w.entries_cancelled(bundle), (std::set<std::size_t>{2}));
+    EXPECT_TRUE(list({bundle, marker(entry)}).empty());  // stopped once
+    EXPECT_EQ(stats.cancelled, 1U);
+
+    // Its publish does not delete the task's marker (T4 is as for any bundle); once the
+    // result is written, the marker goes as litter.
+    auto s = w.publish(bundle, "R");
+    ASSERT_EQ(s.what, step_kind::send);
+    EXPECT_EQ(s.ops, (std::vector<txn_op>{remove_assignment(bundle), create_result(bundle)}));
+    s = w.publish_answered(bundle, ok(2));
+    ASSERT_EQ(s.end, publish_end::published);
+    const auto left = w.task_ended(bundle, s.end);
+    ASSERT_TRUE(left);
+    EXPECT_EQ(left->what, kind::remove_marker);
+    EXPECT_EQ(
+        left->ops, std::vector<txn_op>{txn_op::remove(protocol::layout::cancel_marker("w1", entry))}
+    );
+}
+
+TEST_F(WorkerFsm, ATasksMarkerInTheSameListingAsItsBundleStopsItFromTheStart) {
+    const auto bundle = protocol::bundle_id(a, 3);
+    const auto entry = protocol::bundled_task_id(bundle, 0);
+    EXPECT_EQ(list({marker(entry), bundle}), (std::vector<kind>{kind::run, kind::stop}));
+    EXPECT_EQ(w.entries_cancelled(bundle), (std::set<std::size_t>{0}));
+}
+
+TEST_F(WorkerFsm, ATasksMarkerWhoseBundleIsGoneIsLitterAndADiscardedBundleLeavesItToT6) {
+    const auto bundle = protocol::bundle_id(a, 3);
+    const auto entry = protocol::bundled_task_id(bundle, 1);
+    EXPECT_EQ(list({marker(entry)}), std::vector<kind>{kind::remove_marker});
+    EXPECT_EQ(
+        last[0].ops,
+        std::vector<txn_op>{txn_op::remove(protocol::layout::cancel_marker("w1", entry))}
+    );
+
+    // A bundle whose result was discarded (taken back by T6): its task's marker is T6's.
+    list({bundle, marker(entry)});
+    w.publish(bundle, "R");
+    EXPECT_FALSE(w.task_ended(bundle, publish_end::discarded));
+    EXPECT_EQ(w.in_hand(), 0U);
+}
+
+TEST_F(WorkerFsm, AMarkerNamingNoTaskOfTheBundleIsLitter) {
+    const auto bundle = protocol::bundle_id(a, 3);
+    list({bundle});
+    // `.3` is past the bundle's size: no task of it, and no task id either.
+    EXPECT_EQ(list({bundle, marker(bundle + ".3")}), std::vector<kind>{kind::remove_marker});
+    EXPECT_TRUE(w.entries_cancelled(bundle).empty());
 }
