@@ -432,6 +432,22 @@ std::vector<std::optional<task_result>> read_finished(std::string_view task_json
     return out;
 }
 
+void cancel_retryable_entries(
+    std::vector<task_result>& entries, const std::set<std::size_t>& cancelled
+) {
+    for (const auto k : cancelled) {
+        if (k >= entries.size()) {
+            continue;
+        }
+        auto& e = entries[k];
+        if (retryable(e.state, e.error ? std::string_view(e.error->code) : "")) {
+            e.state = task_state::cancelled;
+            e.value = nullptr;
+            e.error = task_error{std::string(codes::cancelled), "cancelled after a failed try"};
+        }
+    }
+}
+
 std::optional<retry_plan> plan_bundle_retry(
     std::string_view assignment_json,
     const std::vector<task_result>& entries,

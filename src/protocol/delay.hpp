@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -121,6 +122,13 @@ struct retry_plan {
 /// the other fields of §4.3, so a node someone else wrote runs whole rather than fail.
 [[nodiscard]] std::vector<std::optional<task_result>> read_finished(
     std::string_view task_json, std::size_t n
+);
+
+/// The tasks of a bundle whose own cancel came (`cancelled`: their indexes, §6 T7 "One task of
+/// a bundle") after their try had ended retryable(): they end `cancelled` instead, so that no
+/// retry runs them again (a cancel is final). Entries that ended otherwise keep their end.
+void cancel_retryable_entries(
+    std::vector<task_result>& entries, const std::set<std::size_t>& cancelled
 );
 
 /// Decides whether the try of the bundle assigned as `assignment_json`, whose tasks ended as

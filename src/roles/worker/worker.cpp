@@ -636,6 +636,9 @@ private:
     asio::awaitable<publish_end> publish(
         std::string tid, protocol::task_result result, const std::string& assignment
     ) {
+        // A task of the bundle whose own cancel came after its try failed is final: cancelled,
+        // never run again by a retry (§6 T7 "One task of a bundle").
+        protocol::cancel_retryable_entries(result.bundle, state_.entries_cancelled(tid));
         // A failed try with retries left waits as a delayed task (§6 T4 "Retry"); the last
         // try's result carries the earlier tries' errors.
         std::string data = encode(result);

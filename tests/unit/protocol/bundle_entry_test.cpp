@@ -72,6 +72,30 @@ TEST(BundleEntry, AnEntryIsItsStateAndValueOrErrorAndReadsBack) {
     EXPECT_FALSE(decode_entry(boost::json::object{{"state", "pending"}}));  // no result state
 }
 
+// A task's own cancel that came after its try failed: it ends cancelled and no retry runs it;
+// a task that ended otherwise keeps its end.
+TEST(BundleRetry, ATaskCancelledAfterItsTryFailedIsNotRunAgain) {
+    auto entries = first_try();
+    cancel_retryable_entries(entries, {0, 1, 3, 9});  // 9: no such task, ignored
+    EXPECT_EQ(entries[0], first_try()[0]);            // succeeded: kept
+    EXPECT_EQ(entries[1].state, task_state::cancelled);
+    ASSERT_TRUE(entries[1].error);
+    EXPECT_EQ(entries[1].error->code, "cancelled");
+    EXPECT_EQ(entries[3], first_try()[3]);  // bad_args: no retry mends it, kept
+    EXPECT_EQ(entries[4], first_try()[4]);  // not cancelled: still retried
+    const auto plan = plan_bundle_retry(assigned(2), entries, summary, 50'000, no_retries, 7);
+    ASSERT_TRUE(plan.has_value());
+    const auto done = read_finished(plan->data, 5);
+    ASSERT_EQ(done.size(), 5U);
+    EXPECT_EQ(done[1], entries[1]);  // final: cancelled
+    EXPECT_FALSE(done[4]);           // the timeout alone runs again
+    // With only the cancelled one failed, nothing is retried.
+    auto one = first_try();
+    one[4] = entry(task_state::succeeded, {}, 14);
+    cancel_retryable_entries(one, {1});
+    EXPECT_FALSE(plan_bundle_retry(assigned(2), one, summary, 50'000, no_retries, 7));
+}
+
 TEST(BundleRetry, OnlyTheTasksThatFailedRetryablyRunAgain) {
     const auto plan = plan_bundle_retry(assigned(2), first_try(), summary, 50'000, no_retries, 7);
     ASSERT_TRUE(plan.has_value());
