@@ -18,7 +18,7 @@ master_fsm::master_fsm(protocol::layout l, std::int64_t epoch, options opts, mas
       epoch_(epoch),
       opts_(std::move(opts)),
       stats_(stats),
-      placer_(opts_.policy),
+      index_(opts_.policy),
       stalls_(opts_.unstarted_bound),
       shard_listed_(l_.pending_shards, false),
       shards_unlisted_(l_.pending_shards),
@@ -59,6 +59,7 @@ void master_fsm::handle(const master_saw::workers_listed& e, clock::time_point /
     for (auto& [id, w] : workers_) {
         if (w.alive && !listed.contains(id)) {
             w.alive = false;
+            index_.erase(id);
             worker_listing_due_ = true;
             spdlog::info("master: worker {} left", id);  // the requeue counts what it held
             requeue(id);
@@ -115,6 +116,7 @@ bool master_fsm::worker_read(const std::string& id, std::string_view data, bool 
     // Not listed yet: it may hold tasks already (a dead master's, or ones clients placed
     // directly), so it gets none until its directory's first listing counts them.
     workers_[id] = worker_entry{std::move(*info), true, {}, 0, false, true};
+    reindex(id);
     return true;
 }
 
@@ -138,6 +140,7 @@ void master_fsm::handle(const master_saw::worker_changed& e, clock::time_point /
             );
         }
         it->second.info = std::move(*info);
+        reindex(id);
     }
 }
 
@@ -166,11 +169,13 @@ void master_fsm::handle(const master_saw::dir_listed& e, clock::time_point now) 
     it->second.assigned = std::move(listed);
     it->second.dir_missing = false;  // listed: it is there
     it->second.touched = false;
+    reindex(e.worker);
 }
 
 void master_fsm::handle(const master_saw::dir_touched& e, clock::time_point /*now*/) {
     if (const auto it = workers_.find(e.worker); it != workers_.end()) {
         it->second.touched = true;
+        reindex(e.worker);
     }
 }
 
@@ -207,12 +212,14 @@ void master_fsm::handle(const master_saw::dir_gone& e, clock::time_point /*now*/
         );
     }
     it->second.dir_missing = true;
+    reindex(id);
     worker_listing_due_ = true;
 }
 
 void master_fsm::handle(const master_saw::dir_back& e, clock::time_point /*now*/) {
     if (auto it = workers_.find(e.worker); it != workers_.end()) {
         it->second.dir_missing = false;
+        reindex(e.worker);
     }
 }
 
@@ -567,49 +574,41 @@ bool master_fsm::may_try(const std::string& tid, clock::time_point now) const {
 }
 
 std::optional<long> master_fsm::load_window() const {
-    // The free slots from the records themselves: this runs more than once a decision, and
-    // building every worker's slot for it costs a thousand of them with as many workers.
-    bool anyone = false;
-    long want = 32;
-    for (const auto& [id, w] : workers_) {
-        if (w.alive && !w.info.draining && !w.dir_missing) {
-            anyone = true;
-            const int used = static_cast<int>(w.assigned.size()) + w.in_flight;
-            want += std::max(0, w.info.capacity.value_or(0) - used);
-        }
-    }
-    if (!anyone) {
+    if (index_.open_workers() == 0) {
         return std::nullopt;
     }
-    if (loaded_.empty()) {
-        return want;
-    }
-    const auto live = slots();
+    long want = 32 + index_.free_open();
     for (const auto& tid : loaded_) {
         const auto& p = pending_.at(tid);
-        if (!p.in_flight && p.task && protocol::anyone_serves(live, p.task->head.type)) {
+        if (!p.in_flight && p.task && index_.anyone_serves(p.task->head.type)) {
             --want;
         }
     }
     return want;
 }
 
-std::vector<protocol::worker_slot> master_fsm::slots(std::optional<clock::time_point> assignable_at
-) const {
-    std::vector<protocol::worker_slot> out;
-    out.reserve(workers_.size());
-    for (const auto& [id, w] : workers_) {
-        if (!w.alive || w.info.draining || w.dir_missing) {
-            continue;
-        }
-        if (assignable_at && (w.touched || !stalls_.may_assign(id, *assignable_at))) {
-            continue;
-        }
-        out.push_back(protocol::worker_slot{
-            id, w.info.capacity.value_or(0), static_cast<int>(w.assigned.size()) + w.in_flight,
-            w.info.types, w.info.threads.value_or(1), w.info.unhealthy});
+void master_fsm::reindex(const std::string& id) {
+    const auto it = workers_.find(id);
+    if (it == workers_.end()) {
+        index_.erase(id);
+        return;
     }
-    return out;
+    const auto& w = it->second;
+    slot_index::worker s;
+    s.open = w.alive && !w.info.draining && !w.dir_missing;
+    s.assignable = s.open && !w.touched;
+    s.capacity = w.info.capacity.value_or(0);
+    s.used = static_cast<int>(w.assigned.size()) + w.in_flight;
+    s.threads = w.info.threads.value_or(1);
+    s.types = w.info.types;
+    s.unhealthy = w.info.unhealthy;
+    index_.put(id, s);
+}
+
+void master_fsm::reindex_used(const std::string& id) {
+    if (const auto it = workers_.find(id); it != workers_.end()) {
+        index_.set_used(id, static_cast<int>(it->second.assigned.size()) + it->second.in_flight);
+    }
 }
 
 }  // namespace zkd::roles

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 namespace zkd::roles {
@@ -142,6 +143,7 @@ void master_fsm::done(
             // The marker form: the assignment is gone (a bundle's, for one of its tasks).
             const auto ref = protocol::parse_task_ref(tid);
             w->second.assigned.erase(ref ? std::string(ref->node) : tid);
+            reindex_used(a.worker);
         }
     } else if (!r.retryable) {
         cancel_failures_.insert(tid);  // next time: only drop the request
@@ -191,9 +193,8 @@ void master_fsm::done(
 
 std::optional<master_fsm::clock::time_point> master_fsm::reject_unplaceable(clock::time_point now) {
     if (loaded_.empty()) {
-        return std::nullopt;  // nothing to look at (and the slots of every worker cost)
+        return std::nullopt;  // nothing to look at
     }
-    const auto live = slots();
     std::optional<clock::time_point> next_check;
     for (const auto& tid : std::vector<std::string>(loaded_.begin(), loaded_.end())) {
         auto& p = pending_.at(tid);
@@ -204,7 +205,7 @@ std::optional<master_fsm::clock::time_point> master_fsm::reject_unplaceable(cloc
             reject(tid, p, protocol::codes::malformed_task, p.malformed ? *p.malformed : "");
             continue;
         }
-        if (live.empty() || protocol::anyone_serves(live, p.task->head.type)) {
+        if (index_.open_workers() == 0 || index_.anyone_serves(p.task->head.type)) {
             unserved_since_.erase(p.task->head.type);
             continue;
         }
@@ -225,11 +226,14 @@ void master_fsm::assign(clock::time_point now) {
     // A worker whose directory changed since it was listed may hold tasks clients placed
     // there directly: nothing goes there until the listing says how many (reading and
     // rejecting go on meanwhile).
-    // A suspect (stall_watch) gets nothing, but for a probe now and then.
-    auto live = slots(now);
-    int free = 0;
-    for (const auto& s : live) {
-        free += s.free_slots();
+    // A suspect (stall_watch) gets nothing, but for a probe now and then. The free slots of
+    // the workers that may get a task now: the assignable ones, less what suspects kept
+    // waiting have (they are few).
+    long free = index_.free_assignable();
+    for (const auto& id : stalls_.suspects()) {
+        if (const auto* w = index_.find(id); w && w->assignable && !stalls_.may_assign(id, now)) {
+            free -= w->free_slots();
+        }
     }
     // The queue's order (§3) holds for tasks whose data is not here yet: a task whose data is
     // here (a log brought it) takes no slot that an unread task ahead of it, read now or
@@ -238,9 +242,9 @@ void master_fsm::assign(clock::time_point now) {
     // not counted while none is read or to be read (no load window), as none may take a slot.
     const bool reads_due = loading_ || load_window().value_or(0) > 0;
     auto ahead = pending_.begin();
-    int unread_ahead = 0;
+    long unread_ahead = 0;
     // The assignments decided here go out in one transaction (the batcher's turn): the
-    // placer keeps them together on a worker up to its threads (placer::pick).
+    // index keeps them together on a worker up to its threads (slot_index::pick).
     std::string batch_mate;
     for (const auto& tid : loaded_) {
         if (free <= 0) {
@@ -264,19 +268,21 @@ void master_fsm::assign(clock::time_point now) {
         if (p.in_flight || !p.task || cancels_.contains(tid) || !may_try(tid, now)) {
             continue;
         }
-        auto pick = placer_.pick(live, p.task->head.type, batch_mate);
-        if (pick && p.task->head.attempt > 1 && stalls_.suspect(std::string(live[*pick].id))) {
-            // A task that was taken back once is no suspect's probe: pick again without it.
-            auto& probed = live[*pick];
-            const int capacity = std::exchange(probed.capacity, probed.used);
-            pick = placer_.pick(live, p.task->head.type, batch_mate);
-            probed.capacity = capacity;
+        // A suspect gets a probe now and then (stall_watch::may_assign), and never a task
+        // that was taken back once.
+        const bool retried = p.task->head.attempt > 1;
+        std::function<bool(std::string_view)> skip;
+        if (stalls_.any_suspect()) {
+            skip = [&](std::string_view id) {
+                return stalls_.suspect(id) &&
+                       (retried || !stalls_.may_assign(std::string(id), now));
+            };
         }
+        const auto pick = index_.pick(p.task->head.type, batch_mate, skip);
         if (!pick) {
             continue;
         }
-        auto& slot = live[*pick];
-        const std::string worker(slot.id);
+        const std::string& worker = *pick;
         auto ops = protocol::assign_ops(
             p.shard, tid, worker, p.task->data, p.task->head.attempt, epoch_, protocol::now_ms()
         );
@@ -287,14 +293,15 @@ void master_fsm::assign(clock::time_point now) {
             continue;
         }
         batch_mate = worker;
-        ++slot.used;
         --free;
+        ++workers_[worker].in_flight;
+        reindex_used(worker);
         if (stalls_.suspect(worker)) {
             stalls_.assigned(worker, tid, now);  // its probe: one task, no more this pass
-            free -= slot.free_slots();
-            slot.capacity = slot.used;
+            if (const auto* w = index_.find(worker)) {
+                free -= w->free_slots();
+            }
         }
-        ++workers_[worker].in_flight;
         ++assigns_in_flight_;
         p.in_flight = true;
         out_.emplace_back(master_do::assign{tid, worker, std::move(*ops)});
@@ -314,6 +321,7 @@ void master_fsm::done(
         } else {
             stalls_.unassigned(a.worker, a.tid);
         }
+        reindex_used(a.worker);
     }
     auto p = pending_.find(a.tid);
     if (p == pending_.end()) {
@@ -332,6 +340,7 @@ void master_fsm::done(
         // The worker's directory is gone (deleted by someone else): not the task's fault.
         if (auto w = workers_.find(a.worker); w != workers_.end()) {
             w->second.dir_missing = true;
+            reindex(a.worker);
             worker_listing_due_ = true;
         }
     } else if (stats_.deposed || outcome == assign_outcome::worker_left) {

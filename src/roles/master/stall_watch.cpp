@@ -42,6 +42,7 @@ stall_watch::verdict stall_watch::read(
     }
     if (works && w.suspect) {
         trust(w, v);
+        suspects_.erase(worker);
     }
     for (const auto& r : reads) {
         if (r.gone || r.running || r.age_ms < bound_.count()) {
@@ -54,6 +55,7 @@ stall_watch::verdict stall_watch::read(
         if (!works && !w.suspect) {
             w.suspect = true;
             v.now_suspect = true;
+            suspects_.insert(worker);
         }
     }
     return v;
@@ -66,9 +68,8 @@ void stall_watch::trust(worker_state& w, verdict& v) {
     v.trusted_again = true;
 }
 
-bool stall_watch::suspect(const std::string& worker) const {
-    const auto it = workers_.find(worker);
-    return it != workers_.end() && it->second.suspect;
+bool stall_watch::suspect(std::string_view worker) const {
+    return suspects_.find(worker) != suspects_.end();
 }
 
 bool stall_watch::may_assign(const std::string& worker, clock::time_point now) const {
@@ -99,16 +100,11 @@ void stall_watch::unassigned(const std::string& worker, const std::string& tid) 
 
 void stall_watch::forget(const std::string& worker) {
     workers_.erase(worker);
+    suspects_.erase(worker);
 }
 
 std::vector<std::string> stall_watch::suspects() const {
-    std::vector<std::string> out;
-    for (const auto& [id, w] : workers_) {
-        if (w.suspect) {
-            out.push_back(id);
-        }
-    }
-    return out;
+    return {suspects_.begin(), suspects_.end()};
 }
 
 }  // namespace zkd::roles

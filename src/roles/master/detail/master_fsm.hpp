@@ -19,6 +19,7 @@
 #include "protocol/placement.hpp"
 #include "protocol/task.hpp"
 #include "roles/master/detail/delayed_queue.hpp"
+#include "roles/master/detail/slot_index.hpp"
 #include "roles/master/detail/stall_watch.hpp"
 #include "roles/master/detail/task_key.hpp"
 #include "roles/master/master_stats.hpp"
@@ -671,13 +672,12 @@ private:
         clock::time_point now
     );
     [[nodiscard]] bool may_try(const std::string& tid, clock::time_point now) const;
-    /// The live workers that are not draining and have their directory, as placement sees
-    /// them (views into workers_: valid until workers_ changes). Given `assignable_at`, only
-    /// those that may get a task from the master then: not touched since their listing, and
-    /// not a suspect kept waiting (stall_watch).
-    [[nodiscard]] std::vector<protocol::worker_slot> slots(
-        std::optional<clock::time_point> assignable_at = std::nullopt
-    ) const;
+    /// Tells index_ what workers_ now holds of `id` (after any change of its record that
+    /// placement sees: alive, draining, types, capacity, threads, unhealthy, its directory
+    /// missing or touched, its assignments).
+    void reindex(const std::string& id);
+    /// Only the count of `id`'s assignments changed (assigned or in_flight).
+    void reindex_used(const std::string& id);
     /// How many more tasks to read: the free slots plus a margin, less the loaded tasks that
     /// wait for a slot (0 or less: none; nullopt: no live worker, nothing is read).
     [[nodiscard]] std::optional<long> load_window() const;
@@ -709,7 +709,9 @@ private:
     std::int64_t epoch_;
     options opts_;
     master_stats& stats_;
-    protocol::placer placer_;
+    // The workers as placement sees them (slot_index): what every decision asks of them
+    // costs O(log n), not a walk over all of them.
+    slot_index index_;
     stall_watch stalls_;
     std::vector<master_action> out_;  // the actions decided, handed out by on()
 

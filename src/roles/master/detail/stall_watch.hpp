@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zkd::roles {
@@ -55,7 +56,9 @@ public:
     /// The reads of what listed() returned.
     verdict read(const std::string& worker, const std::vector<assignment>& reads);
 
-    [[nodiscard]] bool suspect(const std::string& worker) const;
+    [[nodiscard]] bool suspect(std::string_view worker) const;
+    /// Some worker is suspect: without one, nothing needs asking worker by worker.
+    [[nodiscard]] bool any_suspect() const { return !suspects_.empty(); }
     /// Whether the master may give `worker` a task now: yes unless suspect; a suspect gets one
     /// at a time, `bound` after the last (the probe).
     [[nodiscard]] bool may_assign(const std::string& worker, clock::time_point now) const;
@@ -80,6 +83,7 @@ private:
 
     std::chrono::milliseconds bound_;
     std::map<std::string, worker_state> workers_;
+    std::set<std::string, std::less<>> suspects_;  // the workers whose state says suspect
 };
 
 }  // namespace zkd::roles
