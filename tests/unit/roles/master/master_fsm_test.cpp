@@ -238,6 +238,36 @@ TEST_F(MasterFsm, OnlyWorkersServingTheTypeGetItAndDrainingOnesNone) {
     EXPECT_EQ(of_kind(view.on(decide{}, *step.wake_at), kind::reject).size(), 1U);
 }
 
+TEST_F(MasterFsm, AWorkersNodeAsItChangesIsWhatPlacementUsesNext) {
+    join("w1", 1);
+    join("w2", 1, {"other"});
+    submit({tid(5, 1), tid(5, 2), tid(5, 3), tid(5, 4)});
+    auto assigns = of_kind(view.on(decide{}, t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].worker, "w1");
+    // More room, and w2 takes echo too: three more go, the emptier worker first.
+    ASSERT_TRUE(worker_changed("w1", worker_data(3, {"echo"})));
+    ASSERT_TRUE(worker_changed("w2", worker_data(1, {"echo", "other"})));
+    assigns = of_kind(view.on(decide{}, t0), kind::assign);
+    std::string order;
+    for (const auto& a : assigns) {
+        order += a.worker + " ";
+    }
+    EXPECT_EQ(order, "w1 w2 w1 ");
+    // Unhealthy for echo: w1 gets none of it while it says so, then it does again.
+    protocol::member_info sick = *protocol::decode_worker(worker_data(5, {"echo"}));
+    sick.unhealthy = {"echo"};
+    ASSERT_TRUE(worker_changed("w1", protocol::encode(sick)));
+    submit({tid(5, 5)});
+    EXPECT_TRUE(of_kind(view.on(decide{}, t0), kind::assign).empty());
+    EXPECT_TRUE(of_kind(view.on(decide{}, t0 + std::chrono::seconds(60)), kind::reject).empty())
+        << "served, though unhealthy: it waits";
+    ASSERT_TRUE(worker_changed("w1", worker_data(5, {"echo"})));
+    assigns = of_kind(view.on(decide{}, t0), kind::assign);
+    ASSERT_EQ(assigns.size(), 1U);
+    EXPECT_EQ(assigns[0].worker, "w1");
+}
+
 TEST_F(MasterFsm, AMalformedTaskAndANameThatIsNoTaskIdEndInFailedResults) {
     join("w1", 2);
     submit({tid(5, 1)}, "{ this is not json");
