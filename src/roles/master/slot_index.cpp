@@ -23,7 +23,7 @@ void slot_index::link(const worker_map::value_type& entry, int sign) {
     const int free = w.free_slots();
     if (w.open) {
         open_ = sign > 0 ? open_ + 1 : open_ - 1;
-        free_open_ += sign * free;
+        free_open_ += static_cast<long>(sign) * free;
         for (const auto& type : w.types) {
             auto it = served_.try_emplace(type, 0).first;
             it->second = sign > 0 ? it->second + 1 : it->second - 1;
@@ -35,7 +35,7 @@ void slot_index::link(const worker_map::value_type& entry, int sign) {
     if (!w.assignable) {
         return;
     }
-    free_assignable_ += sign * free;
+    free_assignable_ += static_cast<long>(sign) * free;
     if (free == 0) {
         return;
     }

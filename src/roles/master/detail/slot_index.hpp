@@ -88,7 +88,7 @@ private:
     };
     using worker_map = std::map<std::string, worker, std::less<>>;
 
-    void link(const worker_map::value_type& w, int sign);
+    void link(const worker_map::value_type& entry, int sign);
     [[nodiscard]] bool skipped(
         std::string_view id, const std::function<bool(std::string_view)>& skip
     ) const {
