@@ -124,8 +124,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     std::vector<protocol::task_spec> tasks, submit_options opts
 ) {
     // A cancel is answered, not thrown; the caller's own setting is back once it is.
-    co_return co_await detail::answered_on_cancel(submit_answered(std::move(tasks), std::move(opts))
-    );
+    co_return co_await detail::answered_on_cancel(submit_answered(std::move(tasks), opts));
 }
 
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit_answered(

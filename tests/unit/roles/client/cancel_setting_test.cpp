@@ -9,6 +9,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace zkd;
@@ -55,6 +57,8 @@ seen run_caller(
             s.wait_threw = true;
         }
         s.done = true;
+        // co_spawn's last step, after the body, would throw the cancel out of run_for().
+        co_await asio::this_coro::throw_if_cancelled(false);
     };
     asio::co_spawn(io, body(), asio::bind_cancellation_slot(sig.slot(), asio::detached));
     io.run_for(2s);  // the wait is 10 s: a cancel unseen leaves `done` false
@@ -137,7 +141,8 @@ TEST(ClientCancelSetting, SubmitLeavesItsCallerThrowingOnCancel) {
             opts.retries = -1;  // refused before anything is sent
             protocol::task_spec t;
             t.type = "echo";
-            auto r = co_await client->submit({t}, opts);
+            std::vector<protocol::task_spec> tasks(1, t);
+            auto r = co_await client->submit(std::move(tasks), opts);
             answered = r ? zkco::error_code{} : r.error();
         },
         sig

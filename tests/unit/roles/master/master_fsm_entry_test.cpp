@@ -192,7 +192,6 @@ TEST_F(MasterFsm, AMarkerThatOutlivedItsBundleOnADepartedWorkerIsARequestAgain) 
     const auto one = protocol::bundled_task_id(bundle, 1);
     const auto two = protocol::bundled_task_id(bundle, 2);
     const auto plain = tid(5, 2);
-    ASSERT_TRUE(dir_listed("w1", {}));
     view.on(cancels_listed{{two}}, t0);  // its request is there already
     leave("w1");
     const auto step = view.on(
