@@ -202,6 +202,7 @@ TEST_F(MasterFsm, AMarkerThatOutlivedItsBundleOnADepartedWorkerIsARequestAgain) 
     const auto removes = of_kind(step, kind::remove_marker);
     ASSERT_EQ(removes.size(), 3U);
     std::vector<std::vector<protocol::txn_op>> ops;
+    ops.reserve(removes.size());
     for (const auto& r : removes) {
         ops.push_back(r.ops);
     }

@@ -438,7 +438,7 @@ TEST_F(WorkerFsm, ATasksMarkerInTheSameListingAsItsBundleStopsItFromTheStart) {
 
 /// The ops that delete a task's marker and make its request again, one multi.
 std::vector<txn_op> returned(const std::string& entry) {
-    const auto ops = protocol::return_entry_cancel_ops("w1", entry, 0);
+    auto ops = protocol::return_entry_cancel_ops("w1", entry, 0);
     EXPECT_EQ(ops.size(), 2U);
     return ops;
 }
