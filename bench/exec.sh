@@ -4,12 +4,14 @@
 # one worker, against running it directly from a shell loop; and a script type's output
 # streamed by 2 x cores programs at once, with the worker's event-loop lag meanwhile.
 # Usage: bench/exec.sh [BUILD_DIR (default build/release)] [TASKS (default 2000)]
-#        bench/exec.sh --chatty [BUILD_DIR] [TASKS] [ROUNDS (default 2)]
+#        bench/exec.sh --chatty [BUILD_DIR] [TASKS or a duration, e.g. 60s] [ROUNDS (default 2)]
 #   --chatty: the worker's event-loop lag while 8 warm processes of a served Python type
 #   (bench/chatty.py) each write, per task, 50 progress and 50 log frames (debug, below the
 #   node's info) of about 200 bytes before the result; ROUNDS rounds of zkd-loadgen
-#   --tasks TASKS --concurrency 16, each followed by zkd_event_loop_lag_seconds from /metrics
-#   and the CPU time of the loop's thread. CHATTY_N=K: K frames of each kind instead of 50.
+#   --tasks TASKS (or --duration) --concurrency 16, each followed by zkd_event_loop_lag_seconds
+#   from /metrics, and the loop thread's time on a CPU and waiting for one meanwhile
+#   (/proc/PID/task/PID/schedstat). CHATTY_N=K: K frames of each
+#   kind instead of 50. CHATTY_NICE=N: the programs at `exec.chatty.nice = N` (default: unset).
 # Needs python3; starts its own ZooKeeper (zkd-zk-local) and one `zkd run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +53,7 @@ exec.chatty = $(python3 -c "import sys; print(sys.executable)") $PWD/bench/chatt
 exec.chatty.mode = serve
 exec.chatty.warm = 8
 exec.chatty.env = PYTHONPATH=$PWD/python
+${CHATTY_NICE:+exec.chatty.nice = $CHATTY_NICE}
 CONF
     "$zkd" run --zk "$connect" --namespace bench --capacity 8 --threads 2 \
         --http "127.0.0.1:$port" --config "$dir/zkd.conf" --log-level info >"$dir/node.log" 2>&1 &
@@ -58,24 +61,32 @@ CONF
     metric() { # NAME{LABELS} -> its value from /metrics
         curl -fsS "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m { print $2 }'
     }
+    # TASKS as a duration (60s): rounds that long, so that each fills the probe's 60 s window
+    # and its lag figures are its own.
+    case $n in
+    *[0-9]) amount=(--tasks "$n") ;;
+    *) amount=(--duration "$n") ;;
+    esac
     echo "== $rounds rounds of $n chatty tasks ({\"n\":${CHATTY_N:-50}}: as many progress and log frames each), 8 warm processes; load $(cut -d' ' -f1-3 /proc/loadavg)"
-    loop_cpu() { # CPU seconds of the node's event-loop thread (its main thread) so far
-        awk '{ print ($14 + $15) / 100 }' "/proc/$node/task/$node/stat"
+    loop_sched() { # the node's event-loop thread (its main thread) so far: seconds on a CPU, waiting for one
+        awk '{ print $1 / 1e9, $2 / 1e9 }' "/proc/$node/task/$node/schedstat"
     }
     for ((r = 1; r <= rounds; r++)); do
-        cpu0=$(loop_cpu)
+        sched0=$(loop_sched)
         "$build/tools/loadgen/zkd-loadgen" --zk "$connect" --namespace bench --wait-workers 60s \
-            --tasks "$n" --concurrency 16 --type chatty --args "{\"n\":${CHATTY_N:-50}}" --json --no-progress \
+            "${amount[@]}" --concurrency 16 --type chatty --args "{\"n\":${CHATTY_N:-50}}" --json --no-progress \
             >"$dir/round$r.json"
         python3 - "$dir/round$r.json" "$r" "$(metric 'zkd_event_loop_lag_seconds{quantile="0.99"}')" \
-            "$(metric 'zkd_event_loop_lag_seconds{quantile="1"}')" "$cpu0" "$(loop_cpu)" <<'PY'
+            "$(metric 'zkd_event_loop_lag_seconds{quantile="1"}')" "$sched0" "$(loop_sched)" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])).get("load", {})
 tps, results = d.get("tasks_per_s", 0), d.get("results", 0)
-cpu = float(sys.argv[6]) - float(sys.argv[5])
-print(f"round {sys.argv[2]}: {tps} tasks/s; event-loop lag p99 {float(sys.argv[3])*1000:.2f} ms, "
-      f"max {float(sys.argv[4] or 'nan')*1000:.2f} ms; loop thread CPU {cpu:.2f} s "
-      f"({cpu / max(results, 1) * 1e6:.0f} us a task)")
+(cpu0, wait0), (cpu1, wait1) = (map(float, a.split()) for a in sys.argv[5:7])
+cpu, wait = cpu1 - cpu0, wait1 - wait0
+ms = lambda v: f"{float(v) * 1000:.2f} ms" if v else "n/a"
+print(f"round {sys.argv[2]}: {tps} tasks/s; event-loop lag p99 {ms(sys.argv[3])}, max {ms(sys.argv[4])}; "
+      f"loop thread CPU {cpu:.2f} s "
+      f"({cpu / max(results, 1) * 1e6:.0f} us a task), waited {wait:.2f} s for a CPU")
 PY
     done
     echo "load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -65,6 +65,7 @@ struct program_config {
     std::string dir;               ///< working directory; empty: zkd's own
     std::string user;              ///< run as this user (zkd must be root); empty: zkd's
     std::chrono::milliseconds kill_grace{5000};  ///< SIGTERM to SIGKILL on stop
+    int nice = 0;  ///< added to zkd's niceness for the program (`nice -n`), 0 to 19
     run_mode mode = run_mode::once;
     resource_limits limits;
     // Served types only:

@@ -328,6 +328,20 @@ void render_lag(writer& w, const reactor::lag_stats& lag) {
         "zkd_event_loop_lag_last_seconds", "gauge", "The latest event-loop lag sample.",
         seconds(lag.last)
     );
+    if (!lag.sched_known) {
+        return;
+    }
+    w.single(
+        "zkd_event_loop_cpu_seconds_total", "counter",
+        "The event loop's thread's time on a CPU, since the lag probe's first sample.",
+        seconds(lag.cpu_total)
+    );
+    w.single(
+        "zkd_event_loop_cpu_wait_seconds_total", "counter",
+        "The event loop's thread's time runnable but waiting for a CPU (the machine's load), "
+        "since the lag probe's first sample.",
+        seconds(lag.cpu_wait_total)
+    );
 }
 
 }  // namespace

@@ -77,6 +77,9 @@ struct facade_counters {
 ///   zkd_event_loop_lag_seconds{quantile="0.99"|"1"} summary (p99 and max of the window;
 ///                                                  _sum and _count of every sample)
 ///   zkd_event_loop_lag_last_seconds                gauge
+///   zkd_event_loop_cpu_seconds_total, zkd_event_loop_cpu_wait_seconds_total   counters,
+///                                                  where the kernel reports them
+///                                                  (lag_stats::sched_known)
 ///
 /// Never throws short of bad_alloc.
 std::string render_metrics(

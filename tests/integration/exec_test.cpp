@@ -31,6 +31,7 @@
 #include <set>
 #include <signal.h>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -211,6 +212,21 @@ TEST_F(ExecProgram, ExitZeroSucceedsAndNonZeroFailsWithTheCodeAndStderr) {
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().code, "handler_error");
     EXPECT_EQ(bad.error().message, "the program exited with code 3; stderr: first line\nbad input");
+}
+
+TEST_F(ExecProgram, NiceLowersTheProgramsPriorityAndItsChildrens) {
+    const auto s = script("nice.sh", "cat >/dev/null; nice; sh -c nice");
+    const int own = ::getpriority(PRIO_PROCESS, 0);
+    auto plain = call(make_program("plain", {s}, exec::output_mode::text), 1);
+    ASSERT_TRUE(plain) << plain.error().message;
+    EXPECT_EQ(*plain, json::value(std::to_string(own) + "\n" + std::to_string(own) + "\n"));
+
+    auto p = make_program("niced", {s}, exec::output_mode::text);
+    p.config.nice = 7;
+    const auto want = std::to_string(std::min(own + 7, 19));
+    auto niced = call(std::move(p), 1);
+    ASSERT_TRUE(niced) << niced.error().message;
+    EXPECT_EQ(*niced, json::value(want + "\n" + want + "\n"));
 }
 
 TEST_F(ExecProgram, KilledBySignalNamesTheSignal) {

@@ -78,11 +78,11 @@ std::chrono::milliseconds duration_setting(std::string_view key, std::string_vie
     return *d;
 }
 
-constexpr std::array<std::string_view, 18> settings{
-    "timeout",   "max-timeout",   "max-output",    "concurrency",   "output",
-    "env",       "dir",           "user",          "kill-grace",    "mode",
-    "warm",      "max-tasks",     "max-memory",    "start-timeout", "memory-limit",
-    "cpu-limit", "max-processes", "max-open-files"};
+constexpr std::array<std::string_view, 19> settings{
+    "timeout",   "max-timeout",   "max-output",     "concurrency",   "output",
+    "env",       "dir",           "user",           "kill-grace",    "mode",
+    "warm",      "max-tasks",     "max-memory",     "start-timeout", "memory-limit",
+    "cpu-limit", "max-processes", "max-open-files", "nice"};
 
 /// A config key's type name and setting ("img.v2.timeout": "img.v2" and "timeout"); the
 /// setting is empty when the key defines the type. A known setting suffix wins over a dot in
@@ -224,6 +224,8 @@ void set_setting(
         c.limits.max_processes = bounded_setting(key, value, 1, 1'000'000);
     } else if (setting == "max-open-files") {
         c.limits.max_open_files = bounded_setting(key, value, 4, 1'048'576);
+    } else if (setting == "nice") {
+        c.nice = bounded_setting(key, value, 0, 19);
     }
 }
 

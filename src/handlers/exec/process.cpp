@@ -104,7 +104,8 @@ enum class stage : int {
     signals,
     fork,
     cgroup,
-    rlimit
+    rlimit,
+    nice
 };
 
 const char* stage_text(stage s) {
@@ -135,6 +136,8 @@ const char* stage_text(stage s) {
         return "moving into its cgroup";
     case stage::rlimit:
         return "setrlimit";
+    case stage::nice:
+        return "setpriority (its nice)";
     }
     return "?";
 }
@@ -173,6 +176,7 @@ struct child_plan {
     int cg_kill = -1;          // its cgroup's cgroup.kill (-1: none)
     std::array<rlimit_entry, 4> limits{};
     std::size_t limit_count = 0;
+    int nice = 0;  // added to its niceness (0: zkd's own)
 };
 
 [[noreturn]] void child_fail(int fd, stage s) {
@@ -230,6 +234,11 @@ void set_all_signals(void (*handler)(int)) {
         if (::setrlimit(p.limits[i].resource, &lim) != 0) {
             child_fail(err, stage::rlimit);
         }
+    }
+    // Lower priority (never higher: no privilege needed), for it and what it starts.
+    if (p.nice > 0 &&
+        ::setpriority(PRIO_PROCESS, 0, ::getpriority(PRIO_PROCESS, 0) + p.nice) != 0) {
+        child_fail(err, stage::nice);
     }
     if (p.dir != nullptr && ::chdir(p.dir) != 0) {
         child_fail(err, stage::dir);
@@ -701,6 +710,7 @@ std::shared_ptr<child> spawn(
     plan.envp = envp.data();
     plan.dir = p.config.dir.empty() ? nullptr : p.config.dir.c_str();
     plan.user = p.user ? &*p.user : nullptr;
+    plan.nice = p.config.nice;
     plan.fds = {
         pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(), pipes[3].write.get()};
     plan.error = pipes[4].write.get();

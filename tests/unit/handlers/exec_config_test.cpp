@@ -56,6 +56,7 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
     apply_setting(types, "resize.dir", "/srv");
     apply_setting(types, "resize.user", "nobody");
     apply_setting(types, "resize.kill-grace", "1s500ms");
+    apply_setting(types, "resize.nice", "10");
     // A dot in a type name is fine: the known suffix decides.
     apply_setting(types, "img.v2.timeout", "2s");
     ASSERT_EQ(types.size(), 2U);
@@ -70,7 +71,9 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
     EXPECT_EQ(c.dir, "/srv");
     EXPECT_EQ(c.user, "nobody");
     EXPECT_EQ(c.kill_grace, 1500ms);
+    EXPECT_EQ(c.nice, 10);
     EXPECT_EQ(types.at("img.v2").timeout, 2s);
+    EXPECT_EQ(types.at("img.v2").nice, 0);         // by default, zkd's own priority
     EXPECT_TRUE(types.at("img.v2").argv.empty());  // resolve() refuses it
 
     for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
@@ -85,6 +88,9 @@ TEST(RolesExecConfig, AppliesConfigFileSettings) {
              {"x.concurrency", "two"},
              {"x.output", "xml"},
              {"x.env", "A B"},
+             {"x.nice", "-1"},  // higher than zkd's: never
+             {"x.nice", "20"},
+             {"x.nice", "low"},
              {"bad name", "/bin/true"},
              {"x", "   "}}) {
         std::map<std::string, program_config> t;
@@ -133,7 +139,7 @@ TEST(RolesExecConfig, RefusesAnUnknownSettingOfATypeWithTheNearestOne) {
         "zkd.conf:2: exec.y.colour: unknown setting 'colour' of exec type 'y' (settings: "
         "timeout, max-timeout, max-output, concurrency, output, env, dir, user, kill-grace, "
         "mode, warm, max-tasks, max-memory, start-timeout, memory-limit, cpu-limit, "
-        "max-processes, max-open-files)"
+        "max-processes, max-open-files, nice)"
     );
     // The type named only by another setting.
     EXPECT_NE(

@@ -302,6 +302,27 @@ TEST(HttpMetrics, EventLoopLag) {
     EXPECT_EQ(s.at("zkd_event_loop_lag_last_seconds"), "0.0015");
     // A quantile label belongs to a summary (promtool refuses it on a gauge).
     EXPECT_NE(text.find("# TYPE zkd_event_loop_lag_seconds summary"), std::string::npos);
+    // Without the loop thread's scheduler counters, none is made up.
+    EXPECT_EQ(text.find("zkd_event_loop_cpu_seconds_total"), std::string::npos);
+    EXPECT_EQ(text.find("zkd_event_loop_cpu_wait_seconds_total"), std::string::npos);
+}
+
+TEST(HttpMetrics, EventLoopThreadsTimeOnACpuAndWaitingForOne) {
+    zkd::reactor::lag_stats lag;
+    lag.max = 20ms;
+    lag.p99 = 12ms;
+    lag.samples = 70;
+    lag.sched_known = true;
+    lag.cpu_total = 1500ms;
+    lag.cpu_wait_total = 2250ms;
+    const auto text = render_metrics(std::nullopt, lag, facade_counters{});
+    EXPECT_EQ(structure_problems(text), "") << text;
+    const auto s = samples(text);
+    EXPECT_EQ(s.at("zkd_event_loop_lag_seconds{quantile=\"0.99\"}"), "0.012");
+    EXPECT_EQ(s.at("zkd_event_loop_cpu_seconds_total"), "1.5");
+    EXPECT_EQ(s.at("zkd_event_loop_cpu_wait_seconds_total"), "2.25");
+    EXPECT_NE(text.find("# TYPE zkd_event_loop_cpu_seconds_total counter"), std::string::npos);
+    EXPECT_NE(text.find("# TYPE zkd_event_loop_cpu_wait_seconds_total counter"), std::string::npos);
 }
 
 TEST(HttpMetrics, SampleFormatting) {
