@@ -7,6 +7,7 @@
 #include "protocol/task.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/txn/zk_ops.hpp"
+#include "roles/workflow/detail/read_gate.hpp"
 #include "workflow/ids.hpp"
 #include "workflow/spec.hpp"
 #include "workflow/state.hpp"
@@ -53,24 +54,24 @@ constexpr std::size_t workers_window = 16;
 /// before a placement, once it is older than workflow_engine_options::workers_read_every.
 class worker_view {
 public:
-    explicit worker_view(std::chrono::milliseconds every) : every_(every) {}
+    explicit worker_view(std::chrono::milliseconds every) : gate_(every) {}
 
     /// Reads /master (its say on direct placement, its suspects), /workers and each
     /// worker's node and directory stat, unless the last read is recent or another
     /// workflow is reading. A failed read leaves no view: nothing is placed until the next.
     asio::awaitable<void> refresh(zkco::client& zk) {
-        const auto now = std::chrono::steady_clock::now();
-        if (reading_ || (read_at_ && now - *read_at_ < every_)) {
+        // The ticket ends the read however this coroutine ends: a read cancelled (the
+        // engine stops while it is out) or thrown through does not leave the gate shut.
+        auto ticket = gate_.begin(std::chrono::steady_clock::now());
+        if (!ticket) {
             co_return;
         }
-        reading_ = true;
-        read_at_ = now;
         co_await read(zk);
-        reading_ = false;
+        ticket->done();
     }
 
     /// A W2 found a worker gone or changed: read again before the next placement.
-    void stale() { read_at_.reset(); }
+    void stale() { gate_.stale(); }
 
     protocol::direct_placer& placer() { return placer_; }
 
@@ -124,10 +125,8 @@ private:
         placer_.read(std::move(seen), suspects_);
     }
 
-    std::chrono::milliseconds every_;
+    detail::read_gate gate_;
     protocol::direct_placer placer_;
-    std::optional<std::chrono::steady_clock::time_point> read_at_;
-    bool reading_ = false;
     bool direct_ = true;  // /master's say, as last read
     std::vector<std::string> suspects_;
     std::size_t at_ = 0;  // the window's start (protocol::worker_window)
