@@ -46,8 +46,9 @@ namespace {
 constexpr std::size_t reap_batch = 500;
 
 /// Most workers one read of the workers' view reads (in a larger cluster, a window that
-/// moves on at each read), as a client's (docs/protocol.md §6 T1 "Direct placement").
-constexpr std::size_t workers_window = 16;
+/// moves on at each read), as a client's (docs/protocol.md §6 T1 "Direct placement"): W2's
+/// budget (workflow::launch_bound) counts a check and a change log for each.
+constexpr std::size_t workers_window = wf::max_placement_workers;
 
 /// The workers as the engine last read them, shared by every workflow it runs: where W2
 /// places a launched task itself (docs/protocol.md §11.4 "Direct placement"). Read again,
@@ -112,6 +113,11 @@ private:
             // As the master takes workers (§7): a live session's node holding a worker's
             // data, and its directory there.
             if (!*nodes[k] || (*nodes[k])->stat.ephemeral_owner == 0 || !*dirs[k] || !**dirs[k]) {
+                continue;
+            }
+            // W2's budget counts a worker's id as long as a valid one at most: a node of
+            // another name gets no task from here (pending serves it).
+            if (!protocol::is_valid_member_id(names[k])) {
                 continue;
             }
             auto info = protocol::decode_worker((*nodes[k])->data);
@@ -334,6 +340,19 @@ private:
         auto placed = co_await place(w);
         for (;;) {
             const auto ops = wf::launch_ops(l_, id_, epoch_, w, placed);
+            if (const auto bytes = wf::launch_bytes(ops);
+                bytes > wf::max_launch_bytes && !placed.empty()) {
+                // workflow_fsm keeps every write under this whatever its placement
+                // (launch_bound): not reached, unless that bound is wrong.
+                spdlog::error(
+                    "workflow {}: its write would take {} bytes, over {}: its tasks go to "
+                    "pending",
+                    id_, bytes, wf::max_launch_bytes
+                );
+                settle(w, placed);
+                placed.clear();
+                continue;
+            }
             auto r = co_await zk_.multi(to_zkco(ops));
             const auto direct = static_cast<std::size_t>(std::count_if(
                 placed.begin(), placed.end(), [](const auto& p) { return p.has_value(); }
@@ -367,11 +386,7 @@ private:
                     "to pending",
                     id_, ops[*failed].path, direct
                 );
-                for (std::size_t i = 0; i < placed.size(); ++i) {
-                    if (placed[i]) {
-                        view_->placer().settled(w.creates[i].tid);
-                    }
-                }
+                settle(w, placed);
                 view_->stale();
                 placed.clear();
                 if (stats_ != nullptr) {
@@ -382,13 +397,21 @@ private:
             spdlog::warn(
                 "workflow {}: its write failed ({}): reading it again", id_, r.ec.message()
             );
-            for (std::size_t i = 0; i < placed.size(); ++i) {
-                if (placed[i]) {
-                    view_->placer().settled(w.creates[i].tid);
-                }
-            }
+            settle(w, placed);
             push(wf::wf_saw::written{false});
             co_return true;
+        }
+    }
+
+    /// The tasks of `w` that `placed` put on workers are not there: their workers' budgets
+    /// are free again.
+    void settle(
+        const wf::wf_do::write& w, const std::vector<std::optional<wf::direct_target>>& placed
+    ) {
+        for (std::size_t i = 0; i < placed.size(); ++i) {
+            if (placed[i]) {
+                view_->placer().settled(w.creates[i].tid);
+            }
         }
     }
 
