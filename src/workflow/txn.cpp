@@ -13,10 +13,6 @@ namespace zkd::workflow {
 
 using protocol::txn_op;
 
-std::string workflows_dir() {
-    return "/workflows";
-}
-
 std::string workflow_node(std::string_view id) {
     return workflows_dir() + "/" + std::string(id);
 }

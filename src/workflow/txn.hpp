@@ -22,8 +22,6 @@ namespace zkd::workflow {
 /// transaction may hold).
 inline constexpr std::size_t chunks_per_submit_txn = 3;
 
-/// "/workflows"
-std::string workflows_dir();
 /// "/workflows/<id>": the header.
 std::string workflow_node(std::string_view id);
 /// "/workflows/<id>/spec-<iiii>"

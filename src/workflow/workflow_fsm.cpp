@@ -49,6 +49,21 @@ std::string_view kind_of(const json::value& v) noexcept {
 
 }  // namespace
 
+std::optional<std::int64_t> reap_at_ms(const workflow_state& s, std::int64_t retention_ms) {
+    if (s.status == workflow_status::running) {
+        return std::nullopt;
+    }
+    return s.finished_ms + retention_ms;
+}
+
+bool needs_following(const workflow_state& s) {
+    if (s.status == workflow_status::running) {
+        return true;
+    }
+    return s.status == workflow_status::cancelled &&
+           s.steps.find(static_cast<char>(step_status::running)) != std::string::npos;
+}
+
 workflow_fsm::workflow_fsm(
     workflow_ref ref, std::shared_ptr<const workflow_spec> spec, options opts
 )
@@ -490,7 +505,7 @@ workflow_step workflow_fsm::advance(std::int64_t now) {
             finished_sent_ = true;
             out.actions.emplace_back(wf_do::finished{state_.status});
         }
-        const auto reap_at = state_.finished_ms + opts_.retention_ms;
+        const auto reap_at = *reap_at_ms(state_, opts_.retention_ms);
         if (now >= reap_at) {
             out.actions.emplace_back(wf_do::reap{});
         } else {

@@ -117,6 +117,16 @@ struct step_view {
     std::uint64_t done = 0;                     ///< of them, with a result
 };
 
+/// When a workflow that ended in `s` is reaped (W4): `retention_ms` after its `finished_ms`;
+/// nullopt while it runs, however long that is.
+std::optional<std::int64_t> reap_at_ms(const workflow_state& s, std::int64_t retention_ms);
+
+/// Whether a master taking over a workflow in state `s` needs its spec, its results and a
+/// workflow_fsm: while it runs, and when it was cancelled with steps that ran then (their
+/// tasks are asked again to stop). A workflow that succeeded or failed, or was cancelled
+/// with no step running, needs only to be reaped at reap_at_ms.
+bool needs_following(const workflow_state& s);
+
 class workflow_fsm {
 public:
     struct options {

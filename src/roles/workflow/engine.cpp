@@ -167,7 +167,22 @@ public:
         // Cancelled (the master stops acting), it stops at its next wait and joins its
         // watchers, instead of throwing from every later co_await.
         co_await asio::this_coro::throw_if_cancelled(false);
-        auto spec = co_await read_spec();
+        auto header = co_await read_header();
+        if (!header) {
+            co_return;
+        }
+        // A workflow that ended (at a takeover, most of those the master finds) needs only
+        // to be reaped: neither its spec nor its results are read.
+        const auto st = co_await read_state(header->steps);
+        if (st.what == found::stop) {
+            co_return;
+        }
+        if (st.what == found::ended) {
+            co_await reap_when_due(st.state);
+            uncount();
+            co_return;
+        }
+        auto spec = co_await read_spec(*header);
         if (!spec) {
             co_return;
         }
@@ -195,11 +210,17 @@ public:
 private:
     /// Moves this workflow's part of the stats' gauges to its state as the fsm holds it.
     void recount() {
-        if (stats_ == nullptr || !fsm_) {
+        if (fsm_) {
+            count(fsm_->state());
+        }
+    }
+
+    /// Moves this workflow's part of the stats' gauges to `st`.
+    void count(const wf::workflow_state& st) {
+        if (stats_ == nullptr) {
             return;
         }
         uncount();
-        const auto& st = fsm_->state();
         const auto* at = std::find(workflow_statuses.begin(), workflow_statuses.end(), st.status);
         counted_status_ = static_cast<std::size_t>(at - workflow_statuses.begin());
         if (counted_status_ < stats_->workflows.size()) {
@@ -453,8 +474,8 @@ private:
         co_return placed;
     }
 
-    /// The header, the chunks, the spec; nullopt (logged) when the workflow cannot be run.
-    asio::awaitable<std::optional<std::shared_ptr<const wf::workflow_spec>>> read_spec() {
+    /// The header; nullopt (logged) when the workflow cannot be run, or is gone.
+    asio::awaitable<std::optional<wf::workflow_header>> read_header() {
         for (;;) {
             auto h = co_await zk_.get(wf::workflow_node(id_));
             if (!h) {
@@ -489,30 +510,91 @@ private:
                 );
                 co_return std::nullopt;
             }
-            std::string text;
-            text.reserve(header->spec_bytes);
-            for (std::size_t i = 0; i < header->chunks; ++i) {
-                auto c = co_await zkco::retry_unknown(zk_, [&] {
-                    return zk_.get(wf::spec_chunk_node(id_, i));
-                });
-                if (!c) {
-                    spdlog::error(
-                        "workflow {}: chunk {} of its spec: {}", id_, i, c.error().message()
-                    );
-                    co_return std::nullopt;
+            co_return std::move(*header);
+        }
+    }
+
+    enum class found { stop, follow, ended };
+    struct state_read {
+        found what = found::stop;
+        wf::workflow_state state;  ///< ended: the state
+    };
+
+    /// The state, to learn whether the workflow needs following (wf::needs_following):
+    /// `follow` also when it has none yet; `stop` (logged) when it is garbage or the session
+    /// ended.
+    asio::awaitable<state_read> read_state(std::size_t steps) {
+        for (;;) {
+            auto st = co_await zk_.get(wf::state_node(id_));
+            if (!st) {
+                if (st.error() == zkco::errc::no_node) {
+                    co_return state_read{found::follow, {}};
                 }
-                text += c->data;
+                const bool retry = co_await zkco::reconnected_after(zk_, st.error());
+                if (!retry) {
+                    co_return state_read{};
+                }
+                continue;
             }
-            auto spec = wf::parse_spec(text);
-            if (!spec || spec->steps.size() != header->steps) {
+            auto decoded = wf::decode_state(st->data, steps);
+            if (!decoded) {
                 spdlog::error(
-                    "workflow {}: its spec is garbage: {}", id_,
-                    spec ? "not as many steps as its header says" : spec.error().message
+                    "workflow {}: its state is garbage ({}): left alone", id_,
+                    decoded.error().message
                 );
+                co_return state_read{};
+            }
+            if (wf::needs_following(*decoded)) {
+                co_return state_read{found::follow, {}};
+            }
+            co_return state_read{found::ended, std::move(*decoded)};
+        }
+    }
+
+    /// A workflow that ended before this engine took it: counted in the gauges, reaped (W4)
+    /// once the retention after its end passed, unless the engine stops first.
+    asio::awaitable<void> reap_when_due(const wf::workflow_state& st) {
+        count(st);
+        const auto at = wf::reap_at_ms(st, opts_.retention.count()).value_or(0);
+        const auto in = std::max<std::int64_t>(0, at - protocol::now_ms());
+        spdlog::debug(
+            "workflow {}: {} before this master; reaped in {} s", id_, wf::to_string(st.status),
+            in / 1000
+        );
+        if (in > 0) {
+            const bool waited = co_await zkco::pause(std::chrono::milliseconds(in));
+            if (!waited) {
+                co_return;
+            }
+        }
+        co_await reap();
+    }
+
+    /// The chunks, the spec; nullopt (logged) when the workflow cannot be run.
+    asio::awaitable<std::optional<std::shared_ptr<const wf::workflow_spec>>> read_spec(
+        const wf::workflow_header& header
+    ) {
+        std::string text;
+        text.reserve(header.spec_bytes);
+        for (std::size_t i = 0; i < header.chunks; ++i) {
+            auto c = co_await zkco::retry_unknown(zk_, [&] {
+                return zk_.get(wf::spec_chunk_node(id_, i));
+            });
+            if (!c) {
+                spdlog::error("workflow {}: chunk {} of its spec: {}", id_, i, c.error().message());
                 co_return std::nullopt;
             }
-            co_return std::make_shared<const wf::workflow_spec>(std::move(*spec));
+            text += c->data;
         }
+        auto spec = wf::parse_spec(text);
+        if (!spec || spec->steps.size() != header.steps) {
+            spdlog::error(
+                "workflow {}: its spec is garbage: {}", id_,
+                spec ? "not as many steps as its header says" : spec.error().message
+            );
+            co_return std::nullopt;
+        }
+        co_return std::make_shared<const wf::workflow_spec>(std::move(*spec));
     }
 
     /// Reads the state and the cancel request into a wf_saw::loaded; false: stop.

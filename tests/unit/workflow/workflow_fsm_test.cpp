@@ -569,6 +569,61 @@ TEST(WorkflowFsm, AFinishedWorkflowIsReapedAfterRetention) {
     EXPECT_FALSE(has_write(later));
 }
 
+TEST(WorkflowFsm, AWorkflowRunningLongerThanTheRetentionIsNeverReapedWhileItRuns) {
+    workflow_fsm::options o;
+    o.retention_ms = 1000;
+    flow f(R"({"steps":{"a":{"type":"echo"},"b":{"type":"echo","after":["a"]}}})", o);
+    // Taken over a day after it started, with a's result from then and b running.
+    workflow_state s;
+    s.steps = "sr";
+    s.next = 2;
+    s.started_ms = f.now - 86'400'000;
+    const auto first = f.load(s, 5, {{f.tid("a"), succeeded(f.tid("a"), 1)}});
+    EXPECT_EQ(find_action<wf_do::reap>(first), nullptr);
+    EXPECT_EQ(find_action<wf_do::finished>(first), nullptr);
+    EXPECT_EQ(reap_at_ms(f.fsm.state(), o.retention_ms), std::nullopt);
+    EXPECT_TRUE(needs_following(f.fsm.state()));
+    // Hours of ticks, far past any retention from its start: nothing is reaped.
+    for (int hour = 0; hour < 48; ++hour) {
+        f.now += 3'600'000;
+        const auto t = f.on(wf_saw::tick{});
+        EXPECT_EQ(find_action<wf_do::reap>(t), nullptr) << hour;
+        EXPECT_FALSE(t.wake_at_ms) << "no reap is scheduled while it runs";
+    }
+    // b ends: the workflow ends now, and is reaped the retention after that only.
+    const auto end = f.land("b", succeeded(f.tid("b"), 2));
+    const auto st = state_of(the_write(end), 2);
+    EXPECT_EQ(st.status, workflow_status::succeeded);
+    EXPECT_EQ(st.finished_ms, f.now);
+    const auto done = f.commit();
+    EXPECT_EQ(find_action<wf_do::reap>(done), nullptr);
+    EXPECT_EQ(done.wake_at_ms, f.now + 1000);
+    EXPECT_EQ(reap_at_ms(st, o.retention_ms), f.now + 1000);
+    f.now += 999;
+    EXPECT_EQ(find_action<wf_do::reap>(f.on(wf_saw::tick{})), nullptr);
+    f.now += 1;
+    EXPECT_NE(find_action<wf_do::reap>(f.on(wf_saw::tick{})), nullptr);
+}
+
+TEST(WorkflowFsm, ATakeoverFollowsOnlyWhatRunsOrHasTasksToStop) {
+    workflow_state s;
+    s.steps = "sr-";
+    EXPECT_TRUE(needs_following(s));  // running
+    s.status = workflow_status::succeeded;
+    s.steps = "sss";
+    s.finished_ms = 5;
+    EXPECT_FALSE(needs_following(s));
+    EXPECT_EQ(reap_at_ms(s, 10), 15);
+    s.status = workflow_status::failed;
+    s.steps = "sfk";
+    EXPECT_FALSE(needs_following(s));
+    s.status = workflow_status::cancelled;
+    s.steps = "scc";
+    EXPECT_FALSE(needs_following(s));  // nothing ran when it was cancelled
+    s.steps = "src";
+    EXPECT_TRUE(needs_following(s));  // its task is asked again to stop
+}
+
 TEST(WorkflowFsm, TaskIdsAreTheSameForTheSameWorkflow) {
     flow a(mapped);
     flow b(mapped);
