@@ -2,6 +2,7 @@
 # Compile options shared by every zkd target, as one INTERFACE target.
 option(ZKD_WERROR "Treat warnings as errors" OFF)
 option(ZKD_OPTIMIZE_TESTS "Compile the tests' own code with the build's optimisation (default: -O0)" OFF)
+option(ZKD_TEST_PCH "Precompile the tests' common third-party headers (tools/test.sh's builds)" OFF)
 set(ZKD_SANITIZE "" CACHE STRING "Sanitizers: empty, 'address' (ASan+UBSan) or 'thread' (TSan)")
 set_property(CACHE ZKD_SANITIZE PROPERTY STRINGS "" address thread)
 

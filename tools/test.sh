@@ -67,9 +67,11 @@ check() {
 # take a quarter (-O2) or a seventh (-O0 with ASan) less time than with full -g. Every build
 # is a unity build of the libraries and programs (8 sources a compile: about half their
 # compile time; the tests compile one source at a time, without optimisation, in each).
-# A source that misses an include still fails in a default build (not unity), and in the
+# The tests precompile the third-party headers they share (ZKD_TEST_PCH: about a third less
+# compile time for a unit test, a fifth for an integration test). A source that misses an
+# include still fails in a default build (neither unity nor precompiled headers), and in the
 # fuzz build for the parsers.
-unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 -DZKD_TEST_PCH=ON)
 start=$(date +%s)
 build build/test all -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     "${unity[@]}"

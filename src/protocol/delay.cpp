@@ -3,6 +3,7 @@
 
 #include "protocol/syntax.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <limits>
@@ -430,6 +431,31 @@ std::vector<std::optional<task_result>> read_finished(std::string_view task_json
         out[k] = std::move(*e);
     }
     return out;
+}
+
+std::vector<task_result> close_bundle(
+    std::string_view task_json, std::size_t n, task_state state, const task_error& error
+) {
+    auto finished = read_finished(task_json, n);
+    if (std::none_of(finished.begin(), finished.end(), [](const auto& e) {
+            return e.has_value();
+        })) {
+        return {};
+    }
+    std::vector<task_result> entries;
+    entries.reserve(n);
+    for (auto& e : finished) {
+        if (e) {
+            entries.push_back(std::move(*e));
+            continue;
+        }
+        task_result open;
+        open.state = state;
+        open.value = nullptr;
+        open.error = error;
+        entries.push_back(std::move(open));
+    }
+    return entries;
 }
 
 void cancel_retryable_entries(

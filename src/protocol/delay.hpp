@@ -124,6 +124,15 @@ struct retry_plan {
     std::string_view task_json, std::size_t n
 );
 
+/// The entries of a result the master writes for the bundle whose node holds `task_json`
+/// (`n` tasks), ending it `state` with `error` (lost, cancelled, malformed: §5.1): each task
+/// an earlier try finished for good keeps its `finished` entry (read_finished()), each other
+/// gets `state` and `error`. Empty when no task was finished (a retry-less node, or a
+/// `finished` read_finished() ignores): the result is then every task's, without entries.
+[[nodiscard]] std::vector<task_result> close_bundle(
+    std::string_view task_json, std::size_t n, task_state state, const task_error& error
+);
+
 /// The tasks of a bundle whose own cancel came (`cancelled`: their indexes, §6 T7 "One task of
 /// a bundle") after their try had ended retryable(): they end `cancelled` instead, so that no
 /// retry runs them again (a cancel is final). Entries that ended otherwise keep their end.

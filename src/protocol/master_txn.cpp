@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/master_txn.hpp"
 
+#include "protocol/delay.hpp"
+#include "protocol/ids.hpp"
+
 #include <utility>
 
 namespace zkd::protocol {
@@ -56,7 +59,8 @@ std::string master_result(
     std::string message,
     int attempt,
     task_state state,
-    std::int64_t finished_ms
+    std::int64_t finished_ms,
+    std::string_view task_json
 ) {
     task_result r;
     r.task = std::string(tid);
@@ -64,6 +68,25 @@ std::string master_result(
     r.error = task_error{std::string(code), std::move(message)};
     r.attempt = attempt;
     r.finished_ms = finished_ms;
+    if (task_json.empty()) {
+        return encode(r);
+    }
+    // A retried task's result says so (§4.3 "The final result"), whoever writes it.
+    if (auto f = read_delay_fields(task_json); f && (f->try_number != 1 || !f->errors.empty())) {
+        r.try_number = f->try_number;
+        r.errors = std::move(f->errors);
+    }
+    // A bundle's tasks that earlier tries finished keep their outcomes (§5.1).
+    if (const auto n = bundle_size(tid); n > 0) {
+        const auto whole = r;
+        r.bundle = close_bundle(task_json, n, state, *whole.error);
+        summarize_bundle(r);
+        auto text = encode(r);
+        if (r.bundle.empty() || result_size_ok(text)) {
+            return text;
+        }
+        r = whole;  // cannot be larger than the node its entries came from; should it be: whole
+    }
     return encode(r);
 }
 
@@ -176,14 +199,14 @@ std::vector<txn_op> cancel_entry_ops(
 }
 
 std::vector<txn_op> cancel_delayed_ops(
-    const layout& l, std::string_view tid, int attempt, std::int64_t now_ms
+    const layout& l, std::string_view tid, int attempt, std::int64_t now_ms, std::string_view data
 ) {
     return {
         txn_op::remove(l.delayed_task(tid)),
         txn_op::create(
             l.result(tid),
             master_result(
-                tid, codes::cancelled, "cancelled", attempt, task_state::cancelled, now_ms
+                tid, codes::cancelled, "cancelled", attempt, task_state::cancelled, now_ms, data
             )
         ),
         txn_op::remove(layout::cancel_request(tid))};
@@ -242,10 +265,10 @@ departed_plan departed_ops(
     if (!spec) {
         plan.kind = departed_kind::malformed;
         plan.ops.push_back(txn_op::create(
-            l.result(tid),
-            master_result(
-                tid, codes::malformed_task, spec.error().message, 1, task_state::failed, now_ms
-            )
+            l.result(tid), master_result(
+                               tid, codes::malformed_task, spec.error().message, 1,
+                               task_state::failed, now_ms, data
+                           )
         ));
         return plan;
     }
@@ -253,10 +276,10 @@ departed_plan departed_ops(
     if (marked) {
         plan.kind = departed_kind::cancel;
         plan.ops.push_back(txn_op::create(
-            l.result(tid),
-            master_result(
-                tid, codes::cancelled, "cancelled", plan.attempt, task_state::cancelled, now_ms
-            )
+            l.result(tid), master_result(
+                               tid, codes::cancelled, "cancelled", plan.attempt,
+                               task_state::cancelled, now_ms, data
+                           )
         ));
     } else if (plan.attempt >= spec->task.max_attempts) {
         plan.kind = departed_kind::lost;
@@ -265,7 +288,7 @@ departed_plan departed_ops(
             master_result(
                 tid, codes::attempts_exhausted,
                 "its worker was lost on each of " + std::to_string(plan.attempt) + " attempt(s)",
-                plan.attempt, task_state::lost, now_ms
+                plan.attempt, task_state::lost, now_ms, data
             )
         ));
     } else {

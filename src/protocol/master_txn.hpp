@@ -53,14 +53,18 @@ struct txn_answer {
 };
 
 /// A failed result the master writes (state failed, cancelled or lost), with the attempt the
-/// task was on.
+/// task was on. With `task_json`, the task's node as read (empty: not read), the result
+/// also carries what the node says of earlier tries (§4.3): their `try` and `errors`, and for
+/// a bundle, its tasks that an earlier try finished for good (`finished`): those keep their
+/// entries, the others get this state and error, and the top level sums them up (§5.1).
 std::string master_result(
     std::string_view tid,
     std::string_view code,
     std::string message,
     int attempt,
     task_state state,
-    std::int64_t finished_ms
+    std::int64_t finished_ms,
+    std::string_view task_json = {}
 );
 
 // --- T2 assign -------------------------------------------------------------------------------
@@ -128,8 +132,14 @@ std::vector<txn_op> cancel_entry_ops(
 );
 /// Delayed (§6 "Delayed tasks and retries"): delete(/delayed/<s>/<tid>), create(result,
 /// cancelled, with the task's `attempt` when known: 0 leaves it out), delete(/cancel/<tid>).
+/// `data`, the delayed node as read (empty: not read), makes the result master_result()'s
+/// with it: the retry's `try` and `errors`, and a bundle's finished tasks' own entries.
 std::vector<txn_op> cancel_delayed_ops(
-    const layout& l, std::string_view tid, int attempt, std::int64_t now_ms
+    const layout& l,
+    std::string_view tid,
+    int attempt,
+    std::int64_t now_ms,
+    std::string_view data = {}
 );
 /// Finished or unknown: delete(/cancel/<tid>).
 std::vector<txn_op> drop_cancel_ops(std::string_view tid);
@@ -172,8 +182,9 @@ struct departed_plan {
 /// What becomes of /assign/<worker>/<tid>, holding `data`, now that its worker is gone (or
 /// stalled: then at the `version` read, so that a running mark written meanwhile keeps it
 /// there): delete it (and its marker when `marked`), then pending again, lost, cancelled or
-/// failed. Pending again, the node is `data` stamped with `attempt` + 1 and nothing else of
-/// the assignment or the progress.
+/// failed (a result as master_result() writes it with `data`: a bundle's tasks finished by
+/// earlier tries keep their entries). Pending again, the node is `data` stamped with `attempt` + 1
+/// and nothing else of the assignment or the progress.
 departed_plan departed_ops(
     const layout& l,
     std::string_view worker,

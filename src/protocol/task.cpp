@@ -1112,6 +1112,33 @@ codec_result<task_result> bundled_result(
     return r;
 }
 
+void summarize_bundle(task_result& r) {
+    if (r.bundle.empty()) {
+        return;
+    }
+    const auto& first = r.bundle.front();
+    std::size_t failed = 0;
+    bool uniform = true;
+    for (const auto& e : r.bundle) {
+        failed += e.state == task_state::succeeded ? 0 : 1;
+        uniform = uniform && e.state == first.state;
+    }
+    r.value = nullptr;
+    if (failed == 0) {
+        r.state = task_state::succeeded;
+        r.error.reset();
+    } else if (uniform) {
+        r.state = first.state;
+        r.error = first.error ? *first.error : task_error{std::string(codes::handler_error), ""};
+    } else {
+        r.state = task_state::failed;
+        r.error = task_error{
+            std::string(codes::handler_error), std::to_string(failed) + " of " +
+                                                   std::to_string(r.bundle.size()) +
+                                                   " tasks of the bundle did not succeed"};
+    }
+}
+
 bool result_size_ok(std::string_view encoded) noexcept {
     return encoded.size() <= max_result_bytes;
 }

@@ -303,6 +303,13 @@ codec_result<task_result> bundled_result(
     const task_result& whole, std::size_t index, std::string id
 );
 
+/// Sums up a bundle's result `r` from its entries `r.bundle` (§5.1), as every writer of one
+/// does: all succeeded, `succeeded` with a null value; all in one other state, that state
+/// with the first entry's error; else `failed` with `handler_error` ("k of n tasks of the
+/// bundle did not succeed"). Sets `state`, `value` and `error`; nothing when `r.bundle` is
+/// empty.
+void summarize_bundle(task_result& r);
+
 /// Checks what decode_result() requires, and that `value` will decode (finite numbers, nesting
 /// within max_json_depth - 1): a worker turns a failure here into a `failed` result.
 codec_result<void> validate(const task_result& r);

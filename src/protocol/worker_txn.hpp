@@ -77,6 +77,15 @@ publish_outcome read_publish(const txn_answer& a, const publish_form& form) noex
 
 // --- T9 drain ----------------------------------------------------------------------------------
 
+/// The cancel marker of one task of a bundle, `entry` (`<bundle>.<k>`), on worker `worker`
+/// whose bundle left it unrun by this worker (§6 T7 "One task of a bundle"): delete(the
+/// marker), create(/cancel/<entry>, a request made at `now_ms`), one multi, so that the task
+/// is cancelled again wherever its bundle is next. Should the create find the request there
+/// (node_exists), the delete goes alone.
+std::vector<txn_op> return_entry_cancel_ops(
+    std::string_view worker, std::string_view entry, std::int64_t now_ms
+);
+
 /// set(/workers/<w>, `me` with draining set).
 txn_op drain_op(member_info me);
 

@@ -791,3 +791,48 @@ TEST_F(RolesBundle, AWorkersDefaultRetriesRerunOnlyABundlesFailedTasks) {
         120s
     );
 }
+
+TEST_F(RolesBundle, ARetryingBundleCancelledWholeKeepsWhatItsFirstTryFinished) {
+    // Task 2 fails its first run; the retry waits a long while (a random time in [0, 24 h]).
+    // Cancelled whole meanwhile, the bundle's result is the master's (§5.1): the tasks its
+    // first try finished keep their outcomes, only task 2 is cancelled.
+    const auto flaky = add_flaky(registry_, "flaky");
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 1);
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 5;
+            how.retries = 3;
+            how.backoff = backoff_policy{0, 24h, 24h};
+            auto ids = co_await tc.submit(flaky_tasks("flaky"), how);
+            ASSERT_TRUE(ids);
+            const std::string bundle(parse_task_ref((*ids)[0])->node);
+            while (worker_stats_["w1"].retried == 0) {
+                co_await zkd::zkco::pause(10ms);
+            }
+            ASSERT_TRUE(co_await tc.cancel(bundle));
+            auto got = co_await wait_all(tc, *ids);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+                EXPECT_EQ(got[i]->try_number, 2) << i << ": the retry's";
+                EXPECT_EQ(got[i]->errors.size(), 1U) << i;
+                if (i == 2) {
+                    EXPECT_EQ(got[i]->state, task_state::cancelled);
+                } else if (i == 4) {
+                    EXPECT_EQ(got[i]->state, task_state::failed);
+                    ASSERT_TRUE(got[i]->error);
+                    EXPECT_EQ(got[i]->error->code, "bad_args");
+                } else {
+                    EXPECT_EQ(got[i]->state, task_state::succeeded) << i;
+                    EXPECT_EQ(got[i]->value, json::value(1)) << i;
+                }
+            }
+            const std::lock_guard lock(flaky->m);
+            EXPECT_EQ(flaky->runs[2], 1) << "its retry never ran";
+        }(),
+        120s
+    );
+}

@@ -32,11 +32,12 @@ using namespace std::literals;
 
 namespace {
 
-/// An exec type that counts: its value is 1 + the sum of every number in its args (inputs
+/// A served type that counts: its value is 1 + the sum of every number in its args (inputs
 /// included, arrays summed), and each run appends its args' "tag" (or the item) to a log.
+/// Served (one warm process per slot, docs/exec.md "Serve mode"): the fan-outs below run
+/// a thousand tasks, which a program started per task makes a matter of many seconds.
 constexpr const char* count_py = R"(#!/usr/bin/env python3
 import json, sys
-args = json.load(sys.stdin)
 def total(v):
     if isinstance(v, bool) or v is None:
         return 0
@@ -47,13 +48,20 @@ def total(v):
     if isinstance(v, dict):
         return sum(total(x) for k, x in v.items() if k != "tag")
     return 0
-tag = args.get("tag", "-") if isinstance(args, dict) else "item"
-with open(sys.argv[1], "a") as log:
-    log.write(str(tag) + "\n")
-print(json.dumps(total(args) + 1))
-)";
-
-// NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
+def send(**frame):
+    sys.stdout.write(json.dumps(frame) + "\n")
+    sys.stdout.flush()
+send(op="ready", protocol=1)
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("op") != "task":
+        continue
+    args = msg["args"]
+    tag = args.get("tag", "-") if isinstance(args, dict) else "item"
+    with open(sys.argv[1], "a") as log:
+        log.write(str(tag) + "\n")
+    send(op="result", id=msg["id"], value=total(args) + 1)
+)";  // NOLINTNEXTLINE(readability-identifier-naming): gtest fixtures are CamelCase
 class Workflow : public zkd::test::zk_test {
 protected:
     void SetUp() override {
@@ -81,7 +89,7 @@ protected:
     /// works only when `works`.
     void start(const std::string& host, bool worker, bool works = true) {
         std::vector<std::string> extra{
-            "--exec", "count=" + script_.string() + " " + runs_.string()};
+            "--serve", "count=" + script_.string() + " " + runs_.string()};
         if (worker) {
             extra.insert(extra.end(), {"--role", "worker", "--capacity", "8", "--threads", "8"});
         } else if (!works) {
@@ -425,6 +433,9 @@ TEST_F(Workflow, AMasterKilledWhileLaunchingAndCollectingLaunchesNothingTwice) {
         ASSERT_FALSE(host.empty()) << "no live master";
         nodes_.at(host)->kill(SIGKILL);
         nodes_.erase(host);
+        // The kill landed while steps were still to launch and collect.
+        auto st = zkd({"workflow", "status", id, "--json"});
+        EXPECT_NE(st.out.find(R"("status":"running")"), std::string::npos) << st.out;
         start("m" + std::to_string(3 + kill), false, false);  // a candidate for what follows
     }
     json::object s;

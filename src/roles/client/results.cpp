@@ -4,6 +4,7 @@
 // is task_client.cpp; the cancellation idiom is the one written at its top.
 #include "protocol/client_txn.hpp"
 #include "protocol/ids.hpp"
+#include "roles/client/detail/cancel_answered.hpp"
 #include "roles/client/detail/inbox.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/submit_fsm.hpp"
@@ -46,7 +47,10 @@ struct task_client::bundle_wait {
 
 asio::awaitable<zkco::result<protocol::task_result>> task_client::wait(std::string tid) {
     if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
-        co_return co_await wait_bundled(std::string(ref->node), *ref->index, tid);
+        // It may turn throw_if_cancelled off (a consume others depend on): not for our caller.
+        co_return co_await detail::keeping_cancel_setting(
+            wait_bundled(std::string(ref->node), *ref->index, tid), false
+        );
     }
     auto node = co_await await_result_node(tid);
     if (!node) {

@@ -14,6 +14,7 @@
 
 #include "protocol/client_txn.hpp"
 #include "protocol/ids.hpp"
+#include "roles/client/detail/cancel_answered.hpp"
 #include "roles/client/detail/inbox.hpp"
 #include "roles/client/submit_fsm.hpp"
 #include "roles/cluster/election.hpp"
@@ -36,6 +37,7 @@
 #include <chrono>
 #include <functional>
 #include <iterator>
+#include <utility>
 
 namespace asio = boost::asio;
 
@@ -121,7 +123,13 @@ task_client::~task_client() {
 asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit(
     std::vector<protocol::task_spec> tasks, submit_options opts
 ) {
-    co_await asio::this_coro::throw_if_cancelled(false);  // a cancel is answered, not thrown
+    // A cancel is answered, not thrown; the caller's own setting is back once it is.
+    co_return co_await detail::answered_on_cancel(submit_answered(std::move(tasks), opts));
+}
+
+asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit_answered(
+    std::vector<protocol::task_spec> tasks, submit_options opts
+) {
     // One per node: its id is drawn once the call is about to send (draw_id), so that all
     // of it lands in the shard of the transaction it will go in.
     // A delayed submit (§4.3): the ids carry the due time, the nodes go to /delayed.
@@ -347,8 +355,7 @@ std::shared_ptr<task_client::sending> task_client::send_nodes(
 
 void task_client::flush_pool() {
     // Every call held meanwhile, less those whose callers went.
-    auto calls = std::move(pool_);
-    pool_.clear();
+    auto calls = std::exchange(pool_, {});
     std::erase_if(calls, [](const auto& c) { return c->abandoned; });
     if (calls.empty()) {
         return;

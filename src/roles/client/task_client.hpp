@@ -197,6 +197,11 @@ public:
     }
 
 private:
+    /// submit(), run with throw_if_cancelled(false) (a cancel answered, not thrown).
+    boost::asio::awaitable<zkco::result<std::vector<std::string>>> submit_answered(
+        std::vector<protocol::task_spec> tasks, submit_options opts
+    );
+
     struct sending;
     struct pooled;
     struct bundle_wait;

@@ -80,7 +80,10 @@ std::optional<master_fsm::clock::time_point> master_fsm::release_due(clock::time
 void master_fsm::handle(const master_saw::delayed_read& e, clock::time_point /*now*/) {
     const auto wall = wall_now();
     for (const auto& r : e.reads) {
-        delayed_reads_out_ -= std::min<std::size_t>(delayed_reads_out_, 1);
+        const bool for_cancel = delayed_cancel_reads_.erase(r.tid) > 0;
+        if (!for_cancel) {
+            delayed_reads_out_ -= std::min<std::size_t>(delayed_reads_out_, 1);
+        }
         if (!delayed_.contains(r.tid)) {
             continue;
         }
@@ -89,9 +92,20 @@ void master_fsm::handle(const master_saw::delayed_read& e, clock::time_point /*n
             continue;
         }
         if (r.st == task_read::status::error) {
+            delayed_.put_back(r.tid, wall + retry_after_ms);  // a cancel: decided again then
+            continue;
+        }
+        if (for_cancel && r.children > 0) {
+            // Someone wrote below it: cleared first, then the cancel is decided again.
+            clear_foreign(l_.delayed_task(r.tid));
             delayed_.put_back(r.tid, wall + retry_after_ms);
             continue;
         }
+        if (for_cancel && cancels_.contains(r.tid)) {
+            cancel_read_delayed(r);
+            continue;
+        }
+        // Read for a cancel whose request went meanwhile: as read for its release.
         // The data says when; a node whose data says nothing (garbage included) is due now,
         // and pending rejects what is no task (§8).
         if (const auto due = protocol::read_due_ms(r.data); due && *due > wall) {
@@ -155,15 +169,26 @@ bool master_fsm::cancel_delayed(const std::string& tid) {
     if (delayed_.in_flight(tid)) {
         return true;  // being read or released: decided once that is answered
     }
+    // Read first: the cancelled result carries what the node says of earlier tries (a
+    // retry's `try` and `errors`, a bundle's tasks that a try finished: §6 T7 on a delayed
+    // task), then cancel_read_delayed().
     delayed_.hold(tid);
-    master_do::cancel a;
-    a.tid = tid;
-    a.path = l_.delayed_task(tid);
-    a.ops = protocol::cancel_delayed_ops(l_, tid, 0, protocol::now_ms());
+    delayed_cancel_reads_.insert(tid);
     unknown_cancels_.erase(tid);
-    cancels_in_flight_.insert(tid);
-    out_.emplace_back(std::move(a));
+    out_.emplace_back(master_do::read_delayed{{tid}, {l_.delayed_task(tid)}});
     return true;
+}
+
+void master_fsm::cancel_read_delayed(const task_read& r) {
+    const auto node = protocol::decode_task_node(r.data);
+    master_do::cancel a;
+    a.tid = r.tid;
+    a.path = l_.delayed_task(r.tid);
+    a.ops = protocol::cancel_delayed_ops(
+        l_, r.tid, node ? node->assigned.attempt : 0, protocol::now_ms(), r.data
+    );
+    cancels_in_flight_.insert(r.tid);
+    out_.emplace_back(std::move(a));
 }
 
 }  // namespace zkd::roles

@@ -3,7 +3,8 @@
 // (docs/protocol.md §6 T7 "One task of a bundle"): forwarded to the worker that holds the
 // bundle as the task's own marker, `<bundle>.<k>.cancel`; left standing while the bundle
 // waits (pending or delayed), so that it is forwarded once the bundle is assigned; and
-// turned back into a request when T6 requeues the bundle.
+// turned back into a request when T6 requeues the bundle, or when a departed worker's marker
+// outlived its bundle there.
 #include "protocol/ids.hpp"
 #include "protocol/master_txn.hpp"
 #include "roles/master/detail/master_fsm.hpp"
@@ -67,6 +68,19 @@ void master_fsm::carry_entry_cancels(
     }
     auto more = protocol::requeue_entry_cancels_ops(worker, entries, asked, now_ms);
     ops.insert(ops.end(), more.begin(), more.end());
+}
+
+std::vector<protocol::txn_op> master_fsm::litter_marker_ops(
+    const std::string& worker, const std::string& tid, std::int64_t now_ms
+) const {
+    // A task's own marker whose bundle left that directory (requeued by a T6 or a worker's
+    // retry that was out when the marker came, or ended): the request again, in the same
+    // multi as the delete, so that the cancel is not lost; a bundle that ended finds the
+    // request dropped as unknown (T7). Any other marker is just deleted.
+    if (const auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
+        return protocol::requeue_entry_cancels_ops(worker, {tid}, {cancels_.contains(tid)}, now_ms);
+    }
+    return protocol::remove_marker_ops(worker, tid);
 }
 
 }  // namespace zkd::roles

@@ -65,9 +65,11 @@ void master_fsm::handle(const master_saw::departed_listed& e, clock::time_point 
         return;
     }
     // Empty but for markers: those go, then the directory (which fails while anything is
-    // left there, a marker, or an assignment racing in: listed again then).
+    // left there, a marker, or an assignment racing in: listed again then). A marker of one
+    // task of a bundle goes back to being a request (master_fsm_entry.cpp).
+    const auto now_ms = protocol::now_ms();
     for (const auto& tid : d.markers) {
-        out_.emplace_back(master_do::remove_marker{protocol::remove_marker_ops(e.worker, tid)});
+        out_.emplace_back(master_do::remove_marker{litter_marker_ops(e.worker, tid, now_ms)});
     }
     ++d.out;
     out_.emplace_back(master_do::remove_departed{

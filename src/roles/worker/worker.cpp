@@ -189,7 +189,26 @@ private:
             break;
         case worker_action::kind::remove_marker:
             // The answer is ignored: litter that stays goes on a later listing, or by T6.
-            for (const auto& op : a.ops) {
+            for (std::size_t i = 0; i < a.ops.size(); ++i) {
+                const auto& op = a.ops[i];
+                if (i + 1 < a.ops.size() && a.ops[i + 1].what == protocol::txn_op::kind::create) {
+                    // A task's marker and its request made again: one multi; the request
+                    // there already, the delete alone.
+                    auto both = to_zkco(std::vector<protocol::txn_op>{op, a.ops[i + 1]});
+                    ++i;
+                    zk_.async_multi(
+                        std::move(both),
+                        [zk = &zk_, path = op.path](
+                            zkco::error_code ec, const std::vector<zkco::op_result>& per_op
+                        ) {
+                            if (ec && per_op.size() == 2 &&
+                                per_op[1].ec == zkco::errc::node_exists) {
+                                zk->async_remove(path, -1, [](zkco::error_code) {});
+                            }
+                        }
+                    );
+                    continue;
+                }
                 zk_.async_remove(op.path, op.version, [](zkco::error_code) {});
             }
             break;
@@ -495,26 +514,8 @@ private:
             }
         }
         protocol::task_result r;
-        std::size_t failed = 0;
-        for (const auto& e : entries) {
-            failed += e.state == protocol::task_state::succeeded ? 0 : 1;
-        }
-        const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {
-            return e.state == entries.front().state;
-        });
-        if (failed == 0) {
-            r.state = protocol::task_state::succeeded;
-        } else if (uniform) {
-            r = failure(entries.front().error->code, entries.front().error->message);
-            r.state = entries.front().state;
-        } else {
-            r = failure(
-                protocol::codes::handler_error, std::to_string(failed) + " of " +
-                                                    std::to_string(entries.size()) +
-                                                    " tasks of the bundle did not succeed"
-            );
-        }
         r.bundle = std::move(entries);
+        protocol::summarize_bundle(r);  // §5.1
         co_return r;
     }
 

@@ -53,6 +53,15 @@ std::vector<worker_action> worker_fsm::take(const std::vector<std::string>& name
             if (assigned.contains(bundle)) {
                 continue;  // not taken up (stopping): T6 deals with it
             }
+            // Its bundle is not here: it left before this marker was seen (its T4, a retry
+            // or a result, or taken back by the master while the marker came). Should it run
+            // again elsewhere, its task must not: the marker goes back to being the task's
+            // request, in one multi (a bundle that ended finds the request dropped, §6 T7).
+            out.push_back(worker_action{
+                worker_action::kind::remove_marker, tid,
+                protocol::return_entry_cancel_ops(me_.id, tid, protocol::now_ms()), std::nullopt,
+                std::nullopt});
+            continue;
         }
         if (auto it = tasks_.find(tid); it != tasks_.end()) {
             if (!it->second.marker) {
@@ -137,6 +146,8 @@ publish_fsm::step worker_fsm::publish(
     const std::string& tid, std::string result, std::string target
 ) {
     auto& t = tasks_[tid];
+    t.published = t.entries;  // what the caller's result or retry holds as cancelled
+    t.retry = !target.empty();
     t.plan.emplace(l_, me_.id, tid, std::move(result), t.marker, std::move(target));
     return t.plan->start();
 }
@@ -199,9 +210,19 @@ std::optional<worker_action> worker_fsm::task_ended(
                 left = worker_action{
                     worker_action::kind::remove_marker, tid, {}, std::nullopt, std::nullopt};
             }
-            left->ops.push_back(protocol::txn_op::remove(
-                protocol::layout::cancel_marker(me_.id, protocol::bundled_task_id(tid, k))
-            ));
+            const auto entry = protocol::bundled_task_id(tid, k);
+            if (it->second.retry && !it->second.published.contains(k)) {
+                // Came after the retry was built: the retry runs the task again unless its
+                // request is made again (§6 T7 "One task of a bundle").
+                for (auto& op :
+                     protocol::return_entry_cancel_ops(me_.id, entry, protocol::now_ms())) {
+                    left->ops.push_back(std::move(op));
+                }
+                continue;
+            }
+            left->ops.push_back(
+                protocol::txn_op::remove(protocol::layout::cancel_marker(me_.id, entry))
+            );
         }
     }
     tasks_.erase(tid);

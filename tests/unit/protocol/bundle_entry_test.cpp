@@ -206,3 +206,148 @@ TEST(BundleEntryCancel, T6TurnsTheTasksMarkersBackIntoRequests) {
     );
     EXPECT_TRUE(requeue_entry_cancels_ops("w1", {}, {}, 99).empty());
 }
+
+// --- the results the master writes for a retried bundle (§5.1, §6 T6 and T7) -----------------
+
+namespace {
+
+/// The second try of the bundle, as a departed worker held it: the retry node of
+/// first_try() (finished: succeeded, null, cancelled, bad_args, null), assigned again at
+/// `attempt` of 3.
+std::string second_try_held(int attempt) {
+    const auto plan = plan_bundle_retry(assigned(2), first_try(), summary, 50'000, no_retries, 7);
+    EXPECT_TRUE(plan);
+    auto o = boost::json::parse(plan ? plan->data : "{}").as_object();
+    o["attempt"] = attempt;
+    o["max_attempts"] = 3;
+    o["epoch"] = 8;
+    o["worker"] = "w1";
+    return boost::json::serialize(o);
+}
+
+task_result result_in(const txn_op& op) {
+    auto r = decode_result(op.data);
+    EXPECT_TRUE(r) << op.data;
+    return r ? *r : task_result{};
+}
+
+/// Each task's result as a client gives it to its caller (task_client: bundled_result).
+task_state task_state_of(const task_result& whole, std::size_t k) {
+    auto r = bundled_result(whole, k, bundled_task_id(bundle, k));
+    EXPECT_TRUE(r);
+    return r ? r->state : task_state::succeeded;
+}
+
+}  // namespace
+
+TEST(BundleMasterResult, ALostRetryKeepsTheTasksAnEarlierTryFinished) {
+    const layout l;
+    const auto plan = departed_ops(l, "w1", bundle, second_try_held(3), false, 90'000);
+    ASSERT_EQ(plan.kind, departed_kind::lost);
+    const auto r = result_in(plan.ops.back());
+    EXPECT_EQ(plan.ops.back().path, l.result(bundle));
+    ASSERT_EQ(r.bundle.size(), 5U);
+    EXPECT_EQ(r.bundle[0], entry(task_state::succeeded, {}, 10)) << "its own outcome";
+    EXPECT_EQ(r.bundle[1].state, task_state::lost);
+    ASSERT_TRUE(r.bundle[1].error);
+    EXPECT_EQ(r.bundle[1].error->code, codes::attempts_exhausted);
+    EXPECT_EQ(r.bundle[2], entry(task_state::cancelled, "cancelled"));
+    EXPECT_EQ(r.bundle[3], entry(task_state::failed, "bad_args"));
+    EXPECT_EQ(r.bundle[4].state, task_state::lost);
+    // The top level sums them up as a worker's result does (§5.1), with the tries so far.
+    EXPECT_EQ(r.state, task_state::failed);
+    EXPECT_EQ(r.error, (task_error{"handler_error", "4 of 5 tasks of the bundle did not succeed"}));
+    EXPECT_EQ(r.attempt, 3);
+    EXPECT_EQ(r.try_number, 2);
+    EXPECT_EQ(r.errors.size(), 1U);
+    EXPECT_TRUE(r.worker.empty());
+    // What each task's caller sees.
+    EXPECT_EQ(task_state_of(r, 0), task_state::succeeded);
+    EXPECT_EQ(task_state_of(r, 1), task_state::lost);
+    EXPECT_EQ(task_state_of(r, 3), task_state::failed);
+}
+
+TEST(BundleMasterResult, ACancelledOrMalformedRetryKeepsThemToo) {
+    const layout l;
+    const auto cancel = departed_ops(l, "w1", bundle, second_try_held(1), true, 90'000);
+    ASSERT_EQ(cancel.kind, departed_kind::cancel);
+    const auto c = result_in(cancel.ops.back());
+    ASSERT_EQ(c.bundle.size(), 5U);
+    EXPECT_EQ(c.bundle[0].state, task_state::succeeded);
+    EXPECT_EQ(c.bundle[1].state, task_state::cancelled);
+    EXPECT_EQ(c.bundle[4].state, task_state::cancelled);
+    EXPECT_EQ(c.bundle[3].state, task_state::failed);
+
+    // A node that no longer decodes as a task, whose `finished` still reads: those stand.
+    auto o = boost::json::parse(second_try_held(1)).as_object();
+    o["type"] = 5;  // no type name
+    const auto bad = departed_ops(l, "w1", bundle, boost::json::serialize(o), false, 90'000);
+    ASSERT_EQ(bad.kind, departed_kind::malformed);
+    const auto m = result_in(bad.ops.back());
+    ASSERT_EQ(m.bundle.size(), 5U);
+    EXPECT_EQ(m.bundle[0].state, task_state::succeeded);
+    ASSERT_TRUE(m.bundle[1].error);
+    EXPECT_EQ(m.bundle[1].error->code, codes::malformed_task);
+}
+
+TEST(BundleMasterResult, ADelayedRetryCancelledWholeKeepsTheTasksAnEarlierTryFinished) {
+    const layout l;
+    const auto plan = plan_bundle_retry(assigned(2), first_try(), summary, 50'000, no_retries, 7);
+    ASSERT_TRUE(plan);
+    const auto ops = cancel_delayed_ops(l, bundle, 1, 60'000, plan->data);
+    ASSERT_EQ(ops.size(), 3U);
+    EXPECT_EQ(ops[0], txn_op::remove(l.delayed_task(bundle)));
+    const auto r = result_in(ops[1]);
+    ASSERT_EQ(r.bundle.size(), 5U);
+    EXPECT_EQ(r.bundle[0], entry(task_state::succeeded, {}, 10));
+    EXPECT_EQ(r.bundle[1].state, task_state::cancelled);
+    EXPECT_EQ(r.bundle[3], entry(task_state::failed, "bad_args"));
+    EXPECT_EQ(r.try_number, 2);
+    // Not read: every task's result, as before.
+    const auto blind = result_in(cancel_delayed_ops(l, bundle, 1, 60'000)[1]);
+    EXPECT_TRUE(blind.bundle.empty());
+    EXPECT_EQ(blind.state, task_state::cancelled);
+}
+
+TEST(BundleMasterResult, EveryTaskStillOpenOrNoRetryMeansOneResultForAll) {
+    const layout l;
+    // A first try: no `finished`, the result is every task's (no entries).
+    auto o = boost::json::parse(assigned(2)).as_object();
+    o["attempt"] = 3;
+    const auto first = departed_ops(l, "w1", bundle, boost::json::serialize(o), false, 1);
+    ASSERT_EQ(first.kind, departed_kind::lost);
+    const auto r = result_in(first.ops.back());
+    EXPECT_TRUE(r.bundle.empty());
+    EXPECT_EQ(r.state, task_state::lost);
+    EXPECT_EQ(r.try_number, 0);
+    // Every entry null: the same.
+    EXPECT_TRUE(close_bundle(
+                    R"({"finished":[null,null,null,null,null]})", 5, task_state::lost,
+                    task_error{"attempts_exhausted", "m"}
+    )
+                    .empty());
+    // Entries all ending one way: that state at the top, the first entry's error.
+    auto same = close_bundle(
+        R"({"finished":[{"state":"cancelled","error":{"code":"cancelled","message":"one"}},null]})",
+        2, task_state::cancelled, task_error{"cancelled", "cancelled"}
+    );
+    ASSERT_EQ(same.size(), 2U);
+    task_result whole;
+    whole.bundle = same;
+    summarize_bundle(whole);
+    EXPECT_EQ(whole.state, task_state::cancelled);
+    EXPECT_EQ(whole.error, (task_error{"cancelled", "one"}));
+}
+
+TEST(BundleMasterResult, APlainRetryCarriesItsTriesInTheMastersResult) {
+    const layout l;
+    const std::string plain = "t4-1763733600123-3fa9c2d1000002";
+    const auto node =
+        R"({"v":1,"type":"sh","args":1,"attempt":3,"try":3,"errors":[{"try":1},{"try":2}]})";
+    const auto plan = departed_ops(l, "w1", plain, node, false, 1);
+    ASSERT_EQ(plan.kind, departed_kind::lost);
+    const auto r = result_in(plan.ops.back());
+    EXPECT_EQ(r.try_number, 3);
+    EXPECT_EQ(r.errors.size(), 2U);
+    EXPECT_TRUE(r.bundle.empty());
+}

@@ -636,8 +636,11 @@ private:
     void done(const master_do::release& a, const master_txn_report& r, clock::time_point now);
     /// Reads the delayed tasks whose time has come; when to look again (the earliest due).
     std::optional<clock::time_point> release_due(clock::time_point now);
-    /// A cancel request for a task in the delayed view: its T7 (true), or nothing yet.
+    /// A cancel request for a task in the delayed view: its node read, then its T7 (true),
+    /// or nothing yet.
     bool cancel_delayed(const std::string& tid);
+    /// T7 of a delayed task whose node was read as `r` for its cancel.
+    void cancel_read_delayed(const task_read& r);
     /// A cancel request for one task of a bundle, `<bundle>.<k>` (master_fsm_entry.cpp): its
     /// T7 when the bundle is assigned, nothing while it is pending or delayed (true: the
     /// request is decided); false for any other request (or one to drop, after a failure).
@@ -650,6 +653,12 @@ private:
         const std::set<std::string>& markers,
         std::vector<protocol::txn_op>& ops,
         std::int64_t now_ms
+    ) const;
+    /// The ops that delete a departed worker's cancel marker `tid` whose task is not in its
+    /// directory: a marker of one task of a bundle also makes its request again, in the same
+    /// multi, unless the view of /cancel holds it (§6 T6); any other is just deleted.
+    std::vector<protocol::txn_op> litter_marker_ops(
+        const std::string& worker, const std::string& tid, std::int64_t now_ms
     ) const;
     [[nodiscard]] std::int64_t wall_now() const;
 
@@ -783,7 +792,8 @@ private:
     delayed_queue delayed_;
     std::vector<bool> delayed_listed_;
     std::size_t delayed_unlisted_;
-    std::size_t delayed_reads_out_ = 0;  // delayed tasks being read
+    std::size_t delayed_reads_out_ = 0;           // delayed tasks being read
+    std::set<std::string> delayed_cancel_reads_;  // delayed tasks being read for a cancel
 
     // A stall round: per worker, the tasks with a cancel marker in its last listing, and the
     // reads out.

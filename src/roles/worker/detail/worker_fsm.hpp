@@ -33,7 +33,11 @@ struct worker_action {
         stop,           ///< stop the handlers of `tid` (its cancel marker appeared); with
                         ///< `entry`, only that task of the bundle `tid` (its marker
                         ///< `<tid>.<entry>.cancel` appeared, §6 T7 "One task of a bundle")
-        remove_marker,  ///< run `ops` (delete markers of tasks no longer here); no answer
+        remove_marker,  ///< run `ops` (delete markers of tasks no longer here); no answer;
+                        ///< a delete followed by a create goes with it as one multi (a
+                        ///< task's own marker whose request is made again,
+                        ///< protocol::return_entry_cancel_ops), its delete alone should the
+                        ///< create find node_exists
         remake_dir,     ///< pause, then run `ops` (create our assignment directory); list again
         mark_draining,  ///< run `ops` (T9: our /workers node says draining); no answer
     };
@@ -54,8 +58,10 @@ public:
 
     /// The assignment directory lists `names` (assignments and <tid>.cancel markers). Starts
     /// the tasks not in hand; a marker stops its task once; a marker whose task is neither
-    /// in hand nor assigned is litter. An assignment missing from the listing while its task
-    /// runs changes nothing here: the publish finds out (see publish_fsm).
+    /// in hand nor assigned is litter (one task of a bundle's: deleted with its request made
+    /// again, one multi, since its bundle may have left unrun: taken back, or retried). An
+    /// assignment missing from the listing while its task runs changes nothing here: the publish
+    /// finds out (see publish_fsm).
     std::vector<worker_action> listed(const std::vector<std::string>& names);
     /// listed(names), for a listing taken when the directory's stat was `s`: reads of its
     /// change log (log_read) follow on from there.
@@ -89,7 +95,9 @@ public:
     /// in hand. Yields a remove_marker when its cancel marker came while the try that
     /// published was out: that try did not delete it, and no listing would find it now that
     /// the worker follows its directory's change log (§6); and, once a bundle's result or
-    /// retry is written, for the markers of its tasks (T4 does not delete those).
+    /// retry is written, for the markers of its tasks (T4 does not delete those): a retry
+    /// written without a task whose marker came after its T4 was built makes that task's
+    /// request again in the multi that deletes the marker (the retry runs it otherwise).
     std::optional<worker_action> task_ended(const std::string& tid, std::optional<publish_end> how);
 
     /// The drain was requested (T9): mark our node; from now on drained() says when the
@@ -112,6 +120,8 @@ private:
     struct task {
         bool marker = false;              // its <tid>.cancel marker was seen
         std::set<std::size_t> entries;    // a bundle's: its tasks' <tid>.<k>.cancel seen
+        std::set<std::size_t> published;  // of those, the ones seen when its T4 was built
+        bool retry = false;               // its T4 writes a retry (a delayed node)
         std::optional<publish_fsm> plan;  // once publishing
     };
     publish_fsm* plan_of(const std::string& tid);

@@ -146,18 +146,77 @@ TEST_F(MasterFsmDelayed, CancelsADelayedTask) {
     const auto t = delayed_tid(wall0 + 60'000, 1);
     view.on(delayed_logged{4, {protocol::log_entry{t, std::nullopt, wall0 + 60'000}}}, t0);
     view.on(cancels_listed{{t}}, t0);
-    const auto cancels = of_kind(decide_at(wall0), kind::cancel);
+    // Its node is read first (the result carries what it says of earlier tries).
+    auto step = decide_at(wall0);
+    EXPECT_TRUE(of_kind(step, kind::cancel).empty());
+    ASSERT_EQ(read_now(step), std::vector{t});
+    EXPECT_TRUE(read_now(decide_at(wall0 + 1)).empty()) << "read once";
+    const auto data = R"({"v":1,"type":"echo","args":"x","attempt":1,"due_ms":)" +
+                      std::to_string(wall0 + 60'000) +
+                      R"(,"try":2,"errors":[{"try":1,"code":"handler_error","message":"m"}]})";
+    step = view.on(delayed_read{{task_read{t, task_read::status::ok, data, 0}}}, t0);
+    EXPECT_TRUE(of_kind(step, release_kind).empty()) << "not released: cancelled";
+    const auto cancels = of_kind(step, kind::cancel);
     ASSERT_EQ(cancels.size(), 1U);
     EXPECT_EQ(cancels[0].path, protocol::layout{}.delayed_task(t));
     ASSERT_EQ(cancels[0].ops.size(), 3U);
     EXPECT_EQ(cancels[0].ops[0].path, protocol::layout{}.delayed_task(t));
     EXPECT_EQ(cancels[0].ops[1].path, protocol::layout{}.result(t));
-    EXPECT_NE(cancels[0].ops[1].data.find("cancelled"), std::string::npos);
+    const auto result = protocol::decode_result(cancels[0].ops[1].data);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->state, protocol::task_state::cancelled);
+    EXPECT_EQ(result->attempt, 1);
+    EXPECT_EQ(result->try_number, 2);
+    EXPECT_EQ(result->errors.size(), 1U);
     view.on(answered{cancels[0], committed(3)}, t0);
     EXPECT_EQ(view.delayed_count(), 0U);
     EXPECT_EQ(stats.cancelled, 1U);
     // Its time comes and goes: nothing is read, nothing released.
     EXPECT_TRUE(read_now(decide_at(wall0 + 61'000)).empty());
+}
+
+TEST_F(MasterFsmDelayed, ADelayedBundleCancelledWholeKeepsItsFinishedTasks) {
+    list_all_delayed();
+    const auto t = delayed_tid(wall0 + 60'000, 1) + "_3";
+    view.on(delayed_logged{4, {protocol::log_entry{t, std::nullopt, wall0 + 60'000}}}, t0);
+    view.on(cancels_listed{{t}}, t0);
+    ASSERT_EQ(read_now(decide_at(wall0)), std::vector{t});
+    const std::string data =
+        R"({"v":1,"type":"sum","bundle":[[1],[2],[3]],"attempt":1,"try":2,"due_ms":1,)"
+        R"("finished":[{"state":"succeeded","value":{"sum":1}},null,)"
+        R"({"state":"failed","error":{"code":"bad_args","message":"no"}}]})";
+    const auto step = view.on(delayed_read{{task_read{t, task_read::status::ok, data, 0}}}, t0);
+    const auto cancels = of_kind(step, kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    const auto result = protocol::decode_result(cancels[0].ops[1].data);
+    ASSERT_TRUE(result);
+    ASSERT_EQ(result->bundle.size(), 3U);
+    EXPECT_EQ(result->bundle[0].state, protocol::task_state::succeeded);
+    EXPECT_EQ(result->bundle[1].state, protocol::task_state::cancelled);
+    EXPECT_EQ(result->bundle[2].state, protocol::task_state::failed);
+}
+
+TEST_F(MasterFsmDelayed, ACancelReadThatFindsTheRequestGoneReleasesAsAnyRead) {
+    list_all_delayed();
+    const auto t = delayed_tid(wall0, 1);
+    view.on(delayed_logged{4, {protocol::log_entry{t, std::nullopt, wall0 + 60'000}}}, t0);
+    view.on(cancels_listed{{t}}, t0);
+    ASSERT_EQ(read_now(decide_at(wall0)), std::vector{t});
+    view.on(cancels_listed{{}}, t0);  // the request went (its client deleted it)
+    const auto step =
+        view.on(delayed_read{{task_read{t, task_read::status::ok, delayed_data(wall0), 0}}}, t0);
+    EXPECT_TRUE(of_kind(step, kind::cancel).empty());
+    EXPECT_EQ(of_kind(step, release_kind).size(), 1U) << "due: released";
+}
+
+TEST_F(MasterFsmDelayed, AFailedCancelReadIsTriedAgain) {
+    list_all_delayed();
+    const auto t = delayed_tid(wall0 + 60'000, 1);
+    view.on(delayed_logged{4, {protocol::log_entry{t, std::nullopt, wall0 + 60'000}}}, t0);
+    view.on(cancels_listed{{t}}, t0);
+    ASSERT_EQ(read_now(decide_at(wall0)), std::vector{t});
+    view.on(delayed_read{{task_read{t, task_read::status::error, {}, 0}}}, t0);
+    EXPECT_EQ(read_now(decide_at(wall0 + 5000)), std::vector{t});
 }
 
 TEST_F(MasterFsmDelayed, ACancelWaitsForAReleaseInFlight) {

@@ -182,3 +182,48 @@ TEST_F(MasterFsm, ABundleTakenBackFromAStalledWorkerKeepsItsTasksRequests) {
         takes[0].ops.end()
     );
 }
+
+// A marker that came while the bundle's T6 (or its worker's retry) was out is not in that
+// multi: found alone in the departed worker's directory, it becomes the task's request again
+// in the multi that deletes it (§6 T6), so that the task's cancel is not lost.
+TEST_F(MasterFsm, AMarkerThatOutlivedItsBundleOnADepartedWorkerIsARequestAgain) {
+    join("w1", 4);
+    const auto bundle = protocol::bundle_id(tid(5, 1), 4);
+    const auto one = protocol::bundled_task_id(bundle, 1);
+    const auto two = protocol::bundled_task_id(bundle, 2);
+    const auto plain = tid(5, 2);
+    view.on(cancels_listed{{two}}, t0);  // its request is there already
+    leave("w1");
+    const auto step = view.on(
+        departed_listed{
+            "w1", std::vector<std::string>{one + ".cancel", two + ".cancel", plain + ".cancel"}},
+        t0
+    );
+    const auto removes = of_kind(step, kind::remove_marker);
+    ASSERT_EQ(removes.size(), 3U);
+    std::vector<std::vector<protocol::txn_op>> ops;
+    ops.reserve(removes.size());
+    for (const auto& r : removes) {
+        ops.push_back(r.ops);
+    }
+    // Delete and request again, one multi.
+    const auto again = protocol::requeue_entry_cancels_ops("w1", {one}, {false}, 0);
+    ASSERT_EQ(again.size(), 2U);
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) {
+        return o.size() == 2U && o[0] == again[0];
+    });
+    ASSERT_NE(it, ops.end());
+    EXPECT_EQ((*it)[1].what, protocol::txn_op::kind::create);
+    EXPECT_EQ((*it)[1].path, protocol::layout::cancel_request(one));
+    // Its request there already: the delete alone; a plain task's marker: the delete alone.
+    for (const auto& id : {two, plain}) {
+        EXPECT_NE(
+            std::find(
+                ops.begin(), ops.end(),
+                std::vector{protocol::txn_op::remove(protocol::layout::cancel_marker("w1", id))}
+            ),
+            ops.end()
+        ) << id;
+    }
+    EXPECT_EQ(of_kind(step, kind::remove_departed).size(), 1U);
+}

@@ -436,20 +436,79 @@ TEST_F(WorkerFsm, ATasksMarkerInTheSameListingAsItsBundleStopsItFromTheStart) {
     EXPECT_EQ(w.entries_cancelled(bundle), (std::set<std::size_t>{0}));
 }
 
-TEST_F(WorkerFsm, ATasksMarkerWhoseBundleIsGoneIsLitterAndADiscardedBundleLeavesItToT6) {
+/// The ops that delete a task's marker and make its request again, one multi.
+std::vector<txn_op> returned(const std::string& entry) {
+    auto ops = protocol::return_entry_cancel_ops("w1", entry, 0);
+    EXPECT_EQ(ops.size(), 2U);
+    return ops;
+}
+
+/// `ops` hold `entry`'s marker delete followed by the create of its request.
+bool returns(const std::vector<txn_op>& ops, const std::string& entry) {
+    const auto want = returned(entry);
+    for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+        if (ops[i] == want[0]) {
+            return ops[i + 1].what == txn_op::kind::create && ops[i + 1].path == want[1].path;
+        }
+    }
+    return false;
+}
+
+TEST_F(WorkerFsm, ATasksMarkerWhoseBundleIsGoneIsARequestAgainAndADiscardedBundleKeepsIt) {
     const auto bundle = protocol::bundle_id(a, 3);
     const auto entry = protocol::bundled_task_id(bundle, 1);
+    // Its bundle left (taken back, or retried, while the marker came): deleted, and the
+    // task's request made again in the same multi, so that the bundle's next run skips it.
     EXPECT_EQ(list({marker(entry)}), std::vector<kind>{kind::remove_marker});
-    EXPECT_EQ(
-        last[0].ops,
-        std::vector<txn_op>{txn_op::remove(protocol::layout::cancel_marker("w1", entry))}
-    );
+    ASSERT_EQ(last[0].ops.size(), 2U);
+    EXPECT_TRUE(returns(last[0].ops, entry));
+    EXPECT_EQ(returned(entry)[1].path, protocol::layout::cancel_request(entry));
+    EXPECT_TRUE(protocol::decode_cancel(last[0].ops[1].data)) << "a request as a client makes";
 
-    // A bundle whose result was discarded (taken back by T6): its task's marker is T6's.
+    // A bundle whose result was discarded (taken back by T6): its task's marker stays; T6,
+    // or the listing after, makes it a request again.
     list({bundle, marker(entry)});
     w.publish(bundle, "R");
     EXPECT_FALSE(w.task_ended(bundle, publish_end::discarded));
     EXPECT_EQ(w.in_hand(), 0U);
+    EXPECT_EQ(list({marker(entry)}), std::vector<kind>{kind::remove_marker});
+    EXPECT_TRUE(returns(last[0].ops, entry));
+}
+
+TEST_F(WorkerFsm, AMarkerThatCameAfterTheBundlesRetryWasBuiltIsARequestAgain) {
+    const auto bundle = protocol::bundle_id(a, 4);
+    const auto one = protocol::bundled_task_id(bundle, 1);
+    const auto two = protocol::bundled_task_id(bundle, 2);
+    list({bundle, marker(one)});
+    ASSERT_EQ(w.entries_cancelled(bundle), (std::set<std::size_t>{1}));
+    // The retry is built with task 1 cancelled; task 2's marker comes while it is out.
+    auto s = w.publish(bundle, "RETRY", l.delayed_task(bundle));
+    EXPECT_EQ(list({bundle, marker(one), marker(two)}), std::vector<kind>{kind::stop});
+    s = w.publish_answered(bundle, ok(2));
+    ASSERT_EQ(s.end, publish_end::published);
+    const auto left = w.task_ended(bundle, s.end);
+    ASSERT_TRUE(left);
+    EXPECT_EQ(left->what, kind::remove_marker);
+    // Task 1 is cancelled in the retry: its marker is litter. Task 2 would run again: its
+    // request comes back with its marker's delete.
+    ASSERT_EQ(left->ops.size(), 3U);
+    EXPECT_EQ(left->ops[0], txn_op::remove(protocol::layout::cancel_marker("w1", one)));
+    EXPECT_TRUE(returns(left->ops, two));
+
+    // A final result instead: every task's marker is litter.
+    const auto other = protocol::bundle_id(b, 4);
+    list({other, marker(protocol::bundled_task_id(other, 3))});
+    w.publish(other, "R");
+    list(
+        {other, marker(protocol::bundled_task_id(other, 3)),
+         marker(protocol::bundled_task_id(other, 0))}
+    );
+    const auto done = w.task_ended(other, publish_end::published);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(done->ops.size(), 2U);
+    for (const auto& op : done->ops) {
+        EXPECT_EQ(op.what, txn_op::kind::remove);
+    }
 }
 
 TEST_F(WorkerFsm, AMarkerNamingNoTaskOfTheBundleIsLitter) {
