@@ -2,10 +2,12 @@
 #include "workflow/ids.hpp"
 
 #include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <set>
 
 namespace zkd::workflow {
 
@@ -89,6 +91,23 @@ std::optional<std::uint64_t> task_number(workflow_ref w, std::string_view tid) n
         return std::nullopt;
     }
     return (static_cast<std::uint64_t>(hi) << 24) | *counter;
+}
+
+std::string workflows_dir() {
+    return "/workflows";
+}
+
+std::vector<std::string> without_workflow_results(
+    std::vector<std::string> dirs, const std::vector<std::string>& workflows
+) {
+    std::set<std::string, std::less<>> owned;
+    for (const auto& name : workflows) {
+        if (const auto w = parse_workflow_id(name)) {
+            owned.insert(protocol::layout::client_results(client_hex(w->client)));
+        }
+    }
+    std::erase_if(dirs, [&](const std::string& d) { return owned.contains(d); });
+    return dirs;
 }
 
 }  // namespace zkd::workflow

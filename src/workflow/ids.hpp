@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zkd::workflow {
 
@@ -29,6 +30,19 @@ std::string workflow_id(workflow_ref w);
 std::optional<workflow_ref> parse_workflow_id(std::string_view id) noexcept;
 /// The client part as 8 lowercase hex digits (a task's "client", /results/<client>).
 std::string client_hex(std::uint32_t client);
+
+/// "/workflows": a child per workflow, named by its id.
+std::string workflows_dir();
+
+/// `dirs` (directories below /results, as roles::list_result_dirs lists them) without the
+/// results directories of the workflows named `workflows` (the children of /workflows; a
+/// name that is no workflow id names none). A workflow's results stay until the workflow
+/// engine reaps the workflow (W4, the result retention after it ended), however long it
+/// runs: the master's collection of old results (T8) looks only at the directories this
+/// leaves (docs/protocol.md §11.4 "Results").
+std::vector<std::string> without_workflow_results(
+    std::vector<std::string> dirs, const std::vector<std::string>& workflows
+);
 
 /// Most task numbers a workflow may use: 2^36 (the time part moves by at most 4,096 ms).
 inline constexpr std::uint64_t max_task_number = std::uint64_t{1} << 36;

@@ -13,10 +13,6 @@ namespace zkd::workflow {
 
 using protocol::txn_op;
 
-std::string workflows_dir() {
-    return "/workflows";
-}
-
 std::string workflow_node(std::string_view id) {
     return workflows_dir() + "/" + std::string(id);
 }
@@ -134,6 +130,80 @@ std::vector<txn_op> launch_ops(
         }
     }
     return ops;
+}
+
+static_assert(workflow_fsm::options{}.max_write_bytes == max_launch_bytes);
+
+namespace {
+
+// As zkco::estimated_size counts an op: a header with its length prefixes, and a create's
+// ACL.
+constexpr std::size_t op_overhead = 32;
+constexpr std::size_t acl_overhead = 32;
+// What stamp() adds to a task's data at most besides the worker's id:
+// ,"assigned_ms":<up to 20 characters>,"worker":"<id>" rounded up.
+constexpr std::size_t stamp_overhead = 64;
+// A change log's JSON around its entries ({"v":1,"created":[...]}), rounded up, and one
+// entry's around its name and the key of its data ({"name":"<tid>","data":},), rounded up; a
+// name is a task id, which needs no escape (the data's own bytes, escaped, count in
+// protocol::max_log_inline_bytes).
+constexpr std::size_t log_overhead = 32;
+constexpr std::size_t entry_overhead = 24;
+// The longest shard name: shards are numbered below 2^32.
+constexpr std::size_t max_shard_name = 10;
+// The longest member id (protocol::is_valid_member_id): its host, a pid of up to 19 digits,
+// 8 hex digits and two dashes.
+constexpr std::size_t max_member_id = protocol::max_member_host_length + 1 + 19 + 1 + 8;
+
+std::size_t op_bytes(const txn_op& op) {
+    std::size_t n = op_overhead + op.path.size();
+    if (op.what == txn_op::kind::create) {
+        n += op.data.size() + acl_overhead;
+    } else if (op.what == txn_op::kind::set) {
+        n += op.data.size();
+    }
+    return n;
+}
+
+}  // namespace
+
+std::size_t launch_bytes(const std::vector<txn_op>& ops) {
+    std::size_t n = 0;
+    for (const auto& op : ops) {
+        n += op_bytes(op);
+    }
+    return n;
+}
+
+std::size_t launch_create_bytes(std::string_view tid, std::size_t data_bytes) {
+    const auto pending_dir = protocol::layout::pending_dir().size() + 1 + max_shard_name;
+    const auto assign_dir = protocol::layout::assign_dir().size() + 1 + max_member_id;
+    const auto dir = std::max(pending_dir, assign_dir);
+    const auto create = op_overhead + acl_overhead + dir + 1 + tid.size() + data_bytes +
+                        stamp_overhead + max_member_id;
+    const auto shard_log = op_overhead + pending_dir + log_overhead;
+    return create + shard_log + entry_overhead + tid.size();
+}
+
+std::size_t launch_fixed_bytes(std::string_view id, std::size_t state_bytes) {
+    const auto epoch = op_overhead + protocol::layout::epoch().size();
+    const auto state = op_overhead + acl_overhead + state_node(id).size() + state_bytes;
+    const auto worker_check =
+        op_overhead + protocol::layout::workers_dir().size() + 1 + max_member_id;
+    const auto worker_log =
+        op_overhead + protocol::layout::assign_dir().size() + 1 + max_member_id + log_overhead;
+    return epoch + state + max_placement_workers * (worker_check + worker_log) +
+           protocol::max_log_inline_bytes;
+}
+
+std::size_t launch_bound(
+    std::string_view id, std::string_view state, const std::vector<task_create>& creates
+) {
+    auto n = launch_fixed_bytes(id, state.size());
+    for (const auto& c : creates) {
+        n += launch_create_bytes(c.tid, c.data.size());
+    }
+    return n;
 }
 
 launch_failure read_launch_failure(

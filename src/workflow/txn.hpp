@@ -22,8 +22,6 @@ namespace zkd::workflow {
 /// transaction may hold).
 inline constexpr std::size_t chunks_per_submit_txn = 3;
 
-/// "/workflows"
-std::string workflows_dir();
 /// "/workflows/<id>": the header.
 std::string workflow_node(std::string_view id);
 /// "/workflows/<id>/spec-<iiii>"
@@ -71,6 +69,41 @@ std::vector<protocol::txn_op> launch_ops(
     std::int64_t epoch,
     const wf_do::write& w,
     const std::vector<std::optional<direct_target>>& placed = {}
+);
+
+/// What a W2 may take on the wire at most, as launch_bytes() counts it: under ZooKeeper's
+/// jute.maxbuffer (1 MiB by default, 1,048,576 bytes), which a request must not exceed, with
+/// room left for the request's own header and the namespace's chroot, which the client
+/// library puts before every path.
+inline constexpr std::size_t max_launch_bytes = 1'000'000;
+
+/// Most workers one W2 places tasks on (the engine's view of the workers holds at most as
+/// many: docs/protocol.md §11.4 "Direct placement").
+inline constexpr std::size_t max_placement_workers = 16;
+
+/// The bytes `ops` take on the wire, rounded up as zkco::estimated_size counts them: per op
+/// its header and length prefixes (32), its path, its data, and a create's ACL (32).
+std::size_t launch_bytes(const std::vector<protocol::txn_op>& ops);
+
+/// The most one task create adds to a W2 (launch_ops), wherever it goes: its create at the
+/// longer of its pending path and its path under a worker with the longest valid member id, its
+/// data stamped with an assignment naming that worker, a change log of a pending shard of
+/// its own and its entry in it by name (the data that change logs carry inline is counted
+/// once per W2, in launch_fixed_bytes).
+std::size_t launch_create_bytes(std::string_view tid, std::size_t data_bytes);
+
+/// What a W2 of workflow `id` carries besides its creates, at most: the epoch's check, the
+/// state of `state_bytes` (created or set), a worker's check and its directory's change log
+/// for each of max_placement_workers workers, and the children's data the change logs
+/// carry inline (protocol::max_log_inline_bytes).
+std::size_t launch_fixed_bytes(std::string_view id, std::size_t state_bytes);
+
+/// An upper bound of launch_bytes(launch_ops(l, id, epoch, w, placed)) for a write `w` of
+/// `state` and `creates`, for any `l`, `epoch` and `placed` (each worker's id at most
+/// as long as a valid member id, protocol::is_valid_member_id, at most max_placement_workers of
+/// them): what workflow_fsm keeps under its options' max_write_bytes.
+std::size_t launch_bound(
+    std::string_view id, std::string_view state, const std::vector<task_create>& creates
 );
 
 /// Why a W2 failed, from the op that failed and its code.

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "workflow/workflow_fsm.hpp"
 
+#include "workflow/txn.hpp"
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -46,10 +49,29 @@ std::string_view kind_of(const json::value& v) noexcept {
 
 }  // namespace
 
+std::optional<std::int64_t> reap_at_ms(const workflow_state& s, std::int64_t retention_ms) {
+    if (s.status == workflow_status::running) {
+        return std::nullopt;
+    }
+    return s.finished_ms + retention_ms;
+}
+
+bool needs_following(const workflow_state& s) {
+    if (s.status == workflow_status::running) {
+        return true;
+    }
+    return s.status == workflow_status::cancelled &&
+           s.steps.find(static_cast<char>(step_status::running)) != std::string::npos;
+}
+
 workflow_fsm::workflow_fsm(
     workflow_ref ref, std::shared_ptr<const workflow_spec> spec, options opts
 )
-    : ref_(ref), client_hex_(client_hex(ref.client)), spec_(std::move(spec)), opts_(opts) {
+    : ref_(ref),
+      id_(workflow_id(ref)),
+      client_hex_(client_hex(ref.client)),
+      spec_(std::move(spec)),
+      opts_(opts) {
     // Kahn's order (the spec has no cycle: parse_spec refused it).
     const auto n = spec_->steps.size();
     std::vector<std::size_t> indegree(n);
@@ -264,22 +286,36 @@ protocol::codec_result<std::string> workflow_fsm::build_task(
     return protocol::codec_result<std::string>(boost::system::in_place_value, std::move(data));
 }
 
-workflow_fsm::plan workflow_fsm::compute(std::int64_t now, bool launch) const {
+workflow_fsm::plan workflow_fsm::compute(std::int64_t now, bool launch, std::size_t max_creates)
+    const {
     plan p{state_, {}, {}};
     auto& n = p.next;
     if (n.status != workflow_status::running) {
         return p;
     }
     const bool cancelling = cancel_requested_ && launch;
-    const std::size_t max_creates = launch ? opts_.max_creates_per_write : 0;
-    std::size_t bytes = n.steps.size() + 256 + n.maps.size() * 96;
-    auto room_for = [&](std::size_t size) {
+    max_creates = launch ? std::min(max_creates, opts_.max_creates_per_write) : 0;
+    // What the write's multi takes at most (launch_bound): the state as it is now, plus what
+    // it may grow by (its status and finished_ms; each map's `launched`, up to 20 digits),
+    // then each map and error added and each create, as they come.
+    std::size_t bytes = 0;
+    if (launch) {
+        bytes = launch_fixed_bytes(id_, encode_state(n).size() + 64 + 20 * n.maps.size());
+    }
+    auto room_for = [&](std::string_view tid, std::size_t size) {
         return p.creates.size() < max_creates &&
-               (p.creates.empty() || bytes + size <= opts_.max_write_bytes);
+               (p.creates.empty() || bytes + launch_create_bytes(tid, size) <= opts_.max_write_bytes
+               );
+    };
+    auto create = [&](std::string tid, std::string data) {
+        bytes += launch_create_bytes(tid, data.size());
+        p.creates.push_back({std::move(tid), std::move(data)});
     };
     auto fail = [&](std::size_t i, std::string_view code, std::string message) {
-        n.errors[spec_->steps[i].name] =
-            protocol::task_error{std::string(code), std::move(message)};
+        const auto& name = spec_->steps[i].name;
+        const json::object e{{name, json::object{{"code", code}, {"message", message}}}};
+        bytes += json::serialize(e).size();
+        n.errors[name] = protocol::task_error{std::string(code), std::move(message)};
         n.steps[i] = static_cast<char>(step_status::failed);
     };
 
@@ -336,6 +372,8 @@ workflow_fsm::plan workflow_fsm::compute(std::int64_t now, bool launch) const {
                 }
                 const map_alloc a{i, n.next, src.get_array().size(), 0};
                 n.next += a.count;
+                // {"step":..,"base":..,"count":..,"launched":..}, each up to 20 digits.
+                bytes += 128;
                 n.maps.insert(
                     std::upper_bound(
                         n.maps.begin(), n.maps.end(), i,
@@ -349,11 +387,11 @@ workflow_fsm::plan workflow_fsm::compute(std::int64_t now, bool launch) const {
                     fail(i, bad_inputs, task.error().message);
                     continue;
                 }
-                if (!room_for(task->size())) {
+                auto tid = step_task_id(ref_, st.priority, i);
+                if (!room_for(tid, task->size())) {
                     continue;  // the next write launches it
                 }
-                bytes += task->size() + 64;
-                p.creates.push_back({step_task_id(ref_, st.priority, i), std::move(*task)});
+                create(std::move(tid), std::move(*task));
                 c = static_cast<char>(step_status::running);
                 continue;
             }
@@ -394,13 +432,11 @@ workflow_fsm::plan workflow_fsm::compute(std::int64_t now, bool launch) const {
                     failed = true;
                     break;
                 }
-                if (!room_for(task->size())) {
+                auto tid = step_task_id(ref_, st.priority, a.base + a.launched);
+                if (!room_for(tid, task->size())) {
                     break;
                 }
-                bytes += task->size() + 64;
-                p.creates.push_back(
-                    {step_task_id(ref_, st.priority, a.base + a.launched), std::move(*task)}
-                );
+                create(std::move(tid), std::move(*task));
                 ++a.launched;
             }
             if (failed) {
@@ -469,7 +505,7 @@ workflow_step workflow_fsm::advance(std::int64_t now) {
             finished_sent_ = true;
             out.actions.emplace_back(wf_do::finished{state_.status});
         }
-        const auto reap_at = state_.finished_ms + opts_.retention_ms;
+        const auto reap_at = *reap_at_ms(state_, opts_.retention_ms);
         if (now >= reap_at) {
             out.actions.emplace_back(wf_do::reap{});
         } else {
@@ -478,6 +514,13 @@ workflow_step workflow_fsm::advance(std::int64_t now) {
         return out;
     }
     auto p = compute(now, true);
+    // The estimate compute() keeps as it goes is an upper bound of what it wrote, but an
+    // error decided after its last create may take the state past it: then fewer creates
+    // (the bound being monotonic in them), down to one.
+    while (p.creates.size() > 1 &&
+           launch_bound(id_, encode_state(p.next), p.creates) > opts_.max_write_bytes) {
+        p = compute(now, true, p.creates.size() / 2);
+    }
     const auto& n = p.next;
     const bool write = version_ < 0 || !p.creates.empty() || n.status != state_.status ||
                        n.next != state_.next || n.maps != state_.maps || n.errors != state_.errors;

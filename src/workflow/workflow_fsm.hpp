@@ -117,14 +117,27 @@ struct step_view {
     std::uint64_t done = 0;                     ///< of them, with a result
 };
 
+/// When a workflow that ended in `s` is reaped (W4): `retention_ms` after its `finished_ms`;
+/// nullopt while it runs, however long that is.
+std::optional<std::int64_t> reap_at_ms(const workflow_state& s, std::int64_t retention_ms);
+
+/// Whether a master taking over a workflow in state `s` needs its spec, its results and a
+/// workflow_fsm: while it runs, and when it was cancelled with steps that ran then (their
+/// tasks are asked again to stop). A workflow that succeeded or failed, or was cancelled
+/// with no step running, needs only to be reaped at reap_at_ms.
+bool needs_following(const workflow_state& s);
+
 class workflow_fsm {
 public:
     struct options {
         /// Most task creates one write holds (a multi holds at most 1,000 ops, with the
         /// epoch check, the state and a change log per pending shard).
         std::size_t max_creates_per_write = 900;
-        /// Most bytes of task data and state one write holds (under jute.maxbuffer).
-        std::size_t max_write_bytes = 800'000;
+        /// Most bytes one write's multi may take on the wire, wherever its tasks go (to
+        /// pending, or placed on workers): its launch_bound() (workflow/txn.hpp), which counts
+        /// every path, every task's data with its placement stamp, the state, the checks and
+        /// change logs, and each op's overhead. A write always holds at least one task.
+        std::size_t max_write_bytes = 1'000'000;
         /// A finished workflow is reaped this long after it ended.
         std::int64_t retention_ms = 24LL * 3600 * 1000;
     };
@@ -163,8 +176,9 @@ private:
     workflow_step on_loaded(const wf_saw::loaded& e, std::int64_t now);
     void record(std::string_view tid, const read_result& r);
     workflow_step advance(std::int64_t now);
-    /// What to write next from the state written; `launch` false: only the outcomes.
-    plan compute(std::int64_t now, bool launch) const;
+    /// What to write next from the state written, with at most `max_creates` creates
+    /// (and max_creates_per_write); `launch` false: only the outcomes.
+    plan compute(std::int64_t now, bool launch, std::size_t max_creates = SIZE_MAX) const;
     [[nodiscard]] const map_alloc* alloc_of(const workflow_state& s, std::size_t step) const;
     [[nodiscard]] boost::json::value value_of(const workflow_state& s, std::size_t step) const;
     /// The task of step `step` (element `element` of a map step, `item` its element), or
@@ -179,6 +193,7 @@ private:
     [[nodiscard]] const outcome* outcome_of(std::uint64_t k) const;
 
     workflow_ref ref_;
+    std::string id_;  ///< workflow_id(ref_)
     std::string client_hex_;
     std::shared_ptr<const workflow_spec> spec_;
     options opts_;

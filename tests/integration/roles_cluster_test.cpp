@@ -8,6 +8,7 @@
 #include "roles/client/task_client.hpp"
 #include "roles/cluster/namespace.hpp"
 #include "roles/txn/zk_ops.hpp"
+#include "workflow/ids.hpp"
 
 #include <boost/json.hpp>
 
@@ -349,6 +350,54 @@ TEST_F(RolesCluster, ResultsNobodyConsumesAreCollectedAfterTheRetention) {
             EXPECT_EQ(left, 0U);
             EXPECT_EQ(master_stats_.collected, 3U);
             EXPECT_EQ((co_await tc.status(ids->front())).value().state, task_state::unknown);
+        }(),
+        120s
+    );
+}
+
+TEST_F(RolesCluster, AWorkflowsResultsAreLeftToItsEngineHoweverOld) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await session();
+            layout_ = (co_await ensure_layout(*zk, meta_info{})).value();
+            // A workflow (its node under /workflows, named by its id) with a result in its
+            // client directory, and an ordinary client's result, both old by the time the
+            // master sweeps.
+            const zkd::workflow::workflow_ref wf{1'700'000'000'000, 0x0000f10e};
+            const auto wf_dir = layout::client_results(zkd::workflow::client_hex(wf.client));
+            const auto wf_result = zkd::zkco::join_path(wf_dir, "t4-1700000000000-0000f10e000001");
+            const auto other_dir = layout::client_results("0000abcd");
+            const auto other_result =
+                zkd::zkco::join_path(other_dir, "t4-1700000000000-0000abcd000001");
+            ASSERT_TRUE(co_await zk->create(zkd::workflow::workflows_dir()));
+            const auto wf_node = zkd::zkco::join_path(
+                zkd::workflow::workflows_dir(), zkd::workflow::workflow_id(wf)
+            );
+            ASSERT_TRUE(co_await zk->create(wf_node, "{}"));
+            for (const auto& p : {wf_dir, wf_result, other_dir, other_result}) {
+                ASSERT_TRUE(co_await zk->create(p, "{}")) << p;
+            }
+            master_options opts;
+            opts.result_retention = 1000ms;
+            opts.gc_interval = 100ms;
+            co_await start_master(opts);
+            const auto exists = [&](const std::string& p) -> asio::awaitable<bool> {
+                auto e = co_await zk->exists(p);
+                co_return e && e->has_value();
+            };
+            for (int i = 0; i < 200 && co_await exists(other_result); ++i) {
+                co_await settle(50ms);
+            }
+            EXPECT_FALSE(co_await exists(other_result)) << "an old result is collected";
+            // Many sweeps later, the workflow's result is still there: the workflow lives.
+            co_await settle(1000ms);
+            EXPECT_TRUE(co_await exists(wf_result));
+            // Once the workflow is gone, its directory is a client's like any other.
+            ASSERT_TRUE(co_await zk->remove(wf_node));
+            for (int i = 0; i < 200 && co_await exists(wf_result); ++i) {
+                co_await settle(50ms);
+            }
+            EXPECT_FALSE(co_await exists(wf_result));
         }(),
         120s
     );

@@ -2,10 +2,12 @@
 // Workflows through real `zkd run` processes and `zkd workflow` against a real ZooKeeper
 // (docs/workflows.md, docs/protocol.md §11): values passed down a chain, a fan-in that runs
 // once, a dynamic map, failures, cancel, a master SIGKILL while it launches and collects,
-// and every refused spec.
+// and every refused spec; the engine's redirect of placed tasks to pending, and its restart
+// on a master deposed and elected again.
 #include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
 #include "support/processes.hpp"
+#include "support/run_co.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
 
@@ -15,12 +17,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -73,6 +77,7 @@ protected:
         runs_ = dir_ / "runs.log";
     }
     void TearDown() override {
+        stop_rewriting();
         nodes_.clear();
         if (HasFailure()) {
             zkd::test::print_logs(dir_, 4000);
@@ -143,12 +148,97 @@ protected:
         FAIL() << "the cluster never came up";
     }
 
+    /// Writes each of `paths` (under the namespace) again with its own data, every 50 ms,
+    /// from a thread of its own until stop_rewriting(): each write moves the node's version.
+    /// "*" at the end of a path: each of that directory's children.
+    void start_rewriting(std::vector<std::string> paths) {
+        rewriting_ = true;
+        rewriter_ = std::thread([this, paths = std::move(paths)] {
+            asio::io_context ioc;
+            zkd::test::run_co(
+                ioc,
+                [&]() -> asio::awaitable<void> {
+                    zkd::zkco::client zk(ioc.get_executor(), make_config());
+                    co_await zk.connect();
+                    asio::steady_timer timer(ioc);
+                    while (rewriting_) {
+                        std::vector<std::string> each;
+                        for (const auto& p : paths) {
+                            std::string full = "/zkd/";
+                            full.append(ns_).append(p);
+                            if (!p.ends_with("/*")) {
+                                each.push_back(full);
+                                continue;
+                            }
+                            const auto dir = full.substr(0, full.size() - 2);
+                            if (auto kids = co_await zk.get_children(dir)) {
+                                for (const auto& k : kids->names) {
+                                    each.push_back(dir + "/" + k);
+                                }
+                            }
+                        }
+                        for (const auto& p : each) {
+                            if (auto n = co_await zk.get(p)) {
+                                co_await zk.set(p, n->data);
+                                ++rewrites_;
+                            }
+                        }
+                        timer.expires_after(50ms);
+                        co_await timer.async_wait(asio::use_awaitable);
+                    }
+                    co_await zk.close();
+                }(),
+                300s
+            );
+        });
+    }
+    void stop_rewriting() {
+        rewriting_ = false;
+        if (rewriter_.joinable()) {
+            rewriter_.join();
+        }
+    }
+    /// How many lines of node `host`'s log hold `text`.
+    int log_lines(const std::string& host, const std::string& text) const {
+        std::ifstream in(dir_ / (host + ".log"));
+        int n = 0;
+        for (std::string line; std::getline(in, line);) {
+            n += line.find(text) != std::string::npos ? 1 : 0;
+        }
+        return n;
+    }
+    /// A chord of `width` count steps after "<p>a", and "<p>j" after all of them.
+    static std::string chord_spec(const std::string& p, int width) {
+        const auto count_step = [](std::string& out, const std::string& name) {
+            out.append("\"").append(name).append(R"(":{"type":"count","args":{"tag":")");
+            out.append(name).append("\"}");
+        };
+        std::string spec = R"({"steps":{)";
+        count_step(spec, p + "a");
+        spec += "}";
+        std::string after;
+        for (int k = 0; k < width; ++k) {
+            const auto b = p + "b" + std::to_string(k);
+            spec += ",";
+            count_step(spec, b);
+            spec.append(R"(,"after":[")").append(p).append(R"(a"]})");
+            after.append(k ? ",\"" : "\"").append(b).append("\"");
+        }
+        spec += ",";
+        count_step(spec, p + "j");
+        spec.append(R"(,"after":[)").append(after).append("]}}}");
+        return spec;
+    }
+
     std::filesystem::path dir_;
     std::filesystem::path script_;
     std::filesystem::path runs_;
     std::string ns_;
     std::string zk_;
     std::map<std::string, std::unique_ptr<zkd::test::zkd_process>> nodes_;
+    std::atomic<bool> rewriting_{false};
+    std::atomic<int> rewrites_{0};
+    std::thread rewriter_;
 };
 
 std::string step(const std::string& name, const std::string& body) {
@@ -365,6 +455,70 @@ TEST_F(Workflow, AMasterKilledWhileLaunchingAndCollectingLaunchesNothingTwice) {
     }
     // Each level multiplies by about 20 (past int64: a double), so only its kind is checked.
     EXPECT_TRUE(s.at("result").at("j129").is_number()) << s.at("result");
+}
+
+TEST_F(Workflow, TasksPlacedOnAWorkerThatChangedGoToPendingAndRunOnce) {
+    // The master places launched tasks on workers itself, with the view of the workers it
+    // read up to 1 s before. Every worker's node is written again every 50 ms here (as a
+    // worker that starts draining writes it; one that leaves deletes it): a W2 that placed
+    // tasks finds a worker's check failing at the version it read, and sends the same W2
+    // again with every task to pending, whence the master assigns them.
+    start("m", false, false);
+    start("w1", true);
+    start("w2", true);
+    wait_for_cluster();
+    start_rewriting({"/workers/*"});
+    const auto s = run_wait(chord_spec("r", 30));
+    stop_rewriting();
+    EXPECT_GT(rewrites_.load(), 0);
+    EXPECT_EQ(s.at("status"), "succeeded") << json::serialize(s);
+    const auto r = runs();
+    EXPECT_EQ(r.size(), 32U);
+    for (const auto& [tag, n] : r) {
+        EXPECT_EQ(n, 1) << tag << " ran " << n << " times";
+    }
+    EXPECT_GT(log_lines("m", "a worker it placed on left or changed"), 0)
+        << "no W2 was redirected: the test did not test it";
+    // Its value: a = 1; each b = 1 + a = 2; j = 1 + 30 * 2.
+    EXPECT_EQ(s.at("result").at("rj"), 61);
+}
+
+TEST_F(Workflow, AMasterDeposedAndElectedAgainRunsItsWorkflowsOnce) {
+    // The only candidate is deposed (its epoch's version moves under it: every fenced write
+    // of it fails) while a workflow runs, and is elected again: its workflow engine stops
+    // with it and starts again under the new epoch, reads the workflow back and finishes
+    // it, launching nothing twice; a workflow submitted afterwards runs too.
+    start("m", false, false);
+    start("w1", true);
+    start("w2", true);
+    wait_for_cluster();
+    auto submitted = zkd({"workflow", "run", "-"}, chord_spec("d", 40));
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+    const auto id = submitted.out.substr(0, submitted.out.find('\n'));
+    start_rewriting({"/epoch"});
+    for (int i = 0; i < 300 && log_lines("m", "no longer master") == 0; ++i) {
+        ::usleep(50'000);
+    }
+    stop_rewriting();
+    ASSERT_GT(log_lines("m", "no longer master"), 0) << "never deposed";
+    json::object s;
+    for (int i = 0; i < 1200; ++i) {
+        auto st = zkd({"workflow", "status", id, "--json"});
+        s = json::parse(st.out).get_object();
+        if (s.at("status") != "running") {
+            break;
+        }
+        ::usleep(100'000);
+    }
+    EXPECT_EQ(s.at("status"), "succeeded") << json::serialize(s);
+    EXPECT_GE(log_lines("m", "elected master"), 2) << "not elected again";
+    const auto after = run_wait(chord_spec("e", 5));
+    EXPECT_EQ(after.at("status"), "succeeded") << json::serialize(after);
+    const auto r = runs();
+    EXPECT_EQ(r.size(), 42U + 7U);
+    for (const auto& [tag, n] : r) {
+        EXPECT_EQ(n, 1) << tag << " ran " << n << " times";
+    }
 }
 
 TEST_F(Workflow, RefusedSpecsCreateNothing) {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // T8's reads (docs/protocol.md §6 T8): every gc_interval a sweep starts with a listing of
-// /results; master_fsm decides what else to read and what to delete
-// (master_fsm_collect.cpp).
+// /results (less the workflows' result directories); master_fsm decides what else to read and what
+// to delete (master_fsm_collect.cpp).
 #include "protocol/ids.hpp"
 #include "roles/cluster/namespace.hpp"
 #include "roles/master/detail/master_session.hpp"
+#include "workflow/ids.hpp"
 #include "zkco/read_batch.hpp"
 
 namespace zkd::roles::detail {
@@ -29,8 +30,17 @@ asio::awaitable<void> master_session::collect_garbage() {
         if (!dirs) {
             continue;  // the next sweep looks again
         }
+        // A workflow's results are the workflow engine's to delete (W4, once the workflow
+        // ended), however long it runs (docs/protocol.md §11.4 "Results").
+        auto workflows = co_await zk_.get_children(workflow::workflows_dir());
+        if (!workflows && workflows.error() != zkco::errc::no_node) {
+            continue;  // the next sweep looks again
+        }
+        auto swept = workflows
+                         ? workflow::without_workflow_results(std::move(*dirs), workflows->names)
+                         : std::move(*dirs);
         take_answers();
-        to_fsm(master_saw::result_dirs_listed{std::move(*dirs), protocol::now_ms()});
+        to_fsm(master_saw::result_dirs_listed{std::move(swept), protocol::now_ms()});
     }
 }
 

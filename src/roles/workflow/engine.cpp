@@ -7,6 +7,7 @@
 #include "protocol/task.hpp"
 #include "reactor/task_group.hpp"
 #include "roles/txn/zk_ops.hpp"
+#include "roles/workflow/detail/read_gate.hpp"
 #include "workflow/ids.hpp"
 #include "workflow/spec.hpp"
 #include "workflow/state.hpp"
@@ -45,32 +46,33 @@ namespace {
 constexpr std::size_t reap_batch = 500;
 
 /// Most workers one read of the workers' view reads (in a larger cluster, a window that
-/// moves on at each read), as a client's (docs/protocol.md §6 T1 "Direct placement").
-constexpr std::size_t workers_window = 16;
+/// moves on at each read), as a client's (docs/protocol.md §6 T1 "Direct placement"): W2's
+/// budget (workflow::launch_bound) counts a check and a change log for each.
+constexpr std::size_t workers_window = wf::max_placement_workers;
 
 /// The workers as the engine last read them, shared by every workflow it runs: where W2
 /// places a launched task itself (docs/protocol.md §11.4 "Direct placement"). Read again,
 /// before a placement, once it is older than workflow_engine_options::workers_read_every.
 class worker_view {
 public:
-    explicit worker_view(std::chrono::milliseconds every) : every_(every) {}
+    explicit worker_view(std::chrono::milliseconds every) : gate_(every) {}
 
     /// Reads /master (its say on direct placement, its suspects), /workers and each
     /// worker's node and directory stat, unless the last read is recent or another
     /// workflow is reading. A failed read leaves no view: nothing is placed until the next.
     asio::awaitable<void> refresh(zkco::client& zk) {
-        const auto now = std::chrono::steady_clock::now();
-        if (reading_ || (read_at_ && now - *read_at_ < every_)) {
+        // The ticket ends the read however this coroutine ends: a read cancelled (the
+        // engine stops while it is out) or thrown through does not leave the gate shut.
+        auto ticket = gate_.begin(std::chrono::steady_clock::now());
+        if (!ticket) {
             co_return;
         }
-        reading_ = true;
-        read_at_ = now;
         co_await read(zk);
-        reading_ = false;
+        ticket->done();
     }
 
     /// A W2 found a worker gone or changed: read again before the next placement.
-    void stale() { read_at_.reset(); }
+    void stale() { gate_.stale(); }
 
     protocol::direct_placer& placer() { return placer_; }
 
@@ -113,6 +115,11 @@ private:
             if (!*nodes[k] || (*nodes[k])->stat.ephemeral_owner == 0 || !*dirs[k] || !**dirs[k]) {
                 continue;
             }
+            // W2's budget counts a worker's id as long as a valid one at most: a node of
+            // another name gets no task from here (pending serves it).
+            if (!protocol::is_valid_member_id(names[k])) {
+                continue;
+            }
             auto info = protocol::decode_worker((*nodes[k])->data);
             if (!info) {
                 continue;
@@ -124,10 +131,8 @@ private:
         placer_.read(std::move(seen), suspects_);
     }
 
-    std::chrono::milliseconds every_;
+    detail::read_gate gate_;
     protocol::direct_placer placer_;
-    std::optional<std::chrono::steady_clock::time_point> read_at_;
-    bool reading_ = false;
     bool direct_ = true;  // /master's say, as last read
     std::vector<std::string> suspects_;
     std::size_t at_ = 0;  // the window's start (protocol::worker_window)
@@ -162,7 +167,22 @@ public:
         // Cancelled (the master stops acting), it stops at its next wait and joins its
         // watchers, instead of throwing from every later co_await.
         co_await asio::this_coro::throw_if_cancelled(false);
-        auto spec = co_await read_spec();
+        auto header = co_await read_header();
+        if (!header) {
+            co_return;
+        }
+        // A workflow that ended (at a takeover, most of those the master finds) needs only
+        // to be reaped: neither its spec nor its results are read.
+        const auto st = co_await read_state(header->steps);
+        if (st.what == found::stop) {
+            co_return;
+        }
+        if (st.what == found::ended) {
+            co_await reap_when_due(st.state);
+            uncount();
+            co_return;
+        }
+        auto spec = co_await read_spec(*header);
         if (!spec) {
             co_return;
         }
@@ -190,11 +210,17 @@ public:
 private:
     /// Moves this workflow's part of the stats' gauges to its state as the fsm holds it.
     void recount() {
-        if (stats_ == nullptr || !fsm_) {
+        if (fsm_) {
+            count(fsm_->state());
+        }
+    }
+
+    /// Moves this workflow's part of the stats' gauges to `st`.
+    void count(const wf::workflow_state& st) {
+        if (stats_ == nullptr) {
             return;
         }
         uncount();
-        const auto& st = fsm_->state();
         const auto* at = std::find(workflow_statuses.begin(), workflow_statuses.end(), st.status);
         counted_status_ = static_cast<std::size_t>(at - workflow_statuses.begin());
         if (counted_status_ < stats_->workflows.size()) {
@@ -335,6 +361,19 @@ private:
         auto placed = co_await place(w);
         for (;;) {
             const auto ops = wf::launch_ops(l_, id_, epoch_, w, placed);
+            if (const auto bytes = wf::launch_bytes(ops);
+                bytes > wf::max_launch_bytes && !placed.empty()) {
+                // workflow_fsm keeps every write under this whatever its placement
+                // (launch_bound): not reached, unless that bound is wrong.
+                spdlog::error(
+                    "workflow {}: its write would take {} bytes, over {}: its tasks go to "
+                    "pending",
+                    id_, bytes, wf::max_launch_bytes
+                );
+                settle(w, placed);
+                placed.clear();
+                continue;
+            }
             auto r = co_await zk_.multi(to_zkco(ops));
             const auto direct = static_cast<std::size_t>(std::count_if(
                 placed.begin(), placed.end(), [](const auto& p) { return p.has_value(); }
@@ -368,11 +407,7 @@ private:
                     "to pending",
                     id_, ops[*failed].path, direct
                 );
-                for (std::size_t i = 0; i < placed.size(); ++i) {
-                    if (placed[i]) {
-                        view_->placer().settled(w.creates[i].tid);
-                    }
-                }
+                settle(w, placed);
                 view_->stale();
                 placed.clear();
                 if (stats_ != nullptr) {
@@ -383,13 +418,21 @@ private:
             spdlog::warn(
                 "workflow {}: its write failed ({}): reading it again", id_, r.ec.message()
             );
-            for (std::size_t i = 0; i < placed.size(); ++i) {
-                if (placed[i]) {
-                    view_->placer().settled(w.creates[i].tid);
-                }
-            }
+            settle(w, placed);
             push(wf::wf_saw::written{false});
             co_return true;
+        }
+    }
+
+    /// The tasks of `w` that `placed` put on workers are not there: their workers' budgets
+    /// are free again.
+    void settle(
+        const wf::wf_do::write& w, const std::vector<std::optional<wf::direct_target>>& placed
+    ) {
+        for (std::size_t i = 0; i < placed.size(); ++i) {
+            if (placed[i]) {
+                view_->placer().settled(w.creates[i].tid);
+            }
         }
     }
 
@@ -431,8 +474,8 @@ private:
         co_return placed;
     }
 
-    /// The header, the chunks, the spec; nullopt (logged) when the workflow cannot be run.
-    asio::awaitable<std::optional<std::shared_ptr<const wf::workflow_spec>>> read_spec() {
+    /// The header; nullopt (logged) when the workflow cannot be run, or is gone.
+    asio::awaitable<std::optional<wf::workflow_header>> read_header() {
         for (;;) {
             auto h = co_await zk_.get(wf::workflow_node(id_));
             if (!h) {
@@ -467,30 +510,91 @@ private:
                 );
                 co_return std::nullopt;
             }
-            std::string text;
-            text.reserve(header->spec_bytes);
-            for (std::size_t i = 0; i < header->chunks; ++i) {
-                auto c = co_await zkco::retry_unknown(zk_, [&] {
-                    return zk_.get(wf::spec_chunk_node(id_, i));
-                });
-                if (!c) {
-                    spdlog::error(
-                        "workflow {}: chunk {} of its spec: {}", id_, i, c.error().message()
-                    );
-                    co_return std::nullopt;
+            co_return std::move(*header);
+        }
+    }
+
+    enum class found { stop, follow, ended };
+    struct state_read {
+        found what = found::stop;
+        wf::workflow_state state;  ///< ended: the state
+    };
+
+    /// The state, to learn whether the workflow needs following (wf::needs_following):
+    /// `follow` also when it has none yet; `stop` (logged) when it is garbage or the session
+    /// ended.
+    asio::awaitable<state_read> read_state(std::size_t steps) {
+        for (;;) {
+            auto st = co_await zk_.get(wf::state_node(id_));
+            if (!st) {
+                if (st.error() == zkco::errc::no_node) {
+                    co_return state_read{found::follow, {}};
                 }
-                text += c->data;
+                const bool retry = co_await zkco::reconnected_after(zk_, st.error());
+                if (!retry) {
+                    co_return state_read{};
+                }
+                continue;
             }
-            auto spec = wf::parse_spec(text);
-            if (!spec || spec->steps.size() != header->steps) {
+            auto decoded = wf::decode_state(st->data, steps);
+            if (!decoded) {
                 spdlog::error(
-                    "workflow {}: its spec is garbage: {}", id_,
-                    spec ? "not as many steps as its header says" : spec.error().message
+                    "workflow {}: its state is garbage ({}): left alone", id_,
+                    decoded.error().message
                 );
+                co_return state_read{};
+            }
+            if (wf::needs_following(*decoded)) {
+                co_return state_read{found::follow, {}};
+            }
+            co_return state_read{found::ended, std::move(*decoded)};
+        }
+    }
+
+    /// A workflow that ended before this engine took it: counted in the gauges, reaped (W4)
+    /// once the retention after its end passed, unless the engine stops first.
+    asio::awaitable<void> reap_when_due(const wf::workflow_state& st) {
+        count(st);
+        const auto at = wf::reap_at_ms(st, opts_.retention.count()).value_or(0);
+        const auto in = std::max<std::int64_t>(0, at - protocol::now_ms());
+        spdlog::debug(
+            "workflow {}: {} before this master; reaped in {} s", id_, wf::to_string(st.status),
+            in / 1000
+        );
+        if (in > 0) {
+            const bool waited = co_await zkco::pause(std::chrono::milliseconds(in));
+            if (!waited) {
+                co_return;
+            }
+        }
+        co_await reap();
+    }
+
+    /// The chunks, the spec; nullopt (logged) when the workflow cannot be run.
+    asio::awaitable<std::optional<std::shared_ptr<const wf::workflow_spec>>> read_spec(
+        const wf::workflow_header& header
+    ) {
+        std::string text;
+        text.reserve(header.spec_bytes);
+        for (std::size_t i = 0; i < header.chunks; ++i) {
+            auto c = co_await zkco::retry_unknown(zk_, [&] {
+                return zk_.get(wf::spec_chunk_node(id_, i));
+            });
+            if (!c) {
+                spdlog::error("workflow {}: chunk {} of its spec: {}", id_, i, c.error().message());
                 co_return std::nullopt;
             }
-            co_return std::make_shared<const wf::workflow_spec>(std::move(*spec));
+            text += c->data;
         }
+        auto spec = wf::parse_spec(text);
+        if (!spec || spec->steps.size() != header.steps) {
+            spdlog::error(
+                "workflow {}: its spec is garbage: {}", id_,
+                spec ? "not as many steps as its header says" : spec.error().message
+            );
+            co_return std::nullopt;
+        }
+        co_return std::make_shared<const wf::workflow_spec>(std::move(*spec));
     }
 
     /// Reads the state and the cancel request into a wf_saw::loaded; false: stop.

@@ -42,8 +42,8 @@ struct workflow_engine_stats {
                                    ///< left or changed)
     /// Gauges, kept while the engine runs (0 once it stops): the workflows it follows (every
     /// one not yet reaped, finished ones included) by status, indexed as workflow_statuses,
-    /// and their steps by status, indexed as step_statuses. A workflow counts once its spec
-    /// and state are read.
+    /// and their steps by status, indexed as step_statuses. A workflow counts once its state
+    /// is read.
     std::array<std::size_t, 4> workflows{};
     std::array<std::size_t, 6> steps{};
 };

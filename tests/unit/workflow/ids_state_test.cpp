@@ -9,6 +9,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 using namespace zkd::workflow;
 
@@ -111,6 +112,20 @@ TEST(WorkflowState, StateRoundTripsAndIsChecked) {
     ));
     EXPECT_EQ(parse_workflow_status("cancelled"), workflow_status::cancelled);
     EXPECT_FALSE(parse_workflow_status("done"));
+}
+
+TEST(WorkflowIds, TheMastersCollectionLeavesWorkflowsResultsAlone) {
+    const workflow_ref a{1'700'000'000'000, 0xabcdef01};
+    const workflow_ref b{1'700'000'000'001, 0x00000002};
+    const std::vector<std::string> dirs{
+        "/results/00", "/results/01", "/results/abcdef01", "/results/00000002",
+        "/results/12345678"};
+    EXPECT_EQ(
+        without_workflow_results(dirs, {workflow_id(a), workflow_id(b), "wf-garbage", "x"}),
+        (std::vector<std::string>{"/results/00", "/results/01", "/results/12345678"})
+    );
+    EXPECT_EQ(without_workflow_results(dirs, {}), dirs);
+    EXPECT_EQ(workflows_dir(), "/workflows");
 }
 
 }  // namespace

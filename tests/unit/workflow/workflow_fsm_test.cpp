@@ -3,11 +3,16 @@
 // state, inputs, fan-in exactly once across a failover, map steps, failures, cancel, reaping.
 #include "workflow/workflow_fsm.hpp"
 
+#include "protocol/ids.hpp"
+#include "protocol/layout.hpp"
+#include "workflow/txn.hpp"
+
 #include <boost/json/parse.hpp>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
@@ -420,6 +425,120 @@ TEST(WorkflowFsm, ACancelRequestFoundAtLoadCancels) {
     EXPECT_TRUE(the_write(s).creates.empty());
 }
 
+/// Step "s<i>": an echo of {"n": 1000000 + i}, every one of the same size.
+std::string step_json(int i) {
+    return "\"s" + std::to_string(i) + R"(":{"type":"echo","args":{"n":)" +
+           std::to_string(1'000'000 + i) + "}}";
+}
+
+/// A W2 of the fan-out in `f`'s next write, its tasks placed on workers as `workers` of the
+/// longest valid member ids, in turn, each stamped as the engine stamps it.
+std::vector<zkd::protocol::txn_op> placed_launch(const wf_do::write& w, std::size_t workers) {
+    std::vector<std::optional<direct_target>> placed(w.creates.size());
+    for (std::size_t i = 0; i < w.creates.size(); ++i) {
+        // The longest id is_valid_member_id accepts: 253 host characters, a 19-digit pid.
+        auto worker = std::string(zkd::protocol::max_member_host_length, 'h') + "-" +
+                      std::string(19, '9') + "-" + std::string(6, 'a') +
+                      std::to_string(10 + (i % workers));
+        EXPECT_TRUE(zkd::protocol::is_valid_member_id(worker)) << worker;
+        auto data = zkd::protocol::stamp(
+            w.creates[i].data, zkd::protocol::assignment{0, 0, 9'999'999'999'999, worker}
+        );
+        EXPECT_TRUE(data);
+        placed[i] = direct_target{worker, 2'000'000'000, std::move(*data)};
+    }
+    zkd::protocol::layout l;
+    l.pending_shards = 1'000'000;
+    return launch_ops(l, workflow_id(ref), 2'000'000'000, w, placed);
+}
+
+TEST(WorkflowFsm, AWriteStaysUnderTheLimitWhereverItsTasksGo) {
+    // A fan-out of 3,000 tasks of about 900 bytes: more than one W2 holds by its bytes (not
+    // by its 900 creates). Each W2 holds as many as its budget lets, counting what placing
+    // them on workers adds (the stamps, the /assign paths, the workers' checks and change
+    // logs), and its multi stays under the limit with every task placed, as with none.
+    const std::string pad(800, 'p');
+    flow f(
+        R"({"steps":{"src":{"type":"echo"},"m":{"type":"echo","map":"src","args":{"pad":")" + pad +
+        R"("}}}})"
+    );
+    f.load();
+    f.commit();
+    json::array items;
+    for (int i = 0; i < 3000; ++i) {
+        items.emplace_back(i);
+    }
+    auto s = f.land("src", succeeded(f.tid("src"), items));
+    const auto id = workflow_id(ref);
+    std::size_t launched = 0;
+    for (int round = 0; round < 10 && has_write(s); ++round) {
+        const auto& w = the_write(s);
+        if (w.creates.empty()) {
+            break;
+        }
+        EXPECT_LT(w.creates.size(), 900U) << "the bytes, not the count, end this write";
+        const auto bound = launch_bound(id, w.state, w.creates);
+        EXPECT_LE(bound, max_launch_bytes);
+        for (const std::size_t workers : {std::size_t{1}, max_placement_workers}) {
+            const auto ops = placed_launch(w, workers);
+            EXPECT_LE(launch_bytes(ops), bound) << workers << " workers";
+            EXPECT_LE(launch_bytes(ops), max_launch_bytes) << workers << " workers";
+        }
+        zkd::protocol::layout l;
+        EXPECT_LE(launch_bytes(launch_ops(l, id, 7, w)), bound) << "every task to pending";
+        launched += w.creates.size();
+        // Full: the next task would not have fitted (within the room the fsm keeps for the
+        // state to grow: its status, finished_ms and the map's count).
+        s = f.commit();
+        if (launched < items.size()) {
+            const auto& next = the_write(s).creates.at(0);
+            EXPECT_GT(
+                bound + launch_create_bytes(next.tid, next.data.size()) + 256, max_launch_bytes
+            );
+        }
+    }
+    EXPECT_EQ(launched, items.size());
+}
+
+TEST(WorkflowFsm, TheWriteBudgetIsASplitterAtItsBoundary) {
+    // With the budget set to what exactly k tasks take, a write holds k (the state's room
+    // to grow included); one byte less, k - 1.
+    std::string text = R"({"steps":{)";
+    for (int i = 10; i < 60; ++i) {
+        text += (i > 10 ? "," : "") + step_json(i);
+    }
+    text += "}}";
+    const auto first_write = [&](std::size_t max_bytes) {
+        workflow_fsm::options o;
+        o.max_write_bytes = max_bytes;
+        flow f(text, o);
+        return the_write(f.load());
+    };
+    const auto all = first_write(SIZE_MAX);
+    ASSERT_EQ(all.creates.size(), 50U);
+    const auto id = workflow_id(ref);
+    const auto per_task = launch_create_bytes(all.creates[0].tid, all.creates[0].data.size());
+    for (const auto& c : all.creates) {
+        ASSERT_EQ(launch_create_bytes(c.tid, c.data.size()), per_task);  // all of one size
+    }
+    // The fsm's fixed part: the state as it is before this write, with room to grow.
+    workflow_state before;
+    before.steps = std::string(50, '-');
+    before.next = 50;
+    before.started_ms = flow(text).now;
+    const auto fixed = launch_fixed_bytes(id, encode_state(before).size() + 64);
+    for (const std::size_t k : {1U, 2U, 17U, 49U}) {
+        const auto exact = first_write(fixed + k * per_task);
+        EXPECT_EQ(exact.creates.size(), k);
+        EXPECT_LE(launch_bound(id, exact.state, exact.creates), fixed + k * per_task);
+        if (k > 1) {
+            EXPECT_EQ(first_write(fixed + k * per_task - 1).creates.size(), k - 1);
+        }
+    }
+    // Over the budget alone, a task still goes (one per write).
+    EXPECT_EQ(first_write(1).creates.size(), 1U);
+}
+
 TEST(WorkflowFsm, ArgsTooLargeWithInputsFailTheStep) {
     flow f(R"({"steps":{"a":{"type":"echo"},"b":{"type":"echo","args":{},"after":["a"]}}})");
     f.load();
@@ -448,6 +567,61 @@ TEST(WorkflowFsm, AFinishedWorkflowIsReapedAfterRetention) {
     const auto later = f.on(wf_saw::tick{});
     EXPECT_NE(find_action<wf_do::reap>(later), nullptr);
     EXPECT_FALSE(has_write(later));
+}
+
+TEST(WorkflowFsm, AWorkflowRunningLongerThanTheRetentionIsNeverReapedWhileItRuns) {
+    workflow_fsm::options o;
+    o.retention_ms = 1000;
+    flow f(R"({"steps":{"a":{"type":"echo"},"b":{"type":"echo","after":["a"]}}})", o);
+    // Taken over a day after it started, with a's result from then and b running.
+    workflow_state s;
+    s.steps = "sr";
+    s.next = 2;
+    s.started_ms = f.now - 86'400'000;
+    const auto first = f.load(s, 5, {{f.tid("a"), succeeded(f.tid("a"), 1)}});
+    EXPECT_EQ(find_action<wf_do::reap>(first), nullptr);
+    EXPECT_EQ(find_action<wf_do::finished>(first), nullptr);
+    EXPECT_EQ(reap_at_ms(f.fsm.state(), o.retention_ms), std::nullopt);
+    EXPECT_TRUE(needs_following(f.fsm.state()));
+    // Hours of ticks, far past any retention from its start: nothing is reaped.
+    for (int hour = 0; hour < 48; ++hour) {
+        f.now += 3'600'000;
+        const auto t = f.on(wf_saw::tick{});
+        EXPECT_EQ(find_action<wf_do::reap>(t), nullptr) << hour;
+        EXPECT_FALSE(t.wake_at_ms) << "no reap is scheduled while it runs";
+    }
+    // b ends: the workflow ends now, and is reaped the retention after that only.
+    const auto end = f.land("b", succeeded(f.tid("b"), 2));
+    const auto st = state_of(the_write(end), 2);
+    EXPECT_EQ(st.status, workflow_status::succeeded);
+    EXPECT_EQ(st.finished_ms, f.now);
+    const auto done = f.commit();
+    EXPECT_EQ(find_action<wf_do::reap>(done), nullptr);
+    EXPECT_EQ(done.wake_at_ms, f.now + 1000);
+    EXPECT_EQ(reap_at_ms(st, o.retention_ms), f.now + 1000);
+    f.now += 999;
+    EXPECT_EQ(find_action<wf_do::reap>(f.on(wf_saw::tick{})), nullptr);
+    f.now += 1;
+    EXPECT_NE(find_action<wf_do::reap>(f.on(wf_saw::tick{})), nullptr);
+}
+
+TEST(WorkflowFsm, ATakeoverFollowsOnlyWhatRunsOrHasTasksToStop) {
+    workflow_state s;
+    s.steps = "sr-";
+    EXPECT_TRUE(needs_following(s));  // running
+    s.status = workflow_status::succeeded;
+    s.steps = "sss";
+    s.finished_ms = 5;
+    EXPECT_FALSE(needs_following(s));
+    EXPECT_EQ(reap_at_ms(s, 10), 15);
+    s.status = workflow_status::failed;
+    s.steps = "sfk";
+    EXPECT_FALSE(needs_following(s));
+    s.status = workflow_status::cancelled;
+    s.steps = "scc";
+    EXPECT_FALSE(needs_following(s));  // nothing ran when it was cancelled
+    s.steps = "src";
+    EXPECT_TRUE(needs_following(s));  // its task is asked again to stop
 }
 
 TEST(WorkflowFsm, TaskIdsAreTheSameForTheSameWorkflow) {
