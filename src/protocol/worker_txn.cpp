@@ -102,9 +102,7 @@ txn_op drain_op(member_info me) {
 std::vector<txn_op> return_entry_cancel_ops(
     std::string_view worker, std::string_view entry, std::int64_t now_ms
 ) {
-    return {
-        txn_op::remove(layout::cancel_marker(worker, entry)),
-        txn_op::create(layout::cancel_request(entry), encode(cancel_info{now_ms}))};
+    return requeue_entry_cancels_ops(worker, {std::string(entry)}, {}, now_ms);
 }
 
 }  // namespace zkd::protocol

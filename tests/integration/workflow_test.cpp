@@ -183,7 +183,7 @@ protected:
                                 ++rewrites_;
                             }
                         }
-                        timer.expires_after(50ms);
+                        timer.expires_after(10ms);
                         co_await timer.async_wait(asio::use_awaitable);
                     }
                     co_await zk.close();
@@ -433,9 +433,12 @@ TEST_F(Workflow, AMasterKilledWhileLaunchingAndCollectingLaunchesNothingTwice) {
         ASSERT_FALSE(host.empty()) << "no live master";
         nodes_.at(host)->kill(SIGKILL);
         nodes_.erase(host);
-        // The kill landed while steps were still to launch and collect.
-        auto st = zkd({"workflow", "status", id, "--json"});
-        EXPECT_NE(st.out.find(R"("status":"running")"), std::string::npos) << st.out;
+        if (kill == 0) {
+            // The first kill landed while steps were still to launch and collect (the second
+            // may come after the last step on a fast machine).
+            auto st = zkd({"workflow", "status", id, "--json"});
+            EXPECT_NE(st.out.find(R"("status":"running")"), std::string::npos) << st.out;
+        }
         start("m" + std::to_string(3 + kill), false, false);  // a candidate for what follows
     }
     json::object s;
@@ -459,7 +462,7 @@ TEST_F(Workflow, AMasterKilledWhileLaunchingAndCollectingLaunchesNothingTwice) {
 
 TEST_F(Workflow, TasksPlacedOnAWorkerThatChangedGoToPendingAndRunOnce) {
     // The master places launched tasks on workers itself, with the view of the workers it
-    // read up to 1 s before. Every worker's node is written again every 50 ms here (as a
+    // read up to 1 s before. Every worker's node is written again every 10 ms here (as a
     // worker that starts draining writes it; one that leaves deletes it): a W2 that placed
     // tasks finds a worker's check failing at the version it read, and sends the same W2
     // again with every task to pending, whence the master assigns them.

@@ -92,13 +92,17 @@ void master_fsm::handle(const master_saw::delayed_read& e, clock::time_point /*n
             continue;
         }
         if (r.st == task_read::status::error) {
-            delayed_.put_back(r.tid, wall + retry_after_ms);  // a cancel: decided again then
+            delayed_.put_back(r.tid, wall + retry_after_ms);
+            if (for_cancel) {
+                delayed_cancel_retry_[r.tid] = wall + retry_after_ms;  // decided again then
+            }
             continue;
         }
         if (for_cancel && r.children > 0) {
             // Someone wrote below it: cleared first, then the cancel is decided again.
             clear_foreign(l_.delayed_task(r.tid));
             delayed_.put_back(r.tid, wall + retry_after_ms);
+            delayed_cancel_retry_[r.tid] = wall + retry_after_ms;
             continue;
         }
         if (for_cancel && cancels_.contains(r.tid)) {
@@ -164,10 +168,19 @@ void master_fsm::done(
 
 bool master_fsm::cancel_delayed(const std::string& tid) {
     if (!delayed_.contains(tid)) {
+        delayed_cancel_retry_.erase(tid);
         return false;
     }
     if (delayed_.in_flight(tid)) {
         return true;  // being read or released: decided once that is answered
+    }
+    // Its last read for this cancel failed: tried again a second later (put back in the
+    // queue then, which wakes a decision), never in a loop of reads.
+    if (const auto it = delayed_cancel_retry_.find(tid); it != delayed_cancel_retry_.end()) {
+        if (it->second > wall_now()) {
+            return true;
+        }
+        delayed_cancel_retry_.erase(it);
     }
     // Read first: the cancelled result carries what the node says of earlier tries (a
     // retry's `try` and `errors`, a bundle's tasks that a try finished: §6 T7 on a delayed

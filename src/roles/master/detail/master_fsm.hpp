@@ -796,6 +796,9 @@ private:
     std::size_t delayed_unlisted_;
     std::size_t delayed_reads_out_ = 0;           // delayed tasks being read
     std::set<std::string> delayed_cancel_reads_;  // delayed tasks being read for a cancel
+    // A delayed task whose read for a cancel failed (or found foreign children): its cancel
+    // is decided again at this wall-clock time, not at the next decision.
+    std::map<std::string, std::int64_t> delayed_cancel_retry_;
 
     // A stall round: per worker, the tasks with a cancel marker in its last listing, and the
     // reads out.

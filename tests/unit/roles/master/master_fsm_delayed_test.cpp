@@ -215,7 +215,11 @@ TEST_F(MasterFsmDelayed, AFailedCancelReadIsTriedAgain) {
     view.on(delayed_logged{4, {protocol::log_entry{t, std::nullopt, wall0 + 60'000}}}, t0);
     view.on(cancels_listed{{t}}, t0);
     ASSERT_EQ(read_now(decide_at(wall0)), std::vector{t});
-    view.on(delayed_read{{task_read{t, task_read::status::error, {}, 0}}}, t0);
+    // Not read again at once, nor before a second has passed: no loop of failing reads.
+    EXPECT_TRUE(
+        read_now(view.on(delayed_read{{task_read{t, task_read::status::error, {}, 0}}}, t0)).empty()
+    );
+    EXPECT_TRUE(read_now(decide_at(wall0 + 500)).empty());
     EXPECT_EQ(read_now(decide_at(wall0 + 5000)), std::vector{t});
 }
 
