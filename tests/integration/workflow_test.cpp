@@ -126,6 +126,23 @@ protected:
         }
         return v.get_object();
     }
+    /// `zkd workflow status ID --json` once it says anything but "running" (up to 120 s;
+    /// an answer that is no JSON object is asked again): its last document.
+    json::object ended_status(const std::string& id) {
+        json::object s;
+        for (int i = 0; i < 1200; ++i) {
+            boost::system::error_code ec;
+            auto v = json::parse(zkd({"workflow", "status", id, "--json"}).out, ec);
+            if (!ec && v.is_object()) {
+                s = std::move(v.get_object());
+                if (s.at("status") != "running") {
+                    break;
+                }
+            }
+            ::usleep(100'000);
+        }
+        return s;
+    }
     /// How many times the count type ran with each tag.
     std::map<std::string, int> runs() const {
         std::map<std::string, int> out;
@@ -441,15 +458,7 @@ TEST_F(Workflow, AMasterKilledWhileLaunchingAndCollectingLaunchesNothingTwice) {
         }
         start("m" + std::to_string(3 + kill), false, false);  // a candidate for what follows
     }
-    json::object s;
-    for (int i = 0; i < 1200; ++i) {
-        auto st = zkd({"workflow", "status", id, "--json"});
-        s = json::parse(st.out).get_object();
-        if (s.at("status") != "running") {
-            break;
-        }
-        ::usleep(100'000);
-    }
+    const auto s = ended_status(id);
     EXPECT_EQ(s.at("status"), "succeeded");
     const auto r = runs();
     EXPECT_EQ(r.size(), 30U * 22U);
@@ -504,15 +513,7 @@ TEST_F(Workflow, AMasterDeposedAndElectedAgainRunsItsWorkflowsOnce) {
     }
     stop_rewriting();
     ASSERT_GT(log_lines("m", "no longer master"), 0) << "never deposed";
-    json::object s;
-    for (int i = 0; i < 1200; ++i) {
-        auto st = zkd({"workflow", "status", id, "--json"});
-        s = json::parse(st.out).get_object();
-        if (s.at("status") != "running") {
-            break;
-        }
-        ::usleep(100'000);
-    }
+    const auto s = ended_status(id);
     EXPECT_EQ(s.at("status"), "succeeded") << json::serialize(s);
     EXPECT_GE(log_lines("m", "elected master"), 2) << "not elected again";
     const auto after = run_wait(chord_spec("e", 5));

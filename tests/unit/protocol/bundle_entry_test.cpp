@@ -339,6 +339,23 @@ TEST(BundleMasterResult, EveryTaskStillOpenOrNoRetryMeansOneResultForAll) {
     EXPECT_EQ(whole.error, (task_error{"cancelled", "one"}));
 }
 
+TEST(BundleMasterResult, AFinishedFieldThatIsNotOursMeansOneResultForAll) {
+    // A node someone else wrote: its `finished` is not trusted for any task, and the master's
+    // result is every task's, as for a first try.
+    const task_error lost{"attempts_exhausted", "m"};
+    for (const char* garbage :
+         {"{", "[]", R"({"finished":7})", R"({"finished":[null]})", R"({"finished":[1,null]})",
+          R"({"finished":[{"state":"bogus"},null]})", R"({"finished":["x",{}]})"}) {
+        EXPECT_TRUE(close_bundle(garbage, 2, task_state::lost, lost).empty()) << garbage;
+    }
+    const auto r = decode_result(master_result(
+        bundle, "attempts_exhausted", "m", 3, task_state::lost, 1, R"({"finished":[1,2,3,4,5]})"
+    ));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->bundle.empty());
+    EXPECT_EQ(r->state, task_state::lost);
+}
+
 TEST(BundleMasterResult, APlainRetryCarriesItsTriesInTheMastersResult) {
     const layout l;
     const std::string plain = "t4-1763733600123-3fa9c2d1000002";
