@@ -79,9 +79,14 @@ protected:
         if (!flagged) {
             task.erase("entry_results");
         }
-        (void)co_await zk.create(layout::client_results(client), "");
+        // The fixed nodes come just after /meta: a shard not made yet is waited for.
         auto made = co_await zk.create(l.pending_task(b), json::serialize(task));
+        for (int i = 0; i < 200 && !made && made.error() == zkd::zkco::errc::no_node; ++i) {
+            co_await settle(50ms);
+            made = co_await zk.create(l.pending_task(b), json::serialize(task));
+        }
         EXPECT_TRUE(made) << made.error().message();
+        (void)co_await zk.create(layout::client_results(client), "");
         co_return b;
     }
 
