@@ -672,28 +672,47 @@ private:
             early.on = false;  // stopping, or the node is not ours to write any more
             co_return;
         }
-        std::vector<std::pair<std::size_t, protocol::task_result>> chosen;
-        std::vector<protocol::early_result> results;
+        std::map<std::size_t, protocol::early_result> made;
         for (const auto k : ks) {
             auto id = protocol::bundled_task_id(tid, k);
             auto data = protocol::early_result_data(
                 entries[k], id, attempt, me_.id, started, early.finished_ms[k], t->assigned
             );
-            chosen.emplace_back(k, entries[k]);
-            results.push_back(protocol::early_result{std::move(id), std::move(data)});
+            made.emplace(k, protocol::early_result{std::move(id), std::move(data)});
+        }
+        // Within the bounds of one node and one transaction, task by task: one too large is
+        // left to the bundle's result, the others still go (§6 T4e).
+        const auto entries_of = [&](const std::vector<std::size_t>& kept) {
+            std::vector<std::pair<std::size_t, protocol::task_result>> out;
+            for (const auto k : kept) {
+                out.emplace_back(k, entries[k]);
+            }
+            return out;
+        };
+        const auto kept = fitting_tasks(ks, [&](const std::vector<std::size_t>& trial) {
+            const auto a = protocol::with_published(t->assigned, entries.size(), entries_of(trial));
+            if (!a) {
+                return true;  // not the size: refused below
+            }
+            std::size_t bytes = a->size();
+            for (const auto k : trial) {
+                bytes += made.at(k).tid.size() + made.at(k).data.size();
+            }
+            return protocol::task_size_ok(*a) && bytes <= early_txn_bytes;
+        });
+        for (const auto k : ks) {
+            if (std::find(kept.begin(), kept.end(), k) == kept.end()) {
+                early.tasks[k].final = false;  // never tried again: its result carries it
+            }
+        }
+        const auto chosen = entries_of(kept);
+        std::vector<protocol::early_result> results;
+        for (const auto k : kept) {
+            results.push_back(std::move(made.at(k)));
         }
         std::optional<std::string> assigned;
-        while (!chosen.empty()) {
+        if (!chosen.empty()) {
             assigned = protocol::with_published(t->assigned, entries.size(), chosen);
-            std::size_t bytes = assigned ? assigned->size() : 0;
-            for (const auto& r : results) {
-                bytes += r.tid.size() + r.data.size();
-            }
-            if (!assigned || (protocol::task_size_ok(*assigned) && bytes <= early_txn_bytes)) {
-                break;
-            }
-            chosen.pop_back();
-            results.pop_back();
         }
         auto run = t->run;
         if (run.running_ms == 0) {
@@ -703,10 +722,12 @@ private:
                              : protocol::codec_result<std::string>(protocol::decode_error{"no"});
         if (chosen.empty() || !data) {
             spdlog::info(
-                "worker {}: bundle {}: its finished tasks go with its result (too large alone)",
-                me_.id, tid
+                "worker {}: bundle {}: {} finished task(s) go with its result (too large alone)",
+                me_.id, tid, chosen.empty() ? ks.size() : chosen.size()
             );
-            early.on = false;
+            if (!chosen.empty()) {
+                early.on = false;  // the assignment would not take them
+            }
             co_return;
         }
         const std::string written = *data;
