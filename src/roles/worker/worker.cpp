@@ -548,7 +548,9 @@ private:
             }
             early.retry = protocol::retry_left(t->assigned, retry_defaults(spec.type));
         }
-        // A task an earlier try finished ended then: with that try (its error's time).
+        // A task an earlier try finished ended by the end of the last earlier try (the last
+        // `errors` entry's time): the node does not say which try it was, so that bound is
+        // its finished_ms should this try publish it early (§6 T4e).
         std::int64_t earlier_end = started;
         if (auto f = protocol::read_delay_fields(t->assigned); f && !f->errors.empty()) {
             const auto& last = f->errors.back();
