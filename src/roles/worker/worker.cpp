@@ -736,27 +736,44 @@ private:
         const std::string path = protocol::layout::assignment(me_.id, tid);
         auto ops =
             protocol::early_results_ops(l_, me_.id, tid, std::move(*data), t->version, results);
+        // Writing until the outcome is known: no other write of the assignment (a T3 at the
+        // version before this one) goes out meanwhile.
         t->writing = true;
         auto [ec, per_op] = co_await results_.async_submit(
             to_zkco(std::move(ops)), asio::as_tuple(asio::use_awaitable)
         );
-        t->writing = false;
         auto out = protocol::read_early(to_answer(ec, per_op), results.size());
         std::int32_t version = t->version + 1;
         if (out == protocol::early_outcome::committed && per_op.size() == 1 + results.size()) {
             version = per_op.front().stat.version;
         }
-        if (out == protocol::early_outcome::unknown) {
-            // The answer was lost: the assignment as we wrote it says it applied.
-            const bool again = co_await reconnected_after(zk_, ec);
-            if (again) {
-                auto got = co_await zk_.get(path);
-                if (got && got->data == written) {
+        // The answer was lost: the assignment says whether it applied (only its worker sets
+        // it, so the bytes as written mean it did). Asked again, after a sync, until it
+        // answers or the session is gone (then the worker stops: the node is not ours).
+        zkco::error_code last = ec;
+        while (out == protocol::early_outcome::unknown && !state_.stopping()) {
+            if (co_await zkco::cancelled() || !co_await reconnected_after(zk_, last)) {
+                break;
+            }
+            if (auto synced = co_await zk_.sync(path); !synced) {
+                last = synced.error();
+                continue;
+            }
+            auto got = co_await zk_.get(path);
+            if (got) {
+                if (got->data == written) {
                     out = protocol::early_outcome::committed;
                     version = got->stat.version;
+                } else {
+                    out = protocol::early_outcome::assignment_changed;
                 }
+            } else if (got.error() == zkco::errc::no_node) {
+                out = protocol::early_outcome::assignment_gone;  // T6 or T7 took it
+            } else {
+                last = got.error();
             }
         }
+        t->writing = false;
         if (out == protocol::early_outcome::committed) {
             t->assigned = std::move(*assigned);
             t->run = run;
