@@ -297,7 +297,9 @@ TEST_F(Workflow, AChainOfFiftyPassesItsValues) {
             co_await zk.connect();
             if (auto kids = co_await zk.get_children(dir)) {
                 for (const auto& k : kids->names) {
-                    if (auto n = co_await zk.get(dir + "/" + k)) {
+                    std::string path = dir;
+                    path.append("/").append(k);
+                    if (auto n = co_await zk.get(path)) {
                         const auto r = json::parse(n->data).as_object();
                         ++by_worker[std::string(r.at("worker").as_string())];
                     }

@@ -156,7 +156,7 @@ public:
         : zk_(zk),
           l_(l),
           epoch_(epoch),
-          opts_(o),
+          opts_(std::move(o)),
           stats_(stats),
           id_(std::move(id)),
           ref_(ref),
