@@ -1020,6 +1020,12 @@ std::string encode(const task_result& r) {
         }
         o["bundle"] = std::move(entries);
     }
+    if (!r.published.empty()) {
+        json::array published;
+        for (const auto i : r.published)
+            published.emplace_back(static_cast<std::uint64_t>(i));
+        o["published"] = std::move(published);
+    }
     if (!r.consumed.empty()) {
         json::array consumed;
         for (const auto i : r.consumed)
@@ -1070,20 +1076,22 @@ codec_result<task_result> decode_result(std::string_view data) {
             res.bundle.push_back(std::move(entry));
         }
     }
-    if (auto* consumed = r.find("consumed")) {
-        if (!consumed->is_array())
-            return decode_error{"field \"consumed\" must be an array"};
-        for (const auto& e : consumed->get_array()) {
+    for (const auto* name : {"consumed", "published"}) {
+        auto* field = r.find(name);
+        if (field == nullptr)
+            continue;
+        auto& out = std::string_view(name) == "consumed" ? res.consumed : res.published;
+        if (!field->is_array())
+            return decode_error{"field \"" + std::string(name) + "\" must be an array"};
+        for (const auto& e : field->get_array()) {
             const auto n = as_int64(e);
             if (!n || *n < 0 || *n >= static_cast<std::int64_t>(max_bundle_tasks)) {
-                return decode_error{"field \"consumed\" holds " + brief(e)};
+                return decode_error{"field \"" + std::string(name) + "\" holds " + brief(e)};
             }
-            res.consumed.push_back(static_cast<std::size_t>(*n));
+            out.push_back(static_cast<std::size_t>(*n));
         }
-        std::sort(res.consumed.begin(), res.consumed.end());
-        res.consumed.erase(
-            std::unique(res.consumed.begin(), res.consumed.end()), res.consumed.end()
-        );
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
     }
     return res;
 }
@@ -1095,6 +1103,7 @@ codec_result<task_result> bundled_result(
     if (whole.bundle.empty()) {
         r = whole;
         r.consumed.clear();
+        r.published.clear();
     } else if (index < whole.bundle.size()) {
         r = whole.bundle[index];
         r.attempt = whole.attempt;

@@ -292,6 +292,9 @@ struct task_result {
     std::vector<task_result> bundle;
     /// The bundled tasks whose results clients have consumed (§6 T5), ascending.
     std::vector<std::size_t> consumed;
+    /// The bundled tasks published early in result nodes of their own (§6 T4e), ascending:
+    /// a reader takes those tasks' results from their own nodes, never from `bundle`.
+    std::vector<std::size_t> published;
 
     friend bool operator==(const task_result&, const task_result&) = default;
 };
