@@ -242,6 +242,29 @@ TEST(DirectPlacer, EachTurnHasItsWorkerWhileItHasRoom) {
     EXPECT_EQ(d.place("echo", 5)->worker, "w-0");
 }
 
+TEST(DirectPlacer, APreferredWorkerGoesFirstWhileItTakesTheTask) {
+    direct_placer d;
+    auto draining = seen("w-3", 8, 0, {"echo"});
+    draining.info.draining = true;
+    d.read(
+        {seen("w-0", 8, 0, {"echo"}), seen("w-1", 2, 0, {"echo"}), seen("w-2", 8, 0, {"sleep"}),
+         draining}
+    );
+    EXPECT_EQ(d.place("echo", 0, "w-1")->worker, "w-1") << "before the turn's worker";
+    EXPECT_EQ(d.place("echo", 0, "w-1")->worker, "w-1");
+    // Full now: the turn's worker, as without a preference.
+    EXPECT_EQ(d.place("echo", 0, "w-1")->worker, "w-0");
+    // One that does not serve the type, one draining, one not in the view: the turn's.
+    EXPECT_EQ(d.place("echo", 0, "w-2")->worker, "w-0");
+    EXPECT_EQ(d.place("echo", 0, "w-3")->worker, "w-0");
+    EXPECT_EQ(d.place("echo", 0, "w-9")->worker, "w-0");
+    EXPECT_EQ(d.place("sleep", 0, "w-2")->worker, "w-2");
+    // A suspect is never preferred.
+    direct_placer s;
+    s.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"})}, {"w-1"});
+    EXPECT_EQ(s.place("echo", 1, "w-1")->worker, "w-0");
+}
+
 TEST(DirectPlacer, AResultGivesTheSlotBackAndAReadCountsWhatTheWorkerHolds) {
     direct_placer d;
     d.read({seen("w-0", 2, 0, {"echo"})});
