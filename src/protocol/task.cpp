@@ -554,6 +554,8 @@ void put_task(json::object& o, const task_spec& t) {
         o["client"] = json::string_view(t.client.data(), t.client.size());
     // §4.3's members, after the others: a key the task writes itself, or one of the
     // assignment's or the progress', is not the timing's to write.
+    if (!t.bundle.empty() && t.entry_results)
+        o["entry_results"] = true;
     for (const auto& [key, value] : t.timing) {
         if (part_of(key) == part::task && !o.contains(key))
             o[key] = value;
@@ -625,6 +627,9 @@ codec_result<task_node> decode_task_node(std::string_view data) {
     t.max_attempts = r.small_integer("max_attempts", 3, 1, max_attempts_limit);
     t.submitted_ms = r.integer("submitted_ms", 0, int64_min, int64_max);
     t.client = r.string("client");
+    // Only a bundle carries it, and anything but true is its absence (§4.1).
+    if (const auto* er = r.find("entry_results"); er != nullptr && !t.bundle.empty())
+        t.entry_results = er->is_bool() && er->get_bool();
     assignment& a = n.assigned;
     a.attempt = r.small_integer("attempt", 1, 1, int_max);
     a.epoch = r.integer("epoch", 0, 0, int64_max);
@@ -1026,8 +1031,36 @@ std::string encode(const task_result& r) {
             consumed.emplace_back(static_cast<std::uint64_t>(i));
         o["consumed"] = std::move(consumed);
     }
+    if (!r.published.empty()) {
+        json::array published;
+        for (const auto i : r.published)
+            published.emplace_back(static_cast<std::uint64_t>(i));
+        o["published"] = std::move(published);
+    }
     return to_text(o);
 }
+
+namespace {
+
+// A result's list of bundled tasks (`consumed`, `published`): ascending and unique once read.
+codec_result<void> read_indexes(reader& r, std::string_view key, std::vector<std::size_t>& out) {
+    const auto* field = r.find(key);
+    if (field == nullptr)
+        return {};
+    if (!field->is_array())
+        return decode_error{quoted(key) + " must be an array"};
+    for (const auto& e : field->get_array()) {
+        const auto n = as_int64(e);
+        if (!n || *n < 0 || *n >= static_cast<std::int64_t>(max_bundle_tasks))
+            return decode_error{quoted(key) + " holds " + brief(e)};
+        out.push_back(static_cast<std::size_t>(*n));
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return {};
+}
+
+}  // namespace
 
 codec_result<task_result> decode_result(std::string_view data) {
     auto doc = parse_document(data);
@@ -1070,20 +1103,9 @@ codec_result<task_result> decode_result(std::string_view data) {
             res.bundle.push_back(std::move(entry));
         }
     }
-    if (auto* consumed = r.find("consumed")) {
-        if (!consumed->is_array())
-            return decode_error{"field \"consumed\" must be an array"};
-        for (const auto& e : consumed->get_array()) {
-            const auto n = as_int64(e);
-            if (!n || *n < 0 || *n >= static_cast<std::int64_t>(max_bundle_tasks)) {
-                return decode_error{"field \"consumed\" holds " + brief(e)};
-            }
-            res.consumed.push_back(static_cast<std::size_t>(*n));
-        }
-        std::sort(res.consumed.begin(), res.consumed.end());
-        res.consumed.erase(
-            std::unique(res.consumed.begin(), res.consumed.end()), res.consumed.end()
-        );
+    for (auto [key, out] : {std::pair{"consumed", &res.consumed}, {"published", &res.published}}) {
+        if (auto ok = read_indexes(r, key, *out); !ok)
+            return ok.error();
     }
     return res;
 }
@@ -1095,6 +1117,7 @@ codec_result<task_result> bundled_result(
     if (whole.bundle.empty()) {
         r = whole;
         r.consumed.clear();
+        r.published.clear();
     } else if (index < whole.bundle.size()) {
         r = whole.bundle[index];
         r.attempt = whole.attempt;
