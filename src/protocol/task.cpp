@@ -1025,42 +1025,20 @@ std::string encode(const task_result& r) {
         }
         o["bundle"] = std::move(entries);
     }
-    if (!r.consumed.empty()) {
-        json::array consumed;
-        for (const auto i : r.consumed)
-            consumed.emplace_back(static_cast<std::uint64_t>(i));
-        o["consumed"] = std::move(consumed);
-    }
     if (!r.published.empty()) {
         json::array published;
         for (const auto i : r.published)
             published.emplace_back(static_cast<std::uint64_t>(i));
         o["published"] = std::move(published);
     }
+    if (!r.consumed.empty()) {
+        json::array consumed;
+        for (const auto i : r.consumed)
+            consumed.emplace_back(static_cast<std::uint64_t>(i));
+        o["consumed"] = std::move(consumed);
+    }
     return to_text(o);
 }
-
-namespace {
-
-// A result's list of bundled tasks (`consumed`, `published`): ascending and unique once read.
-codec_result<void> read_indexes(reader& r, std::string_view key, std::vector<std::size_t>& out) {
-    const auto* field = r.find(key);
-    if (field == nullptr)
-        return {};
-    if (!field->is_array())
-        return decode_error{quoted(key) + " must be an array"};
-    for (const auto& e : field->get_array()) {
-        const auto n = as_int64(e);
-        if (!n || *n < 0 || *n >= static_cast<std::int64_t>(max_bundle_tasks))
-            return decode_error{quoted(key) + " holds " + brief(e)};
-        out.push_back(static_cast<std::size_t>(*n));
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return {};
-}
-
-}  // namespace
 
 codec_result<task_result> decode_result(std::string_view data) {
     auto doc = parse_document(data);
@@ -1103,9 +1081,22 @@ codec_result<task_result> decode_result(std::string_view data) {
             res.bundle.push_back(std::move(entry));
         }
     }
-    for (auto [key, out] : {std::pair{"consumed", &res.consumed}, {"published", &res.published}}) {
-        if (auto ok = read_indexes(r, key, *out); !ok)
-            return ok.error();
+    for (const auto* name : {"consumed", "published"}) {
+        auto* field = r.find(name);
+        if (field == nullptr)
+            continue;
+        auto& out = std::string_view(name) == "consumed" ? res.consumed : res.published;
+        if (!field->is_array())
+            return decode_error{"field \"" + std::string(name) + "\" must be an array"};
+        for (const auto& e : field->get_array()) {
+            const auto n = as_int64(e);
+            if (!n || *n < 0 || *n >= static_cast<std::int64_t>(max_bundle_tasks)) {
+                return decode_error{"field \"" + std::string(name) + "\" holds " + brief(e)};
+            }
+            out.push_back(static_cast<std::size_t>(*n));
+        }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
     }
     return res;
 }

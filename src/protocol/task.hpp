@@ -296,9 +296,8 @@ struct task_result {
     std::vector<task_result> bundle;
     /// The bundled tasks whose results clients have consumed (§6 T5), ascending.
     std::vector<std::size_t> consumed;
-    /// The bundled tasks its worker published early, each in a result node of its own
-    /// (`<bundle>.<k>`, §6 T4e), ascending: a reader takes task k's result from that node,
-    /// never from `bundle`.
+    /// The bundled tasks published early in result nodes of their own (§6 T4e), ascending:
+    /// a reader takes those tasks' results from their own nodes, never from `bundle`.
     std::vector<std::size_t> published;
 
     friend bool operator==(const task_result&, const task_result&) = default;

@@ -343,6 +343,20 @@ TEST_F(RolesBundle, ATaskPublishedEarlyIsTakenFromItsOwnNodeAndConsumedWithIt) {
             auto own = co_await zk->exists(entry_result_path(layout_, bundle, 0));
             ASSERT_TRUE(own);
             EXPECT_FALSE(*own);
+            // Its bundle's node lists it in `published` (as a running bundle's assignment
+            // does, and a requeued bundle's node, §4.3): consumed, so unknown.
+            auto now = co_await zk->get(layout_.pending_task(bundle));
+            ASSERT_TRUE(now);
+            auto marked = json::parse(now->data).as_object();
+            marked["finished"] = json::array{
+                json::object{{"state", "succeeded"}, {"value", json::object{{"sum", 41}}}},
+                nullptr};
+            marked["published"] = json::array{0};
+            ASSERT_TRUE(co_await zk->set(layout_.pending_task(bundle), json::serialize(marked)));
+            auto consumed = co_await read_task(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(consumed) << consumed.error().message();
+            EXPECT_EQ(consumed->state, task_state::unknown);
+            EXPECT_EQ((co_await read_task(*zk, layout_, (*ids)[1]))->state, task_state::pending);
 
             // The bundle ends: its result lists task 0 in `published` (with its entry as it
             // was published), task 1 is the bundle's.

@@ -629,6 +629,27 @@ asio::awaitable<zkco::result<task_info>> read_task(
         } else if (bundle_finished) {
             info.state = protocol::task_state::unknown;  // consumed
             info.result.reset();
+        } else if (info.garbage.empty() && info.state != protocol::task_state::unknown) {
+            // The bundle still runs: a task it published early (its node says so) whose own
+            // node is gone was consumed.
+            std::string path = l.pending_task(ref->node);
+            if (info.state == protocol::task_state::delayed) {
+                path = l.delayed_task(ref->node);
+            } else if (info.state != protocol::task_state::pending) {
+                path = protocol::layout::assignment(info.worker, ref->node);
+            }
+            auto node = co_await zk.get(path);
+            if (!node && node.error() != zkco::errc::no_node) {
+                co_return node.error();
+            }
+            if (node) {
+                const auto published =
+                    protocol::published_in_node(node->data, protocol::bundle_size(ref->node));
+                if (std::binary_search(published.begin(), published.end(), *ref->index)) {
+                    info = task_info{};
+                    info.id = tid;  // unknown: consumed
+                }
+            }
         }
         co_return info;
     }

@@ -487,7 +487,8 @@ TEST(ProtocolBundleCodec, TheTasksPublishedEarlyRoundTripAndStayOutOfAnEntry) {
     whole.consumed = {2};
     whole.published = {0, 1};
     const auto text = encode(whole);
-    EXPECT_NE(text.find(R"("consumed":[2],"published":[0,1])"), std::string::npos) << text;
+    EXPECT_NE(text.find(R"("published":[0,1])"), std::string::npos) << text;
+    EXPECT_NE(text.find(R"("consumed":[2])"), std::string::npos) << text;
     const auto back = decode_result(text);
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, whole);
