@@ -14,6 +14,8 @@ packages=(
     zookeeper default-jre-headless
     clang-tidy clang-format
     clang libclang-rt-14-dev
+    # the test builds link with lld (tools/test.sh, ZKD_LINKER)
+    lld
     curl procps python3 python3-pytest python3-prometheus-client prometheus chromium
     iproute2
     # schedules' time zones (src/roles/schedule/zones.cpp) and their tests

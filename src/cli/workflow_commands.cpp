@@ -105,7 +105,7 @@ void print_status(const roles::workflow_snapshot& s, bool as_json) {
     }
 }
 
-int cmd_run(const args& a) {
+int cmd_workflow_run(const args& a) {
     if (a.positional.size() != 2) {
         throw usage_error("workflow run wants one SPEC (a file, or - for stdin)");
     }
@@ -210,7 +210,7 @@ int cmd_cancel_of(const args& a) {
     );
 }
 
-int cmd_list(const args& a) {
+int cmd_workflow_list(const args& a) {
     if (a.positional.size() != 1) {
         throw usage_error("workflow list takes no argument");
     }
@@ -260,7 +260,7 @@ int cmd_workflow(int argc, char** argv) {
     }
     const std::string sub = a.positional.empty() ? "" : a.positional[0];
     if (sub == "run") {
-        return cmd_run(a);
+        return cmd_workflow_run(a);
     }
     if (sub == "status") {
         return cmd_status_of(a);
@@ -269,7 +269,7 @@ int cmd_workflow(int argc, char** argv) {
         return cmd_cancel_of(a);
     }
     if (sub == "list") {
-        return cmd_list(a);
+        return cmd_workflow_list(a);
     }
     throw usage_error(
         sub.empty() ? "workflow wants run, status, cancel or list"

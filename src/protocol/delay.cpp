@@ -458,6 +458,76 @@ std::vector<task_result> close_bundle(
     return entries;
 }
 
+bool read_entry_results(std::string_view task_json) {
+    const auto o = parse_object(task_json);
+    const auto* field = o ? o->if_contains("entry_results") : nullptr;
+    return field != nullptr && field->is_bool() && field->get_bool() &&
+           o->if_contains("bundle") != nullptr;
+}
+
+std::vector<std::size_t> read_published(
+    std::string_view task_json, const std::vector<std::optional<task_result>>& finished
+) {
+    std::vector<std::size_t> out;
+    const auto o = parse_object(task_json);
+    const auto* field = o ? o->if_contains("published") : nullptr;
+    if (field == nullptr || !field->is_array()) {
+        return out;
+    }
+    for (const auto& e : field->get_array()) {
+        const auto k = as_int64(e);
+        if (!k) {
+            return {};  // not ours
+        }
+        if (*k >= 0 && static_cast<std::uint64_t>(*k) < finished.size() &&
+            finished[static_cast<std::size_t>(*k)]) {
+            out.push_back(static_cast<std::size_t>(*k));
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+bool retry_left(std::string_view task_json, const backoff_policy& defaults) {
+    const auto f = read_delay_fields(task_json);
+    return f && f->try_number <= f->retries.value_or(defaults.retries);
+}
+
+std::optional<std::string> with_published(
+    std::string_view task_json,
+    std::size_t n,
+    const std::vector<std::pair<std::size_t, task_result>>& entries
+) {
+    auto o = parse_object(task_json);
+    if (!o) {
+        return std::nullopt;
+    }
+    const auto finished = read_finished(task_json, n);
+    auto published = read_published(task_json, finished);
+    json::array field;
+    field.reserve(n);
+    for (const auto& e : finished) {
+        field.emplace_back(e ? json::value(encode_entry(*e)) : json::value(nullptr));
+    }
+    for (const auto& [k, e] : entries) {
+        if (k >= n) {
+            return std::nullopt;
+        }
+        field[k] = encode_entry(e);
+        published.push_back(k);
+    }
+    std::sort(published.begin(), published.end());
+    published.erase(std::unique(published.begin(), published.end()), published.end());
+    json::array listed;
+    for (const auto k : published) {
+        listed.emplace_back(static_cast<std::uint64_t>(k));
+    }
+    (*o)["finished"] = std::move(field);
+    (*o)["published"] = std::move(listed);
+    return to_text(*o);
+}
+
 void cancel_retryable_entries(
     std::vector<task_result>& entries, const std::set<std::size_t>& cancelled
 ) {

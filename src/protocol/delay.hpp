@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace zkd::protocol {
@@ -131,6 +132,37 @@ struct retry_plan {
 /// `finished` read_finished() ignores): the result is then every task's, without entries.
 [[nodiscard]] std::vector<task_result> close_bundle(
     std::string_view task_json, std::size_t n, task_state state, const task_error& error
+);
+
+// --- a bundle's tasks published early (§6 T4e) -------------------------------------------------
+
+/// Whether the client that submitted the bundle `task_json` reads a task's result from a node
+/// of its own (`"entry_results":true`, §4.1): only then may its worker publish tasks early.
+/// False for a plain task, an absent member, or one that is not a bool.
+[[nodiscard]] bool read_entry_results(std::string_view task_json);
+
+/// The tasks of the bundle `task_json` (`n` tasks) published early so far (`published`,
+/// §4.3), given its `finished` as read_finished() read it: an index counts only when its
+/// `finished` entry is there (a published task never runs again, and its entry is what it
+/// was published with). Ascending, no repeats; empty when the member is absent or not an
+/// array of integers (advisory, like the other fields of §4.3).
+[[nodiscard]] std::vector<std::size_t> read_published(
+    std::string_view task_json, const std::vector<std::optional<task_result>>& finished
+);
+
+/// Whether a try of the task `task_json` that ends retryable() would be retried: a retry is
+/// left (`try <= retries`, with `defaults` for a task that names none). A task of a bundle
+/// is published early only when its entry is final: not retryable(), or no retry left.
+[[nodiscard]] bool retry_left(std::string_view task_json, const backoff_policy& defaults);
+
+/// The bundle's node `task_json` (`n` tasks) with the tasks `entries` (index, entry) added
+/// to its `finished` (absent, or not read_finished()'s: made of `null`s first) and to its
+/// `published` (ascending union): what T4e writes (§6 T4e). nullopt when `task_json` is no
+/// JSON object or an index is not below `n`.
+[[nodiscard]] std::optional<std::string> with_published(
+    std::string_view task_json,
+    std::size_t n,
+    const std::vector<std::pair<std::size_t, task_result>>& entries
 );
 
 /// The tasks of a bundle whose own cancel came (`cancelled`: their indexes, §6 T7 "One task of

@@ -80,6 +80,10 @@ std::string master_result(
     if (const auto n = bundle_size(tid); n > 0) {
         const auto whole = r;
         r.bundle = close_bundle(task_json, n, state, *whole.error);
+        if (!r.bundle.empty()) {
+            // Tasks published early keep being read from their own nodes (§6 T4e).
+            r.published = read_published(task_json, read_finished(task_json, n));
+        }
         summarize_bundle(r);
         auto text = encode(r);
         if (r.bundle.empty() || result_size_ok(text)) {

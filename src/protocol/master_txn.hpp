@@ -56,7 +56,8 @@ struct txn_answer {
 /// task was on. With `task_json`, the task's node as read (empty: not read), the result
 /// also carries what the node says of earlier tries (§4.3): their `try` and `errors`, and for
 /// a bundle, its tasks that an earlier try finished for good (`finished`): those keep their
-/// entries, the others get this state and error, and the top level sums them up (§5.1).
+/// entries, the others get this state and error, and the top level sums them up (§5.1); the
+/// tasks of it published early (`published`, §6 T4e) are listed in the result's `published`.
 std::string master_result(
     std::string_view tid,
     std::string_view code,

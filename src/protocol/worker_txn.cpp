@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/worker_txn.hpp"
 
+#include "protocol/delay.hpp"
+
 #include <utility>
 
 namespace zkd::protocol {
@@ -89,6 +91,70 @@ publish_outcome read_publish(const txn_answer& a, const publish_form& form) noex
         return publish_outcome::marker_gone;
     }
     return publish_outcome::failed;
+}
+
+// --- T4e -------------------------------------------------------------------------------------
+
+std::string early_result_data(
+    const task_result& entry,
+    std::string_view id,
+    int attempt,
+    std::string_view worker,
+    std::int64_t started_ms,
+    std::int64_t finished_ms,
+    std::string_view assignment_json
+) {
+    task_result r;
+    r.task = std::string(id);
+    r.state = entry.state;
+    r.value = entry.value;
+    r.error = entry.error;
+    r.attempt = attempt;
+    r.worker = std::string(worker);
+    r.started_ms = started_ms;
+    r.finished_ms = finished_ms;
+    return with_earlier_tries(encode(r), assignment_json);
+}
+
+std::vector<txn_op> early_results_ops(
+    const layout& l,
+    std::string_view worker,
+    std::string_view bundle,
+    std::string data,
+    std::int32_t version,
+    const std::vector<early_result>& results
+) {
+    std::vector<txn_op> ops;
+    ops.reserve(1 + results.size());
+    ops.push_back(txn_op::set(layout::assignment(worker, bundle), std::move(data), version));
+    const auto dir = l.result_dir(bundle);
+    for (const auto& r : results) {
+        ops.push_back(txn_op::create(dir + "/" + r.tid, r.data));
+    }
+    return ops;
+}
+
+early_outcome read_early(const txn_answer& a, std::size_t results) noexcept {
+    if (!a.failed) {
+        return early_outcome::committed;
+    }
+    if (a.per_op.size() != 1 + results) {
+        return early_outcome::unknown;
+    }
+    switch (a.per_op[0]) {
+    case op_code::no_node:
+        return early_outcome::assignment_gone;
+    case op_code::bad_version:
+        return early_outcome::assignment_changed;
+    default:
+        break;
+    }
+    for (std::size_t i = 1; i < a.per_op.size(); ++i) {
+        if (a.per_op[i] == op_code::node_exists) {
+            return early_outcome::result_exists;
+        }
+    }
+    return early_outcome::failed;
 }
 
 // --- T9 --------------------------------------------------------------------------------------

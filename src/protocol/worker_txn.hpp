@@ -75,6 +75,53 @@ enum class publish_outcome {
 };
 publish_outcome read_publish(const txn_answer& a, const publish_form& form) noexcept;
 
+// --- T4e early results -------------------------------------------------------------------------
+
+/// One task of a bundle published early (§6 T4e): its id (`<bundle>.<k>`) and its result.
+struct early_result {
+    std::string tid;
+    std::string data;
+    friend bool operator==(const early_result&, const early_result&) = default;
+};
+
+/// The result of the task `id` of a bundle published on its own (§6 T4e), a plain result
+/// (§5): `entry`'s state and value or error, the bundle's `attempt`, `worker` and
+/// `started_ms`, the task's own `finished_ms`, and the `try` and `errors` of the bundle's
+/// node `assignment_json` when it is a retry (§4.3).
+std::string early_result_data(
+    const task_result& entry,
+    std::string_view id,
+    int attempt,
+    std::string_view worker,
+    std::int64_t started_ms,
+    std::int64_t finished_ms,
+    std::string_view assignment_json
+);
+
+/// T4e: set(/assign/<w>/<bundle>, `data`, `version`), then create(/results/<c>/<b>.<k>,
+/// result) per task, in order (the change log of /results/<c> is the batcher's). `data` is
+/// the assignment with the tasks added to `finished` and `published` (with_published()),
+/// stamped with the worker's progress members as it writes them (T3).
+std::vector<txn_op> early_results_ops(
+    const layout& l,
+    std::string_view worker,
+    std::string_view bundle,
+    std::string data,
+    std::int32_t version,
+    const std::vector<early_result>& results
+);
+
+enum class early_outcome {
+    committed,
+    assignment_gone,     ///< the set found no node: T6 (or a stall) took the bundle back
+    assignment_changed,  ///< bad_version: someone else rewrote the assignment
+    result_exists,       ///< a task's create found its result (a try whose answer was lost)
+    unknown,             ///< no per-op results: the outcome is unknown
+    failed,              ///< any other failure
+};
+/// Reads the answer to early_results_ops() holding `results` creates.
+early_outcome read_early(const txn_answer& a, std::size_t results) noexcept;
+
 // --- T9 drain ----------------------------------------------------------------------------------
 
 /// The cancel marker of one task of a bundle, `entry` (`<bundle>.<k>`), on worker `worker`

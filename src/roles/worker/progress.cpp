@@ -63,6 +63,7 @@ void write_assignment(const std::shared_ptr<running_task>& t) {
                 return;
             }
             t->version = st.version;
+            t->marked = true;
             if (t->dirty && !t->done) {
                 t->progress_timer.expires_at(t->last_write + std::chrono::seconds(1));
                 t->progress_timer.async_wait([t](zkco::error_code wec) {

@@ -20,6 +20,7 @@
 #include "roles/cluster/foreign.hpp"
 #include "roles/txn/batcher.hpp"
 #include "roles/txn/zk_ops.hpp"
+#include "roles/worker/detail/early_results.hpp"
 #include "roles/worker/detail/progress.hpp"
 #include "roles/worker/detail/worker_fsm.hpp"
 #include "zkco/deadline.hpp"
@@ -93,6 +94,59 @@ using protocol::cut_utf8;
 std::size_t bundled_value_budget(std::size_t tasks) {
     return (protocol::max_result_bytes - 4096) / std::max<std::size_t>(tasks, 1);
 }
+
+/// One entry of a bundle's result within its share of the result (`budget`), and decodable
+/// where it sits (§5.1). Settling it twice changes nothing.
+void settle_entry(protocol::task_result& e, std::size_t budget) {
+    if (auto ok = protocol::validate_bundled(e); !ok) {
+        e = failure(
+            protocol::codes::handler_error,
+            "the handler's result cannot be stored: " + ok.error().message
+        );
+    }
+    if (e.error) {
+        cut_utf8(e.error->message, budget / 2);
+    }
+}
+
+/// Most bytes of one T4e (§6 T4e): its results and the assignment's new data, so that it
+/// goes in one transaction with room for the change log (§1 "Batching").
+constexpr std::size_t early_txn_bytes = 800'000;
+
+/// A running bundle's tasks as its early publisher (§6 T4e) sees them.
+struct early_run {
+    explicit early_run(const asio::any_io_executor& ex, std::size_t n)
+        : tasks(n), finished_ms(n, 0), wake(ex) {}
+
+    bool on = false;     // the bundle asks for it (entry_results) and nothing failed since
+    bool retry = false;  // a retryable end would be retried: such entries are not final
+    std::vector<early_task> tasks;
+    std::vector<std::int64_t> finished_ms;  // each task's end (wall clock, for its result)
+    asio::steady_timer wake;                // cancelled whenever a task ends
+
+    [[nodiscard]] bool running() const {
+        return std::any_of(tasks.begin(), tasks.end(), [](const early_task& t) { return t.open; });
+    }
+
+    /// Task `k`'s call: should it end without saying how (an exception), the task ends
+    /// here, not final (never published early).
+    struct ending {
+        ending(early_run& r, std::size_t i) : run_(r), k_(i) {}
+        ending(const ending&) = delete;
+        ending& operator=(const ending&) = delete;
+        ~ending() {
+            if (run_.tasks[k_].open) {
+                run_.tasks[k_].open = false;
+                run_.tasks[k_].final = false;
+                run_.wake.cancel();
+            }
+        }
+
+    private:
+        early_run& run_;
+        std::size_t k_;
+    };
+};
 
 class worker_session {
 public:
@@ -395,7 +449,8 @@ private:
         result.finished_ms = protocol::now_ms();
         std::optional<publish_end> how;
         if (!state_.stopping()) {
-            how = co_await publish(tid, result, node->data);
+            // A bundle that published tasks early goes on from its assignment as rewritten.
+            how = co_await publish(tid, result, t->rewritten ? t->assigned : node->data);
         }
         finished(tid, how);
     }
@@ -439,7 +494,7 @@ private:
         t->run = node_read->run;
         t->version = node.stat.version;
         t->mark.async_wait([this, t](zkco::error_code ec) {
-            if (ec || t->done || state_.stopping()) {
+            if (ec || t->done || state_.stopping() || t->marked) {
                 return;
             }
             write_assignment(t);
@@ -456,7 +511,7 @@ private:
         if (spec->bundle.empty()) {
             r = co_await call(read, spec->args, t, protocol::max_result_bytes, tid, 0);
         } else {
-            r = co_await call_bundle(read, t, tid);
+            r = co_await call_bundle(read, t, tid, started);
         }
         t->done = true;
         t->mark.cancel();
@@ -471,7 +526,8 @@ private:
     asio::awaitable<protocol::task_result> call_bundle(
         const protocol::task_node& node,
         const std::shared_ptr<running_task>& t,
-        const std::string& tid
+        const std::string& tid,
+        std::int64_t started
     ) {
         const protocol::task_spec& spec = node.task;
         // Failed until its call says otherwise (a call that never ran reports nothing).
@@ -482,41 +538,229 @@ private:
         // A retry of the bundle runs only the tasks an earlier try did not finish for good
         // (§4.3 "Bundles"): the others keep the outcome its node carries.
         auto finished = protocol::read_finished(t->assigned, entries.size());
+        // Its finished tasks published on their own while others run (§6 T4e): only when its
+        // client reads them so (entry_results), and only those no retry runs again.
+        early_run early(zk_.get_executor(), entries.size());
+        early.on = protocol::read_entry_results(t->assigned);
+        if (early.on) {
+            for (const auto k : protocol::read_published(t->assigned, finished)) {
+                early.tasks[k].published = true;  // by an earlier attempt: never run again
+            }
+            early.retry = protocol::retry_left(t->assigned, retry_defaults(spec.type));
+        }
+        // A task an earlier try finished ended then: with that try (its error's time).
+        std::int64_t earlier_end = started;
+        if (auto f = protocol::read_delay_fields(t->assigned); f && !f->errors.empty()) {
+            const auto& last = f->errors.back();
+            if (const auto* at =
+                    last.is_object() ? last.get_object().if_contains("finished_ms") : nullptr;
+                at != nullptr && at->is_int64()) {
+                earlier_end = at->get_int64();
+            }
+        }
         reactor::task_group calls(zk_.get_executor());
         for (std::size_t i = 0; i < entries.size(); ++i) {
             if (finished[i]) {
                 entries[i] = std::move(*finished[i]);
                 t->progress[i] = 1.0;
+                early.tasks[i].open = false;
+                early.tasks[i].final = true;
+                early.tasks[i].ended = std::chrono::steady_clock::now();
+                early.finished_ms[i] = earlier_end;
                 continue;
             }
             calls.spawn(
-                [this, &node, &spec, &entries, &t, &tid, i, budget]() -> asio::awaitable<void> {
+                [this, &node, &spec, &entries, &t, &tid, &early, i,
+                 budget]() -> asio::awaitable<void> {
+                    // Ended, whatever happens: the early publisher waits for every task.
+                    const early_run::ending ends{early, i};
                     entries[i] = co_await call(
                         node, spec.bundle[i], t, budget, protocol::bundled_task_id(tid, i), i
                     );
+                    settle_entry(entries[i], budget);
+                    auto& task = early.tasks[i];
+                    task.open = false;
+                    task.ended = std::chrono::steady_clock::now();
+                    const auto& e = entries[i];
+                    task.final =
+                        !early.retry || !protocol::retryable(
+                                            e.state, e.error ? std::string_view(e.error->code) : ""
+                                        );
+                    early.finished_ms[i] = protocol::now_ms();
+                    early.wake.cancel();
                 }
             );
+        }
+        if (early.on && early.running()) {
+            calls.spawn([this, &entries, &t, &tid, &early, started,
+                         attempt = node.assigned.attempt]() {
+                return publish_early(tid, t, early, entries, attempt, started);
+            });
         }
         co_await calls.async_wait(asio::use_awaitable);
         if (auto e = calls.first_exception()) {
             std::rethrow_exception(e);
         }
         for (auto& e : entries) {
-            // Each entry within its share of the result, and decodable where it sits.
-            if (auto ok = protocol::validate_bundled(e); !ok) {
-                e = failure(
-                    protocol::codes::handler_error,
-                    "the handler's result cannot be stored: " + ok.error().message
-                );
-            }
-            if (e.error) {
-                cut_utf8(e.error->message, budget / 2);
-            }
+            settle_entry(e, budget);  // each within its share of the result
         }
         protocol::task_result r;
         r.bundle = std::move(entries);
         protocol::summarize_bundle(r);  // §5.1
+        for (std::size_t k = 0; k < early.tasks.size(); ++k) {
+            if (early.tasks[k].published) {
+                r.published.push_back(k);  // read from their own nodes (§6 T4e)
+            }
+        }
         co_return r;
+    }
+
+    /// The worker's default retries for `type` (zkd run --retry), none when it has none.
+    [[nodiscard]] protocol::backoff_policy retry_defaults(const std::string& type) const {
+        const auto d = opts_.retry_defaults.find(type);
+        return d != opts_.retry_defaults.end() ? d->second : protocol::backoff_policy{};
+    }
+
+    /// Publishes the finished tasks of the running bundle `tid` early, as decide_early()
+    /// says, until none of its tasks runs (§6 T4e). A T4e that fails ends it: the bundle's
+    /// result (T4) carries the rest, as without it.
+    asio::awaitable<void> publish_early(
+        const std::string& tid,
+        const std::shared_ptr<running_task>& t,
+        early_run& early,
+        const std::vector<protocol::task_result>& entries,
+        int attempt,
+        std::int64_t started
+    ) {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        std::optional<early_task::time_point> last;  // the last T4e's start
+        while (early.running()) {
+            auto d = decide_early(early.tasks, std::chrono::steady_clock::now(), last);
+            if (!early.on || state_.stopping() || t->stop.stop_requested()) {
+                d = early_decision{};  // nothing more: wait for the tasks to end
+            }
+            if (!d.publish.empty()) {
+                last = std::chrono::steady_clock::now();
+                co_await send_early(tid, t, early, entries, attempt, started, d.publish);
+                continue;
+            }
+            early.wake.expires_at(d.wake.value_or(asio::steady_timer::time_point::max()));
+            co_await early.wake.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+    }
+
+    /// One T4e for the tasks `ks` of the bundle `tid`: their own results and the assignment
+    /// rewritten at the version this worker last wrote, with them in `finished` and
+    /// `published`. Those that do not fit wait for the next one (or the bundle's result).
+    asio::awaitable<void> send_early(
+        const std::string& tid,
+        const std::shared_ptr<running_task>& t,
+        early_run& early,
+        const std::vector<protocol::task_result>& entries,
+        int attempt,
+        std::int64_t started,
+        const std::vector<std::size_t>& ks
+    ) {
+        // One write of the assignment at a time: the running mark and progress are
+        // version-checked writes too (T3).
+        while (t->writing && !t->stop.stop_requested()) {
+            if (!co_await zkco::pause(std::chrono::milliseconds(5))) {
+                break;
+            }
+        }
+        if (t->writing || t->gave_up || state_.stopping() || t->stop.stop_requested()) {
+            early.on = false;  // stopping, or the node is not ours to write any more
+            co_return;
+        }
+        std::vector<std::pair<std::size_t, protocol::task_result>> chosen;
+        std::vector<protocol::early_result> results;
+        for (const auto k : ks) {
+            auto id = protocol::bundled_task_id(tid, k);
+            auto data = protocol::early_result_data(
+                entries[k], id, attempt, me_.id, started, early.finished_ms[k], t->assigned
+            );
+            chosen.emplace_back(k, entries[k]);
+            results.push_back(protocol::early_result{std::move(id), std::move(data)});
+        }
+        std::optional<std::string> assigned;
+        while (!chosen.empty()) {
+            assigned = protocol::with_published(t->assigned, entries.size(), chosen);
+            std::size_t bytes = assigned ? assigned->size() : 0;
+            for (const auto& r : results) {
+                bytes += r.tid.size() + r.data.size();
+            }
+            if (!assigned || (protocol::task_size_ok(*assigned) && bytes <= early_txn_bytes)) {
+                break;
+            }
+            chosen.pop_back();
+            results.pop_back();
+        }
+        auto run = t->run;
+        if (run.running_ms == 0) {
+            run.running_ms = protocol::now_ms();  // it runs: this write is its mark too
+        }
+        auto data = assigned ? protocol::stamp(*assigned, run)
+                             : protocol::codec_result<std::string>(protocol::decode_error{"no"});
+        if (chosen.empty() || !data) {
+            spdlog::info(
+                "worker {}: bundle {}: its finished tasks go with its result (too large alone)",
+                me_.id, tid
+            );
+            early.on = false;
+            co_return;
+        }
+        const std::string written = *data;
+        const std::string path = protocol::layout::assignment(me_.id, tid);
+        auto ops =
+            protocol::early_results_ops(l_, me_.id, tid, std::move(*data), t->version, results);
+        t->writing = true;
+        auto [ec, per_op] = co_await results_.async_submit(
+            to_zkco(std::move(ops)), asio::as_tuple(asio::use_awaitable)
+        );
+        t->writing = false;
+        auto out = protocol::read_early(to_answer(ec, per_op), results.size());
+        std::int32_t version = t->version + 1;
+        if (out == protocol::early_outcome::committed && per_op.size() == 1 + results.size()) {
+            version = per_op.front().stat.version;
+        }
+        if (out == protocol::early_outcome::unknown) {
+            // The answer was lost: the assignment as we wrote it says it applied.
+            const bool again = co_await reconnected_after(zk_, ec);
+            if (again) {
+                auto got = co_await zk_.get(path);
+                if (got && got->data == written) {
+                    out = protocol::early_outcome::committed;
+                    version = got->stat.version;
+                }
+            }
+        }
+        if (out == protocol::early_outcome::committed) {
+            t->assigned = std::move(*assigned);
+            t->run = run;
+            t->version = version;
+            t->marked = true;
+            t->rewritten = true;
+            for (const auto& [k, e] : chosen) {
+                early.tasks[k].published = true;
+            }
+            spdlog::debug(
+                "worker {}: bundle {}: {} task(s) published early", me_.id, tid, chosen.size()
+            );
+        } else {
+            spdlog::info(
+                "worker {}: bundle {}: no early results ({}): its result carries them", me_.id, tid,
+                ec ? ec.message() : "not applied"
+            );
+            early.on = false;
+        }
+        if (t->done) {
+            co_return;
+        }
+        if (!t->marked && asio::steady_timer::clock_type::now() >= t->mark.expiry()) {
+            write_assignment(t);  // the mark came due while this write was out
+        } else if (t->dirty) {
+            detail::progress_reported(t);  // a report that came meanwhile: within a second
+        }
     }
 
     /// One handler call, stopped by its assignment's stop source or its timeout: on the pool,
@@ -639,7 +883,12 @@ private:
     ) {
         // A task of the bundle whose own cancel came after its try failed is final: cancelled,
         // never run again by a retry (§6 T7 "One task of a bundle").
-        protocol::cancel_retryable_entries(result.bundle, state_.entries_cancelled(tid));
+        // A task published early has ended for good (§6 T4e): nothing to cancel.
+        auto cancelled = state_.entries_cancelled(tid);
+        for (const auto k : result.published) {
+            cancelled.erase(k);
+        }
+        protocol::cancel_retryable_entries(result.bundle, cancelled);
         // A failed try with retries left waits as a delayed task (§6 T4 "Retry"); the last
         // try's result carries the earlier tries' errors.
         std::string data = encode(result);
@@ -647,10 +896,7 @@ private:
         if (!state_.marker_seen(tid) && result.error) {
             auto defaults = protocol::backoff_policy{};
             if (const auto node = protocol::decode_task_node(assignment); node) {
-                if (const auto d = opts_.retry_defaults.find(node->task.type);
-                    d != opts_.retry_defaults.end()) {
-                    defaults = d->second;
-                }
+                defaults = retry_defaults(node->task.type);
             }
             // A bundle retries only its tasks that failed retryably (§4.3 "Bundles").
             auto plan = result.bundle.empty() ? protocol::plan_retry(

@@ -42,6 +42,8 @@ struct running_task {
     bool writing = false;      // a write is in flight
     bool dirty = false;        // progress newer than what was written
     bool gave_up = false;      // a write failed: the node is not ours to write any more
+    bool marked = false;       // a write carrying running_ms applied (the mark, or a T4e)
+    bool rewritten = false;    // a T4e rewrote `assigned` (docs/protocol.md §6 T4e)
     boost::asio::steady_timer progress_timer;  // at most one progress write a second
     boost::asio::steady_timer::time_point last_write{};
 };

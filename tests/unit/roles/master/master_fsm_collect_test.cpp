@@ -133,3 +133,37 @@ TEST(ResultSweep, SuccessiveSweepsCoverEveryDirectoryAFewAtATime) {
     EXPECT_EQ(s.next_after, "");
     EXPECT_TRUE(sweep_window({}, "", 10).dirs.empty());
 }
+
+TEST_F(MasterFsm, T8CollectsATaskOfABundlesOwnResultByAgeLikeAnyResult) {
+    // A task of a bundle published early has a result node named by its own id (§6 T4e).
+    const std::int64_t now_ms = 10 * day_ms;
+    const auto client = protocol::layout::client_results("3fa9c2d1");
+    const auto b = protocol::bundle_id("t4-1763733600123-3fa9c2d1000001", 3);
+    const auto own = protocol::bundled_task_id(b, 1);
+    auto stat_dirs =
+        of_kind(view.on(result_dirs_listed{{client}, now_ms}, t0), kind::stat_result_dirs);
+    ASSERT_EQ(stat_dirs.size(), 1U);
+    auto lists =
+        of_kind(view.on(result_dirs_stat{{client}, {dir_stat(2, 2, 0)}}, t0), kind::list_results);
+    ASSERT_EQ(lists.size(), 1U);
+    auto reads = of_kind(
+        view.on(results_listed{{client}, {std::vector<std::string>{b, own}}}, t0),
+        kind::stat_results
+    );
+    ASSERT_EQ(reads.size(), 1U);
+    EXPECT_EQ(reads[0].paths, (std::vector<std::string>{client + "/" + b, client + "/" + own}));
+    using status = master_saw::result_read::status;
+    const auto collects = of_kind(
+        view.on(
+            results_stat{
+                reads[0].paths,
+                {master_saw::result_read{status::ok, now_ms - 1},
+                 master_saw::result_read{status::ok, now_ms - day_ms - 1}}},
+            t0
+        ),
+        kind::collect
+    );
+    ASSERT_EQ(collects.size(), 1U);
+    EXPECT_EQ(collects[0].path, client + "/" + own);
+    EXPECT_EQ(collects[0].ops, protocol::collect_ops(client + "/" + own));
+}

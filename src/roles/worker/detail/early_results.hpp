@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// When the reference worker publishes a bundle's finished tasks early (docs/protocol.md §6
+// T4e), with no I/O: once a task has been finished for early_publish_after while another
+// still runs, every finished task not published yet goes in one T4e. So a bundle whose tasks
+// all end within early_publish_after of each other costs no extra write, and one with slow
+// tasks at most one T4e per early_publish_after. worker.cpp carries it out;
+// tests/unit/roles/worker/early_results_test.cpp drives it alone.
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace zkd::roles {
+
+/// How long a finished task of a bundle waits for its neighbours before it is published on
+/// its own (§6 T4e "When").
+inline constexpr std::chrono::milliseconds early_publish_after{10};
+
+/// One task of a running bundle, as the early publisher sees it.
+struct early_task {
+    using time_point = std::chrono::steady_clock::time_point;
+    bool open = true;        ///< still running, or waiting to run
+    bool final = false;      ///< finished in a way no retry of the bundle runs again
+    bool published = false;  ///< in a result node of its own already
+    time_point ended{};      ///< when it finished (not open)
+};
+
+struct early_decision {
+    std::vector<std::size_t> publish;  ///< the tasks to publish now, ascending (one T4e)
+    /// Empty `publish`: when to decide again, unless a task ends before (nullopt: only then).
+    std::optional<early_task::time_point> wake;
+};
+
+/// What to publish at `now`: nothing while no task is open (the bundle's own result, T4,
+/// carries them) or none is finished, final and unpublished; else, once one of those has
+/// been finished for `after`, all of them, but no sooner than `after` since the last T4e
+/// (`last`, when there was one); before that, when to look again.
+early_decision decide_early(
+    const std::vector<early_task>& tasks,
+    early_task::time_point now,
+    std::optional<early_task::time_point> last = std::nullopt,
+    std::chrono::milliseconds after = early_publish_after
+);
+
+}  // namespace zkd::roles

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+#include "roles/worker/detail/early_results.hpp"
+
+#include <algorithm>
+
+namespace zkd::roles {
+
+early_decision decide_early(
+    const std::vector<early_task>& tasks,
+    early_task::time_point now,
+    std::optional<early_task::time_point> last,
+    std::chrono::milliseconds after
+) {
+    early_decision d;
+    const bool running =
+        std::any_of(tasks.begin(), tasks.end(), [](const early_task& t) { return t.open; });
+    if (!running) {
+        return d;  // the bundle's result goes now: it carries them all
+    }
+    std::optional<early_task::time_point> first;
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+        const auto& t = tasks[k];
+        if (t.open || !t.final || t.published) {
+            continue;
+        }
+        d.publish.push_back(k);
+        first = first ? std::min(*first, t.ended) : t.ended;
+    }
+    if (!first) {
+        return d;
+    }
+    auto due = *first + after;
+    if (last) {
+        due = std::max(due, *last + after);  // at most one T4e per `after`
+    }
+    if (due <= now) {
+        return d;
+    }
+    d.publish.clear();
+    d.wake = due;
+    return d;
+}
+
+}  // namespace zkd::roles

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// When the reference worker publishes a running bundle's finished tasks early
+// (roles/worker/detail/early_results.hpp, docs/protocol.md §6 T4e "When").
+#include "roles/worker/detail/early_results.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace zkd::roles;
+using namespace std::chrono_literals;
+
+namespace {
+
+const early_task::time_point t0 = early_task::time_point{} + 1h;
+
+early_task open() {
+    return early_task{};
+}
+early_task ended(early_task::time_point at, bool final = true) {
+    early_task t;
+    t.open = false;
+    t.final = final;
+    t.ended = at;
+    return t;
+}
+
+}  // namespace
+
+TEST(EarlyResultsPolicy, NothingWhileEveryTaskRunsOrOnceNoneRuns) {
+    EXPECT_TRUE(decide_early({open(), open()}, t0).publish.empty());
+    EXPECT_FALSE(decide_early({open(), open()}, t0).wake);
+    // All ended: the bundle's result carries them, however long ago they ended.
+    const auto d = decide_early({ended(t0), ended(t0 + 5ms)}, t0 + 1s);
+    EXPECT_TRUE(d.publish.empty());
+    EXPECT_FALSE(d.wake);
+}
+
+TEST(EarlyResultsPolicy, AFinishedTaskWaitsTenMillisecondsForItsNeighbours) {
+    EXPECT_EQ(early_publish_after, 10ms);
+    const std::vector<early_task> tasks{ended(t0), open()};
+    auto d = decide_early(tasks, t0 + 3ms);
+    EXPECT_TRUE(d.publish.empty());
+    ASSERT_TRUE(d.wake);
+    EXPECT_EQ(*d.wake, t0 + 10ms);
+    d = decide_early(tasks, t0 + 10ms);
+    EXPECT_EQ(d.publish, (std::vector<std::size_t>{0}));
+    EXPECT_FALSE(d.wake);
+}
+
+TEST(EarlyResultsPolicy, OneT4eTakesEveryFinishedUnpublishedTask) {
+    std::vector<early_task> tasks{ended(t0), ended(t0 + 8ms), open(), ended(t0 + 2ms)};
+    tasks[3].published = true;  // published by an earlier T4e
+    auto d = decide_early(tasks, t0 + 9ms);
+    ASSERT_TRUE(d.wake);
+    EXPECT_EQ(*d.wake, t0 + 10ms) << "the earliest end counts";
+    d = decide_early(tasks, t0 + 10ms);
+    EXPECT_EQ(d.publish, (std::vector<std::size_t>{0, 1})) << "1 goes too, ended 2 ms ago";
+}
+
+TEST(EarlyResultsPolicy, AnEndARetryWouldRunAgainIsNeverPublished) {
+    const std::vector<early_task> tasks{ended(t0, false), open(), ended(t0 + 20ms)};
+    auto d = decide_early(tasks, t0 + 25ms);
+    EXPECT_TRUE(d.publish.empty());
+    ASSERT_TRUE(d.wake);
+    EXPECT_EQ(*d.wake, t0 + 30ms);
+    d = decide_early(tasks, t0 + 30ms);
+    EXPECT_EQ(d.publish, (std::vector<std::size_t>{2}));
+}
+
+TEST(EarlyResultsPolicy, AtMostOneT4eInTenMilliseconds) {
+    const std::vector<early_task> tasks{ended(t0), open(), ended(t0 + 1ms)};
+    // A T4e went at t0 + 5 ms (for tasks since published): the next waits until t0 + 15 ms.
+    auto d = decide_early(tasks, t0 + 12ms, t0 + 5ms);
+    EXPECT_TRUE(d.publish.empty());
+    ASSERT_TRUE(d.wake);
+    EXPECT_EQ(*d.wake, t0 + 15ms);
+    d = decide_early(tasks, t0 + 15ms, t0 + 5ms);
+    EXPECT_EQ(d.publish, (std::vector<std::size_t>{0, 2}));
+    // Long ago: only the tasks' own wait counts.
+    EXPECT_EQ(decide_early(tasks, t0 + 10ms, t0 - 1s).publish, (std::vector<std::size_t>{0, 2}));
+}
+
+TEST(EarlyResultsPolicy, TheWaitIsAParameter) {
+    const std::vector<early_task> tasks{ended(t0), open()};
+    EXPECT_EQ(decide_early(tasks, t0, std::nullopt, 0ms).publish, (std::vector<std::size_t>{0}));
+    EXPECT_TRUE(decide_early(tasks, t0 + 50ms, std::nullopt, 100ms).publish.empty());
+}
