@@ -3,8 +3,6 @@
 
 #include "protocol/ids.hpp"
 
-#include <boost/json/parse.hpp>
-
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -209,32 +207,6 @@ std::vector<std::size_t> deliverable_entries(const task_result& whole, std::size
             out.push_back(k);
         }
     }
-    return out;
-}
-
-std::vector<std::size_t> published_in_node(std::string_view node_json, std::size_t n) {
-    std::vector<std::size_t> out;
-    boost::system::error_code ec;
-    const auto doc = boost::json::parse(node_json, ec);
-    const auto* o = ec ? nullptr : doc.if_object();
-    const auto* published = o != nullptr ? o->if_contains("published") : nullptr;
-    const auto* finished = o != nullptr ? o->if_contains("finished") : nullptr;
-    if (published == nullptr || finished == nullptr || !published->is_array() ||
-        !finished->is_array() || finished->get_array().size() != n) {
-        return out;
-    }
-    for (const auto& e : published->get_array()) {
-        const auto k = e.if_int64();
-        if (k == nullptr) {
-            return {};  // not ours
-        }
-        if (*k >= 0 && static_cast<std::uint64_t>(*k) < n &&
-            !finished->get_array()[static_cast<std::size_t>(*k)].is_null()) {
-            out.push_back(static_cast<std::size_t>(*k));
-        }
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
 

@@ -131,11 +131,6 @@ bool is_published(const task_result& whole, std::size_t index) noexcept;
 /// their own nodes nor consumed, ascending (all `size` of them when it holds no entries).
 std::vector<std::size_t> deliverable_entries(const task_result& whole, std::size_t size);
 
-/// The tasks of a bundle that its node (`node_json`: pending, delayed or assigned, `n`
-/// tasks) says were published early (§4.3 `published`, §6 T4e), ascending: an index counts
-/// only with its `finished` entry. Empty when none are, or when the members are not ours.
-std::vector<std::size_t> published_in_node(std::string_view node_json, std::size_t n);
-
 /// Where the result of task `index` of a bundle is, from what a reader found: its own node
 /// (`own`, decoded), the bundle's result (`whole`, decoded).
 enum class entry_source {

@@ -552,10 +552,10 @@ void put_task(json::object& o, const task_spec& t) {
     o["submitted_ms"] = t.submitted_ms;
     if (!t.client.empty())
         o["client"] = json::string_view(t.client.data(), t.client.size());
-    // §4.3's members, after the others: a key the task writes itself, or one of the
-    // assignment's or the progress', is not the timing's to write.
     if (!t.bundle.empty() && t.entry_results)
         o["entry_results"] = true;
+    // §4.3's members, after the others: a key the task writes itself, or one of the
+    // assignment's or the progress', is not the timing's to write.
     for (const auto& [key, value] : t.timing) {
         if (part_of(key) == part::task && !o.contains(key))
             o[key] = value;

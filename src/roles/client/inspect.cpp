@@ -2,6 +2,7 @@
 #include "roles/client/inspect.hpp"
 
 #include "protocol/client_txn.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
 #include "roles/client/error.hpp"
 #include "roles/cluster/namespace.hpp"
@@ -643,8 +644,9 @@ asio::awaitable<zkco::result<task_info>> read_task(
                 co_return node.error();
             }
             if (node) {
+                const auto n = protocol::bundle_size(ref->node);
                 const auto published =
-                    protocol::published_in_node(node->data, protocol::bundle_size(ref->node));
+                    protocol::read_published(node->data, protocol::read_finished(node->data, n));
                 if (std::binary_search(published.begin(), published.end(), *ref->index)) {
                     info = task_info{};
                     info.id = tid;  // unknown: consumed

@@ -242,25 +242,6 @@ TEST(ProtocolClientTxn, ATasksResultIsItsOwnNodesFirstThenItsEntryUnlessPublishe
     EXPECT_FALSE(entry_result(std::nullopt, short_one, 2, "x"));  // no entry for task 2
 }
 
-TEST(ProtocolClientTxn, ARunningBundlesNodeSaysWhichTasksItPublished) {
-    const std::string node =
-        R"({"type":"sum","bundle":[1,2,3],"finished":[{"state":"succeeded","value":1},null,)"
-        R"({"state":"succeeded","value":3}],"published":[2,0]})";
-    EXPECT_EQ(published_in_node(node, 3), (std::vector<std::size_t>{0, 2}));
-    // An index counts only with its finished entry; one out of range neither.
-    EXPECT_EQ(
-        published_in_node(R"({"finished":[null,{"state":"succeeded"}],"published":[0,1,7]})", 2),
-        (std::vector<std::size_t>{1})
-    );
-    // Not ours: nothing.
-    EXPECT_TRUE(published_in_node(R"({"finished":[{}],"published":["0"]})", 1).empty());
-    EXPECT_TRUE(published_in_node(R"({"finished":[{}],"published":0})", 1).empty());
-    EXPECT_TRUE(published_in_node(R"({"published":[0]})", 1).empty());
-    EXPECT_TRUE(published_in_node(R"({"finished":[{}],"published":[0]})", 2).empty());
-    EXPECT_TRUE(published_in_node("not json", 1).empty());
-    EXPECT_TRUE(published_in_node(R"({"type":"sum","bundle":[1,2]})", 2).empty());
-}
-
 TEST(ProtocolClientTxn, BundleConsumeOutcomes) {
     EXPECT_EQ(read_bundle_consume({false, {op_code::ok}}), bundle_consume_outcome::committed);
     EXPECT_EQ(read_bundle_consume(one(op_code::bad_version)), bundle_consume_outcome::conflict);
