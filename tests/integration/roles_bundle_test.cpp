@@ -406,6 +406,49 @@ TEST_F(RolesBundle, ATaskPublishedEarlyIsTakenFromItsOwnNodeAndConsumedWithIt) {
     );
 }
 
+// With a worker that publishes early: the fast task of a bundle is the waiting client's while
+// its slow neighbour still runs, and consuming both leaves the client's results empty.
+TEST_F(RolesBundle, AFastTaskOfABundleIsDeliveredWhileItsSlowNeighbourRuns) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            task_client tc(*zk, layout_);
+            std::vector<task_spec> reqs{
+                {"sleep", json::object{{"ms", 1}}}, {"sleep", json::object{{"ms", 5000}}}};
+            submit_options how;
+            how.bundle = 2;
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            ASSERT_EQ(ids->size(), 2U);
+            auto fast = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 60s);
+            ASSERT_TRUE(fast) << fast.error().message();
+            EXPECT_EQ(fast->task, (*ids)[0]);
+            EXPECT_EQ(fast->state, task_state::succeeded);
+            auto slow = co_await read_task(*zk, layout_, (*ids)[1]);
+            ASSERT_TRUE(slow) << slow.error().message();
+            EXPECT_TRUE(slow->state == task_state::running || slow->state == task_state::assigned)
+                << "the slow task is " << to_string(slow->state)
+                << " when the fast one's result came";
+            co_await tc.flush();  // (the wait's delete rides with the next write: send it)
+            auto st = co_await read_task(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(st);
+            EXPECT_EQ(st->state, task_state::unknown);  // consumed, while its bundle runs
+            auto rest = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 60s);
+            ASSERT_TRUE(rest) << rest.error().message();
+            EXPECT_EQ(rest->task, (*ids)[1]);
+            EXPECT_EQ(rest->state, task_state::succeeded);
+            co_await tc.flush();
+            auto left =
+                co_await zk->get_children(layout_.result_dir(parse_task_ref((*ids)[0])->node));
+            ASSERT_TRUE(left) << left.error().message();
+            EXPECT_TRUE(left->names.empty());
+        }(),
+        120s
+    );
+}
+
 // Another client's wait (zkd wait ID) watches both places a bundled task's result may come;
 // consume (DELETE /v1/tasks/ID/result) of a task published early deletes its own node.
 TEST_F(RolesBundle, AnotherClientWaitsForATaskPublishedEarlyAndConsumesIt) {
