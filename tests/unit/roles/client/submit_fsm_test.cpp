@@ -393,6 +393,27 @@ TEST(BundleConsume, OnlyACommittedDeleteIsOurs) {
     EXPECT_FALSE(lost_delete.deleted());  // maybe ours, maybe not: the follower lists
 }
 
+TEST(BundleConsume, APublishedTaskIsLeftToItsOwnNodeAndTheRestDeletesTheResult) {
+    protocol::task_result r;
+    r.task = "bundle";
+    r.value = 1;
+    r.published = {0};
+    // Task 0 is in its own node: nothing to write for it.
+    bundle_consume only_published("/results/r1/b", 2, {0});
+    auto s = only_published.read(protocol::encode(r), 3);
+    ASSERT_EQ(s.what, kind::done);
+    EXPECT_EQ(s.how, end::delivered);
+    EXPECT_FALSE(only_published.deleted());
+    // Task 1 is the last not published: its consume deletes the bundle's result.
+    bundle_consume last("/results/r1/b", 2, {1});
+    s = last.read(protocol::encode(r), 3);
+    ASSERT_EQ(s.what, kind::write);
+    ASSERT_EQ(s.ops.size(), 1U);
+    EXPECT_EQ(s.ops[0], txn_op::remove("/results/r1/b", 3));
+    (void)last.answered(committed, false);
+    EXPECT_TRUE(last.deleted());
+}
+
 TEST(BundleConsume, GarbageSessionLossAndHardErrors) {
     bundle_consume c("/results/r1/b", 3, {1});
     EXPECT_EQ(c.read("not json", 1).how, end::garbage);
@@ -467,6 +488,17 @@ TEST(SharedBundleRead, TasksConsumedByOthersFirstAndAGoneNodeAreGone) {
     before.gone();
     EXPECT_EQ(before.woke(0), wake::deliver);
     EXPECT_EQ(before.outcome_for(0, "b.0").what, got::gone);
+}
+
+TEST(SharedBundleRead, APublishedTaskIsToBeReadFromItsOwnNode) {
+    shared_bundle_read r(0);
+    r.join(1);
+    r.consuming();
+    auto whole = bundle_of(2);
+    whole.published = {1};
+    r.consumed(whole, {});
+    EXPECT_EQ(r.outcome_for(0, "b.0").what, got::result);
+    EXPECT_EQ(r.outcome_for(1, "b.1").what, got::published);
 }
 
 TEST(SharedBundleRead, AReaderThatFailsLeavesTheOthersToReadForThemselves) {
