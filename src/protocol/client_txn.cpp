@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/client_txn.hpp"
 
+#include "protocol/ids.hpp"
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -123,6 +125,20 @@ consume_outcome read_consume(const txn_answer& a) noexcept {
     }
 }
 
+bool bundle_wholly_consumed(
+    const std::vector<std::size_t>& consumed,
+    const std::vector<std::size_t>& published,
+    std::size_t size
+) {
+    for (std::size_t k = 0; k < size; ++k) {
+        if (!std::binary_search(published.begin(), published.end(), k) &&
+            !std::binary_search(consumed.begin(), consumed.end(), k)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bundle_consume_plan bundle_consume_ops(
     std::string path,
     const task_result& read,
@@ -133,7 +149,9 @@ bundle_consume_plan bundle_consume_ops(
     bundle_consume_plan plan;
     plan.marked = read.consumed;
     for (const auto i : indices) {
-        if (std::binary_search(read.consumed.begin(), read.consumed.end(), i)) {
+        if (is_published(read, i)) {
+            plan.published.push_back(i);
+        } else if (std::binary_search(read.consumed.begin(), read.consumed.end(), i)) {
             plan.taken.push_back(i);
         } else {
             plan.marked.push_back(i);
@@ -141,7 +159,10 @@ bundle_consume_plan bundle_consume_ops(
     }
     std::sort(plan.marked.begin(), plan.marked.end());
     plan.marked.erase(std::unique(plan.marked.begin(), plan.marked.end()), plan.marked.end());
-    plan.all = plan.marked.size() >= size;
+    plan.all = bundle_wholly_consumed(plan.marked, read.published, size);
+    if (!plan.all && plan.marked == read.consumed) {
+        return plan;  // nothing of ours to mark (all taken or published): no write
+    }
     if (plan.all) {
         plan.ops.push_back(txn_op::remove(std::move(path), version));
     } else {
@@ -164,6 +185,69 @@ bundle_consume_outcome read_bundle_consume(const txn_answer& a) noexcept {
         return bundle_consume_outcome::conflict;
     }
     return bundle_consume_outcome::failed;
+}
+
+// --- T4e, read -------------------------------------------------------------------------------
+
+std::string entry_result_path(const layout& l, std::string_view bundle, std::size_t index) {
+    std::string p = l.result_dir(bundle);
+    p.append("/").append(bundled_task_id(bundle, index));
+    return p;
+}
+
+bool is_published(const task_result& whole, std::size_t index) noexcept {
+    return std::binary_search(whole.published.begin(), whole.published.end(), index);
+}
+
+std::vector<std::size_t> deliverable_entries(const task_result& whole, std::size_t size) {
+    std::vector<std::size_t> out;
+    for (std::size_t k = 0; k < size; ++k) {
+        if (!is_published(whole, k) &&
+            !std::binary_search(whole.consumed.begin(), whole.consumed.end(), k)) {
+            out.push_back(k);
+        }
+    }
+    return out;
+}
+
+entry_source locate_entry(bool own, const task_result* whole, std::size_t index) noexcept {
+    if (own) {
+        return entry_source::own;
+    }
+    if (whole == nullptr) {
+        return entry_source::none;
+    }
+    if (is_published(*whole, index) ||
+        std::binary_search(whole->consumed.begin(), whole->consumed.end(), index)) {
+        return entry_source::consumed;
+    }
+    return entry_source::bundle;
+}
+
+codec_result<std::optional<task_result>> entry_result(
+    const std::optional<task_result>& own,
+    const std::optional<task_result>& whole,
+    std::size_t index,
+    std::string id
+) {
+    switch (locate_entry(own.has_value(), whole ? &*whole : nullptr, index)) {
+    case entry_source::own: {
+        auto r = *own;
+        r.task = std::move(id);
+        return std::optional<task_result>(std::move(r));
+    }
+    case entry_source::bundle: {
+        auto r = bundled_result(*whole, index, std::move(id));
+        if (!r) {
+            return r.error();
+        }
+        return std::optional<task_result>(std::move(*r));
+    }
+    case entry_source::consumed:
+    case entry_source::none:
+        break;
+    }
+    return std::optional<task_result>();
 }
 
 }  // namespace zkd::protocol

@@ -80,13 +80,26 @@ enum class consume_outcome {
 };
 consume_outcome read_consume(const txn_answer& a) noexcept;
 
+/// Whether a bundle's result is wholly consumed (T5 deletes it): every one of its `size`
+/// tasks not in `published` (their results are in nodes of their own, §6 T4e) is in
+/// `consumed`. Both ascending.
+bool bundle_wholly_consumed(
+    const std::vector<std::size_t>& consumed,
+    const std::vector<std::size_t>& published,
+    std::size_t size
+);
+
 /// T5 for tasks of a bundle: mark `indices` consumed in the bundle's result `read` (at
-/// `version`), or delete it once all `size` tasks are consumed.
+/// `version`), or delete it once all `size` tasks are consumed (bundle_wholly_consumed()).
+/// Indices in `read.published` are left alone (their own nodes are consumed instead): no
+/// ops when the write would change nothing (every index taken or published) and the node
+/// is not wholly consumed.
 struct bundle_consume_plan {
-    std::vector<txn_op> ops;          ///< set(path, marked, version) or delete(path, version)
-    std::vector<std::size_t> marked;  ///< `consumed` as the write leaves it, ascending
-    std::vector<std::size_t> taken;   ///< of `indices`, consumed by someone else first
-    bool all = false;                 ///< the write deletes the node
+    std::vector<txn_op> ops;             ///< set(path, marked, version) or delete(path, version)
+    std::vector<std::size_t> marked;     ///< `consumed` as the write leaves it, ascending
+    std::vector<std::size_t> taken;      ///< of `indices`, consumed by someone else first
+    std::vector<std::size_t> published;  ///< of `indices`, published in their own nodes
+    bool all = false;                    ///< the write deletes the node
 };
 bundle_consume_plan bundle_consume_ops(
     std::string path,
@@ -103,5 +116,40 @@ enum class bundle_consume_outcome {
     failed,
 };
 bundle_consume_outcome read_bundle_consume(const txn_answer& a) noexcept;
+
+// --- early results of a bundle's tasks (§6 T4e), as a reader takes them ---------------------
+
+/// The path of task `index`'s own result node of the bundle `bundle` (§6 T4e): the task's id
+/// `<bundle>.<index>` in the bundle's results directory.
+std::string entry_result_path(const layout& l, std::string_view bundle, std::size_t index);
+
+/// Whether task `index` of the bundle whose result is `whole` was published early: then its
+/// result is its own node's, never `whole`'s entry.
+bool is_published(const task_result& whole, std::size_t index) noexcept;
+
+/// The tasks of the bundle's result `whole` that it delivers itself: neither published in
+/// their own nodes nor consumed, ascending (all `size` of them when it holds no entries).
+std::vector<std::size_t> deliverable_entries(const task_result& whole, std::size_t size);
+
+/// Where the result of task `index` of a bundle is, from what a reader found: its own node
+/// (`own`, decoded), the bundle's result (`whole`, decoded).
+enum class entry_source {
+    own,       ///< its own node: that is its result
+    bundle,    ///< its entry of the bundle's result
+    consumed,  ///< finished, and its result consumed (or published and its own node gone)
+    none,      ///< no result yet: the bundle still runs (or never was)
+};
+entry_source locate_entry(bool own, const task_result* whole, std::size_t index) noexcept;
+
+/// The result of task `index` (named `id`) of a bundle as a reader reports it, from its own
+/// node `own` (decoded, when found) and the bundle's result `whole` (decoded, when found), by
+/// locate_entry(): nullopt when it has none (consumed, or not finished yet); an error when
+/// its entry cannot be read out of `whole`.
+codec_result<std::optional<task_result>> entry_result(
+    const std::optional<task_result>& own,
+    const std::optional<task_result>& whole,
+    std::size_t index,
+    std::string id
+);
 
 }  // namespace zkd::protocol

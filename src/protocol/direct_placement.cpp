@@ -53,13 +53,14 @@ void direct_placer::read(
 }
 
 std::optional<direct_placer::target> direct_placer::place(
-    std::string_view type, std::uint64_t turn
+    std::string_view type, std::uint64_t turn, std::string_view prefer
 ) {
     if (workers_.empty()) {
         return std::nullopt;
     }
-    // The turn's worker while it has room (one worker per transaction: one change log read
-    // for the lot), else the one with the most room.
+    // The preferred worker while it has room, then the turn's worker while it has room (one
+    // worker per transaction: one change log read for the lot), else the one with the most
+    // room.
     const auto fits = [type](const entry& e) {
         const auto& types = e.seen.info.types;
         const auto& unhealthy = e.seen.info.unhealthy;
@@ -67,7 +68,18 @@ std::optional<direct_placer::target> direct_placer::place(
                std::binary_search(types.begin(), types.end(), type) &&
                !std::binary_search(unhealthy.begin(), unhealthy.end(), type);
     };
-    entry* best = &workers_[turn % workers_.size()];
+    entry* best = nullptr;
+    if (!prefer.empty()) {
+        for (auto& e : workers_) {
+            if (e.seen.id == prefer && fits(e)) {
+                best = &e;
+                break;
+            }
+        }
+    }
+    if (best == nullptr) {
+        best = &workers_[turn % workers_.size()];
+    }
     if (!fits(*best)) {
         best = nullptr;
         for (auto& e : workers_) {

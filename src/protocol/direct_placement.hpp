@@ -55,9 +55,12 @@ public:
     /// it are forgotten: they are in the workers' counts, or finished.
     void read(std::vector<worker_seen> workers, const std::vector<std::string>& suspects = {});
     /// Where a plain task of `type` goes directly, or nullopt (to pending). `turn` (the
-    /// transaction it goes in) picks the worker tried first. A target given takes one of the
-    /// worker's budget: call placed() with the task's id.
-    std::optional<target> place(std::string_view type, std::uint64_t turn);
+    /// transaction it goes in) picks the worker tried first; `prefer`, when not empty, is
+    /// tried before it (the workflow engine's own worker, docs/protocol.md §11.4). A target
+    /// given takes one of the worker's budget: call placed() with the task's id.
+    std::optional<target> place(
+        std::string_view type, std::uint64_t turn, std::string_view prefer = {}
+    );
     /// The task `tid` went to `worker` (place()'s target) and is on its way.
     void placed(const std::string& tid, const std::string& worker);
     /// The result of `tid` was read, or its direct submit was redirected: the budget it took

@@ -552,6 +552,8 @@ void put_task(json::object& o, const task_spec& t) {
     o["submitted_ms"] = t.submitted_ms;
     if (!t.client.empty())
         o["client"] = json::string_view(t.client.data(), t.client.size());
+    if (!t.bundle.empty() && t.entry_results)
+        o["entry_results"] = true;
     // §4.3's members, after the others: a key the task writes itself, or one of the
     // assignment's or the progress', is not the timing's to write.
     for (const auto& [key, value] : t.timing) {
@@ -625,6 +627,9 @@ codec_result<task_node> decode_task_node(std::string_view data) {
     t.max_attempts = r.small_integer("max_attempts", 3, 1, max_attempts_limit);
     t.submitted_ms = r.integer("submitted_ms", 0, int64_min, int64_max);
     t.client = r.string("client");
+    // Only a bundle carries it, and anything but true is its absence (§4.1).
+    if (const auto* er = r.find("entry_results"); er != nullptr && !t.bundle.empty())
+        t.entry_results = er->is_bool() && er->get_bool();
     assignment& a = n.assigned;
     a.attempt = r.small_integer("attempt", 1, 1, int_max);
     a.epoch = r.integer("epoch", 0, 0, int64_max);

@@ -123,6 +123,10 @@ struct task_spec {
     /// try (`try`, `errors`; protocol::plan_retry). Neither assignment nor progress: stamp()
     /// keeps them byte for byte. protocol/delay.hpp reads and makes them.
     boost::json::object timing{};
+    /// A bundle's `entry_results` (§4.1): its client reads a task's result from a node of the
+    /// task's own when the worker publishes one early (§6 T4e). Written only for a bundle and
+    /// only when true; anything but `true` reads as false.
+    bool entry_results = false;
 
     friend bool operator==(const task_spec&, const task_spec&) = default;
 };

@@ -100,6 +100,9 @@ asio::awaitable<void> mastership(
             workflow_engine_options wo;
             wo.retention = o.master.result_retention;
             wo.direct = o.master.direct_placement;
+            if (o.role != node_role::standby && o.capacity > 0) {
+                wo.own_worker = me.id;  // the worker work() runs on this session
+            }
             schedule_engine_options so;
             so.retention = o.master.result_retention;
             using namespace asio::experimental::awaitable_operators;

@@ -8,6 +8,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <utility>
+
 namespace asio = boost::asio;
 
 namespace zkd::zkco {
@@ -31,6 +33,35 @@ watch& watch::operator=(watch&& other) noexcept {
         id_ = std::exchange(other.id_, 0);
     }
     return *this;
+}
+
+set_observer::set_observer(set_observer&& other) noexcept
+    : core_(std::move(other.core_)), id_(std::exchange(other.id_, 0)) {}
+
+set_observer& set_observer::operator=(set_observer&& other) noexcept {
+    if (this != &other) {
+        release();
+        core_ = std::move(other.core_);
+        id_ = std::exchange(other.id_, 0);
+    }
+    return *this;
+}
+
+set_observer::~set_observer() {
+    release();
+}
+
+void set_observer::release() noexcept {
+    if (auto c = core_.lock(); c && id_ != 0) {
+        c->remove_set_observer(id_);
+    }
+    core_.reset();
+    id_ = 0;
+}
+
+set_observer client::observe_sets(std::string path, set_callback f) {
+    const auto id = core_->add_set_observer(std::move(path), std::move(f));
+    return {core_, id};
 }
 
 watch::~watch() {

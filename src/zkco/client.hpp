@@ -13,9 +13,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zkd::zkco {
@@ -23,6 +25,27 @@ namespace zkd::zkco {
 namespace detail {
 class core;
 }
+
+/// A registration made by client::observe_sets: it lasts until this object is destroyed
+/// (or the client is).
+class set_observer {
+public:
+    set_observer() noexcept = default;
+    set_observer(set_observer&& other) noexcept;
+    set_observer& operator=(set_observer&& other) noexcept;
+    set_observer(const set_observer&) = delete;
+    set_observer& operator=(const set_observer&) = delete;
+    ~set_observer();
+
+private:
+    friend class client;
+    set_observer(std::weak_ptr<detail::core> core, std::uint64_t id) noexcept
+        : core_(std::move(core)), id_(id) {}
+    void release() noexcept;
+
+    std::weak_ptr<detail::core> core_;
+    std::uint64_t id_ = 0;
+};
 
 /// One ZooKeeper session, driven from one executor.
 ///
@@ -249,6 +272,17 @@ public:
     boost::asio::awaitable<result<watched<node>>> watch_get(std::string path);
     boost::asio::awaitable<result<watched<children>>> watch_children(std::string path);
     boost::asio::awaitable<void> close();
+
+    /// What observe_sets calls: the data a set wrote and the node's stat right after it.
+    using set_callback = std::function<void(std::string_view data, const zkco::stat& st)>;
+    /// Until the returned object is destroyed, calls `f` for each `set` of `path` in a
+    /// multi of this client that the server committed: the data it wrote and the node's
+    /// stat right after the transaction, which is what a read at that moment would have
+    /// returned. A reader following `path` so learns of its own session's writes without
+    /// reading them back. Called on the executor, right before the multi's own handler, so
+    /// in the order of the server's answers (after the watch events they triggered); a
+    /// multi sent before the call is not observed, nor one whose outcome is unknown.
+    [[nodiscard]] set_observer observe_sets(std::string path, set_callback f);
 
 private:
     template <class... Args>

@@ -6,6 +6,8 @@
 // second process would cost more than the length.
 #include "handlers/builtin.hpp"
 #include "http/server.hpp"
+#include "protocol/client_txn.hpp"
+#include "protocol/ids.hpp"
 #include "protocol/layout.hpp"
 #include "reactor/compute_pool.hpp"
 #include "reactor/lag_probe.hpp"
@@ -14,6 +16,7 @@
 #include "roles/cluster/namespace.hpp"
 #include "roles/node.hpp"
 #include "roles/stats.hpp"
+#include "roles/txn/zk_ops.hpp"
 #include "support/processes.hpp"
 #include "support/zk_fixture.hpp"
 #include "zkco/deadline.hpp"
@@ -1506,6 +1509,89 @@ TEST_F(Http, AGarbageResultIs502) {
     auto r = curl("/v1/tasks/" + id);
     EXPECT_EQ(r.status, 502) << r;
     EXPECT_EQ(r.error_code(), "garbage_result");
+}
+
+// A task of a bundle published early (docs/protocol.md §6 T4e) is read and consumed from its
+// own node, here written by hand, as such a worker writes it, on a bundle of a type no worker
+// serves (so that none runs it).
+TEST_F(Http, ATaskOfABundlePublishedEarlyIsShownAndConsumedFromItsOwnNode) {
+    start();
+    wait_ready();
+    auto bundled = post(
+        "/v1/tasks?bundle=2", R"([{"type":"nobody-serves","args":1,"allow_unserved":true},)"
+                              R"({"type":"nobody-serves","args":2,"allow_unserved":true}])"
+    );
+    ASSERT_EQ(bundled.status, 201) << bundled;
+    const auto id = json::value_to<std::string>(bundled.json().at("ids").at(0));
+    const auto other = json::value_to<std::string>(bundled.json().at("ids").at(1));
+    auto before = curl("/v1/tasks/" + id);
+    ASSERT_EQ(before.status, 200) << before;
+    EXPECT_EQ(before.json().at("state"), "pending");
+    const auto own = [&](bool write) {
+        return asio::co_spawn(
+                   ioc_,
+                   [this, id, write]() -> asio::awaitable<std::string> {
+                       zkd::zkco::config cfg;
+                       cfg.connect_string = cluster_connect();
+                       cfg.session_timeout = 4s;
+                       zkd::zkco::client zk(co_await asio::this_coro::executor, cfg);
+                       if (!co_await zkd::zkco::with_timeout(zk.connect(), 30s)) {
+                           co_return "no session";
+                       }
+                       auto l = co_await zkd::roles::read_layout(zk);
+                       if (!l) {
+                           co_return "no layout";
+                       }
+                       const auto ref = zkd::protocol::parse_task_ref(id);
+                       const auto path =
+                           zkd::protocol::entry_result_path(*l, ref->node, *ref->index);
+                       std::string problem;
+                       if (write) {
+                           zkd::protocol::task_result r;
+                           r.task = id;
+                           r.value = 42;
+                           r.attempt = 1;
+                           r.worker = "by-hand";
+                           zkd::zkco::op::create c;
+                           c.path = path;
+                           c.data = encode(r);
+                           std::vector<zkd::zkco::multi_op> ops;
+                           ops.emplace_back(std::move(c));
+                           zkd::roles::append_change_logs(ops);
+                           const auto done = co_await zk.multi(std::move(ops));
+                           problem = done ? "" : done.ec.message();
+                       } else {
+                           auto there = co_await zk.exists(path);
+                           problem = !there ? there.error().message() : *there ? "there" : "";
+                       }
+                       co_await zk.close();
+                       co_return problem;
+                   },
+                   asio::use_future
+        )
+            .get();
+    };
+    ASSERT_EQ(own(true), "");
+    auto shown = curl("/v1/tasks/" + id);
+    ASSERT_EQ(shown.status, 200) << shown;
+    EXPECT_EQ(shown.json().at("state"), "succeeded");
+    EXPECT_EQ(shown.json().at("worker"), "by-hand");
+    EXPECT_EQ(shown.json().at("result").at("value"), json::value(42));
+    auto neighbour = curl("/v1/tasks/" + other);
+    ASSERT_EQ(neighbour.status, 200) << neighbour;
+    EXPECT_EQ(neighbour.json().at("state"), "pending");
+    auto taken = curl("/v1/tasks/" + id + "/result?wait=30000", {"-X", "DELETE"});
+    ASSERT_EQ(taken.status, 200) << taken;
+    EXPECT_EQ(taken.json().at("task"), json::value(id));
+    EXPECT_EQ(taken.json().at("value"), json::value(42));
+    std::string left = "there";
+    for (int i = 0; i < 100 && left == "there"; ++i) {
+        left = own(false);  // consumed once the answer is written: soon after
+        if (left == "there") {
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+    EXPECT_EQ(left, "") << "the task's own result node is still there";
 }
 
 // What the facade's ?wait stands on: task_client::await_result reads a result without

@@ -4,8 +4,10 @@
 // wait for them and in whatever order; a bundle is requeued as a whole, while one task of it
 // is cancelled alone and only its failed tasks are retried; a bundle whose node lies about
 // its size ends in error results, and the cluster carries on.
+#include "protocol/client_txn.hpp"
 #include "roles/client/inspect.hpp"
 #include "roles/client/task_client.hpp"
+#include "roles/txn/zk_ops.hpp"
 #include "support/roles_cluster.hpp"
 
 #include <boost/json.hpp>
@@ -148,7 +150,10 @@ TEST_F(RolesBundle, WaitsShareOneReadAndClientsShareABundle) {
             const std::string bundle(parse_task_ref(ids->front())->node);
             EXPECT_EQ(bundle_size(bundle), 40U);
 
-            // Client a waits for the first 30 at once: one watch, one read, one write.
+            // Client a waits for the first 30 at once: one read of the bundle's result, one
+            // write. Its own bundle's result (or a task's own one, §6 T4e) comes through the
+            // follower of its results directory: the directory's data, its first listing,
+            // its data again once the result is there.
             const auto before = zk->counters();
             std::vector<std::string> mine(ids->begin(), ids->begin() + 30);
             auto got = co_await wait_all(a, mine);
@@ -160,7 +165,7 @@ TEST_F(RolesBundle, WaitsShareOneReadAndClientsShareABundle) {
                 );
             }
             const auto after = zk->counters();
-            EXPECT_LE(after.reads - before.reads, 3U);
+            EXPECT_LE(after.reads - before.reads, 4U);
             EXPECT_LE(after.writes - before.writes, 2U);
 
             // Another client: a task consumed already is no longer there for it...
@@ -260,6 +265,233 @@ TEST_F(RolesBundle, AWaitThatTimesOutLeavesNothingBehind) {
                 EXPECT_EQ(got[i]->value, json::value("x"));
             }
             EXPECT_EQ(co_await queued(*zk, true), 0U);
+        }(),
+        120s
+    );
+}
+
+// Early results (docs/protocol.md §6 T4e): a worker may publish a finished task of a bundle
+// in a result node of its own, `<bundle>.<k>`, while the others run, and then lists it in
+// the bundle's result's `published`. The nodes are written here by hand, as such a worker
+// writes them (with the results directory's change log), on a bundle no worker runs.
+TEST_F(RolesBundle, ATaskPublishedEarlyIsTakenFromItsOwnNodeAndConsumedWithIt) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 2;
+            auto ids = co_await tc.submit(sums(2), how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            const auto ref = parse_task_ref((*ids)[0]);
+            ASSERT_TRUE(ref && ref->index);
+            const std::string bundle(ref->node);
+            // The client says it reads early results, in the bundle's node.
+            auto pending = co_await zk->get(layout_.pending_task(bundle));
+            ASSERT_TRUE(pending) << pending.error().message();
+            auto node = decode_task_node(pending->data);
+            ASSERT_TRUE(node);
+            EXPECT_TRUE(node->task.entry_results);
+
+            const auto write = [&](std::string path, task_result r) -> asio::awaitable<void> {
+                zkd::zkco::op::create c;  // (GCC 12 rejects the braced form in a coroutine)
+                c.path = std::move(path);
+                c.data = encode(r);
+                std::vector<zkd::zkco::multi_op> ops;
+                ops.emplace_back(std::move(c));
+                append_change_logs(ops);
+                auto done = co_await zk->multi(std::move(ops));
+                EXPECT_TRUE(done) << done.ec.message();
+            };
+            task_result first;
+            first.task = (*ids)[0];
+            first.value = json::object{{"sum", 41}};
+            first.attempt = 1;
+            first.worker = "by-hand";
+            first.started_ms = now_ms();
+            first.finished_ms = first.started_ms;
+            // A wait begun before the task is published gets it from its own node.
+            zkd::zkco::result<task_result> early =
+                zkd::zkco::error_code(zkd::zkco::errc::operation_timeout);
+            zkd::reactor::task_group waits(ioc_.get_executor());
+            waits.spawn([&]() -> asio::awaitable<void> {
+                early = co_await zkd::zkco::with_timeout(tc.await_result((*ids)[0]), 30s);
+            });
+            co_await write(entry_result_path(layout_, bundle, 0), first);
+            co_await waits.async_wait(asio::use_awaitable);
+            ASSERT_TRUE(early) << early.error().message();
+            EXPECT_EQ(early->task, (*ids)[0]);
+            EXPECT_EQ(early->value.at("sum"), json::value(41));
+
+            // Status (zkd status, GET /v1/tasks/ID): the task is done, its neighbour not.
+            auto st0 = co_await read_task(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(st0) << st0.error().message();
+            EXPECT_EQ(st0->state, task_state::succeeded);
+            EXPECT_EQ(st0->worker, "by-hand");
+            ASSERT_TRUE(st0->result);
+            EXPECT_EQ(st0->result->value.at("sum"), json::value(41));
+            auto st1 = co_await read_task(*zk, layout_, (*ids)[1]);
+            ASSERT_TRUE(st1);
+            EXPECT_EQ(st1->state, task_state::pending);
+            auto peeked = co_await peek_result(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(peeked && *peeked);
+            EXPECT_EQ((*peeked)->task, (*ids)[0]);
+
+            // Its wait consumes the own node (a plain delete).
+            auto got = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 30s);
+            ASSERT_TRUE(got) << got.error().message();
+            EXPECT_EQ(got->value.at("sum"), json::value(41));
+            co_await tc.flush();
+            auto own = co_await zk->exists(entry_result_path(layout_, bundle, 0));
+            ASSERT_TRUE(own);
+            EXPECT_FALSE(*own);
+            // Its bundle's node lists it in `published` (as a running bundle's assignment
+            // does, and a requeued bundle's node, §4.3): consumed, so unknown.
+            auto now = co_await zk->get(layout_.pending_task(bundle));
+            ASSERT_TRUE(now);
+            auto marked = json::parse(now->data).as_object();
+            marked["finished"] = json::array{
+                json::object{{"state", "succeeded"}, {"value", json::object{{"sum", 41}}}},
+                nullptr};
+            marked["published"] = json::array{0};
+            ASSERT_TRUE(co_await zk->set(layout_.pending_task(bundle), json::serialize(marked)));
+            auto consumed = co_await read_task(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(consumed) << consumed.error().message();
+            EXPECT_EQ(consumed->state, task_state::unknown);
+            EXPECT_EQ((co_await read_task(*zk, layout_, (*ids)[1]))->state, task_state::pending);
+
+            // The bundle ends: its result lists task 0 in `published` (with its entry as it
+            // was published), task 1 is the bundle's.
+            auto removed = co_await zk->remove(layout_.pending_task(bundle));
+            EXPECT_TRUE(removed) << removed.error().message();
+            task_result whole;
+            whole.task = bundle;
+            whole.attempt = 1;
+            whole.worker = "by-hand";
+            task_result e0;
+            e0.value = json::object{{"sum", 41}};
+            task_result e1;
+            e1.value = json::object{{"sum", 2}};
+            whole.bundle = {e0, e1};
+            summarize_bundle(whole);
+            whole.published = {0};
+            co_await write(layout_.result(bundle), whole);
+            // Task 0's own node is its only truth: gone, so its result was consumed.
+            st0 = co_await read_task(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(st0);
+            EXPECT_EQ(st0->state, task_state::unknown);
+            EXPECT_FALSE(st0->result);
+            peeked = co_await peek_result(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(peeked);
+            EXPECT_FALSE(*peeked);
+            st1 = co_await read_task(*zk, layout_, (*ids)[1]);
+            ASSERT_TRUE(st1);
+            EXPECT_EQ(st1->state, task_state::succeeded);
+            // A wait on task 0 now finds it consumed; task 1's consume is the last one not
+            // published: it deletes the bundle's result.
+            auto again = co_await zkd::zkco::with_timeout(tc.await_result((*ids)[0]), 30s);
+            ASSERT_FALSE(again);
+            EXPECT_EQ(again.error(), zkd::zkco::errc::no_node) << again.error().message();
+            got = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 30s);
+            ASSERT_TRUE(got) << got.error().message();
+            EXPECT_EQ(got->task, (*ids)[1]);
+            EXPECT_EQ(got->value.at("sum"), json::value(2));
+            co_await tc.flush();
+            auto left = co_await zk->get_children(layout_.result_dir(bundle));
+            ASSERT_TRUE(left) << left.error().message();
+            EXPECT_TRUE(left->names.empty());
+        }(),
+        120s
+    );
+}
+
+// With a worker that publishes early: the fast task of a bundle is the waiting client's while
+// its slow neighbour still runs, and consuming both leaves the client's results empty.
+TEST_F(RolesBundle, AFastTaskOfABundleIsDeliveredWhileItsSlowNeighbourRuns) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 2);
+            task_client tc(*zk, layout_);
+            std::vector<task_spec> reqs{
+                {"sleep", json::object{{"ms", 1}}}, {"sleep", json::object{{"ms", 5000}}}};
+            submit_options how;
+            how.bundle = 2;
+            auto ids = co_await tc.submit(reqs, how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            ASSERT_EQ(ids->size(), 2U);
+            auto fast = co_await zkd::zkco::with_timeout(tc.wait((*ids)[0]), 60s);
+            ASSERT_TRUE(fast) << fast.error().message();
+            EXPECT_EQ(fast->task, (*ids)[0]);
+            EXPECT_EQ(fast->state, task_state::succeeded);
+            auto slow = co_await read_task(*zk, layout_, (*ids)[1]);
+            ASSERT_TRUE(slow) << slow.error().message();
+            EXPECT_TRUE(slow->state == task_state::running || slow->state == task_state::assigned)
+                << "the slow task is " << to_string(slow->state)
+                << " when the fast one's result came";
+            co_await tc.flush();  // (the wait's delete rides with the next write: send it)
+            auto st = co_await read_task(*zk, layout_, (*ids)[0]);
+            ASSERT_TRUE(st);
+            EXPECT_EQ(st->state, task_state::unknown);  // consumed, while its bundle runs
+            auto rest = co_await zkd::zkco::with_timeout(tc.wait((*ids)[1]), 60s);
+            ASSERT_TRUE(rest) << rest.error().message();
+            EXPECT_EQ(rest->task, (*ids)[1]);
+            EXPECT_EQ(rest->state, task_state::succeeded);
+            co_await tc.flush();
+            auto left =
+                co_await zk->get_children(layout_.result_dir(parse_task_ref((*ids)[0])->node));
+            ASSERT_TRUE(left) << left.error().message();
+            EXPECT_TRUE(left->names.empty());
+        }(),
+        120s
+    );
+}
+
+// Another client's wait (zkd wait ID) watches both places a bundled task's result may come;
+// consume (DELETE /v1/tasks/ID/result) of a task published early deletes its own node.
+TEST_F(RolesBundle, AnotherClientWaitsForATaskPublishedEarlyAndConsumesIt) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            auto* other_zk = co_await session();
+            task_client tc(*zk, layout_);
+            task_client other(*other_zk, layout_);
+            submit_options how;
+            how.bundle = 3;
+            auto ids = co_await tc.submit(sums(3), how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            const std::string bundle(parse_task_ref((*ids)[2])->node);
+            zkd::zkco::result<task_result> waited =
+                zkd::zkco::error_code(zkd::zkco::errc::operation_timeout);
+            zkd::reactor::task_group waits(ioc_.get_executor());
+            waits.spawn([&]() -> asio::awaitable<void> {
+                waited = co_await zkd::zkco::with_timeout(other.await_result((*ids)[2]), 30s);
+            });
+            task_result r;
+            r.task = (*ids)[2];
+            r.state = task_state::failed;
+            r.error = task_error{"bad_args", "by hand"};
+            r.attempt = 1;
+            zkd::zkco::op::create c;
+            c.path = entry_result_path(layout_, bundle, 2);
+            c.data = encode(r);
+            std::vector<zkd::zkco::multi_op> ops;
+            ops.emplace_back(std::move(c));
+            append_change_logs(ops);
+            auto done = co_await zk->multi(std::move(ops));
+            ASSERT_TRUE(done) << done.ec.message();
+            co_await waits.async_wait(asio::use_awaitable);
+            ASSERT_TRUE(waited) << waited.error().message();
+            EXPECT_EQ(waited->state, task_state::failed);
+            ASSERT_TRUE(waited->error);
+            EXPECT_EQ(waited->error->code, "bad_args");
+            ASSERT_TRUE(co_await other.consume((*ids)[2]));
+            auto own = co_await zk->exists(entry_result_path(layout_, bundle, 2));
+            ASSERT_TRUE(own);
+            EXPECT_FALSE(*own);
         }(),
         120s
     );

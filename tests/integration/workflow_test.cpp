@@ -284,6 +284,34 @@ TEST_F(Workflow, AChainOfFiftyPassesItsValues) {
         EXPECT_EQ(n, 1) << tag;
     }
     EXPECT_EQ(runs().size(), 50U);
+    // Each W2 launched one task: the master placed it on its own worker (node "m"), which
+    // learns of it, as the master learns of its result, from its own transaction's answer.
+    const std::string id(s.at("id").as_string());
+    const auto dir = "/zkd/" + ns_ + "/results/" + id.substr(id.rfind('-') + 1);
+    std::map<std::string, int> by_worker;
+    asio::io_context ioc;
+    zkd::test::run_co(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            zkd::zkco::client zk(ioc.get_executor(), make_config());
+            co_await zk.connect();
+            if (auto kids = co_await zk.get_children(dir)) {
+                for (const auto& k : kids->names) {
+                    std::string path = dir;
+                    path.append("/").append(k);
+                    if (auto n = co_await zk.get(path)) {
+                        const auto r = json::parse(n->data).as_object();
+                        ++by_worker[std::string(r.at("worker").as_string())];
+                    }
+                }
+            }
+            co_await zk.close();
+        }(),
+        60s
+    );
+    ASSERT_EQ(by_worker.size(), 1U);
+    EXPECT_TRUE(by_worker.begin()->first.starts_with("m-")) << by_worker.begin()->first;
+    EXPECT_EQ(by_worker.begin()->second, 50);
 }
 
 TEST_F(Workflow, AThousandToOneFanInRunsOnce) {

@@ -20,6 +20,9 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::literals;
@@ -219,6 +222,64 @@ TEST_F(ZkcoOps, MultiCommitsAllWithPerOpResults) {
         auto empty = co_await zk.multi({});
         EXPECT_TRUE(empty);
         EXPECT_TRUE(empty.results.empty());
+        co_await zk.close();
+    }());
+}
+
+TEST_F(ZkcoOps, ObservedSetsOfCommittedMultisComeBeforeTheirAnswers) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        ASSERT_TRUE(co_await zk.create("/d"s, "0"s));
+        ASSERT_TRUE(co_await zk.create("/e"s, ""s));
+        std::vector<std::pair<std::string, zkd::zkco::stat>> on_d;
+        std::vector<std::string> order;
+        auto watching =
+            zk.observe_sets("/d"s, [&](std::string_view data, const zkd::zkco::stat& st) {
+                on_d.emplace_back(std::string(data), st);
+                order.push_back("observed"s);
+            });
+
+        // A multi that commits: its set of /d is observed, with the stat a read would give,
+        // before the multi's own answer; the set of /e has no observer.
+        std::vector<multi_op> ops{
+            op::create{"/d/c"s, ""s, create_mode::persistent, {}}, op::set{"/d"s, "log"s, 0},
+            op::set{"/e"s, "x"s, any_version}};
+        zk.async_multi(std::move(ops), [&](error_code ec, const std::vector<op_result>&) {
+            EXPECT_FALSE(ec);
+            order.push_back("answered"s);
+        });
+        auto read = co_await zk.get("/d"s);  // answered after the multi
+        ASSERT_TRUE(read);
+        ASSERT_EQ(on_d.size(), 1U);
+        EXPECT_EQ(on_d[0].first, "log");
+        EXPECT_EQ(on_d[0].second.version, read->stat.version);
+        EXPECT_EQ(on_d[0].second.cversion, read->stat.cversion);
+        EXPECT_EQ(on_d[0].second.czxid, read->stat.czxid);
+        EXPECT_EQ(on_d[0].second.mzxid, read->stat.mzxid);
+        EXPECT_EQ(order, (std::vector<std::string>{"observed"s, "answered"s}));
+
+        // One that fails applies nothing: nothing observed. A plain set is not a multi.
+        std::vector<multi_op> failing{op::set{"/d"s, "no"s, any_version}, op::check{"/e"s, 7}};
+        EXPECT_FALSE(co_await zk.multi(std::move(failing)));
+        EXPECT_TRUE(co_await zk.set("/d"s, "plain"s));
+        EXPECT_EQ(on_d.size(), 1U);
+
+        // Two observers of one path both see it; once destroyed, an observer sees nothing.
+        int second = 0;
+        {
+            auto also =
+                zk.observe_sets("/d"s, [&](std::string_view, const zkd::zkco::stat&) { ++second; });
+            std::vector<multi_op> two{op::set{"/d"s, "two"s, any_version}};
+            EXPECT_TRUE(co_await zk.multi(std::move(two)));
+        }
+        EXPECT_EQ(second, 1);
+        EXPECT_EQ(on_d.size(), 2U);
+        watching = {};
+        std::vector<multi_op> three{op::set{"/d"s, "three"s, any_version}};
+        EXPECT_TRUE(co_await zk.multi(std::move(three)));
+        EXPECT_EQ(on_d.size(), 2U);
+        EXPECT_EQ(second, 1);
         co_await zk.close();
     }());
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "roles/client/inspect.hpp"
 
+#include "protocol/client_txn.hpp"
+#include "protocol/delay.hpp"
 #include "protocol/ids.hpp"
 #include "roles/client/error.hpp"
 #include "roles/cluster/namespace.hpp"
@@ -518,19 +520,18 @@ asio::awaitable<zkco::result<task_list>> list_tasks(
 
 namespace {
 
-// One task of a bundle, from what was found of the bundle: nullopt once its result was
-// consumed.
-protocol::codec_result<std::optional<protocol::task_result>> bundled(
-    const protocol::task_result& whole, std::size_t index, const std::string& tid
+// A result node as read: nullopt when there is none; an error when it is garbage (why).
+protocol::codec_result<std::optional<protocol::task_result>> found_result(
+    const zkco::result<zkco::node>& node
 ) {
-    if (std::binary_search(whole.consumed.begin(), whole.consumed.end(), index)) {
+    if (!node) {
         return std::optional<protocol::task_result>();
     }
-    auto r = protocol::bundled_result(whole, index, tid);
-    if (!r) {
-        return r.error();
+    auto decoded = protocol::decode_result(node->data);
+    if (!decoded) {
+        return decoded.error();
     }
-    return std::optional<protocol::task_result>(std::move(*r));
+    return std::optional<protocol::task_result>(std::move(*decoded));
 }
 
 }  // namespace
@@ -542,25 +543,37 @@ asio::awaitable<zkco::result<std::optional<protocol::task_result>>> peek_result(
     if (!ref) {
         co_return std::optional<protocol::task_result>();
     }
-    auto node = co_await zk.get(l.result(ref->node));
-    if (!node) {
-        if (node.error() == zkco::errc::no_node) {
-            co_return std::optional<protocol::task_result>();
-        }
-        co_return node.error();
+    // One task of a bundle: its own node (§6 T4e) first, then the bundle's result.
+    read_batch batch(zk);
+    read_batch::slot<zkco::node> own;
+    if (ref->index) {
+        own = batch.get(protocol::entry_result_path(l, ref->node, *ref->index));
     }
-    auto decoded = protocol::decode_result(node->data);
-    if (!decoded) {
+    auto node = batch.get(l.result(ref->node));
+    if (auto done = co_await batch.wait(); !done) {
+        co_return done.error();
+    }
+    for (const auto& slot : {own, node}) {
+        if (slot && failed(*slot)) {
+            co_return slot->error();
+        }
+    }
+    auto whole = found_result(*node);
+    if (!whole) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
-    if (ref->index) {
-        auto one = bundled(*decoded, *ref->index, tid);
-        if (!one) {
-            co_return zkco::error_code(client_errc::garbage_result);
-        }
-        co_return std::move(*one);
+    if (!ref->index) {
+        co_return std::move(*whole);
     }
-    co_return std::optional<protocol::task_result>(std::move(*decoded));
+    auto mine = found_result(*own);
+    if (!mine) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    auto one = protocol::entry_result(*mine, *whole, *ref->index, tid);
+    if (!one) {
+        co_return zkco::error_code(client_errc::garbage_result);
+    }
+    co_return std::move(*one);
 }
 
 namespace {
@@ -580,25 +593,64 @@ asio::awaitable<zkco::result<task_info>> read_task(
         co_return info;
     }
     if (ref->index) {
-        // One task of a bundle: where the bundle is, and its entry of the bundle's result.
+        // One task of a bundle: where the bundle is, then its own result node (§6 T4e: its
+        // worker may publish it while the bundle runs), and its entry of the bundle's result.
         auto whole = co_await read_task(zk, l, std::string(ref->node));
         if (!whole) {
             co_return whole.error();
         }
         info = std::move(*whole);
         info.id = tid;
-        if (info.result) {
-            auto one = bundled(*info.result, *ref->index, tid);
-            if (!one) {
-                info.state = protocol::task_state::unknown;
-                info.garbage = one.error().message;
-                info.result.reset();
-            } else if (!*one) {
-                info.state = protocol::task_state::unknown;  // consumed
-                info.result.reset();
-            } else {
-                info.state = (*one)->state;
-                info.result = std::move(**one);
+        if (!info.garbage.empty() && !info.result) {
+            co_return info;  // the bundle's node is garbage
+        }
+        auto own_node = co_await zk.get(protocol::entry_result_path(l, ref->node, *ref->index));
+        if (!own_node && own_node.error() != zkco::errc::no_node) {
+            co_return own_node.error();
+        }
+        auto own = found_result(own_node);
+        if (!own) {
+            info = task_info{};
+            info.id = tid;
+            info.garbage = own.error().message;
+            co_return info;
+        }
+        const auto bundle_finished = info.result.has_value();
+        auto one = protocol::entry_result(*own, info.result, *ref->index, tid);
+        if (!one) {
+            info.state = protocol::task_state::unknown;
+            info.garbage = one.error().message;
+            info.result.reset();
+        } else if (*one) {
+            info.state = (*one)->state;
+            info.worker = (*one)->worker;
+            info.progress = -1;
+            info.progress_message.clear();
+            info.result = std::move(**one);
+        } else if (bundle_finished) {
+            info.state = protocol::task_state::unknown;  // consumed
+            info.result.reset();
+        } else if (info.garbage.empty() && info.state != protocol::task_state::unknown) {
+            // The bundle still runs: a task it published early (its node says so) whose own
+            // node is gone was consumed.
+            std::string path = l.pending_task(ref->node);
+            if (info.state == protocol::task_state::delayed) {
+                path = l.delayed_task(ref->node);
+            } else if (info.state != protocol::task_state::pending) {
+                path = protocol::layout::assignment(info.worker, ref->node);
+            }
+            auto node = co_await zk.get(path);
+            if (!node && node.error() != zkco::errc::no_node) {
+                co_return node.error();
+            }
+            if (node) {
+                const auto n = protocol::bundle_size(ref->node);
+                const auto published =
+                    protocol::read_published(node->data, protocol::read_finished(node->data, n));
+                if (std::binary_search(published.begin(), published.end(), *ref->index)) {
+                    info = task_info{};
+                    info.id = tid;  // unknown: consumed
+                }
             }
         }
         co_return info;

@@ -19,6 +19,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -29,6 +30,9 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <utility>
+#include <variant>
 
 namespace asio = boost::asio;
 
@@ -66,43 +70,207 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait(std::stri
 
 asio::awaitable<zkco::result<protocol::task_result>> task_client::await_result(std::string tid) {
     const auto ref = protocol::parse_task_ref(tid);
-    const bool bundled = ref && ref->index;
-    // (A local, not a conditional expression inside co_await: GCC 12 destroys the
-    // temporaries of such an expression twice.)
-    std::string node_id = tid;
-    if (bundled) {
-        node_id = std::string(ref->node);
-    }
-    auto node = co_await await_result_node(std::move(node_id));
-    if (!node) {
-        co_return node.error();
-    }
-    auto decoded = protocol::decode_result(node->data);
-    if (!decoded) {
-        co_return zkco::error_code(client_errc::garbage_result);
-    }
-    if (!bundled) {
+    if (!ref || !ref->index) {
+        auto node = co_await await_result_node(tid);
+        if (!node) {
+            co_return node.error();
+        }
+        auto decoded = protocol::decode_result(node->data);
+        if (!decoded) {
+            co_return zkco::error_code(client_errc::garbage_result);
+        }
         co_return std::move(*decoded);
     }
-    if (std::binary_search(decoded->consumed.begin(), decoded->consumed.end(), *ref->index)) {
-        co_return zkco::error_code(zkco::errc::no_node);
+    // One task of a bundle: its own node (§6 T4e), or its entry of the bundle's result.
+    const std::string bundle(ref->node);
+    const auto index = *ref->index;
+    const auto own_path = protocol::entry_result_path(l_, bundle, index);
+    auto first = co_await await_entry(bundle, index);
+    if (!first) {
+        co_return first.error();
     }
-    auto r = protocol::bundled_result(*decoded, *ref->index, tid);
+    if (*first) {
+        co_return own_entry(own_path, **first, tid, false);
+    }
+    auto node = co_await read_node(l_.result(bundle));
+    std::optional<protocol::task_result> whole;
+    if (node) {
+        auto decoded = protocol::decode_result(node->data);
+        if (!decoded) {
+            co_return zkco::error_code(client_errc::garbage_result);
+        }
+        whole = std::move(*decoded);
+    } else if (node.error() != zkco::errc::no_node) {
+        co_return node.error();
+    }
+    if (!whole || protocol::is_published(*whole, index)) {
+        // Its result is its own node's, or the bundle's is gone: its own node, if still there.
+        auto own = co_await read_node(own_path);
+        if (!own) {
+            co_return own.error();  // no_node: consumed
+        }
+        co_return own_entry(own_path, *own, tid, false);
+    }
+    auto r = protocol::entry_result(std::nullopt, whole, index, tid);
     if (!r) {
         co_return zkco::error_code(client_errc::garbage_result);
     }
-    co_return std::move(*r);
+    if (!*r) {
+        co_return zkco::error_code(zkco::errc::no_node);  // consumed
+    }
+    co_return std::move(**r);
+}
+
+zkco::result<protocol::task_result> task_client::own_entry(
+    const std::string& path, const zkco::node& node, const std::string& tid, bool consume
+) {
+    if (consume) {
+        consume_result(path);  // garbage too (§8): it is nobody's result
+    }
+    auto decoded = protocol::decode_result(node.data);
+    if (!decoded) {
+        return zkco::error_code(client_errc::garbage_result);
+    }
+    decoded->task = tid;
+    return std::move(*decoded);
+}
+
+asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_entry(
+    std::string bundle, std::size_t index
+) {
+    const auto own_name = protocol::bundled_task_id(bundle, index);
+    if (protocol::task_id_client(bundle) == ids_.client_hex()) {
+        auto got = co_await await_own_first(own_name, bundle);
+        if (!got) {
+            if (got.error() == zkco::errc::no_node) {
+                // A name came and was gone before it was read: its own node consumed, or
+                // the bundle's result (wholly consumed): read the bundle's to find out.
+                co_return std::optional<zkco::node>();
+            }
+            co_return got.error();
+        }
+        if (got->first == own_name) {
+            co_return std::optional<zkco::node>(std::move(got->second));
+        }
+        co_return std::optional<zkco::node>();
+    }
+    const auto own_path = protocol::entry_result_path(l_, bundle, index);
+    const auto bundle_path = l_.result(bundle);
+    for (;;) {
+        const auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
+        auto own = co_await zk_.watch_exists(own_path);
+        if (!own) {
+            if (co_await reconnected_after(zk_, own.error())) {
+                continue;
+            }
+            co_return own.error();
+        }
+        if (own->value) {
+            auto node = co_await read_node(own_path);
+            if (!node) {
+                co_return node.error();  // no_node: consumed
+            }
+            co_return std::optional<zkco::node>(std::move(*node));
+        }
+        auto whole = co_await zk_.watch_exists(bundle_path);
+        if (!whole) {
+            if (co_await reconnected_after(zk_, whole.error())) {
+                continue;
+            }
+            co_return whole.error();
+        }
+        if (whole->value) {
+            co_return std::optional<zkco::node>();
+        }
+        using namespace asio::experimental::awaitable_operators;
+        auto ev = co_await (own->watch.changed() || whole->watch.changed());
+        const auto& changed = ev.index() == 0 ? std::get<0>(ev) : std::get<1>(ev);
+        if (!changed && changed.error() == zkco::condition::session_lost) {
+            co_return changed.error();
+        }
+    }
+}
+
+asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> task_client::await_own_first(
+    std::string first, std::string second
+) {
+    using got = std::pair<std::string, zkco::node>;
+    const auto box = inbox_;
+    for (const auto& name : {first, second}) {
+        if (box->view.wait(name)) {
+            if (name == second) {
+                box->view.unwait(first);
+            }
+            auto node = co_await read_node(l_.result_dir(second) + "/" + name);  // there already
+            if (!node) {
+                co_return node.error();
+            }
+            co_return got(name, std::move(*node));
+        }
+    }
+    auto w = std::make_shared<inbox_wait>(zk_.get_executor());
+    box->waits[first].push_back(w);
+    box->waits[second].push_back(w);
+    if (!box->running) {
+        box->running = true;
+        asio::co_spawn(
+            zk_.get_executor(),
+            follow_inbox(zk_, protocol::layout::client_results(ids_.client_hex()), box, alive_),
+            asio::detached
+        );
+    }
+    co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
+    // Leave the name(s) not delivered to it (the inbox forgot those that were).
+    for (const auto& name : {first, second}) {
+        if (w->done && (name == w->name || std::ranges::count(w->also, name) > 0)) {
+            continue;
+        }
+        if (auto it = box->waits.find(name); it != box->waits.end()) {
+            std::erase(it->second, w);
+            if (it->second.empty()) {
+                box->waits.erase(it);
+            }
+        }
+        box->view.unwait(name);
+    }
+    if (!w->done) {
+        co_return zkco::error_code(asio::error::operation_aborted);  // cancelled
+    }
+    if (!w->node && !w->read_it) {
+        co_return w->node.error();  // the follower failed
+    }
+    if (w->read_it) {
+        auto node = co_await read_node(l_.result_dir(second) + "/" + w->name);
+        if (!node) {
+            co_return node.error();
+        }
+        co_return got(w->name, std::move(*node));
+    }
+    co_return got(w->name, std::move(*w->node));
 }
 
 asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
     if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
         std::string bundle(ref->node);
         auto node = co_await read_node(l_.result(bundle));
-        if (!node) {
-            if (node.error() == zkco::errc::no_node) {
-                co_return zkco::result<void>();
-            }
+        if (!node && node.error() != zkco::errc::no_node) {
             co_return node.error();
+        }
+        const auto published = [&] {
+            const auto whole = protocol::decode_result(node->data);
+            return whole && protocol::is_published(*whole, *ref->index);
+        };
+        if (!node || published()) {
+            // Its result is (or may be: the bundle still runs) in its own node (§6 T4e).
+            const auto ec =
+                co_await consume_until_done(protocol::entry_result_path(l_, bundle, *ref->index));
+            if (ec) {
+                co_return ec;
+            }
+            co_return zkco::result<void>();
         }
         std::vector<std::size_t> indices(1, *ref->index);
         auto consumed = co_await consume_bundled(bundle, std::move(*node), std::move(indices));
@@ -122,6 +290,17 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(
     std::string bundle, std::size_t index, std::string tid
 ) {
     using phase = shared_bundle_read::phase;
+    // Its own node (§6 T4e) or the bundle's result, whichever comes first.
+    const auto own_path = protocol::entry_result_path(l_, bundle, index);
+    {
+        auto first = co_await await_entry(bundle, index);
+        if (!first) {
+            co_return first.error();
+        }
+        if (*first) {
+            co_return own_entry(own_path, **first, tid, true);
+        }
+    }
     std::shared_ptr<bundle_wait> w;
     for (;;) {
         if (auto it = bundle_waits_.find(bundle); it != bundle_waits_.end()) {
@@ -174,8 +353,8 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(
             std::shared_ptr<bundle_wait> w;
         };
         const release guard(*this, bundle, w);
-        auto node = co_await await_node(l_.result(bundle));
-        bundle_waits_.erase(bundle);  // later waits read again
+        auto node = co_await read_node(l_.result(bundle));  // there (await_entry)
+        bundle_waits_.erase(bundle);                        // later waits read again
         if (!node) {
             if (node.error() == zkco::errc::no_node) {
                 w->read.gone();  // gone before we read it: for all of us
@@ -205,7 +384,14 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(
     case shared_bundle_read::outcome::kind::result:
         co_return std::move(out.result);
     case shared_bundle_read::outcome::kind::gone:
-        co_return zkco::error_code(zkco::errc::no_node);
+    case shared_bundle_read::outcome::kind::published: {
+        // Published early (or the bundle's result gone): its own node, if still there.
+        auto own = co_await read_node(own_path);
+        if (!own) {
+            co_return own.error();  // no_node: consumed
+        }
+        co_return own_entry(own_path, *own, tid, true);
+    }
     case shared_bundle_read::outcome::kind::garbage:
         break;
     case shared_bundle_read::outcome::kind::failed:
@@ -484,11 +670,15 @@ asio::awaitable<zkco::error_code> task_client::consume_until_done(std::string pa
         const auto outcome = protocol::read_consume(to_answer(ec, r));
         if (outcome == protocol::consume_outcome::consumed) {
             if (zkco::parent_path(path) == own_results) {
+                const std::string name(zkco::base_name(path));
                 if (!ec) {
                     // Our delete: the follower's count of the directory's changes includes it.
-                    inbox_->view.removed(std::string(zkco::base_name(path)));
+                    inbox_->view.removed(name);
                 }
-                own_unconsumed_ -= own_unconsumed_ > 0 ? 1 : 0;
+                if (const auto ref = protocol::parse_task_ref(name); !ref || !ref->index) {
+                    // (A task's own node of a bundle, §6 T4e, is no node we submitted.)
+                    own_unconsumed_ -= own_unconsumed_ > 0 ? 1 : 0;
+                }
             }
             co_return zkco::error_code();  // (no node: by an earlier try, or another client)
         }

@@ -44,7 +44,8 @@ boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
     std::vector<protocol::task_spec> tasks,
     std::size_t most,
     std::string_view client,
-    std::int64_t now_ms
+    std::int64_t now_ms,
+    bool entry_results
 ) {
     most = std::clamp<std::size_t>(most, 1, protocol::max_bundle_tasks);
     std::vector<packed_node> out;
@@ -96,6 +97,7 @@ boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
             }
             continue;
         }
+        spec.entry_results = entry_results;
         out.push_back(plain);
         out.back().bundle = spec.bundle.size();
         out.back().data = protocol::encode(spec);
@@ -261,6 +263,9 @@ bundle_consume::step bundle_consume::read(std::string_view data, std::int32_t ve
     read_ = std::move(*decoded);
     version_ = version;
     plan_ = protocol::bundle_consume_ops(path_, read_, version, size_, indices_);
+    if (plan_.ops.empty()) {
+        return done(step::end::delivered);  // nothing to write: taken or published already
+    }
     step s;
     s.what = step::kind::write;
     s.ops = plan_.ops;
@@ -367,6 +372,10 @@ shared_bundle_read::outcome shared_bundle_read::outcome_for(std::size_t index, s
     }
     if (!whole_) {
         out.what = outcome::kind::failed;
+        return out;
+    }
+    if (protocol::is_published(*whole_, index)) {
+        out.what = outcome::kind::published;
         return out;
     }
     auto r = protocol::bundled_result(*whole_, index, std::move(tid));

@@ -48,12 +48,14 @@ struct packed_node {
 /// `most` (1: none; at most max_bundle_tasks) while the node stays within max_task_bytes; tasks
 /// whose args are nested too deep to sit in a bundle go alone. An error, nothing packed: the
 /// first rule a task breaks (a task_spec whose `bundle` is not empty: invalid_args, bundles
-/// are the packer's to make).
+/// are the packer's to make). `entry_results`: each bundle's node says so (§4.1: the client
+/// takes a task's result from a node of its own, when its worker publishes one early).
 boost::system::result<std::vector<packed_node>, client_errc> pack_tasks(
     std::vector<protocol::task_spec> tasks,
     std::size_t most,
     std::string_view client,
-    std::int64_t now_ms
+    std::int64_t now_ms,
+    bool entry_results = false
 );
 
 /// Whether `t` may go in an automatic bundle (docs/protocol.md §4.1 "Automatic bundles"):
@@ -236,8 +238,10 @@ public:
     /// What the wait on one task gets.
     struct outcome {
         enum class kind {
-            result,   ///< `result`
-            gone,     ///< no_node: consumed by someone else (or the node was gone)
+            result,  ///< `result`
+            gone,    ///< no_node: consumed by someone else (or the node was gone)
+            /// published early (§6 T4e): its result is its own node's, not the bundle's
+            published,
             garbage,  ///< its entry cannot be read out of the bundle's result
             failed,   ///< the reader's error
         };

@@ -154,7 +154,9 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit_answ
     if (pool) {
         kept = tasks;
     }
-    auto packed = pack_tasks(std::move(tasks), opts.bundle, ids_.client_hex(), protocol::now_ms());
+    // Our bundles say we read their tasks' early results (§6 T4e): results.cpp does.
+    auto packed =
+        pack_tasks(std::move(tasks), opts.bundle, ids_.client_hex(), protocol::now_ms(), true);
     if (!packed) {
         co_return zkco::error_code(packed.error());
     }
@@ -384,7 +386,7 @@ void task_client::flush_pool() {
             specs.push_back(std::move(all[i]));
         }
         // Checked when submitted, so this packs; should it not, the calls say why.
-        auto packed = pack_tasks(std::move(specs), g.size(), ids_.client_hex(), now);
+        auto packed = pack_tasks(std::move(specs), g.size(), ids_.client_hex(), now, true);
         if (!packed) {
             for (const auto i : g) {
                 calls[where[i].first]->error = zkco::error_code(packed.error());

@@ -258,6 +258,24 @@ private:
     boost::asio::awaitable<zkco::error_code> consume_until_done(
         std::string path, bool deferred = false
     );
+    /// Waits for the result of task `index` of `bundle` in either place it may come
+    /// (docs/protocol.md §6 T4e): its own node `<bundle>.<index>` (then yields it, read),
+    /// or the bundle's result (then yields nullopt: read that). Through the inbox for a
+    /// bundle of this client's, else by `exists` watches on both. Errors: no_node when its
+    /// own node was there but gone before it was read (consumed), the session's.
+    boost::asio::awaitable<zkco::result<std::optional<zkco::node>>> await_entry(
+        std::string bundle, std::size_t index
+    );
+    /// await_own for whichever of two names in this client's results directory comes first:
+    /// the name, and its node as read.
+    boost::asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> await_own_first(
+        std::string first, std::string second
+    );
+    /// The result of task `tid` from its own node `node` (read at `path`): consumed (the node
+    /// deleted in the background) when `consume`.
+    zkco::result<protocol::task_result> own_entry(
+        const std::string& path, const zkco::node& node, const std::string& tid, bool consume
+    );
     boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(
         std::string bundle, std::size_t index, std::string tid
     );

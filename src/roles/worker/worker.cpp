@@ -44,6 +44,7 @@
 #include <random>
 #include <set>
 #include <stop_token>
+#include <string_view>
 
 namespace asio = boost::asio;
 
@@ -355,6 +356,17 @@ private:
     /// for every change (worker_fsm::log_read says).
     asio::awaitable<void> watch_assignments() {
         const std::string dir = protocol::layout::assign_dir(me_.id);
+        // What this session's own transactions write here (the workflow engine of a member
+        // that is also the master, placing on its own worker) is known from their answers:
+        // a read of the change log at that stat, which the next read finds applied already
+        // (§6 "Change logs"); one that does not follow on from our view is left to the read.
+        const auto own = zk_.observe_sets(dir, [this](std::string_view data, const zkco::stat& st) {
+            if (auto actions = state_.log_read(to_dir_stat(st), data)) {
+                for (const auto& a : *actions) {
+                    act(a);
+                }
+            }
+        });
         for (;;) {
             const auto cs = co_await asio::this_coro::cancellation_state;
             if (cs.cancelled() != asio::cancellation_type::none) {

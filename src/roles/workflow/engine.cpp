@@ -31,6 +31,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -155,7 +156,7 @@ public:
         : zk_(zk),
           l_(l),
           epoch_(epoch),
-          opts_(o),
+          opts_(std::move(o)),
           stats_(stats),
           id_(std::move(id)),
           ref_(ref),
@@ -193,9 +194,20 @@ public:
             ++stats_->adopted;
         }
         spdlog::info("workflow {}: adopted ({} steps)", id_, (*spec)->steps.size());
+        // The results this session's own transactions write (its worker's T4) are known
+        // from their answers, before the directory's change log is read back.
+        own_results_ = zk_.observe_sets(
+            wf::results_node(ref_),
+            [w = weak_from_this()](std::string_view data, const zkco::stat&) {
+                if (auto self = w.lock()) {
+                    self->own_results(data);
+                }
+            }
+        );
         watchers_.spawn([self = shared_from_this()] { return self->follow_results(); }, "results");
         watchers_.spawn([self = shared_from_this()] { return self->follow_cancel(); }, "cancel");
         co_await drive();
+        own_results_ = {};
         uncount();
         watchers_.emit(asio::cancellation_type::terminal);
         co_await watchers_.async_wait(asio::use_awaitable);
@@ -456,7 +468,13 @@ private:
             if (!type) {
                 continue;
             }
-            const auto to = placer.place(*type, turn);
+            // A W2 of one task (a chain's next step, a fan-in) places it on the worker
+            // of this session first: its result then comes back with the answer to that
+            // worker's T4 (own_results), and its assignment reaches the worker with the
+            // answer to this W2 (zkco::client::observe_sets), without the reads.
+            const auto to = placer.place(
+                *type, turn, w.creates.size() == 1 ? std::string_view(opts_.own_worker) : ""
+            );
             if (!to) {
                 continue;
             }
@@ -638,12 +656,27 @@ private:
         }
     }
 
+    /// A transaction of this session set the results directory's change log to `data`
+    /// (zkco::client::observe_sets): the results it names with their data are there, as a
+    /// read of the log would say; follow_results skips them when it reads the log.
+    void own_results(std::string_view data) {
+        auto log = protocol::decode_change_log(data);
+        if (!log || !fsm_) {
+            return;
+        }
+        for (const auto& e : log->created) {
+            if (e.data && seen_.insert(e.name).second) {
+                push(wf::wf_saw::result{e.name, protocol::decode_result(*e.data)});
+            }
+        }
+    }
+
     /// Follows /results/<client> by its change log (§6), every result once.
     asio::awaitable<void> follow_results() {
         co_await asio::this_coro::throw_if_cancelled(false);
         const auto dir = wf::results_node(ref_);
         protocol::log_follower follower;
-        std::set<std::string, std::less<>> seen;
+        auto& seen = seen_;
         for (;;) {
             const bool stop = co_await zkco::cancelled();
             if (stop) {
@@ -796,6 +829,8 @@ private:
     reactor::task_group watchers_;
     std::deque<wf::workflow_event> inbox_;
     std::optional<wf::workflow_fsm> fsm_;
+    std::set<std::string, std::less<>> seen_;  // results pushed (follow_results, own_results)
+    zkco::set_observer own_results_;           // while the workflow is followed
     std::uint64_t turn_ = 0;  // W2s placed so far: the worker tried first (direct_placer)
     // Its part of the stats' gauges (recount, uncount).
     bool counted_ = false;

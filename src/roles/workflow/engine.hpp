@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace zkd::roles {
 
@@ -28,6 +29,11 @@ struct workflow_engine_options {
     bool direct = true;
     /// The workers' view for direct placement is read again when it is older than this.
     std::chrono::milliseconds workers_read_every{1000};
+    /// The member id of the worker that shares this master's ZooKeeper session (a member
+    /// that is both), empty when there is none: a W2 that launches one task places it there
+    /// first (docs/protocol.md §11.4), and the engine learns of its results from the
+    /// answers to that worker's own T4 (zkco::client::observe_sets), without reading them.
+    std::string own_worker;
 };
 
 /// What the engine has done, for logs and tests.

@@ -122,6 +122,9 @@ void core::on_reply(zk_event&& ev) {
     // connection on an out-of-order reply (note_silent_disconnect): the request may have
     // been applied, which is what connection loss says.
     const int code = ev.code == ZRUNTIMEINCONSISTENCY ? ZCONNECTIONLOSS : ev.code;
+    if (!observed_sets_.empty()) {
+        notify_sets(ev);  // before the multi's own handler (observe_sets)
+    }
     complete_op(ev.id, from_zk_rc(code), &ev);
 }
 

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -96,6 +97,12 @@ public:
     void watch_wait(std::uint64_t id, handler<watch_event> h);
     void watch_release(std::uint64_t id) noexcept;
 
+    /// client::observe_sets: registers `f` for the committed sets of `path`; its id.
+    std::uint64_t add_set_observer(
+        std::string path, std::function<void(std::string_view, const zkco::stat&)> f
+    );
+    void remove_set_observer(std::uint64_t id) noexcept;
+
     /// The client is going away: fail everything, stop posting, close in the background.
     void detach() noexcept;
 
@@ -126,6 +133,9 @@ private:
         completion_mode mode = completion_mode::dispatch
     );
     void fail_start(std::uint64_t id, int rc);
+    /// A multi's reply: its observed sets (observe_sets) go to their observers when it
+    /// committed.
+    void notify_sets(const zk_event& ev);
     std::uint64_t new_watch();
     error_code terminal_error() const noexcept;
 
@@ -191,6 +201,21 @@ private:
     std::vector<std::uint64_t> state_waiters_;    // op ids
     std::vector<std::uint64_t> connect_waiters_;  // op ids
     std::vector<boost::asio::any_completion_handler<void()>> close_waiters_;
+
+    // observe_sets: the observers by path, and the sets of each multi in flight that had
+    // observers when it was sent (by op id): the op's index, its path and its data.
+    using set_callback = std::function<void(std::string_view, const zkco::stat&)>;
+    struct set_observer_entry {
+        std::uint64_t id = 0;
+        std::shared_ptr<set_callback> f;
+    };
+    struct observed_set {
+        std::size_t index = 0;
+        std::string path;
+        std::string data;
+    };
+    std::unordered_map<std::string, std::vector<set_observer_entry>> set_observers_;
+    std::unordered_map<std::uint64_t, std::vector<observed_set>> observed_sets_;
 
     // Reset on detach(), so that a core freed later on the closer thread touches no
     // io_context that may be gone by then.

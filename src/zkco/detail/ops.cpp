@@ -5,6 +5,7 @@
 #include "zkco/detail/core.hpp"
 #include "zkco/detail/pending_op.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -366,8 +367,71 @@ void core::multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h) {
         fail_start(id, rc);
         return;
     }
+    if (!set_observers_.empty()) {
+        std::vector<observed_set> observed;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (const auto* s = std::get_if<op::set>(&ops[i]);
+                s != nullptr && set_observers_.contains(s->path)) {
+                observed.push_back({i, s->path, s->data});
+            }
+        }
+        if (!observed.empty()) {
+            observed_sets_.emplace(id, std::move(observed));
+        }
+    }
     (void)ctx.release();
     sent();
+}
+
+std::uint64_t core::add_set_observer(std::string path, set_callback f) {
+    const std::uint64_t id = ++next_id_;
+    set_observers_[std::move(path)].push_back({id, std::make_shared<set_callback>(std::move(f))});
+    return id;
+}
+
+void core::remove_set_observer(std::uint64_t id) noexcept {
+    for (auto it = set_observers_.begin(); it != set_observers_.end(); ++it) {
+        auto& list = it->second;
+        const auto at =
+            std::find_if(list.begin(), list.end(), [id](const auto& e) { return e.id == id; });
+        if (at != list.end()) {
+            list.erase(at);
+            if (list.empty()) {
+                set_observers_.erase(it);
+            }
+            return;
+        }
+    }
+}
+
+void core::notify_sets(const zk_event& ev) {
+    const auto it = observed_sets_.find(ev.id);
+    if (it == observed_sets_.end()) {
+        return;
+    }
+    const auto observed = std::move(it->second);
+    observed_sets_.erase(it);
+    if (ev.code != ZOK) {
+        return;  // not applied, or its outcome unknown
+    }
+    for (const auto& o : observed) {
+        if (o.index >= ev.multi.size() || ev.multi[o.index].ec) {
+            continue;
+        }
+        const auto obs = set_observers_.find(o.path);
+        if (obs == set_observers_.end()) {
+            continue;
+        }
+        // A copy: an observer may add or remove observers.
+        std::vector<std::shared_ptr<set_callback>> fs;
+        fs.reserve(obs->second.size());
+        for (const auto& e : obs->second) {
+            fs.push_back(e.f);
+        }
+        for (const auto& f : fs) {
+            (*f)(o.data, ev.multi[o.index].stat);
+        }
+    }
 }
 
 }  // namespace zkd::zkco::detail

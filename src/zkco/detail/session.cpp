@@ -268,6 +268,7 @@ void core::terminate(session_state s, error_code ec) {
     }
     set_state(s);
     connect_waiters_.clear();
+    observed_sets_.clear();  // their replies never come now
     auto ops = std::exchange(ops_, {});
     for (auto& [id, op] : ops) {
         op->finish(*this, ec, nullptr, mode);

@@ -3,8 +3,12 @@
 // a bundle's result): the ops each builds and what each reads out of the per-op results.
 #include "protocol/client_txn.hpp"
 
+#include "protocol/ids.hpp"
+
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,12 +29,29 @@ txn_answer one(op_code c) {
     return {true, {c}};
 }
 
-task_result bundle_result(std::vector<std::size_t> consumed) {
+task_result bundle_result(
+    std::vector<std::size_t> consumed, std::vector<std::size_t> published = {}
+) {
     task_result r;
     r.task = "b3-" + tid;
     r.state = task_state::succeeded;
     r.value = 1;
     r.consumed = std::move(consumed);
+    r.published = std::move(published);
+    return r;
+}
+
+// A bundle's result with one entry per task (task k's value k).
+task_result entries(std::size_t n, std::vector<std::size_t> published = {}) {
+    task_result r;
+    r.task = tid + "_" + std::to_string(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        task_result e;
+        e.value = static_cast<std::int64_t>(k);
+        r.bundle.push_back(e);
+    }
+    summarize_bundle(r);
+    r.published = std::move(published);
     return r;
 }
 
@@ -129,6 +150,96 @@ TEST(ProtocolClientTxn, TheLastConsumeOfABundleDeletesItsResult) {
     EXPECT_TRUE(plan.taken.empty());
     ASSERT_EQ(plan.ops.size(), 1U);
     EXPECT_EQ(plan.ops[0], txn_op::remove("/results/r1/b", 9));
+}
+
+TEST(ProtocolClientTxn, ABundleWhoseOtherTasksArePublishedIsWhollyConsumedByTheRest) {
+    EXPECT_TRUE(bundle_wholly_consumed({0, 1, 2}, {}, 3));
+    EXPECT_FALSE(bundle_wholly_consumed({0, 2}, {}, 3));
+    EXPECT_TRUE(bundle_wholly_consumed({2}, {0, 1}, 3));
+    EXPECT_TRUE(bundle_wholly_consumed({}, {0, 1, 2}, 3));
+    EXPECT_FALSE(bundle_wholly_consumed({1}, {0}, 3));
+
+    // Task 1 consumed, tasks 0 and 2 published: the consume of task 1 deletes the node.
+    const auto last = bundle_consume_ops("/results/r1/b", bundle_result({}, {0, 2}), 5, 3, {1});
+    EXPECT_TRUE(last.all);
+    ASSERT_EQ(last.ops.size(), 1U);
+    EXPECT_EQ(last.ops[0], txn_op::remove("/results/r1/b", 5));
+
+    // A published task's consume is its own node's: nothing marked in the bundle's.
+    const auto mixed = bundle_consume_ops("/results/r1/b", bundle_result({}, {0}), 6, 3, {0, 2});
+    EXPECT_FALSE(mixed.all);
+    EXPECT_EQ(mixed.published, (std::vector<std::size_t>{0}));
+    EXPECT_EQ(mixed.marked, (std::vector<std::size_t>{2}));
+    ASSERT_EQ(mixed.ops.size(), 1U);
+    const auto written = decode_result(mixed.ops[0].data);
+    ASSERT_TRUE(written);
+    EXPECT_EQ(written->consumed, (std::vector<std::size_t>{2}));
+    EXPECT_EQ(written->published, (std::vector<std::size_t>{0}));  // kept
+
+    // Only published (or taken) tasks asked for: no write.
+    const auto none = bundle_consume_ops("/results/r1/b", bundle_result({1}, {0}), 7, 3, {0, 1});
+    EXPECT_TRUE(none.ops.empty());
+    EXPECT_FALSE(none.all);
+    EXPECT_EQ(none.taken, (std::vector<std::size_t>{1}));
+    EXPECT_EQ(none.published, (std::vector<std::size_t>{0}));
+}
+
+TEST(ProtocolClientTxn, ATasksOwnResultNodeIsItsIdInTheBundlesDirectory) {
+    const auto l = test_layout();
+    const auto bundle = tid + "_3";
+    EXPECT_EQ(entry_result_path(l, bundle, 2), "/results/3fa9c2d1/" + bundle + ".2");
+    EXPECT_EQ(
+        entry_result_path(l, bundle, 0), l.result_dir(bundle) + "/" + bundled_task_id(bundle, 0)
+    );
+}
+
+TEST(ProtocolClientTxn, ABundlesResultDeliversOnlyWhatIsNeitherPublishedNorConsumed) {
+    auto whole = entries(4, {1});
+    whole.consumed = {3};
+    EXPECT_EQ(deliverable_entries(whole, 4), (std::vector<std::size_t>{0, 2}));
+    EXPECT_TRUE(is_published(whole, 1));
+    EXPECT_FALSE(is_published(whole, 0));
+    EXPECT_EQ(deliverable_entries(entries(2), 2), (std::vector<std::size_t>{0, 1}));
+}
+
+TEST(ProtocolClientTxn, ATasksResultIsItsOwnNodesFirstThenItsEntryUnlessPublished) {
+    const auto whole = entries(3, {1});
+    EXPECT_EQ(locate_entry(true, &whole, 0), entry_source::own);
+    EXPECT_EQ(locate_entry(true, nullptr, 1), entry_source::own);  // the bundle still runs
+    EXPECT_EQ(locate_entry(false, nullptr, 1), entry_source::none);
+    EXPECT_EQ(locate_entry(false, &whole, 0), entry_source::bundle);
+    EXPECT_EQ(locate_entry(false, &whole, 1), entry_source::consumed);  // own node gone
+    auto consumed = whole;
+    consumed.consumed = {0};
+    EXPECT_EQ(locate_entry(false, &consumed, 0), entry_source::consumed);
+
+    const auto id = tid + "_3.1";
+    task_result own;
+    own.task = id;
+    own.value = 41;
+    own.worker = "w";
+    auto r = entry_result(own, whole, 1, id);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(*r);
+    EXPECT_EQ((*r)->value, 41);  // not the bundle's entry (1)
+    EXPECT_EQ((*r)->worker, "w");
+
+    r = entry_result(std::nullopt, whole, 1, id);  // published, own node consumed
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(*r);
+
+    r = entry_result(std::nullopt, whole, 2, tid + "_3.2");
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(*r);
+    EXPECT_EQ((*r)->value, 2);
+    EXPECT_EQ((*r)->task, tid + "_3.2");
+
+    r = entry_result(std::nullopt, std::nullopt, 2, tid + "_3.2");  // still running
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(*r);
+
+    auto short_one = entries(2);
+    EXPECT_FALSE(entry_result(std::nullopt, short_one, 2, "x"));  // no entry for task 2
 }
 
 TEST(ProtocolClientTxn, BundleConsumeOutcomes) {

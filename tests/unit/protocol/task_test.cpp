@@ -471,6 +471,65 @@ TEST(ProtocolBundleCodec, ABundlesResultIsChecked) {
     const auto dup = decode_result(head + R"("consumed":[2,0,2]})");
     ASSERT_TRUE(dup);
     EXPECT_EQ(dup->consumed, (std::vector<std::size_t>{0, 2}));
+    expect_refused(d, head + R"("published":[-1]})", "published");
+    expect_refused(d, head + R"("published":{}})", "published");
+    const auto pub = decode_result(head + R"("published":[3,1,3]})");
+    ASSERT_TRUE(pub);
+    EXPECT_EQ(pub->published, (std::vector<std::size_t>{1, 3}));
+}
+
+TEST(ProtocolBundleCodec, TheTasksPublishedEarlyRoundTripAndStayOutOfAnEntry) {
+    task_result whole;
+    whole.task = "t4-1763733600123-3fa9c2d100002a_3";
+    task_result ok;
+    ok.value = 1;
+    whole.bundle = {ok, ok, ok};
+    whole.consumed = {2};
+    whole.published = {0, 1};
+    const auto text = encode(whole);
+    EXPECT_NE(text.find(R"("published":[0,1])"), std::string::npos) << text;
+    EXPECT_NE(text.find(R"("consumed":[2])"), std::string::npos) << text;
+    const auto back = decode_result(text);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, whole);
+    whole.bundle.clear();  // a result for every task: a task's copy lists nothing
+    const auto any = bundled_result(whole, 2, whole.task + ".2");
+    ASSERT_TRUE(any);
+    EXPECT_TRUE(any->published.empty());
+    EXPECT_TRUE(any->consumed.empty());
+    task_result none;  // not written when empty
+    none.task = "t";
+    EXPECT_EQ(encode(none).find("published"), std::string::npos);
+}
+
+TEST(ProtocolBundleCodec, OnlyABundleSaysItReadsEarlyResultsAndOnlyTrueCounts) {
+    task_spec t;
+    t.type = "sum";
+    t.bundle = {json::array{1}, json::array{2}};
+    t.entry_results = true;
+    const auto text = encode(t);
+    EXPECT_NE(text.find(R"("entry_results":true)"), std::string::npos) << text;
+    const auto back = decode_task_node(text);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_TRUE(back->task.entry_results);
+    EXPECT_EQ(back->task, t);
+
+    t.entry_results = false;
+    EXPECT_EQ(encode(t).find("entry_results"), std::string::npos);
+    task_spec plain;
+    plain.type = "sum";
+    plain.args = 1;
+    plain.entry_results = true;  // a plain task has no bundle to say it of
+    EXPECT_EQ(encode(plain).find("entry_results"), std::string::npos);
+
+    // Garbage is its absence (the node stays a valid bundle).
+    for (const auto* garbage : {R"("yes")", "1", "null", "false"}) {
+        auto node = encode(t);
+        node.insert(node.size() - 1, std::string(R"(,"entry_results":)") + garbage);
+        const auto read = decode_task_node(node);
+        ASSERT_TRUE(read) << node;
+        EXPECT_FALSE(read->task.entry_results) << node;
+    }
 }
 
 // --- members, meta, epoch, cancel -----------------------------------------------------------

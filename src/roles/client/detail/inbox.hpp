@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace zkd::roles {
 
@@ -23,6 +24,9 @@ struct task_client::inbox_wait {
     boost::asio::steady_timer ready;  ///< a timer used as a condvar
     bool done = false;
     bool read_it = false;  ///< delivered by name only: the wait reads the result itself
+    std::string name;      ///< the name it was delivered for (a wait may wait for two)
+    /// Names delivered to it after it was done (a wait on two names that both came).
+    std::vector<std::string> also;
     zkco::result<zkco::node> node = zkco::error_code(boost::asio::error::operation_aborted);
 };
 
@@ -40,7 +44,12 @@ struct task_client::inbox {
             return;
         }
         for (const auto& w : it->second) {
+            if (w->done) {
+                w->also.push_back(name);  // it took the other name it waited for
+                continue;
+            }
             fill(*w);
+            w->name = name;
             w->done = true;
             w->ready.cancel();
         }
@@ -65,6 +74,9 @@ struct task_client::inbox {
         for (const auto& [name, ws] : all) {
             for (const auto& w : ws) {
                 view.unwait(name);
+                if (w->done) {
+                    continue;  // failed already, under the other name it waited for
+                }
                 w->node = ec;
                 w->done = true;
                 w->ready.cancel();

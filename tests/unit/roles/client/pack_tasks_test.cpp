@@ -71,6 +71,25 @@ TEST(RolesPackTasks, AlikeNeighboursShareABundleUpToItsSize) {
     EXPECT_EQ(first->task.client, "c");
 }
 
+TEST(RolesPackTasks, AClientThatReadsEarlyResultsSaysSoInEachBundleOnly) {
+    std::vector<protocol::task_spec> tasks;
+    for (int i = 0; i < 3; ++i) {
+        tasks.push_back(task("sum", json::array{i}));
+    }
+    tasks.push_back(task("echo", "z"));
+    const auto packed = pack_tasks(tasks, 3, "c", now, true);
+    ASSERT_TRUE(packed);
+    ASSERT_EQ(packed->size(), 2U);
+    const auto bundle = protocol::decode_task_node((*packed)[0].data);
+    ASSERT_TRUE(bundle);
+    EXPECT_TRUE(bundle->task.entry_results);
+    EXPECT_EQ((*packed)[1].data.find("entry_results"), std::string::npos);  // a plain task
+
+    const auto without = pack_tasks(tasks, 3, "c", now);
+    ASSERT_TRUE(without);
+    EXPECT_EQ((*without)[0].data.find("entry_results"), std::string::npos);
+}
+
 TEST(RolesPackTasks, ABundleStopsWhereTheNodeWouldBeTooLarge) {
     const std::string third(200 * 1024, 'x');
     std::vector<protocol::task_spec> tasks(4, task("echo", json::value(third)));

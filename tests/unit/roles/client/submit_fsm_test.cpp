@@ -242,6 +242,29 @@ TEST(DirectPlacer, EachTurnHasItsWorkerWhileItHasRoom) {
     EXPECT_EQ(d.place("echo", 5)->worker, "w-0");
 }
 
+TEST(DirectPlacer, APreferredWorkerGoesFirstWhileItTakesTheTask) {
+    direct_placer d;
+    auto draining = seen("w-3", 8, 0, {"echo"});
+    draining.info.draining = true;
+    d.read(
+        {seen("w-0", 8, 0, {"echo"}), seen("w-1", 2, 0, {"echo"}), seen("w-2", 8, 0, {"sleep"}),
+         draining}
+    );
+    EXPECT_EQ(d.place("echo", 0, "w-1")->worker, "w-1") << "before the turn's worker";
+    EXPECT_EQ(d.place("echo", 0, "w-1")->worker, "w-1");
+    // Full now: the turn's worker, as without a preference.
+    EXPECT_EQ(d.place("echo", 0, "w-1")->worker, "w-0");
+    // One that does not serve the type, one draining, one not in the view: the turn's.
+    EXPECT_EQ(d.place("echo", 0, "w-2")->worker, "w-0");
+    EXPECT_EQ(d.place("echo", 0, "w-3")->worker, "w-0");
+    EXPECT_EQ(d.place("echo", 0, "w-9")->worker, "w-0");
+    EXPECT_EQ(d.place("sleep", 0, "w-2")->worker, "w-2");
+    // A suspect is never preferred.
+    direct_placer s;
+    s.read({seen("w-0", 8, 0, {"echo"}), seen("w-1", 8, 0, {"echo"})}, {"w-1"});
+    EXPECT_EQ(s.place("echo", 1, "w-1")->worker, "w-0");
+}
+
 TEST(DirectPlacer, AResultGivesTheSlotBackAndAReadCountsWhatTheWorkerHolds) {
     direct_placer d;
     d.read({seen("w-0", 2, 0, {"echo"})});
@@ -370,6 +393,27 @@ TEST(BundleConsume, OnlyACommittedDeleteIsOurs) {
     EXPECT_FALSE(lost_delete.deleted());  // maybe ours, maybe not: the follower lists
 }
 
+TEST(BundleConsume, APublishedTaskIsLeftToItsOwnNodeAndTheRestDeletesTheResult) {
+    protocol::task_result r;
+    r.task = "bundle";
+    r.value = 1;
+    r.published = {0};
+    // Task 0 is in its own node: nothing to write for it.
+    bundle_consume only_published("/results/r1/b", 2, {0});
+    auto s = only_published.read(protocol::encode(r), 3);
+    ASSERT_EQ(s.what, kind::done);
+    EXPECT_EQ(s.how, end::delivered);
+    EXPECT_FALSE(only_published.deleted());
+    // Task 1 is the last not published: its consume deletes the bundle's result.
+    bundle_consume last("/results/r1/b", 2, {1});
+    s = last.read(protocol::encode(r), 3);
+    ASSERT_EQ(s.what, kind::write);
+    ASSERT_EQ(s.ops.size(), 1U);
+    EXPECT_EQ(s.ops[0], txn_op::remove("/results/r1/b", 3));
+    (void)last.answered(committed, false);
+    EXPECT_TRUE(last.deleted());
+}
+
 TEST(BundleConsume, GarbageSessionLossAndHardErrors) {
     bundle_consume c("/results/r1/b", 3, {1});
     EXPECT_EQ(c.read("not json", 1).how, end::garbage);
@@ -444,6 +488,17 @@ TEST(SharedBundleRead, TasksConsumedByOthersFirstAndAGoneNodeAreGone) {
     before.gone();
     EXPECT_EQ(before.woke(0), wake::deliver);
     EXPECT_EQ(before.outcome_for(0, "b.0").what, got::gone);
+}
+
+TEST(SharedBundleRead, APublishedTaskIsToBeReadFromItsOwnNode) {
+    shared_bundle_read r(0);
+    r.join(1);
+    r.consuming();
+    auto whole = bundle_of(2);
+    whole.published = {1};
+    r.consumed(whole, {});
+    EXPECT_EQ(r.outcome_for(0, "b.0").what, got::result);
+    EXPECT_EQ(r.outcome_for(1, "b.1").what, got::published);
 }
 
 TEST(SharedBundleRead, AReaderThatFailsLeavesTheOthersToReadForThemselves) {
