@@ -552,13 +552,22 @@ std::optional<retry_plan> plan_bundle_retry(
     const backoff_policy& defaults,
     std::uint64_t random
 ) {
+    // A task an earlier try finished (its node's `finished`: a published one too) is final
+    // as it was then, whatever this worker's retry defaults say: it never runs again.
+    const auto held = read_finished(assignment_json, entries.size());
     json::array finished;
     finished.reserve(entries.size());
     bool again = false;
-    for (const auto& e : entries) {
-        const bool rerun = retryable(e.state, e.error ? std::string_view(e.error->code) : "");
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+        const auto& e = entries[k];
+        const bool rerun =
+            !held[k] && retryable(e.state, e.error ? std::string_view(e.error->code) : "");
         again = again || rerun;
-        finished.emplace_back(rerun ? json::value(nullptr) : json::value(encode_entry(e)));
+        finished.emplace_back(
+            rerun     ? json::value(nullptr)
+            : held[k] ? json::value(encode_entry(*held[k]))  // as it was published or kept
+                      : json::value(encode_entry(e))
+        );
     }
     if (!again) {
         return std::nullopt;

@@ -177,7 +177,9 @@ void cancel_retryable_entries(
 /// entry or more ended retryable() and a retry is left (as plan_retry() decides for a plain
 /// task, with `error` as the try's error in `errors`). The retry node is plan_retry()'s plus
 /// `finished`: each task that ended otherwise (succeeded, cancelled, a failure no retry
-/// mends) keeps its entry there and is not run again; the retryable ones are null. nullopt:
+/// mends), and each task the node's own `finished` already held (an earlier try's or a
+/// published one: final then, whatever `defaults` say now), keeps its entry there and is not
+/// run again; the other retryable ones are null. nullopt:
 /// publish the result as it is (nothing to retry, no retries left, or a node that would not
 /// fit max_task_bytes).
 [[nodiscard]] std::optional<retry_plan> plan_bundle_retry(

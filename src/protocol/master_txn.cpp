@@ -156,13 +156,14 @@ std::vector<txn_op> reject_ops(
     std::string_view code,
     std::string why,
     int attempt,
-    std::int64_t now_ms
+    std::int64_t now_ms,
+    std::string_view data
 ) {
     return {
         txn_op::remove(pending_path(shard, tid)),
         txn_op::create(
             l.result(tid),
-            master_result(tid, code, std::move(why), attempt, task_state::failed, now_ms)
+            master_result(tid, code, std::move(why), attempt, task_state::failed, now_ms, data)
         )};
 }
 
@@ -173,14 +174,19 @@ pending_outcome read_reject(const txn_answer& a) noexcept {
 // --- T7 ------------------------------------------------------------------------------------------
 
 std::vector<txn_op> cancel_pending_ops(
-    const layout& l, std::uint32_t shard, std::string_view tid, int attempt, std::int64_t now_ms
+    const layout& l,
+    std::uint32_t shard,
+    std::string_view tid,
+    int attempt,
+    std::int64_t now_ms,
+    std::string_view data
 ) {
     return {
         txn_op::remove(pending_path(shard, tid)),
         txn_op::create(
             l.result(tid),
             master_result(
-                tid, codes::cancelled, "cancelled", attempt, task_state::cancelled, now_ms
+                tid, codes::cancelled, "cancelled", attempt, task_state::cancelled, now_ms, data
             )
         ),
         txn_op::remove(layout::cancel_request(tid))};

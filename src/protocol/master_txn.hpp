@@ -97,7 +97,9 @@ assign_outcome read_assign(const txn_answer& a) noexcept;
 
 // --- failing a pending task (§8 malformed, unknown type, cannot be assigned) ----------------
 
-/// delete(/pending/<shard>/<tid>), create(result, failed with `code`).
+/// delete(/pending/<shard>/<tid>), create(result, failed with `code`). `data`, the pending
+/// node as read (empty: not read, or not the task's), makes the result master_result()'s with
+/// it: a requeued or released bundle's finished tasks keep their entries and `published`.
 std::vector<txn_op> reject_ops(
     const layout& l,
     std::uint32_t shard,
@@ -105,7 +107,8 @@ std::vector<txn_op> reject_ops(
     std::string_view code,
     std::string why,
     int attempt,
-    std::int64_t now_ms
+    std::int64_t now_ms,
+    std::string_view data = {}
 );
 
 /// Outcomes of the transactions that delete a pending node first (reject, T7 on pending).
@@ -120,8 +123,15 @@ pending_outcome read_reject(const txn_answer& a) noexcept;
 // --- T7 cancel ---------------------------------------------------------------------------------
 
 /// Pending: delete(/pending/<shard>/<tid>), create(result, cancelled), delete(/cancel/<tid>).
+/// `data`, the pending node as read (empty: not read), makes the result master_result()'s
+/// with it, as for reject_ops().
 std::vector<txn_op> cancel_pending_ops(
-    const layout& l, std::uint32_t shard, std::string_view tid, int attempt, std::int64_t now_ms
+    const layout& l,
+    std::uint32_t shard,
+    std::string_view tid,
+    int attempt,
+    std::int64_t now_ms,
+    std::string_view data = {}
 );
 /// Assigned to `worker`: check(assignment), create(marker), delete(/cancel/<tid>).
 std::vector<txn_op> cancel_assigned_ops(std::string_view worker, std::string_view tid);

@@ -38,12 +38,17 @@ protected:
     void SetUp() override {
         zkd_cluster_test::SetUp();
         runs_ = dir_ / "runs";
-        // Each run of a task says so in `runs`; the task "slow" takes 3 s.
+        // Each run of a task says so in `runs`; the task "slow" runs while the file `gate`
+        // exists (which the test removes once it has seen what it runs for; 120 s at most).
+        gate_ = dir_ / "gate";
+        std::ofstream(gate_) << "shut\n";
         script_ = (dir_ / "job.sh").string();
         std::ofstream(script_) << "#!/bin/sh\n"
                                << "a=$(cat)\n"
                                << "echo \"$a\" >> " << runs_.string() << "\n"
-                               << "case \"$a\" in *slow*) sleep 3 ;; esac\n"
+                               << "case \"$a\" in *slow*) i=0; while [ -e " << gate_.string()
+                               << " ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done ;; "
+                                  "esac\n"
                                << "echo \"$a\"\n";
         fs::permissions(script_, fs::perms::owner_all);
     }
@@ -113,7 +118,11 @@ protected:
         co_return std::nullopt;
     }
 
+    /// Lets every run of "slow" end.
+    void open_gate() const { fs::remove(gate_); }
+
     fs::path runs_;
+    fs::path gate_;
     std::string script_;
 };
 
@@ -142,6 +151,7 @@ TEST_F(EarlyResults, AFastTaskHasItsOwnResultWhileItsNeighbourRuns) {
             EXPECT_TRUE(own->bundle.empty());
             EXPECT_GE(own->finished_ms, own->started_ms);
 
+            open_gate();
             auto r = co_await result_at(*zk, l->result(b), 30s);
             ASSERT_TRUE(r);
             EXPECT_EQ(r->published, (std::vector<std::size_t>{0}));
@@ -180,6 +190,7 @@ TEST_F(EarlyResults, APublishedTaskNeverRunsAgainAfterItsWorkerIsKilled) {
             // The master requeues the bundle (T6) with its published task's entry; the next
             // worker runs only "slow".
             start("w2", {"--role", "worker", "--exec", "job=" + script_});
+            open_gate();
             auto r = co_await result_at(*zk, l->result(b), 60s);
             ASSERT_TRUE(r);
             EXPECT_EQ(r->worker.rfind("w2-", 0), 0U) << r->worker;
@@ -209,6 +220,7 @@ TEST_F(EarlyResults, ABundleWithoutTheFlagHasItsResultsTogether) {
             auto zk = co_await cluster_client();
             auto l = co_await zkd::roles::read_layout(*zk);
             ASSERT_TRUE(l);
+            open_gate();
             const auto b = co_await submit_bundle(*zk, *l, false);
             auto r = co_await result_at(*zk, l->result(b), 30s);
             ASSERT_TRUE(r);

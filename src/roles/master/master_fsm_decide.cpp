@@ -72,9 +72,11 @@ void master_fsm::handle_cancels(clock::time_point now) {
         if (!retry && p != pending_.end() && !p->second.in_flight) {
             p->second.in_flight = true;
             a.path = path_of(tid, p->second);
+            // A requeued or released bundle read already keeps its published tasks (§6 T4e).
+            const auto& task = p->second.task;
             a.ops = protocol::cancel_pending_ops(
-                l_, p->second.shard, tid, p->second.task ? p->second.task->head.attempt : 0,
-                protocol::now_ms()
+                l_, p->second.shard, tid, task ? task->head.attempt : 0, protocol::now_ms(),
+                task ? std::string_view(task->data) : std::string_view()
             );
         } else if (!retry && p != pending_.end()) {
             continue;  // an assignment of it is in flight: decide when it lands
@@ -158,7 +160,8 @@ void master_fsm::reject(
     a.tid = tid;
     a.code = std::string(code);
     a.ops = protocol::reject_ops(
-        l_, p.shard, tid, code, why, p.task ? p.task->head.attempt : 1, protocol::now_ms()
+        l_, p.shard, tid, code, why, p.task ? p.task->head.attempt : 1, protocol::now_ms(),
+        p.task ? std::string_view(p.task->data) : std::string_view()
     );
     a.why = std::move(why);
     out_.emplace_back(std::move(a));

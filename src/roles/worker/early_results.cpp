@@ -41,4 +41,18 @@ early_decision decide_early(
     return d;
 }
 
+std::vector<std::size_t> fitting_tasks(
+    const std::vector<std::size_t>& candidates,
+    const std::function<bool(const std::vector<std::size_t>&)>& fits
+) {
+    std::vector<std::size_t> kept;
+    for (const auto k : candidates) {
+        kept.push_back(k);
+        if (!fits(kept)) {
+            kept.pop_back();
+        }
+    }
+    return kept;
+}
+
 }  // namespace zkd::roles

@@ -560,7 +560,9 @@ private:
             }
             early.retry = protocol::retry_left(t->assigned, retry_defaults(spec.type));
         }
-        // A task an earlier try finished ended then: with that try (its error's time).
+        // A task an earlier try finished ended by the end of the last earlier try (the last
+        // `errors` entry's time): the node does not say which try it was, so that bound is
+        // its finished_ms should this try publish it early (§6 T4e).
         std::int64_t earlier_end = started;
         if (auto f = protocol::read_delay_fields(t->assigned); f && !f->errors.empty()) {
             const auto& last = f->errors.back();
@@ -684,28 +686,47 @@ private:
             early.on = false;  // stopping, or the node is not ours to write any more
             co_return;
         }
-        std::vector<std::pair<std::size_t, protocol::task_result>> chosen;
-        std::vector<protocol::early_result> results;
+        std::map<std::size_t, protocol::early_result> made;
         for (const auto k : ks) {
             auto id = protocol::bundled_task_id(tid, k);
             auto data = protocol::early_result_data(
                 entries[k], id, attempt, me_.id, started, early.finished_ms[k], t->assigned
             );
-            chosen.emplace_back(k, entries[k]);
-            results.push_back(protocol::early_result{std::move(id), std::move(data)});
+            made.emplace(k, protocol::early_result{std::move(id), std::move(data)});
+        }
+        // Within the bounds of one node and one transaction, task by task: one too large is
+        // left to the bundle's result, the others still go (§6 T4e).
+        const auto entries_of = [&](const std::vector<std::size_t>& kept) {
+            std::vector<std::pair<std::size_t, protocol::task_result>> out;
+            for (const auto k : kept) {
+                out.emplace_back(k, entries[k]);
+            }
+            return out;
+        };
+        const auto kept = fitting_tasks(ks, [&](const std::vector<std::size_t>& trial) {
+            const auto a = protocol::with_published(t->assigned, entries.size(), entries_of(trial));
+            if (!a) {
+                return true;  // not the size: refused below
+            }
+            std::size_t bytes = a->size();
+            for (const auto k : trial) {
+                bytes += made.at(k).tid.size() + made.at(k).data.size();
+            }
+            return protocol::task_size_ok(*a) && bytes <= early_txn_bytes;
+        });
+        for (const auto k : ks) {
+            if (std::find(kept.begin(), kept.end(), k) == kept.end()) {
+                early.tasks[k].final = false;  // never tried again: its result carries it
+            }
+        }
+        const auto chosen = entries_of(kept);
+        std::vector<protocol::early_result> results;
+        for (const auto k : kept) {
+            results.push_back(std::move(made.at(k)));
         }
         std::optional<std::string> assigned;
-        while (!chosen.empty()) {
+        if (!chosen.empty()) {
             assigned = protocol::with_published(t->assigned, entries.size(), chosen);
-            std::size_t bytes = assigned ? assigned->size() : 0;
-            for (const auto& r : results) {
-                bytes += r.tid.size() + r.data.size();
-            }
-            if (!assigned || (protocol::task_size_ok(*assigned) && bytes <= early_txn_bytes)) {
-                break;
-            }
-            chosen.pop_back();
-            results.pop_back();
         }
         auto run = t->run;
         if (run.running_ms == 0) {
@@ -715,37 +736,56 @@ private:
                              : protocol::codec_result<std::string>(protocol::decode_error{"no"});
         if (chosen.empty() || !data) {
             spdlog::info(
-                "worker {}: bundle {}: its finished tasks go with its result (too large alone)",
-                me_.id, tid
+                "worker {}: bundle {}: {} finished task(s) go with its result (too large alone)",
+                me_.id, tid, chosen.empty() ? ks.size() : chosen.size()
             );
-            early.on = false;
+            if (!chosen.empty()) {
+                early.on = false;  // the assignment would not take them
+            }
             co_return;
         }
         const std::string written = *data;
         const std::string path = protocol::layout::assignment(me_.id, tid);
         auto ops =
             protocol::early_results_ops(l_, me_.id, tid, std::move(*data), t->version, results);
+        // Writing until the outcome is known: no other write of the assignment (a T3 at the
+        // version before this one) goes out meanwhile.
         t->writing = true;
         auto [ec, per_op] = co_await results_.async_submit(
             to_zkco(std::move(ops)), asio::as_tuple(asio::use_awaitable)
         );
-        t->writing = false;
         auto out = protocol::read_early(to_answer(ec, per_op), results.size());
         std::int32_t version = t->version + 1;
         if (out == protocol::early_outcome::committed && per_op.size() == 1 + results.size()) {
             version = per_op.front().stat.version;
         }
-        if (out == protocol::early_outcome::unknown) {
-            // The answer was lost: the assignment as we wrote it says it applied.
-            const bool again = co_await reconnected_after(zk_, ec);
-            if (again) {
-                auto got = co_await zk_.get(path);
-                if (got && got->data == written) {
+        // The answer was lost: the assignment says whether it applied (only its worker sets
+        // it, so the bytes as written mean it did). Asked again, after a sync, until it
+        // answers or the session is gone (then the worker stops: the node is not ours).
+        zkco::error_code last = ec;
+        while (out == protocol::early_outcome::unknown && !state_.stopping()) {
+            if (co_await zkco::cancelled() || !co_await reconnected_after(zk_, last)) {
+                break;
+            }
+            if (auto synced = co_await zk_.sync(path); !synced) {
+                last = synced.error();
+                continue;
+            }
+            auto got = co_await zk_.get(path);
+            if (got) {
+                if (got->data == written) {
                     out = protocol::early_outcome::committed;
                     version = got->stat.version;
+                } else {
+                    out = protocol::early_outcome::assignment_changed;
                 }
+            } else if (got.error() == zkco::errc::no_node) {
+                out = protocol::early_outcome::assignment_gone;  // T6 or T7 took it
+            } else {
+                last = got.error();
             }
         }
+        t->writing = false;
         if (out == protocol::early_outcome::committed) {
             t->assigned = std::move(*assigned);
             t->run = run;

@@ -242,6 +242,37 @@ TEST(EarlyResults, ARetryNodeKeepsPublishedAndTheirEntries) {
     EXPECT_TRUE(read_entry_results(plan->data));
 }
 
+TEST(EarlyResults, APublishedRetryableEndStaysFinalUnderAnotherWorkersRetryDefault) {
+    // Worker A, with no retry, published task 0 timed out (final for it); the bundle was
+    // requeued to worker B whose type default is 2 retries, and its try fails in task 1.
+    const auto held =
+        with_published(assigned(true), 2, {{0, entry(task_state::timed_out, "timeout")}});
+    ASSERT_TRUE(held);
+    const std::vector<task_result> entries{
+        entry(task_state::timed_out, "timeout"), entry(task_state::failed, "handler_error")};
+    const task_error summary{"handler_error", "2 of 2 tasks of the bundle did not succeed"};
+    const backoff_policy two{2, 1000ms, 60'000ms};
+    const auto plan = plan_bundle_retry(*held, entries, summary, 50'000, two, 7);
+    ASSERT_TRUE(plan);
+    const auto finished = read_finished(plan->data, 2);
+    ASSERT_TRUE(finished[0]) << "published: never runs again";
+    EXPECT_EQ(*finished[0], entry(task_state::timed_out, "timeout"));
+    EXPECT_FALSE(finished[1]) << "runs again";
+    EXPECT_EQ(read_published(plan->data, finished), (std::vector<std::size_t>{0}));
+    // Only the published one failing retryably: nothing to retry, the result goes out.
+    const std::vector<task_result> only{
+        entry(task_state::timed_out, "timeout"), entry(task_state::succeeded, {}, 1)};
+    EXPECT_FALSE(plan_bundle_retry(*held, only, summary, 50'000, two, 7));
+    // Its own cancel came late (cancel_retryable_entries): its kept entry is as published.
+    const std::vector<task_result> late{
+        entry(task_state::cancelled, "cancelled"), entry(task_state::failed, "handler_error")};
+    const auto kept = plan_bundle_retry(*held, late, summary, 50'000, two, 7);
+    ASSERT_TRUE(kept);
+    const auto as_published = read_finished(kept->data, 2);
+    ASSERT_TRUE(as_published[0]);
+    EXPECT_EQ(*as_published[0], entry(task_state::timed_out, "timeout"));
+}
+
 TEST(EarlyResults, TheMastersResultForABundleKeepsPublished) {
     const layout l;
     const auto held = with_published(assigned(true), 3, {{1, entry(task_state::succeeded, {}, 2)}});

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -43,6 +44,15 @@ early_decision decide_early(
     early_task::time_point now,
     std::optional<early_task::time_point> last = std::nullopt,
     std::chrono::milliseconds after = early_publish_after
+);
+
+/// The tasks of `candidates` (in order) that go in one T4e whose size `fits` judges (given the
+/// tasks it would carry): each in turn is kept when it fits with those kept before it, else
+/// skipped (its result goes with the bundle's), and the rest are still tried: one task too
+/// large to publish alone never holds back the others.
+std::vector<std::size_t> fitting_tasks(
+    const std::vector<std::size_t>& candidates,
+    const std::function<bool(const std::vector<std::size_t>&)>& fits
 );
 
 }  // namespace zkd::roles

@@ -1,10 +1,47 @@
 // SPDX-License-Identifier: MIT
 // master_fsm (roles/master/detail/master_fsm.hpp), event by event: T7, cancel requests.
+#include "protocol/delay.hpp"
 #include "unit/roles/master/master_fsm_fixture.hpp"
+
+#include <boost/json.hpp>
 
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
+
+namespace {
+
+/// A bundle of two tasks of `type` back in the queue after task 0 was published early (§6
+/// T4e): its node has task 0's `finished` entry and `published`.
+std::string published_bundle(const std::string& type) {
+    protocol::task_node t;
+    t.task.type = type;
+    t.task.bundle = {boost::json::value(1), boost::json::value(2)};
+    t.task.submitted_ms = 1763733600123;
+    t.assigned.attempt = 2;
+    protocol::task_result done;
+    done.value = 7;
+    auto held = protocol::with_published(protocol::encode(t), 2, {{0, done}});
+    EXPECT_TRUE(held);
+    auto o = boost::json::parse(held.value_or("{}")).as_object();
+    o["entry_results"] = true;
+    return boost::json::serialize(o);
+}
+
+/// The result a transaction of the master creates (its last create).
+protocol::task_result created_result(const std::vector<protocol::txn_op>& ops) {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+        if (it->what == protocol::txn_op::kind::create) {
+            auto r = protocol::decode_result(it->data);
+            EXPECT_TRUE(r) << r.error().message;
+            return r ? *r : protocol::task_result{};
+        }
+    }
+    ADD_FAILURE() << "no create";
+    return {};
+}
+
+}  // namespace
 
 TEST_F(MasterFsm, CancelOfAPendingTaskFailsItCancelled) {
     join("w1", 1, {"other"});
@@ -144,4 +181,36 @@ TEST_F(MasterFsm, ForeignChildrenAreClearedBeforeTheTaskIsCancelled) {
     EXPECT_TRUE(of_kind(view.on(foreign_found{clears[0].path}, t0), kind::clear_below).empty());
     view.on(cleared{clears[0].path}, t0);
     EXPECT_EQ(of_kind(view.on(decide{}, t0), kind::cancel).size(), 1U);
+}
+
+TEST_F(MasterFsm, CancelOfAPendingBundleReadAlreadyKeepsItsPublishedTasks) {
+    join("w1", 2);
+    const auto b = protocol::bundle_id(tid(5, 1), 2);
+    view.on(shard_listed{0, {b}}, t0);
+    load(published_bundle("nobody"));
+    view.on(cancels_listed{{b}}, t0);
+    auto cancels = of_kind(view.on(decide{}, t0), kind::cancel);
+    ASSERT_EQ(cancels.size(), 1U);
+    const auto r = created_result(cancels[0].ops);
+    EXPECT_EQ(r.state, protocol::task_state::failed) << "1 of 2 tasks did not succeed (§5.1)";
+    EXPECT_EQ(r.published, (std::vector<std::size_t>{0})) << "task 0 has its own result";
+    ASSERT_EQ(r.bundle.size(), 2U);
+    EXPECT_EQ(r.bundle[0].state, protocol::task_state::succeeded);
+    EXPECT_EQ(r.bundle[1].state, protocol::task_state::cancelled);
+}
+
+TEST_F(MasterFsm, ARejectOfAPendingBundleKeepsItsPublishedTasks) {
+    join("w1", 2);
+    const auto b = protocol::bundle_id(tid(5, 1), 2);
+    view.on(shard_listed{0, {b}}, t0);
+    load(published_bundle("nobody"));
+    EXPECT_TRUE(of_kind(view.on(decide{}, t0), kind::reject).empty());
+    auto rejects = of_kind(view.on(decide{}, t0 + milliseconds(10'000)), kind::reject);
+    ASSERT_EQ(rejects.size(), 1U);
+    EXPECT_EQ(rejects[0].code, protocol::codes::unknown_type);
+    const auto r = created_result(rejects[0].ops);
+    EXPECT_EQ(r.published, (std::vector<std::size_t>{0})) << "task 0 has its own result";
+    ASSERT_EQ(r.bundle.size(), 2U);
+    EXPECT_EQ(r.bundle[0].state, protocol::task_state::succeeded);
+    EXPECT_EQ(r.bundle[1].state, protocol::task_state::failed);
 }

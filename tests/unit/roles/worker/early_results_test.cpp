@@ -86,3 +86,20 @@ TEST(EarlyResultsPolicy, TheWaitIsAParameter) {
     EXPECT_EQ(decide_early(tasks, t0, std::nullopt, 0ms).publish, (std::vector<std::size_t>{0}));
     EXPECT_TRUE(decide_early(tasks, t0 + 50ms, std::nullopt, 100ms).publish.empty());
 }
+
+TEST(EarlyResultsPolicy, ATaskTooLargeToPublishIsSkippedAndTheOthersStillGo) {
+    // Sizes of each task's result, a T4e holding at most 100 of them.
+    const std::vector<std::size_t> size{500, 30, 40, 50};
+    const auto fits = [&](const std::vector<std::size_t>& ks) {
+        std::size_t bytes = 0;
+        for (const auto k : ks) {
+            bytes += size[k];
+        }
+        return bytes <= 100;
+    };
+    EXPECT_EQ(fitting_tasks({0, 1, 2, 3}, fits), (std::vector<std::size_t>{1, 2}))
+        << "the first one is too large alone; the last one would go over with the others";
+    EXPECT_EQ(fitting_tasks({1, 3}, fits), (std::vector<std::size_t>{1, 3}));
+    EXPECT_TRUE(fitting_tasks({0}, fits).empty());
+    EXPECT_TRUE(fitting_tasks({}, fits).empty());
+}
