@@ -43,15 +43,32 @@ early_decision decide_early(
 
 std::vector<std::size_t> fitting_tasks(
     const std::vector<std::size_t>& candidates,
+    const std::function<bool(std::size_t)>& alone,
     const std::function<bool(const std::vector<std::size_t>&)>& fits
 ) {
     std::vector<std::size_t> kept;
     for (const auto k : candidates) {
-        kept.push_back(k);
-        if (!fits(kept)) {
-            kept.pop_back();
+        if (alone(k)) {
+            kept.push_back(k);
         }
     }
+    if (kept.empty() || fits(kept)) {
+        return kept;
+    }
+    // The longest prefix that fits: `lo` tasks do (none always), `hi` + 1 do not.
+    std::size_t lo = 0;
+    std::size_t hi = kept.size() - 1;
+    while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo + 1) / 2;
+        if (fits(std::vector<std::size_t>(
+                kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(mid)
+            ))) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    kept.resize(lo);
     return kept;
 }
 

@@ -703,7 +703,15 @@ private:
             }
             return out;
         };
-        const auto kept = fitting_tasks(ks, [&](const std::vector<std::size_t>& trial) {
+        // A task's entry in the assignment is no larger than its own result (which has the
+        // entry's members and more): one whose result alone cannot fit is not tried.
+        const auto alone = [&](std::size_t k) {
+            const auto& m = made.at(k);
+            const std::size_t grown = t->assigned.size() + m.data.size() + 32;
+            return grown <= protocol::max_task_bytes &&
+                   grown + m.tid.size() + m.data.size() <= early_txn_bytes;
+        };
+        const auto kept = fitting_tasks(ks, alone, [&](const std::vector<std::size_t>& trial) {
             const auto a = protocol::with_published(t->assigned, entries.size(), entries_of(trial));
             if (!a) {
                 return true;  // not the size: refused below

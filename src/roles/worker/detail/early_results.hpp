@@ -46,12 +46,15 @@ early_decision decide_early(
     std::chrono::milliseconds after = early_publish_after
 );
 
-/// The tasks of `candidates` (in order) that go in one T4e whose size `fits` judges (given the
-/// tasks it would carry): each in turn is kept when it fits with those kept before it, else
-/// skipped (its result goes with the bundle's), and the rest are still tried: one task too
-/// large to publish alone never holds back the others.
+/// The tasks of `candidates` (in order) that go in one T4e: those that `alone` says could
+/// fit at all (a cheap test of a task's own size: one too large is skipped, its result goes
+/// with the bundle's, and never holds back the others), then the longest run of them from
+/// the first that `fits` (the exact test of the T4e's size, given the tasks it would carry;
+/// larger with every task added) accepts. `fits` is called O(log n) times: each call encodes
+/// the whole assignment, which may hold 512 KiB.
 std::vector<std::size_t> fitting_tasks(
     const std::vector<std::size_t>& candidates,
+    const std::function<bool(std::size_t)>& alone,
     const std::function<bool(const std::vector<std::size_t>&)>& fits
 );
 

@@ -97,9 +97,40 @@ TEST(EarlyResultsPolicy, ATaskTooLargeToPublishIsSkippedAndTheOthersStillGo) {
         }
         return bytes <= 100;
     };
-    EXPECT_EQ(fitting_tasks({0, 1, 2, 3}, fits), (std::vector<std::size_t>{1, 2}))
+    const auto alone = [&](std::size_t k) { return size[k] <= 100; };
+    EXPECT_EQ(fitting_tasks({0, 1, 2, 3}, alone, fits), (std::vector<std::size_t>{1, 2}))
         << "the first one is too large alone; the last one would go over with the others";
-    EXPECT_EQ(fitting_tasks({1, 3}, fits), (std::vector<std::size_t>{1, 3}));
-    EXPECT_TRUE(fitting_tasks({0}, fits).empty());
-    EXPECT_TRUE(fitting_tasks({}, fits).empty());
+    EXPECT_EQ(fitting_tasks({1, 3}, alone, fits), (std::vector<std::size_t>{1, 3}));
+    EXPECT_TRUE(fitting_tasks({0}, alone, fits).empty());
+    EXPECT_TRUE(fitting_tasks({}, alone, fits).empty());
+}
+
+TEST(EarlyResultsPolicy, ABigBundlesFitIsFoundInFewEncodings) {
+    // Each call of `fits` encodes a whole assignment (up to 512 KiB): with 1,000 finished
+    // tasks, trying them one by one took the worker's event loop for seconds.
+    std::vector<std::size_t> candidates(1000);
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+        candidates[k] = k;
+    }
+    int calls = 0;
+    const auto fits = [&](const std::vector<std::size_t>& ks) {
+        ++calls;
+        return ks.size() <= 617;
+    };
+    const auto kept = fitting_tasks(
+        candidates, [](std::size_t) { return true; }, fits
+    );
+    ASSERT_EQ(kept.size(), 617U);
+    EXPECT_EQ(kept.front(), 0U);
+    EXPECT_EQ(kept.back(), 616U);
+    EXPECT_LE(calls, 12);
+    calls = 0;
+    EXPECT_EQ(
+        fitting_tasks(
+            {0, 1, 2}, [](std::size_t) { return true; }, fits
+        )
+            .size(),
+        3U
+    );
+    EXPECT_EQ(calls, 1) << "all of them fit: one encoding";
 }
