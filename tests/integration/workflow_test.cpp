@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -152,17 +153,36 @@ protected:
         }
         return out;
     }
-    void wait_for_cluster() {
-        // The namespace exists and a worker serves "count" once `zkd cluster --json` says so.
+    /// Until `zkd cluster --json` shows an epoch (the namespace exists, a master was elected)
+    /// and `workers` workers that serve "count".
+    void wait_for_cluster(std::size_t workers = 1) {
         for (int i = 0; i < 600; ++i) {
             auto r = zkd({"cluster", "--json"});
-            if (r.exit_code == 0 && r.out.find("\"count\"") != std::string::npos &&
-                r.out.find("\"epoch\"") != std::string::npos) {
+            if (r.exit_code == 0 && serving_count(r.out) >= workers) {
                 return;
             }
             ::usleep(100'000);
         }
-        FAIL() << "the cluster never came up";
+        FAIL() << "the cluster never came up with " << workers << " worker(s) serving count";
+    }
+    static std::size_t serving_count(const std::string& cluster_json) {
+        boost::system::error_code ec;
+        const auto v = json::parse(cluster_json, ec);
+        if (ec || !v.is_object() || !v.as_object().contains("epoch")) {
+            return 0;
+        }
+        std::size_t n = 0;
+        if (const auto* ws = v.as_object().if_contains("workers"); ws && ws->is_array()) {
+            for (const auto& w : ws->as_array()) {
+                const auto* types = w.is_object() ? w.as_object().if_contains("types") : nullptr;
+                if (types && types->is_array() &&
+                    std::ranges::find(types->as_array(), json::value("count")) !=
+                        types->as_array().end()) {
+                    ++n;
+                }
+            }
+        }
+        return n;
     }
 
     /// Writes each of `paths` (under the namespace) again with its own data, every 50 ms,
@@ -265,7 +285,7 @@ std::string step(const std::string& name, const std::string& body) {
 TEST_F(Workflow, AChainOfFiftyPassesItsValues) {
     start("m", false);
     start("w", true);
-    wait_for_cluster();
+    wait_for_cluster(2);  // the master's own worker among them (its steps go there)
     std::string spec = R"({"name":"chain","steps":{)";
     for (int i = 0; i < 50; ++i) {
         spec += (i ? "," : "") +

@@ -385,10 +385,21 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(
         co_return std::move(out.result);
     case shared_bundle_read::outcome::kind::gone:
     case shared_bundle_read::outcome::kind::published: {
-        // Published early (or the bundle's result gone): its own node, if still there.
+        // Published early (or the bundle's result gone): its own node, if still there. The
+        // bundle's consume left it alone, so a wait cancelled meanwhile (with cancellation
+        // off since the consume) leaves it too, for the next reader: consumed, nobody would
+        // see it.
+        if ((co_await asio::this_coro::cancellation_state).cancelled() !=
+            asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
         auto own = co_await read_node(own_path);
         if (!own) {
             co_return own.error();  // no_node: consumed
+        }
+        if ((co_await asio::this_coro::cancellation_state).cancelled() !=
+            asio::cancellation_type::none) {
+            co_return zkco::error_code(asio::error::operation_aborted);
         }
         co_return own_entry(own_path, *own, tid, true);
     }
