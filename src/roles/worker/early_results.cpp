@@ -41,6 +41,12 @@ early_decision decide_early(
     return d;
 }
 
+std::chrono::milliseconds early_wait_for(std::size_t assignment_bytes) noexcept {
+    constexpr std::size_t step = 16 * 1024;
+    const auto steps = static_cast<std::chrono::milliseconds::rep>(assignment_bytes / step);
+    return early_publish_after + std::chrono::milliseconds(10) * steps;
+}
+
 std::vector<std::size_t> fitting_tasks(
     const std::vector<std::size_t>& candidates,
     const std::function<bool(std::size_t)>& alone,

@@ -649,7 +649,10 @@ private:
         co_await asio::this_coro::throw_if_cancelled(false);
         std::optional<early_task::time_point> last;  // the last T4e's start
         while (early.running()) {
-            auto d = decide_early(early.tasks, std::chrono::steady_clock::now(), last);
+            auto d = decide_early(
+                early.tasks, std::chrono::steady_clock::now(), last,
+                early_wait_for(t->assigned.size())
+            );
             if (!early.on || state_.stopping() || t->stop.stop_requested()) {
                 d = early_decision{};  // nothing more: wait for the tasks to end
             }
@@ -687,10 +690,13 @@ private:
             co_return;
         }
         std::map<std::size_t, protocol::early_result> made;
+        // The earlier tries (`try`, `errors`, §4.3) read from the assignment once, not once
+        // per task: it may hold 512 KiB.
+        const auto tries = protocol::with_earlier_tries("{}", t->assigned);
         for (const auto k : ks) {
             auto id = protocol::bundled_task_id(tid, k);
             auto data = protocol::early_result_data(
-                entries[k], id, attempt, me_.id, started, early.finished_ms[k], t->assigned
+                entries[k], id, attempt, me_.id, started, early.finished_ms[k], tries
             );
             made.emplace(k, protocol::early_result{std::move(id), std::move(data)});
         }

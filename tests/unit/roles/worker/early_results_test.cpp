@@ -134,3 +134,10 @@ TEST(EarlyResultsPolicy, ABigBundlesFitIsFoundInFewEncodings) {
     );
     EXPECT_EQ(calls, 1) << "all of them fit: one encoding";
 }
+
+TEST(EarlyResultsPolicy, ABigAssignmentIsRewrittenLessOften) {
+    EXPECT_EQ(early_wait_for(0), early_publish_after);
+    EXPECT_EQ(early_wait_for(16 * 1024 - 1), early_publish_after);
+    EXPECT_EQ(early_wait_for(16 * 1024), early_publish_after + 10ms);
+    EXPECT_EQ(early_wait_for(512 * 1024), early_publish_after + 320ms);
+}
