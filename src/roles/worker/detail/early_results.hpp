@@ -38,7 +38,7 @@ struct early_decision {
 /// The wait decide_early is given for a bundle whose assignment node is `assignment_bytes`
 /// long: early_publish_after, and 10 ms more per 16 KiB past the first, since each T4e
 /// rewrites the whole node (encoded on the event loop, and written to ZooKeeper). A bundle
-/// of 512 KiB so publishes at most every 320 ms.
+/// of 512 KiB so publishes at most every 330 ms.
 std::chrono::milliseconds early_wait_for(std::size_t assignment_bytes) noexcept;
 
 /// What to publish at `now`: nothing while no task is open (the bundle's own result, T4,
