@@ -214,14 +214,7 @@ asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> task_client::a
     auto w = std::make_shared<inbox_wait>(zk_.get_executor());
     box->waits[first].push_back(w);
     box->waits[second].push_back(w);
-    if (!box->running) {
-        box->running = true;
-        asio::co_spawn(
-            zk_.get_executor(),
-            follow_inbox(zk_, protocol::layout::client_results(ids_.client_hex()), box, alive_),
-            asio::detached
-        );
-    }
+    follow_inbox_once(box);
     co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
     // Leave the name(s) not delivered to it (the inbox forgot those that were).
     for (const auto& name : {first, second}) {
@@ -531,14 +524,7 @@ asio::awaitable<zkco::result<zkco::node>> task_client::await_own(std::string nam
     }
     auto w = std::make_shared<inbox_wait>(zk_.get_executor());
     box->waits[name].push_back(w);
-    if (!box->running) {
-        box->running = true;
-        asio::co_spawn(
-            zk_.get_executor(),
-            follow_inbox(zk_, protocol::layout::client_results(ids_.client_hex()), box, alive_),
-            asio::detached
-        );
-    }
+    follow_inbox_once(box);
     co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
     if (!w->done) {
         // Cancelled: this wait leaves (a result delivered later stays for the next reader).
@@ -554,6 +540,17 @@ asio::awaitable<zkco::result<zkco::node>> task_client::await_own(std::string nam
         co_return co_await read_node(l_.result(name));
     }
     co_return std::move(w->node);
+}
+
+void task_client::follow_inbox_once(const std::shared_ptr<inbox>& box) {
+    if (!box->running) {
+        box->running = true;
+        asio::co_spawn(
+            zk_.get_executor(),
+            follow_inbox(zk_, protocol::layout::client_results(ids_.client_hex()), box, alive_),
+            asio::detached
+        );
+    }
 }
 
 asio::awaitable<void> task_client::follow_inbox(

@@ -228,6 +228,8 @@ private:
     /// Waits for the result `name` in this client's own results directory: the inbox's
     /// follower (follow_inbox) delivers it, mostly with its data.
     boost::asio::awaitable<zkco::result<zkco::node>> await_own(std::string name);
+    /// Starts follow_inbox for the waits parked in `box`, unless it runs already.
+    void follow_inbox_once(const std::shared_ptr<inbox>& box);
     /// Follows this client's results directory `dir` by its change log while waits are
     /// parked in `box`: ends once none are after a change, or with the session (failing
     /// the waits).
