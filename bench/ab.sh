@@ -3,11 +3,12 @@
 # A/B of the *defaults* configuration (4 `zkd run` with no options, one task per node) for
 # two or more builds, against one fsync ZooKeeper, in rounds that alternate the builds, so
 # each figure has a baseline from the same run (the machine is noisy: compare within a round).
-# Per build and round: one task at a time (300), a burst (20,000 no-op tasks, 100 per submit
-# call), an open loop for 5 s (by default at half the burst's tasks/s of the same build and
-# round), 1,000 spin:1 tasks at 128 in flight; tasks/s, latency p50/p99, and ZooKeeper
-# writes and reads per task from the server's counters; and per round the raw creates/s of
-# the same server (zkd-loadgen --raw), the ratios' base (the burst's is printed).
+# Per build and round: one task at a time (300), two bursts of 20,000 no-op tasks (one task
+# per submit call, then 100 per call), an open loop for 5 s (by default at half the
+# one-task burst's tasks/s of the same build and round), 1,000 spin:1 tasks at 128 in
+# flight; tasks/s, latency p50/p99, and ZooKeeper writes and reads per task from the
+# server's counters; and per round the raw creates/s of the same server (zkd-loadgen
+# --raw), the ratios' base (the bursts' are printed).
 # Usage: bench/ab.sh [--rounds N] [--rate R] BUILD_DIR...
 #   BUILD_DIR  a build with src/zkd, tools/loadgen/zkd-loadgen, tools/zk_local/zkd-zk-local
 #              (e.g. a worktree of the baseline commit built with -DCMAKE_BUILD_TYPE=Release)
@@ -63,8 +64,9 @@ print(round(v, 2) if isinstance(v, float) else v)
 PY
 }
 
-printf '%-6s %-28s | %-26s | %-36s | %-42s | %s\n' round build "one at a time: p50, w/r" \
-    "burst: tasks/s (x raw), w/r" "open loop: tasks/s, p50/p99 ms, w/r" "spin:1 tasks/s"
+printf '%-6s %-28s | %-26s | %-36s | %-18s | %-42s | %s\n' round build "one at a time: p50, w/r" \
+    "burst, 1 a call: tasks/s (x raw), w/r" "100 a call (x raw)" "open loop: tasks/s, p50/p99 ms, w/r" \
+    "spin:1 tasks/s"
 for r in $(seq 1 "$rounds"); do
     bench_binaries "${builds[0]}"
     "$loadgen" --zk "$connect" --no-progress --json --raw --raw-ops 20000 --raw-rounds 1 \
@@ -80,7 +82,8 @@ for r in $(seq 1 "$rounds"); do
         done
         lg() { "$loadgen" --zk "$connect" --namespace "$ns" --no-progress --json "$@" 2>/dev/null || true; }
         lg --workers 4 --wait-workers 30000 --tasks 300 --concurrency 1 >"$work/one.json"
-        lg --tasks 20000 --concurrency 20000 --batch 100 >"$work/burst.json"
+        lg --tasks 20000 --concurrency 20000 --batch 1 >"$work/burst.json"
+        lg --tasks 20000 --concurrency 20000 --batch 100 >"$work/burst100.json"
         open_rate=$rate
         if [ "$rate" = half ]; then
             open_rate=$(python3 -c 'import sys; print(max(1, int(float(sys.argv[1]) / 2)))' \
@@ -93,12 +96,16 @@ for r in $(seq 1 "$rounds"); do
         rd=load.zookeeper.reads_per_task
         burst=$(j "$work/burst.json" load.tasks_per_s)
         raw=$(j "$work/raw.json" raw.creates_per_s)
-        ratio=$(python3 -c 'import sys; print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")' \
-            "$burst" "$raw" 2>/dev/null || echo n/a)
-        printf '%-6s %-28s | %6s ms, %5s / %5s | %8s (%5s), %5s / %5s | %6s, %6s / %6s, %5s / %5s | %s\n' \
+        ratio() {
+            python3 -c 'import sys; print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")' \
+                "$1" "$raw" 2>/dev/null || echo n/a
+        }
+        burst100=$(j "$work/burst100.json" load.tasks_per_s)
+        printf '%-6s %-28s | %6s ms, %5s / %5s | %8s (%5s), %5s / %5s | %8s (%5s) | %6s, %6s / %6s, %5s / %5s | %s\n' \
             "$r" "$(echo "$b" | tail -c 28)" \
             "$(j "$work/one.json" load.latency_ms.p50)" "$(j "$work/one.json" $w)" "$(j "$work/one.json" $rd)" \
-            "$burst" "$ratio" "$(j "$work/burst.json" $w)" "$(j "$work/burst.json" $rd)" \
+            "$burst" "$(ratio "$burst")" "$(j "$work/burst.json" $w)" "$(j "$work/burst.json" $rd)" \
+            "$burst100" "$(ratio "$burst100")" \
             "$open_rate" "$(j "$work/open.json" load.latency_ms.p50)" "$(j "$work/open.json" load.latency_ms.p99)" \
             "$(j "$work/open.json" $w)" "$(j "$work/open.json" $rd)" \
             "$(j "$work/spin.json" load.tasks_per_s)"
