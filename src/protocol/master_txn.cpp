@@ -378,7 +378,7 @@ std::vector<txn_op> master_report_ops(const member_info& node) {
 bool master_node_says(const member_info& node, std::string_view data) {
     const auto m = decode_master(data);
     return m && m->id == node.id && m->epoch == node.epoch && m->max_pending == node.max_pending &&
-           m->direct == node.direct && m->suspects == node.suspects;
+           m->direct == node.direct && m->suspects == node.suspects && m->features == node.features;
 }
 
 }  // namespace zkd::protocol

@@ -242,9 +242,9 @@ std::vector<txn_op> master_node_ops(const member_info& node, bool replaced, std:
 /// set(/master, node): the throughput figure.
 std::vector<txn_op> master_report_ops(const member_info& node);
 /// True when /master's `data` still says what clients and operators rely on of `node`: its
-/// id, epoch, bound on pending tasks, whether clients place directly and the suspect workers
-/// (the throughput, a report, may lag). False for garbage or another's words, which the master then
-/// writes over.
+/// id, epoch, bound on pending tasks, whether clients place directly, the suspect workers
+/// and the features (the throughput, a report, may lag). False for garbage or another's words,
+/// which the master then writes over.
 bool master_node_says(const member_info& node, std::string_view data);
 
 }  // namespace zkd::protocol

@@ -388,6 +388,14 @@ std::vector<std::string> read_types(reader& r) {
     });
 }
 
+// "features": the rules a member follows beyond the format (names this zkd does not know
+// are kept: readers look for the ones they know).
+std::vector<std::string> read_features(reader& r) {
+    return read_names(r, "features", "feature", max_features, [](std::string_view f) {
+        return !f.empty() && f.size() <= 64;
+    });
+}
+
 // "suspects": the workers /master names (1 to 256 bytes each, any node name).
 std::vector<std::string> read_suspects(reader& r) {
     return read_names(r, "suspects", "worker id", max_suspects_named, [](std::string_view id) {
@@ -1159,6 +1167,27 @@ bool result_size_ok(std::string_view encoded) noexcept {
 
 // --- members ---------------------------------------------------------------------------------
 
+namespace {
+
+// A member node's list of names (types, features, suspects), at most `most` of them.
+json::array member_names(
+    const std::vector<std::string>& names,
+    std::size_t most = std::numeric_limits<std::size_t>::max()
+) {
+    json::array a;
+    const auto n = std::min(names.size(), most);
+    a.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+        a.emplace_back(json::string_view(names[i].data(), names[i].size()));
+    return a;
+}
+
+}  // namespace
+
+std::vector<std::string> own_features() {
+    return {std::string(feature_entry_results)};
+}
+
 std::string encode(const member_info& m) {
     json::object o = new_document();
     o["id"] = json::string_view(m.id.data(), m.id.size());
@@ -1172,38 +1201,24 @@ std::string encode(const member_info& m) {
         o["capacity"] = *m.capacity;
     if (m.threads)
         o["threads"] = *m.threads;
-    if (m.capacity || !m.types.empty()) {
-        json::array types;
-        types.reserve(m.types.size());
-        for (const auto& t : m.types)
-            types.emplace_back(json::string_view(t.data(), t.size()));
-        o["types"] = std::move(types);
-    }
+    if (m.capacity || !m.types.empty())
+        o["types"] = member_names(m.types);
     if (m.started_ms != 0)
         o["started_ms"] = m.started_ms;
     if (m.draining)
         o["draining"] = true;
-    if (!m.unhealthy.empty()) {
-        json::array unhealthy;
-        unhealthy.reserve(m.unhealthy.size());
-        for (const auto& t : m.unhealthy)
-            unhealthy.emplace_back(json::string_view(t.data(), t.size()));
-        o["unhealthy"] = std::move(unhealthy);
-    }
+    if (!m.unhealthy.empty())
+        o["unhealthy"] = member_names(m.unhealthy);
+    if (!m.features.empty())
+        o["features"] = member_names(m.features);
     if (m.throughput)
         o["throughput"] = *m.throughput;
     if (m.max_pending)
         o["max_pending"] = *m.max_pending;
     if (!m.direct)
         o["direct"] = false;
-    if (!m.suspects.empty()) {
-        json::array suspects;
-        const auto n = std::min(m.suspects.size(), max_suspects_named);
-        suspects.reserve(n);
-        for (std::size_t i = 0; i < n; ++i)
-            suspects.emplace_back(json::string_view(m.suspects[i].data(), m.suspects[i].size()));
-        o["suspects"] = std::move(suspects);
-    }
+    if (!m.suspects.empty())
+        o["suspects"] = member_names(m.suspects, max_suspects_named);
     return to_text(o);
 }
 
@@ -1239,6 +1254,7 @@ codec_result<member_info> decode_member_as(std::string_view data, member_kind ki
     m.unhealthy = read_names(r, "unhealthy", "task type", 100'000, [](std::string_view t) {
         return is_valid_task_type(t);
     });
+    m.features = read_features(r);
     if (r.find("throughput") != nullptr) {
         // Information only: kept to 3 decimals within 0..1e12 tasks/s, so that it survives
         // encode + decode exactly (Boost.JSON 1.81 reads some 17-digit doubles back one ulp

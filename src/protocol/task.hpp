@@ -367,9 +367,24 @@ struct member_info {
     /// to start, docs/exec.md "Crashes, crash loops and health"), sorted; placement skips the
     /// worker for them. Written only when not empty.
     std::vector<std::string> unhealthy;
+    /// workers and master: the rules beyond the protocol's format that the member follows
+    /// (docs/protocol.md §2 "Features"), sorted; /master's are those the master and every
+    /// live worker it has read follow. Written only when not empty; readers ignore names
+    /// they do not know.
+    std::vector<std::string> features;
 
     friend bool operator==(const member_info&, const member_info&) = default;
 };
+
+/// A feature (member_info::features): the member follows the rules of early results
+/// (docs/protocol.md §6 T4e): a worker publishes a bundle's finished tasks on their own, a
+/// master keeps a bundle's `published` through requeue, cancel and reject. Clients make
+/// automatic bundles only when /master names it (§4.1 "Automatic bundles").
+inline constexpr std::string_view feature_entry_results = "entry_results";
+/// The features this zkd follows, sorted: what its workers and master name.
+std::vector<std::string> own_features();
+/// Most features a node may name, each 1 to 64 bytes.
+inline constexpr std::size_t max_features = 64;
 
 /// Most suspects /master names (the rest are left out: clients may then place on them).
 inline constexpr std::size_t max_suspects_named = 1000;

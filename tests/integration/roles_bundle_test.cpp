@@ -763,9 +763,83 @@ TEST_F(RolesBundle, ConcurrentOneTaskSubmitsAreBundledByTheClient) {
     );
 }
 
-// A cancel of a task inside an automatic bundle: its wait says cancelled as for a plain task.
-// Today the bundle goes with it (§4.1: a bundle is cancelled as a whole), which is why
-// automatic bundles are off by default.
+// Automatic bundles go only while /master says every member follows early results (§4.1,
+// §2 "Features"): a worker node of an older zkd (no "features") turns them off for as long
+// as it is there; each burst's tasks then go one node each.
+TEST_F(RolesBundle, AnOlderWorkerTurnsAutomaticBundlesOff) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 4);
+            co_await workers_joined(*zk, 1);
+            // /master names entry_results, as read (up to 30 s).
+            const auto master_bundles = [&]() -> asio::awaitable<bool> {
+                auto m = co_await zk->get(std::string(layout::master()));
+                co_return m&& std::ranges::binary_search(
+                    decode_master(m->data).value().features, feature_entry_results
+                );
+            };
+            const auto master_says = [&](bool want) -> asio::awaitable<void> {
+                for (int i = 0; i < 1500; ++i) {
+                    const bool says = co_await master_bundles();
+                    if (says == want) {
+                        co_return;
+                    }
+                    co_await settle(20ms);
+                }
+                ADD_FAILURE() << "/master never said " << (want ? "" : "no ") << "entry_results";
+            };
+            // 30 one-task submits at once through a new client: how many were bundled.
+            const auto burst = [&]() -> asio::awaitable<std::uint64_t> {
+                task_client tc(*zk, layout_);
+                tc.auto_bundle(64);
+                std::vector<std::string> ids(30);
+                {
+                    zkd::reactor::task_group submits(ioc_.get_executor());
+                    for (int i = 0; i < 30; ++i) {
+                        submits.spawn([&, i]() -> asio::awaitable<void> {
+                            auto r = co_await tc.submit(sums(1, i));
+                            EXPECT_TRUE(r) << i << ": " << r.error().message();
+                            if (r) {
+                                ids[static_cast<std::size_t>(i)] = r->front();
+                            }
+                        });
+                    }
+                    co_await submits.async_wait(asio::use_awaitable);
+                }
+                auto got = co_await wait_all(tc, ids);
+                for (std::size_t i = 0; i < got.size(); ++i) {
+                    EXPECT_TRUE(got[i] && got[i]->state == task_state::succeeded) << ids[i];
+                }
+                co_return tc.auto_bundled();
+            };
+            co_await master_says(true);
+            EXPECT_GT(co_await burst(), 0U);
+
+            // An older worker joins (it serves nothing, so no task goes there).
+            member_info old;
+            old.id = "old";
+            old.host = "h";
+            old.capacity = 1;
+            old.types = {"nothing_here"};
+            const auto path = layout::worker(old.id);
+            ASSERT_TRUE(co_await zk->create(path, encode(old), {zkd::zkco::create_mode::ephemeral})
+            );
+            co_await master_says(false);
+            EXPECT_EQ(co_await burst(), 0U);
+
+            // Gone again: automatic bundles are back.
+            ASSERT_TRUE(co_await zk->remove(path));
+            co_await master_says(true);
+            EXPECT_GT(co_await burst(), 0U);
+        }(),
+        120s
+    );
+}
+
+// A cancel of a task inside an automatic bundle: its wait says cancelled as for a plain task,
+// and its neighbours are cancelled by their own ids alone.
 TEST_F(RolesBundle, ACancelledTaskOfAnAutomaticBundleEndsCancelled) {
     run(
         [&]() -> asio::awaitable<void> {

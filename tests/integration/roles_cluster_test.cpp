@@ -73,6 +73,7 @@ TEST_F(RolesCluster, TasksOfMixedTypesGetExactlyTheirResults) {
             co_await start_worker("w2", 3);
             co_await workers_joined(*zk, 2);  // for the count of tasks placed directly
             task_client tc(*zk, layout_);
+            tc.auto_bundle(1);  // plain tasks: the counts below are per node
 
             std::vector<task_spec> batch;
             for (int i = 0; i < 120; ++i) {
@@ -593,6 +594,7 @@ TEST_F(RolesCluster, TheMasterReadsABacklogOnlyAsSlotsFree) {
             co_await start_master(std::move(opts));
             client* master_zk = sessions_.back().get();
             task_client tc(*zk, layout_);
+            tc.auto_bundle(1);  // a backlog of 300 nodes
             std::vector<task_spec> reqs(300, task_spec{"echo", json::value("backlog")});
             auto ids = co_await tc.submit(std::move(reqs));
             ASSERT_TRUE(ids);
@@ -832,6 +834,7 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
             co_await start_worker("w2", 2);
             co_await workers_joined(*zk, 2);
             task_client tc(*zk, layout_);
+            tc.auto_bundle(1);  // plain tasks: placed directly or by the master, one by one
             {
                 // The first submit reads the workers.
                 std::vector<task_spec> one{{"echo", json::value(-1)}};

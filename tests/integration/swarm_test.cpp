@@ -120,10 +120,12 @@ TEST_F(Swarm, HundredWorkersRunEveryTaskThroughTheMasterAndDirectly) {
     );
     ASSERT_TRUE(swarm_joined(60s)) << swarm_->out() << swarm_->err();
 
-    // Through the master: every task goes to pending, the master places it.
+    // Plain tasks (no automatic bundles, §4.1), so that each is one placement and one
+    // publish of a swarm worker. Through the master: every task goes to pending, the master
+    // places it.
     auto pending = loadgen(
         {"--namespace", "s", "--tasks", "300", "--concurrency", "60", "--no-direct", "--workers",
-         "100"}
+         "100", "--auto-bundle", "1"}
     );
     ASSERT_EQ(pending.exit_code, 0) << pending.err;
     auto rep = last_object(pending.out);
@@ -133,7 +135,9 @@ TEST_F(Swarm, HundredWorkersRunEveryTaskThroughTheMasterAndDirectly) {
     EXPECT_EQ(rep["load"].at("workers").to_number<std::uint64_t>(), 100U);
 
     // Placed directly by the client on the swarm's workers.
-    auto direct = loadgen({"--namespace", "s", "--tasks", "200", "--concurrency", "40"});
+    auto direct =
+        loadgen({"--namespace", "s", "--tasks", "200", "--concurrency", "40", "--auto-bundle", "1"}
+        );
     ASSERT_EQ(direct.exit_code, 0) << direct.err;
     rep = last_object(direct.out);
     ASSERT_TRUE(rep.contains("load")) << direct.out;

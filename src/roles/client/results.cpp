@@ -412,6 +412,7 @@ task_client::consume_bundled(
     bundle_consume c(path, protocol::bundle_size(bundle), std::move(indices));
     auto step = c.read(node.data, node.stat.version);
     zkco::error_code last;  // the error a reconnect or failed step is about
+    bool counted = false;   // our delete of our own node, taken off own_unconsumed_
     for (;;) {
         switch (step.what) {
         case bundle_consume::step::kind::write: {
@@ -423,10 +424,13 @@ task_client::consume_bundled(
             const bool lost =
                 ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
             step = c.answered(to_answer(ec, per_op), lost);
-            if (c.deleted() &&
+            if (c.deleted() && !counted &&
                 zkco::parent_path(path) == protocol::layout::client_results(ids_.client_hex())) {
-                // Our delete in our own directory: its follower's count of changes has it.
+                // Our delete in our own directory: its follower's count of changes has it,
+                // and close() may delete the directory once no other node of ours is left.
+                counted = true;
                 inbox_->view.removed(bundle);
+                own_unconsumed_ -= own_unconsumed_ > 0 ? 1 : 0;
             }
             break;
         }

@@ -148,10 +148,11 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit_answ
         );
     }
     // Automatic bundles (§4.1): a call the client may pack with others is checked now and
-    // packed when the batcher may send (flush_pool).
-    const bool pool = auto_most_ > 1 && opts.bundle <= 1 && !delayed && !tasks.empty();
+    // packed when the batcher may send (flush_pool), if /master says it may (read below, in
+    // the check of the bound, for a client's first submit).
+    const bool poolable = auto_most_ > 1 && opts.bundle <= 1 && !delayed && !tasks.empty();
     std::vector<protocol::task_spec> kept;
-    if (pool) {
+    if (poolable) {
         kept = tasks;
     }
     // Our bundles say we read their tasks' early results (§6 T4e): results.cpp does.
@@ -190,7 +191,7 @@ asio::awaitable<zkco::result<std::vector<std::string>>> task_client::submit_answ
             protocol::receipt_name(static_cast<std::uint64_t>(zk_.session()->id), ids_.client_hex())
         );
     }
-    if (pool) {
+    if (poolable && master_says_bundle_) {
         auto p = std::make_shared<pooled>(zk_.get_executor());
         p->tasks = std::move(kept);
         pool_.push_back(p);
@@ -513,6 +514,9 @@ asio::awaitable<zkco::error_code> task_client::read_queue() {
                 bound = m->max_pending ? static_cast<std::uint64_t>(*m->max_pending) : 0;
                 master_says_direct_ = m->direct;
                 master_suspects_ = m->suspects;
+                // Automatic bundles only where every member follows early results (§4.1).
+                master_says_bundle_ =
+                    std::ranges::binary_search(m->features, protocol::feature_entry_results);
             }
         } else if (!ec && master->error() != zkco::errc::no_node) {
             ec = master->error();

@@ -149,8 +149,10 @@ public:
     /// this client submitted had its result consumed by it, deletes its results directory,
     /// so that a short-lived client (`zkd submit --wait`) leaves no empty directory for the
     /// master to collect a day later (T8). A result that comes after all makes the
-    /// directory again (§2). A client that submitted bundles keeps it (their results are
-    /// consumed task by task, maybe by several clients). Gives up on the delete after 2 s.
+    /// directory again (§2). A bundle counts as consumed once this client deleted its result
+    /// (its last task consumed here; consumed in part by another client, it keeps the
+    /// directory), and a directory still holding a task's own node (§6 T4e) stays. Gives up
+    /// on the delete after 2 s.
     boost::asio::awaitable<void> close();
 
     /// Asks the master to cancel the task (T7); the result says how it ended. For one task of
@@ -172,17 +174,21 @@ public:
     /// `"direct":false` (`zkd run --no-direct`) turns it off for every client, from their
     /// next read of it (at most a second later).
     void place_directly(bool on) noexcept { direct_on_ = on; }
-    /// Automatic bundles (docs/protocol.md §4.1 "Automatic bundles"; off by default): with
-    /// `most` of 2 or more, submit() calls that come while this client's transaction is in
-    /// flight are held until it is answered, and their tasks go out together in the next
-    /// one, compatible ones packed into bundles of at most `most` (at most max_bundle_tasks)
-    /// and spread over at least as many nodes as the workers last read have threads. A
-    /// submit that finds no transaction in flight goes on the next turn of the event loop,
-    /// as ever. Each task keeps an id of its own (`<bundle id>.<index>` when bundled) and its
-    /// own result, wait, status and cancel (one task of a bundle is cancelled alone); but its
-    /// result comes with its bundle's and a bundle is requeued as a whole. Tasks that ask for
-    /// retries (a worker older than per-task retries retries a bundle whole), delayed tasks
-    /// and calls with submit_options::bundle above 1 are never packed. 0 or 1: off.
+    /// Automatic bundles (docs/protocol.md §4.1 "Automatic bundles"; off by default, 64 is
+    /// the size measured in docs/performance.md): with `most` of 2 or more, submit() calls that
+    /// come while this client's transaction is in flight are held until it is answered, and
+    /// their tasks go out together in the next one, compatible ones packed into bundles of at
+    /// most `most` (at most max_bundle_tasks) and spread over at least as many nodes as the
+    /// workers last read have threads. A submit that finds no transaction in flight goes on
+    /// the next turn of the event loop, as ever: a lone task is never held. Each task keeps
+    /// an id of its own (`<bundle id>.<index>` when bundled) and its own result, wait,
+    /// status and cancel (one task of a bundle is cancelled alone); a task that ends while
+    /// its neighbours run has its result at once (early results, §6 T4e), but a bundle is
+    /// requeued as a whole when its worker dies. Only while /master says that every member
+    /// follows early results (its "features" name entry_results, as last read: a cluster
+    /// with an older worker or master gets no automatic bundle). Tasks that ask for retries
+    /// (a worker older than per-task retries retries a bundle whole), delayed tasks and
+    /// calls with submit_options::bundle above 1 are never packed. 0 or 1: off.
     void auto_bundle(std::size_t most) noexcept { auto_most_ = most; }
     /// Tasks this client put in automatic bundles so far (a cost figure for zkd-loadgen).
     [[nodiscard]] std::uint64_t auto_bundled() const noexcept { return auto_bundled_; }
@@ -308,10 +314,12 @@ private:
     bool direct_on_ = true;                     ///< place_directly()
     bool master_says_direct_ = true;            ///< /master's "direct", as last read
     std::vector<std::string> master_suspects_;  ///< /master's "suspects", as last read
-    std::unique_ptr<direct_placer> direct_;     ///< the workers as last read, for direct placement
-    std::uint64_t direct_placed_ = 0;           ///< direct_placed()
-    std::size_t auto_most_ = 1;                 ///< auto_bundle()
-    std::uint64_t auto_bundled_ = 0;            ///< auto_bundled()
+    /// /master's "features" name entry_results, as last read (automatic bundles may go)
+    bool master_says_bundle_ = false;
+    std::unique_ptr<direct_placer> direct_;  ///< the workers as last read, for direct placement
+    std::uint64_t direct_placed_ = 0;        ///< direct_placed()
+    std::size_t auto_most_ = 1;              ///< auto_bundle()
+    std::uint64_t auto_bundled_ = 0;         ///< auto_bundled()
     /// Submits held back for the next transaction (auto_bundle), in the order they came.
     std::vector<std::shared_ptr<pooled>> pool_;
     /// Most workers read for direct placement at a time (read_workers, worker_window), and

@@ -75,6 +75,7 @@ void master_fsm::handle(const master_saw::workers_listed& e, clock::time_point /
     if (!read.ids.empty()) {
         out_.emplace_back(std::move(read));
     }
+    publish_features();
 }
 
 void master_fsm::handle(const master_saw::workers_read& e, clock::time_point /*now*/) {
@@ -83,6 +84,7 @@ void master_fsm::handle(const master_saw::workers_read& e, clock::time_point /*n
             out_.emplace_back(master_do::follow_worker{n.id});
         }
     }
+    publish_features();
 }
 
 bool master_fsm::worker_read(const std::string& id, std::string_view data, bool ephemeral) {
@@ -141,6 +143,7 @@ void master_fsm::handle(const master_saw::worker_changed& e, clock::time_point /
         }
         it->second.info = std::move(*info);
         reindex(id);
+        publish_features();
     }
 }
 

@@ -47,6 +47,33 @@ void master_fsm::publish_suspects() {
     out_.emplace_back(master_do::write_master{protocol::master_report_ops(master_node_), false});
 }
 
+void master_fsm::publish_features() {
+    // What this master and every live worker it has read follow (docs/protocol.md §2
+    // "Features"), named in /master when it changed: clients make automatic bundles only
+    // while it names entry_results (§4.1).
+    auto features = protocol::own_features();
+    for (const auto& [id, w] : workers_) {
+        if (w.alive) {
+            std::erase_if(features, [&](const std::string& f) {
+                return !std::binary_search(w.info.features.begin(), w.info.features.end(), f);
+            });
+        }
+    }
+    if (features == master_node_.features) {
+        return;
+    }
+    std::string named;
+    for (const auto& f : features) {
+        named += (named.empty() ? "" : ", ") + f;
+    }
+    spdlog::info(
+        "master {}: the features every member follows: {}", master_node_.id,
+        named.empty() ? "none (a member of an older zkd)" : named
+    );
+    master_node_.features = std::move(features);
+    out_.emplace_back(master_do::write_master{protocol::master_report_ops(master_node_), false});
+}
+
 void master_fsm::handle(const master_saw::master_node_read& e, clock::time_point /*now*/) {
     bool ours = e.exists && e.owned;
     // Still our node, but someone may have set its data: what clients read the bound on

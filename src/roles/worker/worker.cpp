@@ -185,6 +185,9 @@ public:
         if (me_.types.empty()) {
             me_.types = reg_.types();
         }
+        if (me_.features.empty()) {
+            me_.features = protocol::own_features();  // the rules it follows (§2 "Features")
+        }
         me_.started_ms = protocol::now_ms();
         me_.unhealthy = reg_.health()->unhealthy();
         if (auto joined = co_await join_workers(zk_, me_); !joined) {

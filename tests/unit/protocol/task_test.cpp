@@ -3,11 +3,14 @@
 // survive any input. Over 700 lines: one test file per codec file (protocol/task.cpp).
 #include "protocol/task.hpp"
 
+#include "protocol/master_txn.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <random>
@@ -620,6 +623,36 @@ TEST(ProtocolMemberCodec, WorkerUnhealthyTypes) {
     );
 }
 
+// The rules a member follows beyond the format (docs/protocol.md §2 "Features"): written
+// only when some are; names this zkd does not know are kept.
+TEST(ProtocolMemberCodec, Features) {
+    member_info m;
+    m.id = "a";
+    m.epoch = 2;
+    EXPECT_EQ(encode(m).find("features"), std::string::npos);
+    m.features = own_features();
+    EXPECT_TRUE(std::ranges::binary_search(m.features, feature_entry_results));
+    EXPECT_EQ(
+        encode(m), R"({"v":1,"id":"a","epoch":2,"host":"","pid":0,"features":["entry_results"]})"
+    );
+    EXPECT_EQ(decode_master(encode(m)).value(), m);
+    const auto r = decode_master(
+        R"({"v":1,"id":"a","epoch":2,"features":["zz_later","entry_results","zz_later"]})"
+    );
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->features, (std::vector<std::string>{"entry_results", "zz_later"}));
+    EXPECT_TRUE(decode_master(R"({"v":1,"id":"a","epoch":2})").value().features.empty());
+    const auto dm = [](std::string_view s) { return decode_master(s); };
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"features":"entry_results"})", R"("features")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"features":[1]})", R"("features")");
+    expect_refused(dm, R"({"v":1,"id":"a","epoch":2,"features":[""]})", R"("features")");
+    // What clients rely on: a /master whose features differ is written again.
+    auto other = m;
+    other.features.clear();
+    EXPECT_TRUE(master_node_says(m, encode(m)));
+    EXPECT_FALSE(master_node_says(m, encode(other)));
+}
+
 // What a worker runs side by side, for placement (docs/protocol.md §2, §7 "Master loop").
 TEST(ProtocolMemberCodec, WorkerThreads) {
     member_info w;
@@ -898,11 +931,11 @@ TEST(ProtocolCodecFuzz, RandomAndMutatedInputs) {
     failed.state = task_state::timed_out;
     failed.error = task_error{std::string(codes::timeout), "too slow"};
     seeds.push_back(encode(failed));
-    member_info w{"h-1-00000000", "h",          1, 4,    {"a", "b"}, 5,    std::nullopt, 0, true,
-                  std::nullopt,   std::nullopt, 2, true, {},         {"b"}};
+    member_info w{"h-1-00000000", "h",          1, 4,    {"a", "b"}, 5,     std::nullopt,  0, true,
+                  std::nullopt,   std::nullopt, 2, true, {},         {"b"}, own_features()};
     seeds.push_back(encode(w));
-    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {},    0,       3, 9,
-                  false,          12.5, 1000, std::nullopt, false, {"w-1"}, {}};
+    member_info m{"h-1-00000000", "h",  1,    std::nullopt, {},    0,       3,  9,
+                  false,          12.5, 1000, std::nullopt, false, {"w-1"}, {}, own_features()};
     seeds.push_back(encode(m));
     seeds.push_back(encode(meta_info{16, 16, 1}));
     seeds.push_back(encode(epoch_info{"m", 2}));

@@ -628,6 +628,8 @@ private:
     void done(const master_do::take_back& a, const master_txn_report& r, clock::time_point now);
     /// A stall round's reads are in: /master names the suspects.
     void publish_suspects();
+    /// The workers as read changed: /master names the features all members follow.
+    void publish_features();
     void handle(const master_saw::master_node_read& e, clock::time_point now);
     void handle(const master_saw::master_node_written& e, clock::time_point now);
     // Delayed tasks (master_fsm_delayed.cpp).

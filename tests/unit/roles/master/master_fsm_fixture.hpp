@@ -43,6 +43,7 @@ inline std::string worker_data(
     w.types = std::move(types);
     w.started_ms = 1;
     w.draining = draining;
+    w.features = protocol::own_features();  // a worker of this zkd
     return protocol::encode(w);
 }
 
@@ -193,6 +194,7 @@ struct MasterFsm : ::testing::Test {
 
     master_fsm::options options() {
         master_fsm::options o;
+        o.master_node.features = protocol::own_features();  // as written at its election
         o.policy = protocol::placement_policy::least_loaded;
         o.unknown_type_grace = milliseconds(10'000);
         o.unknown_cancel_grace = milliseconds(30'000);

@@ -3,6 +3,8 @@
 // stalling, T6 for the departed, and /master.
 #include "unit/roles/master/master_fsm_fixture.hpp"
 
+#include <boost/json/parse.hpp>
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
@@ -121,6 +123,63 @@ TEST_F(MasterFsm, WorkersAreReadFollowedAndRequeuedThroughActions) {
     EXPECT_FALSE(view.worker_alive("w1"));
 }
 
+// /master names the features the master and every live worker follow (docs/protocol.md §2
+// "Features"): a worker of an older zkd takes entry_results out while it is alive.
+TEST_F(MasterFsm, MasterNamesOnlyTheFeaturesEveryLiveWorkerFollows) {
+    const auto features_written = [](const master_step& step) {
+        std::vector<std::vector<std::string>> out;
+        for (const auto& w : of_kind(step, kind::write_master)) {
+            EXPECT_EQ(w.ops.size(), 1U);
+            // The fixture's master has no id, which decode_master would refuse: the field.
+            std::vector<std::string> features;
+            const auto doc = boost::json::parse(w.ops.at(0).data).as_object();
+            if (const auto* f = doc.if_contains("features")) {
+                for (const auto& name : f->as_array()) {
+                    features.emplace_back(name.as_string());
+                }
+            }
+            out.push_back(std::move(features));
+        }
+        return out;
+    };
+    const std::vector<std::string> none;
+    const auto own = protocol::own_features();
+    // A worker of this zkd: nothing to write (the master's node says so from its election).
+    live = {"w1"};
+    view.on(master_saw::workers_listed{live}, t0);
+    auto step = view.on(workers_read{{worker_node{"w1", worker_data(1, {"echo"}), true}}}, t0);
+    EXPECT_TRUE(features_written(step).empty());
+    // An older worker (its node names no feature): entry_results no longer holds.
+    protocol::member_info old;
+    old.id = "w2";
+    old.host = "h";
+    old.capacity = 1;
+    old.types = {"echo"};
+    live = {"w1", "w2"};
+    view.on(master_saw::workers_listed{live}, t0);
+    step = view.on(workers_read{{worker_node{"w2", protocol::encode(old), true}}}, t0);
+    EXPECT_EQ(features_written(step), std::vector<std::vector<std::string>>{none});
+    // It says it follows something else: still not entry_results (nothing new to write).
+    old.features = {"something_newer"};
+    step = view.on(master_saw::worker_changed{"w2", protocol::encode(old)}, t0);
+    EXPECT_TRUE(features_written(step).empty());
+    // Upgraded in place (its node rewritten): the master's own features again.
+    old.features = own;
+    old.features.push_back("something_newer");
+    step = view.on(master_saw::worker_changed{"w2", protocol::encode(old)}, t0);
+    EXPECT_EQ(features_written(step), std::vector<std::vector<std::string>>{own});
+    // Another old one joins, then leaves: out, then back.
+    live = {"w1", "w2", "w3"};
+    view.on(master_saw::workers_listed{live}, t0);
+    old.id = "w3";
+    old.features.clear();
+    step = view.on(workers_read{{worker_node{"w3", protocol::encode(old), true}}}, t0);
+    EXPECT_EQ(features_written(step), std::vector<std::vector<std::string>>{none});
+    live = {"w1", "w2"};
+    step = view.on(master_saw::workers_listed{live}, t0);
+    EXPECT_EQ(features_written(step), std::vector<std::vector<std::string>>{own});
+}
+
 TEST_F(MasterFsm, WhatT6FindsWrittenBelowAnAssignmentIsClearedOnceAtATime) {
     const auto path = protocol::layout::assignment("w9", tid(5, 1));
     auto clears = of_kind(view.on(foreign_found{path}, t0), kind::clear_below);
@@ -166,6 +225,7 @@ TEST_F(MasterFsm, TheThroughputFigureInMasterIsWrittenWhenItChanged) {
     ASSERT_EQ(writes.size(), 1U);
     EXPECT_FALSE(writes[0].again);
     protocol::member_info expected;
+    expected.features = protocol::own_features();  // the fixture's master and workers
     expected.throughput = 0.1;
     EXPECT_EQ(writes[0].ops, protocol::master_report_ops(expected));
     // 2 in 21 s rounds to the same figure: not written again.
