@@ -140,19 +140,17 @@ asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_entr
 ) {
     const auto own_name = protocol::bundled_task_id(bundle, index);
     if (protocol::task_id_client(bundle) == ids_.client_hex()) {
-        auto got = co_await await_own_first(own_name, bundle);
+        // The bundle's result by name only: the waits on its tasks share one read of it.
+        auto got = co_await await_own_or(own_name, bundle);
         if (!got) {
             if (got.error() == zkco::errc::no_node) {
-                // A name came and was gone before it was read: its own node consumed, or
-                // the bundle's result (wholly consumed): read the bundle's to find out.
+                // Its own node came and was gone before it was read (consumed): read the
+                // bundle's to find out.
                 co_return std::optional<zkco::node>();
             }
             co_return got.error();
         }
-        if (got->first == own_name) {
-            co_return std::optional<zkco::node>(std::move(got->second));
-        }
-        co_return std::optional<zkco::node>();
+        co_return std::move(*got);
     }
     const auto own_path = protocol::entry_result_path(l_, bundle, index);
     const auto bundle_path = l_.result(bundle);
@@ -194,30 +192,30 @@ asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_entr
     }
 }
 
-asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> task_client::await_own_first(
-    std::string first, std::string second
+asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_own_or(
+    std::string own, std::string other
 ) {
-    using got = std::pair<std::string, zkco::node>;
     const auto box = inbox_;
-    for (const auto& name : {first, second}) {
-        if (box->view.wait(name)) {
-            if (name == second) {
-                box->view.unwait(first);
-            }
-            auto node = co_await read_node(l_.result_dir(second) + "/" + name);  // there already
-            if (!node) {
-                co_return node.error();
-            }
-            co_return got(name, std::move(*node));
+    const auto own_path = l_.result_dir(other) + "/" + own;
+    if (box->view.wait(own)) {
+        auto node = co_await read_node(own_path);  // there already
+        if (!node) {
+            co_return node.error();
         }
+        co_return std::optional<zkco::node>(std::move(*node));
+    }
+    if (box->view.wait(other, true)) {
+        box->view.unwait(own);
+        co_return std::optional<zkco::node>();  // there already: its caller reads it
     }
     auto w = std::make_shared<inbox_wait>(zk_.get_executor());
-    box->waits[first].push_back(w);
-    box->waits[second].push_back(w);
+    w->name_only = other;
+    box->waits[own].push_back(w);
+    box->waits[other].push_back(w);
     follow_inbox_once(box);
     co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
     // Leave the name(s) not delivered to it (the inbox forgot those that were).
-    for (const auto& name : {first, second}) {
+    for (const auto& name : {own, other}) {
         if (w->done && (name == w->name || std::ranges::count(w->also, name) > 0)) {
             continue;
         }
@@ -227,22 +225,25 @@ asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> task_client::a
                 box->waits.erase(it);
             }
         }
-        box->view.unwait(name);
+        box->view.unwait(name, name == other);
     }
     if (!w->done) {
         co_return zkco::error_code(asio::error::operation_aborted);  // cancelled
+    }
+    if (w->name == other) {
+        co_return std::optional<zkco::node>();
     }
     if (!w->node && !w->read_it) {
         co_return w->node.error();  // the follower failed
     }
     if (w->read_it) {
-        auto node = co_await read_node(l_.result_dir(second) + "/" + w->name);
+        auto node = co_await read_node(own_path);
         if (!node) {
             co_return node.error();
         }
-        co_return got(w->name, std::move(*node));
+        co_return std::optional<zkco::node>(std::move(*node));
     }
-    co_return got(w->name, std::move(*w->node));
+    co_return std::optional<zkco::node>(std::move(*w->node));
 }
 
 asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {

@@ -268,10 +268,11 @@ private:
     boost::asio::awaitable<zkco::result<std::optional<zkco::node>>> await_entry(
         std::string bundle, std::size_t index
     );
-    /// await_own for whichever of two names in this client's results directory comes first:
-    /// the name, and its node as read.
-    boost::asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> await_own_first(
-        std::string first, std::string second
+    /// await_own for the result `own` in this client's results directory, or until the name
+    /// `other` comes there first: `own`'s node as read, or nullopt when `other` came (its
+    /// name only: nothing of it is read or copied, results_inbox::wait's `name_only`).
+    boost::asio::awaitable<zkco::result<std::optional<zkco::node>>> await_own_or(
+        std::string own, std::string other
     );
     /// The result of task `tid` from its own node `node` (read at `path`): consumed (the node
     /// deleted in the background) when `consume`.
