@@ -123,8 +123,9 @@ public:
 
     /// Waits like wait() until the task's result exists and reads it, but consumes nothing:
     /// call consume() once the result was delivered (so that a caller who could not deliver
-    /// it leaves it for a later reader). Errors: garbage_result, no_node (already consumed),
-    /// the session's errors.
+    /// it leaves it for a later reader). The calls on tasks of one bundle at a time share one
+    /// read of the bundle's result. Errors: garbage_result, no_node (already consumed), the
+    /// session's errors.
     boost::asio::awaitable<zkco::result<protocol::task_result>> await_result(std::string tid);
 
     /// Consumes the task's result (T5): deletes its node; a task of a bundle is marked
@@ -205,6 +206,7 @@ private:
     struct sending;
     struct pooled;
     struct bundle_wait;
+    struct bundle_peek;
     struct inbox;
     struct inbox_wait;
 
@@ -282,6 +284,12 @@ private:
     boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(
         std::string bundle, std::size_t index, std::string tid
     );
+    /// The result of the bundle `bundle` as read and decoded (nullopt: no node), for
+    /// await_result: the calls at a time share one read (a bundle's result may hold 512 KiB,
+    /// its 1,000 tasks each a call). Errors: garbage_result, the session's.
+    boost::asio::awaitable<
+        zkco::result<std::shared_ptr<const std::optional<protocol::task_result>>>>
+    peek_bundle(std::string bundle);
     /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
     /// yields the result as read, and which of `indices` someone else had consumed first.
     boost::asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
@@ -297,6 +305,7 @@ private:
     std::uint64_t drawn_ = 0;
     static constexpr std::uint64_t shard_run = 250;
     std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
+    std::map<std::string, std::shared_ptr<bundle_peek>> bundle_peeks_;  ///< by bundle id
     std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
     /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
     boost::asio::steady_timer consumed_;
