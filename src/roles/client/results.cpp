@@ -49,6 +49,19 @@ struct task_client::bundle_wait {
     asio::steady_timer done;
 };
 
+/// One read of a bundle's result that the await_result calls at a time share (peek_bundle).
+struct task_client::bundle_peek {
+    using whole = std::shared_ptr<const std::optional<protocol::task_result>>;
+
+    explicit bundle_peek(const asio::any_io_executor& ex)
+        : done(ex, asio::steady_timer::time_point::max()) {}
+
+    asio::steady_timer done;  ///< cancelled once the reader is over (a timer used as a condvar)
+    /// The reader's answer, for all; none when it left without one (cancelled): then each
+    /// call that joined reads again.
+    std::optional<zkco::result<whole>> got;
+};
+
 asio::awaitable<zkco::result<protocol::task_result>> task_client::wait(std::string tid) {
     if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
         // It may turn throw_if_cancelled off (a consume others depend on): not for our caller.
@@ -92,17 +105,11 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::await_result(s
     if (*first) {
         co_return own_entry(own_path, **first, tid, false);
     }
-    auto node = co_await read_node(l_.result(bundle));
-    std::optional<protocol::task_result> whole;
-    if (node) {
-        auto decoded = protocol::decode_result(node->data);
-        if (!decoded) {
-            co_return zkco::error_code(client_errc::garbage_result);
-        }
-        whole = std::move(*decoded);
-    } else if (node.error() != zkco::errc::no_node) {
-        co_return node.error();
+    const auto read = co_await peek_bundle(bundle);
+    if (!read) {
+        co_return read.error();
     }
+    const auto& whole = **read;
     if (!whole || protocol::is_published(*whole, index)) {
         // Its result is its own node's, or the bundle's is gone: its own node, if still there.
         auto own = co_await read_node(own_path);
@@ -119,6 +126,69 @@ asio::awaitable<zkco::result<protocol::task_result>> task_client::await_result(s
         co_return zkco::error_code(zkco::errc::no_node);  // consumed
     }
     co_return std::move(**r);
+}
+
+asio::awaitable<zkco::result<std::shared_ptr<const std::optional<protocol::task_result>>>>
+task_client::peek_bundle(std::string bundle) {
+    using whole = bundle_peek::whole;
+    for (;;) {
+        if (auto it = bundle_peeks_.find(bundle); it != bundle_peeks_.end()) {
+            // Another call reads it: take its answer.
+            const auto p = it->second;
+            co_await p->done.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (p->got) {
+                co_return *p->got;
+            }
+            if ((co_await asio::this_coro::cancellation_state).cancelled() !=
+                asio::cancellation_type::none) {
+                co_return zkco::error_code(asio::error::operation_aborted);
+            }
+            continue;  // the reader left without one: read again
+        }
+        const auto p = std::make_shared<bundle_peek>(zk_.get_executor());
+        bundle_peeks_.emplace(bundle, p);
+        // However this reader ends (a cancellation thrown out of a co_await too), its entry
+        // goes and the calls that joined it wake up.
+        struct release {
+            release(task_client& c, const std::string& b, std::shared_ptr<bundle_peek> s)
+                : client(c), bundle(b), p(std::move(s)) {}
+            release(const release&) = delete;
+            release& operator=(const release&) = delete;
+            release(release&&) = delete;
+            release& operator=(release&&) = delete;
+            ~release() {
+                if (auto it = client.bundle_peeks_.find(bundle);
+                    it != client.bundle_peeks_.end() && it->second == p) {
+                    client.bundle_peeks_.erase(it);
+                }
+                p->done.cancel();
+            }
+            task_client& client;
+            const std::string& bundle;
+            std::shared_ptr<bundle_peek> p;
+        };
+        const release guard(*this, bundle, p);
+        auto node = co_await read_node(l_.result(bundle));
+        if (!node) {
+            if (node.error() == asio::error::operation_aborted) {
+                co_return node.error();  // ours (cancelled), not the others': they read again
+            }
+            p->got = node.error() == zkco::errc::no_node
+                         ? zkco::result<whole>(
+                               std::make_shared<const std::optional<protocol::task_result>>()
+                           )
+                         : zkco::result<whole>(node.error());
+            co_return *p->got;
+        }
+        auto decoded = protocol::decode_result(node->data);
+        if (!decoded) {
+            p->got = zkco::error_code(client_errc::garbage_result);
+        } else {
+            p->got =
+                std::make_shared<const std::optional<protocol::task_result>>(std::move(*decoded));
+        }
+        co_return *p->got;
+    }
 }
 
 zkco::result<protocol::task_result> task_client::own_entry(
@@ -140,19 +210,17 @@ asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_entr
 ) {
     const auto own_name = protocol::bundled_task_id(bundle, index);
     if (protocol::task_id_client(bundle) == ids_.client_hex()) {
-        auto got = co_await await_own_first(own_name, bundle);
+        // The bundle's result by name only: the waits on its tasks share one read of it.
+        auto got = co_await await_own_or(own_name, bundle);
         if (!got) {
             if (got.error() == zkco::errc::no_node) {
-                // A name came and was gone before it was read: its own node consumed, or
-                // the bundle's result (wholly consumed): read the bundle's to find out.
+                // Its own node came and was gone before it was read (consumed): read the
+                // bundle's to find out.
                 co_return std::optional<zkco::node>();
             }
             co_return got.error();
         }
-        if (got->first == own_name) {
-            co_return std::optional<zkco::node>(std::move(got->second));
-        }
-        co_return std::optional<zkco::node>();
+        co_return std::move(*got);
     }
     const auto own_path = protocol::entry_result_path(l_, bundle, index);
     const auto bundle_path = l_.result(bundle);
@@ -194,30 +262,30 @@ asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_entr
     }
 }
 
-asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> task_client::await_own_first(
-    std::string first, std::string second
+asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_own_or(
+    std::string own, std::string other
 ) {
-    using got = std::pair<std::string, zkco::node>;
     const auto box = inbox_;
-    for (const auto& name : {first, second}) {
-        if (box->view.wait(name)) {
-            if (name == second) {
-                box->view.unwait(first);
-            }
-            auto node = co_await read_node(l_.result_dir(second) + "/" + name);  // there already
-            if (!node) {
-                co_return node.error();
-            }
-            co_return got(name, std::move(*node));
+    const auto own_path = l_.result_dir(other) + "/" + own;
+    if (box->view.wait(own)) {
+        auto node = co_await read_node(own_path);  // there already
+        if (!node) {
+            co_return node.error();
         }
+        co_return std::optional<zkco::node>(std::move(*node));
+    }
+    if (box->view.wait(other, true)) {
+        box->view.unwait(own);
+        co_return std::optional<zkco::node>();  // there already: its caller reads it
     }
     auto w = std::make_shared<inbox_wait>(zk_.get_executor());
-    box->waits[first].push_back(w);
-    box->waits[second].push_back(w);
+    w->name_only = other;
+    box->waits[own].push_back(w);
+    box->waits[other].push_back(w);
     follow_inbox_once(box);
     co_await w->ready.async_wait(asio::as_tuple(asio::use_awaitable));
     // Leave the name(s) not delivered to it (the inbox forgot those that were).
-    for (const auto& name : {first, second}) {
+    for (const auto& name : {own, other}) {
         if (w->done && (name == w->name || std::ranges::count(w->also, name) > 0)) {
             continue;
         }
@@ -227,22 +295,25 @@ asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> task_client::a
                 box->waits.erase(it);
             }
         }
-        box->view.unwait(name);
+        box->view.unwait(name, name == other);
     }
     if (!w->done) {
         co_return zkco::error_code(asio::error::operation_aborted);  // cancelled
+    }
+    if (w->name == other) {
+        co_return std::optional<zkco::node>();
     }
     if (!w->node && !w->read_it) {
         co_return w->node.error();  // the follower failed
     }
     if (w->read_it) {
-        auto node = co_await read_node(l_.result_dir(second) + "/" + w->name);
+        auto node = co_await read_node(own_path);
         if (!node) {
             co_return node.error();
         }
-        co_return got(w->name, std::move(*node));
+        co_return std::optional<zkco::node>(std::move(*node));
     }
-    co_return got(w->name, std::move(*w->node));
+    co_return std::optional<zkco::node>(std::move(*w->node));
 }
 
 asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {

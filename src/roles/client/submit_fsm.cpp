@@ -388,22 +388,27 @@ shared_bundle_read::outcome shared_bundle_read::outcome_for(std::size_t index, s
     return out;
 }
 
-bool results_inbox::wait(const std::string& name) {
+bool results_inbox::wait(const std::string& name, bool name_only) {
     if (follower_.following() && present_.contains(name)) {
         return true;
     }
-    ++waited_[name];
+    auto& w = waited_[name];
+    ++w.all;
+    w.data += name_only ? 0 : 1;
     ++waits_;
     return false;
 }
 
-void results_inbox::unwait(const std::string& name) {
+void results_inbox::unwait(const std::string& name, bool name_only) {
     const auto it = waited_.find(name);
     if (it == waited_.end()) {
         return;
     }
     --waits_;
-    if (--it->second == 0) {
+    if (!name_only && it->second.data > 0) {
+        --it->second.data;
+    }
+    if (--it->second.all == 0) {
         waited_.erase(it);
     }
 }
@@ -415,9 +420,12 @@ void results_inbox::deliver(
     if (it == waited_.end()) {
         return;
     }
-    waits_ -= static_cast<std::size_t>(it->second);
+    waits_ -= static_cast<std::size_t>(it->second.all);
+    const bool wanted = it->second.data > 0;
     waited_.erase(it);
-    if (data) {
+    if (!wanted) {
+        out.named.push_back(name);  // its data is nobody's to copy or read here
+    } else if (data) {
         out.with_data.emplace_back(name, *data);
     } else {
         out.to_read.push_back(name);

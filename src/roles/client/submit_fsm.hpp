@@ -288,20 +288,31 @@ private:
 /// `exists` and, mostly, no read of its own. The directory is listed when the log does not
 /// account for every change (protocol::log_follower). The view knows the names in the
 /// directory and the names waited for; it delivers each waited name once.
+///
+/// A wait may want a result's name only, not its data: a wait on a task of a bundle learns
+/// so that the bundle's result is there, and the waits on its tasks then share one read of
+/// it (task_client::wait_bundled). A name only such waits wait for is delivered `named`: no
+/// copy of its data, nothing to read (a bundle's result may hold 512 KiB, and each of its
+/// 1,000 tasks waits for it).
 class results_inbox {
 public:
-    /// Results for the waits: with their data, or by name only (read them).
+    /// Results for the waits: with their data, by name (read them), or there (named only).
     struct delivery {
         std::vector<std::pair<std::string, std::string>> with_data;  ///< name, data
         std::vector<std::string> to_read;
-        [[nodiscard]] bool empty() const noexcept { return with_data.empty() && to_read.empty(); }
+        std::vector<std::string> named;  ///< waited for by name only: there, not to be read
+        [[nodiscard]] bool empty() const noexcept {
+            return with_data.empty() && to_read.empty() && named.empty();
+        }
     };
 
-    /// A wait on the result named `name` begins. True when the view knows it is there
-    /// already: the caller reads it itself (it is not delivered).
-    bool wait(const std::string& name);
-    /// A wait ended without a delivery (cancelled, or it read the result itself).
-    void unwait(const std::string& name);
+    /// A wait on the result named `name` begins; `name_only`: it wants to know the result is
+    /// there, not its data. True when the view knows it is there already: the caller reads
+    /// it itself, if it wants it (it is not delivered).
+    bool wait(const std::string& name, bool name_only = false);
+    /// A wait ended without a delivery (cancelled, or it read the result itself); `name_only`
+    /// as it began.
+    void unwait(const std::string& name, bool name_only = false);
     /// Waits not yet delivered.
     [[nodiscard]] std::size_t waiting() const noexcept { return waits_; }
 
@@ -325,8 +336,12 @@ private:
     void deliver(const std::string& name, const std::optional<std::string>& data, delivery& out);
 
     protocol::log_follower follower_;
-    std::set<std::string> present_;      // the names in the directory, as far as we know
-    std::map<std::string, int> waited_;  // name -> waits on it, not yet delivered
+    std::set<std::string> present_;  // the names in the directory, as far as we know
+    struct waits_on {
+        int all = 0;   // waits on the name, not yet delivered
+        int data = 0;  // of them, those that want its data
+    };
+    std::map<std::string, waits_on> waited_;  // by name
     std::size_t waits_ = 0;
     std::map<std::string, std::string> last_log_;  // the data of the log read that failed
     std::uint64_t listings_ = 0;

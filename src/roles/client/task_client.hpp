@@ -123,8 +123,9 @@ public:
 
     /// Waits like wait() until the task's result exists and reads it, but consumes nothing:
     /// call consume() once the result was delivered (so that a caller who could not deliver
-    /// it leaves it for a later reader). Errors: garbage_result, no_node (already consumed),
-    /// the session's errors.
+    /// it leaves it for a later reader). The calls on tasks of one bundle at a time share one
+    /// read of the bundle's result. Errors: garbage_result, no_node (already consumed), the
+    /// session's errors.
     boost::asio::awaitable<zkco::result<protocol::task_result>> await_result(std::string tid);
 
     /// Consumes the task's result (T5): deletes its node; a task of a bundle is marked
@@ -211,6 +212,7 @@ private:
     struct sending;
     struct pooled;
     struct bundle_wait;
+    struct bundle_peek;
     struct inbox;
     struct inbox_wait;
 
@@ -274,10 +276,11 @@ private:
     boost::asio::awaitable<zkco::result<std::optional<zkco::node>>> await_entry(
         std::string bundle, std::size_t index
     );
-    /// await_own for whichever of two names in this client's results directory comes first:
-    /// the name, and its node as read.
-    boost::asio::awaitable<zkco::result<std::pair<std::string, zkco::node>>> await_own_first(
-        std::string first, std::string second
+    /// await_own for the result `own` in this client's results directory, or until the name
+    /// `other` comes there first: `own`'s node as read, or nullopt when `other` came (its
+    /// name only: nothing of it is read or copied, results_inbox::wait's `name_only`).
+    boost::asio::awaitable<zkco::result<std::optional<zkco::node>>> await_own_or(
+        std::string own, std::string other
     );
     /// The result of task `tid` from its own node `node` (read at `path`): consumed (the node
     /// deleted in the background) when `consume`.
@@ -287,6 +290,12 @@ private:
     boost::asio::awaitable<zkco::result<protocol::task_result>> wait_bundled(
         std::string bundle, std::size_t index, std::string tid
     );
+    /// The result of the bundle `bundle` as read and decoded (nullopt: no node), for
+    /// await_result: the calls at a time share one read (a bundle's result may hold 512 KiB,
+    /// its 1,000 tasks each a call). Errors: garbage_result, the session's.
+    boost::asio::awaitable<
+        zkco::result<std::shared_ptr<const std::optional<protocol::task_result>>>>
+    peek_bundle(std::string bundle);
     /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
     /// yields the result as read, and which of `indices` someone else had consumed first.
     boost::asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
@@ -302,6 +311,7 @@ private:
     std::uint64_t drawn_ = 0;
     static constexpr std::uint64_t shard_run = 250;
     std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
+    std::map<std::string, std::shared_ptr<bundle_peek>> bundle_peeks_;  ///< by bundle id
     std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
     /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
     boost::asio::steady_timer consumed_;

@@ -25,6 +25,9 @@ struct task_client::inbox_wait {
     bool done = false;
     bool read_it = false;  ///< delivered by name only: the wait reads the result itself
     std::string name;      ///< the name it was delivered for (a wait may wait for two)
+    /// The name it waits for without its data (results_inbox::wait's `name_only`): a
+    /// delivery of it fills nothing in.
+    std::string name_only;
     /// Names delivered to it after it was done (a wait on two names that both came).
     std::vector<std::string> also;
     zkco::result<zkco::node> node = zkco::error_code(boost::asio::error::operation_aborted);
@@ -48,7 +51,9 @@ struct task_client::inbox {
                 w->also.push_back(name);  // it took the other name it waited for
                 continue;
             }
-            fill(*w);
+            if (name != w->name_only) {
+                fill(*w);
+            }
             w->name = name;
             w->done = true;
             w->ready.cancel();
@@ -65,6 +70,9 @@ struct task_client::inbox {
         for (const auto& name : d.to_read) {
             complete(name, [](inbox_wait& w) { w.read_it = true; });
         }
+        for (const auto& name : d.named) {
+            complete(name, [](inbox_wait&) {});
+        }
     }
 
     /// The follower stops: every parked wait fails with `ec`.
@@ -73,7 +81,7 @@ struct task_client::inbox {
         waits.clear();
         for (const auto& [name, ws] : all) {
             for (const auto& w : ws) {
-                view.unwait(name);
+                view.unwait(name, name == w->name_only);
                 if (w->done) {
                     continue;  // failed already, under the other name it waited for
                 }

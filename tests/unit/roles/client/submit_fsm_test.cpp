@@ -612,3 +612,66 @@ TEST(RolesResultsInbox, ACancelledWaitIsNotDeliveredAndAGoneDirectoryIsListedAga
     EXPECT_FALSE(in.wait(a)) << "after gone(), what was there is not known";
     EXPECT_FALSE(in.log_read(at(1, 1), log_of({{a, "ra"}})));
 }
+
+TEST(RolesResultsInbox, ABundlesResultWaitedForByNameOnlyIsNeitherCopiedNorRead) {
+    // The waits on the tasks of one bundle each wait for the task's own node (its data) or
+    // the bundle's result (its name only): 1,000 waits on the bundle's name get it named,
+    // once, whether the log carried its data or not; they then share one read of it.
+    const std::string bundle = "t4-1763733600123-3fa9c2d1000003_1000";
+    results_inbox in;
+    EXPECT_FALSE(in.log_read(at(0, 0), ""));
+    (void)in.listed({}, at(0, 0));
+    for (int k = 0; k < 1000; ++k) {
+        EXPECT_FALSE(in.wait(bundle, true));
+    }
+    EXPECT_FALSE(in.wait(a));  // a wait on a result of its own, with its data
+    EXPECT_EQ(in.waiting(), 1001U);
+    auto d = in.log_read(at(1, 2), log_of({{bundle, "whole"}, {a, "ra"}}));
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->named, std::vector<std::string>{bundle});
+    ASSERT_EQ(d->with_data.size(), 1U) << "the bundle's data is not delivered";
+    EXPECT_EQ(d->with_data[0].first, a);
+    EXPECT_TRUE(d->to_read.empty());
+    EXPECT_EQ(in.waiting(), 0U);
+
+    // Over the log's budget (no data in it): named still, nothing to read.
+    const std::string big = "t4-1763733600123-3fa9c2d1000004_1000";
+    for (int k = 0; k < 1000; ++k) {
+        EXPECT_FALSE(in.wait(big, true));
+    }
+    auto by_name = in.log_read(at(2, 3), log_of({{big, std::nullopt}}));
+    ASSERT_TRUE(by_name);
+    EXPECT_EQ(by_name->named, std::vector<std::string>{big});
+    EXPECT_TRUE(by_name->to_read.empty());
+    EXPECT_TRUE(by_name->with_data.empty());
+
+    // Found by a listing, with the data of the log read that failed: named too.
+    const std::string listed = "t4-1763733600123-3fa9c2d1000005_1000";
+    EXPECT_FALSE(in.wait(listed, true));
+    EXPECT_FALSE(in.log_read(at(4, 5), log_of({{listed, "whole"}})));
+    auto found = in.listed({bundle, big, listed}, at(4, 5));
+    EXPECT_EQ(found.named, std::vector<std::string>{listed});
+    EXPECT_TRUE(found.with_data.empty());
+    EXPECT_TRUE(found.to_read.empty());
+
+    // There already: the wait is told so (not delivered), whichever way it waits.
+    EXPECT_TRUE(in.wait(big, true));
+    EXPECT_EQ(in.waiting(), 0U);
+}
+
+TEST(RolesResultsInbox, ANameAlsoWaitedForWithItsDataComesWithItsData) {
+    results_inbox in;
+    EXPECT_FALSE(in.log_read(at(0, 0), ""));
+    (void)in.listed({}, at(0, 0));
+    EXPECT_FALSE(in.wait(b, true));
+    EXPECT_FALSE(in.wait(b));
+    EXPECT_FALSE(in.wait(a));
+    EXPECT_FALSE(in.wait(a, true));
+    in.unwait(a);  // the wait that wanted a's data left: a is named only
+    auto d = in.log_read(at(1, 2), log_of({{a, "ra"}, {b, std::nullopt}}));
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->to_read, std::vector<std::string>{b});  // delivered once, for both waits
+    EXPECT_EQ(d->named, std::vector<std::string>{a});
+    EXPECT_TRUE(d->with_data.empty());
+    EXPECT_EQ(in.waiting(), 0U);
+}
