@@ -878,6 +878,10 @@ private:
                 record_progress(t, part, fraction, std::move(message));
             };
             outcome = co_await handlers::run_async_handler(reg_, spec.type, std::move(ac));
+        } else if (reg_.runs_inline(spec.type)) {
+            // Neither waits nor loops (registry::add_inline): here, without the compute
+            // pool's round trip. Nothing to time out or report.
+            outcome = handlers::run_handler(reg_, spec.type, args, c->stop.get_token());
         } else {
             // The timeout counts from when a pool thread starts the handler, not while it
             // queues (behind a bundle's other tasks, say): the job tells the loop when it starts.
