@@ -325,7 +325,6 @@ asio::awaitable<void> run_node(
         ++stats.sessions;
         me.host = host;
         me.pid = ::getpid();
-        me.features = protocol::own_features();  // named in /master and /workers/<me> (§2)
         spdlog::info(
             "node {}: joined {} as {} (session 0x{:x})", me.id, chroot, joined_as(o),
             zk.session() ? zk.session()->id : 0

@@ -52,6 +52,23 @@ protected:
         co_return out;
     }
 
+    /// Waits (up to 30 s) until /master names entry_results (`want`), or no longer does: the
+    /// master names it once it has read every worker (docs/protocol.md §2 "Features"), and
+    /// clients make automatic bundles only while it does.
+    asio::awaitable<void> master_says_entry_results(zkd::zkco::client& zk, bool want = true) {
+        for (int i = 0; i < 1500; ++i) {
+            auto m = co_await zk.get(std::string(layout::master()));
+            const auto node = m ? decode_master(m->data) : decode_master("");
+            const bool says =
+                node && std::ranges::binary_search(node->features, feature_entry_results);
+            if (says == want) {
+                co_return;
+            }
+            co_await settle(20ms);
+        }
+        ADD_FAILURE() << "/master never said " << (want ? "" : "no ") << "entry_results";
+    }
+
     static std::vector<task_spec> sums(int n, int first = 0) {
         std::vector<task_spec> reqs;
         for (int i = first; i < first + n; ++i) {
@@ -693,6 +710,7 @@ TEST_F(RolesBundle, ConcurrentOneTaskSubmitsAreBundledByTheClient) {
             co_await start_worker("w1", 4);
             co_await start_worker("w2", 4);
             co_await workers_joined(*zk, 2);
+            co_await master_says_entry_results(*zk);
             task_client tc(*zk, layout_);
             tc.auto_bundle(8);
 
@@ -788,23 +806,6 @@ TEST_F(RolesBundle, AnOlderWorkerTurnsAutomaticBundlesOff) {
             co_await start_master();
             co_await start_worker("w1", 4);
             co_await workers_joined(*zk, 1);
-            // /master names entry_results, as read (up to 30 s).
-            const auto master_bundles = [&]() -> asio::awaitable<bool> {
-                auto m = co_await zk->get(std::string(layout::master()));
-                co_return m&& std::ranges::binary_search(
-                    decode_master(m->data).value().features, feature_entry_results
-                );
-            };
-            const auto master_says = [&](bool want) -> asio::awaitable<void> {
-                for (int i = 0; i < 1500; ++i) {
-                    const bool says = co_await master_bundles();
-                    if (says == want) {
-                        co_return;
-                    }
-                    co_await settle(20ms);
-                }
-                ADD_FAILURE() << "/master never said " << (want ? "" : "no ") << "entry_results";
-            };
             // 30 one-task submits at once through a new client: how many were bundled.
             const auto burst = [&]() -> asio::awaitable<std::uint64_t> {
                 task_client tc(*zk, layout_);
@@ -829,7 +830,7 @@ TEST_F(RolesBundle, AnOlderWorkerTurnsAutomaticBundlesOff) {
                 }
                 co_return tc.auto_bundled();
             };
-            co_await master_says(true);
+            co_await master_says_entry_results(*zk);
             EXPECT_GT(co_await burst(), 0U);
 
             // An older worker joins (it serves nothing, so no task goes there).
@@ -841,12 +842,12 @@ TEST_F(RolesBundle, AnOlderWorkerTurnsAutomaticBundlesOff) {
             const auto path = layout::worker(old.id);
             ASSERT_TRUE(co_await zk->create(path, encode(old), {zkd::zkco::create_mode::ephemeral})
             );
-            co_await master_says(false);
+            co_await master_says_entry_results(*zk, false);
             EXPECT_EQ(co_await burst(), 0U);
 
             // Gone again: automatic bundles are back.
             ASSERT_TRUE(co_await zk->remove(path));
-            co_await master_says(true);
+            co_await master_says_entry_results(*zk);
             EXPECT_GT(co_await burst(), 0U);
         }(),
         120s
@@ -862,6 +863,7 @@ TEST_F(RolesBundle, ACancelledTaskOfAnAutomaticBundleEndsCancelled) {
             co_await start_master();
             co_await start_worker("w1", 1);
             co_await workers_joined(*zk, 1);
+            co_await master_says_entry_results(*zk);
             task_client tc(*zk, layout_);
             tc.auto_bundle(4);
             // Occupy the only slot, then submit four at once: held, then packed together.

@@ -99,7 +99,6 @@ protected:
         auto me = member("master", 0);
         me.max_pending = protocol::published_bound(opts.max_pending);  // as zkd run's node does
         me.direct = opts.direct_placement;
-        me.features = protocol::own_features();
         auto won = co_await roles::campaign(*zk, me);
         if (!won) {
             throw std::runtime_error("campaign: " + won.error().message());

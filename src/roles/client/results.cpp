@@ -136,14 +136,16 @@ task_client::peek_bundle(std::string bundle) {
             // Another call reads it: take its answer.
             const auto p = it->second;
             co_await p->done.async_wait(asio::as_tuple(asio::use_awaitable));
-            if (p->got) {
+            // Its answer, unless that is "no result yet": its read may have gone out before
+            // this call saw the bundle's result named (then this call reads for itself).
+            if (p->got && (!*p->got || (**p->got)->has_value())) {
                 co_return *p->got;
             }
             if ((co_await asio::this_coro::cancellation_state).cancelled() !=
                 asio::cancellation_type::none) {
                 co_return zkco::error_code(asio::error::operation_aborted);
             }
-            continue;  // the reader left without one: read again
+            continue;  // the reader left without one, or found none: read again
         }
         const auto p = std::make_shared<bundle_peek>(zk_.get_executor());
         bundle_peeks_.emplace(bundle, p);

@@ -151,9 +151,9 @@ public:
     /// so that a short-lived client (`zkd submit --wait`) leaves no empty directory for the
     /// master to collect a day later (T8). A result that comes after all makes the
     /// directory again (§2). A bundle counts as consumed once this client deleted its result
-    /// (its last task consumed here; consumed in part by another client, it keeps the
-    /// directory), and a directory still holding a task's own node (§6 T4e) stays. Gives up
-    /// on the delete after 2 s.
+    /// (its last unconsumed task consumed here; one whose last task another client consumed
+    /// keeps the directory), and a directory still holding a task's own node (§6 T4e)
+    /// stays. Gives up on the delete after 2 s.
     boost::asio::awaitable<void> close();
 
     /// Asks the master to cancel the task (T7); the result says how it ended. For one task of

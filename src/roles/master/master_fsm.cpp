@@ -73,8 +73,10 @@ void master_fsm::handle(const master_saw::workers_listed& e, clock::time_point /
         }
     }
     if (!read.ids.empty()) {
+        ++worker_reads_out_;
         out_.emplace_back(std::move(read));
     }
+    workers_listed_ = true;
     publish_features();
 }
 
@@ -84,6 +86,7 @@ void master_fsm::handle(const master_saw::workers_read& e, clock::time_point /*n
             out_.emplace_back(master_do::follow_worker{n.id});
         }
     }
+    worker_reads_out_ -= worker_reads_out_ > 0 ? 1 : 0;
     publish_features();
 }
 

@@ -50,7 +50,11 @@ void master_fsm::publish_suspects() {
 void master_fsm::publish_features() {
     // What this master and every live worker it has read follow (docs/protocol.md §2
     // "Features"), named in /master when it changed: clients make automatic bundles only
-    // while it names entry_results (§4.1).
+    // while it names entry_results (§4.1). Not before every worker listed was read: a
+    // worker of an older zkd not read yet must not be taken for one of ours.
+    if (!workers_listed_ || worker_reads_out_ > 0) {
+        return;
+    }
     auto features = protocol::own_features();
     for (const auto& [id, w] : workers_) {
         if (w.alive) {

@@ -628,7 +628,8 @@ private:
     void done(const master_do::take_back& a, const master_txn_report& r, clock::time_point now);
     /// A stall round's reads are in: /master names the suspects.
     void publish_suspects();
-    /// The workers as read changed: /master names the features all members follow.
+    /// The workers as read changed: /master names the features all members follow, once
+    /// every worker listed so far was read (worker_reads_out_).
     void publish_features();
     void handle(const master_saw::master_node_read& e, clock::time_point now);
     void handle(const master_saw::master_node_written& e, clock::time_point now);
@@ -727,6 +728,10 @@ private:
     std::vector<master_action> out_;  // the actions decided, handed out by on()
 
     std::map<std::string, worker_entry> workers_;
+    /// read_workers actions not answered yet, and whether /workers was listed at all: until
+    /// both say every worker was read, /master names no feature it has not named already.
+    std::size_t worker_reads_out_ = 0;
+    bool workers_listed_ = false;
     // The sum of workers_' in_flight: what worker_dir_listing_wanted, asked once per worker
     // after every step, would otherwise add up over all workers each time.
     std::size_t assigns_in_flight_ = 0;

@@ -194,7 +194,8 @@ struct MasterFsm : ::testing::Test {
 
     master_fsm::options options() {
         master_fsm::options o;
-        o.master_node.features = protocol::own_features();  // as written at its election
+        // A master that has named them already (its first read of the workers is behind it).
+        o.master_node.features = protocol::own_features();
         o.policy = protocol::placement_policy::least_loaded;
         o.unknown_type_grace = milliseconds(10'000);
         o.unknown_cancel_grace = milliseconds(30'000);

@@ -372,3 +372,21 @@ TEST_F(MasterFsm, T6ListsAgainAtOnceWhenAllWentThroughAndAfterAPauseWhenOneFaile
         std::vector<std::string>{"w1"}
     );
 }
+
+// A new master's node names no feature (its election writes none) until it has read every
+// worker it listed: a worker of an older zkd not read yet is never taken for one of ours.
+TEST(MasterFsmNode, FeaturesAreNamedOnceEveryListedWorkerWasRead) {
+    master_stats stats;
+    master_fsm::options opts;
+    opts.master_node = master_node();
+    master_fsm view(protocol::layout{}, 7, opts, stats);
+    const auto t0 = clock_type::time_point{} + std::chrono::hours(1);
+    auto step = view.on(master_saw::workers_listed{{"w1"}}, t0);
+    EXPECT_TRUE(of_kind(step, kind::write_master).empty());  // w1 is being read
+    step = view.on(workers_read{{worker_node{"w1", worker_data(1, {"echo"}), true}}}, t0);
+    const auto writes = of_kind(step, kind::write_master);
+    ASSERT_EQ(writes.size(), 1U);
+    const auto doc = boost::json::parse(writes[0].ops.at(0).data).as_object();
+    ASSERT_TRUE(doc.contains("features"));
+    EXPECT_EQ(doc.at("features").as_array(), boost::json::array{"entry_results"});
+}
