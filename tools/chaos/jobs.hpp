@@ -17,9 +17,9 @@
 
 namespace zkd::chaos {
 
-/// The exec type every zkd of a jobs run serves: zkd-chaos itself in its --record-start
-/// mode, which appends "<task id> <attempt> <ms>" to the run's start log, then returns its
-/// args as `echo` does (or fails, args {"fail": true, ...}).
+/// The exec type every zkd of a jobs run serves: a shell script in the run directory that
+/// appends "<task id> <attempt> <ms>" to the run's start log, then returns its args as `echo`
+/// does (or fails, args {"fail": true, ...}).
 inline constexpr std::string_view step_type = "chaos-step";
 
 /// One start of a task's program, as the start log says.

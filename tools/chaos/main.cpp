@@ -206,8 +206,7 @@ public:
         zk_local::cluster& ensemble,
         std::string zkd,
         bool break_result,
-        std::string ip,
-        std::string self
+        std::string ip
     )
         : ioc_(ioc),
           s_(std::move(s)),
@@ -217,7 +216,7 @@ public:
           zkd_(std::move(zkd)),
           break_result_(break_result),
           ip_(std::move(ip)),
-          self_(std::move(self)),
+          step_program_(dir_ / "chaos-step.sh"),
           start_log_(dir_ / "starts.log"),
           connect_(ensemble.connect_string()),
           loads_(ioc.get_executor()),
@@ -256,6 +255,7 @@ private:
     }
 
     bool spawn_zkd(zkd_slot& z);
+    bool write_step_program();
     /// Runs `ip ARGS...` to completion (its errors go to <run dir>/netns.log); true on exit 0.
     bool ip(std::vector<std::string> args);
     /// --partitions: a namespace and veth pair per slot; false (said why) on failure.
@@ -319,8 +319,8 @@ private:
     zk_local::cluster& ensemble_;
     std::string zkd_;
     bool break_result_;
-    std::string ip_;    ///< --partitions: the ip program
-    std::string self_;  ///< zkd-chaos itself: the chaos-step exec type's program
+    std::string ip_;         ///< --partitions: the ip program
+    fs::path step_program_;  ///< the chaos-step exec type's program (write_step_program)
     fs::path start_log_;
     jobs_recording jobs_;
     std::uint64_t delayed_outstanding_ = 0;
@@ -347,6 +347,30 @@ private:
     bool reaping_ = true;
     std::uint64_t starts_ = 0;
 };
+
+/// The chaos-step exec type's program: a POSIX shell script in the run directory, run as
+/// `/bin/sh SCRIPT START_LOG`. It appends "<task id> <attempt> <ms since the epoch>" to the
+/// start log first (one O_APPEND write: lines of concurrent programs do not mix), then prints
+/// its args back, or exits 1 when they hold "fail":true (zkd writes args as compact JSON). A
+/// shell and two small programs start in milliseconds where a sanitized build of this tool
+/// takes a tenth of a second and 50 MB: the workload measures zkd, not the step program.
+bool chaos_run::write_step_program() {
+    std::ofstream f(step_program_, std::ios::trunc);
+    f << "# zkd-chaos's chaos-step program (docs/chaos.md \"Jobs\"): sh THIS START_LOG\n"
+         "printf '%s %s %s\\n' \"${ZKD_TASK_ID:--}\" \"${ZKD_TASK_ATTEMPT:-0}\" "
+         "\"$(date +%s%3N)\" >>\"$1\" || exit 3\n"
+         "args=$(cat)\n"
+         "case $args in\n"
+         "*'\"fail\":true'*) echo 'failing on purpose (args say \"fail\": true)' >&2; exit 1 ;;\n"
+         "esac\n"
+         "printf '%s' \"$args\"\n";
+    f.close();
+    if (!f) {
+        say("cannot write " + step_program_.string());
+        return false;
+    }
+    return true;
+}
 
 bool chaos_run::spawn_zkd(zkd_slot& z) {
     ++z.starts;
@@ -377,7 +401,8 @@ bool chaos_run::spawn_zkd(zkd_slot& z) {
     if (s_.work.jobs()) {
         argv.emplace_back("--exec");
         argv.push_back(
-            std::string(step_type) + "=" + self_ + " --record-start " + start_log_.string()
+            std::string(step_type) + "=/bin/sh " + step_program_.string() + " " +
+            start_log_.string()
         );
     }
     std::vector<char*> raw;
@@ -1494,6 +1519,11 @@ asio::awaitable<int> chaos_run::run() {
         co_await zk_->close();
         co_return exit_setup;
     }
+    if (s_.work.jobs() && !write_step_program()) {
+        tear_down_netns();
+        co_await zk_->close();
+        co_return exit_setup;
+    }
     aux_.spawn(reap(), "reap");
     for (auto& z : slots_) {
         if (!spawn_zkd(z)) {
@@ -1637,45 +1667,11 @@ asio::awaitable<int> chaos_run::run() {
     co_return report.ok() ? exit_ok : exit_violation;
 }
 
-/// --record-start FILE: the chaos-step exec type's program (docs/exec.md's contract). Appends
-/// "<task id> <attempt> <ms>" to FILE first (one write, O_APPEND: lines of concurrent
-/// programs do not mix), then prints the args back, or fails when they say {"fail": true}.
-int record_start(const char* path) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    const long long ms = static_cast<long long>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-    const char* id = std::getenv("ZKD_TASK_ID");  // NOLINT(concurrency-mt-unsafe): one thread
-    const char* attempt =
-        std::getenv("ZKD_TASK_ATTEMPT");  // NOLINT(concurrency-mt-unsafe): one thread
-    const std::string line = std::string(id != nullptr ? id : "-") + " " +
-                             (attempt != nullptr ? attempt : "0") + " " + std::to_string(ms) + "\n";
-    const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-        std::fprintf(stderr, "zkd-chaos --record-start: %s: %s\n", path, std::strerror(errno));
-        return 3;
-    }
-    ::close(fd);
-    const std::string in{std::istreambuf_iterator<char>(std::cin), {}};
-    boost::system::error_code ec;
-    const auto args = json::parse(in, ec);
-    if (const auto* o = ec ? nullptr : args.if_object()) {
-        if (const auto* f = o->if_contains("fail"); f != nullptr && f->is_bool() && f->get_bool()) {
-            std::fputs("failing on purpose (args say \"fail\": true)\n", stderr);
-            return 1;
-        }
-    }
-    std::fwrite(in.data(), 1, in.size(), stdout);
-    return 0;
-}
-
 }  // namespace
 }  // namespace zkd::chaos
 
 int main(int argc, char** argv) {
     using namespace zkd::chaos;
-    if (argc == 3 && std::string_view(argv[1]) == "--record-start") {
-        return record_start(argv[2]);
-    }
     // A closed stdout or stderr (`| head`) must not kill the run before it cleans up.
     std::signal(SIGPIPE, SIG_IGN);  // NOLINT(cert-err33-c): cannot fail for SIGPIPE
     // The libraries' warnings (a session reconnecting) go to stderr: stdout holds the report.
@@ -1721,19 +1717,13 @@ int main(int argc, char** argv) {
             return exit_usage;
         }
     }
-    std::string self;
-    if (s.work.jobs()) {
-        std::error_code e;
-        self = fs::read_symlink("/proc/self/exe", e).string();
-        if (e || self.find_first_of(" \t") != std::string::npos ||
-            s.dir.find_first_of(" \t") != std::string::npos) {
-            std::fprintf(
-                stderr,
-                "zkd-chaos: the jobs workloads need zkd-chaos's own path and the run directory "
-                "without spaces (they make an exec type's command line)\n"
-            );
-            return exit_usage;
-        }
+    if (s.work.jobs() && s.dir.find_first_of(" \t") != std::string::npos) {
+        std::fprintf(
+            stderr,
+            "zkd-chaos: the jobs workloads need a run directory without spaces (its step "
+            "program's path makes an exec type's command line)\n"
+        );
+        return exit_usage;
     }
     fs::path dir = s.dir;
     std::error_code ec;
@@ -1787,7 +1777,7 @@ int main(int argc, char** argv) {
     asio::io_context ioc(1);
     int rc = exit_setup;
     {
-        chaos_run run(ioc, s, seed, dir, *ensemble, zkd, break_result, ip_program, self);
+        chaos_run run(ioc, s, seed, dir, *ensemble, zkd, break_result, ip_program);
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
         int interrupts = 0;
         std::function<void()> arm = [&] {

@@ -252,7 +252,7 @@ Usage: zkd-chaos [options]
                                     each step launched once, the fan-in once, each
                                     workflow succeeded with the result it must have
                          jobs       delayed,schedules,workflows;  all: echo and jobs
-                       Jobs tasks run as the exec type chaos-step (zkd-chaos --record-start,
+                       Jobs tasks run as the exec type chaos-step (<run dir>/chaos-step.sh,
                        which logs every start of a task to <run dir>/starts.log)
   --every DUR          mean time between faults; each gap is 0.5 to 1.5 times it (default 6s)
   --faults LIST        comma-separated: zkd-kill, zkd-pause, master-kill, zk-kill, zk-pause,
@@ -275,9 +275,6 @@ Usage: zkd-chaos [options]
   --clean-on-pass      remove the run directory when every invariant held
   --namespace NS       the cluster's namespace (default chaos; it must not be in use)
   --json               print the report as JSON on stdout (the text goes to stderr)
-  --record-start FILE  (what the chaos-step exec type runs: not for people) append
-                       "<task id> <attempt> <ms>" to FILE, then print the args read on
-                       stdin back; args {"fail": true, ...} exit 1 instead
   --help               this text
   --version            the version
 
