@@ -20,6 +20,9 @@ foreach(program IN ITEMS zkd_loadgen zkd_zk_local_cli zkd_chaos zkd_swarm)
     endif()
 endforeach()
 install(TARGETS ${zkd_programs} RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime)
+# The supervisor every exec-type program runs under: not a command, so not on PATH. An
+# application linking zkd::handlers finds it here (or through ZKD_SUPERVISE).
+install(TARGETS zkd_supervise RUNTIME DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/zkd" COMPONENT runtime)
 
 # The libraries an application links, and every target of ours they link (the closure, so a
 # library added under src/ and linked by these is exported with them, instead of failing

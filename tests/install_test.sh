@@ -26,7 +26,7 @@ trap cleanup EXIT
 
 step "install $build into $prefix"
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
-for f in bin/zkd bin/zkd-loadgen bin/zkd-zk-local bin/zkd-chaos bin/zkd-swarm \
+for f in bin/zkd bin/zkd-loadgen bin/zkd-zk-local bin/zkd-chaos bin/zkd-swarm libexec/zkd/zkd-supervise \
          include/zkd/roles/node.hpp include/zkd/zkco/client.hpp include/zkd/protocol/task.hpp \
          include/zkd/reactor/compute_pool.hpp lib/libzkd_roles.a lib/cmake/zkd/zkdConfig.cmake \
          lib/cmake/zkd/zkdConfigVersion.cmake lib/cmake/zkd/zkdTargets.cmake \

@@ -65,7 +65,7 @@ done
 step "contents (dpkg-deb -c)"
 contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/zkd ./usr/bin/zkd-loadgen ./usr/bin/zkd-zk-local ./usr/bin/zkd-chaos ./usr/bin/zkd-swarm \
-         ./usr/share/man/man1/zkd.1.gz ./usr/share/man/man1/zkd-loadgen.1.gz \
+         ./usr/libexec/zkd/zkd-supervise ./usr/share/man/man1/zkd.1.gz ./usr/share/man/man1/zkd-loadgen.1.gz \
          ./lib/systemd/system/zkd.service ./etc/zkd/zkd.conf ./usr/lib/sysusers.d/zkd.conf \
          ./usr/share/doc/zkd/copyright ./usr/share/doc/zkd/docs/protocol.md \
          ./usr/share/doc/zkd/docs/exec.md ./usr/share/doc/zkd/docs/python.md \
@@ -136,11 +136,16 @@ exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 [ "$exec_start" = "/usr/bin/zkd run --config /etc/zkd/zkd.conf" ] || fail "ExecStart=$exec_start"
 ns="package-test-$$-$RANDOM"
 cs_env=(env ZKD_ZK="$connect" ZKD_NAMESPACE="$ns")
-"${cs_env[@]}" ZKD_CAPACITY=1 "$root/usr/bin/zkd" run --config "$root/etc/zkd/zkd.conf" >"$work/zkd.log" 2>&1 &
+# An exec type too: its programs run under the packaged supervisor (usr/libexec/zkd).
+"${cs_env[@]}" ZKD_CAPACITY=1 "$root/usr/bin/zkd" run --config "$root/etc/zkd/zkd.conf" \
+    --exec "copy=/bin/cat" >"$work/zkd.log" 2>&1 &
 zkd_pid=$!
 result=$("${cs_env[@]}" "$root/usr/bin/zkd" submit sum '[1,2,3]' --wait --timeout 60s --allow-unserved \
          --create-namespace --config "$root/etc/zkd/zkd.conf" 2>&1) || { cat "$work/zkd.log"; fail "submit: $result"; }
 grep -q '"sum":6' <<<"$result" || fail "result: $result"
+result=$("${cs_env[@]}" "$root/usr/bin/zkd" submit copy '{"copied":true}' --wait --timeout 60s \
+         --config "$root/etc/zkd/zkd.conf" 2>&1) || { cat "$work/zkd.log"; fail "submit copy: $result"; }
+grep -q '"copied":true' <<<"$result" || fail "exec result: $result"
 kill -TERM "$zkd_pid"
 rc=0
 wait "$zkd_pid" || rc=$?

@@ -66,11 +66,12 @@ const std::set<std::string>& every_settable() {
     return all;
 }
 
-/// Variables zkd reads that are no option: ZKD_CONFIG, the C client's log level, and the
-/// test harness's (ZKD_TEST_*, ZKD_REQUIRE_*), which tests pass down to zkd processes.
+/// Variables zkd reads that are no option: ZKD_CONFIG, the C client's log level, where the
+/// exec supervisor program is (ZKD_SUPERVISE), and the test harness's (ZKD_TEST_*,
+/// ZKD_REQUIRE_*), which tests pass down to zkd processes.
 bool other_known_variable(const std::string& name) {
-    return name == "ZKD_CONFIG" || name == "ZKD_ZK_CLIENT_LOG" || name.starts_with("ZKD_TEST_") ||
-           name.starts_with("ZKD_REQUIRE_");
+    return name == "ZKD_CONFIG" || name == "ZKD_ZK_CLIENT_LOG" || name == "ZKD_SUPERVISE" ||
+           name.starts_with("ZKD_TEST_") || name.starts_with("ZKD_REQUIRE_");
 }
 
 std::string env_name(const std::string& option) {

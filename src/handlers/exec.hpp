@@ -268,7 +268,8 @@ struct run_outcome {
 /// Registers `p` in `reg` as an asynchronous type (at most `concurrency` at once, its
 /// timeouts as type_limits); a served type (mode serve) through add_served_type. Also sets SIGPIPE
 /// to be ignored if it was at its default (a program closing stdin early must not kill the worker).
-/// Throws as registry::add does.
+/// Throws std::invalid_argument when no supervisor program (zkd-supervise) can be found, and as
+/// registry::add does.
 void add_exec_type(registry& reg, program p);
 
 /// Registers the served type `p` (docs/exec.md "Serve mode"): its handler, and a service

@@ -771,6 +771,25 @@ TEST_F(Cli, RunHonoursConnectTimeoutQuietly) {
     EXPECT_NE((r.out + r.err).find("zk-client:"), std::string::npos) << r.out << r.err;
 }
 
+// Exec types' programs run under the supervisor program (zkd-supervise): without one, zkd run
+// refuses to start, naming what it looked for, rather than failing every task later.
+TEST_F(Cli, AnExecTypeWithoutItsSupervisorProgramIsRefusedAtStart) {
+    for (const std::string bad : {"/nonexistent/zkd-supervise", "/"}) {
+        const auto r =
+            zkd({"run", "--zk", "127.0.0.1:1", "--connect-timeout", "1s", "--exec", "x=/bin/cat"},
+                false, {{"ZKD_SUPERVISE", bad}}, 30s);
+        EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+        EXPECT_NE(
+            r.err.find(
+                "exec type x: the supervisor program " + bad +
+                " (ZKD_SUPERVISE) is not an executable file"
+            ),
+            std::string::npos
+        ) << r.err;
+        EXPECT_EQ(r.err.find("ignoring ZKD_SUPERVISE"), std::string::npos) << r.err;
+    }
+}
+
 // Without credentials, a ZooKeeper beyond loopback lets every one of its clients use the
 // cluster: zkd run says so at start (192.0.2.1 is TEST-NET-1: nothing answers there).
 TEST_F(Cli, RunWarnsThatAClusterWithoutUserIsOpenBeyondLoopback) {

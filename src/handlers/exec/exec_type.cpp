@@ -2,6 +2,7 @@
 // Exec task types, the type itself (docs/exec.md): the start-up checks (resolve), what a
 // run's outcome means (classify, progress lines) and the handler with its concurrency limit.
 #include "handlers/exec.hpp"
+#include "handlers/exec/detail/child.hpp"
 #include "handlers/exec/detail/errors.hpp"
 #include "protocol/syntax.hpp"
 #include "protocol/text.hpp"
@@ -360,6 +361,9 @@ void ignore_sigpipe() {
 }  // namespace
 
 void add_exec_type(registry& reg, program p) {
+    if (auto why = detail::check_supervisor_program(); !why.empty()) {
+        throw std::invalid_argument("exec type " + p.config.name + ": " + why);
+    }
     ignore_sigpipe();
     if (p.config.mode == run_mode::serve) {
         add_served_type(reg, std::move(p));

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
-// Exec task types: one child program's whole life (its supervisor, spawn with its fds,
-// environment, user and process group; stdin/stdout/stderr/fd 3, the control socket and the
-// supervisor's pidfd as Asio operations; the kill escalation; reaping), in one file because
+// Exec task types: one child program's whole life (its supervisor started with the program's
+// fds, environment, user and limits as arguments; stdin/stdout/stderr/fd 3, the control socket and
+// the supervisor's pidfd as Asio operations; the kill escalation; reaping), in one file because
 // those parts share the child's state and its invariants (every child reaped, no fd leaked, no
 // process of a program's tree left behind, no signal to a pid that may be reused);
 // docs/exec.md is the contract.
 #include "handlers/exec.hpp"
 #include "handlers/exec/detail/cgroup.hpp"
 #include "handlers/exec/detail/child.hpp"
+#include "handlers/exec/detail/supervisor_abi.hpp"
 #include "protocol/syntax.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -27,17 +28,15 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <fcntl.h>
-#include <grp.h>
-#include <limits>
+#include <filesystem>
 #include <memory>
-#include <poll.h>
-#include <sys/prctl.h>
+#include <spawn.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,23 +89,10 @@ bool make_pipe(pipe_ends& p) {
     return true;
 }
 
-/// Where the child failed, sent to the parent with errno on the error pipe.
-enum class stage : int {
-    pgid = 1,
-    pdeathsig,
-    fds,
-    dir,
-    groups,
-    gid,
-    uid,
-    exec,
-    subreaper,
-    signals,
-    fork,
-    cgroup,
-    rlimit,
-    nice
-};
+using supervisor_abi::control_fd;
+using supervisor_abi::error_fd;
+using supervisor_abi::record;
+using supervisor_abi::stage;
 
 const char* stage_text(stage s) {
     switch (s) {
@@ -138,492 +124,16 @@ const char* stage_text(stage s) {
         return "setrlimit";
     case stage::nice:
         return "setpriority (its nice)";
+    case stage::arguments:
+        return "the supervisor program is of another build of zkd";
     }
     return "?";
 }
 
-// The supervisor's fds: the program's 0..3 until it has forked it, then its own.
-constexpr int error_fd = 4;     // execve's failure (close-on-exec)
-constexpr int control_fd = 5;   // the control socket (close-on-exec)
-constexpr int signal_fd = 6;    // SIGCHLD (close-on-exec)
-constexpr int cg_kill_fd = 7;   // its cgroup's cgroup.kill (close-on-exec; -1: none)
-constexpr int cg_procs_fd = 8;  // its cgroup's cgroup.procs, for the program (close-on-exec)
-
-/// Records the supervisor writes on the control socket: {kind, value}; cpu (the program's
-/// CPU time in ms, its reaped children's included) comes before exited or killed.
-enum class record : std::int32_t { started = 0, exited = 1, killed = 2, cpu = 3 };
-
-/// One resource limit the program gets before it execs.
-struct rlimit_entry {
-    __rlimit_resource_t resource{};
-    rlim_t soft = 0;
-    rlim_t hard = 0;
-};
-
-/// Everything the children need, prepared before fork(): the supervisor and the program may
-/// call only async-signal-safe functions (the worker has other threads, whose locks a fork
-/// copies held).
-struct child_plan {
-    const char* path = nullptr;
-    char* const* argv = nullptr;
-    char* const* envp = nullptr;
-    const char* dir = nullptr;
-    const identity* user = nullptr;
-    std::array<int, 4> fds{};  // becomes 0 (stdin), 1, 2, 3 (progress; -1: none)
-    int error = -1;            // the error pipe's write end (close-on-exec)
-    int control = -1;          // the supervisor's end of the control socket
-    int cg_procs = -1;         // its cgroup's cgroup.procs (-1: no cgroup)
-    int cg_kill = -1;          // its cgroup's cgroup.kill (-1: none)
-    std::array<rlimit_entry, 4> limits{};
-    std::size_t limit_count = 0;
-    int nice = 0;  // added to its niceness (0: zkd's own)
-};
-
-[[noreturn]] void child_fail(int fd, stage s) {
-    const std::array<int, 2> msg{static_cast<int>(s), errno};
-    [[maybe_unused]] const auto n = ::write(fd, msg.data(), sizeof msg);
-    ::_exit(127);
-}
-
-void close_from(unsigned first) {
-    if (::syscall(SYS_close_range, first, ~0U, 0U) != 0) {
-        for (int fd = static_cast<int>(first); fd < 65536; ++fd) {
-            ::close(fd);
-        }
-    }
-}
-
-void set_all_signals(void (*handler)(int)) {
-    struct sigaction sa {};
-    sa.sa_handler = handler;  // NOLINT(cppcoreguidelines-pro-type-union-access)
-    for (int sig = 1; sig < NSIG; ++sig) {
-        ::sigaction(sig, &sa, nullptr);
-    }
-}
-
-// --- the program, forked by its supervisor ---------------------------------------------------
-
-[[noreturn]] void run_program_child(const child_plan& p, pid_t supervisor) {
-    const int err = error_fd;
-    // Ignored signals and the supervisor's mask would stay across execve.
-    set_all_signals(SIG_DFL);
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::close(control_fd);
-    ::close(signal_fd);
-    ::close(cg_kill_fd);
-    // Its own process group (what a terminal's signals and job control see as one job), and
-    // it dies with its supervisor.
-    if (::setpgid(0, 0) != 0) {
-        child_fail(err, stage::pgid);
-    }
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-        child_fail(err, stage::pdeathsig);
-    }
-    if (::getppid() != supervisor) {
-        ::_exit(127);
-    }
-    // Its cgroup (before it may lose the right to move), then its limits.
-    if (p.cg_procs >= 0 && ::write(cg_procs_fd, "0", 1) != 1) {
-        child_fail(err, stage::cgroup);
-    }
-    ::close(cg_procs_fd);
-    for (std::size_t i = 0; i < p.limit_count; ++i) {
-        const rlimit lim{p.limits[i].soft, p.limits[i].hard};
-        if (::setrlimit(p.limits[i].resource, &lim) != 0) {
-            child_fail(err, stage::rlimit);
-        }
-    }
-    // Lower priority (never higher: no privilege needed), for it and what it starts.
-    if (p.nice > 0 &&
-        ::setpriority(PRIO_PROCESS, 0, ::getpriority(PRIO_PROCESS, 0) + p.nice) != 0) {
-        child_fail(err, stage::nice);
-    }
-    if (p.dir != nullptr && ::chdir(p.dir) != 0) {
-        child_fail(err, stage::dir);
-    }
-    if (p.user != nullptr) {
-        if (::setgroups(p.user->groups.size(), p.user->groups.data()) != 0) {
-            child_fail(err, stage::groups);
-        }
-        if (::setgid(p.user->gid) != 0) {
-            child_fail(err, stage::gid);
-        }
-        if (::setuid(p.user->uid) != 0) {
-            child_fail(err, stage::uid);
-        }
-    }
-    ::execve(p.path, p.argv, p.envp);
-    child_fail(err, stage::exec);
-}
-
-// --- the supervisor's view of its tree (async-signal-safe: raw syscalls, no allocation) ------
-
-struct proc_entry {
-    pid_t pid;
-    pid_t ppid;
-    char state;
-    bool ours;
-};
-
-constexpr std::size_t max_procs = 8192;
-/// The largest pid_t, bounding the digits read from /proc.
-constexpr pid_t max_pid = std::numeric_limits<pid_t>::max();
-
-/// Reads the parent and state of `pid` from /proc/PID/stat; false if it is gone.
-bool read_stat(pid_t pid, pid_t& ppid, char& state) {
-    std::array<char, 64> path{};
-    // "/proc/" + digits + "/stat", by hand (snprintf is not async-signal-safe).
-    std::array<char, 16> digits{};
-    std::size_t n = 0;
-    for (auto v = static_cast<unsigned>(pid); n == 0 || v != 0; v /= 10) {
-        digits[n++] = static_cast<char>('0' + v % 10);
-    }
-    std::size_t at = 0;
-    for (const char ch : {'/', 'p', 'r', 'o', 'c', '/'}) {
-        path[at++] = ch;
-    }
-    while (n > 0) {
-        path[at++] = digits[--n];
-    }
-    for (const char ch : {'/', 's', 't', 'a', 't'}) {
-        path[at++] = ch;
-    }
-    path[at] = '\0';
-    const int fd = ::open(path.data(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return false;
-    }
-    std::array<char, 512> buf{};
-    const auto got = ::read(fd, buf.data(), buf.size() - 1);
-    ::close(fd);
-    if (got <= 0) {
-        return false;
-    }
-    // "pid (comm) S ppid ...": comm may hold anything, so from the last ')'.
-    auto rp = static_cast<std::size_t>(got);
-    while (rp > 0 && buf[rp - 1] != ')') {
-        --rp;
-    }
-    if (rp == 0 || rp + 3 >= static_cast<std::size_t>(got)) {
-        return false;
-    }
-    state = buf[rp + 1];
-    pid_t v = 0;
-    for (std::size_t i = rp + 3;
-         i < static_cast<std::size_t>(got) && buf[i] >= '0' && buf[i] <= '9'; ++i) {
-        v = v * 10 + (buf[i] - '0');
-    }
-    ppid = v;
-    return true;
-}
-
-struct linux_dirent64 {
-    std::uint64_t d_ino;
-    std::int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[1];  // NOLINT(cppcoreguidelines-avoid-c-arrays)
-};
-
-/// Lists every process into `procs` (sorted by pid); their count.
-std::size_t list_procs(std::array<proc_entry, max_procs>& procs) {
-    const int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) {
-        return 0;
-    }
-    std::size_t count = 0;
-    alignas(8) std::array<char, 8192> buf{};
-    for (;;) {
-        const auto got = ::syscall(SYS_getdents64, dir, buf.data(), buf.size());
-        if (got <= 0) {
-            break;
-        }
-        for (long off = 0; off < got;) {
-            const auto* d = reinterpret_cast<const linux_dirent64*>(  // NOLINT
-                buf.data() + off
-            );
-            off += d->d_reclen;
-            pid_t pid = 0;
-            const char* name = &d->d_name[0];
-            // A pid's digits; anything else (self, sys, a number past pid_t) is no process.
-            bool numeric = name[0] != '\0';
-            for (const char* c = name; numeric && *c != '\0'; ++c) {  // NOLINT
-                numeric = *c >= '0' && *c <= '9' && pid <= (max_pid - 9) / 10;
-                if (numeric) {
-                    pid = pid * 10 + (*c - '0');
-                }
-            }
-            if (!numeric || count == max_procs) {
-                continue;
-            }
-            pid_t ppid = 0;
-            char state = '?';
-            if (read_stat(pid, ppid, state)) {
-                procs[count++] = proc_entry{pid, ppid, state, false};
-            }
-        }
-    }
-    ::close(dir);
-    // Insertion sort: /proc lists in pid order already, so this is one pass.
-    for (std::size_t i = 1; i < count; ++i) {
-        for (std::size_t j = i; j > 0 && procs[j - 1].pid > procs[j].pid; --j) {
-            std::swap(procs[j - 1], procs[j]);
-        }
-    }
-    return count;
-}
-
-const proc_entry* find_proc(
-    const std::array<proc_entry, max_procs>& procs, std::size_t n, pid_t pid
-) {
-    std::size_t lo = 0;
-    std::size_t hi = n;
-    while (lo < hi) {
-        const std::size_t mid = (lo + hi) / 2;
-        if (procs[mid].pid < pid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo < n && procs[lo].pid == pid ? &procs[lo] : nullptr;
-}
-
-/// The supervisor's cg_kill_fd is its cgroup's cgroup.kill.
-bool supervisor_has_cg_kill = false;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
-/// The program's CPU time in ms, from its reaping (-1 until then).
-std::int64_t program_cpu_ms = -1;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
-
-/// Sends `sig` to every live process below `self` (the supervisor, a subreaper: its
-/// descendants' parent chains all lead to it); how many it signalled. Each is signalled
-/// through a pidfd opened after its parent was read and checked again after, so a pid reused
-/// meanwhile is not hit.
-std::size_t signal_tree(pid_t self, int sig) {
-    if (sig == SIGKILL && supervisor_has_cg_kill) {
-        // Its cgroup too: a process reparented away from the tree (ptrace) is still in it.
-        [[maybe_unused]] const auto n = ::write(cg_kill_fd, "1", 1);
-    }
-    std::array<proc_entry, max_procs> procs;  // NOLINT(cppcoreguidelines-pro-type-member-init)
-    const std::size_t n = list_procs(procs);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (std::size_t i = 0; i < n; ++i) {
-            if (procs[i].ours) {
-                continue;
-            }
-            const proc_entry* parent = find_proc(procs, n, procs[i].ppid);
-            if (procs[i].ppid == self || (parent != nullptr && parent->ours)) {
-                procs[i].ours = true;
-                changed = true;
-            }
-        }
-    }
-    std::size_t signalled = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto& e = procs[i];
-        if (!e.ours || e.state == 'Z' || e.state == 'X') {
-            continue;
-        }
-        const auto fd = static_cast<int>(::syscall(SYS_pidfd_open, e.pid, 0));
-        if (fd < 0) {
-            continue;  // gone
-        }
-        pid_t ppid = 0;
-        char state = '?';
-        if (read_stat(e.pid, ppid, state) && state != 'Z' && state != 'X' &&
-            (ppid == e.ppid || ppid == self)) {
-            ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0U);
-            ++signalled;
-        }
-        ::close(fd);
-    }
-    return signalled;
-}
-
-void reap_all(pid_t program, int& status, bool& program_done) {
-    for (;;) {
-        int st = 0;
-        rusage ru{};
-        const pid_t w = ::wait4(-1, &st, WNOHANG, &ru);
-        if (w <= 0) {
-            return;
-        }
-        if (w == program) {
-            status = st;
-            program_done = true;
-            program_cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-                             (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
-        }
-    }
-}
-
-/// SIGKILL to the whole tree until none of it is left (each round reaps what it can; a
-/// process in uninterruptible sleep may take a moment to die), at most about 10 s.
-void kill_everything(pid_t self, pid_t program, int& status, bool& program_done) {
-    for (int round = 0; round < 2000; ++round) {
-        const std::size_t left = signal_tree(self, SIGKILL);
-        reap_all(program, status, program_done);
-        if (left == 0) {
-            return;
-        }
-        const timespec pause{0, 5'000'000};
-        ::nanosleep(&pause, nullptr);
-    }
-}
-
-void send_record(record kind, std::int32_t value) {
-    const std::array<std::int32_t, 2> msg{static_cast<std::int32_t>(kind), value};
-    [[maybe_unused]] const auto n = ::send(control_fd, msg.data(), sizeof msg, MSG_NOSIGNAL);
-}
-
-// --- the supervisor, forked by zkd -----------------------------------------------------------
-
-[[noreturn]] void run_supervisor(const child_plan& p) {
-    int err = p.error;
-    // Its own process group: a terminal's ^C to zkd's group does not reach it (zkd decides).
-    if (::setpgid(0, 0) != 0) {
-        child_fail(err, stage::pgid);
-    }
-    set_all_signals(SIG_DFL);
-    for (const int sig :
-         {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2}) {
-        ::signal(sig, SIG_IGN);
-    }
-    sigset_t chld;
-    ::sigemptyset(&chld);
-    ::sigaddset(&chld, SIGCHLD);
-    ::sigprocmask(SIG_SETMASK, &chld, nullptr);
-    // Move every end out of 0..6 first: one of them may have such a number already.
-    std::array<int, 6> high{-1, -1, -1, -1, -1, -1};
-    for (std::size_t i = 0; i < 4; ++i) {
-        if (p.fds[i] >= 0 && (high[i] = ::fcntl(p.fds[i], F_DUPFD_CLOEXEC, 10)) < 0) {
-            child_fail(err, stage::fds);
-        }
-    }
-    high[4] = ::fcntl(err, F_DUPFD_CLOEXEC, 10);
-    if (high[4] < 0) {
-        child_fail(err, stage::fds);
-    }
-    err = high[4];
-    high[5] = ::fcntl(p.control, F_DUPFD_CLOEXEC, 10);
-    if (high[5] < 0) {
-        child_fail(err, stage::fds);
-    }
-    std::array<int, 2> cg{-1, -1};  // cgroup.kill, cgroup.procs
-    for (std::size_t i = 0; i < cg.size(); ++i) {
-        const int from = i == 0 ? p.cg_kill : p.cg_procs;
-        if (from >= 0 && (cg[i] = ::fcntl(from, F_DUPFD_CLOEXEC, 10)) < 0) {
-            child_fail(err, stage::fds);
-        }
-    }
-    for (int i = 0; i < 4; ++i) {
-        const int from = high[static_cast<std::size_t>(i)];
-        if (from < 0) {
-            ::close(i);
-        } else if (::dup2(from, i) != i) {  // dup2 clears close-on-exec
-            child_fail(err, stage::fds);
-        }
-    }
-    if (::dup3(high[4], error_fd, O_CLOEXEC) != error_fd) {
-        child_fail(err, stage::fds);
-    }
-    err = error_fd;
-    if (::dup3(high[5], control_fd, O_CLOEXEC) != control_fd) {
-        child_fail(err, stage::fds);
-    }
-    for (std::size_t i = 0; i < cg.size(); ++i) {
-        const int to = i == 0 ? cg_kill_fd : cg_procs_fd;
-        if (cg[i] < 0) {
-            ::close(to);
-        } else if (::dup3(cg[i], to, O_CLOEXEC) != to) {
-            child_fail(err, stage::fds);
-        }
-    }
-    supervisor_has_cg_kill = cg[0] >= 0;
-    // Nothing else of the worker's stays open here or reaches the program.
-    ::close(signal_fd);
-    close_from(static_cast<unsigned>(cg_procs_fd) + 1);
-    // The lowest free number may be 3 (a program without fd 3): moved to its place.
-    const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) {
-        child_fail(err, stage::signals);
-    }
-    if (sfd != signal_fd) {
-        if (::dup3(sfd, signal_fd, O_CLOEXEC) != signal_fd) {
-            child_fail(err, stage::signals);
-        }
-        ::close(sfd);
-    }
-    // Orphans of the program's tree (a daemonizing grandchild, a setsid one) become ours.
-    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-        child_fail(err, stage::subreaper);
-    }
-    const pid_t self = ::getpid();
-    const pid_t program = ::fork();
-    if (program < 0) {
-        child_fail(err, stage::fork);
-    }
-    if (program == 0) {
-        run_program_child(p, self);
-    }
-    for (int fd = 0; fd <= error_fd; ++fd) {
-        ::close(fd);  // the program's ends: EOF for zkd must not wait for us
-    }
-    send_record(record::started, program);
-
-    int status = 0;
-    bool program_done = false;
-    bool zkd_gone = false;
-    while (!program_done && !zkd_gone) {
-        std::array<pollfd, 2> fds{pollfd{control_fd, POLLIN, 0}, pollfd{signal_fd, POLLIN, 0}};
-        if (::poll(fds.data(), fds.size(), -1) < 0) {
-            continue;  // EINTR
-        }
-        if ((fds[1].revents & POLLIN) != 0) {
-            signalfd_siginfo info{};
-            while (::read(signal_fd, &info, sizeof info) > 0) {
-            }
-            reap_all(program, status, program_done);
-        }
-        if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-            std::array<char, 16> req{};
-            const auto got = ::read(control_fd, req.data(), req.size());
-            if (got <= 0) {
-                zkd_gone = true;  // zkd exited or was killed: nothing of the program stays
-            }
-            for (ssize_t i = 0; i < got; ++i) {
-                if (req[static_cast<std::size_t>(i)] == 'T') {
-                    signal_tree(self, SIGTERM);
-                } else if (req[static_cast<std::size_t>(i)] == 'K') {
-                    signal_tree(self, SIGKILL);
-                }
-            }
-        }
-    }
-    // The program's work ends with it: whatever of its tree is left dies now.
-    kill_everything(self, program, status, program_done);
-    if (!program_done) {
-        // Killed by kill_everything, but not reaped yet (it was not in the last round's list).
-        rusage ru{};
-        while (::wait4(program, &status, 0, &ru) < 0 && errno == EINTR) {
-        }
-        program_cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-                         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
-    }
-    if (program_cpu_ms >= 0) {
-        send_record(
-            record::cpu,
-            static_cast<std::int32_t>(std::min<std::int64_t>(program_cpu_ms, INT32_MAX))
-        );
-    }
-    if (WIFEXITED(status)) {
-        send_record(record::exited, WEXITSTATUS(status));
-    } else if (WIFSIGNALED(status)) {
-        send_record(record::killed, WTERMSIG(status));
-    }
-    ::_exit(0);
+bool executable(const std::string& path) {
+    struct stat st {};
+    return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(path.c_str(), X_OK) == 0;
 }
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
@@ -638,6 +148,48 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+const std::string& supervisor_program() {
+    static const std::string found = [] {
+        // NOLINTNEXTLINE(concurrency-mt-unsafe): read once; nothing here sets the environment
+        if (const char* env = std::getenv("ZKD_SUPERVISE"); env != nullptr) {
+            return std::string(env);  // the operator's word, even if it is wrong: a clear error
+        }
+        std::vector<std::string> candidates;
+        std::error_code ec;
+        const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+        if (!ec) {
+            candidates.push_back((self.parent_path() / "zkd-supervise").string());
+            candidates.push_back(
+                (self.parent_path() / "../libexec/zkd/zkd-supervise").lexically_normal().string()
+            );
+        }
+        candidates.emplace_back(ZKD_SUPERVISE_BUILD_PATH);
+        candidates.emplace_back(ZKD_SUPERVISE_INSTALL_PATH);
+        for (auto& c : candidates) {
+            if (executable(c)) {
+                return c;
+            }
+        }
+        return std::string();
+    }();
+    return found;
+}
+
+std::string check_supervisor_program() {
+    const auto& path = supervisor_program();
+    if (path.empty()) {
+        return std::string(
+            "no supervisor program (zkd-supervise) found beside this program, in "
+            "../libexec/zkd/ from it, in " ZKD_SUPERVISE_BUILD_PATH
+            " or in " ZKD_SUPERVISE_INSTALL_PATH "; set ZKD_SUPERVISE to its path"
+        );
+    }
+    if (!executable(path)) {
+        return "the supervisor program " + path + " (ZKD_SUPERVISE) is not an executable file";
+    }
+    return {};
+}
 
 child::child(const asio::any_io_executor& ex)
     : in(ex), out(ex), err(ex), progress(ex), error(ex), control(ex), pidfd(ex), kill_timer(ex) {}
@@ -660,7 +212,7 @@ void child::terminate() {
         return;
     }
     term_sent = true;
-    send('T');
+    send(supervisor_abi::terminate_request);
     kill_timer.expires_after(grace);
     kill_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
         if (!ec) {
@@ -674,7 +226,7 @@ void child::kill_tree() {
         return;
     }
     kill_sent = true;
-    send('K');
+    send(supervisor_abi::kill_request);
 }
 
 std::shared_ptr<child> spawn(
@@ -702,31 +254,52 @@ std::shared_ptr<child> spawn(
     }
     unique_fd ours(sock[0]);
     unique_fd theirs(sock[1]);
-    auto argv = c_strings(p.config.argv);
-    auto envp = c_strings(env);
-    child_plan plan;
-    plan.path = p.path.c_str();
-    plan.argv = argv.data();
-    plan.envp = envp.data();
-    plan.dir = p.config.dir.empty() ? nullptr : p.config.dir.c_str();
-    plan.user = p.user ? &*p.user : nullptr;
-    plan.nice = p.config.nice;
-    plan.fds = {
-        pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(), pipes[3].write.get()};
-    plan.error = pipes[4].write.get();
-    plan.control = theirs.get();
     std::unique_ptr<program_cgroup> cg;
     if (p.plan.uses_cgroup()) {
         cg = program_cgroup::make(p, error);
         if (!cg) {
             return nullptr;
         }
-        plan.cg_procs = cg->procs_fd();
-        plan.cg_kill = cg->kill_fd();
+    }
+    const std::string& supervisor = supervisor_program();
+    if (const auto why = check_supervisor_program(); !why.empty()) {
+        error = why;
+        return nullptr;
+    }
+
+    // The supervisor's arguments (supervisor/main.cpp says what they mean).
+    std::vector<std::string> args{supervisor, supervisor_abi::version_arg};
+    if (with_progress_fd) {
+        args.emplace_back("-p");
+    }
+    if (cg && cg->kill_fd() >= 0) {
+        args.emplace_back("-k");
+    }
+    if (cg && cg->procs_fd() >= 0) {
+        args.emplace_back("-P");
+    }
+    if (!p.config.dir.empty()) {
+        args.insert(args.end(), {"-d", p.config.dir});
+    }
+    if (p.user) {
+        std::string groups;
+        for (const gid_t g : p.user->groups) {
+            groups += (groups.empty() ? "" : ",") + std::to_string(g);
+        }
+        args.insert(
+            args.end(),
+            {"-u", std::to_string(p.user->uid), "-g", std::to_string(p.user->gid), "-G", groups}
+        );
+    }
+    if (p.config.nice > 0) {
+        args.insert(args.end(), {"-n", std::to_string(p.config.nice)});
     }
     const auto& l = p.config.limits;
-    const auto limit = [&plan](__rlimit_resource_t r, rlim_t soft, rlim_t hard) {
-        plan.limits[plan.limit_count++] = rlimit_entry{r, soft, hard};
+    const auto limit = [&args](__rlimit_resource_t r, rlim_t soft, rlim_t hard) {
+        args.insert(
+            args.end(), {"-l", std::to_string(static_cast<unsigned>(r)) + ":" +
+                                   std::to_string(soft) + ":" + std::to_string(hard)}
+        );
     };
     if (p.plan.memory == enforcement::rlimit) {
         limit(RLIMIT_DATA, l.memory, l.memory);
@@ -747,14 +320,66 @@ std::shared_ptr<child> spawn(
             static_cast<rlim_t>(l.max_open_files)
         );
     }
+    args.emplace_back("--");
+    args.push_back(p.path);
+    args.insert(args.end(), p.config.argv.begin(), p.config.argv.end());
 
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        error = std::string("fork: ") + std::strerror(errno);  // NOLINT(concurrency-mt-unsafe)
-        return nullptr;
+    // Its descriptors, each at its number (supervisor_abi); an end that has a number of 0..8
+    // itself is moved above first, so that no dup2 overwrites an end a later one reads.
+    std::vector<std::pair<int, int>> fds{
+        {pipes[0].read.get(), 0},
+        {pipes[1].write.get(), 1},
+        {pipes[2].write.get(), 2},
+        {pipes[4].write.get(), supervisor_abi::error_fd},
+        {theirs.get(), supervisor_abi::control_fd}};
+    if (with_progress_fd) {
+        fds.emplace_back(pipes[3].write.get(), 3);
     }
-    if (pid == 0) {
-        run_supervisor(plan);
+    if (cg && cg->kill_fd() >= 0) {
+        fds.emplace_back(cg->kill_fd(), supervisor_abi::cg_kill_fd);
+    }
+    if (cg && cg->procs_fd() >= 0) {
+        fds.emplace_back(cg->procs_fd(), supervisor_abi::cg_procs_fd);
+    }
+    constexpr int first_free = supervisor_abi::cg_procs_fd + 1;
+    std::vector<unique_fd> moved;
+    for (auto& [from, to] : fds) {
+        if (from < first_free) {
+            moved.emplace_back(::fcntl(from, F_DUPFD_CLOEXEC, first_free));
+            if (moved.back().get() < 0) {
+                error = std::string("fcntl(F_DUPFD_CLOEXEC): ") +
+                        std::strerror(errno);  // NOLINT(concurrency-mt-unsafe)
+                return nullptr;
+            }
+            from = moved.back().get();
+        }
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawnattr_init(&attr);
+    for (const auto& [from, to] : fds) {
+        ::posix_spawn_file_actions_adddup2(&actions, from, to);
+    }
+    ::posix_spawn_file_actions_addclosefrom_np(&actions, first_free);
+    // A process group of its own from the start (a terminal's ^C to zkd's group is zkd's to
+    // handle), and every signal blocked until it has set its own handling up.
+    sigset_t all;
+    ::sigfillset(&all);
+    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+    ::posix_spawnattr_setpgroup(&attr, 0);
+    ::posix_spawnattr_setsigmask(&attr, &all);
+    auto argv = c_strings(args);
+    auto envp = c_strings(env);
+    pid_t pid = 0;
+    const int rc =
+        ::posix_spawn(&pid, supervisor.c_str(), &actions, &attr, argv.data(), envp.data());
+    ::posix_spawn_file_actions_destroy(&actions);
+    ::posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        error = "starting the supervisor " + supervisor + ": " +
+                std::strerror(rc);  // NOLINT(concurrency-mt-unsafe)
+        return nullptr;
     }
     auto c = std::make_shared<child>(ex);
     c->supervisor = pid;

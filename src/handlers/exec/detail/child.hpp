@@ -31,10 +31,10 @@ struct exit_status {
 
 class program_cgroup;
 
-/// A started program under its supervisor (docs/exec.md "No orphans"): zkd forks a
-/// supervisor, a subreaper that forks the program and, when the program exits, when asked,
-/// or when zkd goes away (its control socket closes), kills every process of the program's
-/// tree, then reports and exits. `in`, `out`, `err` and `progress` are zkd's ends of the
+/// A started program under its supervisor (docs/exec.md "No orphans"): zkd starts a
+/// supervisor (the zkd-supervise program), a subreaper that forks the program and, when the program
+/// exits, when asked, or when zkd goes away (its control socket closes), kills every process of the
+/// program's tree, then reports and exits. `in`, `out`, `err` and `progress` are zkd's ends of the
 /// program's fds 0, 1, 2 and 3 (`progress` is closed when the program has no fd 3).
 struct child : std::enable_shared_from_this<child> {
     explicit child(const boost::asio::any_io_executor& ex);
@@ -63,9 +63,18 @@ struct child : std::enable_shared_from_this<child> {
     void send(char request) const;
 };
 
-/// Forks the supervisor and its program: `p` with `env`; fd 3 is a progress pipe when
-/// `with_progress_fd`. Nullptr with `error` set if even the fork failed; a failure of a later
-/// step shows in the exit_status of wait_exit.
+/// The supervisor program (zkd-supervise) this process starts, found once: $ZKD_SUPERVISE if
+/// set; else the first executable of: beside the running program, ../libexec/zkd/ from it,
+/// this build's tree, the install prefix it was configured with. Empty if none is.
+const std::string& supervisor_program();
+
+/// Why no supervisor can be started (empty: one can): checked when an exec type is added.
+std::string check_supervisor_program();
+
+/// Starts the supervisor (posix_spawn: nothing of zkd's memory is copied), which forks the
+/// program: `p` with `env`; fd 3 is a progress pipe when `with_progress_fd`. Nullptr with
+/// `error` set if the supervisor could not be started; a failure of a later step shows in the
+/// exit_status of wait_exit.
 std::shared_ptr<child> spawn(
     const boost::asio::any_io_executor& ex,
     const program& p,
