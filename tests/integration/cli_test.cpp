@@ -790,6 +790,29 @@ TEST_F(Cli, AnExecTypeWithoutItsSupervisorProgramIsRefusedAtStart) {
     }
 }
 
+// A supervisor of another build (a package upgraded under a running zkd) refuses what this zkd
+// asks of it: the task fails saying so, and the worker carries on.
+TEST_F(Cli, ASupervisorOfAnotherBuildFailsTheTaskSayingSo) {
+    const auto wrapper = dir_ / "other-build-supervise";
+    {
+        std::ofstream f(wrapper);
+        f << "#!/bin/sh\nshift\nexec "
+          << (std::filesystem::path(ZKD_BINARY).parent_path() / "zkd-supervise").string()
+          << " --abi=another-build \"$@\"\n";
+    }
+    std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+    ::setenv("ZKD_SUPERVISE", wrapper.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+    start_node({"--exec", "copy=/bin/cat"});
+    ::unsetenv("ZKD_SUPERVISE");  // NOLINT(concurrency-mt-unsafe)
+    ASSERT_EQ(wait_for_cluster().exit_code, 0);
+    auto r = zkd({"submit", "copy", R"({"x":1})", "--wait"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("the supervisor program refused its arguments"), std::string::npos)
+        << r.out;
+    r = zkd({"submit", "sum", "[1,2]", "--wait"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // Without credentials, a ZooKeeper beyond loopback lets every one of its clients use the
 // cluster: zkd run says so at start (192.0.2.1 is TEST-NET-1: nothing answers there).
 TEST_F(Cli, RunWarnsThatAClusterWithoutUserIsOpenBeyondLoopback) {

@@ -348,7 +348,7 @@ private:
     std::uint64_t starts_ = 0;
 };
 
-/// The chaos-step exec type's program: a POSIX shell script in the run directory, run as
+/// The chaos-step exec type's program: a shell script in the run directory, run as
 /// `/bin/sh SCRIPT START_LOG`. It appends "<task id> <attempt> <ms since the epoch>" to the
 /// start log first (one O_APPEND write: lines of concurrent programs do not mix), then prints
 /// its args back, or exits 1 when they hold "fail":true (zkd writes args as compact JSON). A
@@ -357,6 +357,7 @@ private:
 bool chaos_run::write_step_program() {
     std::ofstream f(step_program_, std::ios::trunc);
     f << "# zkd-chaos's chaos-step program (docs/chaos.md \"Jobs\"): sh THIS START_LOG\n"
+         "PATH=/usr/bin:/bin\n"
          "printf '%s %s %s\\n' \"${ZKD_TASK_ID:--}\" \"${ZKD_TASK_ATTEMPT:-0}\" "
          "\"$(date +%s%3N)\" >>\"$1\" || exit 3\n"
          "args=$(cat)\n"

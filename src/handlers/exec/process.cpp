@@ -125,7 +125,7 @@ const char* stage_text(stage s) {
     case stage::nice:
         return "setpriority (its nice)";
     case stage::arguments:
-        return "the supervisor program is of another build of zkd";
+        return "the supervisor program refused its arguments (is it of another build of zkd?)";
     }
     return "?";
 }
@@ -149,11 +149,18 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 
 }  // namespace
 
-const std::string& supervisor_program() {
-    static const std::string found = [] {
+namespace {
+
+struct found_supervisor {
+    std::string path;
+    bool from_environment = false;  // ZKD_SUPERVISE named it
+};
+
+const found_supervisor& find_supervisor() {
+    static const found_supervisor found = [] {
         // NOLINTNEXTLINE(concurrency-mt-unsafe): read once; nothing here sets the environment
-        if (const char* env = std::getenv("ZKD_SUPERVISE"); env != nullptr) {
-            return std::string(env);  // the operator's word, even if it is wrong: a clear error
+        if (const char* env = std::getenv("ZKD_SUPERVISE"); env != nullptr && *env != '\0') {
+            return found_supervisor{env, true};  // the operator's word, even if wrong: said so
         }
         std::vector<std::string> candidates;
         std::error_code ec;
@@ -163,30 +170,41 @@ const std::string& supervisor_program() {
             candidates.push_back(
                 (self.parent_path() / "../libexec/zkd/zkd-supervise").lexically_normal().string()
             );
+            // This build's own, only for a program of this build tree (a test, a zkd not
+            // installed): an installed or packaged program never runs a developer's build.
+            if (self.string().starts_with(ZKD_BUILD_TREE)) {
+                candidates.emplace_back(ZKD_SUPERVISE_BUILD_PATH);
+            }
         }
-        candidates.emplace_back(ZKD_SUPERVISE_BUILD_PATH);
         candidates.emplace_back(ZKD_SUPERVISE_INSTALL_PATH);
         for (auto& c : candidates) {
             if (executable(c)) {
-                return c;
+                return found_supervisor{std::move(c), false};
             }
         }
-        return std::string();
+        return found_supervisor{};
     }();
     return found;
 }
 
+}  // namespace
+
+const std::string& supervisor_program() {
+    return find_supervisor().path;
+}
+
 std::string check_supervisor_program() {
-    const auto& path = supervisor_program();
-    if (path.empty()) {
+    const auto& f = find_supervisor();
+    if (f.path.empty()) {
         return std::string(
             "no supervisor program (zkd-supervise) found beside this program, in "
-            "../libexec/zkd/ from it, in " ZKD_SUPERVISE_BUILD_PATH
-            " or in " ZKD_SUPERVISE_INSTALL_PATH "; set ZKD_SUPERVISE to its path"
+            "../libexec/zkd/ from it or in " ZKD_SUPERVISE_INSTALL_PATH
+            "; set ZKD_SUPERVISE to its path"
         );
     }
-    if (!executable(path)) {
-        return "the supervisor program " + path + " (ZKD_SUPERVISE) is not an executable file";
+    if (!executable(f.path)) {
+        return "the supervisor program " + f.path +
+               (f.from_environment ? " (ZKD_SUPERVISE)" : "") + " is not an executable file";
     }
     return {};
 }
@@ -354,26 +372,44 @@ std::shared_ptr<child> spawn(
             from = moved.back().get();
         }
     }
+    // Each call below fails only for want of memory (or a bad argument, which would be a bug):
+    // the first failure is the spawn's, and nothing is started.
+    int rc = 0;
+    const auto step = [&rc](int r) {
+        if (rc == 0) {
+            rc = r;
+        }
+    };
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
-    ::posix_spawn_file_actions_init(&actions);
-    ::posix_spawnattr_init(&attr);
-    for (const auto& [from, to] : fds) {
-        ::posix_spawn_file_actions_adddup2(&actions, from, to);
+    if (const int r = ::posix_spawn_file_actions_init(&actions); r != 0) {
+        error = std::string("posix_spawn_file_actions_init: ") +
+                std::strerror(r);  // NOLINT(concurrency-mt-unsafe)
+        return nullptr;
     }
-    ::posix_spawn_file_actions_addclosefrom_np(&actions, first_free);
+    if (const int r = ::posix_spawnattr_init(&attr); r != 0) {
+        ::posix_spawn_file_actions_destroy(&actions);
+        error = std::string("posix_spawnattr_init: ") +
+                std::strerror(r);  // NOLINT(concurrency-mt-unsafe)
+        return nullptr;
+    }
+    for (const auto& [from, to] : fds) {
+        step(::posix_spawn_file_actions_adddup2(&actions, from, to));
+    }
+    step(::posix_spawn_file_actions_addclosefrom_np(&actions, first_free));
     // A process group of its own from the start (a terminal's ^C to zkd's group is zkd's to
     // handle), and every signal blocked until it has set its own handling up.
     sigset_t all;
     ::sigfillset(&all);
-    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-    ::posix_spawnattr_setpgroup(&attr, 0);
-    ::posix_spawnattr_setsigmask(&attr, &all);
+    step(::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK));
+    step(::posix_spawnattr_setpgroup(&attr, 0));
+    step(::posix_spawnattr_setsigmask(&attr, &all));
     auto argv = c_strings(args);
     auto envp = c_strings(env);
     pid_t pid = 0;
-    const int rc =
-        ::posix_spawn(&pid, supervisor.c_str(), &actions, &attr, argv.data(), envp.data());
+    if (rc == 0) {  // never with an action or attribute missing
+        rc = ::posix_spawn(&pid, supervisor.c_str(), &actions, &attr, argv.data(), envp.data());
+    }
     ::posix_spawn_file_actions_destroy(&actions);
     ::posix_spawnattr_destroy(&attr);
     if (rc != 0) {

@@ -8,8 +8,10 @@
 
 namespace zkd::handlers::exec::detail::supervisor_abi {
 
-/// argv[1] of every supervisor: a supervisor from another build of zkd refuses to run.
-inline constexpr const char* version_arg = "--abi=1";
+/// argv[1] of every supervisor: "--abi=" and a digest of this header and the supervisor's
+/// source, made when the build is configured (src/handlers/CMakeLists.txt). A supervisor
+/// whose own differs (another build of zkd: a package upgraded under a running zkd) refuses.
+inline constexpr const char* version_arg = "--abi=" ZKD_SUPERVISOR_ABI;
 
 // The supervisor's fds as zkd starts it: the program's 0..3 (3: the progress pipe, with -p),
 // then its own. It marks 4, 5, 7 and 8 close-on-exec itself.

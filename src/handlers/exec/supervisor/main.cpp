@@ -6,8 +6,8 @@
 // the program's tree when the program exits, when zkd asks, or when zkd is gone (its control
 // socket closes); then it reports how the program ended and exits.
 //
-//   zkd-supervise --abi=N [-p] [-k] [-P] [-d DIR] [-u UID -g GID -G GIDS] [-n NICE]
-//                 [-l RESOURCE:SOFT:HARD]... -- PATH ARGV0 [ARGS...]
+//   zkd-supervise --abi=DIGEST [-p] [-k] [-P] [-d DIR] [-u UID -g GID -G GIDS] [-n NICE]
+//                      [-l RESOURCE:SOFT:HARD]... -- PATH ARGV0 [ARGS...]
 //
 // -p: fd 3 is the program's progress pipe; -k, -P: fds 7 and 8 are its cgroup's cgroup.kill
 // and cgroup.procs; -G: comma-separated supplementary groups (may be empty). Not for people:
