@@ -254,8 +254,9 @@ struct run_outcome {
 /// Runs `p` once on the calling coroutine's executor, under its supervisor (docs/exec.md "How
 /// it runs"): `input` on stdin, stdout and stderr read, progress lines passed to `progress`
 /// (may be empty), every child reaped before it completes. `stop` sends SIGTERM to every
-/// process of the program's tree, then SIGKILL after kill_grace. The coroutine's own cancellation is ignored. `p` must
-/// outlive the call. `extra_env` entries (NAME=VALUE) are added to the program's environment.
+/// process of the program's tree, then SIGKILL after kill_grace. The coroutine's own cancellation
+/// is ignored. `p` must outlive the call. `extra_env` entries (NAME=VALUE) are added to the
+/// program's environment.
 [[nodiscard]] boost::asio::awaitable<run_outcome> run_program(
     const program& p,
     std::string input,

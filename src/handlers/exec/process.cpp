@@ -203,8 +203,8 @@ std::string check_supervisor_program() {
         );
     }
     if (!executable(f.path)) {
-        return "the supervisor program " + f.path +
-               (f.from_environment ? " (ZKD_SUPERVISE)" : "") + " is not an executable file";
+        return "the supervisor program " + f.path + (f.from_environment ? " (ZKD_SUPERVISE)" : "") +
+               " is not an executable file";
     }
     return {};
 }
