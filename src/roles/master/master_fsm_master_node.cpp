@@ -84,9 +84,13 @@ void master_fsm::handle(const master_saw::master_node_read& e, clock::time_point
     // pending tasks from must say it.
     const bool garbled = ours && e.data && !protocol::master_node_says(master_node_, *e.data);
     ours = ours && !garbled;
-    // One write at a time: the change that started it may also fire the next watch before
-    // the write is applied.
-    if (ours || rewriting_master_node_) {
+    if (rewriting_master_node_) {
+        // One write at a time: the change that started it may also fire the next watch before
+        // the write is applied. What this read saw is looked at again once it is answered.
+        master_read_during_rewrite_ = e;
+        return;
+    }
+    if (ours) {
         return;
     }
     spdlog::warn(
@@ -100,8 +104,15 @@ void master_fsm::handle(const master_saw::master_node_read& e, clock::time_point
         protocol::master_node_ops(master_node_, e.exists, e.version), true});
 }
 
-void master_fsm::handle(const master_saw::master_node_written& /*e*/, clock::time_point /*now*/) {
+void master_fsm::handle(const master_saw::master_node_written& /*e*/, clock::time_point now) {
     rewriting_master_node_ = false;
+    // A read that came meanwhile may be of a change after the write (a delete, which fires no
+    // watch once the node is gone): written again if it says so. If the write came after it
+    // instead, the node it writes fails at its version or as existing, harmlessly, and the
+    // watch shows what /master holds.
+    if (auto read = std::exchange(master_read_during_rewrite_, std::nullopt)) {
+        handle(*read, now);
+    }
 }
 
 }  // namespace zkd::roles

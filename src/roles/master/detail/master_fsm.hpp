@@ -815,6 +815,9 @@ private:
     // /master: what it says of us, and the tasks finished (time, count) for its throughput.
     protocol::member_info master_node_;
     bool rewriting_master_node_ = false;  // its write again is out
+    // The latest read of it that came while that write was out: handled once it is answered
+    // (a delete during the write fires no watch after it, and must not be missed).
+    std::optional<master_saw::master_node_read> master_read_during_rewrite_;
     std::deque<std::pair<clock::time_point, std::uint64_t>> finishes_;
     double throughput_written_ = 0;
 };
