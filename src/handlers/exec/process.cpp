@@ -117,7 +117,7 @@ const char* stage_text(stage s) {
     case stage::signals:
         return "signalfd";
     case stage::fork:
-        return "fork (its supervisor)";
+        return "fork (of the program, by its supervisor)";
     case stage::cgroup:
         return "moving into its cgroup";
     case stage::rlimit:
