@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -52,9 +53,12 @@ protected:
 
     [[nodiscard]] std::string connect() const { return base_ + chroot_; }
 
-    zkd::test::zkd_process& start_node(const std::string& host, std::vector<std::string> extra) {
+    zkd::test::zkd_process& start_node(
+        const std::string& host, std::vector<std::string> extra, bool short_session = true
+    ) {
         nodes_.push_back(std::make_unique<zkd::test::zkd_process>(
-            ZKD_BINARY, connect(), ns_, host, dir_ / (host + ".log"), std::move(extra)
+            ZKD_BINARY, connect(), ns_, host, dir_ / (host + ".log"), std::move(extra), "",
+            short_session
         ));
         return *nodes_.back();
     }
@@ -253,30 +257,55 @@ TEST_F(Delayed, AMasterKilledWhileAThousandWaitLosesNoneAndStartsNoneEarly) {
 TEST_F(Delayed, AProgramFailingTwiceSucceedsAtItsThirdTryWithTheErrorsKept) {
     ZKD_REQUIRE_ZK_SERVER();
     const auto counter = dir_ / "tries";
+    const auto started = dir_ / "started";
+    const auto go = dir_ / "go";
     const auto script = dir_ / "flaky.sh";
     {
+        // The first try says it started and fails only once the test lets it (below).
         std::ofstream s(script);
         s << "#!/bin/sh\n"
           << "n=$(cat '" << counter.string() << "' 2>/dev/null || echo 0)\n"
           << "n=$((n+1))\necho $n > '" << counter.string() << "'\n"
+          << "if [ $n -eq 1 ]; then\n"
+          << "  : > '" << started.string() << "'\n"
+          << "  i=0; while [ ! -e '" << go.string() << "' ] && [ $i -lt 600 ]; do\n"
+          << "    sleep 0.05; i=$((i+1)); done\n"
+          << "fi\n"
           << "if [ $n -lt 3 ]; then echo \"failure $n\" >&2; exit 1; fi\n"
           << "echo '{\"ok\":true}'\n";
     }
     std::filesystem::permissions(script, std::filesystem::perms::owner_all);
-    start_node("n1", {"--capacity", "2", "--exec", "flaky=" + script.string()});
+    // The master (which releases a retry when it is due) and the worker are separate nodes,
+    // so that the test can hold the master still while a retry waits: a retry's wait is full
+    // jitter, often shorter than a `zkd status` takes.
+    auto& master = start_node("n0", {"--role", "standby"}, /*short_session=*/false);
+    wait_up(0);
+    start_node("n1", {"--role", "worker", "--exec", "flaky=" + script.string()});
     wait_up(1);
     const auto id = submit({"--retries", "3", "--backoff", "400ms:10s"}, "flaky");
-    // While it waits between tries, status says which try comes and the last error.
+    for (int i = 0; i < 600 && !std::filesystem::exists(started); ++i) {
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_TRUE(std::filesystem::exists(started)) << "the first try never started";
+    // With the master stopped, the retry the worker writes when the first try fails stays
+    // delayed; status says which try comes and the last error. The master's session (zkd's
+    // default timeout) outlives the pause.
+    master.kill(SIGSTOP);
+    std::ofstream{go};
     bool seen_retry = false;
-    for (int i = 0; i < 100 && !seen_retry; ++i) {
+    std::string last_status;
+    const auto until = std::chrono::steady_clock::now() + 3s;
+    while (!seen_retry && std::chrono::steady_clock::now() < until) {
         const auto st = zkd({"status", id});
+        last_status = st.out + st.err;
         seen_retry = st.out.find(" delayed until ") != std::string::npos &&
-                     st.out.find("(try ") != std::string::npos &&
+                     st.out.find("(try 2)") != std::string::npos &&
                      st.out.find("last error: ") != std::string::npos;
         if (!seen_retry) {
             std::this_thread::sleep_for(20ms);
         }
     }
+    master.kill(SIGCONT);
     const auto r = wait(id);
     ASSERT_TRUE(r.is_object());
     EXPECT_EQ(r.at("state"), "succeeded") << json::serialize(r);
@@ -294,5 +323,5 @@ TEST_F(Delayed, AProgramFailingTwiceSucceedsAtItsThirdTryWithTheErrorsKept) {
     const auto end2 = errors[1].at("finished_ms").to_number<std::int64_t>();
     EXPECT_GE(end2, end1);
     EXPECT_GE(r.at("started_ms").to_number<std::int64_t>(), end2);
-    EXPECT_TRUE(seen_retry) << "zkd status never showed the retry waiting";
+    EXPECT_TRUE(seen_retry) << "zkd status never showed the retry waiting; last: " << last_status;
 }
