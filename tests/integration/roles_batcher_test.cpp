@@ -8,10 +8,14 @@
 #include "zkco/deadline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace asio = boost::asio;
 using namespace std::literals;
@@ -61,6 +65,41 @@ protected:
 
     static multi_op create_op(std::string path) {
         return op::create{std::move(path), "x", create_mode::persistent, {}};
+    }
+
+    // Adds one to the number in /count, read as `seen` at `version`: sets it at that version
+    // through `b`, and on a conflict reads it again (at most 20 tries). `done` or `gave_up`
+    // counts it.
+    static asio::awaitable<void> add_one(
+        client& zk,
+        multi_batcher& b,
+        std::string seen,
+        std::int32_t version,
+        int& done,
+        int& gave_up
+    ) {
+        for (int tries = 0; tries < 20; ++tries) {
+            if (tries > 0) {
+                auto n = co_await zk.get("/count"s);
+                if (!n) {
+                    break;
+                }
+                seen = n->data;
+                version = n->stat.version;
+            }
+            std::vector<multi_op> ops{
+                op::set{"/count", std::to_string(std::stoi(seen) + 1), version}};
+            auto [ec, r] =
+                co_await b.async_submit(std::move(ops), asio::as_tuple(asio::use_awaitable));
+            if (!ec) {
+                ++done;
+                co_return;
+            }
+            if (ec != errc::bad_version) {
+                break;
+            }
+        }
+        ++gave_up;
     }
 };
 
@@ -376,6 +415,61 @@ TEST_F(RolesBatcher, AFailingGroupDoesNotSinkTheOthers) {
         EXPECT_TRUE((co_await zk.exists("/ok1/child"s)).value());
         EXPECT_TRUE((co_await zk.exists("/ok2"s)).value());
         EXPECT_FALSE((co_await zk.exists("/bad"s)).value());  // its group applied nothing
+        co_await zk.close();
+    }());
+}
+
+TEST_F(RolesBatcher, GroupsThatWriteOneNodeGoInTransactionsOfTheirOwn) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        ASSERT_TRUE(co_await zk.create("/n"s));
+        multi_batcher b(zk, {1000, 900'000, 1});
+        auto blocker = submit(b, {create_op("/blocker")});
+        co_await next_turn();  // in flight: the rest queue up
+        auto first = submit(b, {op::set{"/n", "first", 0}});
+        auto other = submit(b, {create_op("/other")});
+        auto stale = submit(b, {op::set{"/n", "stale", 0}});  // read before `first` wrote
+        co_await drain(b);
+        EXPECT_FALSE(first->ec) << first->ec.message();
+        EXPECT_FALSE(other->ec) << other->ec.message();
+        EXPECT_EQ(stale->ec, errc::bad_version);
+        // `first` and `other` shared a transaction; `stale` failed alone, sinking nobody.
+        EXPECT_EQ(b.counters().transactions, 3U);
+        EXPECT_EQ(b.counters().resent, 0U);
+        EXPECT_EQ((co_await zk.get("/n"s))->data, "first");
+        co_await zk.close();
+    }());
+}
+
+TEST_F(RolesBatcher, WritersOfOneNodeThatReadItAgainAfterAConflictAllGetTheirWriteIn) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        ASSERT_TRUE(co_await zk.create("/count"s, "0"s));
+        multi_batcher b(zk, {1000, 900'000, 1});
+        // Three writers (as a client's consumes of the tasks of one bundle): each reads the
+        // node, adds one with a set at the version read, and on a conflict reads again. Put
+        // in one multi, their sets sank each other at every try, and each read again just
+        // ahead of the others' resends.
+        constexpr int writers = 3;
+        int done = 0;
+        int gave_up = 0;
+        // They read it at once and write in the same turn of the event loop.
+        auto count = co_await zk.get("/count"s);
+        ASSERT_TRUE(count);
+        auto ex = co_await asio::this_coro::executor;
+        for (int i = 0; i < writers; ++i) {
+            asio::co_spawn(
+                ex, add_one(zk, b, count->data, count->stat.version, done, gave_up), asio::detached
+            );
+        }
+        while (done + gave_up < writers) {
+            asio::steady_timer t(ex, 10ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_EQ(done, writers);
+        EXPECT_EQ((co_await zk.get("/count"s))->data, std::to_string(writers));
         co_await zk.close();
     }());
 }

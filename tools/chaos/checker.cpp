@@ -197,7 +197,11 @@ check_report check(const recording& r) {
             continue;  // counted as duplicated above
         }
         ++rep.leftover_results;
-        v.add("left in /results", id);
+        const auto info = r.leftovers.result_info.find(id);
+        v.add(
+            "left in /results",
+            id + (info != r.leftovers.result_info.end() ? " (" + info->second + ")" : "")
+        );
     }
     for (const auto& e : r.ends) {
         if (e.expected && e.evidence.empty()) {

@@ -1237,9 +1237,21 @@ asio::awaitable<leftover_nodes> chaos_run::scan_leftovers() {
                     continue;
                 }
                 if (auto res = protocol::decode_result(node->data)) {
-                    out.result_info[id] = std::string(protocol::to_string(res->state)) +
-                                          ", worker " + res->worker + ", attempt " +
-                                          std::to_string(res->attempt);
+                    auto& info = out.result_info[id];
+                    info = std::string(protocol::to_string(res->state)) + ", worker " +
+                           res->worker + ", attempt " + std::to_string(res->attempt);
+                    if (!res->bundle.empty()) {
+                        // A bundle's: which of its tasks were published early or consumed.
+                        const auto list = [](const std::vector<std::size_t>& v) {
+                            std::string s;
+                            for (const auto i : v) {
+                                s += (s.empty() ? "" : ",") + std::to_string(i);
+                            }
+                            return "[" + s + "]";
+                        };
+                        info += ", " + std::to_string(res->bundle.size()) + " tasks, published " +
+                                list(res->published) + ", consumed " + list(res->consumed);
+                    }
                 }
             }
         }
@@ -1548,6 +1560,7 @@ asio::awaitable<int> chaos_run::run() {
     }
     layout_ = *l;
     client_ = std::make_unique<roles::task_client>(*zk_, *layout_);
+    client_->auto_bundle(s_.auto_bundle);
 
     std::vector<fault> plan;
     if (!s_.kinds.empty()) {

@@ -190,6 +190,8 @@ parsed_args parse_args(const std::vector<std::string>& args) {
             s.pause_max = duration(flag, value(), std::chrono::seconds(1));
         } else if (flag == "--max-attempts") {
             s.max_attempts = number<int>(flag, value(), 1, 100);
+        } else if (flag == "--auto-bundle") {
+            s.auto_bundle = number<std::size_t>(flag, value(), 1, 1'000);
         } else if (flag == "--zkd") {
             s.zkd_binary = value();
         } else if (flag == "--zk-dir") {
@@ -265,6 +267,9 @@ Usage: zkd-chaos [options]
   --session-timeout DUR   the zkds' ZooKeeper session timeout (default 4s)
   --pause-max DUR      longest SIGSTOP (default 8s; pauses are 1s to it)
   --max-attempts N     each task's max_attempts (default 10)
+  --auto-bundle N      the echo load's client packs the tasks of submit calls that come
+                       while its transaction is in flight into bundles of up to N
+                       (docs/protocol.md 4.1 "Automatic bundles"); default 1 (off)
   --settle DUR         after the load, how long to wait for the last results (default 60s)
   --zkd PATH           the zkd program (default: next to zkd-chaos, then the build tree's
                        src/zkd, then zkd on PATH)

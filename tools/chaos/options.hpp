@@ -48,6 +48,8 @@ struct settings {
     std::chrono::milliseconds settle{60'000};
     std::chrono::milliseconds pause_max{8'000};
     int max_attempts = 10;
+    /// The chaos client's automatic bundles: at most this many tasks a bundle (1: none).
+    std::size_t auto_bundle = 1;
     std::string zkd_binary;  ///< empty: next to zkd-chaos, then in the build tree, then PATH
     std::string zk_dir;      ///< attach to the ensemble `zkd-zk-local start --dir` made there
     std::string dir;         ///< run directory; empty: a fresh one under $TMPDIR

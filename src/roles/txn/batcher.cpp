@@ -18,9 +18,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <tuple>
+#include <unordered_set>
+#include <variant>
 
 namespace asio = boost::asio;
 
@@ -163,6 +167,8 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
         // The change log of each directory the transaction creates children in (§6).
         change_log_writer logs;
         std::vector<group> batch;
+        // The nodes the groups so far create, set or delete (hashes of their paths).
+        std::unordered_set<std::size_t> written;
         while (!queue.empty()) {
             auto& g = queue.front();
             const bool first = batch.empty();
@@ -171,6 +177,13 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                            bytes + g.bytes > lim.max_bytes)) {
                 break;  // a group alone goes even if larger: it fails or succeeds on its own
             }
+            // A group that writes a node an earlier group of the transaction writes goes in
+            // the next one: in one multi the second write would see the first (two versioned
+            // sets of a node fail, and with them every group, again at each resend).
+            if (!first && writes_any(g, written)) {
+                break;
+            }
+            note_writes(g, written);
             g.index.clear();
             for (auto& op : g.ops) {
                 if (const auto* c = std::get_if<zkco::op::check>(&op)) {
@@ -221,6 +234,29 @@ struct multi_batcher::state : std::enable_shared_from_this<state> {
                 self->done(std::move(batch), fixed, rc, ec, std::move(results));
             }
         );
+    }
+
+    /// The path of `op` when it creates, sets or deletes a node (checks write nothing).
+    static std::optional<std::string_view> written_path(const zkco::multi_op& op) {
+        if (std::holds_alternative<zkco::op::check>(op)) {
+            return std::nullopt;
+        }
+        return std::visit([](const auto& o) { return std::string_view(o.path); }, op);
+    }
+
+    static bool writes_any(const group& g, const std::unordered_set<std::size_t>& written) {
+        return !written.empty() && std::any_of(g.ops.begin(), g.ops.end(), [&](const auto& op) {
+            const auto p = written_path(op);
+            return p && written.contains(std::hash<std::string_view>{}(*p));
+        });
+    }
+
+    static void note_writes(const group& g, std::unordered_set<std::size_t>& written) {
+        for (const auto& op : g.ops) {
+            if (const auto p = written_path(op)) {
+                written.insert(std::hash<std::string_view>{}(*p));
+            }
+        }
     }
 
     /// The ops of a transaction that belong to no group: the prefix in front, the change

@@ -25,8 +25,9 @@ namespace zkd::roles {
 /// queued in one turn share a transaction; under load groups pile up and share
 /// transactions. Deferred groups (async_submit_deferred) wait for company. A transaction is
 /// bounded by `max_ops` and `max_bytes`. Identical check ops of different groups are sent
-/// once. Every transaction starts with the prefix (a master's `check(/epoch, E)`), and may end
-/// with change logs (enable_change_logs).
+/// once; a group that creates, sets or deletes a node an earlier group of the transaction
+/// writes goes in the next transaction. Every transaction starts with the prefix (a master's
+/// `check(/epoch, E)`), and may end with change logs (enable_change_logs).
 ///
 /// Failures stay with their group: when a transaction fails, the group owning the failed op
 /// completes with the error and its own op results, and the other groups, which did not
