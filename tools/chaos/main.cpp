@@ -344,6 +344,7 @@ private:
     int member_out_ = -1;  ///< the ZooKeeper member a fault holds down or paused
     bool faults_stopped_ = false;
     bool stop_load_ = false;
+    std::uint64_t consuming_ = 0;  ///< consume() calls out: a cancelled one leaves its result
     bool reaping_ = true;
     std::uint64_t starts_ = 0;
 };
@@ -654,7 +655,9 @@ asio::awaitable<void> chaos_run::wait_one(std::string id) {
     } else {
         rec_.results.push_back(std::move(o));
     }
+    ++consuming_;
     auto c = co_await client_->consume(id);
+    --consuming_;
     if (!c) {
         say("consuming " + id + " failed: " + c.error().message());
     }
@@ -722,7 +725,10 @@ asio::awaitable<void> chaos_run::wait_delayed(std::string id) {
         co_return;
     }
     jobs_.delayed_results.push_back(to_job_result(*r, id));
-    if (auto c = co_await client_->consume(id); !c) {
+    ++consuming_;
+    auto c = co_await client_->consume(id);
+    --consuming_;
+    if (!c) {
         say("consuming " + id + " failed: " + c.error().message());
     }
 }
@@ -1608,7 +1614,9 @@ asio::awaitable<int> chaos_run::run() {
         co_await finish_jobs(settle_until);
     }
     jobs_stopped_ = true;
-    while ((outstanding_ > 0 || delayed_outstanding_ > 0) && clock_type::now() < settle_until) {
+    // Until every result came and was consumed: the leftovers are looked for next.
+    while ((outstanding_ > 0 || delayed_outstanding_ > 0 || consuming_ > 0) &&
+           clock_type::now() < settle_until) {
         co_await sleep_until(clock_type::now() + 50ms);
     }
     rec_.end_ms = now_ms();
