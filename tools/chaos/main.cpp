@@ -1566,6 +1566,7 @@ asio::awaitable<int> chaos_run::run() {
     }
     layout_ = *l;
     client_ = std::make_unique<roles::task_client>(*zk_, *layout_);
+    static_assert(default_auto_bundle == roles::task_client::default_auto_bundle);
     client_->auto_bundle(s_.auto_bundle);
 
     std::vector<fault> plan;

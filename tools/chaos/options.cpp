@@ -269,7 +269,8 @@ Usage: zkd-chaos [options]
   --max-attempts N     each task's max_attempts (default 10)
   --auto-bundle N      the echo load's client packs the tasks of submit calls that come
                        while its transaction is in flight into bundles of up to N
-                       (docs/protocol.md 4.1 "Automatic bundles"); default 1 (off)
+                       (docs/protocol.md 4.1 "Automatic bundles"); default 64, the
+                       client's; 1: off
   --settle DUR         after the load, how long to wait for the last results (default 60s)
   --zkd PATH           the zkd program (default: next to zkd-chaos, then the build tree's
                        src/zkd, then zkd on PATH)

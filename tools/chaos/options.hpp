@@ -35,6 +35,10 @@ struct usage_error : std::invalid_argument {
 };
 
 /// Everything one zkd-chaos run is told.
+/// --auto-bundle's default: the client's (task_client::default_auto_bundle, checked where
+/// both are seen).
+inline constexpr std::size_t default_auto_bundle = 64;
+
 struct settings {
     std::optional<std::uint64_t> seed;  ///< none: drawn at random (and printed)
     std::chrono::milliseconds duration{150'000};
@@ -49,7 +53,7 @@ struct settings {
     std::chrono::milliseconds pause_max{8'000};
     int max_attempts = 10;
     /// The chaos client's automatic bundles: at most this many tasks a bundle (1: none).
-    std::size_t auto_bundle = 1;
+    std::size_t auto_bundle = default_auto_bundle;
     std::string zkd_binary;  ///< empty: next to zkd-chaos, then in the build tree, then PATH
     std::string zk_dir;      ///< attach to the ensemble `zkd-zk-local start --dir` made there
     std::string dir;         ///< run directory; empty: a fresh one under $TMPDIR

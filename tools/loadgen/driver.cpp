@@ -59,6 +59,7 @@ load_runner::load_runner(zkco::client& zk, protocol::layout l, settings s)
       aux_(zk.get_executor()),
       wake_(zk.get_executor(), asio::steady_timer::time_point::max()) {
     client_.place_directly(s_.direct);
+    static_assert(default_auto_bundle == roles::task_client::default_auto_bundle);
     client_.auto_bundle(static_cast<std::size_t>(s_.auto_bundle));
 }
 

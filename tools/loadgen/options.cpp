@@ -65,7 +65,8 @@ Load (without --tasks and --duration: --tasks 1000):
   --auto-bundle N         the client packs the tasks of submit calls that come while its
                           transaction is in flight into bundles of up to N by itself
                           (docs/protocol.md 4.1 "Automatic bundles"; only while /master
-                          says every member follows early results); default 1 (off)
+                          says every member follows early results); default 64, the
+                          client's; 1: off
   --no-direct             every task goes to pending for the master to place (default:
                           the client places plain tasks on workers with room itself,
                           docs/protocol.md 6 T1 "Direct placement")

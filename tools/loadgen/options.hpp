@@ -45,6 +45,10 @@ std::optional<task_kind> parse_task_kind(const std::string& s);
 boost::json::value task_args(const task_kind& kind, std::size_t payload);
 
 /// Everything one zkd-loadgen run is told.
+/// --auto-bundle's default: the client's (task_client::default_auto_bundle, checked where
+/// both are seen).
+inline constexpr std::uint64_t default_auto_bundle = 64;
+
 struct settings {
     std::string zk = "127.0.0.1:2181";      ///< hosts[/path], validated
     std::string ns = "default";             ///< the cluster is <path>/zkd/<ns>
@@ -59,10 +63,10 @@ struct settings {
     std::uint64_t concurrency = 64;                     ///< closed loop: tasks in flight
     task_kind kind;
     std::size_t payload = 16;
-    std::uint64_t batch = 1;        ///< tasks per task_client::submit call
-    std::uint64_t bundle = 1;       ///< most tasks per bundle (submit_options::bundle)
-    std::uint64_t auto_bundle = 1;  ///< task_client::auto_bundle (1: off)
-    bool direct = true;             ///< task_client::place_directly
+    std::uint64_t batch = 1;   ///< tasks per task_client::submit call
+    std::uint64_t bundle = 1;  ///< most tasks per bundle (submit_options::bundle)
+    std::uint64_t auto_bundle = default_auto_bundle;  ///< task_client::auto_bundle (1: off)
+    bool direct = true;                               ///< task_client::place_directly
     int priority = 5;
     std::chrono::milliseconds task_timeout{0};
     int max_attempts = 3;

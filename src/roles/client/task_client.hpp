@@ -175,10 +175,11 @@ public:
     /// `"direct":false` (`zkd run --no-direct`) turns it off for every client, from their
     /// next read of it (at most a second later).
     void place_directly(bool on) noexcept { direct_on_ = on; }
-    /// Automatic bundles (docs/protocol.md §4.1 "Automatic bundles"; off by default, 64 is
-    /// the size measured in docs/performance.md): with `most` of 2 or more, submit() calls that
-    /// come while this client's transaction is in flight are held until it is answered, and
-    /// their tasks go out together in the next one, compatible ones packed into bundles of at
+    /// Automatic bundles (docs/protocol.md §4.1 "Automatic bundles"; on by default, bundles of
+    /// up to default_auto_bundle, the size measured in docs/performance.md): with `most` of 2
+    /// or more, submit() calls that come while this client's transaction is in flight are
+    /// held until it is answered, and their tasks go out together in the next one, compatible
+    /// ones packed into bundles of at
     /// most `most` (at most max_bundle_tasks) and spread over at least as many nodes as the
     /// workers last read have threads. A submit that finds no transaction in flight goes on
     /// the next turn of the event loop, as ever: a lone task is never held. Each task keeps
@@ -191,6 +192,8 @@ public:
     /// (a worker older than per-task retries retries a bundle whole), delayed tasks and
     /// calls with submit_options::bundle above 1 are never packed. 0 or 1: off.
     void auto_bundle(std::size_t most) noexcept { auto_most_ = most; }
+    /// The size of automatic bundles a client packs unless told otherwise (auto_bundle()).
+    static constexpr std::size_t default_auto_bundle = 64;
     /// Tasks this client put in automatic bundles so far (a cost figure for zkd-loadgen).
     [[nodiscard]] std::uint64_t auto_bundled() const noexcept { return auto_bundled_; }
 
@@ -328,8 +331,8 @@ private:
     bool master_says_bundle_ = false;
     std::unique_ptr<direct_placer> direct_;  ///< the workers as last read, for direct placement
     std::uint64_t direct_placed_ = 0;        ///< direct_placed()
-    std::size_t auto_most_ = 1;              ///< auto_bundle()
-    std::uint64_t auto_bundled_ = 0;         ///< auto_bundled()
+    std::size_t auto_most_ = default_auto_bundle;  ///< auto_bundle()
+    std::uint64_t auto_bundled_ = 0;               ///< auto_bundled()
     /// Submits held back for the next transaction (auto_bundle), in the order they came.
     std::vector<std::shared_ptr<pooled>> pool_;
     /// Most workers read for direct placement at a time (read_workers, worker_window), and
