@@ -198,7 +198,10 @@ namespace {
 
 /// The exec types of --exec and the config file's `exec.*` lines, checked: a missing or
 /// non-executable program is a usage error naming the type.
-void add_exec_types(const args& a, handlers::registry& reg) {
+/// The exec types of --exec, --serve and the config file, in `reg`. A one-shot type that
+/// names no concurrency runs at most `capacity` programs at once: a bundle takes one slot
+/// and starts its tasks together, so slots alone would not bound it.
+void add_exec_types(const args& a, handlers::registry& reg, int capacity) {
     std::vector<handlers::exec::file_setting> file;
     for (const auto& [key, entry] : a.exec_settings()) {
         file.push_back({key, entry.value, entry.where});
@@ -242,6 +245,9 @@ void add_exec_types(const args& a, handlers::registry& reg) {
         for (auto& [name, c] : types) {
             if (reg.find(name) != nullptr || reg.find_async(name) != nullptr) {
                 throw usage_error("exec type '" + name + "': a built-in task type has that name");
+            }
+            if (c.mode == handlers::exec::run_mode::once && c.concurrency == 0) {
+                c.concurrency = capacity;
             }
             auto p = handlers::exec::resolve(std::move(c), lookup, cg);
             const std::string limits = handlers::exec::describe_limits(p.config.limits, p.plan);
@@ -385,7 +391,7 @@ int cmd_run(int argc, char** argv) {
     handlers::registry reg;
     handlers::add_builtin_handlers(reg, a.has("--enable-crash-task"));
     crack::add_handlers(reg);  // md5-crack, the partitions of `zkd crack`
-    add_exec_types(a, reg);
+    add_exec_types(a, reg, o.capacity);
     const auto loop = core.get_executor();
     asio::cancellation_signal stop;
     reactor::event drain(loop);

@@ -954,6 +954,55 @@ TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramAndTheTaskCompletesElsewhere) {
     );
 }
 
+TEST_F(ExecZkd, ABundleRunsNoMoreProgramsAtOnceThanTheWorkersCapacity) {
+    // A bundle takes one slot and starts its tasks together: a type that names no
+    // concurrency still runs at most --capacity (2 here) programs at once. Each program
+    // counts those running, itself included.
+    const auto live = dir_ / "live";
+    const auto seen = dir_ / "seen";
+    fs::create_directories(live);
+    const auto script = write_script(
+        dir_, "count.sh",
+        "touch " + live.string() + "/$$; ls " + live.string() + " | wc -l >> " + seen.string() +
+            "; sleep 0.3; rm " + live.string() + "/$$; cat"
+    );
+    start("a", {"--exec", "count=" + script});
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto zk = co_await cluster_client();
+            auto l = co_await ensure_layout(*zk, meta_info{});
+            ASSERT_TRUE(l);
+            task_client tc(*zk, *l);
+            std::vector<task_spec> reqs;
+            for (int i = 0; i < 6; ++i) {
+                reqs.push_back({"count", json::value(i)});
+            }
+            submit_options so;
+            so.bundle = 6;
+            auto ids = co_await tc.submit(std::move(reqs), so);
+            ASSERT_TRUE(ids) << ids.error().message();
+            for (std::size_t i = 0; i < ids->size(); ++i) {
+                auto r = co_await zkd::zkco::with_timeout(tc.wait((*ids)[i]), 60s);
+                ASSERT_TRUE(r) << r.error().message();
+                EXPECT_EQ(r->state, task_state::succeeded) << (r->error ? r->error->message : "");
+                EXPECT_EQ(r->value, json::value(static_cast<int>(i)));
+            }
+            co_await tc.flush();
+            co_await zk->close();
+        }(),
+        120s
+    );
+    std::ifstream in(seen);
+    int most = 0;
+    int lines = 0;
+    for (int n = 0; in >> n; ++lines) {
+        most = std::max(most, n);
+    }
+    EXPECT_EQ(lines, 6);
+    EXPECT_GE(most, 1);
+    EXPECT_LE(most, 2) << "programs of one bundle ran past the worker's capacity";
+}
+
 TEST_F(ExecZkd, KillingTheWorkerKillsItsProgramsWholeTreeAndATimeoutDoesToo) {
     const auto pids = dir_ / "pids";
     const auto script = tree_script(dir_, pids);

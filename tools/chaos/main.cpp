@@ -1626,6 +1626,10 @@ asio::awaitable<int> chaos_run::run() {
         say(std::to_string(outstanding_ + delayed_outstanding_) +
             " tasks still without a result after settling for " + seconds(s_.settle.count()));
     }
+    if (consuming_ > 0) {
+        say(std::to_string(consuming_) + " consumes still unanswered after settling for " +
+            seconds(s_.settle.count()) + ": their results are left behind");
+    }
     loads_.emit(asio::cancellation_type::terminal);
     try {
         co_await loads_.join();

@@ -34,11 +34,11 @@ struct usage_error : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
-/// Everything one zkd-chaos run is told.
 /// --auto-bundle's default: the client's (task_client::default_auto_bundle, checked where
 /// both are seen).
 inline constexpr std::size_t default_auto_bundle = 64;
 
+/// Everything one zkd-chaos run is told.
 struct settings {
     std::optional<std::uint64_t> seed;  ///< none: drawn at random (and printed)
     std::chrono::milliseconds duration{150'000};

@@ -44,11 +44,11 @@ std::optional<task_kind> parse_task_kind(const std::string& s);
 /// The args a task of `kind` carries with a payload of `payload` bytes.
 boost::json::value task_args(const task_kind& kind, std::size_t payload);
 
-/// Everything one zkd-loadgen run is told.
 /// --auto-bundle's default: the client's (task_client::default_auto_bundle, checked where
 /// both are seen).
 inline constexpr std::uint64_t default_auto_bundle = 64;
 
+/// Everything one zkd-loadgen run is told.
 struct settings {
     std::string zk = "127.0.0.1:2181";      ///< hosts[/path], validated
     std::string ns = "default";             ///< the cluster is <path>/zkd/<ns>

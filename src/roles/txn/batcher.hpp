@@ -26,7 +26,10 @@ namespace zkd::roles {
 /// transactions. Deferred groups (async_submit_deferred) wait for company. A transaction is
 /// bounded by `max_ops` and `max_bytes`. Identical check ops of different groups are sent
 /// once; a group that creates, sets or deletes a node an earlier group of the transaction
-/// writes goes in the next transaction. Every transaction starts with the prefix (a master's
+/// writes goes in the next transaction. Across transactions in flight (max_in_flight above
+/// 1) no order is kept between writes of one node: a transaction sent again after another
+/// group's failure lands after the ones sent meanwhile, so an owner keeps at most one
+/// unanswered write of a node. Every transaction starts with the prefix (a master's
 /// `check(/epoch, E)`), and may end with change logs (enable_change_logs).
 ///
 /// Failures stay with their group: when a transaction fails, the group owning the failed op

@@ -115,8 +115,9 @@ TEST(LoadgenOptions, CredentialsAndBundles) {
     EXPECT_EQ(s.auth->user, "ops");
     EXPECT_EQ(s.auth->password, "pw");
     EXPECT_EQ(s.bundle, 64U);
-    EXPECT_EQ(s.auto_bundle, 1U);  // off unless asked
-    EXPECT_EQ(parse({"--auto-bundle", "64"}).auto_bundle, 64U);
+    EXPECT_EQ(s.auto_bundle, 64U);                             // the client's default
+    EXPECT_EQ(parse({"--auto-bundle", "1"}).auto_bundle, 1U);  // off
+    EXPECT_EQ(parse({"--auto-bundle", "32"}).auto_bundle, 32U);
     s = parse({}, {{"ZKD_USER", "env-user"}, {"ZKD_PASSWORD", "env-pw"}});
     ASSERT_TRUE(s.auth);
     EXPECT_EQ(s.auth->user, "env-user");
