@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,10 +19,15 @@
 
 namespace zkd::test {
 
-/// The whole of a (small) file; empty if it cannot be read.
+/// The whole of a (small) file; empty if it cannot be read (libstdc++ throws when a read
+/// fails: a /proc file of a process that exits between the open and the read gives ESRCH).
 inline std::string read_file(const std::filesystem::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
+    try {
+        std::ifstream in(p);
+        return std::string((std::istreambuf_iterator<char>(in)), {});
+    } catch (const std::exception&) {
+        return {};
+    }
 }
 
 /// Whether `pid` is a live process (a zombie is not).
