@@ -196,11 +196,10 @@ void configure_http(const args& a, const cluster_target& target, http::server_op
 
 namespace {
 
-/// The exec types of --exec and the config file's `exec.*` lines, checked: a missing or
-/// non-executable program is a usage error naming the type.
-/// The exec types of --exec, --serve and the config file, in `reg`. A one-shot type that
-/// names no concurrency runs at most `capacity` programs at once: a bundle takes one slot
-/// and starts its tasks together, so slots alone would not bound it.
+/// The exec types of --exec, --serve and the config file's `exec.*` lines, checked (a
+/// missing or non-executable program is a usage error naming the type), in `reg`. A one-shot
+/// type that names no concurrency runs at most `capacity` programs at once: a bundle takes
+/// one slot and starts its tasks together, so slots alone would not bound it.
 void add_exec_types(const args& a, handlers::registry& reg, int capacity) {
     std::vector<handlers::exec::file_setting> file;
     for (const auto& [key, entry] : a.exec_settings()) {

@@ -181,15 +181,16 @@ public:
     /// held until it is answered, and their tasks go out together in the next one, compatible
     /// ones packed into bundles of at most `most` (at most max_bundle_tasks) and spread over
     /// at least as many nodes as the workers last read have threads. A submit that finds no
-    /// transaction in flight goes on the next turn of the event loop, as ever: a lone task is never
-    /// held. Each task keeps an id of its own (`<bundle id>.<index>` when bundled) and its own
-    /// result, wait, status and cancel (one task of a bundle is cancelled alone); a task that ends
-    /// while its neighbours run has its result at once (early results, §6 T4e), but a bundle is
-    /// requeued as a whole when its worker dies. Only while /master says that every member
-    /// follows early results (its "features" name entry_results, as last read: a cluster
-    /// with an older worker or master gets no automatic bundle). Tasks that ask for retries
-    /// (a worker older than per-task retries retries a bundle whole), delayed tasks and
-    /// calls with submit_options::bundle above 1 are never packed. 0 or 1: off.
+    /// transaction in flight goes on the next turn of the event loop, as ever: a lone task is
+    /// never held. Each task keeps an id of its own (`<bundle id>.<index>` when bundled) and
+    /// its own result, wait, status and cancel (one task of a bundle is cancelled alone); a
+    /// task that ends while its neighbours run has its result at once (early results, §6
+    /// T4e), but a bundle is requeued as a whole when its worker dies. Only while /master
+    /// says that every member follows early results (its "features" name entry_results, as
+    /// last read: a cluster with an older worker or master gets no automatic bundle). Tasks
+    /// that ask for retries (a worker older than per-task retries retries a bundle whole),
+    /// delayed tasks and calls with submit_options::bundle above 1 are never packed. 0 or 1:
+    /// off.
     void auto_bundle(std::size_t most) noexcept { auto_most_ = most; }
     /// The size of automatic bundles a client packs unless told otherwise (auto_bundle()).
     static constexpr std::size_t default_auto_bundle = 64;
