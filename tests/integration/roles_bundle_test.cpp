@@ -52,6 +52,28 @@ protected:
         co_return out;
     }
 
+    /// Consumes every id at once and expects it done with one read and one write of `zk`,
+    /// the session of `tc` (and of nothing else).
+    asio::awaitable<void> consume_at_once(
+        task_client& tc, zkd::zkco::client& zk, std::vector<std::string> ids
+    ) {
+        const auto before = zk.counters();
+        std::vector<zkd::zkco::result<void>> done(ids.size());
+        zkd::reactor::task_group consumes(ioc_.get_executor());
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            consumes.spawn([&tc, &done, &ids, i]() -> asio::awaitable<void> {
+                done[i] = co_await zkd::zkco::with_timeout(tc.consume(ids[i]), 30s);
+            });
+        }
+        co_await consumes.async_wait(asio::use_awaitable);
+        for (std::size_t i = 0; i < done.size(); ++i) {
+            EXPECT_TRUE(done[i]) << ids[i] << ": " << done[i].error().message();
+        }
+        const auto after = zk.counters();
+        EXPECT_EQ(after.reads - before.reads, 1U);
+        EXPECT_EQ(after.writes - before.writes, 1U);
+    }
+
     /// Waits (up to 30 s) until /master names entry_results (`want`), or no longer does: the
     /// master names it once it has read every worker (docs/protocol.md §2 "Features"), and
     /// clients make automatic bundles only while it does.
@@ -204,6 +226,51 @@ TEST_F(RolesBundle, WaitsShareOneReadAndClientsShareABundle) {
             EXPECT_EQ(co_await queued(*zk, true), 0U);
             EXPECT_EQ(master_stats_.assigned, 1U);
             EXPECT_EQ(worker_stats_["w1"].published, 1U);
+        }(),
+        120s
+    );
+}
+
+// The consumes of a bundle's tasks at a time (POST /v1/tasks?wait delivers each task's result,
+// then consumes it) share one read of the bundle's result and one write: each a write of its
+// own would conflict with the others' on the node's version, and read and write again.
+TEST_F(RolesBundle, ConsumesOfABundlesTasksAtATimeShareOneReadAndOneWrite) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            co_await start_master();
+            co_await start_worker("w1", 4);
+            task_client tc(*zk, layout_);
+            // Another client's session consumes: nothing else of it reads or writes.
+            auto* other_zk = co_await session();
+            task_client other(*other_zk, layout_);
+            submit_options how;
+            how.bundle = 40;
+            auto ids = co_await tc.submit(sums(40), how);
+            ASSERT_TRUE(ids) << ids.error().message();
+            const std::string bundle(parse_task_ref(ids->front())->node);
+            auto got = co_await wait_all(other, *ids, true);  // read, not consumed
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_TRUE(got[i]) << i << ": " << got[i].error().message();
+            }
+            const auto path = layout_.result(bundle);
+            auto first = co_await zk->get(path);
+            ASSERT_TRUE(first) << first.error().message();
+
+            // 30 of the 40: one set of the bundle's result, which names the 30 consumed.
+            co_await consume_at_once(other, *other_zk, {ids->begin(), ids->begin() + 30});
+            auto now = co_await zk->get(path);
+            ASSERT_TRUE(now) << now.error().message();
+            EXPECT_EQ(now->stat.version, first->stat.version + 1);
+            const auto whole = decode_result(now->data);
+            ASSERT_TRUE(whole);
+            EXPECT_EQ(whole->consumed.size(), 30U);
+            // The other 10: one delete of it.
+            co_await consume_at_once(other, *other_zk, {ids->begin() + 30, ids->end()});
+            auto gone = co_await zk->exists(path);
+            ASSERT_TRUE(gone);
+            EXPECT_FALSE(*gone);
+            co_await other.flush();
         }(),
         120s
     );

@@ -20,6 +20,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -33,8 +34,6 @@
 #include <optional>
 #include <utility>
 #include <variant>
-
-namespace asio = boost::asio;
 
 namespace asio = boost::asio;
 
@@ -60,6 +59,20 @@ struct task_client::bundle_peek {
     /// The reader's answer, for all; none when it left without one (cancelled): then each
     /// call that joined reads again.
     std::optional<zkco::result<whole>> got;
+};
+
+/// consume() calls on tasks of one bundle that share one read and one write (join_consume).
+struct task_client::bundle_consume_group {
+    explicit bundle_consume_group(const asio::any_io_executor& ex)
+        : done(ex, asio::steady_timer::time_point::max()) {}
+
+    std::vector<std::size_t> indices;  ///< the tasks of the calls that joined (repeats too)
+    bool started = false;              ///< its read went out: later calls join `next`
+    bool over = false;                 ///< `errors` holds the outcome
+    std::map<std::size_t, zkco::error_code> errors;  ///< per task that was not consumed
+    asio::steady_timer done;  ///< cancelled once over (a timer used as a condvar)
+    /// The calls that came after it started: the next group, once this one is over.
+    std::shared_ptr<bundle_consume_group> next;
 };
 
 asio::awaitable<zkco::result<protocol::task_result>> task_client::wait(std::string tid) {
@@ -320,28 +333,15 @@ asio::awaitable<zkco::result<std::optional<zkco::node>>> task_client::await_own_
 
 asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
     if (auto ref = protocol::parse_task_ref(tid); ref && ref->index) {
-        std::string bundle(ref->node);
-        auto node = co_await read_node(l_.result(bundle));
-        if (!node && node.error() != zkco::errc::no_node) {
-            co_return node.error();
+        // One write for the calls at a time: each its own would conflict with the others'
+        // (one version of the bundle's node), and each conflict costs a read and a write.
+        const auto g = join_consume(std::string(ref->node), *ref->index);
+        co_await g->done.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (!g->over) {
+            co_return zkco::error_code(asio::error::operation_aborted);  // cancelled
         }
-        const auto published = [&] {
-            const auto whole = protocol::decode_result(node->data);
-            return whole && protocol::is_published(*whole, *ref->index);
-        };
-        if (!node || published()) {
-            // Its result is (or may be: the bundle still runs) in its own node (§6 T4e).
-            const auto ec =
-                co_await consume_until_done(protocol::entry_result_path(l_, bundle, *ref->index));
-            if (ec) {
-                co_return ec;
-            }
-            co_return zkco::result<void>();
-        }
-        std::vector<std::size_t> indices(1, *ref->index);
-        auto consumed = co_await consume_bundled(bundle, std::move(*node), std::move(indices));
-        if (!consumed && consumed.error() != client_errc::garbage_result) {
-            co_return consumed.error();
+        if (auto it = g->errors.find(*ref->index); it != g->errors.end()) {
+            co_return it->second;
         }
         co_return zkco::result<void>();
     }
@@ -350,6 +350,109 @@ asio::awaitable<zkco::result<void>> task_client::consume(std::string tid) {
         co_return ec;
     }
     co_return zkco::result<void>();
+}
+
+std::shared_ptr<task_client::bundle_consume_group> task_client::join_consume(
+    const std::string& bundle, std::size_t index
+) {
+    auto& running = bundle_consumes_[bundle];
+    if (!running) {
+        running = std::make_shared<bundle_consume_group>(zk_.get_executor());
+        running->indices.push_back(index);
+        // Started in the background (the calls made meanwhile join before it reads): a
+        // cancelled call must not cancel the others' consumes.
+        ++consuming_;
+        asio::co_spawn(
+            zk_.get_executor(), consume_groups(this, alive_, bundle, running), asio::detached
+        );
+        return running;
+    }
+    auto g = running->started ? running->next : running;
+    if (!g) {
+        g = running->next = std::make_shared<bundle_consume_group>(zk_.get_executor());
+    }
+    g->indices.push_back(index);
+    return g;
+}
+
+asio::awaitable<void> task_client::consume_groups(
+    task_client* self,
+    std::shared_ptr<bool> alive,
+    std::string bundle,
+    std::shared_ptr<bundle_consume_group> g
+) {
+    // Once round the loop first: co_spawn may run us at once (dispatch), before the calls
+    // made in the same turn could join.
+    co_await asio::post(asio::use_awaitable);
+    while (g) {
+        g->started = true;
+        co_await self->consume_group(bundle, *g);
+        g->over = true;
+        g->done.cancel();
+        if (!*alive) {
+            co_return;  // the client is gone
+        }
+        g = g->next;
+        if (g) {
+            self->bundle_consumes_[bundle] = g;
+        } else {
+            self->bundle_consumes_.erase(bundle);
+        }
+    }
+    if (--self->consuming_ == 0) {
+        self->consumed_.cancel();
+    }
+}
+
+asio::awaitable<void> task_client::consume_group(
+    const std::string& bundle, bundle_consume_group& g
+) {
+    const auto alive = alive_;
+    auto indices = g.indices;
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+    const auto fail = [&](const std::vector<std::size_t>& which, zkco::error_code ec) {
+        for (const auto i : which) {
+            g.errors[i] = ec;
+        }
+    };
+    auto node = co_await read_node(l_.result(bundle));
+    if (!*alive) {
+        co_return;
+    }
+    if (!node && node.error() != zkco::errc::no_node) {
+        fail(indices, node.error());
+        co_return;
+    }
+    // A task whose result is (or may be: the bundle still runs) in its own node (§6 T4e),
+    // and those marked in the bundle's.
+    std::vector<std::size_t> own;
+    std::vector<std::size_t> marked;
+    std::optional<protocol::task_result> whole;  // none for garbage: consume_bundled deletes it
+    if (node) {
+        if (auto decoded = protocol::decode_result(node->data)) {
+            whole = std::move(*decoded);
+        }
+    }
+    for (const auto i : indices) {
+        (!node || (whole && protocol::is_published(*whole, i)) ? own : marked).push_back(i);
+    }
+    for (const auto i : own) {
+        const auto ec = co_await consume_until_done(protocol::entry_result_path(l_, bundle, i));
+        if (!*alive) {
+            co_return;
+        }
+        if (ec) {
+            g.errors[i] = ec;
+        }
+    }
+    if (marked.empty()) {
+        co_return;
+    }
+    auto consumed = co_await consume_bundled(bundle, std::move(*node), marked);
+    if (!consumed && consumed.error() != client_errc::garbage_result) {
+        fail(marked, consumed.error());  // (garbage was deleted: nobody's result, §8)
+    }
 }
 
 asio::awaitable<zkco::result<protocol::task_result>> task_client::wait_bundled(
@@ -481,6 +584,7 @@ asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::s
 task_client::consume_bundled(
     std::string bundle, zkco::node node, std::vector<std::size_t> indices
 ) {
+    const auto alive = alive_;  // (consume_group runs in the background)
     const std::string path = l_.result(bundle);
     bundle_consume c(path, protocol::bundle_size(bundle), std::move(indices));
     auto step = c.read(node.data, node.stat.version);
@@ -493,6 +597,9 @@ task_client::consume_bundled(
             auto [ec, per_op] = co_await batcher_->async_submit(
                 std::move(ops), asio::as_tuple(asio::use_awaitable)
             );
+            if (!*alive) {
+                co_return zkco::error_code(asio::error::operation_aborted);
+            }
             last = ec;
             const bool lost =
                 ec == zkco::condition::retryable && ec != asio::error::operation_aborted;
@@ -509,11 +616,17 @@ task_client::consume_bundled(
         }
         case bundle_consume::step::kind::reconnect: {
             const bool retry = co_await reconnected_after(zk_, last);
+            if (!*alive) {
+                co_return zkco::error_code(asio::error::operation_aborted);
+            }
             step = c.reconnected(retry);
             break;
         }
         case bundle_consume::step::kind::reread: {
             auto again = co_await read_node(path);
+            if (!*alive) {
+                co_return zkco::error_code(asio::error::operation_aborted);
+            }
             if (again) {
                 step = c.reread(again->data, again->stat.version);
             } else if (again.error() == zkco::errc::no_node) {
@@ -543,13 +656,17 @@ std::uint64_t task_client::results_listings() const noexcept {
 }
 
 asio::awaitable<zkco::result<zkco::node>> task_client::read_node(std::string path) {
+    const auto alive = alive_;  // (consume_group runs in the background)
     for (;;) {
         auto node = co_await zk_.get(path);
         if (node || node.error() == zkco::errc::no_node) {
             co_return node;
         }
+        if (!*alive) {
+            co_return zkco::error_code(asio::error::operation_aborted);
+        }
         const bool retry = co_await reconnected_after(zk_, node.error());
-        if (!retry) {
+        if (!retry || !*alive) {
             co_return node.error();
         }
     }

@@ -129,8 +129,10 @@ public:
     boost::asio::awaitable<zkco::result<protocol::task_result>> await_result(std::string tid);
 
     /// Consumes the task's result (T5): deletes its node; a task of a bundle is marked
-    /// consumed in the bundle's node, which goes once all its tasks are. A result already
-    /// gone is no error. Errors: the session's.
+    /// consumed in the bundle's node, which goes once all its tasks are. The calls on tasks
+    /// of one bundle at a time share one read of its result and one write. A result already
+    /// gone is no error. Cancelled, the call stops waiting, but its consume goes on (flush()
+    /// waits for it). Errors: the session's, operation_aborted (cancelled).
     boost::asio::awaitable<zkco::result<void>> consume(std::string tid);
 
     /// Where the task is now: pending, assigned or running (with the worker), or finished
@@ -216,6 +218,7 @@ private:
     struct pooled;
     struct bundle_wait;
     struct bundle_peek;
+    struct bundle_consume_group;
     struct inbox;
     struct inbox_wait;
 
@@ -299,6 +302,21 @@ private:
     boost::asio::awaitable<
         zkco::result<std::shared_ptr<const std::optional<protocol::task_result>>>>
     peek_bundle(std::string bundle);
+    /// consume() of task `index` of `bundle`: joins the group of consumes of that bundle that
+    /// has not read yet, or starts one (in the background: consume_group), and yields it.
+    std::shared_ptr<bundle_consume_group> join_consume(
+        const std::string& bundle, std::size_t index
+    );
+    /// The consumes of group `g` and of the groups that join after it, one group at a time:
+    /// one read of the bundle's result and one write for each group.
+    static boost::asio::awaitable<void> consume_groups(
+        task_client* self,
+        std::shared_ptr<bool> alive,
+        std::string bundle,
+        std::shared_ptr<bundle_consume_group> g
+    );
+    /// One group's consumes (consume_groups): each index's outcome in `g`.
+    boost::asio::awaitable<void> consume_group(const std::string& bundle, bundle_consume_group& g);
     /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
     /// yields the result as read, and which of `indices` someone else had consumed first.
     boost::asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
@@ -315,7 +333,10 @@ private:
     static constexpr std::uint64_t shard_run = 250;
     std::map<std::string, std::shared_ptr<bundle_wait>> bundle_waits_;  ///< by bundle id
     std::map<std::string, std::shared_ptr<bundle_peek>> bundle_peeks_;  ///< by bundle id
-    std::size_t consuming_ = 0;  ///< consume_result calls not finished (flush waits)
+    /// By bundle id: the group of consume() calls that is consuming (join_consume).
+    std::map<std::string, std::shared_ptr<bundle_consume_group>> bundle_consumes_;
+    /// consume_result calls and consume groups not finished (flush waits)
+    std::size_t consuming_ = 0;
     /// Cancelled when consuming_ drops to 0: flush's wake-up (a timer used as a condvar).
     boost::asio::steady_timer consumed_;
     bool receipts_ = false;          ///< the batcher writes receipts (from the first submit on)
