@@ -160,11 +160,13 @@ handler_result fail_task(const json::value& args, std::stop_token /*stop*/) {
 }  // namespace
 
 void add_builtin_handlers(registry& reg, bool with_crash) {
-    reg.add("echo", echo_task);
+    // echo copies its args, fail builds a message: neither waits nor loops, so they run on
+    // the worker's loop. sum loops over its values (a big array takes a while): the pool.
+    reg.add_inline("echo", echo_task);
     reg.add("sum", sum_task);
     reg.add("sleep", sleep_task);
     reg.add("spin", spin_task);
-    reg.add("fail", fail_task);
+    reg.add_inline("fail", fail_task);
     if (with_crash) {
         reg.add("crash", crash_task);
     }

@@ -11,7 +11,9 @@ namespace zkd::handlers {
 inline constexpr std::int64_t max_builtin_ms = std::int64_t{24} * 60 * 60 * 1000;
 
 /// Registers the built-in task types (each returns bad_args for arguments of the wrong
-/// shape, never crashes or hangs on them, except `crash`):
+/// shape, never crashes or hangs on them, except `crash`); `echo` and `fail` with
+/// registry::add_inline (the worker runs them on its loop: they neither wait nor loop), the
+/// others on the compute pool:
 /// - `echo`: yields its args unchanged.
 /// - `sum`: {"values": [numbers]} or a bare array -> {"sum": n}. Integers add exactly as
 ///   int64 (overflow is bad_args); any double makes the sum a double.

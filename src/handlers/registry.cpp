@@ -39,6 +39,10 @@ void registry::add(std::string type, task_handler h) {
     add_entry(std::move(type), entry{std::move(h), {}, {}, {}});
 }
 
+void registry::add_inline(std::string type, task_handler h) {
+    add_entry(std::move(type), entry{std::move(h), {}, {}, {}, true});
+}
+
 void registry::add(std::string type, progress_task_handler h) {
     add_entry(std::move(type), entry{{}, std::move(h), {}, {}});
 }
@@ -50,6 +54,11 @@ void registry::add_async(std::string type, async_task_handler h, type_limits lim
 bool registry::has_sync(std::string_view type) const {
     const auto it = handlers_.find(type);
     return it != handlers_.end() && (it->second.sync || it->second.sync_progress);
+}
+
+bool registry::runs_inline(std::string_view type) const {
+    const auto it = handlers_.find(type);
+    return it != handlers_.end() && it->second.on_loop;
 }
 
 const progress_task_handler* registry::find_with_progress(std::string_view type) const {

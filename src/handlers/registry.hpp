@@ -133,6 +133,12 @@ public:
     /// name (is_valid_type_name), is already registered, or `h` is empty.
     void add(std::string type, task_handler h);
 
+    /// Registers a synchronous handler the worker may run on its event loop instead of the
+    /// compute pool: one whose work is bounded by its args' size (which the loop has parsed
+    /// already) and that never waits, such as `echo`. A task of it saves the pool's round
+    /// trip. Otherwise as add(), and find() returns it. Throws as add() does.
+    void add_inline(std::string type, task_handler h);
+
     /// Registers a synchronous handler that reports progress. Throws as add() does.
     void add(std::string type, progress_task_handler h);
 
@@ -147,6 +153,9 @@ public:
 
     /// True if `type` has a synchronous handler of either kind (run_handler runs it).
     [[nodiscard]] bool has_sync(std::string_view type) const;
+
+    /// True if `type` was registered with add_inline (runs on the worker's event loop).
+    [[nodiscard]] bool runs_inline(std::string_view type) const;
 
     /// The synchronous handler with progress for `type`, or nullptr.
     [[nodiscard]] const progress_task_handler* find_with_progress(std::string_view type) const;
@@ -173,6 +182,7 @@ private:
         progress_task_handler sync_progress;
         async_task_handler async;
         type_limits limits;
+        bool on_loop = false;  // add_inline
     };
     void add_entry(std::string type, entry e);
 

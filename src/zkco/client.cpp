@@ -64,6 +64,10 @@ set_observer client::observe_sets(std::string path, set_callback f) {
     return {core_, id};
 }
 
+bool client::own_sets_in_flight(std::string_view path) const {
+    return core_->sets_in_flight(path);
+}
+
 watch::~watch() {
     release();
 }
@@ -191,6 +195,9 @@ void client::start_multi(std::vector<multi_op> ops, handler<std::vector<op_resul
 void client::start_sync(std::string path, handler<> h) {
     core_->sync(std::move(path), std::move(h));
 }
+void client::start_own_sets_answered(std::string path, handler<> h) {
+    core_->wait_sets(std::move(path), std::move(h));
+}
 void client::start_close(asio::any_completion_handler<void()> h) {
     core_->close(std::move(h));
 }
@@ -276,6 +283,17 @@ asio::awaitable<multi_result> client::multi(std::vector<multi_op> ops) {
 
 asio::awaitable<result<void>> client::sync(std::string path) {
     auto [ec] = co_await async_sync(std::move(path), tuple_awaitable);
+    co_return to_result(ec);
+}
+
+asio::awaitable<result<void>> client::own_sets_answered(std::string path) {
+    if (!core_->sets_in_flight(path)) {
+        co_return to_result(error_code{});
+    }
+    auto [ec] = co_await asio::async_initiate<decltype(tuple_awaitable), void(error_code)>(
+        [this](auto h, std::string p) { start_own_sets_answered(std::move(p), std::move(h)); },
+        tuple_awaitable, std::move(path)
+    );
     co_return to_result(ec);
 }
 

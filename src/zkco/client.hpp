@@ -284,6 +284,19 @@ public:
     /// multi sent before the call is not observed, nor one whose outcome is unknown.
     [[nodiscard]] set_observer observe_sets(std::string path, set_callback f);
 
+    /// True while a multi of this client that sets `path` awaits its answer (one sent while
+    /// an observer of `path` was registered, observe_sets). A watch of `path` that fires
+    /// meanwhile mostly fired for it, and the answer brings the change.
+    [[nodiscard]] bool own_sets_in_flight(std::string_view path) const;
+    /// Completes once the multis own_sets_in_flight(path) counts now are answered (not
+    /// those sent later): at once when there are none, else posted after the last answer,
+    /// so after whatever its observers and handler ran (and posted before). A follower of
+    /// `path` sharing the session with its writer reads `path` again from here, behind the
+    /// writes that answer called for: the server answers a session's requests in order, and
+    /// a read sent ahead of a write delays it. Errors: the session's end, operation_aborted
+    /// when cancelled.
+    boost::asio::awaitable<result<void>> own_sets_answered(std::string path);
+
 private:
     template <class... Args>
     using handler = boost::asio::any_completion_handler<void(error_code, Args...)>;
@@ -304,6 +317,7 @@ private:
     void start_get_acl(std::string path, handler<node_acl> h);
     void start_multi(std::vector<multi_op> ops, handler<std::vector<op_result>> h);
     void start_sync(std::string path, handler<> h);
+    void start_own_sets_answered(std::string path, handler<> h);
     void start_close(boost::asio::any_completion_handler<void()> h);
 
     std::shared_ptr<detail::core> core_;

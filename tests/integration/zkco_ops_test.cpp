@@ -284,6 +284,82 @@ TEST_F(ZkcoOps, ObservedSetsOfCommittedMultisComeBeforeTheirAnswers) {
     }());
 }
 
+TEST_F(ZkcoOps, OwnSetsAnsweredWaitsForTheAnswerAndWhatItsHandlersPosted) {
+    run([&]() -> asio::awaitable<void> {
+        client zk(ioc_.get_executor(), make_config());
+        co_await connect(zk);
+        ASSERT_TRUE(co_await zk.create("/d"s, "0"s));
+        ASSERT_TRUE(co_await zk.create("/e"s, ""s));
+        // None in flight: at once.
+        EXPECT_FALSE(zk.own_sets_in_flight("/d"));
+        EXPECT_TRUE(co_await zk.own_sets_answered("/d"s));
+
+        std::vector<std::string> order;
+        auto observing = zk.observe_sets("/d"s, [&](std::string_view, const zkd::zkco::stat&) {
+            order.push_back("observed"s);
+            asio::post(ioc_, [&] { order.push_back("posted by the observer"s); });
+        });
+        auto w = co_await zk.watch_get("/d"s);
+        ASSERT_TRUE(w);
+        std::vector<multi_op> ops{
+            op::set{"/d"s, "1"s, any_version}, op::set{"/e"s, "x"s, any_version}};
+        zk.async_multi(std::move(ops), [&](error_code ec, const std::vector<op_result>&) {
+            EXPECT_FALSE(ec);
+            order.push_back("answered"s);
+        });
+        // A multi sent while /d had an observer: in flight for /d (not /e, unobserved) until
+        // answered.
+        EXPECT_TRUE(zk.own_sets_in_flight("/d"));
+        EXPECT_FALSE(zk.own_sets_in_flight("/e"));
+        // Its watch event comes before its answer: still in flight then.
+        ASSERT_TRUE(co_await w->watch.changed());
+        EXPECT_TRUE(zk.own_sets_in_flight("/d"));
+        EXPECT_TRUE(order.empty());
+        ASSERT_TRUE(co_await zk.own_sets_answered("/d"s));
+        EXPECT_FALSE(zk.own_sets_in_flight("/d"));
+        EXPECT_EQ(
+            order, (std::vector<std::string>{"observed"s, "answered"s, "posted by the observer"s})
+        );
+
+        // A multi that fails (nothing observed) ends the wait as well.
+        order.clear();
+        std::vector<multi_op> failing{op::set{"/d"s, "no"s, any_version}, op::check{"/e"s, 7}};
+        zk.async_multi(std::move(failing), [&](error_code ec, const std::vector<op_result>&) {
+            EXPECT_TRUE(ec);
+            order.push_back("failed"s);
+        });
+        EXPECT_TRUE(zk.own_sets_in_flight("/d"));
+        ASSERT_TRUE(co_await zk.own_sets_answered("/d"s));
+        EXPECT_FALSE(zk.own_sets_in_flight("/d"));
+        EXPECT_EQ(order, (std::vector<std::string>{"failed"s}));
+
+        // Two in flight: the wait ends with the second answer.
+        order.clear();
+        for (const auto* v : {"2", "3"}) {
+            std::vector<multi_op> one{op::set{"/d"s, v, any_version}};
+            zk.async_multi(std::move(one), [&order, v](error_code, const std::vector<op_result>&) {
+                order.emplace_back(v);
+            });
+        }
+        ASSERT_TRUE(co_await zk.own_sets_answered("/d"s));
+        EXPECT_EQ(std::count(order.begin(), order.end(), "2"s), 1);
+        EXPECT_EQ(std::count(order.begin(), order.end(), "3"s), 1);
+        EXPECT_EQ(std::count(order.begin(), order.end(), "posted by the observer"s), 2);
+
+        // A wait cancelled (its deadline) ends with operation_aborted; the answer that comes
+        // later touches nothing of it.
+        std::vector<multi_op> last{op::set{"/d"s, "4"s, any_version}};
+        zk.async_multi(std::move(last), [](error_code, const std::vector<op_result>&) {});
+        auto cut = co_await with_timeout(zk.own_sets_answered("/d"s), 0ms);
+        if (!cut) {
+            EXPECT_EQ(cut.error(), errc::operation_timeout);
+        }
+        EXPECT_TRUE(co_await zk.sync("/d"s));
+        EXPECT_FALSE(zk.own_sets_in_flight("/d"));
+        co_await zk.close();
+    }());
+}
+
 TEST_F(ZkcoOps, MultiFailureAppliesNothing) {
     run([&]() -> asio::awaitable<void> {
         client zk(ioc_.get_executor(), make_config());

@@ -420,6 +420,18 @@ private:
                 spdlog::warn("worker {}: session lost: {}", me_.id, ev.error().message());
                 co_return;
             }
+            // Mostly fired for this session's own W2 (its workflow engine placing on us),
+            // whose answer brings the task (observe_sets above), and for a task run on the
+            // loop (echo) its T4 at once: the read that arms the watch again goes behind
+            // that T4 (one turn more: the batcher sends what a turn queued at the next), not
+            // ahead of it, where the server, answering a session in order, would make the T4
+            // wait (§6 "Change logs").
+            if (ev && zk_.own_sets_in_flight(dir)) {
+                const auto answered = co_await zk_.own_sets_answered(dir);
+                if (answered) {
+                    co_await asio::post(zk_.get_executor(), asio::use_awaitable);
+                }
+            }
         }
     }
 
@@ -869,6 +881,10 @@ private:
                 record_progress(t, part, fraction, std::move(message));
             };
             outcome = co_await handlers::run_async_handler(reg_, spec.type, std::move(ac));
+        } else if (reg_.runs_inline(spec.type)) {
+            // Neither waits nor loops (registry::add_inline): here, without the compute
+            // pool's round trip. Nothing to time out or report.
+            outcome = handlers::run_handler(reg_, spec.type, args, c->stop.get_token());
         } else {
             // The timeout counts from when a pool thread starts the handler, not while it
             // queues (behind a bundle's other tasks, say): the job tells the loop when it starts.

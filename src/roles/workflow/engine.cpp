@@ -729,6 +729,11 @@ private:
             if (!fired) {
                 co_return;  // cancelled, or the session ended
             }
+            // Mostly fired for this session's own T4 (its worker's), whose answer brings the
+            // result (own_results) and the W2 that follows: the read that arms the watch
+            // again goes behind that W2, not ahead of it, where the server, answering a
+            // session in order, would make the W2 wait (§6 "Change logs").
+            static_cast<void>(co_await zk_.own_sets_answered(dir));
         }
     }
 

@@ -102,6 +102,14 @@ public:
         std::string path, std::function<void(std::string_view, const zkco::stat&)> f
     );
     void remove_set_observer(std::uint64_t id) noexcept;
+    /// client::own_sets_in_flight: a multi sent with an observed set of `path` awaits its
+    /// answer.
+    [[nodiscard]] bool sets_in_flight(std::string_view path) const noexcept;
+    /// The id of the last such multi (ids grow), 0 for none.
+    [[nodiscard]] std::uint64_t last_set_in_flight(std::string_view path) const noexcept;
+    /// client::own_sets_answered: `h` completes, posted, once those in flight now are
+    /// answered.
+    void wait_sets(std::string path, handler<> h);
 
     /// The client is going away: fail everything, stop posting, close in the background.
     void detach() noexcept;
@@ -136,6 +144,8 @@ private:
     /// A multi's reply: its observed sets (observe_sets) go to their observers when it
     /// committed.
     void notify_sets(const zk_event& ev);
+    /// Completes (posted) the wait_sets waiters whose path has no observed multi in flight.
+    void release_set_waiters();
     std::uint64_t new_watch();
     error_code terminal_error() const noexcept;
 
@@ -216,6 +226,14 @@ private:
     };
     std::unordered_map<std::string, std::vector<set_observer_entry>> set_observers_;
     std::unordered_map<std::uint64_t, std::vector<observed_set>> observed_sets_;
+    // wait_sets: the path each waiter waits for, the last multi in flight for it when the
+    // wait began, and the waiter's op id.
+    struct set_waiter {
+        std::string path;
+        std::uint64_t last = 0;
+        std::uint64_t op = 0;
+    };
+    std::vector<set_waiter> set_waiters_;
 
     // Reset on detach(), so that a core freed later on the closer thread touches no
     // io_context that may be gone by then.

@@ -404,6 +404,56 @@ void core::remove_set_observer(std::uint64_t id) noexcept {
     }
 }
 
+bool core::sets_in_flight(std::string_view path) const noexcept {
+    return last_set_in_flight(path) != 0;
+}
+
+std::uint64_t core::last_set_in_flight(std::string_view path) const noexcept {
+    std::uint64_t last = 0;
+    for (const auto& [id, sets] : observed_sets_) {
+        if (id > last && std::any_of(sets.begin(), sets.end(), [path](const auto& o) {
+                return o.path == path;
+            })) {
+            last = id;
+        }
+    }
+    return last;
+}
+
+void core::wait_sets(std::string path, handler<> h) {
+    if (is_terminal(state_)) {
+        post_result(ex_, std::move(h), terminal_error());
+        return;
+    }
+    // The multis in flight now, not those sent later: a writer that keeps one in flight
+    // all the time must not hold the wait for ever.
+    const auto last = last_set_in_flight(path);
+    if (last == 0) {
+        post_result(ex_, std::move(h), error_code{});
+        return;
+    }
+    const auto id = add_op(std::move(h), no_values, 0);
+    set_waiters_.push_back({std::move(path), last, id});
+}
+
+void core::release_set_waiters() {
+    std::erase_if(set_waiters_, [this](const set_waiter& w) {
+        if (!ops_.contains(w.op)) {
+            return true;  // abandoned
+        }
+        for (const auto& [id, sets] : observed_sets_) {
+            if (id <= w.last && std::any_of(sets.begin(), sets.end(), [&w](const auto& o) {
+                    return o.path == w.path;
+                })) {
+                return false;
+            }
+        }
+        // Posted: after what the answer's observers and handler ran, and what they posted.
+        complete_op(w.op, {}, nullptr, completion_mode::post);
+        return true;
+    });
+}
+
 void core::notify_sets(const zk_event& ev) {
     const auto it = observed_sets_.find(ev.id);
     if (it == observed_sets_.end()) {
@@ -411,10 +461,10 @@ void core::notify_sets(const zk_event& ev) {
     }
     const auto observed = std::move(it->second);
     observed_sets_.erase(it);
-    if (ev.code != ZOK) {
-        return;  // not applied, or its outcome unknown
-    }
     for (const auto& o : observed) {
+        if (ev.code != ZOK) {
+            break;  // not applied, or its outcome unknown
+        }
         if (o.index >= ev.multi.size() || ev.multi[o.index].ec) {
             continue;
         }
@@ -431,6 +481,9 @@ void core::notify_sets(const zk_event& ev) {
         for (const auto& f : fs) {
             (*f)(o.data, ev.multi[o.index].stat);
         }
+    }
+    if (!set_waiters_.empty()) {
+        release_set_waiters();
     }
 }
 

@@ -269,6 +269,7 @@ void core::terminate(session_state s, error_code ec) {
     set_state(s);
     connect_waiters_.clear();
     observed_sets_.clear();  // their replies never come now
+    set_waiters_.clear();    // their ops end with the others below
     auto ops = std::exchange(ops_, {});
     for (auto& [id, op] : ops) {
         op->finish(*this, ec, nullptr, mode);

@@ -134,6 +134,20 @@ TEST(RolesBuiltin, RegistersEveryBuiltinType) {
     EXPECT_THROW(zkd::handlers::add_builtin_handlers(reg), std::invalid_argument);
 }
 
+TEST(RolesBuiltin, OnlyThoseThatNeitherWaitNorLoopRunOnTheLoop) {
+    // echo copies its args and fail builds a message: on the worker's loop. sum loops over
+    // its values, sleep and spin take their time: the compute pool.
+    const auto& reg = builtins();
+    EXPECT_TRUE(reg.runs_inline("echo"));
+    EXPECT_TRUE(reg.runs_inline("fail"));
+    for (const auto* type : {"sum", "sleep", "spin", "crash", "unknown"}) {
+        EXPECT_FALSE(reg.runs_inline(type)) << type;
+    }
+    // Still an ordinary synchronous handler for whoever runs it elsewhere.
+    EXPECT_NE(reg.find("echo"), nullptr);
+    EXPECT_TRUE(reg.has_sync("echo"));
+}
+
 TEST(RolesBuiltinEcho, ReturnsArgsUnchanged) {
     for (const std::string_view args :
          {"null", "0", "-3.5", R"("text")", "[]", "{}", R"({"a":[1,{"b":true}],"c":null})"}) {

@@ -62,6 +62,23 @@ TEST(RolesRegistry, RejectsBadNamesDuplicatesAndEmptyHandlers) {
     EXPECT_EQ(reg.types().size(), 3U);
 }
 
+TEST(RolesRegistry, InlineHandlersAreSynchronousHandlersMarkedSo) {
+    registry reg;
+    reg.add_inline("quick", ok_handler);
+    reg.add("pooled", ok_handler);
+    EXPECT_TRUE(reg.runs_inline("quick"));
+    EXPECT_FALSE(reg.runs_inline("pooled"));
+    EXPECT_FALSE(reg.runs_inline("missing"));
+    ASSERT_NE(reg.find("quick"), nullptr);
+    EXPECT_TRUE(reg.has_sync("quick"));
+    EXPECT_EQ(reg.find_async("quick"), nullptr);
+    EXPECT_EQ(run_handler(reg, "quick", json::value(3), {}).value(), json::value(3));
+    // The same rules as add().
+    EXPECT_THROW(reg.add_inline("quick", ok_handler), std::invalid_argument);
+    EXPECT_THROW(reg.add_inline("a b", ok_handler), std::invalid_argument);
+    EXPECT_THROW(reg.add_inline("empty", zkd::handlers::task_handler{}), std::invalid_argument);
+}
+
 TEST(RolesRegistry, UnknownTypeIsAnErrorNamingTheType) {
     registry reg;
     reg.add("known", ok_handler);
