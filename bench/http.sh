@@ -73,9 +73,10 @@ PY
 printf '%-6s %-28s | %8s | %8s %8s | %10s %10s | %s\n' round build tasks/s "p50 ms" "p99 ms" \
     "writes/t" "packets/t" "not 200"
 for r in $(seq 1 "$rounds"); do
-    for b in "${builds[@]}"; do
+    for k in "${!builds[@]}"; do
+        b=${builds[$k]}
         bench_binaries "$b"
-        ns=http$r-$(echo "$b" | tr -c 'a-zA-Z0-9\n' '-' | tail -c 40)
+        ns=http$r-$k
         port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         "$zkd" run --zk "$connect" --namespace "$ns" --host "$ns-1" --log-level warn \
             --http "127.0.0.1:$port" >>"$work/$ns-1.log" 2>&1 &
@@ -88,9 +89,16 @@ for r in $(seq 1 "$rounds"); do
             [ "$members" -ge 2 ] && break
             sleep 0.1
         done
-        read -r w0 p0 < <(zk_counts)
+        if [ "$members" -lt 2 ]; then
+            echo "bench/http.sh: $b: the two nodes did not both join within 30 s; their logs:" >&2
+            tail -n 20 "$work/$ns-1.log" "$work/$ns-2.log" >&2
+            exit 1
+        fi
+        counts=$(zk_counts) || { echo "bench/http.sh: cannot read ZooKeeper's counters" >&2; exit 1; }
+        read -r w0 p0 <<<"$counts"
         python3 bench/http_burst.py "127.0.0.1:$port" "$tasks" "$connections" >"$work/out.json"
-        read -r w1 p1 < <(zk_counts)
+        counts=$(zk_counts) || { echo "bench/http.sh: cannot read ZooKeeper's counters" >&2; exit 1; }
+        read -r w1 p1 <<<"$counts"
         stop_nodes
         python3 - "$work/out.json" "$r" "$(echo "$b" | tail -c 28)" "$tasks" "$w0" "$w1" "$p0" "$p1" <<'PY'
 import json, sys

@@ -216,8 +216,10 @@ asio::awaitable<void> server::impl::consume(const std::string& id) {
     }
     auto done = co_await zkco::with_timeout((*s)->tc->consume(id), opts.zk_timeout);
     if (!done) {
+        // (A task of a bundle: its consume may go on in the background, task_client::consume.)
         spdlog::warn(
-            "http: task {} was delivered but not consumed: {}", id, done.error().message()
+            "http: task {} was delivered, its consume did not finish: {}", id,
+            done.error().message()
         );
     }
 }

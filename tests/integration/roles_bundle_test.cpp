@@ -246,7 +246,10 @@ TEST_F(RolesBundle, ConsumesOfABundlesTasksAtATimeShareOneReadAndOneWrite) {
             task_client other(*other_zk, layout_);
             submit_options how;
             how.bundle = 40;
-            auto ids = co_await tc.submit(sums(40), how);
+            // echo runs on the worker's loop: all 40 end in one turn, none published early
+            // in a node of its own (§6 T4e), whose consume would be a delete of its own.
+            std::vector<task_spec> echoes(40, task_spec{"echo", json::object{{"n", 1}}});
+            auto ids = co_await tc.submit(echoes, how);
             ASSERT_TRUE(ids) << ids.error().message();
             const std::string bundle(parse_task_ref(ids->front())->node);
             auto got = co_await wait_all(other, *ids, true);  // read, not consumed
@@ -256,6 +259,9 @@ TEST_F(RolesBundle, ConsumesOfABundlesTasksAtATimeShareOneReadAndOneWrite) {
             const auto path = layout_.result(bundle);
             auto first = co_await zk->get(path);
             ASSERT_TRUE(first) << first.error().message();
+            const auto as_read = decode_result(first->data);
+            ASSERT_TRUE(as_read);
+            ASSERT_TRUE(as_read->published.empty());
 
             // 30 of the 40: one set of the bundle's result, which names the 30 consumed.
             co_await consume_at_once(other, *other_zk, {ids->begin(), ids->begin() + 30});

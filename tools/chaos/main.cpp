@@ -344,7 +344,7 @@ private:
     int member_out_ = -1;  ///< the ZooKeeper member a fault holds down or paused
     bool faults_stopped_ = false;
     bool stop_load_ = false;
-    std::uint64_t consuming_ = 0;  ///< consume() calls out: a cancelled one leaves its result
+    std::uint64_t consuming_ = 0;  ///< consume() calls out: one cut short may leave its result
     bool reaping_ = true;
     std::uint64_t starts_ = 0;
 };
@@ -1628,7 +1628,7 @@ asio::awaitable<int> chaos_run::run() {
     }
     if (consuming_ > 0) {
         say(std::to_string(consuming_) + " consumes still unanswered after settling for " +
-            seconds(s_.settle.count()) + ": their results are left behind");
+            seconds(s_.settle.count()) + ": their results may be left behind");
     }
     loads_.emit(asio::cancellation_type::terminal);
     try {

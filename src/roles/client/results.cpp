@@ -4,6 +4,7 @@
 // is task_client.cpp; the cancellation idiom is the one written at its top.
 #include "protocol/client_txn.hpp"
 #include "protocol/ids.hpp"
+#include "reactor/task_group.hpp"
 #include "roles/client/detail/cancel_answered.hpp"
 #include "roles/client/detail/inbox.hpp"
 #include "roles/client/inspect.hpp"
@@ -381,77 +382,116 @@ asio::awaitable<void> task_client::consume_groups(
     std::string bundle,
     std::shared_ptr<bundle_consume_group> g
 ) {
+    // However this ends (the client gone, an exception out of a co_await), the calls of the
+    // groups that did not finish wake up with operation_aborted, and the bundle's entry goes.
+    struct release {
+        release(
+            task_client* c,
+            const std::shared_ptr<bool>& a,
+            const std::string& b,
+            const std::shared_ptr<bundle_consume_group>& at
+        )
+            : client(c), alive(a), bundle(b), group(at) {}
+        release(const release&) = delete;
+        release& operator=(const release&) = delete;
+        release(release&&) = delete;
+        release& operator=(release&&) = delete;
+        ~release() {
+            for (auto x = group; x; x = x->next) {
+                if (!x->over) {
+                    for (const auto i : x->indices) {
+                        x->errors[i] = asio::error::operation_aborted;
+                    }
+                    x->over = true;
+                    x->done.cancel();
+                }
+            }
+            if (*alive) {
+                client->bundle_consumes_.erase(bundle);
+                if (--client->consuming_ == 0) {
+                    client->consumed_.cancel();
+                }
+            }
+        }
+        task_client* client;
+        const std::shared_ptr<bool>& alive;
+        const std::string& bundle;
+        const std::shared_ptr<bundle_consume_group>& group;  // the one running, then none
+    };
+    const release guard(self, alive, bundle, g);
     // Once round the loop first: co_spawn may run us at once (dispatch), before the calls
     // made in the same turn could join.
     co_await asio::post(asio::use_awaitable);
-    while (g) {
+    while (g && *alive) {
         g->started = true;
-        co_await self->consume_group(bundle, *g);
+        co_await self->consume_group(bundle, g);
+        if (!*alive) {
+            break;  // the client is gone: whatever it did, its callers hear operation_aborted
+        }
         g->over = true;
         g->done.cancel();
-        if (!*alive) {
-            co_return;  // the client is gone
-        }
         g = g->next;
         if (g) {
             self->bundle_consumes_[bundle] = g;
-        } else {
-            self->bundle_consumes_.erase(bundle);
         }
-    }
-    if (--self->consuming_ == 0) {
-        self->consumed_.cancel();
     }
 }
 
 asio::awaitable<void> task_client::consume_group(
-    const std::string& bundle, bundle_consume_group& g
+    const std::string& bundle, std::shared_ptr<bundle_consume_group> g
 ) {
     const auto alive = alive_;
-    auto indices = g.indices;
+    auto indices = g->indices;
     std::sort(indices.begin(), indices.end());
     indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
-    const auto fail = [&](const std::vector<std::size_t>& which, zkco::error_code ec) {
-        for (const auto i : which) {
-            g.errors[i] = ec;
-        }
-    };
     auto node = co_await read_node(l_.result(bundle));
     if (!*alive) {
         co_return;
     }
     if (!node && node.error() != zkco::errc::no_node) {
-        fail(indices, node.error());
+        for (const auto i : indices) {
+            g->errors[i] = node.error();
+        }
         co_return;
     }
-    // A task whose result is (or may be: the bundle still runs) in its own node (§6 T4e),
-    // and those marked in the bundle's.
-    std::vector<std::size_t> own;
-    std::vector<std::size_t> marked;
+    // A task whose result is (or may be: the bundle still runs) in its own node (§6 T4e) is
+    // consumed by deleting that node; the others are marked in the bundle's. The deletes go
+    // at once, all together, with the mark.
     std::optional<protocol::task_result> whole;  // none for garbage: consume_bundled deletes it
     if (node) {
         if (auto decoded = protocol::decode_result(node->data)) {
             whole = std::move(*decoded);
         }
     }
+    std::vector<std::size_t> marked;
+    reactor::task_group own(zk_.get_executor());
     for (const auto i : indices) {
-        (!node || (whole && protocol::is_published(*whole, i)) ? own : marked).push_back(i);
+        if (!node || (whole && protocol::is_published(*whole, i))) {
+            own.spawn(consume_entry(protocol::entry_result_path(l_, bundle, i), i, g));
+        } else {
+            marked.push_back(i);
+        }
     }
-    for (const auto i : own) {
-        const auto ec = co_await consume_until_done(protocol::entry_result_path(l_, bundle, i));
+    if (!marked.empty()) {
+        auto consumed = co_await consume_bundled(bundle, std::move(*node), marked);
         if (!*alive) {
             co_return;
         }
-        if (ec) {
-            g.errors[i] = ec;
+        if (!consumed && consumed.error() != client_errc::garbage_result) {
+            for (const auto i : marked) {  // (garbage was deleted: nobody's result, §8)
+                g->errors[i] = consumed.error();
+            }
         }
     }
-    if (marked.empty()) {
-        co_return;
-    }
-    auto consumed = co_await consume_bundled(bundle, std::move(*node), marked);
-    if (!consumed && consumed.error() != client_errc::garbage_result) {
-        fail(marked, consumed.error());  // (garbage was deleted: nobody's result, §8)
+    co_await own.join();
+}
+
+asio::awaitable<void> task_client::consume_entry(
+    std::string path, std::size_t index, std::shared_ptr<bundle_consume_group> g
+) {
+    const auto ec = co_await consume_until_done(std::move(path));
+    if (ec) {
+        g->errors[index] = ec;
     }
 }
 

@@ -316,7 +316,13 @@ private:
         std::shared_ptr<bundle_consume_group> g
     );
     /// One group's consumes (consume_groups): each index's outcome in `g`.
-    boost::asio::awaitable<void> consume_group(const std::string& bundle, bundle_consume_group& g);
+    boost::asio::awaitable<void> consume_group(
+        const std::string& bundle, std::shared_ptr<bundle_consume_group> g
+    );
+    /// consume_until_done of the own result node `path` of task `index` (§6 T4e) for `g`.
+    boost::asio::awaitable<void> consume_entry(
+        std::string path, std::size_t index, std::shared_ptr<bundle_consume_group> g
+    );
     /// Marks `indices` consumed in the bundle's result `node` (deletes it once all are):
     /// yields the result as read, and which of `indices` someone else had consumed first.
     boost::asio::awaitable<zkco::result<std::pair<protocol::task_result, std::vector<std::size_t>>>>
