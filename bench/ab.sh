@@ -40,18 +40,7 @@ esac
 [ "${#builds[@]}" -ge 1 ] || { echo "bench/ab.sh: name at least one build directory (see --help)" >&2; exit 2; }
 
 bench_binaries "${builds[0]}"
-work=$(mktemp -d "${TMPDIR:-/tmp}/zkd-ab-XXXXXX")
-nodes=()
-stop_nodes() {
-    for p in "${nodes[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${nodes[@]}"; do wait "$p" 2>/dev/null || true; done
-    nodes=()
-}
-on_exit() { stop_nodes; "$zklocal" stop --dir "$work/zk" >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap on_exit EXIT
-trap 'exit 130' INT TERM
-connect=$("$zklocal" start --dir "$work/zk" --force-sync 2>/dev/null)
-echo "ZooKeeper (fsync) at $connect; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_zookeeper ab
 
 # A field of a loadgen JSON file by dotted path; n/a when missing.
 j() {
