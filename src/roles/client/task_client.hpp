@@ -131,8 +131,9 @@ public:
     /// Consumes the task's result (T5): deletes its node; a task of a bundle is marked
     /// consumed in the bundle's node, which goes once all its tasks are. The calls on tasks
     /// of one bundle at a time share one read of its result and one write. A result already
-    /// gone is no error. Cancelled, the call stops waiting, but its consume goes on (flush()
-    /// waits for it). Errors: the session's, operation_aborted (cancelled).
+    /// gone is no error. Cancelled, a call on a task of a bundle stops waiting, but its
+    /// consume goes on (flush() waits for it). Errors: the session's, operation_aborted
+    /// (cancelled).
     boost::asio::awaitable<zkco::result<void>> consume(std::string tid);
 
     /// Where the task is now: pending, assigned or running (with the worker), or finished
