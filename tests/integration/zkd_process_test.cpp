@@ -285,7 +285,12 @@ TEST_F(ZkdProcess, AFrozenWorkersTasksMoveOnAndItsLateResultsAreDiscarded) {
                 log_of("frozen").find("rejoining as a new member") != std::string::npos, 20s
             )
             EXPECT_NE(log_of("frozen").find("rejoining as a new member"), std::string::npos);
-            co_await settle(500ms);
+            // Registered again, and in the client's view of the workers (read again by a
+            // submit once a second old): the client spreads the 8 tasks, in automatic
+            // bundles, over both nodes. A view without it put all 8 on n1.
+            const bool back = co_await zkd::test::workers_joined(*zk, 2);
+            ASSERT_TRUE(back) << "the thawed node did not register again in 30 s";
+            co_await settle(1100ms);
             std::vector<task_spec> more(8, task_spec{"sleep", json::value{{"ms", 300}}});
             auto more_ids = co_await tc.submit(std::move(more));
             ASSERT_TRUE(more_ids);
