@@ -282,6 +282,41 @@ TEST_F(RolesBundle, ConsumesOfABundlesTasksAtATimeShareOneReadAndOneWrite) {
     );
 }
 
+// A bundle's result node that holds garbage (§8) is nobody's result: the consumes of its
+// tasks delete it, and report nothing to consume.
+TEST_F(RolesBundle, ConsumesOfABundleWhoseResultIsGarbageDeleteIt) {
+    run(
+        [&]() -> asio::awaitable<void> {
+            auto* zk = co_await cluster_session();
+            task_client tc(*zk, layout_);
+            submit_options how;
+            how.bundle = 3;
+            auto ids = co_await tc.submit(sums(3), how);  // no worker: it stays pending
+            ASSERT_TRUE(ids) << ids.error().message();
+            const std::string bundle(parse_task_ref(ids->front())->node);
+            const auto path = layout_.result(bundle);
+            ASSERT_TRUE(co_await zk->create(path, "{\"not\": \"a result\""s));
+            zkd::zkco::result<void> first = zkd::zkco::error_code(asio::error::timed_out);
+            zkd::zkco::result<void> second = zkd::zkco::error_code(asio::error::timed_out);
+            zkd::reactor::task_group consumes(ioc_.get_executor());
+            consumes.spawn([&]() -> asio::awaitable<void> {
+                first = co_await zkd::zkco::with_timeout(tc.consume((*ids)[0]), 30s);
+            });
+            consumes.spawn([&]() -> asio::awaitable<void> {
+                second = co_await zkd::zkco::with_timeout(tc.consume((*ids)[1]), 30s);
+            });
+            co_await consumes.async_wait(asio::use_awaitable);
+            EXPECT_TRUE(first) << first.error().message();
+            EXPECT_TRUE(second) << second.error().message();
+            co_await tc.flush();  // the garbage's delete goes in the background
+            auto gone = co_await zk->exists(path);
+            ASSERT_TRUE(gone);
+            EXPECT_FALSE(*gone) << "the garbage is still there";
+        }(),
+        60s
+    );
+}
+
 // A client that consumes a bundle of its own while it follows its results directory for a
 // plain task counts that delete as its own change: the next change log it reads accounts
 // for every change, and it does not list the directory again.
