@@ -48,19 +48,20 @@ public:
         if (::pipe(in) != 0 || ::pipe(out) != 0) {
             return;
         }
+        // Made before fork(): the child calls only async-signal-safe functions.
+        const std::string err_path = (workdir / "driver.err").string();
+        const std::string script = ZKD_CDP_DRIVER;
+        const std::string chromium = "/usr/bin/chromium";
+        const std::string dir = workdir.string();
         pid_ = ::fork();
         if (pid_ == 0) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             ::dup2(in[0], 0);
             ::dup2(out[1], 1);
-            const int err =
-                ::open((workdir / "driver.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
             ::dup2(err, 2);
             ::close(in[1]);
             ::close(out[0]);
-            const std::string script = ZKD_CDP_DRIVER;
-            const std::string chromium = "/usr/bin/chromium";
-            const std::string dir = workdir.string();
             ::execl(
                 "/usr/bin/python3", "python3", script.c_str(), chromium.c_str(), dir.c_str(),
                 static_cast<char*>(nullptr)

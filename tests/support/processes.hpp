@@ -15,12 +15,26 @@
 #include <sched.h>
 #include <signal.h>
 #include <string>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
 namespace zkd::test {
+
+/// argv as execv wants it (pointers into `args`, null-terminated). Made before fork(): the
+/// child of a process with threads may call only async-signal-safe functions, and malloc
+/// is not one (a child that forked while another thread held its lock hangs before exec).
+inline std::vector<char*> exec_argv(std::vector<std::string>& args) {
+    std::vector<char*> raw;
+    raw.reserve(args.size() + 1);
+    for (auto& a : args) {
+        raw.push_back(a.data());
+    }
+    raw.push_back(nullptr);
+    return raw;
+}
 
 /// A `zkd run` child process; killed (SIGKILL) when the test is done with it. Given
 /// `netns` (a network namespace's file, support/netns.hpp), it runs inside that namespace.
@@ -43,6 +57,8 @@ public:
             argv.insert(argv.end(), {"--session-timeout", "2000"});
         }
         argv.insert(argv.end(), extra.begin(), extra.end());
+        const auto raw = exec_argv(argv);
+        const std::string netns_failed = "cannot enter the network namespace " + netns + "\n";
         pid_ = ::fork();
         if (pid_ == 0) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -52,18 +68,10 @@ public:
             if (!netns.empty()) {
                 const int in = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
                 if (in < 0 || ::setns(in, CLONE_NEWNET) != 0) {
-                    ::dprintf(
-                        2, "cannot enter the network namespace %s: %s\n", netns.c_str(),
-                        std::strerror(errno)
-                    );
+                    (void)!::write(2, netns_failed.data(), netns_failed.size());
                     ::_exit(126);
                 }
             }
-            std::vector<char*> raw;
-            for (auto& a : argv) {
-                raw.push_back(a.data());
-            }
-            raw.push_back(nullptr);
             ::execv(raw[0], raw.data());
             ::_exit(127);
         }
@@ -129,32 +137,36 @@ inline command_result run_command(
     if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
         return {};
     }
+    // The child's argv and environment (ours, with `env` applied), made before fork().
+    auto args = argv;
+    const auto raw = exec_argv(args);
+    std::vector<std::string> vars;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string_view var(*e);
+        if (!env.contains(std::string(var.substr(0, var.find('='))))) {
+            vars.emplace_back(var);
+        }
+    }
+    for (const auto& [k, v] : env) {
+        if (!v.empty()) {
+            vars.push_back(k + "=" + v);
+        }
+    }
+    const auto envp = exec_argv(vars);
+    const std::string stdin_path = stdin_file.string();
     const auto start = std::chrono::steady_clock::now();
     const pid_t pid = ::fork();
     if (pid == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         ::dup2(out_pipe[1], 1);
         ::dup2(err_pipe[1], 2);
-        if (!stdin_file.empty()) {
-            const int in = ::open(stdin_file.c_str(), O_RDONLY);
+        if (!stdin_path.empty()) {
+            const int in = ::open(stdin_path.c_str(), O_RDONLY);
             ::dup2(in, 0);
         }
         ::close(out_pipe[0]);
         ::close(err_pipe[0]);
-        for (const auto& [k, v] : env) {
-            if (v.empty()) {
-                ::unsetenv(k.c_str());
-            } else {
-                ::setenv(k.c_str(), v.c_str(), 1);
-            }
-        }
-        std::vector<char*> raw;
-        for (const auto& a : argv) {
-            raw.push_back(const_cast<char*>(a.c_str())
-            );  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-        }
-        raw.push_back(nullptr);
-        ::execv(raw[0], raw.data());
+        ::execve(raw[0], raw.data(), envp.data());
         ::_exit(127);
     }
     ::close(out_pipe[1]);
@@ -204,6 +216,8 @@ public:
         const std::vector<std::string>& argv, std::filesystem::path out, std::filesystem::path err
     )
         : out_(std::move(out)), err_(std::move(err)) {
+        auto args = argv;
+        const auto raw = exec_argv(args);
         pid_ = ::fork();
         if (pid_ == 0) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -211,12 +225,6 @@ public:
             const int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
             ::dup2(o, 1);
             ::dup2(e, 2);
-            std::vector<char*> raw;
-            for (const auto& a : argv) {
-                raw.push_back(const_cast<char*>(a.c_str())
-                );  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-            }
-            raw.push_back(nullptr);
             ::execv(raw[0], raw.data());
             ::_exit(127);
         }
