@@ -17,6 +17,8 @@
 #include <string>
 #include <utility>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 
 // fuzz_config, regression-duration-overflow: 999999999999999h overflowed the milliseconds
@@ -149,3 +151,5 @@ TEST(FuzzRegressions, AHugeThroughputSurvivesEncodeAndDecode) {
     EXPECT_EQ(m->throughput, 0.123);
     EXPECT_EQ(zkd::protocol::decode_master(zkd::protocol::encode(*m)).value(), *m);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using zkd::cli::parse_config;
 using zkd::cli::usage_error;
 using namespace std::chrono_literals;
@@ -131,3 +133,5 @@ TEST(CliOpenCluster, WarnsWithoutCredentialsWhenAHostIsNotLoopback) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

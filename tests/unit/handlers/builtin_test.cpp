@@ -29,6 +29,8 @@
 #include <string_view>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -305,3 +307,5 @@ TEST(RolesBuiltinOffload, CancellingTheCoroutineCancelsTheHandler) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -16,6 +16,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 namespace asio = boost::asio;
 using namespace zkd::handlers;
@@ -523,3 +525,5 @@ TEST(RolesExecConfig, AServedTypeCannotKeepMoreWarmThanItsConcurrency) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

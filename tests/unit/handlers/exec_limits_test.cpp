@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::handlers::exec;
 using namespace std::chrono_literals;
 namespace codes = zkd::protocol::codes;
@@ -288,3 +290,5 @@ TEST(ExecLimitsVerdict, ClassifyGivesTheLimitsCodeAndKeepsOthers) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace json = boost::json;
@@ -235,3 +237,5 @@ TEST(RolesRegistryHealth, TypesMarkedUnhealthyAreListedSortedAndEachChangeIsTold
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

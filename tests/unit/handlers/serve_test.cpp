@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 using namespace zkd::handlers::exec::serve;
 using namespace std::chrono_literals;
@@ -387,3 +389,5 @@ TEST(ExecServePool, ATaskWhoseFrameTheDeadProcessNeverReadGoesToAnother) {
     // More unread than sent (cannot be; counted as nothing read).
     EXPECT_TRUE(frame_unread(100, 150, 400));
 }
+
+}  // namespace ZKD_UNITY_ID

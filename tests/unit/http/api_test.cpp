@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 using namespace zkd::http;
 
@@ -313,3 +315,5 @@ TEST(HttpApi, ExposureAndTokens) {
         EXPECT_FALSE(check_token(bad)) << bad;
     }
 }
+
+}  // namespace ZKD_UNITY_ID

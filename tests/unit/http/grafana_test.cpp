@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 
 namespace {
@@ -195,3 +197,5 @@ TEST(GrafanaDashboard, TheCheckCatchesUnknownMetricsLabelsAndValues) {
     );
     EXPECT_EQ(problems(R"(zkd_zk_session_state{state!="connected"} == 1)", exported, named), "");
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace std::chrono_literals;
 using zkd::http::facade_counters;
 using zkd::http::format_sample;
@@ -337,3 +339,5 @@ TEST(HttpMetrics, SampleFormatting) {
     EXPECT_EQ(format_sample(-std::numeric_limits<double>::infinity()), "-Inf");
     EXPECT_EQ(format_sample(std::numeric_limits<double>::quiet_NaN()), "NaN");
 }
+
+}  // namespace ZKD_UNITY_ID

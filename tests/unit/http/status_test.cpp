@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 using namespace zkd::http;
 
@@ -245,3 +247,5 @@ TEST(HttpStatus, ThePageFilesAreCompiledIn) {
         EXPECT_EQ(f->body.find("//cdn"), std::string_view::npos) << f->path;
     }
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 using namespace std::chrono_literals;
 
@@ -368,3 +370,5 @@ TEST(BundleMasterResult, APlainRetryCarriesItsTriesInTheMastersResult) {
     EXPECT_EQ(r.errors.size(), 2U);
     EXPECT_TRUE(r.bundle.empty());
 }
+
+}  // namespace ZKD_UNITY_ID

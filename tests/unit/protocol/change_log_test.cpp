@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+namespace ZKD_UNITY_ID {
+
 using zkd::protocol::dir_stat;
 using zkd::protocol::log_follower;
 using step = zkd::protocol::log_follower::step;
@@ -99,3 +101,5 @@ TEST(ProtocolLayout, TheDirectoriesWithChangeLogs) {
     EXPECT_FALSE(is_logged_dir("/results/3fa9c2d"));
     EXPECT_FALSE(is_logged_dir("/workers/host-1-9f0c1a2b"));
 }
+
+}  // namespace ZKD_UNITY_ID

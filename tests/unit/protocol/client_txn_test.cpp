@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -249,3 +251,5 @@ TEST(ProtocolClientTxn, BundleConsumeOutcomes) {
     EXPECT_EQ(read_bundle_consume(one(op_code::other)), bundle_consume_outcome::failed);
     EXPECT_EQ(read_bundle_consume({true, {}}), bundle_consume_outcome::unknown);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -7,6 +7,8 @@
 #include <random>
 #include <set>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 using namespace std::chrono_literals;
 
@@ -291,3 +293,5 @@ TEST(ProtocolRetry, TheFinalResultCarriesTheEarlierErrors) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

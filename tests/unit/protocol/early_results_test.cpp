@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 using namespace std::chrono_literals;
 
@@ -311,3 +313,5 @@ TEST(EarlyResults, TheMastersResultForABundleKeepsPublished) {
     EXPECT_TRUE(whole.bundle.empty());
     EXPECT_TRUE(whole.published.empty());
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -269,3 +271,5 @@ TEST(ProtocolIds, TheClientPartOfATaskIdNamesItsResultsDirectory) {
     EXPECT_FALSE(is_client_id("3fa9c2d"));
     EXPECT_FALSE(is_client_id("3fa9c2dg"));
 }
+
+}  // namespace ZKD_UNITY_ID

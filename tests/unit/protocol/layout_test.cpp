@@ -11,6 +11,8 @@
 #include <set>
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -167,3 +169,5 @@ TEST(ProtocolLayout, DelayedTasksShardLikePendingOnes) {
     EXPECT_FALSE(layout::is_delayed_shard("/pending/07"));
     EXPECT_TRUE(is_logged_dir("/delayed/07"));
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -244,3 +246,5 @@ TEST(ProtocolMasterTxn, CollectDirDeletesAnEmptyClientDirectoryAtTheVersionSeen)
     EXPECT_EQ(ops[0].version, 7);  // never -1: a directory written since is kept
     EXPECT_EQ(ops, std::vector<txn_op>{txn_op::remove(dir, 7)});
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -334,3 +336,5 @@ TEST(ProtocolPlacement, DeterministicGivenTheSeed) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

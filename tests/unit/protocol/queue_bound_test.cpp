@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 using namespace std::chrono_literals;
 
@@ -112,3 +114,5 @@ TEST(PendingGauge, WithoutABoundOnlyMasterIsRead) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

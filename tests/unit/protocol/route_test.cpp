@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -85,3 +87,5 @@ TEST(Route, AddingACellMovesOnlyTheKeysItWinsAndRemovingOneOnlyItsOwn) {
         }
     }
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 using namespace std::chrono_literals;
 
@@ -64,3 +66,5 @@ TEST(ProtocolSyntax, FindsTheNearestName) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 using namespace std::chrono_literals;
 namespace json = boost::json;
@@ -423,3 +425,5 @@ TEST(ProtocolTaskSplit, TheFieldsOfDelaysAndRetriesAreTheTasksAndSurviveEverySta
         R"("submitted_ms":0,"due_ms":5})"
     );
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 using namespace std::chrono_literals;
 namespace json = boost::json;
@@ -1072,3 +1074,5 @@ TEST(ProtocolJsonText, NumbersWithAFractionAreWrittenPlainly) {
     r.value = 0.4;
     EXPECT_NE(encode(r).find(R"("value":0.4)"), std::string::npos) << encode(r);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -7,6 +7,8 @@
 
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -59,3 +61,5 @@ TEST(ProtocolText, ACutNeverSplitsACharacter) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

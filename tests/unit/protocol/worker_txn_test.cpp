@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::protocol;
 
 namespace {
@@ -126,3 +128,5 @@ TEST(ProtocolWorkerTxn, DrainSetsTheWorkersNodeDraining) {
     EXPECT_TRUE(back->draining);
     EXPECT_EQ(back->capacity, 2);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -82,3 +84,5 @@ TEST(ReactorComputePool, StopDropsJobsThatHaveNotStarted) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -136,3 +138,5 @@ TEST(ReactorLagProbe, NoSchedulerCountersBeforeTheFirstSample) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -26,6 +26,8 @@
 #include <stdexcept>
 #include <thread>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -373,3 +375,5 @@ TEST(ReactorOffload, QueuedJobsOfADestroyedPoolCompleteWithOperationAborted) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

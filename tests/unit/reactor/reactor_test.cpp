@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -144,3 +146,5 @@ TEST(ReactorReactor, EmbedsIntoAnExternallyOwnedIoContext) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

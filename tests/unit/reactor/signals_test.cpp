@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -192,3 +194,5 @@ TEST(ReactorSignals, RequestIsThreadSafe) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -21,6 +21,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -285,3 +287,5 @@ TEST_F(ReactorTaskGroup, DestroyingTheGroupCancelsRunningChildren) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -10,6 +10,8 @@
 
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::roles;
 using namespace zkd::protocol;
 namespace json = boost::json;
@@ -55,3 +57,5 @@ TEST(RolesDepth, ATaskWithArgsAtTheLimitRoundTrips) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -9,6 +9,8 @@
 
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::schedule;
 using zkd::protocol::format_time;
 using zkd::protocol::parse_time;
@@ -170,3 +172,5 @@ TEST(Cron, NextAndPrevAgreeWithMatchesMinuteByMinute) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::schedule;
 
 namespace {
@@ -210,3 +212,5 @@ TEST(ScheduleFiring, EachDueTimeIsDecidedOnceWhateverTheMomentsOfDecision) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

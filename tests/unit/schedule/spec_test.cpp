@@ -11,6 +11,8 @@
 
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::schedule;
 namespace protocol = zkd::protocol;
 
@@ -288,3 +290,5 @@ TEST(ScheduleTxn, AddChangeRemoveAndFire) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

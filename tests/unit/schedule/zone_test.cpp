@@ -14,6 +14,8 @@
 #include <iterator>
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::schedule;
 using zkd::protocol::format_time;
 using zkd::protocol::parse_time;
@@ -258,3 +260,5 @@ TEST(Zone, ReadsTheMachinesTzDatabase) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::workflow;
 
 namespace {
@@ -129,3 +131,5 @@ TEST(WorkflowIds, TheMastersCollectionLeavesWorkflowsResultsAlone) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -7,6 +7,8 @@
 
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::workflow;
 
 namespace {
@@ -200,3 +202,5 @@ TEST(WorkflowSpec, StepNames) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

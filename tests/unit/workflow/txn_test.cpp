@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::workflow;
 using zkd::protocol::txn_op;
 
@@ -194,3 +196,5 @@ TEST(WorkflowTxn, CancelOps) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

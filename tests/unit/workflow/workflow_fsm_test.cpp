@@ -17,6 +17,8 @@
 #include <set>
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::workflow;
 namespace json = boost::json;
 using zkd::protocol::task_result;
@@ -634,3 +636,5 @@ TEST(WorkflowFsm, TaskIdsAreTheSameForTheSameWorkflow) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <optional>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -60,3 +62,5 @@ TEST(ZkcoPause, AnUncancelledPauseWaitsItsTime) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::zkco;
 
 namespace {
@@ -150,3 +152,5 @@ TEST(ZkcoTypes, Names) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -99,3 +101,5 @@ TEST(CrackEventQueue, CancellationEndsTheWaitAndKeepsWhatComesLater) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace json = boost::json;
@@ -263,3 +265,5 @@ TEST(CrackPlan, APartitionTaskIsAValidPendingNode) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace json = boost::json;
@@ -182,3 +184,5 @@ TEST(CrackJobCodec, RoundTripsAndRefusesGarbage) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

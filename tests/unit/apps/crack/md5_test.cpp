@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace json = boost::json;
@@ -413,3 +415,5 @@ TEST(CrackMd5Crack, StopFromAnotherThreadEndsAPartition) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace std::chrono_literals;
@@ -112,3 +114,5 @@ TEST(RolesAutoBundle, APlannedGroupPacksIntoOneBundleNode) {
     ASSERT_EQ(packed->size(), 1U);
     EXPECT_EQ(packed->front().bundle, 3U);
 }
+
+}  // namespace ZKD_UNITY_ID

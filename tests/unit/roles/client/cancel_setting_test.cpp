@@ -22,6 +22,8 @@
 #include <stdexcept>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 using namespace zkd;
 using namespace std::chrono_literals;
@@ -152,3 +154,5 @@ TEST(ClientCancelSetting, SubmitLeavesItsCallerThrowingOnCancel) {
     EXPECT_TRUE(s.wait_threw);
     client.reset();
 }
+
+}  // namespace ZKD_UNITY_ID

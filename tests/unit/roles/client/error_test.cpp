@@ -8,6 +8,8 @@
 #include <chrono>
 #include <limits>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::roles;
 namespace protocol = zkd::protocol;
 
@@ -63,3 +65,5 @@ TEST(ClientError, EveryBrokenRuleIsAnInvalidTaskAndSaysItsRule) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

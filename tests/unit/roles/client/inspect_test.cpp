@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 using zkd::roles::unserved;
@@ -47,3 +49,5 @@ TEST(RolesUnserved, AnUnservedTypeSaysWhatIsServed) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace std::chrono_literals;
@@ -165,3 +167,5 @@ TEST(RolesPackTasks, TheTimingOfDelaysAndRetriesGoesInTheNodeAndSplitsBundles) {
     ASSERT_TRUE(plain);
     EXPECT_TRUE(plain->task.timing.empty());
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using protocol::op_code;
@@ -675,3 +677,5 @@ TEST(RolesResultsInbox, ANameAlsoWaitedForWithItsDataComesWithItsData) {
     EXPECT_TRUE(d->with_data.empty());
     EXPECT_EQ(in.waiting(), 0U);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 
 namespace {
@@ -72,3 +74,5 @@ TEST(RolesTaskTransaction, ATaskBreakingARuleIsNotAdded) {
     EXPECT_EQ(txn.task_count(), 0U);
     EXPECT_TRUE(txn.ops().empty());
 }
+
+}  // namespace ZKD_UNITY_ID

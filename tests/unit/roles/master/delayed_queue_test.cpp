@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using zkd::roles::delayed_queue;
 
 namespace {
@@ -127,3 +129,5 @@ TEST(DelayedQueue, StaleSlotsDoNotPileUp) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

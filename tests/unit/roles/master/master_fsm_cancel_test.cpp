@@ -5,6 +5,8 @@
 
 #include <boost/json.hpp>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
@@ -214,3 +216,5 @@ TEST_F(MasterFsm, ARejectOfAPendingBundleKeepsItsPublishedTasks) {
     EXPECT_EQ(r.bundle[0].state, protocol::task_state::succeeded);
     EXPECT_EQ(r.bundle[1].state, protocol::task_state::failed);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -3,6 +3,8 @@
 // deleted after the retention, and empty client directories (docs/protocol.md §6 T8).
 #include "unit/roles/master/master_fsm_fixture.hpp"
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
@@ -167,3 +169,5 @@ TEST_F(MasterFsm, T8CollectsATaskOfABundlesOwnResultByAgeLikeAnyResult) {
     EXPECT_EQ(collects[0].path, client + "/" + own);
     EXPECT_EQ(collects[0].ops, protocol::collect_ops(client + "/" + own));
 }
+
+}  // namespace ZKD_UNITY_ID

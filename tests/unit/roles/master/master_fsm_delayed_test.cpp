@@ -8,7 +8,7 @@
 #include <cstdio>
 
 namespace zkd::roles::fsm_test {
-namespace {
+namespace ZKD_UNITY_ID {
 
 constexpr std::int64_t wall0 = 1'800'000'000'000;  // the fake wall clock's start
 
@@ -278,5 +278,5 @@ TEST_F(MasterFsmDelayed, AGoneNodeIsForgotten) {
     EXPECT_EQ(view.delayed_count(), 0U);
 }
 
-}  // namespace
+}  // namespace ZKD_UNITY_ID
 }  // namespace zkd::roles::fsm_test

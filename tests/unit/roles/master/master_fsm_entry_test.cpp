@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
@@ -227,3 +229,5 @@ TEST_F(MasterFsm, AMarkerThatOutlivedItsBundleOnADepartedWorkerIsARequestAgain) 
     }
     EXPECT_EQ(of_kind(step, kind::remove_departed).size(), 1U);
 }
+
+}  // namespace ZKD_UNITY_ID

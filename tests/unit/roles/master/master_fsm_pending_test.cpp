@@ -3,6 +3,8 @@
 // followed by their change logs (docs/protocol.md §6, §7), and the reads of pending tasks.
 #include "unit/roles/master/master_fsm_fixture.hpp"
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
@@ -257,3 +259,5 @@ TEST_F(MasterFsm, ALoggedTaskWhoseDataIsGarbageEndsInAFailedResult) {
     ASSERT_EQ(rejects.size(), 1U);
     EXPECT_EQ(rejects[0].code, protocol::codes::malformed_task);
 }
+
+}  // namespace ZKD_UNITY_ID

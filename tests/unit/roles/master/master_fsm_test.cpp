@@ -5,6 +5,8 @@
 // placement and the failed results the master writes; the other files by subject.
 #include "unit/roles/master/master_fsm_fixture.hpp"
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
@@ -470,3 +472,5 @@ TEST_F(MasterFsm, ADecisionWaitsForTheShardReadsThatWereOut) {
     view.on(shard_read_done{5}, t0);
     EXPECT_TRUE(view.on(decide{}, t0).decided);  // not extended again for 6
 }
+
+}  // namespace ZKD_UNITY_ID

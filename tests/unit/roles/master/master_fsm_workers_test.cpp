@@ -5,6 +5,8 @@
 
 #include <boost/json/parse.hpp>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using namespace zkd::roles::fsm_test;
@@ -412,3 +414,5 @@ TEST(MasterFsmNode, FeaturesAreNamedOnceEveryListedWorkerWasRead) {
     ASSERT_TRUE(doc.contains("features"));
     EXPECT_EQ(doc.at("features").as_array(), boost::json::array{"entry_results"});
 }
+
+}  // namespace ZKD_UNITY_ID

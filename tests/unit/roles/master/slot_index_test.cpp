@@ -14,7 +14,7 @@
 #include <vector>
 
 namespace zkd::roles {
-namespace {
+namespace ZKD_UNITY_ID {
 
 using protocol::placement_policy;
 
@@ -212,5 +212,5 @@ TEST(SlotIndex, PicksAsThePlacerRandom) {
     }
 }
 
-}  // namespace
+}  // namespace ZKD_UNITY_ID
 }  // namespace zkd::roles

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::roles;
 using std::chrono::milliseconds;
 using clock_type = stall_watch::clock;
@@ -120,3 +122,5 @@ TEST(StallWatch, ASuspectThatMarksATaskRunningIsTrustedAgain) {
     EXPECT_TRUE(v.trusted_again);
     EXPECT_FALSE(w.suspect("w1"));
 }
+
+}  // namespace ZKD_UNITY_ID

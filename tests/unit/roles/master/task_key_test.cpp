@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 using zkd::roles::task_key;
@@ -169,3 +171,5 @@ TEST(TaskKey, IsSixteenBytes) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

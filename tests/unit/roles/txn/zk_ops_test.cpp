@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 namespace op = zkd::zkco::op;
 
@@ -114,3 +116,5 @@ TEST(RolesTxnIo, ALogsDataTakesOnlyTheRoomTheTransactionLeaves) {
     }
     EXPECT_LT(total, roles::max_txn_bytes);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::roles;
 using namespace std::chrono_literals;
 
@@ -141,3 +143,5 @@ TEST(EarlyResultsPolicy, ABigAssignmentIsRewrittenLessOften) {
     EXPECT_EQ(early_wait_for(16 * 1024), early_publish_after + 10ms);
     EXPECT_EQ(early_wait_for(512 * 1024), early_publish_after + 320ms);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd;
 using namespace zkd::roles;
 using protocol::op_code;
@@ -518,3 +520,5 @@ TEST_F(WorkerFsm, AMarkerNamingNoTaskOfTheBundleIsLitter) {
     EXPECT_EQ(list({bundle, marker(bundle + ".3")}), std::vector<kind>{kind::remove_marker});
     EXPECT_TRUE(w.entries_cancelled(bundle).empty());
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 using zkd::protocol::txn_op;
@@ -33,3 +35,5 @@ TEST(WorkflowLaunchSize, CountsEveryKindOfOpAsTheBatcherDoes) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 using zkd::roles::detail::read_gate;
@@ -71,3 +73,5 @@ TEST(WorkflowReadGate, StaleAsksForAReadAtOnceAndAMovedTicketEndsOnce) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

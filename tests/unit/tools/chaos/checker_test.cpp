@@ -10,6 +10,8 @@
 
 #include <ctime>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::chaos;
 using namespace std::chrono_literals;
 
@@ -195,3 +197,5 @@ TEST(ChaosZkLog, PhasesOfTheLastStart) {
     EXPECT_EQ(first_start.load_ms, std::nullopt);  // no LOOKING before the second marker
     EXPECT_EQ(parse_restart(log, first - 900, 2), p);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::chaos;
 namespace json = boost::json;
 
@@ -316,3 +318,5 @@ TEST(ChaosJobs, WorkloadOptions) {
     EXPECT_THROW(parse_args({"--workload", "echo,cron"}), usage_error);
     EXPECT_THROW(parse_args({"--workload", ""}), usage_error);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -8,6 +8,8 @@
 
 #include <set>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::chaos;
 using namespace std::chrono_literals;
 
@@ -137,3 +139,5 @@ TEST(ChaosOptions, ParsesAndRejects) {
         std::vector{fault_kind::zkd_kill}
     );
 }
+
+}  // namespace ZKD_UNITY_ID

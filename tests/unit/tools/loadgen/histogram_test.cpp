@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using zkd::loadgen::log_histogram;
 
 TEST(LoadgenHistogram, EmptyReportsZeros) {
@@ -147,3 +149,5 @@ TEST(LoadgenHistogram, CdfIsMonotoneAndEndsAtOne) {
     EXPECT_DOUBLE_EQ(cdf.back().second, 1.0);
     EXPECT_GE(cdf.front().first, h.min());
 }
+
+}  // namespace ZKD_UNITY_ID

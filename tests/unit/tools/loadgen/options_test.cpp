@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::loadgen;
 
 namespace {
@@ -401,3 +403,5 @@ TEST(LoadgenReport, TraceLinesStayFiveFieldsWhateverTheWorkerIdSays) {
     t.worker.clear();
     EXPECT_EQ(trace_line(t), "12.500 2.250 1700000000001 1700000000002 -");
 }
+
+}  // namespace ZKD_UNITY_ID

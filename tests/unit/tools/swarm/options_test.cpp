@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 using namespace zkd::swarm;
 using namespace std::chrono_literals;
 
@@ -87,3 +89,5 @@ TEST(SwarmOptions, RefusesBadValues) {
                     return std::optional<std::string>();
                 }).help);
 }
+
+}  // namespace ZKD_UNITY_ID
