@@ -3,6 +3,12 @@
 option(ZKD_WERROR "Treat warnings as errors" OFF)
 option(ZKD_OPTIMIZE_TESTS "Compile the tests' own code with the build's optimisation (default: -O0)" OFF)
 option(ZKD_TEST_PCH "Precompile the tests' common third-party headers (tools/test.sh's builds)" OFF)
+set(ZKD_TESTS all CACHE STRING
+    "Which tests to build: all, or programs (only those that run the built programs from outside)")
+set_property(CACHE ZKD_TESTS PROPERTY STRINGS all programs)
+if(NOT ZKD_TESTS MATCHES "^(all|programs)$")
+    message(FATAL_ERROR "ZKD_TESTS is 'all' or 'programs', not '${ZKD_TESTS}'")
+endif()
 set(ZKD_LINKER "" CACHE STRING
     "The linker for every target (-fuse-ld=...): empty for the compiler's default; tools/test.sh uses lld")
 set(ZKD_SANITIZE "" CACHE STRING "Sanitizers: empty, 'address' (ASan+UBSan) or 'thread' (TSan)")

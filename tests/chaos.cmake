@@ -1,11 +1,9 @@
 # SPDX-License-Identifier: MIT
-# zkd-chaos (tools/chaos). Included from tests/CMakeLists.txt.
+# Chaos rounds of zkd-chaos (tools/chaos) against the built zkd. Included from
+# tests/programs.cmake.
 if(NOT TARGET zkd_chaos_core)
     return()
 endif()
-
-# The fault schedule, the options and the invariant checker (tests/unit/tools/chaos/*_test.cpp).
-target_link_libraries(zkd_unit_tests PRIVATE zkd::chaos_core)
 
 # A short seeded run of the real thing: 3 ZooKeeper servers, 4 `zkd run`, 12 s of load at
 # 100 tasks/s with a fault every ~2.5 s, then the invariants; fails on any violation. Seed 3
