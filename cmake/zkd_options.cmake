@@ -3,12 +3,8 @@
 option(ZKD_WERROR "Treat warnings as errors" OFF)
 option(ZKD_OPTIMIZE_TESTS "Compile the tests' own code with the build's optimisation (default: -O0)" OFF)
 option(ZKD_TEST_PCH "Precompile the tests' common third-party headers (tools/test.sh's builds)" OFF)
-set(ZKD_TESTS all CACHE STRING
-    "Which tests to build: all, or programs (only those that run the built programs from outside)")
-set_property(CACHE ZKD_TESTS PROPERTY STRINGS all programs)
-if(NOT ZKD_TESTS MATCHES "^(all|programs)$")
-    message(FATAL_ERROR "ZKD_TESTS is 'all' or 'programs', not '${ZKD_TESTS}'")
-endif()
+option(ZKD_INTEGRATION_TESTS
+    "Build and run the integration test binaries (OFF: the unit tests and those that run the programs)" ON)
 set(ZKD_LINKER "" CACHE STRING
     "The linker for every target (-fuse-ld=...): empty for the compiler's default; tools/test.sh uses lld")
 set(ZKD_SANITIZE "" CACHE STRING "Sanitizers: empty, 'address' (ASan+UBSan) or 'thread' (TSan)")
@@ -27,8 +23,8 @@ set(zkd_compile_options
     $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>
     $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>
     $<$<BOOL:${ZKD_WERROR}>:-Werror>)
-# A unity build (CMAKE_UNITY_BUILD=ON: the sanitizer builds of tools/test.sh, about half the
-# compile time) includes several sources in one: a class one of them defines with a member of
+# A unity build (CMAKE_UNITY_BUILD=ON: tools/test.sh's builds, about half the compile time)
+# includes several sources in one: a class one of them defines with a member of
 # its own anonymous namespace's type then warns, although only that source uses it.
 if(CMAKE_UNITY_BUILD)
     list(APPEND zkd_compile_options $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)

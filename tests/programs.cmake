@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # The tests that run the built programs from outside, as a user runs them, with no test binary
-# of their own: included from tests/CMakeLists.txt whatever ZKD_TESTS says.
+# of their own. Included from tests/CMakeLists.txt.
 
 # Every program of the project answers --version with its name and the project's version.
 foreach(tool zkd_loadgen zkd_chaos zkd_zk_local_cli zkd_swarm)

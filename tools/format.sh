@@ -24,12 +24,12 @@ if [ "$check" = 0 ]; then
     clang-format -i "${files[@]}"
     exit 0
 fi
-# One clang-format per batch of files (a process per file took most of a minute), on every
-# core; each file that differs is named in a diagnostic of its own.
+# One clang-format per batch of files (a process per file took most of a minute), one batch
+# after another (side by side, their diagnostics interleave); each file that differs is named
+# in a diagnostic of its own.
 status=0
 out=$(printf '%s\0' "${files[@]}" |
-    xargs -0 -n 64 -P "$(nproc 2>/dev/null || echo 2)" clang-format --dry-run -Werror --ferror-limit=1 2>&1) ||
-    status=$?
+    xargs -0 -n 100 clang-format --dry-run -Werror --ferror-limit=1 2>&1) || status=$?
 mapfile -t bad < <(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: .*/\1/p' <<<"$out" | sort -u)
 if [ "$status" != 0 ] && [ "${#bad[@]}" = 0 ]; then
     echo "format.sh: clang-format failed:" >&2

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The test command: installs what is missing, builds, and runs every test against a
 # ZooKeeper the tests start themselves. Three builds, and the fuzz targets:
-#   build/test   RelWithDebInfo, warnings as errors: the programs as shipped, and the tests
-#                that run them from outside (Python module, chaos rounds, install, package)
-#   build/asan   ASan+UBSan: every test
+#   build/test   RelWithDebInfo, warnings as errors: the unit tests, and the tests that run
+#                the programs from outside (Python module, chaos rounds, install, package)
+#   build/asan   ASan+UBSan: every test, the integration tests among them
 #   build/tsan   TSan: the tests labelled `threads` (zkco, reactor, roles: where callbacks
 #                cross threads), building only what they need
 #   build/fuzz   clang, libFuzzer: each fuzz target for 4 s from its corpus (tools/fuzz.sh)
@@ -106,34 +106,35 @@ unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 -DZKD_TEST_PCH=O
 plain=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${unity[@]}")
 start=$(date +%s)
 if [ "$quick" = 1 ]; then
-    build build/test all "${plain[@]}" -DZKD_TESTS=all
+    build build/test all "${plain[@]}" -DZKD_INTEGRATION_TESTS=ON
     check build/test
     echo "== all tests of build/test passed in $(( $(date +%s) - start )) s"
     exit 0
 fi
 
-# The test binaries are built and run once, under ASan+UBSan (below): the optimised build
-# runs the tests that drive its programs from outside (ZKD_TESTS=programs). Building every
-# test in both took about a third of this command's time.
-build build/test all "${plain[@]}" -DZKD_TESTS=programs
+# The integration tests are built and run once, under ASan+UBSan (below): the optimised build
+# runs the unit tests and the tests that drive its programs from outside
+# (ZKD_INTEGRATION_TESTS=OFF). Building the integration tests in both took about a fifth of
+# this command's time.
+build build/test all "${plain[@]}" -DZKD_INTEGRATION_TESTS=OFF
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The unit tests in 4 GoogleTest shards: ASan's start and leak check per process cost
 # more than most unit tests (about 35 s of the run as 600 processes, 6 s as 4).
 in_background build/asan.log build build/asan all -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-    -DZKD_SANITIZE=address -DZKD_UNIT_TEST_SHARDS=4 -DZKD_TESTS=all "${unity[@]}"
+    -DZKD_SANITIZE=address -DZKD_UNIT_TEST_SHARDS=4 -DZKD_INTEGRATION_TESTS=ON "${unity[@]}"
 check build/test
 finish_background
 
 # The ASan build's tests run alone: under ASan a zkd command takes a few tenths of a second
 # to start, and beside a build its tests' timing assumptions failed (tried once).
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 check build/asan
 
 tools/fuzz.sh --seconds 4
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 # Only what its tests need (tests/CMakeLists.txt, zkd_tsan_tests).
 build build/tsan zkd_tsan_tests -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DZKD_SANITIZE=thread \
     "${unity[@]}"
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 check build/tsan -L threads
 echo "== all tests passed in $(( $(date +%s) - start )) s"

@@ -262,11 +262,11 @@ TEST_F(ZkcoSession, EnsembleLosingAMemberKeepsTheSession) {
             EXPECT_EQ(zk.session()->id, session->id);
             // start_member blocks this loop while a JVM starts: on a busy machine the link may
             // drop once more (the session lives on). A set is idempotent: try it again then.
-            auto set = co_await zk.set("/n"s, "1"s);
+            auto set = co_await with_timeout(zk.set("/n"s, "1"s), 20s);
             for (int tries = 0; !set && set.error() == condition::retryable && tries < 20;
                  ++tries) {
                 (void)co_await wait_for_state(zk, session_state::connected, 20s);
-                set = co_await zk.set("/n"s, "1"s);
+                set = co_await with_timeout(zk.set("/n"s, "1"s), 20s);
             }
             ASSERT_TRUE(set) << set.error().message();
             EXPECT_EQ(zk.session()->id, session->id);

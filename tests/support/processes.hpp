@@ -23,10 +23,10 @@
 
 namespace zkd::test {
 
-/// argv as execv wants it (pointers into `args`, null-terminated). Made before fork(): the
-/// child of a process with threads may call only async-signal-safe functions, and malloc
+/// argv or envp as execve wants them (pointers into `args`, then a null). Made before fork():
+/// the child of a process with threads may call only async-signal-safe functions, and malloc
 /// is not one (a child that forked while another thread held its lock hangs before exec).
-inline std::vector<char*> exec_argv(std::vector<std::string>& args) {
+inline std::vector<char*> null_terminated(std::vector<std::string>& args) {
     std::vector<char*> raw;
     raw.reserve(args.size() + 1);
     for (auto& a : args) {
@@ -57,7 +57,7 @@ public:
             argv.insert(argv.end(), {"--session-timeout", "2000"});
         }
         argv.insert(argv.end(), extra.begin(), extra.end());
-        const auto raw = exec_argv(argv);
+        const auto raw = null_terminated(argv);
         const std::string netns_failed = "cannot enter the network namespace " + netns + "\n";
         pid_ = ::fork();
         if (pid_ == 0) {
@@ -139,7 +139,7 @@ inline command_result run_command(
     }
     // The child's argv and environment (ours, with `env` applied), made before fork().
     auto args = argv;
-    const auto raw = exec_argv(args);
+    const auto raw = null_terminated(args);
     std::vector<std::string> vars;
     for (char** e = environ; *e != nullptr; ++e) {
         const std::string_view var(*e);
@@ -152,7 +152,7 @@ inline command_result run_command(
             vars.push_back(k + "=" + v);
         }
     }
-    const auto envp = exec_argv(vars);
+    const auto envp = null_terminated(vars);
     const std::string stdin_path = stdin_file.string();
     const auto start = std::chrono::steady_clock::now();
     const pid_t pid = ::fork();
@@ -217,7 +217,7 @@ public:
     )
         : out_(std::move(out)), err_(std::move(err)) {
         auto args = argv;
-        const auto raw = exec_argv(args);
+        const auto raw = null_terminated(args);
         pid_ = ::fork();
         if (pid_ == 0) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
