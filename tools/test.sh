@@ -106,7 +106,7 @@ unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 -DZKD_TEST_PCH=O
 plain=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${unity[@]}")
 start=$(date +%s)
 if [ "$quick" = 1 ]; then
-    build build/test all "${plain[@]}" -DZKD_INTEGRATION_TESTS=ON
+    build build/test all "${plain[@]}" -DZKD_INTEGRATION_TESTS=ON -DZKD_UNIT_TEST_SHARDS=0
     check build/test
     echo "== all tests of build/test passed in $(( $(date +%s) - start )) s"
     exit 0
@@ -116,12 +116,12 @@ fi
 # runs the unit tests and the tests that drive its programs from outside
 # (ZKD_INTEGRATION_TESTS=OFF). Building the integration tests in both took about a fifth of
 # this command's time.
-build build/test all "${plain[@]}" -DZKD_INTEGRATION_TESTS=OFF
+# The unit tests in 4 GoogleTest shards, here and under ASan: a process per unit test costs
+# more than most unit tests (under ASan about 35 s of the run as 600 processes, 6 s as 4).
+build build/test all "${plain[@]}" -DZKD_INTEGRATION_TESTS=OFF -DZKD_UNIT_TEST_SHARDS=4
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# The unit tests in 4 GoogleTest shards: ASan's start and leak check per process cost
-# more than most unit tests (about 35 s of the run as 600 processes, 6 s as 4).
 in_background build/asan.log build build/asan all -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DZKD_SANITIZE=address -DZKD_UNIT_TEST_SHARDS=4 -DZKD_INTEGRATION_TESTS=ON "${unity[@]}"
 check build/test
