@@ -114,8 +114,8 @@ fi
 
 # The integration tests are built and run once, under ASan+UBSan (below): the optimised build
 # runs the unit tests and the tests that drive its programs from outside
-# (ZKD_INTEGRATION_TESTS=OFF). Building the integration tests in both took about a fifth of
-# this command's time.
+# (ZKD_INTEGRATION_TESTS=OFF). Building and running the integration tests in both took about
+# an eighth of this command's time (their compile and run in the optimised build).
 # The unit tests in 4 GoogleTest shards, here and under ASan: a process per unit test costs
 # more than most unit tests (under ASan about 35 s of the run as 600 processes, 6 s as 4).
 build build/test all "${plain[@]}" -DZKD_INTEGRATION_TESTS=OFF -DZKD_UNIT_TEST_SHARDS=4
