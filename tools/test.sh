@@ -8,8 +8,9 @@
 #   build/tsan   TSan: the tests labelled `threads` (zkco, reactor, roles: where callbacks
 #                cross threads), building only what they need
 #   build/fuzz   clang, libFuzzer: each fuzz target for 4 s from its corpus (tools/fuzz.sh)
-# The ASan build compiles while build/test's tests run, at the lowest CPU priority
-# (SCHED_IDLE: only on the CPU time the tests leave idle), its output shown once it is done.
+# The ASan build compiles while build/test's tests run, and the TSan build while the fuzz
+# targets run, at the lowest CPU priority (SCHED_IDLE: only on the CPU time left idle), their
+# output shown once they are done.
 # Usage: tools/test.sh [--quick] [--no-install]
 #   --quick       only build/test, with every test (a fast local loop; CI runs the rest)
 #   --no-install  skip tools/install-deps.sh
@@ -131,10 +132,12 @@ finish_background
 # to start, and beside a build its tests' timing assumptions failed (tried once).
 check build/asan
 
-tools/fuzz.sh --seconds 4
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-# Only what its tests need (tests/CMakeLists.txt, zkd_tsan_tests).
-build build/tsan zkd_tsan_tests -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DZKD_SANITIZE=thread \
-    "${unity[@]}"
+# The TSan build, of only what its tests need (tests/CMakeLists.txt, zkd_tsan_tests), compiles
+# while the fuzz targets run (a fuzz target keeps one core busy, and is bounded by time).
+in_background build/tsan.log build build/tsan zkd_tsan_tests -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DZKD_SANITIZE=thread "${unity[@]}"
+tools/fuzz.sh --seconds 4
+finish_background
 check build/tsan -L threads
 echo "== all tests passed in $(( $(date +%s) - start )) s"
