@@ -40,6 +40,11 @@ if(ZKD_SANITIZE STREQUAL "address")
         -fsanitize=address,undefined -fno-sanitize=alignment,null -fno-omit-frame-pointer
         -fno-sanitize-recover=undefined)
     target_link_options(zkd_options INTERFACE -fsanitize=address,undefined)
+    # Our programs linked at a fixed address: an ASan+UBSan program holds some 850,000
+    # relocations (the checks' descriptors), which a position-independent one applies at each
+    # start. `zkd route` started in 0.12 s instead of 0.21 (the tests start hundreds of them).
+    target_link_options(zkd_options INTERFACE
+        "$<BUILD_INTERFACE:$<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:-no-pie>>")
 elseif(ZKD_SANITIZE STREQUAL "thread")
     # GCC warns that TSan does not model the fences Asio uses (-Wtsan); TSan still sees the
     # locks and atomics around them.

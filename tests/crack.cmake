@@ -3,4 +3,3 @@
 # the job against a real ZooKeeper here.
 target_link_libraries(zkd_unit_tests PRIVATE zkd::crack)
 zkd_integration_test(crack integration/crack_test.cpp)
-target_link_libraries(crack_test PRIVATE zkd::crack)

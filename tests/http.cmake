@@ -9,13 +9,8 @@ target_compile_definitions(zkd_unit_tests PRIVATE
 
 # Against the real ZooKeeper.
 zkd_integration_test(roles_inspect integration/roles_inspect_test.cpp)
+# The API through its client, and `zkd run --http` itself, for its flags (token, TLS,
+# exposure rules).
 zkd_integration_test(http integration/http_test.cpp)
-target_link_libraries(http_test PRIVATE zkd::http)
-# `zkd run --http` itself, for its flags (token, TLS, exposure rules).
-target_compile_definitions(http_test PRIVATE ZKD_BINARY="$<TARGET_FILE:zkd>")
-add_dependencies(http_test zkd)
 # The status page in headless Chromium (Debian package chromium), against real zkd processes.
 zkd_integration_test(status_page integration/status_page_test.cpp)
-target_compile_definitions(status_page_test PRIVATE ZKD_BINARY="$<TARGET_FILE:zkd>"
-    ZKD_CDP_DRIVER="${CMAKE_CURRENT_SOURCE_DIR}/support/cdp_driver.py")
-add_dependencies(status_page_test zkd)

@@ -10,7 +10,3 @@ target_link_libraries(zkd_unit_tests PRIVATE zkd::loadgen_core)
 
 # The real binaries against the fixture's ZooKeeper: `zkd run` processes and zkd-loadgen.
 zkd_integration_test(loadgen integration/loadgen_test.cpp)
-target_compile_definitions(loadgen_test PRIVATE
-    ZKD_BINARY="$<TARGET_FILE:zkd>"
-    ZKD_LOADGEN_BINARY="$<TARGET_FILE:zkd_loadgen>")
-add_dependencies(loadgen_test zkd zkd_loadgen)

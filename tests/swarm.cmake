@@ -9,8 +9,3 @@ target_link_libraries(zkd_unit_tests PRIVATE zkd::swarm_core)
 
 # A hundred workers in one zkd-swarm against a real `zkd run` master and zkd-loadgen.
 zkd_integration_test(swarm integration/swarm_test.cpp)
-target_compile_definitions(swarm_test PRIVATE
-    ZKD_BINARY="$<TARGET_FILE:zkd>"
-    ZKD_LOADGEN_BINARY="$<TARGET_FILE:zkd_loadgen>"
-    ZKD_SWARM_BINARY="$<TARGET_FILE:zkd_swarm>")
-add_dependencies(swarm_test zkd zkd_loadgen zkd_swarm)

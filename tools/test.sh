@@ -95,10 +95,10 @@ trap '[ -z "$background_pid" ] || kill -- "-$background_pid" 2>/dev/null || true
 
 # Line tables only (-g1): backtraces and sanitizer reports keep file:line, and the builds
 # take a quarter (-O2) or a seventh (-O0 with ASan) less time than with full -g. Every build
-# is a unity build of the libraries, programs and unit tests (16 sources a compile: about half
+# is a unity build of the libraries, programs and tests (16 sources a compile: about half
 # the libraries' compile time against one at a time, and 0.85x that of 8, measured on the ASan
-# build of the roles, http and protocol libraries; a quarter of the unit tests'); the
-# integration tests compile one source at a time, and all tests without optimisation.
+# build of the roles, http and protocol libraries; a quarter of the unit tests'; 4 for the
+# integration tests), and all tests compile without optimisation.
 # The tests precompile the third-party headers they share (ZKD_TEST_PCH: about a third less
 # compile time for a unit test, a fifth for an integration test). A source that misses an
 # include still fails in a default build (neither unity nor precompiled headers), and in the

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
@@ -135,3 +137,5 @@ TEST_F(Cells, AClientRoutesEachKeyToOneOfTwoEnsemblesAndEachTaskRunsThere) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

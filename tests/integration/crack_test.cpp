@@ -29,6 +29,8 @@
 #include <map>
 #include <memory>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -604,3 +606,5 @@ TEST_F(CrackRun, BadInputIsRefusedBeforeAnythingIsWritten) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -334,3 +336,5 @@ TEST_F(Delayed, AProgramFailingTwiceSucceedsAtItsThirdTryWithTheErrorsKept) {
     EXPECT_GE(r.at("started_ms").to_number<std::int64_t>(), end2);
     EXPECT_TRUE(seen_retry) << "zkd status never showed the retry waiting; last: " << last_status;
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -22,6 +22,8 @@
 #include <sstream>
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
@@ -237,3 +239,5 @@ TEST_F(EarlyResults, ABundleWithoutTheFlagHasItsResultsTogether) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

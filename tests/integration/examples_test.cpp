@@ -9,6 +9,8 @@
 #include <string>
 #include <sys/wait.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 class Examples : public zkd::test::zk_test {};
@@ -30,3 +32,5 @@ TEST_F(Examples, AnApplicationEmbedsANodeWithItsOwnTaskType) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -36,6 +36,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
@@ -1138,3 +1140,5 @@ TEST_F(ExecZkd, TheCommandLineShowsExecTypesAndProgress) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -54,6 +54,8 @@
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
@@ -1803,3 +1805,5 @@ TEST_F(Http, StatusSnapshotsAreSharedForTheirMaxAge) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

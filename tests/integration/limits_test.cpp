@@ -24,6 +24,8 @@
 #include <sstream>
 #include <unistd.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
@@ -267,3 +269,5 @@ TEST_F(Limits, StartUpRefusesBadLimitsAndACgroupItCannotUseSayingWhy) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

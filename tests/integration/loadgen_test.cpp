@@ -26,6 +26,8 @@
 #include <unistd.h>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -628,3 +630,5 @@ TEST_F(Loadgen, AFullQueueIsWaitedOut) {
     EXPECT_EQ(run(count_under_shards("qf", "/pending")), 0U);
     EXPECT_EQ(run(count_under_shards("qf", "/results")), 0U);
 }
+
+}  // namespace ZKD_UNITY_ID

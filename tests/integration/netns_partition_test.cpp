@@ -33,6 +33,8 @@
 #include <optional>
 #include <sstream>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -586,3 +588,5 @@ TEST_F(NetnsPartition, APartitionShorterThanTheSessionTimeoutRequeuesNothing) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

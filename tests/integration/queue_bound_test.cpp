@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -241,3 +243,5 @@ TEST_F(QueueBound, ZeroMeansNoBound) {
     }
     EXPECT_EQ(pending(), 3);
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -17,6 +17,8 @@
 
 #include <string>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 using namespace std::literals;
 using namespace zkd::zkco;
@@ -540,3 +542,5 @@ TEST_F(RolesBatcher, ConnectionLevelFailuresReachEveryGroup) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

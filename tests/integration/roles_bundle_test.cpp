@@ -21,6 +21,8 @@
 #include <set>
 #include <stop_token>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -1267,3 +1269,5 @@ TEST_F(RolesBundle, ARetryingBundleCancelledWholeKeepsWhatItsFirstTryFinished) {
         120s
     );
 }
+
+}  // namespace ZKD_UNITY_ID

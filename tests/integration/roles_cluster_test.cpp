@@ -18,6 +18,8 @@
 #include <map>
 #include <set>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -910,3 +912,5 @@ TEST_F(RolesCluster, AClientPlacesTasksOnWorkersWithRoomAndTheRestGoesToTheMaste
         120s
     );
 }
+
+}  // namespace ZKD_UNITY_ID

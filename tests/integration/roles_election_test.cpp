@@ -16,6 +16,8 @@
 
 #include <optional>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 using namespace std::literals;
 using namespace zkd::zkco;
@@ -238,3 +240,5 @@ TEST_F(RolesElection, WorkersRegisterAnEphemeralNodeAndAnAssignmentDirectory) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

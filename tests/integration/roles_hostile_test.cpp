@@ -16,6 +16,8 @@
 #include <atomic>
 #include <optional>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -669,3 +671,5 @@ TEST_F(RolesHostile, AWorkerThatLeavesItsAssignmentsUnstartedLosesThemAndIsSuspe
         co_await tc.flush();
     }());
 }
+
+}  // namespace ZKD_UNITY_ID

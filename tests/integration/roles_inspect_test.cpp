@@ -17,6 +17,8 @@
 
 #include <algorithm>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -533,3 +535,5 @@ TEST_F(RolesInspect, AClosedSessionFailsTheViewWithItsError) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

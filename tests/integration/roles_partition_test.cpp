@@ -18,6 +18,8 @@
 #include <iostream>
 #include <optional>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -158,3 +160,5 @@ TEST_F(RolesPartition, AMasterCutOffPastItsSessionIsReplacedAndFencedAndLosesNot
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -21,6 +21,8 @@
 #include <atomic>
 #include <thread>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -320,3 +322,5 @@ TEST_F(RolesLostPublish, AResultConsumedBeforeTheLostAnswerIsNotPublishedAgain) 
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -21,6 +21,8 @@
 #include <string>
 #include <unistd.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 using namespace std::literals;
 
@@ -380,3 +382,5 @@ TEST_F(Schedule, CommandLineRefusalsListShowAndRemove) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -23,6 +23,8 @@
 #include <sstream>
 #include <unistd.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
@@ -441,3 +443,5 @@ TEST_F(Serve, ProgressAndLogFramesReachTheTasksNodeAndTheWorkersLogAtTheirLevel)
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

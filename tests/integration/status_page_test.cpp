@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace std::literals;
@@ -365,3 +367,5 @@ TEST_F(StatusPage, ShowsWorkersJoiningAndLeavingAndTasksLiveWithoutConsoleErrors
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

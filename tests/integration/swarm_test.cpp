@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace json = boost::json;
 using namespace std::literals;
 
@@ -184,3 +186,5 @@ TEST_F(Swarm, RefusesBadFlagsAndAMissingCluster) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

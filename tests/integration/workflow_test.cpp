@@ -27,6 +27,8 @@
 #include <string>
 #include <thread>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -602,3 +604,5 @@ TEST_F(Workflow, RefusedSpecsCreateNothing) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -24,6 +24,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -410,3 +412,5 @@ TEST(ZkLocalHeap, TheServerGetsTheHeapAskedForOrTheMachinesShare) {
     auto help = zkd::test::run_command({ZKD_ZK_LOCAL_BINARY, "start", "--help"});
     EXPECT_NE(help.out.find("--heap SIZE"), std::string::npos) << help.out;
 }
+
+}  // namespace ZKD_UNITY_ID

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 using namespace std::literals;
 using namespace zkd::zkco;
@@ -880,3 +882,5 @@ TEST_F(ZkcoOps, OperationsBeforeConnectAreRefused) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -20,6 +20,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 using namespace std::literals;
 using namespace zkd::zkco;
@@ -379,3 +381,5 @@ TEST_F(ZkcoSession, RequestsOfOneTurnLeaveTogether) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID

@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace ZKD_UNITY_ID {
+
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::literals;
@@ -707,3 +709,5 @@ TEST_F(ZkdProcess, FailoverTimesAreMeasured) {
 }
 
 }  // namespace
+
+}  // namespace ZKD_UNITY_ID
