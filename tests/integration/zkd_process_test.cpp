@@ -623,7 +623,7 @@ TEST_F(ZkdProcess, WithCredentialsEverythingIsClosedToOthers) {
 // Not a speed assertion: measures (and prints, and records as test properties) how long a
 // cluster with 2 s sessions takes to run a killed worker's tasks again, and to assign again
 // after its master is killed. Run alone for the figures:
-//   build/test/tests/zkd_process_test --gtest_filter='*Failover*'
+//   build/asan/tests/zkd_integration_tests --gtest_filter='ZkdProcess.FailoverTimesAreMeasured'
 TEST_F(ZkdProcess, FailoverTimesAreMeasured) {
     for (const auto* host : {"f1", "f2", "f3"}) {
         start(host);

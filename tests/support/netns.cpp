@@ -134,7 +134,7 @@ std::string address_in(int block, int host) {
            "." + std::to_string(n % 256);
 }
 
-/// Held while namespaces are made: two test binaries must not pick the same /30.
+/// Held while namespaces are made: two test processes must not pick the same /30.
 class setup_lock {
 public:
     setup_lock() : fd_(::open("/run/zkd-test-netns.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600)) {

@@ -10,7 +10,7 @@
 // The host end is cut (`ip link set ... down`): the inner end loses its carrier, so what
 // the process inside sends is dropped and what the host sends has no route; neither side
 // gets a reset. heal() brings it up again. Each netns has its own /30 in 10.231.0.0/16,
-// picked under a lock file so that test binaries running at once never share one; what a
+// picked under a lock file so that test processes running at once never share one; what a
 // crashed earlier run left (namespaces and host ends named after a dead pid) is deleted first.
 #pragma once
 

@@ -12,7 +12,7 @@
 
 // ZooKeeper servers for integration tests.
 //
-// One server is shared by the whole test binary: the first shared_zk_connect_string() starts it
+// One server is shared by the whole test process: the first shared_zk_connect_string() starts it
 // (standalone, tickTime 200 ms, so sessions go down to 400 ms) and it is stopped after the last
 // test (a ::testing::Environment), or at exit. Servers die with the test process even when it
 // crashes (PR_SET_PDEATHSIG), so no JVM is left behind. Tests share it safely by each using
